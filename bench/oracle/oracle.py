@@ -1,0 +1,55 @@
+"""Run real llama.cpp loads and return the exact size of every buffer it allocated.
+
+    from bench.oracle.oracle import measure
+    model_buffers, rows = measure("model.gguf", [{"n_ctx": 4096, "flash_attn": True}])
+
+Each configuration in one call shares one model load; every call is a fresh
+process with the size shim preloaded (it needs a C compiler the first time).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+
+
+class OracleUnavailable(RuntimeError):
+    """The oracle cannot run here (no C compiler, or llama-cpp-python missing)."""
+
+
+@functools.lru_cache(maxsize=1)
+def shim_path() -> str:
+    """Build the size shim once per process, in a private temporary folder."""
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    if compiler is None:
+        raise OracleUnavailable("no C compiler to build the buffer size shim")
+    out_dir = Path(tempfile.mkdtemp(prefix="vramchat-oracle-"))
+    out = out_dir / "size_shim.so"
+    subprocess.run([compiler, "-shared", "-fPIC", "-O2", "-o", str(out), str(HERE / "size_shim.c"), "-ldl"],
+                   check=True, capture_output=True)
+    return str(out)
+
+
+def measure(model: str | os.PathLike[str], configs: list[dict[str, Any]], n_gpu_layers: int = 0,
+            use_mmap: bool = True, timeout: float = 600) -> tuple[dict[str, int], list[dict[str, Any]]]:
+    """Model buffers and, per configuration, the KV, RS, output and compute buffers."""
+    shim = shim_path()
+    env = dict(os.environ)
+    env["LD_PRELOAD"] = shim + (":" + env["LD_PRELOAD"] if env.get("LD_PRELOAD") else "")
+    spec = {"shim": shim, "model": os.fspath(model), "n_gpu_layers": n_gpu_layers, "use_mmap": use_mmap}
+    stdin = "\n".join(json.dumps(x) for x in [spec, *configs]) + "\n"
+    proc = subprocess.run([sys.executable, str(HERE / "measure.py")], input=stdin, capture_output=True,
+                          text=True, env=env, timeout=timeout)
+    lines = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    if not lines or "fatal" in lines[0]:
+        raise RuntimeError(f"llama.cpp could not load {model}: {lines[0] if lines else proc.stderr[-2000:]}")
+    return lines[0]["model"], lines[1:]

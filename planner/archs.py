@@ -1,0 +1,82 @@
+"""Per-architecture rules from llama.cpp's `load_arch_hparams` (src/models/*.cpp).
+
+Each rule fills what the generic reader cannot know: which layers use a sliding
+window, logit soft-capping, and which graph builder computes the arena. An
+architecture without a rule still gets a plan, marked as an estimate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from planner.model import SWA_STANDARD, swa_pattern
+
+if TYPE_CHECKING:
+    from planner.model import ModelAnatomy, _Meta
+
+ArchRule = Callable[["ModelAnatomy", "_Meta"], None]
+
+
+def _load_swa_pattern(anatomy: ModelAnatomy, meta: _Meta, n_pattern: int, dense_first: bool = False) -> None:
+    """llama_model_base::load_swa_pattern: an explicit per-layer array wins, else a period."""
+    value = meta.get("attention.sliding_window_pattern")
+    if isinstance(value, list) and len(value) == anatomy.n_layer:
+        pattern = [bool(v) for v in value]
+    else:
+        if isinstance(value, int) and not isinstance(value, bool):
+            n_pattern = value
+        pattern = swa_pattern(anatomy.n_layer, n_pattern, dense_first)
+    for layer, is_swa in zip(anatomy.layers, pattern):
+        layer.is_swa = is_swa
+
+
+def _plain(anatomy: ModelAnatomy, meta: _Meta) -> None:
+    """Dense attention on every layer, no sliding window."""
+
+
+def _gemma2(anatomy: ModelAnatomy, meta: _Meta) -> None:
+    anatomy.swa_type = SWA_STANDARD
+    anatomy.n_swa = meta.int_or("attention.sliding_window", 4096)
+    _load_swa_pattern(anatomy, meta, 2)
+    anatomy.f_attn_softcap = meta.float_or("attn_logit_softcapping", 0.0)
+    anatomy.f_final_softcap = meta.float_or("final_logit_softcapping", 0.0)
+
+
+def _gemma3(anatomy: ModelAnatomy, meta: _Meta) -> None:
+    n_swa = meta.int_or("attention.sliding_window", 0)
+    if n_swa > 0:
+        anatomy.swa_type = SWA_STANDARD
+        anatomy.n_swa = n_swa
+        _load_swa_pattern(anatomy, meta, 6)
+    anatomy.f_final_softcap = meta.float_or("final_logit_softcapping", 0.0)
+
+
+def _phi3(anatomy: ModelAnatomy, meta: _Meta) -> None:
+    # llama.cpp disables Phi's sliding window (set_swa_pattern(1): no layer is SWA).
+    anatomy.notes.append("Phi-3 sliding window is disabled in this llama.cpp build: full KV cache on every layer")
+
+
+ARCH_RULES: dict[str, ArchRule] = {
+    "llama": _plain,
+    "mistral3": _plain,
+    "qwen2": _plain,
+    "qwen3": _plain,
+    "phi3": _phi3,
+    "gemma": _plain,
+    "gemma2": _gemma2,
+    "gemma3": _gemma3,
+}
+
+
+def apply_arch_rules(anatomy: ModelAnatomy, meta: _Meta) -> None:
+    rule = ARCH_RULES.get(anatomy.architecture)
+    if rule is None:
+        anatomy.exact = False
+        anatomy.notes.append(
+            f"architecture '{anatomy.architecture}' has no exact rules in this planner yet: "
+            "figures assume dense attention on every layer and are estimates"
+        )
+        # a sliding window declared in the header is honoured as a standard window on every layer
+        return
+    rule(anatomy, meta)

@@ -1,0 +1,87 @@
+"""The devices a plan is made for: plain data, filled by `app.devices` or by a what-if."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+GiB = 1024 ** 3
+MiB = 1024 ** 2
+
+
+@dataclass(frozen=True)
+class Device:
+    """One memory pool llama.cpp can place buffers in."""
+
+    name: str  # llama.cpp's device name: CUDA0, ROCm0, Metal, Vulkan0, CPU
+    kind: str  # "gpu" or "host"
+    backend: str  # cuda, rocm, metal, vulkan, cpu
+    total: int
+    free: int
+    # Apple unified memory: the GPU's pool is the host's RAM, counted once
+    unified: bool = False
+    description: str = ""
+    simulated: bool = False
+
+    @property
+    def is_gpu(self) -> bool:
+        return self.kind == "gpu"
+
+
+@dataclass(frozen=True)
+class Host:
+    """Host RAM, and what the CPU can do with weights (repacking for SIMD)."""
+
+    total: int
+    free: int
+    cpu_features: frozenset[str] = field(default_factory=frozenset)
+    swap_free: int = 0
+    simulated: bool = False
+
+
+def parse_size(text: str) -> int:
+    """Parse sizes like 8GiB, 24G, 12000MiB, 512M, 1.5TB (binary units) into bytes."""
+    s = text.strip().replace(" ", "")
+    if not s:
+        raise ValueError("empty size")
+    units = {
+        "": 1, "b": 1,
+        "k": 1024, "kb": 1024, "kib": 1024,
+        "m": MiB, "mb": MiB, "mib": MiB,
+        "g": GiB, "gb": GiB, "gib": GiB,
+        "t": 1024 * GiB, "tb": 1024 * GiB, "tib": 1024 * GiB,
+    }
+    i = len(s)
+    while i > 0 and not (s[i - 1].isdigit() or s[i - 1] == "."):
+        i -= 1
+    number, unit = s[:i], s[i:].lower()
+    if unit not in units:
+        raise ValueError(f"unknown size unit {unit!r} in {text!r} (use B, KiB, MiB, GiB or TiB)")
+    try:
+        value = float(number)
+    except ValueError:
+        raise ValueError(f"not a size: {text!r}") from None
+    if value <= 0 or value != value or value == float("inf"):
+        raise ValueError(f"size must be positive: {text!r}")
+    return int(value * units[unit])
+
+
+def format_size(n: int | float) -> str:
+    """Bytes as a short human figure: 1.23 GiB, 456.0 MiB, 12 KiB."""
+    n = float(n)
+    sign = "-" if n < 0 else ""
+    n = abs(n)
+    if n >= GiB:
+        return f"{sign}{n / GiB:.2f} GiB"
+    if n >= MiB:
+        return f"{sign}{n / MiB:.1f} MiB"
+    if n >= 1024:
+        return f"{sign}{n / 1024:.0f} KiB"
+    return f"{sign}{int(n)} B"
+
+
+def simulated_gpus(sizes: list[int], backend: str = "cuda") -> list[Device]:
+    """What-if GPUs with all their memory free."""
+    prefix = {"cuda": "CUDA", "rocm": "ROCm", "metal": "Metal", "vulkan": "Vulkan"}.get(backend, "GPU")
+    return [Device(f"{prefix}{i}", "gpu", backend, size, size, description=f"simulated {format_size(size)} GPU",
+                   simulated=True)
+            for i, size in enumerate(sizes)]

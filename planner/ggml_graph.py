@@ -1,0 +1,304 @@
+"""A shape-only mirror of the ggml graph API.
+
+llama.cpp sizes its compute buffers by building the model's graph for a
+worst-case micro-batch and handing it to ggml's graph allocator. To predict
+those buffers exactly, the planner builds the same graph here: the same ops in
+the same order, with the same shapes, strides, views and flags, but no data.
+`planner.ggml_alloc` then replays the allocator over it.
+
+Only what allocation depends on is modelled: output shape and type of each op,
+whether it is a view, which ops may run in place, and graph order (ggml's
+depth-first `ggml_visit_parents`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from planner.ggml_types import F16, F32, I32, I64, GGMLType, ggml_type
+
+FLAG_INPUT = 1
+FLAG_OUTPUT = 2
+
+# ops whose result may reuse the memory of a parent (ggml_op_can_inplace)
+INPLACE_OPS = frozenset({
+    "FILL", "SCALE", "DIAG_MASK_ZERO", "DIAG_MASK_INF", "ADD", "ADD_ID", "ADD1", "SUB", "MUL", "DIV",
+    "SQR", "SQRT", "LOG", "UNARY", "ROPE", "ROPE_BACK", "SILU_BACK", "RMS_NORM", "RMS_NORM_BACK",
+    "CLAMP", "SOFT_MAX", "SOFT_MAX_BACK",
+})
+
+
+@dataclass(eq=False)
+class Tensor:
+    type: GGMLType
+    ne: tuple[int, int, int, int]
+    nb: tuple[int, int, int, int]
+    op: str = "NONE"
+    src: list[Tensor] = field(default_factory=list)
+    view_src: Tensor | None = None
+    view_offs: int = 0
+    flags: int = 0
+    # weights, KV cache and other tensors that already live in a buffer
+    external: bool = False
+    name: str = ""
+    # backend placement hint (used by the scheduler model); None = decided by the scheduler
+    backend: str | None = None
+
+    @property
+    def is_view(self) -> bool:
+        return self.view_src is not None
+
+    def nbytes(self) -> int:
+        if any(n <= 0 for n in self.ne):
+            return 0
+        if self.type.block_size == 1:
+            size = self.type.type_size
+            for n, b in zip(self.ne, self.nb):
+                size += (n - 1) * b
+            return size
+        size = self.ne[0] * self.nb[0] // self.type.block_size
+        for n, b in zip(self.ne[1:], self.nb[1:]):
+            size += (n - 1) * b
+        return size
+
+    def is_contiguous(self) -> bool:
+        return self.nb == _contiguous_strides(self.type, self.ne)
+
+    def n_elements(self) -> int:
+        return self.ne[0] * self.ne[1] * self.ne[2] * self.ne[3]
+
+    def __repr__(self) -> str:  # pragma: no cover - debugging aid
+        return f"Tensor({self.name or self.op}, {self.type.name}, {self.ne})"
+
+
+def _contiguous_strides(type_: GGMLType, ne: tuple[int, int, int, int]) -> tuple[int, int, int, int]:
+    nb0 = type_.type_size
+    nb1 = nb0 * (ne[0] // type_.block_size)
+    nb2 = nb1 * ne[1]
+    nb3 = nb2 * ne[2]
+    return (nb0, nb1, nb2, nb3)
+
+
+def _ne4(ne: tuple[int, ...] | list[int]) -> tuple[int, int, int, int]:
+    padded = list(ne) + [1] * (4 - len(ne))
+    return (padded[0], padded[1], padded[2], padded[3])
+
+
+def row_size(type_: GGMLType, n: int) -> int:
+    return type_.type_size * n // type_.block_size
+
+
+class Graph:
+    """Builds tensors the way ggml's ops do, and records graph order."""
+
+    def __init__(self) -> None:
+        self.nodes: list[Tensor] = []
+        self.leafs: list[Tensor] = []
+        self._visited: set[int] = set()
+
+    # -- tensor creation ---------------------------------------------------------------------
+
+    def new_tensor(self, type_: GGMLType | str, ne: tuple[int, ...] | list[int], name: str = "") -> Tensor:
+        t = type_ if isinstance(type_, GGMLType) else ggml_type(type_)
+        ne4 = _ne4(ne)
+        return Tensor(t, ne4, _contiguous_strides(t, ne4), name=name)
+
+    def input(self, type_: GGMLType | str, ne: tuple[int, ...] | list[int], name: str = "") -> Tensor:
+        tensor = self.new_tensor(type_, ne, name)
+        tensor.flags |= FLAG_INPUT
+        return tensor
+
+    def weight(self, type_: GGMLType, ne: tuple[int, ...] | list[int], name: str = "",
+               backend: str | None = None) -> Tensor:
+        tensor = self.new_tensor(type_, ne, name)
+        tensor.external = True
+        tensor.backend = backend
+        return tensor
+
+    def _op(self, op: str, type_: GGMLType, ne: tuple[int, ...], srcs: list[Tensor | None], name: str = "") -> Tensor:
+        result = self.new_tensor(type_, ne, name)
+        result.op = op
+        result.src = [s for s in srcs if s is not None]
+        return result
+
+    def dup(self, a: Tensor, op: str, srcs: list[Tensor | None]) -> Tensor:
+        """ggml_dup_tensor: a new contiguous tensor with a's type and shape."""
+        return self._op(op, a.type, a.ne, srcs)
+
+    def _view(self, a: Tensor, op: str, ne: tuple[int, ...], nb: tuple[int, ...] | None, offset: int) -> Tensor:
+        base, offs = (a.view_src, a.view_offs + offset) if a.view_src is not None else (a, offset)
+        ne4 = _ne4(ne)
+        result = Tensor(a.type, ne4, _contiguous_strides(a.type, ne4) if nb is None else nb,
+                        op=op, src=[a], view_src=base, view_offs=offs)
+        return result
+
+    # -- views -----------------------------------------------------------------------------
+
+    def reshape(self, a: Tensor, *ne: int) -> Tensor:
+        return self._view(a, "RESHAPE", ne, None, 0)
+
+    def view(self, a: Tensor, ne: tuple[int, ...], strides: tuple[int, ...], offset: int) -> Tensor:
+        """ggml_view_{1,2,3,4}d: `strides` are nb1.. (nb0 is the element size)."""
+        nb = [a.type.type_size, *strides]
+        ne4 = _ne4(ne)
+        for i in range(len(nb), 4):
+            nb.append(nb[i - 1] * ne4[i - 1])
+        return self._view(a, "VIEW", ne4, (nb[0], nb[1], nb[2], nb[3]), offset)
+
+    def permute(self, a: Tensor, ax0: int, ax1: int, ax2: int, ax3: int) -> Tensor:
+        ne = [0, 0, 0, 0]
+        nb = [0, 0, 0, 0]
+        for src_axis, dst_axis in enumerate((ax0, ax1, ax2, ax3)):
+            ne[dst_axis] = a.ne[src_axis]
+            nb[dst_axis] = a.nb[src_axis]
+        return self._view(a, "PERMUTE", tuple(ne), tuple(nb), 0)
+
+    def transpose(self, a: Tensor) -> Tensor:
+        ne = (a.ne[1], a.ne[0], a.ne[2], a.ne[3])
+        nb = (a.nb[1], a.nb[0], a.nb[2], a.nb[3])
+        return self._view(a, "TRANSPOSE", ne, nb, 0)
+
+    def view_tensor(self, a: Tensor, op: str, srcs: list[Tensor | None]) -> Tensor:
+        """ggml_view_tensor used as an op result (set_rows, cpy into a destination)."""
+        result = self._view(a, op, a.ne, a.nb, 0)
+        result.src = [s for s in srcs if s is not None]
+        return result
+
+    # -- ops -------------------------------------------------------------------------------
+
+    def get_rows(self, a: Tensor, rows: Tensor) -> Tensor:
+        type_ = I32 if a.type is I32 else F32
+        return self._op("GET_ROWS", type_, (a.ne[0], rows.ne[0], rows.ne[1], rows.ne[2]), [a, rows])
+
+    def mul_mat(self, a: Tensor, b: Tensor) -> Tensor:
+        return self._op("MUL_MAT", F32, (a.ne[1], b.ne[1], b.ne[2], b.ne[3]), [a, b])
+
+    def mul_mat_id(self, a: Tensor, b: Tensor, ids: Tensor) -> Tensor:
+        return self._op("MUL_MAT_ID", F32, (a.ne[1], ids.ne[0], b.ne[2], 1), [a, b, ids])
+
+    def add(self, a: Tensor, b: Tensor) -> Tensor:
+        return self.dup(a, "ADD", [a, b])
+
+    def mul(self, a: Tensor, b: Tensor) -> Tensor:
+        return self.dup(a, "MUL", [a, b])
+
+    def div(self, a: Tensor, b: Tensor) -> Tensor:
+        return self.dup(a, "DIV", [a, b])
+
+    def sub(self, a: Tensor, b: Tensor) -> Tensor:
+        return self.dup(a, "SUB", [a, b])
+
+    def scale(self, a: Tensor) -> Tensor:
+        return self.dup(a, "SCALE", [a])
+
+    def clamp(self, a: Tensor) -> Tensor:
+        return self.dup(a, "CLAMP", [a])
+
+    def sqr(self, a: Tensor) -> Tensor:
+        return self.dup(a, "SQR", [a])
+
+    def sqrt(self, a: Tensor) -> Tensor:
+        return self.dup(a, "SQRT", [a])
+
+    def unary(self, a: Tensor) -> Tensor:
+        """silu, gelu, tanh, relu, exp, sigmoid, softplus...: GGML_OP_UNARY."""
+        return self.dup(a, "UNARY", [a])
+
+    def rms_norm(self, a: Tensor) -> Tensor:
+        return self.dup(a, "RMS_NORM", [a])
+
+    def norm(self, a: Tensor) -> Tensor:
+        return self.dup(a, "NORM", [a])
+
+    def l2_norm(self, a: Tensor) -> Tensor:
+        return self.dup(a, "L2_NORM", [a])
+
+    def group_norm(self, a: Tensor) -> Tensor:
+        return self.dup(a, "GROUP_NORM", [a])
+
+    def rope(self, a: Tensor, pos: Tensor, factors: Tensor | None = None) -> Tensor:
+        return self.dup(a, "ROPE", [a, pos, factors])
+
+    def cont(self, a: Tensor, ne: tuple[int, ...] | None = None) -> Tensor:
+        return self._op("CONT", a.type, a.ne if ne is None else ne, [a])
+
+    def cpy(self, a: Tensor, b: Tensor) -> Tensor:
+        """ggml_cpy(a, b): writes into b (a view of b)."""
+        return self.view_tensor(b, "CPY", [a, b])
+
+    def cast(self, a: Tensor, type_: GGMLType) -> Tensor:
+        result = self._op("CPY", type_, a.ne, [a])
+        return result
+
+    def dup_op(self, a: Tensor) -> Tensor:
+        return self.dup(a, "DUP", [a])
+
+    def repeat(self, a: Tensor, ne: tuple[int, ...]) -> Tensor:
+        return self._op("REPEAT", a.type, ne, [a])
+
+    def concat(self, a: Tensor, b: Tensor, dim: int) -> Tensor:
+        ne = list(a.ne)
+        ne[dim] = a.ne[dim] + b.ne[dim]
+        return self._op("CONCAT", a.type, tuple(ne), [a, b])
+
+    def pad(self, a: Tensor, p0: int = 0, p1: int = 0, p2: int = 0, p3: int = 0) -> Tensor:
+        return self._op("PAD", a.type, (a.ne[0] + p0, a.ne[1] + p1, a.ne[2] + p2, a.ne[3] + p3), [a])
+
+    def soft_max_ext(self, a: Tensor, mask: Tensor | None, sinks: Tensor | None = None) -> Tensor:
+        return self.dup(a, "SOFT_MAX", [a, mask, sinks])
+
+    def glu_split(self, a: Tensor, b: Tensor) -> Tensor:
+        """ggml_swiglu_split / geglu_split / reglu_split: GGML_OP_GLU with two inputs."""
+        return self._op("GLU", a.type, a.ne, [a, b])
+
+    def glu(self, a: Tensor) -> Tensor:
+        """ggml_swiglu / ggml_geglu on a fused [2*n_ff] tensor: the result has half the rows."""
+        return self._op("GLU", a.type, (a.ne[0] // 2, a.ne[1], a.ne[2], a.ne[3]), [a])
+
+    def set_rows(self, dst: Tensor, values: Tensor, idxs: Tensor) -> Tensor:
+        # ggml keeps the destination as src[2] ("order is weird due to legacy reasons")
+        return self.view_tensor(dst, "SET_ROWS", [values, idxs, dst])
+
+    def flash_attn_ext(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None,
+                       sinks: Tensor | None = None) -> Tensor:
+        result = self._op("FLASH_ATTN_EXT", F32, (v.ne[0], q.ne[2], q.ne[1], q.ne[3]), [q, k, v, mask])
+        if sinks is not None:
+            result.src.append(sinks)
+        return result
+
+    def argsort_top_k(self, a: Tensor, k: int) -> Tensor:
+        return self._op("ARGSORT_TOP_K", I32, (k, a.ne[1], a.ne[2], a.ne[3]), [a])
+
+    def sum_rows(self, a: Tensor) -> Tensor:
+        return self._op("SUM_ROWS", a.type, (1, a.ne[1], a.ne[2], a.ne[3]), [a])
+
+    def op(self, op: str, type_: GGMLType, ne: tuple[int, ...], srcs: list[Tensor | None]) -> Tensor:
+        """Any other op, given its result shape."""
+        return self._op(op, type_, ne, srcs)
+
+    # -- graph order -----------------------------------------------------------------------
+
+    def expand(self, tensor: Tensor) -> None:
+        """ggml_build_forward_expand: append tensor and its unvisited parents, depth first."""
+        stack: list[tuple[Tensor, int]] = [(tensor, 0)]
+        visited = self._visited
+        if id(tensor) in visited:
+            return
+        visited.add(id(tensor))
+        while stack:
+            node, i = stack[-1]
+            if i < len(node.src):
+                stack[-1] = (node, i + 1)
+                child = node.src[i]
+                if id(child) not in visited:
+                    visited.add(id(child))
+                    stack.append((child, 0))
+                continue
+            stack.pop()
+            if node.op == "NONE":
+                self.leafs.append(node)
+            else:
+                self.nodes.append(node)
+
+
+__all__ = ["F16", "F32", "FLAG_INPUT", "FLAG_OUTPUT", "I32", "I64", "Graph", "Tensor", "row_size"]

@@ -1,0 +1,26 @@
+"""Model graphs, one builder per llama.cpp architecture family."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from planner.graphs import dense
+from planner.graphs.context import GraphContext
+
+Builder = Callable[[GraphContext], None]
+
+BUILDERS: dict[str, Builder] = {
+    "llama": dense.build_llama,
+    "mistral3": dense.build_llama,
+    "qwen2": dense.build_llama,
+    "qwen3": dense.build_llama,
+    "phi3": dense.build_phi3,
+    "gemma": dense.build_gemma,
+    "gemma2": dense.build_gemma2_3,
+    "gemma3": dense.build_gemma2_3,
+}
+
+
+def builder_for(architecture: str) -> Builder:
+    """The graph builder for an architecture; unknown ones use the llama shape (an estimate)."""
+    return BUILDERS.get(architecture, dense.build_llama)

@@ -1,0 +1,396 @@
+"""A mirror of llama.cpp's `llm_graph_context` helpers (src/llama-graph.cpp).
+
+Each method builds the same tensors, in the same order, as its C++ namesake,
+so that the graph allocator replay sees what llama.cpp's scheduler sees when
+it reserves the compute buffers for a worst-case micro-batch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from planner.ggml_graph import F16, F32, FLAG_OUTPUT, I32, I64, Graph, Tensor, row_size
+from planner.ggml_types import GGMLType
+from planner.model import LayerAnatomy, ModelAnatomy
+
+
+@dataclass(frozen=True)
+class GraphShape:
+    """The micro-batch and cache shape a reserve graph is built for."""
+
+    n_tokens: int
+    n_seqs: int
+    n_outputs: int
+    flash_attn: bool
+    type_k: GGMLType
+    type_v: GGMLType
+    kv_unified: bool
+    n_kv: int  # cells of the full-attention cache (all of them at reserve time)
+    n_kv_swa: int  # cells of the sliding-window cache
+    n_stream: int  # KV streams: 1 when unified, else n_seq_max
+    n_rs: int = 1  # recurrent state slots (max(1, n_seq_max))
+
+    @property
+    def v_trans(self) -> bool:
+        return not self.flash_attn
+
+
+class GraphContext:
+    """Builds one model graph for one GraphShape."""
+
+    def __init__(self, model: ModelAnatomy, shape: GraphShape, weights: WeightSet, graph: Graph) -> None:
+        self.model = model
+        self.shape = shape
+        self.w = weights
+        self.g = graph
+        self.n_tokens = shape.n_tokens
+        self.n_outputs = shape.n_outputs
+        self.n_embd = model.n_embd
+        self.t_embd: Tensor | None = None
+        self.t_logits: Tensor | None = None
+        self._inp_pos: Tensor | None = None
+
+    # -- inputs ----------------------------------------------------------------------------
+
+    def build_inp_embd(self) -> Tensor:
+        g = self.g
+        tok_embd = self.w.get("token_embd.weight")
+        tokens = g.input(I32, (self.n_tokens,), "inp_tokens")
+        embd = g.input(F32, (self.n_embd, self.n_tokens), "inp_embd")
+        cur = g.get_rows(tok_embd, tokens)
+        # ggml_build_forward_select(gf, {cur, embd}, 0): both are visited
+        g.expand(cur)
+        g.expand(embd)
+        return cur
+
+    def build_inp_pos(self) -> Tensor:
+        self._inp_pos = self.g.input(I32, (self.n_tokens,), "inp_pos")
+        return self._inp_pos
+
+    def build_inp_out_ids(self) -> Tensor:
+        return self.g.input(I32, (self.n_outputs,), "out_ids")
+
+    # -- common blocks ---------------------------------------------------------------------
+
+    def build_norm(self, cur: Tensor, weight: Tensor | None, bias: Tensor | None = None, rms: bool = True) -> Tensor:
+        g = self.g
+        cur = g.rms_norm(cur) if rms else g.norm(cur)
+        if weight is not None:
+            cur = g.mul(cur, weight)
+        if bias is not None:
+            cur = g.add(cur, bias)
+        return cur
+
+    def mm(self, weight: Tensor, cur: Tensor, scale: Tensor | None = None) -> Tensor:
+        """build_lora_mm without adapters."""
+        res = self.g.mul_mat(weight, cur)
+        if scale is not None:
+            res = self.g.mul(res, scale)
+        return res
+
+    def build_qkv(self, layer: LayerAnatomy, cur: Tensor, head_q: int, n_head: int,
+                  head_k: int, n_head_kv: int, head_v: int | None = None) -> tuple[Tensor, Tensor, Tensor]:
+        g, w, il = self.g, self.w, layer.index
+        head_v = head_k if head_v is None else head_v
+        n_embd_q, n_embd_k = head_q * n_head, head_k * n_head_kv
+        wqkv = w.layer(il, "attn_qkv.weight")
+        n_tok = self.n_tokens
+        if wqkv is not None:
+            qkv = self.mm(wqkv, cur, w.layer(il, "attn_qkv.scale"))
+            bias = w.layer(il, "attn_qkv.bias")
+            if bias is not None:
+                qkv = g.add(qkv, bias)
+            else:
+                qb, kb, vb = (w.layer(il, f"attn_{x}.bias") for x in "qkv")
+                if qb is not None and kb is not None and vb is not None:
+                    qkv = g.add(qkv, g.concat(g.concat(qb, kb, 0), vb, 0))
+            if self.model.extra.get("f_clamp_kqv", 0.0) > 0:
+                qkv = g.clamp(qkv)
+            es = qkv.type.type_size
+            q = g.view(qkv, (head_q, n_head, n_tok), (es * head_q, qkv.nb[1]), 0)
+            k = g.view(qkv, (head_k, n_head_kv, n_tok), (es * head_k, qkv.nb[1]), es * n_embd_q)
+            v = g.view(qkv, (head_v, n_head_kv, n_tok), (es * head_v, qkv.nb[1]), es * (n_embd_q + n_embd_k))
+            return q, k, v
+        outs = []
+        for x, head, heads in (("q", head_q, n_head), ("k", head_k, n_head_kv), ("v", head_v, n_head_kv)):
+            t = self.mm(w.layer_req(il, f"attn_{x}.weight"), cur, w.layer(il, f"attn_{x}.scale"))
+            bias = w.layer(il, f"attn_{x}.bias")
+            if bias is not None:
+                t = g.add(t, bias)
+            if self.model.extra.get("f_clamp_kqv", 0.0) > 0:
+                t = g.clamp(t)
+            outs.append((t, head, heads))
+        q, k, v = (g.reshape(t, head, heads, n_tok) for t, head, heads in outs)
+        return q, k, v
+
+    def build_ffn(self, cur: Tensor, up: Tensor | None, gate: Tensor | None, down: Tensor | None,
+                  act: str = "silu", parallel: bool = True, up_b: Tensor | None = None,
+                  gate_b: Tensor | None = None, down_b: Tensor | None = None) -> Tensor:
+        """build_ffn: act is silu, gelu, relu, relu_sqr, swiglu (fused), geglu (fused)."""
+        g = self.g
+        tmp = self.mm(up, cur) if up is not None else cur
+        if up_b is not None:
+            tmp = g.add(tmp, up_b)
+        if gate is not None:
+            cur = self.mm(gate, tmp if not parallel else cur)
+            if gate_b is not None:
+                cur = g.add(cur, gate_b)
+        else:
+            cur = tmp
+        gated_par = gate is not None and parallel
+        if act in ("silu", "gelu", "relu"):
+            if gated_par:
+                cur = g.glu_split(cur, tmp)
+                gated_par = False
+            else:
+                cur = g.unary(cur)
+        elif act == "relu_sqr":
+            cur = g.sqr(g.unary(cur))
+        elif act in ("swiglu", "geglu", "reglu"):
+            cur = g.glu(cur)
+        else:  # pragma: no cover - guarded by the builders
+            raise ValueError(f"unknown activation {act}")
+        if gated_par:
+            cur = g.mul(cur, tmp)
+        if down is not None:
+            cur = self.mm(down, cur)
+        if down_b is not None:
+            cur = g.add(cur, down_b)
+        return cur
+
+    # -- attention -------------------------------------------------------------------------
+
+    def build_attn_inp_kv(self, swa: bool = False) -> dict[str, Tensor | None]:
+        """Inputs of one KV cache: k/v row indices, mask and Hadamard rotations."""
+        s = self.shape
+        g = self.g
+        n_tok = self.n_tokens
+        k_idxs = g.input(I64, (n_tok,), "attn_inp_k_idxs")
+        v_rows = n_tok if not s.v_trans else n_tok * self.model.n_embd_v_gqa_max
+        v_idxs = g.input(I64, (v_rows,), "attn_inp_v_idxs")
+        n_stream_mask = 1 if s.kv_unified else s.n_seqs
+        mask_type = F16 if s.flash_attn else F32
+        n_kv = s.n_kv_swa if swa else s.n_kv
+        mask = g.input(mask_type, (n_kv, n_tok // n_stream_mask, 1, n_stream_mask), "attn_inp_kq_mask")
+        k_rot = v_rot = None
+        head_k, head_v = self._uniform_head_dims(swa)
+        if head_k > 0 and s.type_k.is_quantized and self.model.layers[0].head_dim_k % 64 == 0:
+            nrot = 64
+            while head_k % (nrot * 2) == 0:
+                nrot *= 2
+            k_rot = g.input(F32, (nrot, nrot), "attn_inp_k_rot")
+        if head_v > 0 and s.type_v.is_quantized and self.model.layers[0].head_dim_v % 64 == 0:
+            v_rot = g.input(F32, (64, 64), "attn_inp_v_rot")
+        return {"k_idxs": k_idxs, "v_idxs": v_idxs, "mask": mask, "k_rot": k_rot, "v_rot": v_rot}
+
+    def _uniform_head_dims(self, swa: bool) -> tuple[int, int]:
+        """n_embd_head_k_all / _v_all of one cache: the head size if all its layers agree, else -1."""
+        layers = [layer for layer in self.model.kv_layers if layer.is_swa == swa]
+        if not layers:
+            return 0, 0
+        ks = {layer.head_dim_k for layer in layers}
+        vs = {layer.head_dim_v for layer in layers}
+        return (ks.pop() if len(ks) == 1 else -1), (vs.pop() if len(vs) == 1 else -1)
+
+    def hadamard(self, cur: Tensor, rot: Tensor) -> Tensor:
+        g = self.g
+        n = rot.ne[0]
+        res = g.cont(cur, (n, cur.n_elements() // n, 1, 1)) if not cur.is_contiguous() \
+            else g.reshape(cur, n, cur.n_elements() // n)
+        res = g.mul_mat(rot, res)
+        return g.reshape(res, *cur.ne)
+
+    def kv_cache_tensors(self, layer: LayerAnatomy, swa: bool) -> tuple[Tensor, Tensor | None]:
+        return self.w.kv(layer.index, swa)
+
+    def build_attn(self, inp: dict[str, Tensor | None], layer: LayerAnatomy, wo: Tensor | None,
+                   wo_b: Tensor | None, q: Tensor, k: Tensor, v: Tensor,
+                   kq_b: Tensor | None = None, sinks: Tensor | None = None,
+                   iswa: bool = False, softcap: bool = False) -> Tensor:
+        g, s = self.g, self.shape
+        k_rot, v_rot = inp["k_rot"], inp["v_rot"]
+        if k_rot is not None:
+            q = self.hadamard(q, k_rot)
+            k = self.hadamard(k, k_rot)
+        if v_rot is not None:
+            v = self.hadamard(v, v_rot)
+        if iswa:
+            g.expand(q)
+            g.expand(k)
+            g.expand(v)
+        else:
+            g.expand(q)
+            g.expand(v)
+            g.expand(k)
+        k_cache, v_cache = self.kv_cache_tensors(layer, layer.is_swa and iswa)
+        g.expand(self.cpy_k(k_cache, k, inp["k_idxs"]))
+        assert v_cache is not None
+        g.expand(self.cpy_v(v_cache, v, inp["v_idxs"]))
+        n_kv = s.n_kv_swa if (iswa and layer.is_swa) else s.n_kv
+        kv = self.get_k(k_cache, layer, n_kv)
+        vv = self.get_v(v_cache, layer, n_kv)
+        cur = self.build_attn_mha(q, kv, vv, kq_b, inp["mask"], sinks, softcap=softcap)
+        if v_rot is not None:
+            cur = self.hadamard(cur, v_rot)
+        if wo is not None:
+            cur = self.mm(wo, cur, self.w.layer(layer.index, "attn_output.scale"))
+        if wo_b is not None:
+            cur = g.add(cur, wo_b)
+        return cur
+
+    def cpy_k(self, k_cache: Tensor, k_cur: Tensor, k_idxs: Tensor | None) -> Tensor:
+        g = self.g
+        n_embd_gqa = k_cur.ne[0] * k_cur.ne[1]
+        k_view = g.view(k_cur, (n_embd_gqa, k_cur.ne[2]), (k_cur.nb[2],), 0)
+        dst = k_cache
+        if k_cache.ne[2] > 1:
+            dst = g.reshape(k_cache, n_embd_gqa, k_cache.ne[1] * k_cache.ne[2])
+        assert k_idxs is not None
+        return g.set_rows(dst, k_view, k_idxs)
+
+    def cpy_v(self, v_cache: Tensor, v_cur: Tensor, v_idxs: Tensor | None) -> Tensor:
+        g = self.g
+        n_embd_gqa = v_cur.ne[0] * v_cur.ne[1]
+        n_tok = v_cur.ne[2]
+        assert v_idxs is not None
+        if not self.shape.v_trans:
+            v_view = g.view(v_cur, (n_embd_gqa, n_tok), (v_cur.nb[2],), 0)
+            dst = v_cache
+            if v_cache.ne[2] > 1:
+                dst = g.reshape(v_cache, n_embd_gqa, v_cache.ne[1] * v_cache.ne[2])
+            return g.set_rows(dst, v_view, v_idxs)
+        if row_size(v_cur.type, n_embd_gqa) == v_cur.nb[2]:
+            v2 = g.reshape(v_cur, n_embd_gqa, n_tok)
+        else:
+            v2 = g.cont(v_cur, (n_embd_gqa, n_tok, 1, 1))
+        if n_embd_gqa < v_cache.ne[0]:
+            v2 = g.pad(v2, v_cache.ne[0] - n_embd_gqa)
+        v_view = g.reshape(v_cache, 1, v_cache.n_elements())
+        v2 = g.reshape(v2, 1, v2.n_elements())
+        return g.set_rows(v_view, v2, v_idxs)
+
+    def get_k(self, k_cache: Tensor, layer: LayerAnatomy, n_kv: int) -> Tensor:
+        t = k_cache.type
+        kv_size = k_cache.ne[1]
+        n_embd_k_gqa = k_cache.ne[0]
+        ns = k_cache.ne[2]
+        return self.g.view(k_cache, (layer.head_dim_k, layer.n_head_kv, n_kv, ns),
+                           (row_size(t, layer.head_dim_k), row_size(t, n_embd_k_gqa),
+                            row_size(t, n_embd_k_gqa * kv_size)), 0)
+
+    def get_v(self, v_cache: Tensor, layer: LayerAnatomy, n_kv: int) -> Tensor:
+        t = v_cache.type
+        kv_size = v_cache.ne[1]
+        n_embd_v_gqa = v_cache.ne[0]
+        ns = v_cache.ne[2]
+        if not self.shape.v_trans:
+            return self.g.view(v_cache, (layer.head_dim_v, layer.n_head_kv, n_kv, ns),
+                               (row_size(t, layer.head_dim_v), row_size(t, n_embd_v_gqa),
+                                row_size(t, n_embd_v_gqa * kv_size)), 0)
+        view = self.g.view(v_cache, (n_kv, layer.n_head_kv, layer.head_dim_v, ns),
+                           (row_size(t, kv_size * layer.head_dim_v), row_size(t, kv_size),
+                            row_size(t, kv_size * n_embd_v_gqa)), 0)
+        return view
+
+    def build_attn_mha(self, q: Tensor, k: Tensor, v: Tensor, kq_b: Tensor | None, mask: Tensor | None,
+                       sinks: Tensor | None, v_mla: Tensor | None = None, softcap: bool = False) -> Tensor:
+        g = self.g
+        v_trans = v.nb[1] > v.nb[2]
+        n_stream = k.ne[3]
+        q = g.view(q, (q.ne[0], q.ne[1], q.ne[2] // n_stream, n_stream),
+                   (q.nb[1], q.nb[2], q.nb[2] * (q.ne[2] // n_stream)), 0)
+        q = g.permute(q, 0, 2, 1, 3)
+        k = g.permute(k, 0, 2, 1, 3)
+        v = g.permute(v, 0, 2, 1, 3)
+        if self.shape.flash_attn and kq_b is None:
+            if v_trans:
+                v = g.transpose(v)
+            if k.type is F32:
+                k = g.cast(k, F16)
+            if v.type is F32:
+                v = g.cast(v, F16)
+            cur = g.flash_attn_ext(q, k, v, mask, sinks)
+            if v_mla is not None:
+                cur = g.permute(cur, 0, 2, 1, 3)
+                cur = g.mul_mat(v_mla, cur)
+                cur = g.permute(cur, 0, 2, 1, 3)
+                cur = g.cont(cur)
+            cur = g.reshape(cur, cur.ne[0] * cur.ne[1], cur.ne[2] * cur.ne[3])
+        else:
+            kq = g.mul_mat(k, q)
+            if softcap:
+                kq = g.scale(kq)
+                kq = g.unary(kq)
+                kq = g.scale(kq)
+            if kq_b is not None:
+                kq = g.add(kq, kq_b)
+            kq = g.soft_max_ext(kq, mask, sinks)
+            if not v_trans:
+                v = g.cont(g.transpose(v))
+            kqv = g.mul_mat(v, kq)
+            if v_mla is not None:
+                kqv = g.mul_mat(v_mla, kqv)
+            cur = g.permute(kqv, 0, 2, 1, 3)
+            cur = g.cont(cur, (cur.ne[0] * cur.ne[1], cur.ne[2] * cur.ne[3], 1, 1))
+        g.expand(cur)
+        return cur
+
+    # -- outputs ---------------------------------------------------------------------------
+
+    def set_outputs(self, embd: Tensor, logits: Tensor | None) -> None:
+        self.t_embd, self.t_logits = embd, logits
+        embd.flags |= FLAG_OUTPUT
+        if logits is not None:
+            logits.flags |= FLAG_OUTPUT
+            self.g.expand(logits)
+        else:
+            self.g.expand(embd)
+
+    def output_weight(self) -> Tensor:
+        """model.output, or the token embeddings when the output is tied to them."""
+        out = self.w.get_optional("output.weight")
+        return out if out is not None else self.w.get("token_embd.weight", duplicate=True)
+
+
+class WeightSet:
+    """Weight and cache tensors as graph leaves, created on first use."""
+
+    def __init__(self, model: ModelAnatomy, kv: dict[tuple[int, bool], tuple[Tensor, Tensor | None]],
+                 graph: Graph) -> None:
+        self.model = model
+        self._kv = kv
+        self._cache: dict[tuple[str, bool], Tensor] = {}
+        self._g = graph
+        self._infos = {}
+        for group in (model.input_tensors, model.output_tensors, model.other_tensors):
+            for info in group:
+                self._infos[info.name] = info
+        for layer in model.layers:
+            for info in layer.tensors:
+                self._infos[info.name] = info
+
+    def get_optional(self, name: str, duplicate: bool = False) -> Tensor | None:
+        key = (name, duplicate)
+        tensor = self._cache.get(key)
+        if tensor is None:
+            info = self._infos.get(name)
+            if info is None:
+                return None
+            tensor = self._g.weight(info.type, info.shape, name)
+            self._cache[key] = tensor
+        return tensor
+
+    def get(self, name: str, duplicate: bool = False) -> Tensor:
+        tensor = self.get_optional(name, duplicate)
+        if tensor is None:
+            raise KeyError(name)
+        return tensor
+
+    def layer(self, il: int, suffix: str) -> Tensor | None:
+        return self.get_optional(f"blk.{il}.{suffix}")
+
+    def layer_req(self, il: int, suffix: str) -> Tensor:
+        return self.get(f"blk.{il}.{suffix}")
+
+    def kv(self, il: int, swa: bool) -> tuple[Tensor, Tensor | None]:
+        return self._kv[(il, swa)]

@@ -1,0 +1,151 @@
+"""Graphs of the dense decoder families (src/models/{llama,qwen2,qwen3,phi3,gemma*}.cpp)."""
+
+from __future__ import annotations
+
+from planner.ggml_graph import Tensor
+from planner.graphs.context import GraphContext
+
+
+def _final(ctx: GraphContext, cur: Tensor, softcap: bool = False, output_bias: bool = False) -> None:
+    g, w = ctx.g, ctx.w
+    cur = ctx.build_norm(cur, w.get_optional("output_norm.weight"), w.get_optional("output_norm.bias"))
+    embd = cur
+    cur = ctx.mm(ctx.output_weight(), cur, w.get_optional("output.scale"))
+    if output_bias and w.get_optional("output.bias") is not None:
+        cur = g.add(cur, w.get("output.bias"))
+    if softcap:
+        cur = g.scale(cur)
+        cur = g.unary(cur)
+        cur = g.scale(cur)
+    ctx.set_outputs(embd, cur)
+
+
+def build_llama(ctx: GraphContext) -> None:
+    """llama, mistral3, qwen2 and qwen3 share this shape (qwen3 adds q/k norms)."""
+    g, w, m = ctx.g, ctx.w, ctx.model
+    inp_l = ctx.build_inp_embd()
+    inp_pos = ctx.build_inp_pos()
+    inp_attn = ctx.build_attn_inp_kv()
+    out_ids = ctx.build_inp_out_ids()
+    qk_norm = m.architecture == "qwen3"
+    for layer in m.layers:
+        il = layer.index
+        inp_sa = inp_l
+        cur = ctx.build_norm(inp_l, w.layer(il, "attn_norm.weight"))
+        q, k, v = ctx.build_qkv(layer, cur, layer.head_dim_k, layer.n_head, layer.head_dim_k, layer.n_head_kv)
+        freqs = w.get_optional("rope_freqs.weight")
+        if qk_norm:
+            q = ctx.build_norm(q, w.layer(il, "attn_q_norm.weight"))
+        q = g.rope(q, inp_pos, freqs)
+        if qk_norm:
+            k = ctx.build_norm(k, w.layer(il, "attn_k_norm.weight"))
+        k = g.rope(k, inp_pos, freqs)
+        cur = ctx.build_attn(inp_attn, layer, w.layer(il, "attn_output.weight"), w.layer(il, "attn_output.bias"),
+                             q, k, v)
+        if il == m.n_layer - 1:
+            cur = g.get_rows(cur, out_ids)
+            inp_sa = g.get_rows(inp_sa, out_ids)
+        ffn_inp = g.add(cur, inp_sa)
+        cur = ctx.build_norm(ffn_inp, w.layer(il, "ffn_norm.weight"))
+        cur = ctx.build_ffn(cur, w.layer(il, "ffn_up.weight"), w.layer(il, "ffn_gate.weight"),
+                            w.layer(il, "ffn_down.weight"), "silu", True,
+                            up_b=w.layer(il, "ffn_up.bias"), gate_b=w.layer(il, "ffn_gate.bias"),
+                            down_b=w.layer(il, "ffn_down.bias"))
+        inp_l = g.add(cur, ffn_inp)
+    _final(ctx, inp_l, output_bias=m.architecture == "qwen2")
+
+
+def build_phi3(ctx: GraphContext) -> None:
+    g, w, m = ctx.g, ctx.w, ctx.model
+    inp_l = ctx.build_inp_embd()
+    inp_pos = ctx.build_inp_pos()
+    inp_attn = ctx.build_attn_inp_kv()
+    out_ids = ctx.build_inp_out_ids()
+    for layer in m.layers:
+        il = layer.index
+        residual = inp_l
+        normed = ctx.build_norm(inp_l, w.layer(il, "attn_norm.weight"), w.layer(il, "attn_norm.bias"))
+        q, k, v = ctx.build_qkv(layer, normed, layer.head_dim_k, layer.n_head, layer.head_dim_k, layer.n_head_kv)
+        factors = w.get_optional("rope_factors_long.weight")
+        q = g.rope(q, inp_pos, factors)
+        k = g.rope(k, inp_pos, factors)
+        q = g.scale(q)
+        cur = ctx.build_attn(inp_attn, layer, w.layer(il, "attn_output.weight"), w.layer(il, "attn_output.bias"),
+                             q, k, v)
+        if il == m.n_layer - 1:
+            cur = g.get_rows(cur, out_ids)
+            residual = g.get_rows(residual, out_ids)
+        cur = g.add(cur, residual)
+        residual = cur
+        cur = ctx.build_norm(cur, w.layer(il, "ffn_norm.weight"), w.layer(il, "ffn_norm.bias"))
+        cur = ctx.build_ffn(cur, w.layer(il, "ffn_up.weight"), None, w.layer(il, "ffn_down.weight"), "swiglu", False)
+        inp_l = g.add(residual, cur)
+    _final(ctx, inp_l, output_bias=True)
+
+
+def build_gemma(ctx: GraphContext) -> None:
+    """gemma (v1): scaled embeddings, GELU feed-forward, dense attention."""
+    g, w, m = ctx.g, ctx.w, ctx.model
+    inp_l = ctx.build_inp_embd()
+    inp_l = g.scale(inp_l)
+    inp_pos = ctx.build_inp_pos()
+    inp_attn = ctx.build_attn_inp_kv()
+    out_ids = ctx.build_inp_out_ids()
+    for layer in m.layers:
+        il = layer.index
+        cur = ctx.build_norm(inp_l, w.layer(il, "attn_norm.weight"))
+        q, k, v = ctx.build_qkv(layer, cur, layer.head_dim_k, layer.n_head, layer.head_dim_k, layer.n_head_kv)
+        q = g.rope(q, inp_pos)
+        k = g.rope(k, inp_pos)
+        q = g.scale(q)
+        cur = ctx.build_attn(inp_attn, layer, w.layer(il, "attn_output.weight"), None, q, k, v)
+        if il == m.n_layer - 1:
+            cur = g.get_rows(cur, out_ids)
+            inp_l = g.get_rows(inp_l, out_ids)
+        sa_out = g.add(cur, inp_l)
+        cur = ctx.build_norm(sa_out, w.layer(il, "ffn_norm.weight"))
+        cur = ctx.build_ffn(cur, w.layer(il, "ffn_up.weight"), w.layer(il, "ffn_gate.weight"),
+                            w.layer(il, "ffn_down.weight"), "gelu", True)
+        inp_l = g.add(cur, sa_out)
+    _final(ctx, inp_l)
+
+
+def build_gemma2_3(ctx: GraphContext) -> None:
+    """gemma2 and gemma3: post-norms, sliding-window layers, optional logit soft-capping."""
+    g, w, m = ctx.g, ctx.w, ctx.model
+    gemma3 = m.architecture == "gemma3"
+    iswa = m.has_swa
+    inp_l = ctx.build_inp_embd()
+    inp_l = g.scale(inp_l)
+    inp_pos = ctx.build_inp_pos()
+    if iswa:
+        inp_full = ctx.build_attn_inp_kv(swa=False)
+        inp_swa = ctx.build_attn_inp_kv(swa=True)
+    else:
+        inp_full = inp_swa = ctx.build_attn_inp_kv()
+    out_ids = ctx.build_inp_out_ids()
+    for layer in m.layers:
+        il = layer.index
+        cur = ctx.build_norm(inp_l, w.layer(il, "attn_norm.weight"))
+        q, k, v = ctx.build_qkv(layer, cur, layer.head_dim_k, layer.n_head, layer.head_dim_k, layer.n_head_kv)
+        if gemma3:
+            q = ctx.build_norm(q, w.layer(il, "attn_q_norm.weight"))
+        q = g.rope(q, inp_pos)
+        if gemma3:
+            k = ctx.build_norm(k, w.layer(il, "attn_k_norm.weight"))
+        k = g.rope(k, inp_pos)
+        q = g.scale(q)
+        inp = inp_swa if layer.is_swa else inp_full
+        cur = ctx.build_attn(inp, layer, w.layer(il, "attn_output.weight"), None, q, k, v,
+                             iswa=iswa, softcap=m.f_attn_softcap > 0)
+        if il == m.n_layer - 1:
+            cur = g.get_rows(cur, out_ids)
+            inp_l = g.get_rows(inp_l, out_ids)
+        cur = ctx.build_norm(cur, w.layer(il, "post_attention_norm.weight"))
+        sa_out = g.add(cur, inp_l)
+        cur = ctx.build_norm(sa_out, w.layer(il, "ffn_norm.weight"))
+        cur = ctx.build_ffn(cur, w.layer(il, "ffn_up.weight"), w.layer(il, "ffn_gate.weight"),
+                            w.layer(il, "ffn_down.weight"), "gelu", True)
+        cur = ctx.build_norm(cur, w.layer(il, "post_ffw_norm.weight"))
+        inp_l = g.add(cur, sa_out)
+    _final(ctx, inp_l, softcap=m.f_final_softcap > 0)

@@ -1,0 +1,78 @@
+"""KV cache layout (llama_kv_cache, llama_kv_cache_iswa): which layers, how many cells, what size.
+
+Per attention layer llama.cpp creates K as [n_embd_k_gqa, cells, streams] and V
+as [n_embd_v_gqa, cells, streams] (V at the widest layer's width when it is
+stored transposed, i.e. without flash attention). Sliding-window layers get a
+smaller cache of PAD(min(cells, n_swa * n_seq_or_1 + n_ubatch), 256) cells
+unless swa_full is set.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from planner.config import Resolved
+from planner.ggml_types import GGMLType
+from planner.model import LayerAnatomy, ModelAnatomy
+
+
+def _pad(n: int, to: int) -> int:
+    return (n + to - 1) // to * to
+
+
+@dataclass(frozen=True)
+class KVTensor:
+    layer: int
+    swa: bool
+    kind: str  # "k" or "v"
+    type: GGMLType
+    ne: tuple[int, int, int]
+
+    @property
+    def nbytes(self) -> int:
+        return self.type.row_bytes(self.ne[0]) * self.ne[1] * self.ne[2]
+
+
+@dataclass(frozen=True)
+class KVLayout:
+    cells: int  # cells per stream of the full-attention cache
+    cells_swa: int  # cells per stream of the sliding-window cache (0 when there is none)
+    n_stream: int
+    tensors: list[KVTensor]
+
+    def for_layer(self, il: int) -> list[KVTensor]:
+        return [t for t in self.tensors if t.layer == il]
+
+    def bytes_per_cell(self, swa: bool) -> int:
+        """Bytes one cell (one token of one stream) takes across the layers of one cache."""
+        return sum(t.type.row_bytes(t.ne[0]) for t in self.tensors if t.swa == swa)
+
+
+def swa_cells(model: ModelAnatomy, r: Resolved) -> int:
+    if not model.has_swa:
+        return 0
+    if r.config.swa_full:
+        return r.n_ctx_seq
+    per_seq = model.n_swa * (r.n_seq_max if r.config.kv_unified else 1)
+    return _pad(min(r.n_ctx_seq, per_seq + r.n_ubatch), 256)
+
+
+def kv_layout(model: ModelAnatomy, r: Resolved, is_mla: bool = False) -> KVLayout:
+    v_trans = not r.config.flash_attn
+    v_width_max = model.n_embd_v_gqa_max
+    cells_swa = swa_cells(model, r)
+    iswa = model.has_swa
+    tensors: list[KVTensor] = []
+    for layer in kv_cache_layers(model):
+        swa = iswa and layer.is_swa
+        cells = cells_swa if swa else r.n_ctx_seq
+        tensors.append(KVTensor(layer.index, swa, "k", r.type_k, (layer.n_embd_k_gqa, cells, r.n_stream)))
+        if not is_mla:
+            width = v_width_max if v_trans else layer.n_embd_v_gqa
+            tensors.append(KVTensor(layer.index, swa, "v", r.type_v, (width, cells, r.n_stream)))
+    return KVLayout(r.n_ctx_seq, cells_swa, r.n_stream, tensors)
+
+
+def kv_cache_layers(model: ModelAnatomy) -> list[LayerAnatomy]:
+    """Layers that own K/V tensors: attention layers that have KV (not recurrent, not shared)."""
+    return [layer for layer in model.layers if layer.has_kv and not layer.is_recurrent and layer.n_head_kv > 0]

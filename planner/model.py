@@ -1,0 +1,274 @@
+"""Model anatomy: what a GGUF header says about the model, in llama.cpp's terms.
+
+`ModelAnatomy` holds the hyper-parameters llama.cpp derives in `load_hparams`
+(per-layer head counts, head sizes, sliding windows, recurrent layers) and the
+model's tensors grouped the way llama.cpp places them: the input layer (always
+on the host), the repeating layers, and the output layer (which counts as one
+unit of `n_gpu_layers`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from planner.errors import GGUFError
+from planner.gguf import GGUFModel, SkippedArray, TensorInfo
+
+_LAYER_RE = re.compile(r"^blk\.(\d+)\.")
+
+# Tensors llama.cpp assigns to the input layer (LLM_TENSOR_LAYER_INPUT): kept on the host.
+INPUT_TENSOR_PREFIXES = ("token_embd.", "position_embd.", "token_types.", "per_layer_token_embd.")
+# Tensors of the output layer (LLM_TENSOR_LAYER_OUTPUT).
+OUTPUT_TENSOR_PREFIXES = (
+    "output.", "output_norm.", "cls.", "cls_out.", "cls_norm.", "dense_2.", "dense_3.",
+    "enc.output_norm.", "dec.output_norm.",
+)
+
+SWA_NONE, SWA_STANDARD, SWA_CHUNKED, SWA_SYMMETRIC = "none", "standard", "chunked", "symmetric"
+
+
+@dataclass
+class LayerAnatomy:
+    index: int
+    tensors: list[TensorInfo] = field(default_factory=list)
+    n_head: int = 0
+    n_head_kv: int = 0
+    head_dim_k: int = 0
+    head_dim_v: int = 0
+    n_ff: int = 0
+    is_swa: bool = False
+    is_recurrent: bool = False
+    has_kv: bool = True
+
+    @property
+    def weight_bytes(self) -> int:
+        return sum(t.n_bytes for t in self.tensors)
+
+    @property
+    def n_embd_k_gqa(self) -> int:
+        return self.head_dim_k * self.n_head_kv
+
+    @property
+    def n_embd_v_gqa(self) -> int:
+        return self.head_dim_v * self.n_head_kv
+
+    def tensor(self, suffix: str) -> TensorInfo | None:
+        """The layer's tensor `blk.<i>.<suffix>`, if the file has it."""
+        name = f"blk.{self.index}.{suffix}"
+        for t in self.tensors:
+            if t.name == name:
+                return t
+        return None
+
+
+@dataclass
+class ModelAnatomy:
+    path: str
+    architecture: str
+    name: str
+    file_bytes: int
+    n_params: int
+    n_layer: int
+    n_ctx_train: int
+    n_embd: int
+    n_vocab: int
+    layers: list[LayerAnatomy]
+    input_tensors: list[TensorInfo]
+    output_tensors: list[TensorInfo]
+    other_tensors: list[TensorInfo]
+    tied_output: bool
+    n_swa: int = 0
+    swa_type: str = SWA_NONE
+    rope_dims: int = 0
+    f_attn_softcap: float = 0.0
+    f_final_softcap: float = 0.0
+    # Architectures whose memory rules the planner knows exactly; others are estimates.
+    exact: bool = True
+    notes: list[str] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def tensor(self, name: str) -> TensorInfo | None:
+        for group in (self.input_tensors, self.output_tensors, self.other_tensors):
+            for t in group:
+                if t.name == name:
+                    return t
+        return None
+
+    @property
+    def weight_bytes(self) -> int:
+        return (sum(layer.weight_bytes for layer in self.layers)
+                + sum(t.n_bytes for t in self.input_tensors)
+                + sum(t.n_bytes for t in self.output_tensors)
+                + sum(t.n_bytes for t in self.other_tensors))
+
+    @property
+    def has_swa(self) -> bool:
+        return self.swa_type != SWA_NONE and any(layer.is_swa for layer in self.layers)
+
+    @property
+    def kv_layers(self) -> list[LayerAnatomy]:
+        return [layer for layer in self.layers if layer.has_kv and not layer.is_recurrent]
+
+    @property
+    def n_embd_v_gqa_max(self) -> int:
+        return max((layer.n_embd_v_gqa for layer in self.layers), default=0)
+
+    @property
+    def quantization(self) -> str:
+        """The most common weight type among the repeating layers (a file's quantization)."""
+        counts: dict[str, int] = {}
+        for layer in self.layers:
+            for t in layer.tensors:
+                if len(t.shape) >= 2:
+                    counts[t.type.name] = counts.get(t.type.name, 0) + t.n_bytes
+        if not counts:
+            return "unknown"
+        return max(counts.items(), key=lambda kv: kv[1])[0].upper()
+
+
+class _Meta:
+    """Typed access to `<arch>.<key>` metadata with llama.cpp's defaulting rules."""
+
+    def __init__(self, gguf: GGUFModel, arch: str) -> None:
+        self.md = gguf.metadata
+        self.arch = arch
+        self.path = gguf.path
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.md.get(f"{self.arch}.{key}", default)
+
+    def require_int(self, key: str) -> int:
+        value = self.get(key)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise GGUFError(self.path, f"required metadata {self.arch}.{key} is missing or not an integer")
+        return value
+
+    def int_or(self, key: str, default: int) -> int:
+        value = self.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int):
+            return default
+        return value
+
+    def float_or(self, key: str, default: float) -> float:
+        value = self.get(key, default)
+        return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else default
+
+    def per_layer(self, key: str, n_layer: int, default: int) -> list[int]:
+        """A key that is either one integer for all layers or an array with one per layer."""
+        value = self.get(key)
+        if value is None:
+            return [default] * n_layer
+        if isinstance(value, list):
+            if len(value) != n_layer:
+                raise GGUFError(self.path, f"{self.arch}.{key} has {len(value)} entries for {n_layer} layers")
+            return [int(v) for v in value]
+        if isinstance(value, SkippedArray):
+            raise GGUFError(self.path, f"{self.arch}.{key} is an array of {value.length} entries, too long")
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise GGUFError(self.path, f"{self.arch}.{key} is not a number")
+        return [int(value)] * n_layer
+
+
+def _vocab_size(gguf: GGUFModel, meta: _Meta) -> int:
+    tokens = gguf.metadata.get("tokenizer.ggml.tokens")
+    if tokens is not None:
+        return len(tokens)
+    size = meta.get("vocab_size")
+    if isinstance(size, int):
+        return size
+    embd = gguf.tensors.get("token_embd.weight")
+    if embd is not None and len(embd.shape) >= 2:
+        return embd.shape[1]
+    raise GGUFError(gguf.path, "cannot tell the vocabulary size: no tokenizer.ggml.tokens and no token_embd")
+
+
+def swa_pattern(n_layer: int, n_pattern: int, dense_first: bool = False) -> list[bool]:
+    """llama_hparams::set_swa_pattern: which layers use the sliding window."""
+    if dense_first:
+        return [n_pattern == 0 or il % n_pattern != 0 for il in range(n_layer)]
+    return [n_pattern == 0 or il % n_pattern < n_pattern - 1 for il in range(n_layer)]
+
+
+def load_anatomy(gguf: GGUFModel) -> ModelAnatomy:
+    """Build the model's anatomy from its header, following llama.cpp's load_hparams."""
+    from planner import archs  # local import: archs imports this module
+
+    arch = gguf.architecture
+    if not arch:
+        raise GGUFError(gguf.path, "metadata has no general.architecture")
+    meta = _Meta(gguf, arch)
+
+    n_layer = meta.require_int("block_count")
+    if not 0 < n_layer <= 512:
+        raise GGUFError(gguf.path, f"{arch}.block_count {n_layer} is out of range")
+    n_embd = meta.require_int("embedding_length")
+    n_ctx_train = meta.int_or("context_length", 0)
+    n_head = meta.per_layer("attention.head_count", n_layer, 0)
+    n_head_kv = meta.per_layer("attention.head_count_kv", n_layer, -1)
+    n_head_kv = [h if kv < 0 else kv for h, kv in zip(n_head, n_head_kv)]
+    n_ff = meta.per_layer("feed_forward_length", n_layer, 0)
+
+    head0 = n_head[0] if n_head else 0
+    if head0 > 0:
+        head_k = meta.int_or("attention.key_length", n_embd // head0)
+        head_v = meta.int_or("attention.value_length", n_embd // head0)
+        rope_dims = meta.int_or("rope.dimension_count", head_k)
+    else:
+        head_k = head_v = rope_dims = 0
+    head_k_swa = meta.int_or("attention.key_length_swa", head_k)
+    head_v_swa = meta.int_or("attention.value_length_swa", head_v)
+
+    layers = [
+        LayerAnatomy(index=il, n_head=n_head[il], n_head_kv=n_head_kv[il], n_ff=n_ff[il])
+        for il in range(n_layer)
+    ]
+
+    input_tensors: list[TensorInfo] = []
+    output_tensors: list[TensorInfo] = []
+    other_tensors: list[TensorInfo] = []
+    for info in gguf.tensors.values():
+        match = _LAYER_RE.match(info.name)
+        if match:
+            il = int(match.group(1))
+            if il >= n_layer:
+                raise GGUFError(gguf.path, f"tensor {info.name!r} belongs to layer {il}, "
+                                           f"but the model has {n_layer} layers")
+            layers[il].tensors.append(info)
+        elif info.name.startswith(INPUT_TENSOR_PREFIXES):
+            input_tensors.append(info)
+        elif info.name.startswith(OUTPUT_TENSOR_PREFIXES):
+            output_tensors.append(info)
+        else:
+            other_tensors.append(info)
+
+    name = gguf.metadata.get("general.name")
+    anatomy = ModelAnatomy(
+        path=gguf.path,
+        architecture=arch,
+        name=str(name) if name else gguf.path.rsplit("/", 1)[-1],
+        file_bytes=gguf.file_bytes,
+        n_params=sum(t.n_elements for t in gguf.tensors.values()),
+        n_layer=n_layer,
+        n_ctx_train=n_ctx_train,
+        n_embd=n_embd,
+        n_vocab=_vocab_size(gguf, meta),
+        layers=layers,
+        input_tensors=input_tensors,
+        output_tensors=output_tensors,
+        other_tensors=other_tensors,
+        tied_output="output.weight" not in gguf.tensors,
+        rope_dims=rope_dims,
+        metadata=gguf.metadata,
+    )
+    for layer in layers:
+        layer.head_dim_k, layer.head_dim_v = head_k, head_v
+
+    archs.apply_arch_rules(anatomy, meta)
+
+    for layer in layers:
+        if layer.is_swa:
+            layer.head_dim_k, layer.head_dim_v = head_k_swa, head_v_swa
+    return anatomy

@@ -1,0 +1,168 @@
+"""Where each weight goes and how big the model buffers are (llama_model::load_tensors).
+
+Layers are assigned to devices the way llama.cpp does it: the last
+`n_gpu_layers` units (the repeating layers, then the output layer as unit
+n_layer) go to the GPUs, split by free memory or `tensor_split`; the input
+layer (token embeddings) always stays on the host. Host weights are either
+memory-mapped from the file (one buffer spanning their file range) or, for
+matrices the CPU repacks for its SIMD units, copied into a CPU_REPACK buffer.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+
+from planner.backends import CPU, BackendRules, backend_rules
+from planner.config import Resolved
+from planner.devices import Device
+from planner.gguf import TensorInfo
+from planner.model import ModelAnatomy
+
+HOST = -1  # device index of the host
+
+
+@dataclass(frozen=True)
+class LayerPlacement:
+    """Device index per repeating layer, and for the output layer (-1 = host)."""
+
+    layers: tuple[int, ...]
+    output: int
+
+    def layers_on(self, device: int) -> int:
+        return sum(1 for d in self.layers if d == device) + (1 if self.output == device else 0)
+
+
+def place_layers(model: ModelAnatomy, r: Resolved, gpus: list[Device]) -> LayerPlacement:
+    n_layer = model.n_layer
+    ngl = r.n_gpu_layers if gpus else 0
+    i_gpu_start = max(n_layer + 1 - ngl, 0)
+    act = min(ngl, n_layer + 1)
+    weights = list(r.config.tensor_split[:len(gpus)]) if r.config.tensor_split else []
+    if not weights or not any(weights):
+        weights = [float(d.free) if (d.free or d.total) else 1.0 for d in gpus]
+    total = sum(weights) or 1.0
+    cumulative, acc = [], 0.0
+    for value in weights:
+        acc += value
+        cumulative.append(acc / total)
+
+    def device_of(il: int) -> int:
+        if il < i_gpu_start or il - i_gpu_start >= act:
+            return HOST
+        return min(bisect.bisect_right(cumulative, (il - i_gpu_start) / act), len(gpus) - 1)
+
+    return LayerPlacement(tuple(device_of(il) for il in range(n_layer)), device_of(n_layer))
+
+
+# --- CPU weight repacking (ggml-cpu/repack.cpp: ggml_repack_get_optimal_repack_type) ---------
+
+def repack_eligible(info: TensorInfo, features: frozenset[str]) -> bool:
+    """Whether the CPU backend moves this matrix into its CPU_REPACK buffer."""
+    dims = len([d for d in info.shape])
+    op_dims = 3 if info.name.endswith("_exps.weight") else 2
+    if dims != op_dims or info.name.endswith(".bias"):
+        return False
+    ne1 = info.shape[1] if len(info.shape) > 1 else 1
+    t = info.type.name
+    avx2, avx512 = "avx2" in features, "avx512" in features
+    neon = "neon" in features
+    dotprod, i8mm = "dotprod" in features, "i8mm" in features
+    if t == "q4_0":
+        return ((avx2 and ne1 % 8 == 0) or (neon and (i8mm or dotprod) and ne1 % 4 == 0))
+    if t == "q4_K":
+        return (avx2 or (neon and (i8mm or dotprod))) and ne1 % 8 == 0
+    if t == "q2_K":
+        return avx512 and ne1 % 8 == 0
+    if t in ("q5_K", "q6_K"):
+        return neon and (i8mm or dotprod) and ne1 % 8 == 0
+    if t in ("iq4_nl", "mxfp4"):
+        return (avx2 and ne1 % 8 == 0) or (neon and dotprod and ne1 % 4 == 0)
+    if t in ("q8_0", "q1_0"):
+        return neon and (i8mm or dotprod) and ne1 % 4 == 0
+    return False
+
+
+def _is_matmul_weight(info: TensorInfo) -> bool:
+    return len(info.shape) >= 2 and not info.name.endswith(".bias")
+
+
+@dataclass
+class WeightBuffers:
+    """Model buffers per device, named as llama.cpp names them in its log."""
+
+    # device index -> bytes (GPU buffers)
+    gpu: dict[int, int] = field(default_factory=dict)
+    # host buffers: name -> bytes (CPU_Mapped per file shard, CPU_REPACK, CPU)
+    host: dict[str, int] = field(default_factory=dict)
+    host_mapped: int = 0  # part of `host` that is mmapped file range
+    # tensors per device (for the compute model: which weights live where)
+    tensor_device: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def host_allocated(self) -> int:
+        return sum(self.host.values()) - self.host_mapped
+
+
+def weight_buffers(model: ModelAnatomy, r: Resolved, placement: LayerPlacement, gpus: list[Device],
+                   cpu_features: frozenset[str]) -> WeightBuffers:
+    out = WeightBuffers()
+    gpu_rules: list[BackendRules] = [backend_rules(d.backend) for d in gpus]
+    host_default: list[TensorInfo] = []
+    repack_bytes = 0
+    use_mmap = r.config.use_mmap
+
+    def put(info: TensorInfo, device: int, matmul: bool) -> None:
+        nonlocal repack_bytes
+        out.tensor_device.setdefault(info.name, device)
+        if device == HOST:
+            if matmul and repack_eligible(info, cpu_features):
+                repack_bytes += CPU.padded(info.n_bytes)
+            else:
+                host_default.append(info)
+            return
+        rules = gpu_rules[device]
+        size = rules.alloc_size(info.type, info.n_bytes, info.shape[0] if info.shape else 1)
+        out.gpu[device] = out.gpu.get(device, 0) + rules.padded(size)
+
+    for info in model.input_tensors:
+        put(info, HOST, matmul=False)
+    for layer in model.layers:
+        device = placement.layers[layer.index]
+        for info in layer.tensors:
+            put(info, device, _is_matmul_weight(info))
+    # tensors outside blk.N that belong to the repeating layers (rope frequency tables)
+    layer_devices = sorted(set(placement.layers))
+    for info in model.other_tensors:
+        for device in layer_devices or [HOST]:
+            put(info, device, matmul=False)
+    for info in model.output_tensors:
+        put(info, placement.output, _is_matmul_weight(info))
+    if model.tied_output:
+        embd = model.tensor("token_embd.weight")
+        if embd is not None:
+            if placement.output == HOST:
+                # the duplicate shares the mapped range, unless it is repacked
+                if repack_eligible(embd, cpu_features):
+                    repack_bytes += CPU.padded(embd.n_bytes)
+                elif not use_mmap:
+                    host_default.append(embd)
+            else:
+                put(embd, placement.output, matmul=True)
+
+    if host_default:
+        if use_mmap:
+            by_shard: dict[int, list[TensorInfo]] = {}
+            for info in host_default:
+                by_shard.setdefault(info.shard, []).append(info)
+            for shard, infos in sorted(by_shard.items()):
+                first = min(i.offset for i in infos)
+                last = max(i.offset + i.n_bytes for i in infos)
+                name = "CPU_Mapped" if len(by_shard) == 1 else f"CPU_Mapped[{shard}]"
+                out.host[name] = last - first
+                out.host_mapped += last - first
+        else:
+            out.host["CPU"] = sum(CPU.padded(i.n_bytes) for i in host_default)
+    if repack_bytes:
+        out.host["CPU_REPACK"] = repack_bytes
+    return out
