@@ -1,0 +1,203 @@
+"""Tiny GGUF models, written with gguf.GGUFWriter, that real llama.cpp can load.
+
+Weights are random (quantized types get random blocks with sane scales), the
+vocabulary is a small SentencePiece-style list with byte tokens. Each
+architecture gets the tensors and metadata its llama.cpp loader asks for.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import gguf
+import numpy as np
+from gguf import GGMLQuantizationType as Q
+
+# Byte offsets of the f16 scale fields in each block, set to a small value so
+# random blocks dequantize to finite numbers.
+_F16_FIELDS: dict[Q, tuple[int, ...]] = {
+    Q.Q4_K: (0, 2), Q.Q5_K: (0, 2), Q.Q6_K: (208,), Q.Q2_K: (80, 82), Q.Q3_K: (108,),
+    Q.IQ4_NL: (0,), Q.IQ4_XS: (0,), Q.Q8_0: (0,), Q.Q4_0: (0,), Q.Q4_1: (0, 2), Q.Q5_0: (0,), Q.Q5_1: (0, 2),
+}
+_SMALL_F16 = np.float16(0.01).tobytes()
+
+
+@dataclass
+class TinySpec:
+    arch: str = "llama"
+    n_layer: int = 4
+    n_embd: int = 128
+    n_head: int = 4
+    n_head_kv: int = 2
+    head_dim: int | None = None  # key/value length when it differs from n_embd / n_head
+    n_ff: int = 256
+    n_vocab: int = 512
+    n_ctx_train: int = 8192
+    weight_type: Q = Q.F16  # matrices in the repeating layers
+    embd_type: Q = Q.F16
+    output_type: Q | None = Q.F16  # None: tied to the token embeddings
+    n_swa: int = 0
+    swa_pattern: int = 0
+    name: str = ""
+    extra_kv: dict[str, object] = field(default_factory=dict)
+
+    def with_(self, **changes: object) -> TinySpec:
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+    @property
+    def head_k(self) -> int:
+        return self.head_dim or self.n_embd // self.n_head
+
+
+def _block_bytes(t: Q) -> tuple[int, int]:
+    block, size = gguf.GGML_QUANT_SIZES[t]
+    return block, size
+
+
+def _random_tensor(rng: np.random.Generator, shape: tuple[int, ...], t: Q) -> tuple[np.ndarray, Q | None]:
+    """Data for a tensor of ggml shape `shape` (ne order) in type t."""
+    np_shape = tuple(reversed(shape))
+    if t == Q.F32:
+        return (rng.standard_normal(np_shape) * 0.02).astype(np.float32), None
+    if t == Q.F16:
+        return (rng.standard_normal(np_shape) * 0.02).astype(np.float16), None
+    block, size = _block_bytes(t)
+    n_rows = int(np.prod(np_shape[:-1])) if len(np_shape) > 1 else 1
+    row_bytes = shape[0] // block * size
+    raw = rng.integers(0, 256, size=(n_rows, shape[0] // block, size), dtype=np.uint8)
+    for offset in _F16_FIELDS.get(t, ()):
+        raw[:, :, offset:offset + 2] = np.frombuffer(_SMALL_F16, dtype=np.uint8)
+    raw = raw.reshape(*np_shape[:-1], row_bytes)
+    return raw, t
+
+
+def _vocab(n_vocab: int) -> tuple[list[bytes], list[float], list[int]]:
+    tokens = [b"<unk>", b"<s>", b"</s>", b"<|endoftext|>"]
+    types = [2, 3, 3, 3]
+    tokens += [f"<0x{i:02X}>".encode() for i in range(256)]
+    types += [6] * 256
+    i = 0
+    while len(tokens) < n_vocab:
+        tokens.append(f"\u2581w{i}".encode())
+        types.append(1)
+        i += 1
+    tokens = tokens[:n_vocab]
+    types = types[:n_vocab]
+    scores = [-float(i) for i in range(n_vocab)]
+    return tokens, scores, types
+
+
+def _layer_tensors(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], Q]]:
+    e, hk, ff = spec.n_embd, spec.head_k, spec.n_ff
+    q_dim, kv_dim = hk * spec.n_head, hk * spec.n_head_kv
+    w, f32 = spec.weight_type, Q.F32
+    p = f"blk.{il}."
+    out: list[tuple[str, tuple[int, ...], Q]] = [(p + "attn_norm.weight", (e,), f32)]
+    if spec.arch == "phi3":
+        out.append((p + "attn_qkv.weight", (e, q_dim + 2 * kv_dim), w))
+    else:
+        out += [(p + "attn_q.weight", (e, q_dim), w), (p + "attn_k.weight", (e, kv_dim), w),
+                (p + "attn_v.weight", (e, kv_dim), w)]
+    if spec.arch == "qwen2":
+        out += [(p + "attn_q.bias", (q_dim,), f32), (p + "attn_k.bias", (kv_dim,), f32),
+                (p + "attn_v.bias", (kv_dim,), f32)]
+    if spec.arch in ("qwen3", "gemma3"):
+        out += [(p + "attn_q_norm.weight", (hk,), f32), (p + "attn_k_norm.weight", (hk,), f32)]
+    out.append((p + "attn_output.weight", (q_dim, e), w))
+    if spec.arch in ("gemma2", "gemma3"):
+        out.append((p + "post_attention_norm.weight", (e,), f32))
+    out.append((p + "ffn_norm.weight", (e,), f32))
+    if spec.arch == "phi3":
+        out += [(p + "ffn_up.weight", (e, 2 * ff), w), (p + "ffn_down.weight", (ff, e), w)]
+    else:
+        out += [(p + "ffn_gate.weight", (e, ff), w), (p + "ffn_up.weight", (e, ff), w),
+                (p + "ffn_down.weight", (ff, e), w)]
+    if spec.arch in ("gemma2", "gemma3"):
+        out.append((p + "post_ffw_norm.weight", (e,), f32))
+    return out
+
+
+def tensors_of(spec: TinySpec) -> list[tuple[str, tuple[int, ...], Q]]:
+    out = [("token_embd.weight", (spec.n_embd, spec.n_vocab), spec.embd_type)]
+    for il in range(spec.n_layer):
+        out += _layer_tensors(spec, il)
+    out.append(("output_norm.weight", (spec.n_embd,), Q.F32))
+    if spec.output_type is not None:
+        out.append(("output.weight", (spec.n_embd, spec.n_vocab), spec.output_type))
+    return out
+
+
+def write_tiny_model(path: str | Path, spec: TinySpec, seed: int = 0) -> Path:
+    """Write a loadable GGUF model for `spec` to `path`."""
+    path = Path(path)
+    rng = np.random.default_rng(seed)
+    arch = spec.arch
+    writer = gguf.GGUFWriter(str(path), arch)
+    writer.add_name(spec.name or f"tiny-{arch}")
+    writer.add_context_length(spec.n_ctx_train)
+    writer.add_embedding_length(spec.n_embd)
+    writer.add_block_count(spec.n_layer)
+    writer.add_feed_forward_length(spec.n_ff)
+    writer.add_head_count(spec.n_head)
+    writer.add_head_count_kv(spec.n_head_kv)
+    writer.add_layer_norm_rms_eps(1e-6)
+    writer.add_rope_freq_base(10000.0)
+    if spec.head_dim:
+        writer.add_key_length(spec.head_dim)
+        writer.add_value_length(spec.head_dim)
+    if spec.n_swa:
+        writer.add_sliding_window(spec.n_swa)
+    if spec.swa_pattern:
+        writer.add_uint32(f"{arch}.attention.sliding_window_pattern", spec.swa_pattern)
+    if arch == "gemma2":
+        writer.add_float32(f"{arch}.attn_logit_softcapping", 50.0)
+        writer.add_float32(f"{arch}.final_logit_softcapping", 30.0)
+    if arch == "phi3":
+        writer.add_rope_dimension_count(spec.head_k)
+    for key, value in spec.extra_kv.items():
+        if isinstance(value, bool):
+            writer.add_bool(key, value)
+        elif isinstance(value, int):
+            writer.add_uint32(key, value)
+        elif isinstance(value, float):
+            writer.add_float32(key, value)
+        elif isinstance(value, list):
+            writer.add_array(key, value)
+        else:
+            writer.add_string(key, str(value))
+    tokens, scores, types = _vocab(spec.n_vocab)
+    writer.add_tokenizer_model("llama")
+    writer.add_token_list(tokens)
+    writer.add_token_scores(scores)
+    writer.add_token_types(types)
+    writer.add_bos_token_id(1)
+    writer.add_eos_token_id(2)
+    writer.add_unk_token_id(0)
+    for name, shape, t in tensors_of(spec):
+        data, raw_type = _random_tensor(rng, shape, t)
+        if raw_type is None:
+            writer.add_tensor(name, data)
+        else:
+            writer.add_tensor(name, data, raw_shape=data.shape, raw_dtype=raw_type)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+# A zoo of small models covering the architectures and tensor types the planner supports.
+ZOO: dict[str, TinySpec] = {
+    "llama-f16": TinySpec("llama"),
+    "llama-q8_0": TinySpec("llama", weight_type=Q.Q8_0, embd_type=Q.Q8_0, output_type=Q.Q8_0, n_vocab=1024),
+    "llama-q4_k": TinySpec("llama", n_embd=256, n_ff=512, weight_type=Q.Q4_K, embd_type=Q.Q6_K,
+                           output_type=Q.Q6_K, n_head=8, n_head_kv=4),
+    "qwen2-q4_0": TinySpec("qwen2", weight_type=Q.Q4_0, output_type=Q.Q8_0),
+    "qwen3-hd": TinySpec("qwen3", n_embd=128, n_head=4, n_head_kv=2, head_dim=64, output_type=None),
+    "phi3": TinySpec("phi3", n_head_kv=4, weight_type=Q.Q8_0),
+    "gemma": TinySpec("gemma", n_head_kv=1, output_type=None, n_vocab=2048),
+    "gemma2": TinySpec("gemma2", n_swa=256, output_type=None, n_layer=4),
+    "gemma3": TinySpec("gemma3", n_layer=6, n_swa=512, head_dim=64, n_head_kv=1, output_type=None,
+                       weight_type=Q.Q4_0, embd_type=Q.Q8_0, n_vocab=4096),
+}
