@@ -1,37 +1,57 @@
-"""Compute buffers: build the reserve graphs llama.cpp builds and replay its allocator.
+"""Compute buffers: build the reserve graphs llama.cpp builds, schedule them, replay the allocator.
 
-`llama_context::sched_reserve` reserves three graphs, a prompt micro-batch of
+`llama_context::sched_reserve` reserves a prompt micro-batch of
 min(n_ctx, n_ubatch) tokens with all outputs, a one-token-per-sequence graph
-and the prompt graph again, and keeps each backend buffer at the largest size
-any of them needed.
+and the prompt graph again; each backend buffer ends at the largest size any
+of them needed.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from planner.backends import CPU
+from planner.backends import CPU, BackendRules, backend_rules
 from planner.config import Resolved
+from planner.devices import Device
 from planner.ggml_alloc import BufferType, reserve
 from planner.ggml_graph import Graph, Tensor
 from planner.graphs import builder_for
 from planner.graphs.context import GraphContext, GraphShape, WeightSet
 from planner.kv import KVLayout
 from planner.model import ModelAnatomy
+from planner.scheduler import SchedBackend, Scheduler
+from planner.weights import HOST, LayerPlacement, WeightBuffers
+
+HOST_BUFFER = "CPU"
 
 
 @dataclass(frozen=True)
 class ComputeBuffers:
-    sizes: dict[str, int]  # buffer name (CPU, CUDA0, ...) -> bytes
+    sizes: dict[str, int]  # backend name (CUDA0, ..., CPU) -> bytes
     n_nodes: int
+    n_splits: int
 
 
-def _cpu_buffer_type() -> BufferType:
-    return BufferType("CPU", CPU.alignment, lambda t: t.nbytes())
+def _gpu_buffer_type(name: str, rules: BackendRules, n_tokens_hint: int) -> BufferType:
+    def alloc_size(t: Tensor) -> int:
+        size = t.nbytes()
+        if rules.pads_quantized_rows and t.op == "FLASH_ATTN_EXT":
+            # the CUDA MMA kernel (prompt batches) converts quantized K/V to f16 scratch after dst
+            q, k, v = t.src[0], t.src[1], t.src[2]
+            if q.ne[1] > 1:
+                end = size
+                if k.type.is_quantized:
+                    end = -(-end // 128) * 128 + k.n_elements() * 2
+                if v.type.is_quantized and not (v.view_src is k.view_src and v.view_offs == k.view_offs):
+                    end = -(-end // 128) * 128 + v.n_elements() * 2
+                size = end
+        return rules.alloc_size(t.type, size, t.ne[0])
+    return BufferType(name, rules.alignment, alloc_size)
 
 
-def build_graph(model: ModelAnatomy, r: Resolved, kv: KVLayout, n_tokens: int, n_seqs: int,
-                n_outputs: int) -> GraphContext:
+def build_graph(model: ModelAnatomy, r: Resolved, kv: KVLayout, n_tokens: int, n_seqs: int, n_outputs: int,
+                locate_weight=None, locate_layer=None) -> GraphContext:
+    """One reserve graph. `locate_weight(name, dup)` -> (backend, host_plain); `locate_layer(il)` -> backend."""
     shape = GraphShape(
         n_tokens=n_tokens,
         n_seqs=n_seqs,
@@ -48,26 +68,79 @@ def build_graph(model: ModelAnatomy, r: Resolved, kv: KVLayout, n_tokens: int, n
     g = Graph()
     caches: dict[tuple[int, bool], tuple[Tensor, Tensor | None]] = {}
     by_layer: dict[int, dict[str, Tensor]] = {}
+    swa_of: dict[int, bool] = {}
     for t in kv.tensors:
-        tensor = g.weight(t.type, t.ne, f"cache_{t.kind}_l{t.layer}")
+        where = "host"
+        if locate_layer is not None and r.config.offload_kqv:
+            where = locate_layer(t.layer)
+        tensor = g.weight(t.type, t.ne, f"cache_{t.kind}_l{t.layer}", backend=where, is_weight=False)
         by_layer.setdefault(t.layer, {})[t.kind] = tensor
+        swa_of[t.layer] = t.swa
     for il, kinds in by_layer.items():
-        swa = next(t.swa for t in kv.tensors if t.layer == il)
-        caches[(il, swa)] = (kinds["k"], kinds.get("v"))
-    ctx = GraphContext(model, shape, WeightSet(model, caches, g), g)
+        caches[(il, swa_of[il])] = (kinds["k"], kinds.get("v"))
+    ctx = GraphContext(model, shape, WeightSet(model, caches, g, locate_weight), g)
     builder_for(model.architecture)(ctx)
     return ctx
 
 
-def compute_buffers_cpu(model: ModelAnatomy, r: Resolved, kv: KVLayout) -> ComputeBuffers:
-    """Compute buffer of a CPU-only run (one backend, one buffer)."""
+def _backend_name(gpus: list[Device], device: int) -> str:
+    return HOST_BUFFER if device == HOST else gpus[device].name
+
+
+def compute_buffers(model: ModelAnatomy, r: Resolved, kv: KVLayout, placement: LayerPlacement | None = None,
+                    gpus: list[Device] | None = None, weights: WeightBuffers | None = None,
+                    op_offload: bool = True) -> ComputeBuffers:
+    """Compute buffer per backend for this configuration and device mix."""
+    gpus = gpus or []
+    placement = placement or LayerPlacement(tuple([HOST] * model.n_layer), HOST)
+    tensor_device = weights.tensor_device if weights else {}
+    repacked = weights.repacked if weights else frozenset()
+
+    def locate_weight(name: str, duplicate: bool) -> tuple[str, bool]:
+        device = placement.output if duplicate else tensor_device.get(name, HOST)
+        return ("host" if device == HOST else gpus[device].name), name not in repacked or duplicate
+
+    def locate_layer(il: int) -> str:
+        device = placement.layers[il]
+        return "host" if device == HOST else gpus[device].name
+
+    backends = [SchedBackend(d.name, False, i) for i, d in enumerate(gpus)] + [SchedBackend(HOST_BUFFER, True, HOST)]
+    scheduler = Scheduler(backends, op_offload=op_offload)
+    buffer_types = {d.name: _gpu_buffer_type(d.name, backend_rules(d.backend), r.n_ubatch) for d in gpus}
+    buffer_types[HOST_BUFFER] = BufferType(HOST_BUFFER, CPU.alignment, lambda t: t.nbytes())
+    backend_index = {b.name: i for i, b in enumerate(backends)}
+    full_offload = r.n_gpu_layers > model.n_layer
+
     n_tokens = r.reserve_tokens
     n_seqs = r.n_seq_max
-    n_outputs_pp = min(n_tokens, r.n_batch)
-    # n_tokens is rounded up to a multiple of n_seqs (graph_reserve)
     pp_tokens = -(-n_tokens // n_seqs) * n_seqs
-    pp = build_graph(model, r, kv, pp_tokens, n_seqs, n_outputs_pp)
-    tg = build_graph(model, r, kv, n_seqs, n_seqs, n_seqs)
-    buffers = {"CPU": _cpu_buffer_type()}
-    sizes = reserve([(pp.g.nodes, pp.g.leafs), (tg.g.nodes, tg.g.leafs)], buffers)
-    return ComputeBuffers(sizes, len(pp.g.nodes))
+    n_outputs_pp = min(n_tokens, r.n_batch)
+    scheduled = []
+    n_nodes = n_splits = 0
+    for tokens, outputs in ((pp_tokens, n_outputs_pp), (n_seqs, n_seqs)):
+        ctx = build_graph(model, r, kv, tokens, n_seqs, outputs, locate_weight, locate_layer)
+        pin_active = tokens < 32 or full_offload
+
+        def pinned(t: Tensor, pin_active: bool = pin_active) -> int | None:
+            if t.pin_layer is None or not pin_active or not gpus:
+                return None
+            return backend_index[_backend_name(gpus, placement.layers[t.pin_layer])]
+
+        sg = scheduler.split(ctx.g.nodes, ctx.g.leafs, pinned)
+        if tokens == pp_tokens:
+            n_nodes, n_splits = len(ctx.g.nodes), sg.n_splits
+        node_buffers, leaf_buffers = sg.node_backend, sg.leaf_backend
+        scheduled.append((sg.nodes, sg.leafs, node_buffers, leaf_buffers))
+
+    sizes = dict.fromkeys(buffer_types, 0)
+    for nodes, leafs, node_buffers, leaf_buffers in scheduled:
+        result = reserve([(nodes, leafs)], buffer_types,
+                         lambda i, t, nb=node_buffers: nb[i], lambda i, t, lb=leaf_buffers: lb[i])
+        for name, size in result.items():
+            sizes[name] = max(sizes[name], size)
+    return ComputeBuffers(sizes, n_nodes, n_splits)
+
+
+def compute_buffers_cpu(model: ModelAnatomy, r: Resolved, kv: KVLayout) -> ComputeBuffers:
+    """Compute buffer of a CPU-only run (one backend, one buffer)."""
+    return compute_buffers(model, r, kv)

@@ -30,6 +30,8 @@ class LoadConfig:
     tensor_split: tuple[float, ...] = ()
     # experts of the first N layers kept on the CPU (llama.cpp's --n-cpu-moe)
     n_cpu_moe: int = 0
+    # let a GPU run large ops whose weights stay in host memory (llama.cpp's op_offload)
+    op_offload: bool = True
 
     def with_(self, **changes: object) -> LoadConfig:
         return replace(self, **changes)  # type: ignore[arg-type]

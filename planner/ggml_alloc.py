@@ -77,15 +77,6 @@ class DynAllocator:
         blocks.insert(pos, _Block(offset, size))
 
 
-@dataclass
-class _HashNode:
-    n_children: int = 0
-    n_views: int = 0
-    buffer: str = ""
-    offset: int = 0
-    allocated: bool = False
-
-
 AllocSize = Callable[[Tensor], int]
 
 
@@ -103,90 +94,90 @@ def same_layout(a: Tensor, b: Tensor) -> bool:
 
 
 class GraphAllocator:
-    """Replays ggml_gallocr over one graph; `sizes` then holds each buffer's peak."""
+    """Replays ggml_gallocr over one graph; `sizes` then holds each buffer's peak.
+
+    The allocator's per-tensor state (children, views, address) is kept in the
+    tensors' `a_*` scratch fields, reset at the start of each run.
+    """
 
     def __init__(self, buffer_types: dict[str, BufferType]) -> None:
         self.buffer_types = buffer_types
         self.allocators = {name: DynAllocator(bt.alignment) for name, bt in buffer_types.items()}
-        self.hash: dict[int, _HashNode] = {}
-
-    def _h(self, t: Tensor) -> _HashNode:
-        node = self.hash.get(id(t))
-        if node is None:
-            node = self.hash[id(t)] = _HashNode()
-        return node
-
-    def _is_own(self, t: Tensor) -> bool:
-        return self._h(t).allocated
-
-    def _is_allocated(self, t: Tensor) -> bool:
-        return t.external or self._is_own(t)
 
     def _free_extra_space(self, node: Tensor, parent: Tensor) -> None:
-        hn, p_hn = self._h(node), self._h(parent)
-        p_bt = self.buffer_types[p_hn.buffer]
+        p_bt = self.buffer_types[parent.a_buffer]
         parent_size = _align(p_bt.alloc_size(parent), p_bt.alignment)
-        node_size = _align(self.buffer_types[hn.buffer].alloc_size(node), p_bt.alignment)
+        node_size = _align(self.buffer_types[node.a_buffer].alloc_size(node), p_bt.alignment)
         if parent_size > node_size:
-            self.allocators[p_hn.buffer].free(p_hn.offset + node_size, parent_size - node_size)
+            self.allocators[parent.a_buffer].free(parent.a_offset + node_size, parent_size - node_size)
 
     def _allocate_node(self, node: Tensor, buffer: str) -> None:
-        hn = self._h(node)
-        if self._is_allocated(node) or node.is_view:
+        if node.external or node.a_allocated or node.view_src is not None:
             return
-        hn.allocated = True
+        node.a_allocated = True
         if node.op in INPLACE_OPS:
             for parent in node.src:
-                if not self._is_own(parent):
+                if not parent.a_allocated:
                     continue
                 if parent.flags & FLAG_OUTPUT or (parent.view_src is not None and parent.view_src.flags & FLAG_OUTPUT):
                     continue
                 if not same_layout(node, parent):
                     continue
-                p_hn = self._h(parent)
-                if p_hn.n_children == 1 and p_hn.n_views == 0:
-                    if parent.is_view:
+                if parent.a_children == 1 and parent.a_views == 0:
+                    if parent.view_src is not None:
                         view_src = parent.view_src
-                        assert view_src is not None
-                        vs_hn = self._h(view_src)
-                        if vs_hn.n_views == 1 and vs_hn.n_children == 0 and parent.view_offs == 0:
-                            hn.buffer, hn.offset = p_hn.buffer, p_hn.offset
-                            p_hn.allocated = False
-                            vs_hn.allocated = False
+                        if view_src.a_views == 1 and view_src.a_children == 0:
+                            node.a_buffer, node.a_offset = parent.a_buffer, parent.a_offset
+                            parent.a_allocated = False
+                            view_src.a_allocated = False
                             self._free_extra_space(node, view_src)
                             return
                     else:
-                        hn.buffer, hn.offset = p_hn.buffer, p_hn.offset
-                        p_hn.allocated = False
+                        node.a_buffer, node.a_offset = parent.a_buffer, parent.a_offset
+                        parent.a_allocated = False
                         self._free_extra_space(node, parent)
                         return
         bt = self.buffer_types[buffer]
-        hn.buffer = buffer
-        hn.offset = self.allocators[buffer].alloc(bt.alloc_size(node))
+        node.a_buffer = buffer
+        node.a_offset = self.allocators[buffer].alloc(bt.alloc_size(node))
 
     def _free_node(self, node: Tensor) -> None:
         if node.flags & FLAG_OUTPUT:
             return
-        hn = self._h(node)
-        bt = self.buffer_types[hn.buffer]
-        self.allocators[hn.buffer].free(hn.offset, bt.alloc_size(node))
-        hn.allocated = False
+        bt = self.buffer_types[node.a_buffer]
+        self.allocators[node.a_buffer].free(node.a_offset, bt.alloc_size(node))
+        node.a_allocated = False
+
+    @staticmethod
+    def _reset(tensors: list[Tensor]) -> None:
+        for t in tensors:
+            t.a_children = t.a_views = 0
+            t.a_allocated = False
+            for src in t.src:
+                src.a_children = src.a_views = 0
+                src.a_allocated = False
+                if src.view_src is not None:
+                    src.view_src.a_children = src.view_src.a_views = 0
+                    src.view_src.a_allocated = False
+            if t.view_src is not None:
+                t.view_src.a_children = t.view_src.a_views = 0
+                t.view_src.a_allocated = False
 
     def run(self, nodes: list[Tensor], leafs: list[Tensor],
             node_buffer: Callable[[int, Tensor], str], leaf_buffer: Callable[[int, Tensor], str]) -> None:
         """ggml_gallocr_alloc_graph_impl."""
-        self.hash.clear()
+        self._reset(leafs)
+        self._reset(nodes)
         for i, leaf in enumerate(leafs):
             self._allocate_node(leaf, leaf_buffer(i, leaf))
 
         for i, node in enumerate(nodes):
-            if node.is_view and node.op != "NONE":
-                assert node.view_src is not None
-                self._h(node.view_src).n_views += 1
+            if node.view_src is not None and node.op != "NONE":
+                node.view_src.a_views += 1
             if node.flags & FLAG_INPUT:
                 self._allocate_node(node, node_buffer(i, node))
             for src in node.src:
-                self._h(src).n_children += 1
+                src.a_children += 1
                 if src.flags & FLAG_INPUT:
                     self._allocate_node(src, node_buffer(i, node))
 
@@ -196,17 +187,14 @@ class GraphAllocator:
                 self._allocate_node(parent, buffer)
             self._allocate_node(node, buffer)
             for parent in node.src:
-                p_hn = self._h(parent)
-                p_hn.n_children -= 1
-                if p_hn.n_children == 0 and p_hn.n_views == 0:
-                    if parent.is_view:
-                        view_src = parent.view_src
-                        assert view_src is not None
-                        vs_hn = self._h(view_src)
-                        vs_hn.n_views -= 1
-                        if vs_hn.n_views == 0 and vs_hn.n_children == 0 and vs_hn.allocated:
+                parent.a_children -= 1
+                if parent.a_children == 0 and parent.a_views == 0:
+                    view_src = parent.view_src
+                    if view_src is not None:
+                        view_src.a_views -= 1
+                        if view_src.a_views == 0 and view_src.a_children == 0 and view_src.a_allocated:
                             self._free_node(view_src)
-                    elif p_hn.allocated:
+                    elif parent.a_allocated:
                         self._free_node(parent)
 
     @property

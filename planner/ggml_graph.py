@@ -28,7 +28,7 @@ INPLACE_OPS = frozenset({
 })
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Tensor:
     type: GGMLType
     ne: tuple[int, int, int, int]
@@ -41,8 +41,22 @@ class Tensor:
     # weights, KV cache and other tensors that already live in a buffer
     external: bool = False
     name: str = ""
-    # backend placement hint (used by the scheduler model); None = decided by the scheduler
+    # where a pre-allocated tensor lives: a GPU backend name, or "host"
     backend: str | None = None
+    # a model weight (its buffer is marked as holding weights), and for host weights whether
+    # that buffer is a plain host buffer (mapped or CPU) rather than the CPU_REPACK one
+    weight: bool = False
+    host_plain: bool = True
+    # layer whose device llama.cpp's graph callback pins this tensor to (named "norm")
+    pin_layer: int | None = None
+    # scratch state of the allocator and scheduler replays (reset by each run)
+    a_children: int = 0
+    a_views: int = 0
+    a_allocated: bool = False
+    a_buffer: str = ""
+    a_offset: int = 0
+    s_backend: int = -1
+    s_epoch: int = 0
 
     @property
     def is_view(self) -> bool:
@@ -109,10 +123,13 @@ class Graph:
         return tensor
 
     def weight(self, type_: GGMLType, ne: tuple[int, ...] | list[int], name: str = "",
-               backend: str | None = None) -> Tensor:
+               backend: str | None = None, is_weight: bool = True, host_plain: bool = True) -> Tensor:
+        """A pre-allocated tensor: a model weight, or (is_weight=False) a KV cache tensor."""
         tensor = self.new_tensor(type_, ne, name)
         tensor.external = True
         tensor.backend = backend
+        tensor.weight = is_weight
+        tensor.host_plain = host_plain
         return tensor
 
     def _op(self, op: str, type_: GGMLType, ne: tuple[int, ...], srcs: list[Tensor | None], name: str = "") -> Tensor:

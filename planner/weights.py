@@ -98,6 +98,8 @@ class WeightBuffers:
     host_mapped: int = 0  # part of `host` that is mmapped file range
     # tensors per device (for the compute model: which weights live where)
     tensor_device: dict[str, int] = field(default_factory=dict)
+    # host tensors moved into the CPU_REPACK buffer
+    repacked: set[str] = field(default_factory=set)
 
     @property
     def host_allocated(self) -> int:
@@ -111,13 +113,17 @@ def weight_buffers(model: ModelAnatomy, r: Resolved, placement: LayerPlacement, 
     host_default: list[TensorInfo] = []
     repack_bytes = 0
     use_mmap = r.config.use_mmap
+    # With a CUDA/ROCm/Vulkan device, host weights select the device's pinned host buffer type first
+    # (supported for every op), and with mmap that becomes the plain CPU buffer: nothing is repacked.
+    can_repack = not any(d.backend in ("cuda", "rocm", "vulkan") for d in gpus)
 
     def put(info: TensorInfo, device: int, matmul: bool) -> None:
         nonlocal repack_bytes
         out.tensor_device.setdefault(info.name, device)
         if device == HOST:
-            if matmul and repack_eligible(info, cpu_features):
+            if matmul and can_repack and repack_eligible(info, cpu_features):
                 repack_bytes += CPU.padded(info.n_bytes)
+                out.repacked.add(info.name)
             else:
                 host_default.append(info)
             return
@@ -143,7 +149,7 @@ def weight_buffers(model: ModelAnatomy, r: Resolved, placement: LayerPlacement, 
         if embd is not None:
             if placement.output == HOST:
                 # the duplicate shares the mapped range, unless it is repacked
-                if repack_eligible(embd, cpu_features):
+                if can_repack and repack_eligible(embd, cpu_features):
                     repack_bytes += CPU.padded(embd.n_bytes)
                 elif not use_mmap:
                     host_default.append(embd)

@@ -7,6 +7,7 @@ it reserves the compute buffers for a worst-case micro-batch.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from planner.ggml_graph import F16, F32, FLAG_OUTPUT, I32, I64, Graph, Tensor, row_size
@@ -72,9 +73,12 @@ class GraphContext:
 
     # -- common blocks ---------------------------------------------------------------------
 
-    def build_norm(self, cur: Tensor, weight: Tensor | None, bias: Tensor | None = None, rms: bool = True) -> Tensor:
+    def build_norm(self, cur: Tensor, weight: Tensor | None, bias: Tensor | None = None, rms: bool = True,
+                   il: int = -1) -> Tensor:
         g = self.g
         cur = g.rms_norm(cur) if rms else g.norm(cur)
+        if (weight is not None or bias is not None) and il >= 0:
+            cur.pin_layer = il  # cb(cur, "norm", il)
         if weight is not None:
             cur = g.mul(cur, weight)
         if bias is not None:
@@ -356,8 +360,11 @@ class WeightSet:
     """Weight and cache tensors as graph leaves, created on first use."""
 
     def __init__(self, model: ModelAnatomy, kv: dict[tuple[int, bool], tuple[Tensor, Tensor | None]],
-                 graph: Graph) -> None:
+                 graph: Graph, locate: Callable[[str, bool], tuple[str, bool]] | None = None) -> None:
+        """`locate(name, duplicate)` gives a weight's backend ("host" or a GPU name) and whether
+        a host weight sits in a plain host buffer (not CPU_REPACK)."""
         self.model = model
+        self._locate = locate or (lambda name, dup: ("host", True))
         self._kv = kv
         self._cache: dict[tuple[str, bool], Tensor] = {}
         self._g = graph
@@ -376,7 +383,8 @@ class WeightSet:
             info = self._infos.get(name)
             if info is None:
                 return None
-            tensor = self._g.weight(info.type, info.shape, name)
+            backend, host_plain = self._locate(name, duplicate)
+            tensor = self._g.weight(info.type, info.shape, name, backend=backend, host_plain=host_plain)
             self._cache[key] = tensor
         return tensor
 

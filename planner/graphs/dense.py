@@ -31,14 +31,14 @@ def build_llama(ctx: GraphContext) -> None:
     for layer in m.layers:
         il = layer.index
         inp_sa = inp_l
-        cur = ctx.build_norm(inp_l, w.layer(il, "attn_norm.weight"))
+        cur = ctx.build_norm(inp_l, w.layer(il, "attn_norm.weight"), il=il)
         q, k, v = ctx.build_qkv(layer, cur, layer.head_dim_k, layer.n_head, layer.head_dim_k, layer.n_head_kv)
         freqs = w.get_optional("rope_freqs.weight")
         if qk_norm:
-            q = ctx.build_norm(q, w.layer(il, "attn_q_norm.weight"))
+            q = ctx.build_norm(q, w.layer(il, "attn_q_norm.weight"), il=il)
         q = g.rope(q, inp_pos, freqs)
         if qk_norm:
-            k = ctx.build_norm(k, w.layer(il, "attn_k_norm.weight"))
+            k = ctx.build_norm(k, w.layer(il, "attn_k_norm.weight"), il=il)
         k = g.rope(k, inp_pos, freqs)
         cur = ctx.build_attn(inp_attn, layer, w.layer(il, "attn_output.weight"), w.layer(il, "attn_output.bias"),
                              q, k, v)
@@ -46,7 +46,7 @@ def build_llama(ctx: GraphContext) -> None:
             cur = g.get_rows(cur, out_ids)
             inp_sa = g.get_rows(inp_sa, out_ids)
         ffn_inp = g.add(cur, inp_sa)
-        cur = ctx.build_norm(ffn_inp, w.layer(il, "ffn_norm.weight"))
+        cur = ctx.build_norm(ffn_inp, w.layer(il, "ffn_norm.weight"), il=il)
         cur = ctx.build_ffn(cur, w.layer(il, "ffn_up.weight"), w.layer(il, "ffn_gate.weight"),
                             w.layer(il, "ffn_down.weight"), "silu", True,
                             up_b=w.layer(il, "ffn_up.bias"), gate_b=w.layer(il, "ffn_gate.bias"),
@@ -64,7 +64,7 @@ def build_phi3(ctx: GraphContext) -> None:
     for layer in m.layers:
         il = layer.index
         residual = inp_l
-        normed = ctx.build_norm(inp_l, w.layer(il, "attn_norm.weight"), w.layer(il, "attn_norm.bias"))
+        normed = ctx.build_norm(inp_l, w.layer(il, "attn_norm.weight"), w.layer(il, "attn_norm.bias"), il=il)
         q, k, v = ctx.build_qkv(layer, normed, layer.head_dim_k, layer.n_head, layer.head_dim_k, layer.n_head_kv)
         factors = w.get_optional("rope_factors_long.weight")
         q = g.rope(q, inp_pos, factors)
@@ -77,7 +77,7 @@ def build_phi3(ctx: GraphContext) -> None:
             residual = g.get_rows(residual, out_ids)
         cur = g.add(cur, residual)
         residual = cur
-        cur = ctx.build_norm(cur, w.layer(il, "ffn_norm.weight"), w.layer(il, "ffn_norm.bias"))
+        cur = ctx.build_norm(cur, w.layer(il, "ffn_norm.weight"), w.layer(il, "ffn_norm.bias"), il=il)
         cur = ctx.build_ffn(cur, w.layer(il, "ffn_up.weight"), None, w.layer(il, "ffn_down.weight"), "swiglu", False)
         inp_l = g.add(residual, cur)
     _final(ctx, inp_l, output_bias=True)
@@ -93,7 +93,7 @@ def build_gemma(ctx: GraphContext) -> None:
     out_ids = ctx.build_inp_out_ids()
     for layer in m.layers:
         il = layer.index
-        cur = ctx.build_norm(inp_l, w.layer(il, "attn_norm.weight"))
+        cur = ctx.build_norm(inp_l, w.layer(il, "attn_norm.weight"), il=il)
         q, k, v = ctx.build_qkv(layer, cur, layer.head_dim_k, layer.n_head, layer.head_dim_k, layer.n_head_kv)
         q = g.rope(q, inp_pos)
         k = g.rope(k, inp_pos)
@@ -103,7 +103,7 @@ def build_gemma(ctx: GraphContext) -> None:
             cur = g.get_rows(cur, out_ids)
             inp_l = g.get_rows(inp_l, out_ids)
         sa_out = g.add(cur, inp_l)
-        cur = ctx.build_norm(sa_out, w.layer(il, "ffn_norm.weight"))
+        cur = ctx.build_norm(sa_out, w.layer(il, "ffn_norm.weight"), il=il)
         cur = ctx.build_ffn(cur, w.layer(il, "ffn_up.weight"), w.layer(il, "ffn_gate.weight"),
                             w.layer(il, "ffn_down.weight"), "gelu", True)
         inp_l = g.add(cur, sa_out)
@@ -126,13 +126,13 @@ def build_gemma2_3(ctx: GraphContext) -> None:
     out_ids = ctx.build_inp_out_ids()
     for layer in m.layers:
         il = layer.index
-        cur = ctx.build_norm(inp_l, w.layer(il, "attn_norm.weight"))
+        cur = ctx.build_norm(inp_l, w.layer(il, "attn_norm.weight"), il=il)
         q, k, v = ctx.build_qkv(layer, cur, layer.head_dim_k, layer.n_head, layer.head_dim_k, layer.n_head_kv)
         if gemma3:
-            q = ctx.build_norm(q, w.layer(il, "attn_q_norm.weight"))
+            q = ctx.build_norm(q, w.layer(il, "attn_q_norm.weight"), il=il)
         q = g.rope(q, inp_pos)
         if gemma3:
-            k = ctx.build_norm(k, w.layer(il, "attn_k_norm.weight"))
+            k = ctx.build_norm(k, w.layer(il, "attn_k_norm.weight"), il=il)
         k = g.rope(k, inp_pos)
         q = g.scale(q)
         inp = inp_swa if layer.is_swa else inp_full
@@ -141,11 +141,11 @@ def build_gemma2_3(ctx: GraphContext) -> None:
         if il == m.n_layer - 1:
             cur = g.get_rows(cur, out_ids)
             inp_l = g.get_rows(inp_l, out_ids)
-        cur = ctx.build_norm(cur, w.layer(il, "post_attention_norm.weight"))
+        cur = ctx.build_norm(cur, w.layer(il, "post_attention_norm.weight"), il=il)
         sa_out = g.add(cur, inp_l)
-        cur = ctx.build_norm(sa_out, w.layer(il, "ffn_norm.weight"))
+        cur = ctx.build_norm(sa_out, w.layer(il, "ffn_norm.weight"), il=il)
         cur = ctx.build_ffn(cur, w.layer(il, "ffn_up.weight"), w.layer(il, "ffn_gate.weight"),
                             w.layer(il, "ffn_down.weight"), "gelu", True)
-        cur = ctx.build_norm(cur, w.layer(il, "post_ffw_norm.weight"))
+        cur = ctx.build_norm(cur, w.layer(il, "post_ffw_norm.weight"))  # il = -1 in llama.cpp: not pinned
         inp_l = g.add(cur, sa_out)
     _final(ctx, inp_l, softcap=m.f_final_softcap > 0)

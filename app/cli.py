@@ -1,0 +1,231 @@
+"""Command line: `vramchat --plan MODEL`, `--devices`, `--version`.
+
+`--plan` and `--devices` never import Textual or llama_cpp: they read the GGUF
+header and probe devices through ctypes, so they answer in a fraction of a second.
+
+Exit status: 0 the plan fits, 3 it does not, 2 usage error, 1 bad or missing file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+
+from app import __version__
+
+EXIT_OK, EXIT_BAD_FILE, EXIT_USAGE, EXIT_NO_FIT = 0, 1, 2, 3
+
+
+class UsageError(Exception):
+    pass
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
+    return value
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} must not be negative")
+    return value
+
+
+def _on_off(text: str) -> bool:
+    lowered = text.lower()
+    if lowered in ("on", "1", "true", "yes"):
+        return True
+    if lowered in ("off", "0", "false", "no"):
+        return False
+    raise argparse.ArgumentTypeError(f"{text!r}: use on or off")
+
+
+def _size(text: str) -> int:
+    from planner.devices import parse_size
+
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="vramchat",
+        description="Chat with local GGUF models, knowing before you load one how much memory it takes.",
+        epilog="Sizes accept binary units: 8GiB, 24G, 12000MiB. "
+               "Simulate devices for the whole app with VRAMCHAT_DEVICES (see --devices).",
+    )
+    p.add_argument("model", nargs="?", help="a .gguf file (the first shard of a split model), or 'demo'")
+    p.add_argument("--version", action="version", version=f"vramchat {__version__} (llama-cpp-python 0.3.36)")
+
+    modes = p.add_argument_group("what to do")
+    modes.add_argument("--plan", action="store_true", help="print the memory plan for MODEL and exit")
+    modes.add_argument("--devices", action="store_true", help="print what each device probe found and exit")
+    modes.add_argument("--json", action="store_true", help="with --plan or --devices: print JSON")
+
+    devs = p.add_argument_group("devices (what-if planning)")
+    devs.add_argument("--vram", metavar="SIZE[,SIZE...]",
+                      help="plan for simulated GPUs with these sizes instead of this machine's")
+    devs.add_argument("--ram", metavar="SIZE", help="plan for this much host RAM")
+    devs.add_argument("--margin", metavar="SIZE", type=_size,
+                      help="memory to keep free on each GPU (default 512MiB)")
+    devs.add_argument("--cpu", action="store_true", help="plan for the host alone (no GPU)")
+
+    wish = p.add_argument_group("wishes (the solver honours them)")
+    wish.add_argument("--ctx", type=_non_negative_int, metavar="N",
+                      help="context length in tokens (default: the trained context, at most 32768)")
+
+    fixed = p.add_argument_group("fixed configuration (evaluated as given, no solver)")
+    fixed.add_argument("--ngl", type=int, metavar="N", help="GPU layers, output layer included (-1: all)")
+    fixed.add_argument("--ctk", metavar="TYPE", help="K cache type: f16, q8_0, q4_0, ...")
+    fixed.add_argument("--ctv", metavar="TYPE", help="V cache type (quantized V needs --fa on)")
+    fixed.add_argument("--fa", choices=("on", "off", "auto"), help="flash attention")
+    fixed.add_argument("--ubatch", type=_positive_int, metavar="N", help="micro-batch size (default 512)")
+    fixed.add_argument("--batch", type=_positive_int, metavar="N", help="batch size (default 512)")
+    fixed.add_argument("--swa-full", type=_on_off, metavar="on|off", help="full-size sliding-window cache")
+    fixed.add_argument("--parallel", type=_positive_int, metavar="N", help="parallel sequences (default 1)")
+    return p
+
+
+def _fail(message: str, code: int) -> int:
+    print(f"vramchat: error: {message}", file=sys.stderr)
+    return code
+
+
+def _resolve_model(name: str | None) -> str:
+    if not name:
+        raise UsageError("--plan needs a MODEL (a .gguf file, or 'demo')")
+    from app.demo import DEMO_NAMES, demo_model_path
+
+    if name in DEMO_NAMES:
+        return str(demo_model_path())
+    return name
+
+
+def run_plan(args: argparse.Namespace) -> int:
+    from app.devices import probe_devices
+    from planner.config import LoadConfig
+    from planner.errors import ConfigError, PlannerError
+    from planner.fit import Wishes, evaluate, solve
+    from planner.gguf import read_gguf
+    from planner.model import load_anatomy
+    from planner.report import plan_to_json, plan_to_table
+
+    path = _resolve_model(args.model)
+    if args.ctx is not None and args.ctx > 10_000_000:
+        raise UsageError(f"--ctx {args.ctx} is beyond any model's context")
+    try:
+        report = probe_devices(args.vram, args.ram, cpu_only=args.cpu)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    margins = {d.name: args.margin for d in report.gpus} if args.margin is not None else {}
+    model = load_anatomy(read_gguf(path))
+
+    fixed = any(v is not None for v in (args.ngl, args.ctk, args.ctv, args.ubatch, args.batch, args.swa_full,
+                                         args.parallel)) or args.fa in ("on", "off")
+    try:
+        if fixed:
+            ngl = args.ngl if args.ngl is not None else (model.n_layer + 1 if report.gpus else 0)
+            fa = args.fa == "on" if args.fa in ("on", "off") else bool(report.gpus)
+            ctk = args.ctk or "f16"
+            ctv = args.ctv or ("f16" if not fa else ctk)
+            config = LoadConfig(
+                n_gpu_layers=ngl if report.gpus else 0,
+                n_ctx=args.ctx if args.ctx is not None else min(model.n_ctx_train or 4096, 32768),
+                n_batch=args.batch or 512, n_ubatch=args.ubatch or 512, type_k=ctk, type_v=ctv,
+                flash_attn=fa, swa_full=bool(args.swa_full), n_seq_max=args.parallel or 1,
+            )
+            result = evaluate(model, config, report.gpus, report.host, margins)
+        else:
+            wishes = Wishes(n_ctx=args.ctx or None, flash_attn=args.fa or "auto", margins=margins)
+            result = solve(model, report.gpus, report.host, wishes)
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    except PlannerError:
+        raise
+
+    if args.json:
+        data = plan_to_json(result)
+        data["warnings"] = report.warnings
+        data["simulated_devices"] = report.simulated
+        print(json.dumps(data, indent=2))
+    else:
+        print(plan_to_table(result))
+        for warning in report.warnings:
+            print(f"\nWarning: {warning}")
+    return EXIT_OK if result.plan.fits else EXIT_NO_FIT
+
+
+def run_devices(args: argparse.Namespace) -> int:
+    from app.devices import probe_devices
+    from planner.devices import format_size
+
+    try:
+        report = probe_devices(args.vram, args.ram, cpu_only=args.cpu)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if args.json:
+        print(json.dumps(report.to_json(), indent=2))
+        return EXIT_OK
+    print("Probes")
+    for probe in report.probes:
+        status = "ok " if probe.available else "-- "
+        print(f"  {status}{probe.name:<14} {probe.detail}")
+    print("\nDevices vramchat plans for")
+    for d in report.gpus:
+        held = report.held_by_others.get(d.name)
+        extra = f", {format_size(held)} held by other processes" if held else ""
+        print(f"  {d.name:<8} {d.backend:<7} {format_size(d.free)} free of {format_size(d.total)}{extra}")
+    h = report.host
+    print(f"  host     RAM     {format_size(h.free)} available of {format_size(h.total)}"
+          + (f"; CPU features: {', '.join(sorted(h.cpu_features))}" if h.cpu_features else ""))
+    for warning in report.warnings:
+        print(f"\nWarning: {warning}")
+    return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    from planner.errors import GGUFError, PlannerError
+
+    try:
+        if args.devices:
+            return run_devices(args)
+        if args.plan:
+            return run_plan(args)
+        if args.json:
+            raise UsageError("--json goes with --plan or --devices")
+        parser.print_help()
+        return EXIT_OK
+    except UsageError as exc:
+        parser.print_usage(sys.stderr)
+        return _fail(str(exc), EXIT_USAGE)
+    except GGUFError as exc:
+        return _fail(str(exc), EXIT_BAD_FILE)
+    except PlannerError as exc:
+        return _fail(str(exc), EXIT_BAD_FILE)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:
+        from app.demo import DemoUnavailable
+
+        if isinstance(exc, DemoUnavailable):
+            return _fail(str(exc), EXIT_BAD_FILE)
+        return _fail(f"unexpected {type(exc).__name__}: {exc} (please report this)", EXIT_BAD_FILE)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

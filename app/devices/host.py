@@ -1,0 +1,68 @@
+"""Host RAM and swap through psutil; the CPU's SIMD features; Apple unified memory."""
+
+from __future__ import annotations
+
+import os
+import platform
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class HostMemory:
+    total: int
+    available: int
+    swap_total: int
+    swap_free: int
+    cpu_name: str
+    unified: bool  # Apple silicon: the GPU shares this memory
+
+
+def read_host() -> HostMemory:
+    import psutil
+
+    vm = psutil.virtual_memory()
+    try:
+        sw = psutil.swap_memory()
+        swap_total, swap_free = int(sw.total), int(sw.free)
+    except (RuntimeError, OSError):
+        swap_total = swap_free = 0
+    return HostMemory(int(vm.total), int(vm.available), swap_total, swap_free, cpu_name(),
+                      platform.system() == "Darwin" and platform.machine() == "arm64")
+
+
+def cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def cpuinfo_features() -> frozenset[str]:
+    """SIMD features from /proc/cpuinfo, for when llama.cpp's own answer is not at hand."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as handle:
+            text = handle.read()
+    except OSError:
+        return frozenset()
+    flags: set[str] = set()
+    for line in text.splitlines():
+        if line.startswith(("flags", "Features")):
+            flags.update(line.split(":", 1)[1].split())
+            break
+    out = set()
+    mapping = {"avx": "avx", "avx2": "avx2", "avx512f": "avx512", "fma": "fma", "f16c": "f16c",
+               "asimd": "neon", "asimddp": "dotprod", "i8mm": "i8mm", "sve": "sve"}
+    for flag, feature in mapping.items():
+        if flag in flags:
+            out.add(feature)
+    return frozenset(out)
+
+
+def process_rss(pid: int | None = None) -> int:
+    import psutil
+
+    return int(psutil.Process(pid or os.getpid()).memory_info().rss)

@@ -1,0 +1,75 @@
+"""What-if devices: `--vram 8GiB,4GiB` and the VRAMCHAT_DEVICES environment variable.
+
+VRAMCHAT_DEVICES makes the whole app (TUI included) believe in given devices,
+so that tests and screenshots are reproducible. Its value is a comma-separated
+list of items:
+
+    24GiB            a GPU with 24 GiB, all of it free
+    24GiB/6GiB       a GPU with 24 GiB of which other processes hold 6 GiB
+    ram=64GiB        host RAM (total; `ram=64GiB/16GiB` holds 16 GiB used)
+    backend=cuda     the GPUs' backend: cuda (default), rocm, metal, vulkan
+    none             no GPU at all (a CPU-only machine)
+
+Example: VRAMCHAT_DEVICES="12GiB/2GiB,ram=32GiB"
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from planner.devices import Device, format_size, parse_size
+
+ENV_VAR = "VRAMCHAT_DEVICES"
+_PREFIX = {"cuda": "CUDA", "rocm": "ROCm", "metal": "Metal", "vulkan": "Vulkan"}
+
+
+@dataclass
+class SimulatedSpec:
+    gpus: list[tuple[int, int]] = field(default_factory=list)  # (total, used by others)
+    ram: tuple[int, int] | None = None  # (total, used)
+    backend: str = "cuda"
+
+    def devices(self) -> list[Device]:
+        prefix = _PREFIX.get(self.backend, "GPU")
+        unified = self.backend == "metal"
+        out = []
+        for i, (total, used) in enumerate(self.gpus):
+            name = "Metal" if self.backend == "metal" else f"{prefix}{i}"
+            out.append(Device(name, "gpu", self.backend, total, max(total - used, 0), unified=unified,
+                              description=f"simulated {format_size(total)} GPU", simulated=True))
+        return out
+
+
+def _total_used(text: str) -> tuple[int, int]:
+    if "/" in text:
+        total_s, used_s = text.split("/", 1)
+        total, used = parse_size(total_s), parse_size(used_s)
+        if used > total:
+            raise ValueError(f"{text!r}: more memory in use than the device has")
+        return total, used
+    return parse_size(text), 0
+
+
+def parse_devices(text: str) -> SimulatedSpec:
+    """Parse a VRAMCHAT_DEVICES / --vram value; raises ValueError with a readable reason."""
+    spec = SimulatedSpec()
+    for raw in text.split(","):
+        item = raw.strip()
+        if not item:
+            continue
+        if item.lower() == "none":
+            continue
+        if "=" in item:
+            key, value = (s.strip() for s in item.split("=", 1))
+            key = key.lower()
+            if key == "ram":
+                spec.ram = _total_used(value)
+            elif key == "backend":
+                if value.lower() not in _PREFIX:
+                    raise ValueError(f"unknown backend {value!r} (use cuda, rocm, metal or vulkan)")
+                spec.backend = value.lower()
+            else:
+                raise ValueError(f"unknown setting {key!r} in {text!r} (use ram= or backend=)")
+        else:
+            spec.gpus.append(_total_used(item))
+    return spec

@@ -1,0 +1,114 @@
+"""Planned vs allocated bytes, buffer by buffer, for CPU loads in real llama.cpp.
+
+Shared by the accuracy tests and `bench/accuracy.py`: run the oracle over a
+grid of configurations of one model, run the planner on the same ones, and
+return one row per configuration with both figures for every buffer.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from bench.oracle.oracle import measure
+from planner.config import LoadConfig
+from planner.devices import GiB, Host
+from planner.errors import ConfigError
+from planner.gguf import read_gguf
+from planner.memory import plan_memory
+from planner.model import load_anatomy
+
+
+@dataclass
+class BufferRow:
+    kind: str  # weights, kv, kv_swa, rs, output, compute
+    planned: int
+    actual: int
+
+    @property
+    def error(self) -> int:
+        return self.planned - self.actual
+
+    @property
+    def error_pct(self) -> float:
+        return 100.0 * self.error / self.actual if self.actual else (0.0 if not self.planned else 100.0)
+
+
+@dataclass
+class ConfigRow:
+    model: str
+    architecture: str
+    config: dict[str, Any]
+    buffers: list[BufferRow] = field(default_factory=list)
+    refused_by_llama: str | None = None
+    refused_by_planner: str | None = None
+
+    def buffer(self, kind: str) -> BufferRow | None:
+        return next((b for b in self.buffers if b.kind == kind), None)
+
+
+def _cpu_features() -> frozenset[str]:
+    from app.devices.ggml import cpu_features
+
+    return cpu_features()
+
+
+def _load_config(cfg: dict[str, Any]) -> LoadConfig:
+    return LoadConfig(n_gpu_layers=0, n_ctx=cfg["n_ctx"], n_batch=cfg.get("n_batch", 512),
+                      n_ubatch=cfg.get("n_ubatch", 512), type_k=cfg.get("type_k", "f16"),
+                      type_v=cfg.get("type_v", "f16"), flash_attn=bool(cfg.get("flash_attn")),
+                      swa_full=bool(cfg.get("swa_full")), n_seq_max=cfg.get("n_seq_max", 1),
+                      kv_unified=bool(cfg.get("kv_unified")))
+
+
+def compare_cpu(path: str | os.PathLike[str], configs: list[dict[str, Any]]) -> list[ConfigRow]:
+    """One row per configuration: every buffer llama.cpp allocated next to the planner's figure."""
+    model = load_anatomy(read_gguf(path))
+    model_buffers, measured = measure(path, configs)
+    host = Host(64 * GiB, 64 * GiB, _cpu_features())
+    rows = []
+    for result in measured:
+        cfg = result["config"]
+        row = ConfigRow(os.path.basename(os.fspath(path)), model.architecture, cfg)
+        try:
+            plan = plan_memory(model, _load_config(cfg), [], host)
+        except ConfigError as exc:
+            row.refused_by_planner = str(exc)
+        if not result["ok"]:
+            row.refused_by_llama = (result["errors"] or ["refused"])[-1]
+            rows.append(row)
+            continue
+        if row.refused_by_planner:
+            rows.append(row)
+            continue
+        planned_weights = sum(b.bytes for b in plan.buffers if b.kind == "model")
+        row.buffers.append(BufferRow("weights", planned_weights, sum(model_buffers.values())))
+        actual_kv = {"base": 0, "swa": 0}
+        for kv in result["kv"]:
+            actual_kv[kv["cache"]] += kv["bytes"]
+        planned_kv = {"base": sum(b.bytes for b in plan.buffers if b.kind == "kv"),
+                      "swa": sum(b.bytes for b in plan.buffers if b.kind == "kv_swa")}
+        row.buffers.append(BufferRow("kv", planned_kv["base"], actual_kv["base"]))
+        if actual_kv["swa"] or planned_kv["swa"]:
+            row.buffers.append(BufferRow("kv_swa", planned_kv["swa"], actual_kv["swa"]))
+        actual_rs = sum(x["bytes"] for x in result["rs"])
+        planned_rs = sum(b.bytes for b in plan.buffers if b.kind == "rs")
+        if actual_rs or planned_rs:
+            row.buffers.append(BufferRow("rs", planned_rs, actual_rs))
+        row.buffers.append(BufferRow("output", plan.host.output, sum(result["output"].values())))
+        row.buffers.append(BufferRow("compute", plan.host.compute, sum(result["compute"].values())))
+        rows.append(row)
+    return rows
+
+
+def grid(swa: bool, n_ctx: tuple[int, ...] = (512, 2048, 8192)) -> list[dict[str, Any]]:
+    """The standard configuration grid: contexts x flash attention x KV type (x swa_full)."""
+    out = []
+    for ctx in n_ctx:
+        for fa in (False, True):
+            for kv in ("f16", "q8_0"):
+                for swa_full in ((False, True) if swa else (False,)):
+                    out.append({"n_ctx": ctx, "flash_attn": fa, "type_k": kv, "type_v": kv if fa else "f16",
+                                "swa_full": swa_full})
+    return out

@@ -1,0 +1,351 @@
+"""The solver: choose n_gpu_layers, context, KV type and flash attention for the memory at hand.
+
+Preference, in order: every layer on the GPU; then the longest context up to
+the one wanted; quantized KV cache only when it buys layers or context. Each
+candidate is priced by the exact memory model (`planner.memory`), so every
+configuration the solver proposes, alternatives included, is one the model
+says fits.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from planner.config import CTX_PAD, LoadConfig
+from planner.devices import Device, Host, format_size
+from planner.errors import ConfigError
+from planner.memory import MemoryPlan, plan_memory
+from planner.model import ModelAnatomy
+
+# Without --ctx the planner aims for the trained context, but at most this many tokens.
+DEFAULT_CONTEXT_CAP = 32768
+# Below this the solver drops layers to the CPU rather than shortening the context further.
+MIN_CONTEXT = 4096
+SMALLEST_CONTEXT = 512
+
+
+@dataclass(frozen=True)
+class Wishes:
+    """What the user asked for; None means the planner chooses."""
+
+    n_ctx: int | None = None
+    # q4_0 is allowed when asked for; by default the solver stops at the near-lossless q8_0
+    kv_types: tuple[str, ...] = ("f16", "q8_0")
+    flash_attn: str = "auto"  # auto, on, off
+    n_batch: int = 512
+    n_ubatch: int = 512
+    n_seq_max: int = 1
+    swa_full: bool = False
+    margins: dict[str, int] = field(default_factory=dict)
+    use_mmap: bool = True
+
+
+@dataclass
+class Alternative:
+    plan: MemoryPlan
+    note: str
+
+
+@dataclass
+class FitResult:
+    plan: MemoryPlan
+    reasons: list[str]
+    alternatives: list[Alternative]
+    desired_ctx: int
+    solved: bool = True  # False when the configuration was fixed by the user
+
+    @property
+    def verdict(self) -> str:
+        return self.plan.verdict
+
+
+def desired_context(model: ModelAnatomy, wishes: Wishes) -> int:
+    if wishes.n_ctx:
+        return wishes.n_ctx
+    trained = model.n_ctx_train or DEFAULT_CONTEXT_CAP
+    return min(trained, DEFAULT_CONTEXT_CAP)
+
+
+class _Pricer:
+    """Memoised plan_memory for the solver's candidates."""
+
+    def __init__(self, model: ModelAnatomy, gpus: list[Device], host: Host, wishes: Wishes) -> None:
+        self.model, self.gpus, self.host, self.wishes = model, gpus, host, wishes
+        self.cache: dict[tuple[int, int, str, bool], MemoryPlan | None] = {}
+
+    def config(self, ngl: int, ctx: int, kv: str, fa: bool, op_offload: bool = True) -> LoadConfig:
+        w = self.wishes
+        return LoadConfig(n_gpu_layers=ngl, n_ctx=ctx, n_batch=w.n_batch, n_ubatch=w.n_ubatch,
+                          type_k=kv, type_v=kv if fa else "f16", flash_attn=fa, swa_full=w.swa_full,
+                          n_seq_max=w.n_seq_max, use_mmap=w.use_mmap, op_offload=op_offload)
+
+    def plan(self, ngl: int, ctx: int, kv: str, fa: bool) -> MemoryPlan | None:
+        key = (ngl, ctx, kv, fa)
+        if key not in self.cache:
+            self.cache[key] = self._price(ngl, ctx, kv, fa)
+        return self.cache[key]
+
+    def _price(self, ngl: int, ctx: int, kv: str, fa: bool) -> MemoryPlan | None:
+        try:
+            plan = plan_memory(self.model, self.config(ngl, ctx, kv, fa), self.gpus, self.host,
+                               self.wishes.margins)
+            if ngl == 0 and self.gpus and not plan.fits and plan.host.fits:
+                # the GPU cannot hold the ops llama.cpp would offload to it: keep them on the CPU
+                plan = plan_memory(self.model, self.config(ngl, ctx, kv, fa, op_offload=False), self.gpus,
+                                   self.host, self.wishes.margins)
+            return plan
+        except ConfigError:
+            return None
+
+    def fits(self, ngl: int, ctx: int, kv: str, fa: bool) -> bool:
+        key = (ngl, ctx, kv, fa)
+        if key not in self.cache and not self._may_fit(ngl, ctx, kv, fa):
+            return False
+        plan = self.plan(ngl, ctx, kv, fa)
+        return plan is not None and plan.fits
+
+    def _may_fit(self, ngl: int, ctx: int, kv: str, fa: bool) -> bool:
+        """Weights, KV and output alone (no compute buffers): cheap, and a lower bound."""
+        try:
+            bound = plan_memory(self.model, self.config(ngl, ctx, kv, fa), self.gpus, self.host,
+                                self.wishes.margins, with_compute=False)
+        except ConfigError:
+            return False
+        if ngl == 0:
+            return bound.host.fits
+        return bound.fits
+
+    def longest_context(self, ngl: int, lo: int, hi: int, kv: str, fa: bool) -> int | None:
+        """Longest context in [lo, hi] (multiples of 256) that fits, by bisection."""
+        lo, hi = _pad(lo), _pad(hi)
+        if self.fits(ngl, hi, kv, fa):
+            return hi
+        if not self.fits(ngl, lo, kv, fa):
+            return None
+        while hi - lo > CTX_PAD:
+            mid = _pad((lo + hi) // 2)
+            if mid >= hi:
+                mid = hi - CTX_PAD
+            if self.fits(ngl, mid, kv, fa):
+                lo = mid
+            else:
+                hi = mid
+        return lo
+
+    def most_layers(self, ctx: int, kv: str, fa: bool) -> int | None:
+        """Most GPU layers that fit at this context, by bisection over n_gpu_layers."""
+        top = self.model.n_layer + 1 if self.gpus else 0
+        if self.fits(top, ctx, kv, fa):
+            return top
+        if not self.fits(0, ctx, kv, fa):
+            return None
+        lo, hi = 0, top
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if self.fits(mid, ctx, kv, fa):
+                lo = mid
+            else:
+                hi = mid
+        return lo
+
+
+def _pad(n: int) -> int:
+    return max(CTX_PAD, (n + CTX_PAD - 1) // CTX_PAD * CTX_PAD)
+
+
+def _flash_attn_options(wishes: Wishes, gpus: list[Device]) -> list[bool]:
+    if wishes.flash_attn == "on":
+        return [True]
+    if wishes.flash_attn == "off":
+        return [False]
+    # auto: flash attention saves memory (no KQ matrix) and allows a quantized V cache
+    return [True, False]
+
+
+def solve(model: ModelAnatomy, gpus: list[Device], host: Host, wishes: Wishes | None = None) -> FitResult:
+    """Choose the best configuration for these devices."""
+    wishes = wishes or Wishes()
+    want = desired_context(model, wishes)
+    floor = min(want, MIN_CONTEXT)
+    pricer = _Pricer(model, gpus, host, wishes)
+    fa_options = _flash_attn_options(wishes, gpus)
+    kv_types = [k for k in wishes.kv_types] or ["f16"]
+    fa = fa_options[0]
+
+    top = model.n_layer + 1 if gpus else 0
+    best_key = _full_offload(pricer, top, floor, want, kv_types, fa_options) if top else None
+    if best_key is None:
+        # not every layer fits: keep the whole context wanted, and as many layers as fit with it
+        best_key = _most_layers_at(pricer, want, kv_types, fa_options)
+    if best_key is None:
+        # the context wanted does not fit even on the host: the longest that does
+        for kv in kv_types:
+            ctx = pricer.longest_context(0, SMALLEST_CONTEXT, want, kv, fa)
+            if ctx is not None:
+                best_key = (0, ctx, kv, fa)
+                break
+    if best_key is None:
+        plan = pricer.plan(model.n_layer + 1 if gpus else 0, floor, kv_types[0], fa)
+        if plan is None:
+            plan = plan_memory(model, pricer.config(0, floor, "f16", False), gpus, host, wishes.margins)
+        reasons = _no_fit_reasons(plan, SMALLEST_CONTEXT)
+        return FitResult(plan, reasons, [], want)
+
+    plan = pricer.plan(*best_key)
+    assert plan is not None
+    reasons = _reasons(plan, want, wishes, pricer, kv_types)
+    alternatives = _alternatives(plan, pricer, want, kv_types, fa_options)
+    return FitResult(plan, reasons, alternatives, want)
+
+
+def _full_offload(pricer: _Pricer, top: int, floor: int, want: int, kv_types: list[str],
+                  fa_options: list[bool]) -> tuple[int, int, str, bool] | None:
+    """Every layer on the GPU at the longest context in [floor, want]; a quantized KV cache
+    only if it buys context."""
+    best: tuple[int, int, str, bool] | None = None
+    for kv in kv_types:
+        for fa in fa_options:
+            ctx = pricer.longest_context(top, floor, want, kv, fa)
+            if ctx is not None:
+                if best is None or ctx > best[1]:
+                    best = (top, ctx, kv, fa)
+                break
+        if best is not None and best[1] >= _pad(want):
+            break
+    return best
+
+
+def _most_layers_at(pricer: _Pricer, want: int, kv_types: list[str],
+                    fa_options: list[bool]) -> tuple[int, int, str, bool] | None:
+    """As many layers as fit with the whole context; a quantized KV cache only if it buys layers."""
+    best: tuple[int, int, str, bool] | None = None
+    for kv in kv_types:
+        for fa in fa_options:
+            ngl = pricer.most_layers(want, kv, fa)
+            if ngl is not None:
+                if best is None or ngl > best[0]:
+                    best = (ngl, _pad(want), kv, fa)
+                break
+    return best
+
+
+def evaluate(model: ModelAnatomy, config: LoadConfig, gpus: list[Device], host: Host,
+             margins: dict[str, int] | None = None) -> FitResult:
+    """A fixed configuration, priced as is (no solver)."""
+    plan = plan_memory(model, config, gpus, host, margins)
+    reasons = [_summary(plan)]
+    if not plan.fits:
+        reasons += _over_budget(plan)
+    return FitResult(plan, reasons, [], config.n_ctx, solved=False)
+
+
+# -- explanations ------------------------------------------------------------------------------
+
+def _summary(plan: MemoryPlan) -> str:
+    m, r = plan.model, plan.resolved
+    units = m.n_layer + 1
+    where = {
+        "full_gpu": f"all {units} layers (the output layer included) on "
+                    f"{', '.join(d.name for d in plan.gpus if d.layers)}",
+        "partial_gpu": f"{plan.layers_on_gpu} of {units} layers on the GPU, {units - plan.layers_on_gpu} on the CPU",
+        "cpu_only": "every layer on the CPU",
+        "no_fit": "does not fit",
+    }[plan.verdict]
+    kv = r.type_k.name if r.type_k is r.type_v else f"{r.type_k.name}/{r.type_v.name}"
+    return (f"{where}; context {r.n_ctx:,} tokens, KV cache {kv} ({format_size(plan.kv_bytes)}), "
+            f"flash attention {'on' if r.config.flash_attn else 'off'}")
+
+
+def _over_budget(plan: MemoryPlan) -> list[str]:
+    out = []
+    for d in [*plan.gpus, plan.host]:
+        if d.planned and not d.fits:
+            out.append(f"{d.name} needs {format_size(d.planned)} but only {format_size(max(d.available, 0))} "
+                       f"is available ({format_size(d.free)} free, {format_size(d.margin)} kept as margin)")
+    return out
+
+
+def _no_fit_reasons(plan: MemoryPlan, floor: int) -> list[str]:
+    return [f"Nothing fits: even {floor:,} tokens with every layer on the CPU is too large.", *_over_budget(plan),
+            "Free memory (close other programs), pick a smaller quantization, or load anyway at your own risk."]
+
+
+def _reasons(plan: MemoryPlan, want: int, wishes: Wishes, pricer: _Pricer, kv_types: list[str]) -> list[str]:
+    m, r = plan.model, plan.resolved
+    reasons = [_summary(plan)]
+    if not wishes.n_ctx and m.n_ctx_train > want:
+        reasons.append(f"Context aims at {want:,} tokens (the model was trained for {m.n_ctx_train:,}); "
+                       "ask for more with --ctx")
+    if r.n_ctx < _pad(want):
+        reasons.append(f"Context shortened from {want:,} to {r.n_ctx:,} tokens to fit")
+    if r.type_k.name != "f16":
+        f16_ctx = pricer.longest_context(plan.layers_on_gpu, SMALLEST_CONTEXT, want, "f16", r.config.flash_attn)
+        f16_ngl = pricer.most_layers(r.n_ctx, "f16", r.config.flash_attn)
+        if f16_ngl is not None and f16_ngl < plan.layers_on_gpu:
+            reasons.append(f"KV cache quantized to {r.type_k.name}: with f16 only {f16_ngl} layers fit on the GPU")
+        elif f16_ctx:
+            reasons.append(f"KV cache quantized to {r.type_k.name}: with f16 only {f16_ctx:,} tokens fit")
+        else:
+            reasons.append(f"KV cache quantized to {r.type_k.name}: f16 does not fit")
+    for d in plan.gpus:
+        if d.layers:
+            reasons.append(f"{d.name}: {format_size(d.planned)} of {format_size(d.free)} free "
+                           f"({format_size(d.headroom)} spare after a {format_size(d.margin)} margin)")
+    host = plan.host
+    reasons.append(f"Host RAM: {format_size(host.planned)} planned of {format_size(host.free)} free "
+                   f"({format_size(host.weights_mapped)} of it memory-mapped model file)")
+    if plan.verdict == "partial_gpu":
+        reasons.append(f"{m.n_layer + 1 - plan.layers_on_gpu} layers run on the CPU to keep the whole "
+                       f"{r.n_ctx:,}-token context: expect slower generation")
+    return reasons
+
+
+def _alternatives(plan: MemoryPlan, pricer: _Pricer, want: int, kv_types: list[str],
+                  fa_options: list[bool]) -> list[Alternative]:
+    """Other configurations that fit and trade something: more context, more layers, no GPU."""
+    out: list[Alternative] = []
+    r = plan.resolved
+    ngl, fa = plan.layers_on_gpu, r.config.flash_attn
+    kv_now = r.type_k.name
+    trained = pricer.model.n_ctx_train or want
+    seen = {(ngl, r.n_ctx, kv_now, fa)}
+
+    def add(p: MemoryPlan | None, note: str) -> None:
+        if p is None or not p.fits:
+            return
+        key = (p.layers_on_gpu, p.resolved.n_ctx, p.resolved.type_k.name, p.resolved.config.flash_attn)
+        if key not in seen:
+            seen.add(key)
+            out.append(Alternative(p, note))
+
+    # more context from a quantized KV cache, keeping the layers where they are
+    if r.n_ctx < trained:
+        for kv in kv_types:
+            if kv == kv_now or kv == "f16":
+                continue
+            ctx = pricer.longest_context(ngl, r.n_ctx, trained, kv, True)
+            if ctx and ctx > r.n_ctx:
+                add(pricer.plan(ngl, ctx, kv, True), f"with {kv} KV cache: {ctx:,} tokens")
+        # the whole trained context, even if it costs layers
+        layers = pricer.most_layers(trained, kv_now, fa)
+        if layers is not None and layers < ngl:
+            add(pricer.plan(layers, trained, kv_now, fa),
+                f"the full trained context ({trained:,} tokens) with {layers} of "
+                f"{pricer.model.n_layer + 1} layers on the GPU")
+    # full-precision KV at a shorter context
+    if kv_now != "f16":
+        ctx = pricer.longest_context(ngl, SMALLEST_CONTEXT, r.n_ctx, "f16", fa)
+        if ctx and ctx < r.n_ctx:
+            add(pricer.plan(ngl, ctx, "f16", fa), f"with f16 KV cache (full precision): {ctx:,} tokens")
+    # every layer on the GPU, at a shorter context
+    top = pricer.model.n_layer + 1 if pricer.gpus else 0
+    if 0 < ngl < top or (ngl == 0 and top):
+        ctx = pricer.longest_context(top, SMALLEST_CONTEXT, r.n_ctx, kv_now, fa)
+        if ctx:
+            add(pricer.plan(top, ctx, kv_now, fa), f"every layer on the GPU at {ctx:,} tokens")
+    # no GPU at all
+    if ngl > 0:
+        ctx = pricer.longest_context(0, SMALLEST_CONTEXT, want, kv_now, fa)
+        if ctx:
+            add(pricer.plan(0, ctx, kv_now, fa), f"CPU only: {ctx:,} tokens")
+    return out[:4]

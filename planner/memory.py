@@ -1,0 +1,195 @@
+"""The memory model: bytes per device and on the host for one concrete configuration."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from planner.backends import CPU, backend_rules
+from planner.compute import HOST_BUFFER, compute_buffers
+from planner.config import LoadConfig, Resolved, resolve
+from planner.devices import Device, Host, MiB
+from planner.kv import KVLayout, kv_layout
+from planner.model import ModelAnatomy
+from planner.weights import HOST, LayerPlacement, place_layers, weight_buffers
+
+# Memory a GPU backend takes that llama.cpp does not report (CUDA context, cuBLAS and
+# pool workspaces). Public measurements put the CUDA primary context alone between about
+# 100 MiB (RTX 4060 Ti) and 555 MiB (RTX PRO 6000); these are estimates until measured.
+BACKEND_OVERHEAD_ESTIMATE = {"cuda": 400 * MiB, "rocm": 400 * MiB, "vulkan": 200 * MiB, "metal": 64 * MiB}
+
+
+@dataclass
+class Buffer:
+    """One buffer llama.cpp allocates, named as in its log."""
+
+    device: str  # CUDA0 ... or CPU (host)
+    kind: str  # model, kv, kv_swa, rs, output, compute
+    name: str
+    bytes: int
+    mapped: bool = False
+
+
+@dataclass
+class DeviceUsage:
+    name: str
+    kind: str  # gpu or host
+    backend: str
+    total: int
+    free: int
+    margin: int
+    weights: int = 0
+    weights_mapped: int = 0
+    kv: int = 0
+    recurrent: int = 0
+    output: int = 0
+    compute: int = 0
+    overhead: int = 0
+    # bytes another pool takes out of this one (a unified-memory GPU out of host RAM)
+    shared: int = 0
+    layers: int = 0
+
+    @property
+    def planned(self) -> int:
+        return (self.weights + self.weights_mapped + self.kv + self.recurrent + self.output + self.compute
+                + self.overhead)
+
+    @property
+    def available(self) -> int:
+        return self.free - self.margin - self.shared
+
+    @property
+    def fits(self) -> bool:
+        return self.planned <= self.available
+
+    @property
+    def headroom(self) -> int:
+        return self.available - self.planned
+
+
+@dataclass
+class MemoryPlan:
+    model: ModelAnatomy
+    config: LoadConfig
+    resolved: Resolved
+    placement: LayerPlacement
+    kv: KVLayout
+    gpus: list[DeviceUsage]
+    host: DeviceUsage
+    buffers: list[Buffer]
+    estimates: list[str] = field(default_factory=list)
+
+    @property
+    def fits(self) -> bool:
+        return all(d.fits for d in self.gpus) and self.host.fits
+
+    @property
+    def layers_on_gpu(self) -> int:
+        """Offloaded units, the output layer included (llama.cpp's n_gpu_layers)."""
+        return sum(d.layers for d in self.gpus)
+
+    @property
+    def verdict(self) -> str:
+        if not self.fits:
+            return "no_fit"
+        n_units = self.model.n_layer + 1
+        if self.layers_on_gpu >= n_units:
+            return "full_gpu"
+        if self.layers_on_gpu > 0:
+            return "partial_gpu"
+        return "cpu_only"
+
+    @property
+    def kv_bytes(self) -> int:
+        return sum(t.nbytes for t in self.kv.tensors)
+
+
+def default_margin(device: Device | Host) -> int:
+    """Safety margin kept free: 512 MiB on a GPU, 1 GiB (or 10% if smaller) of host RAM."""
+    if isinstance(device, Device) and device.is_gpu:
+        return 512 * MiB
+    return min(1024 * MiB, device.total // 10)
+
+
+def plan_memory(model: ModelAnatomy, config: LoadConfig, gpus: list[Device], host: Host,
+                margins: dict[str, int] | None = None, with_compute: bool = True) -> MemoryPlan:
+    """Every buffer llama.cpp will allocate for `config`, placed on `gpus` and the host.
+
+    with_compute=False skips the compute buffers (the costly part): a lower bound the
+    solver uses to rule candidates out cheaply.
+    """
+    margins = margins or {}
+    r = resolve(model, config)
+    # a GPU backend is created (and used for offloaded ops) unless nothing at all goes there
+    gpus_used = gpus if (r.n_gpu_layers > 0 or config.op_offload) else []
+    placement = place_layers(model, r, gpus_used)
+    kv = kv_layout(model, r)
+    wb = weight_buffers(model, r, placement, gpus_used, host.cpu_features)
+    if with_compute:
+        cb = compute_buffers(model, r, kv, placement, gpus_used, wb, op_offload=config.op_offload)
+        compute_sizes = cb.sizes
+    else:
+        compute_sizes = {}
+
+    gpu_usage = [
+        DeviceUsage(d.name, "gpu", d.backend, d.total, d.free, margins.get(d.name, default_margin(d)))
+        for d in gpus
+    ]
+    host_usage = DeviceUsage("CPU", "host", "cpu", host.total, host.free, margins.get("CPU", default_margin(host)))
+    buffers: list[Buffer] = []
+    estimates: list[str] = []
+
+    # weights
+    for idx, size in wb.gpu.items():
+        gpu_usage[idx].weights += size
+        buffers.append(Buffer(gpus[idx].name, "model", gpus[idx].name, size))
+    for name, size in wb.host.items():
+        mapped = name.startswith("CPU_Mapped")
+        if mapped:
+            host_usage.weights_mapped += size
+        else:
+            host_usage.weights += size
+        buffers.append(Buffer("CPU", "model", name, size, mapped=mapped))
+    for idx, usage in enumerate(gpu_usage):
+        usage.layers = placement.layers_on(idx) if gpus_used else 0
+
+    # KV cache: one buffer per device and cache (the sliding-window layers have their own cache)
+    kv_by: dict[tuple[int, bool], int] = {}
+    for t in kv.tensors:
+        device = placement.layers[t.layer] if (r.config.offload_kqv and gpus_used) else HOST
+        rules = CPU if device == HOST else backend_rules(gpus[device].backend)
+        size = rules.padded(rules.alloc_size(t.type, t.nbytes, t.ne[0]))
+        kv_by[(device, t.swa)] = kv_by.get((device, t.swa), 0) + size
+    for (device, swa), size in sorted(kv_by.items()):
+        target = host_usage if device == HOST else gpu_usage[device]
+        target.kv += size
+        name = "CPU" if device == HOST else gpus[device].name
+        buffers.append(Buffer(name, "kv_swa" if swa else "kv", name, size))
+
+    # output (logits) buffer: host, pinned when a GPU backend exists
+    output = model.n_vocab * 4 * max(1, r.n_seq_max)
+    host_usage.output = output
+    buffers.append(Buffer("CPU", "output", "CUDA_Host" if gpus_used else "CPU", output))
+
+    # compute buffers
+    for name, size in compute_sizes.items():
+        if name == HOST_BUFFER:
+            host_usage.compute += size
+            buffers.append(Buffer("CPU", "compute", "CUDA_Host" if gpus_used else "CPU", size))
+        else:
+            idx = next(i for i, d in enumerate(gpus) if d.name == name)
+            gpu_usage[idx].compute += size
+            buffers.append(Buffer(name, "compute", name, size))
+
+    for idx, d in enumerate(gpus_used):
+        overhead = BACKEND_OVERHEAD_ESTIMATE.get(d.backend, 256 * MiB)
+        gpu_usage[idx].overhead = overhead
+        estimates.append(f"{d.name}: backend overhead (driver context, library workspaces) of "
+                         f"{overhead // MiB} MiB is an estimate: llama.cpp does not report it")
+        if not backend_rules(d.backend).verified:
+            estimates.append(f"{d.name}: {d.backend} compute buffers come from a model of ggml's scheduler "
+                             "that has not yet been checked against a real GPU build")
+        if d.unified:
+            host_usage.shared += gpu_usage[idx].planned
+    if not model.exact:
+        estimates.extend(model.notes)
+    return MemoryPlan(model, config, r, placement, kv, gpu_usage, host_usage, buffers, estimates)

@@ -1,0 +1,137 @@
+"""The plan as JSON (the `--plan --json` contract, schema 1) and as a readable table."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from planner import LLAMA_CPP_BUILD
+from planner.devices import format_size
+from planner.fit import FitResult
+from planner.memory import DeviceUsage, MemoryPlan
+
+SCHEMA = 1
+
+
+def _config_json(plan: MemoryPlan) -> dict[str, Any]:
+    r = plan.resolved
+    c = r.config
+    return {
+        "n_gpu_layers": r.n_gpu_layers if plan.gpus else 0,
+        "n_ctx": r.n_ctx,
+        "n_batch": r.n_batch,
+        "n_ubatch": r.n_ubatch,
+        "type_k": r.type_k.name,
+        "type_v": r.type_v.name,
+        "flash_attn": c.flash_attn,
+        "swa_full": c.swa_full,
+        "n_seq_max": r.n_seq_max,
+        "tensor_split": list(c.tensor_split) or [1.0],
+        "kv_unified": c.kv_unified,
+        "op_offload": c.op_offload,
+        "use_mmap": c.use_mmap,
+    }
+
+
+def _device_json(d: DeviceUsage) -> dict[str, Any]:
+    return {
+        "name": d.name, "kind": "gpu", "backend": d.backend, "total": d.total, "free": d.free, "margin": d.margin,
+        "weights": d.weights, "kv": d.kv, "recurrent": d.recurrent, "compute": d.compute,
+        "overhead": d.overhead, "planned": d.planned, "layers": d.layers, "fits": d.fits,
+    }
+
+
+def _host_json(d: DeviceUsage) -> dict[str, Any]:
+    return {
+        "total": d.total, "free": d.free, "margin": d.margin, "weights": d.weights,
+        "weights_mapped": d.weights_mapped, "kv": d.kv, "recurrent": d.recurrent, "output": d.output,
+        "compute": d.compute, "overhead": d.overhead, "planned": d.planned, "fits": d.fits,
+    }
+
+
+def plan_to_json(result: FitResult) -> dict[str, Any]:
+    plan = result.plan
+    m = plan.model
+    return {
+        "schema": SCHEMA,
+        "llama_cpp_build": LLAMA_CPP_BUILD,
+        "model": {
+            "path": m.path, "architecture": m.architecture, "name": m.name, "n_layer": m.n_layer,
+            "n_ctx_train": m.n_ctx_train, "n_vocab": m.n_vocab, "n_params": m.n_params,
+            "file_bytes": m.file_bytes, "n_embd": m.n_embd, "quantization": m.quantization,
+            "exact": m.exact,
+        },
+        "config": _config_json(plan),
+        "verdict": plan.verdict,
+        "solved": result.solved,
+        "devices": [_device_json(d) for d in plan.gpus],
+        "host": _host_json(plan.host),
+        "buffers": [{"device": b.device, "kind": b.kind, "name": b.name, "bytes": b.bytes, "mapped": b.mapped}
+                    for b in plan.buffers],
+        "reasons": list(result.reasons),
+        "estimates": list(plan.estimates),
+        "alternatives": [
+            {"config": _config_json(a.plan), "verdict": a.plan.verdict, "note": a.note,
+             "devices": [{"name": d.name, "planned": d.planned} for d in a.plan.gpus],
+             "host": {"planned": a.plan.host.planned}}
+            for a in result.alternatives
+        ],
+    }
+
+
+_VERDICT_WORDS = {
+    "full_gpu": "FITS: every layer on the GPU",
+    "partial_gpu": "FITS: partly on the GPU",
+    "cpu_only": "FITS: CPU only",
+    "no_fit": "DOES NOT FIT",
+}
+
+
+def verdict_words(verdict: str) -> str:
+    return _VERDICT_WORDS.get(verdict, verdict)
+
+
+def plan_to_table(result: FitResult) -> str:
+    plan = result.plan
+    m, r = plan.model, plan.resolved
+    lines = [
+        f"{m.name}  ({m.architecture}, {m.n_layer} layers, {m.quantization}, {format_size(m.file_bytes)} on disk)",
+        f"{m.path}",
+        "",
+        f"Verdict: {verdict_words(plan.verdict)}",
+        "",
+        "Settings",
+        f"  GPU layers      {r.n_gpu_layers if plan.gpus else 0} of {m.n_layer + 1} (output layer included)",
+        f"  context         {r.n_ctx:,} tokens (trained {m.n_ctx_train:,})",
+        f"  KV cache        K {r.type_k.name}, V {r.type_v.name}",
+        f"  flash attention {'on' if r.config.flash_attn else 'off'}",
+        f"  batch / ubatch  {r.n_batch} / {r.n_ubatch}",
+    ]
+    if m.has_swa:
+        lines.append(f"  sliding window  {m.n_swa} tokens, "
+                     f"{'full-size' if r.config.swa_full else 'window-sized'} SWA cache ({plan.kv.cells_swa:,} cells)")
+    cols = ("weights", "kv", "compute", "other", "planned", "margin", "free", "spare")
+    header = f"  {'device':<10}" + "".join(f"{c:>11}" for c in cols)
+    lines += ["", "Memory", header]
+
+    def row(name: str, d: DeviceUsage, other: int) -> str:
+        vals = (d.weights + d.weights_mapped, d.kv + d.recurrent, d.compute, other, d.planned, d.margin, d.free,
+                d.headroom)
+        cells = "".join(f"{format_size(v):>11}" for v in vals)
+        flag = "" if d.fits else "  <-- over"
+        return f"  {name:<10}{cells}{flag}"
+
+    for d in plan.gpus:
+        lines.append(row(d.name, d, d.overhead))
+    lines.append(row("host RAM", plan.host, plan.host.output + plan.host.overhead))
+    if plan.host.weights_mapped:
+        lines.append(f"  (host weights include {format_size(plan.host.weights_mapped)} memory-mapped from the file)")
+    lines += ["", "Why"]
+    lines += [f"  - {reason}" for reason in result.reasons]
+    if result.alternatives:
+        lines += ["", "Alternatives that also fit"]
+        for alt in result.alternatives:
+            lines.append(f"  - {alt.note} ({verdict_words(alt.plan.verdict).split(': ')[-1]})")
+    if plan.estimates:
+        lines += ["", "Estimates (not derived exactly)"]
+        lines += [f"  - {e}" for e in plan.estimates]
+    return "\n".join(lines)

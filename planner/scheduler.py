@@ -1,0 +1,283 @@
+"""A replay of ggml's backend scheduler (ggml-backend.cpp, `ggml_backend_sched_split_graph`).
+
+With GPUs in play the graph is split across backends: ops run where their
+weights live, GPU assignments spread to neighbouring ops, and large ops whose
+weights sit in host memory are offloaded to the GPU (their weights copied into
+the GPU's compute buffer). Every tensor a split reads from another backend is
+copied into the split's backend. This module assigns each node a backend the
+same way and rewrites the graph with those copies, so that the allocator replay
+(`planner.ggml_alloc`) sizes one compute buffer per backend.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from planner.ggml_graph import FLAG_INPUT, FLAG_OUTPUT, Tensor
+
+VIEW_OPS = frozenset({"VIEW", "RESHAPE", "PERMUTE", "TRANSPOSE"})
+# ops excluded from "run where the weights are" (ggml_backend_sched_backend_id_from_cur)
+_NO_WEIGHT_PULL = frozenset({"ROPE", "FLASH_ATTN_EXT"})
+
+
+@dataclass(frozen=True)
+class SchedBackend:
+    """One backend as the scheduler sees it, in priority order (GPUs first, the CPU last)."""
+
+    name: str
+    is_cpu: bool
+    device: int  # index of the GPU, or -1 for the CPU
+    # CUDA/ROCm: minimum batch for offloading an op whose weights are in host memory
+    offload_min_batch: int = 32
+    supports_offload: bool = True
+
+
+def op_batch_size(node: Tensor) -> int:
+    """get_op_batch_size in ggml-cuda."""
+    if node.op == "GET_ROWS":
+        return 0
+    if node.op == "MUL_MAT":
+        return node.ne[1]
+    if node.op in ("MUL_MAT_ID", "ROPE"):
+        return node.ne[2]
+    return node.ne[1] * node.ne[2] * node.ne[3]
+
+
+@dataclass
+class ScheduledGraph:
+    nodes: list[Tensor]
+    leafs: list[Tensor]
+    node_backend: list[str]
+    leaf_backend: list[str]
+    n_splits: int
+    copies: list[Tensor] = field(default_factory=list)
+
+
+class Scheduler:
+    def __init__(self, backends: list[SchedBackend], op_offload: bool = True) -> None:
+        self.backends = backends
+        self.cpu = len(backends) - 1
+        self.op_offload = op_offload
+
+    # -- helpers -----------------------------------------------------------------------------
+
+    def _buffer_backend(self, t: Tensor) -> int | None:
+        """The backend whose buffer a pre-allocated tensor (weight, cache) lives in."""
+        base = t.view_src if t.view_src is not None else t
+        if not base.external:
+            return None
+        location = base.backend
+        if location is None or location == "host":
+            return self.cpu
+        for i, b in enumerate(self.backends):
+            if b.name == location:
+                return i
+        return self.cpu
+
+    def _supports_buffer_of(self, b: int, owner: int) -> bool:
+        """Whether backend b can read a buffer that belongs to backend `owner`.
+
+        GPUs read only their own buffers; the CPU reads every host buffer.
+        """
+        return b == owner
+
+    def _buffer_supported(self, t: Tensor, b: int) -> bool:
+        owner = self._buffer_backend(t)
+        if owner is None:
+            owner = t.s_backend
+            if owner == -1 and t.view_src is not None:
+                owner = t.view_src.s_backend
+            if owner == -1:
+                return False
+        return self._supports_buffer_of(b, owner)
+
+    def _from_cur(self, t: Tensor) -> int:
+        owner = self._buffer_backend(t)
+        if owner is not None:
+            return owner
+        if t.flags & FLAG_INPUT:
+            return self.cpu
+        if t.op not in _NO_WEIGHT_PULL:
+            for src in t.src:
+                if src.external and src.weight:
+                    src_backend = self._buffer_backend(src)
+                    assert src_backend is not None
+                    if self.op_offload and src_backend == self.cpu and src.host_plain:
+                        for b in range(self.cpu):
+                            backend = self.backends[b]
+                            if backend.supports_offload and op_batch_size(t) >= backend.offload_min_batch:
+                                return b
+                    return src_backend
+        return -1
+
+    # -- the passes --------------------------------------------------------------------------
+
+    def split(self, nodes: list[Tensor], leafs: list[Tensor], pinned: Callable[[Tensor], int | None]) -> ScheduledGraph:
+        cpu = self.cpu
+        for group in (leafs, nodes):
+            for t in group:
+                t.s_backend = -1
+                for src in t.src:
+                    src.s_backend = -1
+                    if src.view_src is not None:
+                        src.view_src.s_backend = -1
+                if t.view_src is not None:
+                    t.view_src.s_backend = -1
+
+        def get(t: Tensor) -> int:
+            return t.s_backend
+
+        # user assignments (llama.cpp's graph callback pins some norms to their layer's device)
+        for node in nodes:
+            pin = pinned(node)
+            if pin is not None:
+                node.s_backend = pin
+
+        # pass 1
+        for leaf in leafs:
+            if get(leaf) == -1:
+                leaf.s_backend = self._from_cur(leaf)
+        for node in nodes:
+            if get(node) == -1:
+                node.s_backend = self._from_cur(node)
+
+        compute_nodes = [n for n in nodes if n.op not in VIEW_OPS]
+
+        # pass 2: expand GPU assignments down and up, then any assignment down and up
+        def expand(order: list[Tensor], skip_cpu: bool) -> None:
+            cur = -1
+            for node in order:
+                b = get(node)
+                if b != -1:
+                    cur = -1 if (skip_cpu and b == cpu) else b
+                elif cur != -1:
+                    node.s_backend = cur
+
+        expand(compute_nodes, True)
+        expand(list(reversed(compute_nodes)), True)
+        expand(compute_nodes, False)
+        expand(list(reversed(compute_nodes)), False)
+
+        # pass 3: unassigned nodes go to the backend that can read most of their inputs
+        for node in compute_nodes:
+            if get(node) != -1:
+                continue
+            best, best_n = -1, -1
+            for b in range(len(self.backends)):
+                n = sum(1 for s in node.src
+                        if (get(s) != -1 or (s.view_src is not None and get(s.view_src) != -1))
+                        and self._buffer_supported(s, b))
+                if n > best_n:
+                    best, best_n = b, n
+            node.s_backend = best
+
+        # pass 4: sources and views follow their consumers and their view sources
+        for node in nodes:
+            if node.view_src is not None and get(node) == -1:
+                node.s_backend = self._buffer_backend(node.view_src) if node.view_src.external \
+                    else get(node.view_src)
+            for src in node.src:
+                if get(src) == -1:
+                    if src.view_src is not None:
+                        vs = src.view_src
+                        src.s_backend = self._buffer_backend(vs) if vs.external else get(vs)
+                    else:
+                        src.s_backend = get(node)
+            if get(node) == -1:
+                node.s_backend = 0
+
+        # pass 5: splits and input copies
+        copies: dict[tuple[int, int], Tensor] = {}
+        out_nodes: list[Tensor] = []
+        out_backend: list[str] = []
+        n_splits = 0
+        cur = -1
+        pending: list[tuple[Tensor, Tensor, int]] = []  # (source, copy, backend) added at the split start
+        split_start = 0
+        new_src: dict[int, list[Tensor]] = {}
+        all_copies: list[Tensor] = []
+
+        first = next((n for n in nodes if n.op not in VIEW_OPS), None)
+        cur = get(first) if first is not None else cpu
+        n_splits = 1
+        split_inputs = 0
+        for node in nodes:
+            if node.op in VIEW_OPS:
+                out_nodes.append(node)
+                out_backend.append(self.backends[get(node) if get(node) != -1 else cur].name)
+                continue
+            b = get(node)
+            need_new = False
+            if b == cur and split_inputs > 0:
+                for src in node.src:
+                    if src.external and src.weight:
+                        sb = get(src)
+                        if sb != cur and not self._buffer_supported(src, cur):
+                            need_new = True
+                            break
+            if b != cur or need_new:
+                # flush copies gathered for the previous split at its start
+                self._insert_copies(out_nodes, out_backend, split_start, pending)
+                pending = []
+                split_start = len(out_nodes)
+                n_splits += 1
+                cur = b
+                split_inputs = 0
+            srcs = list(node.src)
+            for j, src in enumerate(srcs):
+                sb = get(src)
+                if sb != cur and not self._buffer_supported(src, cur):
+                    key = (id(src), cur)
+                    copy = copies.get(key)
+                    if copy is None:
+                        copy = Tensor(src.type, src.ne, src.nb, name=f"{self.backends[cur].name}#{src.name}")
+                        copies[key] = copy
+                        copy.s_backend = cur
+                        pending.append((src, copy, cur))
+                        all_copies.append(copy)
+                        split_inputs += 1
+                    srcs[j] = copy
+            if srcs != node.src:
+                new_src[id(node)] = srcs
+            out_nodes.append(node)
+            out_backend.append(self.backends[b].name)
+        self._insert_copies(out_nodes, out_backend, split_start, pending)
+
+        # apply the rewritten sources on shallow clones, leaving the built graph untouched
+        rewritten: dict[int, Tensor] = {}
+        final_nodes: list[Tensor] = []
+        for node in out_nodes:
+            srcs = new_src.get(id(node))
+            if srcs is None:
+                final_nodes.append(node)
+                continue
+            clone = Tensor(node.type, node.ne, node.nb, node.op, srcs, node.view_src, node.view_offs,
+                           node.flags, node.external, node.name, node.backend)
+            rewritten[id(node)] = clone
+            final_nodes.append(clone)
+        if rewritten:
+            for node in final_nodes:
+                if node.src and any(id(s) in rewritten for s in node.src):
+                    node.src = [rewritten.get(id(s), s) for s in node.src]
+                if node.view_src is not None and id(node.view_src) in rewritten:
+                    node.view_src = rewritten[id(node.view_src)]
+
+        leaf_backend = [self.backends[get(leaf) if get(leaf) != -1 else cpu].name for leaf in leafs]
+        return ScheduledGraph(final_nodes, list(leafs), out_backend, leaf_backend, n_splits, all_copies)
+
+    def _insert_copies(self, out_nodes: list[Tensor], out_backend: list[str], at: int,
+                       pending: list[tuple[Tensor, Tensor, int]]) -> None:
+        """Put each input copy, preceded by a dependency on its source, at the split's start."""
+        inserted: list[tuple[Tensor, str]] = []
+        for src, copy, b in pending:
+            dep = Tensor(src.type, src.ne, src.nb, "NONE", [src], view_src=src.view_src or src, name="dep")
+            src_backend = out_backend[out_nodes.index(src)] if src in out_nodes else self.backends[self.cpu].name
+            inserted.append((dep, src_backend))
+            inserted.append((copy, self.backends[b].name))
+        for offset, (tensor, backend) in enumerate(inserted):
+            out_nodes.insert(at + offset, tensor)
+            out_backend.insert(at + offset, backend)
+
+
+__all__ = ["FLAG_OUTPUT", "SchedBackend", "ScheduledGraph", "Scheduler", "op_batch_size"]

