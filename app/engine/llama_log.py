@@ -1,0 +1,110 @@
+"""llama.cpp's log, captured: the real buffer sizes it reports, and its last words on failure.
+
+llama.cpp has one process-wide log callback. `LogCapture.install()` points it
+at a collector that keeps the recent lines and parses every "<name> <kind>
+buffer size = X MiB" line into `Measurements`.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import re
+import threading
+from collections import deque
+from dataclasses import dataclass, field
+
+_BUFFER_LINE = re.compile(
+    r"^\s*(?P<func>\w+):\s+(?P<name>\S+)\s+(?P<what>model|KV|RS|output|compute) buffer size\s*=\s*"
+    r"(?P<mib>[0-9.]+) MiB")
+_MiB = 1024 * 1024
+
+
+@dataclass
+class Measurements:
+    """Buffer sizes llama.cpp reported for one load (to within 0.01 MiB: its log's precision)."""
+
+    model: dict[str, int] = field(default_factory=dict)  # CPU_Mapped, CUDA0, CPU_REPACK ...
+    kv: dict[str, int] = field(default_factory=dict)  # per buffer name (both caches summed)
+    kv_swa: dict[str, int] = field(default_factory=dict)
+    recurrent: dict[str, int] = field(default_factory=dict)
+    output: dict[str, int] = field(default_factory=dict)
+    compute: dict[str, int] = field(default_factory=dict)
+
+    def total(self) -> int:
+        return sum(sum(d.values()) for d in (self.model, self.kv, self.kv_swa, self.recurrent, self.output,
+                                               self.compute))
+
+    def by_kind(self) -> dict[str, int]:
+        return {"weights": sum(self.model.values()), "kv": sum(self.kv.values()) + sum(self.kv_swa.values()),
+                "recurrent": sum(self.recurrent.values()), "output": sum(self.output.values()),
+                "compute": sum(self.compute.values())}
+
+
+class LogCapture:
+    """Collects llama.cpp log lines; one instance serves the process."""
+
+    def __init__(self, keep: int = 400) -> None:
+        self.lines: deque[str] = deque(maxlen=keep)
+        self.measurements = Measurements()
+        self._lock = threading.Lock()
+        self._cache = "base"
+        self._callback = None  # keeps the ctypes callback alive
+        self._partial = ""
+
+    def reset(self) -> None:
+        with self._lock:
+            self.measurements = Measurements()
+            self.lines.clear()
+            self._cache = "base"
+
+    def feed(self, line: str) -> None:
+        with self._lock:
+            self.lines.append(line.rstrip("\n"))
+            if "creating non-SWA KV cache" in line:
+                self._cache = "base"
+            elif "creating     SWA KV cache" in line:
+                self._cache = "swa"
+            match = _BUFFER_LINE.match(line)
+            if not match:
+                return
+            name, what, size = match["name"], match["what"], round(float(match["mib"]) * _MiB)
+            m = self.measurements
+            target = {"model": m.model, "RS": m.recurrent, "output": m.output, "compute": m.compute}.get(what)
+            if what == "KV":
+                target = m.kv_swa if self._cache == "swa" else m.kv
+            assert target is not None
+            target[name] = target.get(name, 0) + size
+
+    def errors(self) -> list[str]:
+        with self._lock:
+            return [line for line in self.lines if "error" in line.lower() or "failed" in line.lower()]
+
+    def tail(self, n: int = 20) -> list[str]:
+        with self._lock:
+            return list(self.lines)[-n:]
+
+    def install(self) -> None:
+        import llama_cpp
+
+        def callback(level: int, text: bytes, _user: ctypes.c_void_p) -> None:
+            piece = text.decode("utf-8", errors="replace") if text else ""
+            self._partial += piece
+            if "\n" in self._partial:
+                *complete, self._partial = self._partial.split("\n")
+                for line in complete:
+                    self.feed(line)
+
+        self._callback = llama_cpp.llama_log_callback(callback)
+        llama_cpp.llama_log_set(self._callback, ctypes.c_void_p(0))
+
+
+_CAPTURE: LogCapture | None = None
+
+
+def capture() -> LogCapture:
+    """The process-wide capture, installed on first use."""
+    global _CAPTURE
+    if _CAPTURE is None:
+        _CAPTURE = LogCapture()
+        _CAPTURE.install()
+    return _CAPTURE

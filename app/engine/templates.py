@@ -1,0 +1,186 @@
+"""Chat prompt formats: the GGUF's own template, a family default, or a plain transcript.
+
+A GGUF template is untrusted code: it is rendered only in Jinja's immutable
+sandbox, with ranges, output size and work bounded so it cannot hang the app.
+A base model without a template gets a transcript ("Q: ...\\nA:") that stops at
+the next question, the format short factual prompts work best with.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+MAX_TEMPLATE_BYTES = 256 * 1024
+MAX_RENDER_CHARS = 4 * 1024 * 1024
+MAX_RENDER_STEPS = 200_000
+
+
+class TemplateError(RuntimeError):
+    """A chat template that cannot be rendered safely (too large, broken, or too much work)."""
+
+
+@dataclass(frozen=True)
+class Message:
+    role: str  # system, user, assistant
+    content: str
+
+
+@dataclass(frozen=True)
+class ChatFormat:
+    name: str
+    kind: str  # "jinja" (from the GGUF), "builtin" (a family default) or "transcript"
+    template: str = ""
+    stop: tuple[str, ...] = ()
+    add_bos: bool = True
+    description: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+# --- sandboxed Jinja ---------------------------------------------------------------------------
+
+def _sandbox():  # imported lazily: jinja2 is only needed once a model with a template is loaded
+    from jinja2.exceptions import SecurityError
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    class BoundedSandbox(ImmutableSandboxedEnvironment):
+        """Counts attribute lookups and calls; a template that does too much work is stopped."""
+
+        steps = 0
+
+        def _tick(self) -> None:
+            self.steps += 1
+            if self.steps > MAX_RENDER_STEPS:
+                raise SecurityError("the chat template does too much work")
+
+        def getattr(self, obj: Any, attribute: str) -> Any:
+            self._tick()
+            return super().getattr(obj, attribute)
+
+        def getitem(self, obj: Any, argument: Any) -> Any:
+            self._tick()
+            return super().getitem(obj, argument)
+
+        def call(self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:
+            self._tick()
+            return super().call(__context, __obj, *args, **kwargs)
+
+    return BoundedSandbox, SecurityError
+
+
+def render_jinja(template: str, messages: list[Message], bos: str, eos: str,
+                 add_generation_prompt: bool = True) -> str:
+    if len(template.encode("utf-8", errors="replace")) > MAX_TEMPLATE_BYTES:
+        raise TemplateError(f"the chat template is larger than {MAX_TEMPLATE_BYTES // 1024} KiB")
+    from jinja2 import TemplateError as JinjaError
+    from jinja2 import sandbox
+
+    bounded, security_error = _sandbox()
+    env = bounded(trim_blocks=True, lstrip_blocks=True)
+    old_range = sandbox.MAX_RANGE
+    sandbox.MAX_RANGE = 10_000
+
+    def raise_exception(message: str) -> None:
+        raise TemplateError(f"the chat template refused: {message}")
+
+    def strftime_now(fmt: str) -> str:
+        import datetime
+
+        return datetime.datetime.now().strftime(fmt)
+
+    env.globals.update(raise_exception=raise_exception, strftime_now=strftime_now)
+    try:
+        compiled = env.from_string(template)
+        out = compiled.render(messages=[{"role": m.role, "content": m.content} for m in messages],
+                              add_generation_prompt=add_generation_prompt, bos_token=bos, eos_token=eos,
+                              tools=None)
+    except TemplateError:
+        raise
+    except security_error as exc:
+        raise TemplateError(f"the chat template was stopped: {exc}") from None
+    except (JinjaError, TypeError, ValueError, KeyError, IndexError, AttributeError, RecursionError) as exc:
+        raise TemplateError(f"the chat template failed: {exc}") from None
+    finally:
+        sandbox.MAX_RANGE = old_range
+    if len(out) > MAX_RENDER_CHARS:
+        raise TemplateError("the chat template produced an absurdly long prompt")
+    return out
+
+
+# --- built-in formats ----------------------------------------------------------------------------
+
+def _gemma(messages: list[Message]) -> str:
+    out, system = [], ""
+    for m in messages:
+        if m.role == "system":
+            system = m.content + "\n\n"
+            continue
+        role = "model" if m.role == "assistant" else "user"
+        content = (system + m.content) if role == "user" and system else m.content
+        system = "" if role == "user" else system
+        out.append(f"<start_of_turn>{role}\n{content}<end_of_turn>\n")
+    return "".join(out) + "<start_of_turn>model\n"
+
+
+def _chatml(messages: list[Message]) -> str:
+    return "".join(f"<|im_start|>{m.role}\n{m.content}<|im_end|>\n" for m in messages) + "<|im_start|>assistant\n"
+
+
+def _llama3(messages: list[Message]) -> str:
+    body = "".join(f"<|start_header_id|>{m.role}<|end_header_id|>\n\n{m.content}<|eot_id|>" for m in messages)
+    return body + "<|start_header_id|>assistant<|end_header_id|>\n\n"
+
+
+def _phi3(messages: list[Message]) -> str:
+    return "".join(f"<|{m.role}|>\n{m.content}<|end|>\n" for m in messages) + "<|assistant|>\n"
+
+
+def transcript(messages: list[Message]) -> str:
+    """A plain Q/A transcript for base models: the system prompt leads, each turn is Q:/A:."""
+    lines: list[str] = []
+    for m in messages:
+        if m.role == "system":
+            lines.append(m.content.strip())
+        elif m.role == "user":
+            lines.append(f"Q: {m.content.strip()}")
+        else:
+            lines.append(f"A: {m.content.strip()}")
+    return "\n".join(lines) + "\nA:"
+
+
+BUILTIN = {
+    "gemma": (_gemma, ("<end_of_turn>",)),
+    "chatml": (_chatml, ("<|im_end|>",)),
+    "llama3": (_llama3, ("<|eot_id|>",)),
+    "phi3": (_phi3, ("<|end|>",)),
+}
+TRANSCRIPT_STOPS = ("\nQ:", "\n\nQ", "\nA:")
+_FAMILY = {"gemma": "gemma", "gemma2": "gemma", "gemma3": "gemma", "qwen2": "chatml", "qwen3": "chatml",
+           "qwen2moe": "chatml", "qwen3moe": "chatml", "phi3": "phi3"}
+_INSTRUCT_HINTS = ("instruct", "-it", "_it", " it ", "chat", "-sft", "assistant")
+
+
+def choose_format(metadata: dict[str, Any], architecture: str, file_name: str = "") -> ChatFormat:
+    """The GGUF's template when it has one; else a family default for instruction-tuned
+    models; else the transcript format for base models."""
+    template = metadata.get("tokenizer.chat_template")
+    if isinstance(template, str) and template.strip():
+        return ChatFormat("gguf", "jinja", template, description="the model's own chat template")
+    name = f"{metadata.get('general.name', '')} {metadata.get('general.finetune', '')} {file_name}".lower()
+    family = _FAMILY.get(architecture)
+    if architecture == "llama" and "llama-3" in name.replace(" ", "-"):
+        family = "llama3"
+    if family and any(hint in name for hint in _INSTRUCT_HINTS):
+        _, stops = BUILTIN[family]
+        return ChatFormat(family, "builtin", stop=stops,
+                          description=f"no template in the file: the {family} format of its family")
+    return ChatFormat("transcript", "transcript", stop=TRANSCRIPT_STOPS,
+                      description="a base model without a chat template: a plain Q/A transcript")
+
+
+def render(fmt: ChatFormat, messages: list[Message], bos: str = "", eos: str = "") -> str:
+    if fmt.kind == "jinja":
+        return render_jinja(fmt.template, messages, bos, eos)
+    if fmt.kind == "builtin":
+        return BUILTIN[fmt.name][0](messages)
+    return transcript(messages)
