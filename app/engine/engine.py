@@ -52,6 +52,14 @@ class GenerationStats:
     prompt_seconds: float = 0.0
     generation_seconds: float = 0.0
     stopped_by: str = ""  # eos, stop, length, user, error, context
+    generation_started: float = 0.0  # time.perf_counter() when the first token was sampled
+
+    def live_tokens_per_second(self) -> float:
+        """Generation speed so far, while the reply is still streaming."""
+        if not self.generation_started or not self.generated_tokens:
+            return 0.0
+        elapsed = (self.generation_seconds or (time.perf_counter() - self.generation_started))
+        return self.generated_tokens / elapsed if elapsed > 0 else 0.0
 
     @property
     def tokens_per_second(self) -> float:
@@ -253,15 +261,12 @@ class Engine:
         return self.report.n_ctx if self.report else 0
 
     def kv_cells_used(self) -> int:
-        """Cells the conversation occupies in the KV cache (positions of sequence 0)."""
-        import llama_cpp
+        """Cells the conversation occupies in the KV cache.
 
-        if self._ctx is None:
-            return 0
-        mem = llama_cpp.llama_get_memory(self._ctx)
-        if mem is None:
-            return 0
-        return max(0, llama_cpp.llama_memory_seq_pos_max(mem, 0) + 1)
+        The engine is the only writer of the cache and mirrors its tokens, so this is
+        read without calling into llama.cpp: safe from the telemetry thread mid-decode.
+        """
+        return len(self._tokens)
 
     # -- generation ------------------------------------------------------------------------
 
@@ -359,6 +364,7 @@ class Engine:
             decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
             pending = ""
             t1 = time.perf_counter()
+            stats.generation_started = t1
             for _ in range(params.max_tokens):
                 if self._stop.is_set():
                     stats.stopped_by = "user"
