@@ -32,7 +32,23 @@ def _load_swa_pattern(anatomy: ModelAnatomy, meta: _Meta, n_pattern: int, dense_
 
 
 def _plain(anatomy: ModelAnatomy, meta: _Meta) -> None:
-    """Dense attention on every layer, no sliding window."""
+    """Dense attention on every layer, no sliding window (experts read when present)."""
+    _experts(anatomy, meta)
+
+
+def _experts(anatomy: ModelAnatomy, meta: _Meta) -> None:
+    """Mixture-of-experts hyper-parameters (llama_model_base::load_hparams and the arch loaders)."""
+    n_expert = meta.int_or("expert_count", 0)
+    if n_expert <= 0:
+        return
+    used = meta.get("expert_used_count", 0)
+    n_used = max(used) if isinstance(used, list) and used else int(used or 0)
+    anatomy.extra["n_expert"] = n_expert
+    anatomy.extra["n_expert_used"] = n_used
+    anatomy.extra["n_expert_shared"] = meta.int_or("expert_shared_count", 0)
+    anatomy.extra["expert_weights_scale"] = meta.float_or("expert_weights_scale", 0.0)
+    anatomy.extra["expert_weights_norm"] = bool(meta.get("expert_weights_norm", False))
+    anatomy.extra["expert_gating_func"] = meta.int_or("expert_gating_func", 0)
 
 
 def _gemma2(anatomy: ModelAnatomy, meta: _Meta) -> None:
@@ -62,6 +78,9 @@ ARCH_RULES: dict[str, ArchRule] = {
     "mistral3": _plain,
     "qwen2": _plain,
     "qwen3": _plain,
+    "qwen2moe": _plain,
+    "qwen3moe": _plain,
+    "olmoe": _plain,
     "phi3": _phi3,
     "gemma": _plain,
     "gemma2": _gemma2,

@@ -284,7 +284,16 @@ class Graph:
         return result
 
     def argsort_top_k(self, a: Tensor, k: int) -> Tensor:
-        return self._op("ARGSORT_TOP_K", I32, (k, a.ne[1], a.ne[2], a.ne[3]), [a])
+        """ggml_argsort_top_k: a full ARGSORT, then a view of its first k columns."""
+        order = self._op("ARGSORT", I32, a.ne, [a])
+        return self.view(order, (k, order.ne[1], order.ne[2], order.ne[3]), order.nb[1:], 0)
+
+    def add_id(self, a: Tensor, b: Tensor, ids: Tensor) -> Tensor:
+        return self.dup(a, "ADD_ID", [a, b, ids])
+
+    def scale_inplace(self, a: Tensor) -> Tensor:
+        """ggml_scale_inplace: the result is a view of `a`."""
+        return self.view_tensor(a, "SCALE", [a])
 
     def sum_rows(self, a: Tensor) -> Tensor:
         return self._op("SUM_ROWS", a.type, (1, a.ne[1], a.ne[2], a.ne[3]), [a])

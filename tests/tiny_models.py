@@ -39,6 +39,10 @@ class TinySpec:
     output_type: Q | None = Q.F16  # None: tied to the token embeddings
     n_swa: int = 0
     swa_pattern: int = 0
+    n_expert: int = 0
+    n_expert_used: int = 0
+    n_ff_exp: int = 0
+    n_ff_shexp: int = 0
     name: str = ""
     extra_kv: dict[str, object] = field(default_factory=dict)
 
@@ -102,12 +106,23 @@ def _layer_tensors(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], 
     if spec.arch == "qwen2":
         out += [(p + "attn_q.bias", (q_dim,), f32), (p + "attn_k.bias", (kv_dim,), f32),
                 (p + "attn_v.bias", (kv_dim,), f32)]
-    if spec.arch in ("qwen3", "gemma3"):
+    if spec.arch in ("qwen3", "gemma3", "qwen3moe"):
         out += [(p + "attn_q_norm.weight", (hk,), f32), (p + "attn_k_norm.weight", (hk,), f32)]
+    if spec.arch == "olmoe":
+        out += [(p + "attn_q_norm.weight", (q_dim,), f32), (p + "attn_k_norm.weight", (kv_dim,), f32)]
     out.append((p + "attn_output.weight", (q_dim, e), w))
     if spec.arch in ("gemma2", "gemma3"):
         out.append((p + "post_attention_norm.weight", (e,), f32))
     out.append((p + "ffn_norm.weight", (e,), f32))
+    if spec.n_expert:
+        ne, fe = spec.n_expert, spec.n_ff_exp or ff
+        out += [(p + "ffn_gate_inp.weight", (e, ne), f32), (p + "ffn_gate_exps.weight", (e, fe, ne), w),
+                (p + "ffn_up_exps.weight", (e, fe, ne), w), (p + "ffn_down_exps.weight", (fe, e, ne), w)]
+        if spec.n_ff_shexp:
+            fs = spec.n_ff_shexp
+            out += [(p + "ffn_gate_inp_shexp.weight", (e,), f32), (p + "ffn_gate_shexp.weight", (e, fs), w),
+                    (p + "ffn_up_shexp.weight", (e, fs), w), (p + "ffn_down_shexp.weight", (fs, e), w)]
+        return out
     if spec.arch == "phi3":
         out += [(p + "ffn_up.weight", (e, 2 * ff), w), (p + "ffn_down.weight", (ff, e), w)]
     else:
@@ -155,6 +170,13 @@ def write_tiny_model(path: str | Path, spec: TinySpec, seed: int = 0) -> Path:
         writer.add_float32(f"{arch}.final_logit_softcapping", 30.0)
     if arch == "phi3":
         writer.add_rope_dimension_count(spec.head_k)
+    if spec.n_expert:
+        writer.add_expert_count(spec.n_expert)
+        writer.add_expert_used_count(spec.n_expert_used)
+        if spec.n_ff_exp:
+            writer.add_expert_feed_forward_length(spec.n_ff_exp)
+        if spec.n_ff_shexp:
+            writer.add_expert_shared_feed_forward_length(spec.n_ff_shexp)
     for key, value in spec.extra_kv.items():
         if isinstance(value, bool):
             writer.add_bool(key, value)
@@ -198,6 +220,10 @@ ZOO: dict[str, TinySpec] = {
     "phi3": TinySpec("phi3", n_head_kv=4, weight_type=Q.Q8_0),
     "gemma": TinySpec("gemma", n_head_kv=1, output_type=None, n_vocab=2048),
     "gemma2": TinySpec("gemma2", n_swa=256, output_type=None, n_layer=4),
+    "llama-moe": TinySpec("llama", n_expert=4, n_expert_used=2, weight_type=Q.Q8_0, name="tiny-mixtral"),
+    "qwen2moe": TinySpec("qwen2moe", n_expert=8, n_expert_used=2, n_ff_exp=64, n_ff_shexp=128),
+    "qwen3moe": TinySpec("qwen3moe", n_expert=8, n_expert_used=2, n_ff_exp=64, head_dim=64, weight_type=Q.Q4_0),
+    "olmoe": TinySpec("olmoe", n_expert=8, n_expert_used=2, n_ff=64, n_head_kv=4),
     "gemma3": TinySpec("gemma3", n_layer=6, n_swa=512, head_dim=64, n_head_kv=1, output_type=None,
                        weight_type=Q.Q4_0, embd_type=Q.Q8_0, n_vocab=4096),
 }

@@ -93,7 +93,8 @@ class GraphContext:
         return res
 
     def build_qkv(self, layer: LayerAnatomy, cur: Tensor, head_q: int, n_head: int,
-                  head_k: int, n_head_kv: int, head_v: int | None = None) -> tuple[Tensor, Tensor, Tensor]:
+                  head_k: int, n_head_kv: int, head_v: int | None = None,
+                  reshape: bool = True) -> tuple[Tensor, Tensor, Tensor]:
         g, w, il = self.g, self.w, layer.index
         head_v = head_k if head_v is None else head_v
         n_embd_q, n_embd_k = head_q * n_head, head_k * n_head_kv
@@ -108,12 +109,17 @@ class GraphContext:
                 qb, kb, vb = (w.layer(il, f"attn_{x}.bias") for x in "qkv")
                 if qb is not None and kb is not None and vb is not None:
                     qkv = g.add(qkv, g.concat(g.concat(qb, kb, 0), vb, 0))
-            if self.model.extra.get("f_clamp_kqv", 0.0) > 0:
+            if reshape and self.model.extra.get("f_clamp_kqv", 0.0) > 0:
                 qkv = g.clamp(qkv)
             es = qkv.type.type_size
-            q = g.view(qkv, (head_q, n_head, n_tok), (es * head_q, qkv.nb[1]), 0)
-            k = g.view(qkv, (head_k, n_head_kv, n_tok), (es * head_k, qkv.nb[1]), es * n_embd_q)
-            v = g.view(qkv, (head_v, n_head_kv, n_tok), (es * head_v, qkv.nb[1]), es * (n_embd_q + n_embd_k))
+            if reshape:
+                q = g.view(qkv, (head_q, n_head, n_tok), (es * head_q, qkv.nb[1]), 0)
+                k = g.view(qkv, (head_k, n_head_kv, n_tok), (es * head_k, qkv.nb[1]), es * n_embd_q)
+                v = g.view(qkv, (head_v, n_head_kv, n_tok), (es * head_v, qkv.nb[1]), es * (n_embd_q + n_embd_k))
+                return q, k, v
+            q = g.cont(g.view(qkv, (n_embd_q, n_tok), (qkv.nb[1],), 0))
+            k = g.cont(g.view(qkv, (n_embd_k, n_tok), (qkv.nb[1],), es * n_embd_q))
+            v = g.cont(g.view(qkv, (head_v * n_head_kv, n_tok), (qkv.nb[1],), es * (n_embd_q + n_embd_k)))
             return q, k, v
         outs = []
         for x, head, heads in (("q", head_q, n_head), ("k", head_k, n_head_kv), ("v", head_v, n_head_kv)):
@@ -121,9 +127,11 @@ class GraphContext:
             bias = w.layer(il, f"attn_{x}.bias")
             if bias is not None:
                 t = g.add(t, bias)
-            if self.model.extra.get("f_clamp_kqv", 0.0) > 0:
+            if reshape and self.model.extra.get("f_clamp_kqv", 0.0) > 0:
                 t = g.clamp(t)
             outs.append((t, head, heads))
+        if not reshape:
+            return outs[0][0], outs[1][0], outs[2][0]
         q, k, v = (g.reshape(t, head, heads, n_tok) for t, head, heads in outs)
         return q, k, v
 
@@ -161,6 +169,104 @@ class GraphContext:
         if down_b is not None:
             cur = g.add(cur, down_b)
         return cur
+
+    def build_moe_ffn(self, cur: Tensor, il: int, n_expert: int, n_expert_used: int, act: str = "silu",
+                      norm_w: bool = True, w_scale: float = 0.0, gating: str = "softmax",
+                      gate_inp_b: Tensor | None = None, exp_probs_b: Tensor | None = None,
+                      n_expert_groups: int = 0, n_group_used: int = 0) -> Tensor:
+        """build_moe_ffn: router, top-k experts, expert matmuls, weighted sum of the experts."""
+        g, w = self.g, self.w
+        n_embd, n_tokens = cur.ne[0], cur.ne[1]
+        logits = self.mm(w.layer_req(il, "ffn_gate_inp.weight"), cur)
+        if gate_inp_b is not None:
+            logits = g.add(logits, gate_inp_b)
+        if gating == "softmax":
+            probs = g.soft_max_ext(logits, None)
+        elif gating == "sigmoid":
+            probs = g.unary(logits)
+        elif gating == "softmax_weight":
+            probs = logits
+        else:  # sqrt_softplus
+            probs = g.sqrt(g.unary(logits))
+        selection = probs
+        if exp_probs_b is not None:
+            selection = g.add(probs, exp_probs_b)
+        if n_expert_groups > 1 and n_tokens > 0:
+            per_group = n_expert // n_expert_groups
+            groups = g.reshape(selection, per_group, n_expert_groups, n_tokens)
+            scores = g.argsort_top_k(groups, 2)
+            scores = g.get_rows(g.reshape(groups, 1, groups.ne[0], groups.ne[1], groups.ne[2]), scores)
+            scores = g.sum_rows(g.reshape(scores, scores.ne[1], scores.ne[2], scores.ne[3]))
+            scores = g.reshape(scores, scores.ne[1], scores.ne[2])
+            expert_groups = g.argsort_top_k(scores, n_group_used)
+            picked = g.get_rows(groups, expert_groups)
+            filled = g.op("FILL", groups.type, groups.ne, [groups])
+            selection = g.set_rows(filled, picked, expert_groups)
+            selection = g.reshape(selection, n_expert, n_tokens)
+        selected = g.argsort_top_k(selection, n_expert_used)
+        probs3 = g.reshape(probs, 1, n_expert, n_tokens)
+        weights = g.get_rows(probs3, selected)
+        if gating == "softmax_weight":
+            weights = g.reshape(weights, n_expert_used, n_tokens)
+            weights = g.soft_max_ext(weights, None)
+            weights = g.reshape(weights, 1, n_expert_used, n_tokens)
+        if norm_w:
+            weights = g.reshape(weights, n_expert_used, n_tokens)
+            total = g.sum_rows(weights)
+            total = g.clamp(total)
+            weights = g.div(weights, total)
+            weights = g.reshape(weights, 1, n_expert_used, n_tokens)
+        if w_scale not in (0.0, 1.0):
+            weights = g.scale(weights)
+        g.expand(weights)
+        cur = g.reshape(cur, n_embd, 1, n_tokens)
+        gate_up_exps = w.layer(il, "ffn_gate_up_exps.weight")
+        gate_exps = w.layer(il, "ffn_gate_exps.weight")
+        if gate_up_exps is not None:
+            gate_up = g.mul_mat_id(gate_up_exps, cur, selected)
+            b = w.layer(il, "ffn_gate_up_exps.bias")
+            if b is not None:
+                gate_up = g.add_id(gate_up, b, selected)
+            n_ff = gate_up.ne[0] // 2
+            cur = g.view(gate_up, (n_ff, gate_up.ne[1], gate_up.ne[2]), gate_up.nb[1:3], 0)
+            up = g.view(gate_up, (n_ff, gate_up.ne[1], gate_up.ne[2]), gate_up.nb[1:3], n_ff * gate_up.nb[0])
+        else:
+            up = g.mul_mat_id(w.layer_req(il, "ffn_up_exps.weight"), cur, selected)
+            b = w.layer(il, "ffn_up_exps.bias")
+            if b is not None:
+                up = g.add_id(up, b, selected)
+            if gate_exps is not None:
+                cur = g.mul_mat_id(gate_exps, cur, selected)
+            else:
+                cur = up
+            b = w.layer(il, "ffn_gate_exps.bias")
+            if b is not None:
+                cur = g.add_id(cur, b, selected)
+        has_gate = gate_exps is not None or gate_up_exps is not None
+        if act in ("silu", "gelu", "relu"):
+            cur = g.glu_split(cur, up) if has_gate else g.unary(cur)
+        elif act == "swiglu_oai":
+            cur = g.glu_split(cur, up)
+        elif act == "relu_sqr":
+            cur = g.sqr(g.unary(cur))
+        experts = g.mul_mat_id(w.layer_req(il, "ffn_down_exps.weight"), cur, selected)
+        b = w.layer(il, "ffn_down_exps.bias")
+        if b is not None:
+            experts = g.add_id(experts, b, selected)
+        experts = g.mul(experts, weights)
+        g.expand(experts)
+        views = []
+        for i in range(n_expert_used):
+            view = g.view(experts, (n_embd, n_tokens), (experts.nb[2],), i * experts.nb[1])
+            g.expand(view)
+            views.append(view)
+        out = views[0]
+        for view in views[1:]:
+            out = g.add(out, view)
+            g.expand(out)
+        if n_expert_used == 1:
+            out = g.cont(out)
+        return out
 
     # -- attention -------------------------------------------------------------------------
 

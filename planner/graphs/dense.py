@@ -20,24 +20,47 @@ def _final(ctx: GraphContext, cur: Tensor, softcap: bool = False, output_bias: b
     ctx.set_outputs(embd, cur)
 
 
+# per architecture: (q/k norm, q/k norm over the whole projection before the reshape, MoE norm_w)
+_LLAMA_LIKE = {
+    "llama": (False, False, True),
+    "mistral3": (False, False, True),
+    "qwen2": (False, False, True),
+    "qwen3": (True, False, True),
+    "qwen2moe": (False, False, False),
+    "qwen3moe": (True, False, True),
+    "olmoe": (True, True, False),
+}
+
+
 def build_llama(ctx: GraphContext) -> None:
-    """llama, mistral3, qwen2 and qwen3 share this shape (qwen3 adds q/k norms)."""
+    """The llama shape shared by llama (dense or Mixtral-style MoE), mistral3, qwen2/3 and their
+    MoE variants, and OLMoE: pre-norm attention, RoPE, SwiGLU or routed experts."""
     g, w, m = ctx.g, ctx.w, ctx.model
+    qk_norm, qk_norm_flat, moe_norm_w = _LLAMA_LIKE.get(m.architecture, (False, False, True))
+    n_expert = m.extra.get("n_expert", 0)
     inp_l = ctx.build_inp_embd()
     inp_pos = ctx.build_inp_pos()
     inp_attn = ctx.build_attn_inp_kv()
     out_ids = ctx.build_inp_out_ids()
-    qk_norm = m.architecture == "qwen3"
     for layer in m.layers:
         il = layer.index
         inp_sa = inp_l
         cur = ctx.build_norm(inp_l, w.layer(il, "attn_norm.weight"), il=il)
-        q, k, v = ctx.build_qkv(layer, cur, layer.head_dim_k, layer.n_head, layer.head_dim_k, layer.n_head_kv)
+        hd = layer.head_dim_k
+        if qk_norm_flat:
+            q, k, v = ctx.build_qkv(layer, cur, hd, layer.n_head, hd, layer.n_head_kv, reshape=False)
+            q = ctx.build_norm(q, w.layer(il, "attn_q_norm.weight"), il=il)
+            k = ctx.build_norm(k, w.layer(il, "attn_k_norm.weight"), il=il)
+            q = g.reshape(q, hd, layer.n_head, ctx.n_tokens)
+            k = g.reshape(k, hd, layer.n_head_kv, ctx.n_tokens)
+            v = g.reshape(v, hd, layer.n_head_kv, ctx.n_tokens)
+        else:
+            q, k, v = ctx.build_qkv(layer, cur, hd, layer.n_head, hd, layer.n_head_kv)
         freqs = w.get_optional("rope_freqs.weight")
-        if qk_norm:
+        if qk_norm and not qk_norm_flat:
             q = ctx.build_norm(q, w.layer(il, "attn_q_norm.weight"), il=il)
         q = g.rope(q, inp_pos, freqs)
-        if qk_norm:
+        if qk_norm and not qk_norm_flat:
             k = ctx.build_norm(k, w.layer(il, "attn_k_norm.weight"), il=il)
         k = g.rope(k, inp_pos, freqs)
         cur = ctx.build_attn(inp_attn, layer, w.layer(il, "attn_output.weight"), w.layer(il, "attn_output.bias"),
@@ -47,10 +70,21 @@ def build_llama(ctx: GraphContext) -> None:
             inp_sa = g.get_rows(inp_sa, out_ids)
         ffn_inp = g.add(cur, inp_sa)
         cur = ctx.build_norm(ffn_inp, w.layer(il, "ffn_norm.weight"), il=il)
-        cur = ctx.build_ffn(cur, w.layer(il, "ffn_up.weight"), w.layer(il, "ffn_gate.weight"),
-                            w.layer(il, "ffn_down.weight"), "silu", True,
-                            up_b=w.layer(il, "ffn_up.bias"), gate_b=w.layer(il, "ffn_gate.bias"),
-                            down_b=w.layer(il, "ffn_down.bias"))
+        if w.layer(il, "ffn_gate_inp.weight") is None:
+            cur = ctx.build_ffn(cur, w.layer(il, "ffn_up.weight"), w.layer(il, "ffn_gate.weight"),
+                                w.layer(il, "ffn_down.weight"), "silu", True,
+                                up_b=w.layer(il, "ffn_up.bias"), gate_b=w.layer(il, "ffn_gate.bias"),
+                                down_b=w.layer(il, "ffn_down.bias"))
+        else:
+            moe = ctx.build_moe_ffn(cur, il, n_expert, m.extra.get("n_expert_used", 1), "silu", moe_norm_w,
+                                    m.extra.get("expert_weights_scale", 0.0))
+            if w.layer(il, "ffn_gate_inp_shexp.weight") is not None:
+                gate_inp = ctx.mm(w.layer_req(il, "ffn_gate_inp_shexp.weight"), cur)
+                gate = g.div(g.unary(gate_inp), gate_inp)
+                shared = ctx.build_ffn(cur, w.layer(il, "ffn_up_shexp.weight"), w.layer(il, "ffn_gate_shexp.weight"),
+                                       w.layer(il, "ffn_down_shexp.weight"), "silu", True)
+                moe = g.add(moe, g.mul(shared, gate))
+            cur = moe
         inp_l = g.add(cur, ffn_inp)
     _final(ctx, inp_l, output_bias=m.architecture == "qwen2")
 
