@@ -68,6 +68,35 @@ def _gemma3(anatomy: ModelAnatomy, meta: _Meta) -> None:
     anatomy.f_final_softcap = meta.float_or("final_logit_softcapping", 0.0)
 
 
+def _gpt_oss(anatomy: ModelAnatomy, meta: _Meta) -> None:
+    _experts(anatomy, meta)
+    anatomy.swa_type = SWA_STANDARD
+    anatomy.n_swa = meta.int_or("attention.sliding_window", 0)
+    _load_swa_pattern(anatomy, meta, 2)
+
+
+def _deepseek2(anatomy: ModelAnatomy, meta: _Meta) -> None:
+    _experts(anatomy, meta)
+    x = anatomy.extra
+    x["n_layer_dense_lead"] = meta.int_or("leading_dense_block_count", 0)
+    x["n_lora_q"] = meta.int_or("attention.q_lora_rank", 0)
+    x["n_lora_kv"] = meta.int_or("attention.kv_lora_rank", 0)
+    head_k_mla = meta.int_or("attention.key_length_mla", 0)
+    head_v_mla = meta.int_or("attention.value_length_mla", 0)
+    x["mla"] = head_k_mla > 0 and head_v_mla > 0
+    layer0 = anatomy.layers[0]
+    x["head_k_mla"] = head_k_mla if x["mla"] else layer0.head_dim_k
+    x["head_v_mla"] = head_v_mla if x["mla"] else layer0.head_dim_v
+    x["expert_weights_norm"] = bool(meta.get("expert_weights_norm", False))
+    gating = meta.int_or("expert_gating_func", 0)
+    x["expert_gating_func"] = gating or 1  # none means softmax (the V2 routers)
+    x["n_expert_groups"] = meta.int_or("expert_group_count", 0)
+    x["n_group_used"] = meta.int_or("expert_group_used_count", 0)
+    x["f_attn_temp_scale"] = meta.float_or("attention.temperature_scale", 0.0)
+    if x["mla"]:
+        anatomy.notes.append("multi-head latent attention: the KV cache holds the compressed latent only (no V)")
+
+
 def _phi3(anatomy: ModelAnatomy, meta: _Meta) -> None:
     # llama.cpp disables Phi's sliding window (set_swa_pattern(1): no layer is SWA).
     anatomy.notes.append("Phi-3 sliding window is disabled in this llama.cpp build: full KV cache on every layer")
@@ -82,6 +111,8 @@ ARCH_RULES: dict[str, ArchRule] = {
     "qwen3moe": _plain,
     "olmoe": _plain,
     "phi3": _phi3,
+    "gpt-oss": _gpt_oss,
+    "deepseek2": _deepseek2,
     "gemma": _plain,
     "gemma2": _gemma2,
     "gemma3": _gemma3,

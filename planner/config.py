@@ -74,6 +74,9 @@ def resolve(model: ModelAnatomy, config: LoadConfig) -> Resolved:
             raise ConfigError(f"{name} {value!r} is not a KV cache type llama.cpp accepts "
                               f"({', '.join(KV_CACHE_TYPES)})")
     type_k, type_v = ggml_type(config.type_k), ggml_type(config.type_v)
+    if model.extra.get("mla") and type_k is not type_v:
+        raise ConfigError(f"this model (multi-head latent attention) needs the same K and V cache types; "
+                          f"llama.cpp refuses K {type_k.name} with V {type_v.name}")
     if type_v.is_quantized and not config.flash_attn:
         raise ConfigError("a quantized V cache needs flash attention: llama.cpp refuses "
                           f"type_v={type_v.name} with flash attention off")

@@ -57,7 +57,9 @@ def swa_cells(model: ModelAnatomy, r: Resolved) -> int:
     return _pad(min(r.n_ctx_seq, per_seq + r.n_ubatch), 256)
 
 
-def kv_layout(model: ModelAnatomy, r: Resolved, is_mla: bool = False) -> KVLayout:
+def kv_layout(model: ModelAnatomy, r: Resolved) -> KVLayout:
+    """The KV tensors of one configuration. With multi-head latent attention only K is cached."""
+    is_mla = bool(model.extra.get("mla", False))
     v_trans = not r.config.flash_attn
     v_width_max = model.n_embd_v_gqa_max
     cells_swa = swa_cells(model, r)

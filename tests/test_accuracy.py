@@ -16,8 +16,11 @@ pytestmark = [pytest.mark.llama, pytest.mark.skipif(not has_compiler(), reason="
 def _assert_exact(rows) -> None:
     assert rows
     for row in rows:
-        assert row.refused_by_llama is None, row.refused_by_llama
-        assert row.refused_by_planner is None, row.refused_by_planner
+        # a configuration llama.cpp refuses must be refused by the planner too, and only those
+        assert bool(row.refused_by_llama) == bool(row.refused_by_planner), (row.config, row.refused_by_llama,
+                                                                           row.refused_by_planner)
+        if row.refused_by_llama:
+            continue
         for buf in row.buffers:
             if buf.kind == "compute":
                 # the issue allows 2 %; this build is matched byte for byte

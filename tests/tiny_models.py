@@ -92,7 +92,36 @@ def _vocab(n_vocab: int) -> tuple[list[bytes], list[float], list[int]]:
     return tokens, scores, types
 
 
+def _deepseek2_layer(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], Q]]:
+    x = spec.extra_kv
+    e, w, f32 = spec.n_embd, spec.weight_type, Q.F32
+    a = spec.arch
+    kv_lora, q_lora = x[f"{a}.attention.kv_lora_rank"], x[f"{a}.attention.q_lora_rank"]
+    hk, hv = x[f"{a}.attention.key_length_mla"], x[f"{a}.attention.value_length_mla"]
+    rope = x[f"{a}.rope.dimension_count"]
+    nope, nh = hk - rope, spec.n_head
+    p = f"blk.{il}."
+    out = [(p + "attn_norm.weight", (e,), f32), (p + "attn_q_a_norm.weight", (q_lora,), f32),
+           (p + "attn_kv_a_norm.weight", (kv_lora,), f32), (p + "attn_q_a.weight", (e, q_lora), w),
+           (p + "attn_q_b.weight", (q_lora, nh * hk), w), (p + "attn_kv_a_mqa.weight", (e, kv_lora + rope), w),
+           (p + "attn_k_b.weight", (nope, kv_lora, nh), Q.F16), (p + "attn_v_b.weight", (kv_lora, hv, nh), Q.F16),
+           (p + "attn_output.weight", (nh * hv, e), w), (p + "ffn_norm.weight", (e,), f32)]
+    if il < x[f"{a}.leading_dense_block_count"]:
+        return out + [(p + "ffn_gate.weight", (e, spec.n_ff), w), (p + "ffn_up.weight", (e, spec.n_ff), w),
+                      (p + "ffn_down.weight", (spec.n_ff, e), w)]
+    ne, fe, ns = spec.n_expert, spec.n_ff_exp, x[f"{a}.expert_shared_count"]
+    out += [(p + "ffn_gate_inp.weight", (e, ne), f32), (p + "ffn_gate_exps.weight", (e, fe, ne), w),
+            (p + "ffn_up_exps.weight", (e, fe, ne), w), (p + "ffn_down_exps.weight", (fe, e, ne), w),
+            (p + "ffn_gate_shexp.weight", (e, fe * ns), w), (p + "ffn_up_shexp.weight", (e, fe * ns), w),
+            (p + "ffn_down_shexp.weight", (fe * ns, e), w)]
+    if x.get(f"{a}.expert_gating_func") == 2:
+        out.append((p + "exp_probs_b.bias", (ne,), f32))
+    return out
+
+
 def _layer_tensors(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], Q]]:
+    if spec.arch == "deepseek2":
+        return _deepseek2_layer(spec, il)
     e, hk, ff = spec.n_embd, spec.head_k, spec.n_ff
     q_dim, kv_dim = hk * spec.n_head, hk * spec.n_head_kv
     w, f32 = spec.weight_type, Q.F32
@@ -103,7 +132,7 @@ def _layer_tensors(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], 
     else:
         out += [(p + "attn_q.weight", (e, q_dim), w), (p + "attn_k.weight", (e, kv_dim), w),
                 (p + "attn_v.weight", (e, kv_dim), w)]
-    if spec.arch == "qwen2":
+    if spec.arch in ("qwen2", "gpt-oss"):
         out += [(p + "attn_q.bias", (q_dim,), f32), (p + "attn_k.bias", (kv_dim,), f32),
                 (p + "attn_v.bias", (kv_dim,), f32)]
     if spec.arch in ("qwen3", "gemma3", "qwen3moe"):
@@ -111,6 +140,14 @@ def _layer_tensors(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], 
     if spec.arch == "olmoe":
         out += [(p + "attn_q_norm.weight", (q_dim,), f32), (p + "attn_k_norm.weight", (kv_dim,), f32)]
     out.append((p + "attn_output.weight", (q_dim, e), w))
+    if spec.arch == "gpt-oss":
+        out += [(p + "attn_output.bias", (e,), f32), (p + "attn_sinks.weight", (spec.n_head,), f32),
+                (p + "post_attention_norm.weight", (e,), f32)]
+        ne, fe = spec.n_expert, spec.n_ff_exp
+        return out + [(p + "ffn_gate_inp.weight", (e, ne), f32), (p + "ffn_gate_inp.bias", (ne,), f32),
+                      (p + "ffn_gate_exps.weight", (e, fe, ne), w), (p + "ffn_gate_exps.bias", (fe, ne), f32),
+                      (p + "ffn_up_exps.weight", (e, fe, ne), w), (p + "ffn_up_exps.bias", (fe, ne), f32),
+                      (p + "ffn_down_exps.weight", (fe, e, ne), w), (p + "ffn_down_exps.bias", (e, ne), f32)]
     if spec.arch in ("gemma2", "gemma3"):
         out.append((p + "post_attention_norm.weight", (e,), f32))
     out.append((p + "ffn_norm.weight", (e,), f32))
@@ -160,7 +197,9 @@ def write_tiny_model(path: str | Path, spec: TinySpec, seed: int = 0) -> Path:
     writer.add_rope_freq_base(10000.0)
     if spec.head_dim:
         writer.add_key_length(spec.head_dim)
-        writer.add_value_length(spec.head_dim)
+        # MLA: K holds the latent and the RoPE part, V the latent alone
+        mla_v = spec.extra_kv.get(f"{arch}.attention.kv_lora_rank")
+        writer.add_value_length(int(mla_v) if isinstance(mla_v, int) else spec.head_dim)
     if spec.n_swa:
         writer.add_sliding_window(spec.n_swa)
     if spec.swa_pattern:
@@ -224,6 +263,22 @@ ZOO: dict[str, TinySpec] = {
     "qwen2moe": TinySpec("qwen2moe", n_expert=8, n_expert_used=2, n_ff_exp=64, n_ff_shexp=128),
     "qwen3moe": TinySpec("qwen3moe", n_expert=8, n_expert_used=2, n_ff_exp=64, head_dim=64, weight_type=Q.Q4_0),
     "olmoe": TinySpec("olmoe", n_expert=8, n_expert_used=2, n_ff=64, n_head_kv=4),
+    "gpt-oss": TinySpec("gpt-oss", n_expert=4, n_expert_used=2, n_ff_exp=64, head_dim=64, n_swa=128,
+                        weight_type=Q.MXFP4, n_vocab=1024),
+    "deepseek2": TinySpec("deepseek2", n_head=4, n_head_kv=1, head_dim=96, n_expert=8, n_expert_used=2,
+                          n_ff_exp=32, n_ff=128, extra_kv={
+                              "deepseek2.attention.kv_lora_rank": 64, "deepseek2.attention.q_lora_rank": 32,
+                              "deepseek2.attention.key_length_mla": 64, "deepseek2.attention.value_length_mla": 32,
+                              "deepseek2.rope.dimension_count": 32, "deepseek2.leading_dense_block_count": 1,
+                              "deepseek2.expert_shared_count": 1}),
+    "deepseek3": TinySpec("deepseek2", n_head=4, n_head_kv=1, head_dim=96, n_expert=8, n_expert_used=2,
+                          n_ff_exp=32, n_ff=128, name="tiny-deepseek-v3", extra_kv={
+                              "deepseek2.attention.kv_lora_rank": 64, "deepseek2.attention.q_lora_rank": 32,
+                              "deepseek2.attention.key_length_mla": 64, "deepseek2.attention.value_length_mla": 32,
+                              "deepseek2.rope.dimension_count": 32, "deepseek2.leading_dense_block_count": 1,
+                              "deepseek2.expert_shared_count": 1, "deepseek2.expert_gating_func": 2,
+                              "deepseek2.expert_weights_norm": True, "deepseek2.expert_weights_scale": 2.5,
+                              "deepseek2.expert_group_count": 4, "deepseek2.expert_group_used_count": 2}),
     "gemma3": TinySpec("gemma3", n_layer=6, n_swa=512, head_dim=64, n_head_kv=1, output_type=None,
                        weight_type=Q.Q4_0, embd_type=Q.Q8_0, n_vocab=4096),
 }

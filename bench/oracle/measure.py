@@ -42,7 +42,7 @@ class _Collector:
         line = text.decode("utf-8", errors="replace")
         self.lines.append(line)
         lowered = line.lower()
-        if "error" in lowered or "failed" in lowered:
+        if level == 4 or "error" in lowered or "failed" in lowered:
             self.errors.append(line.strip())
         if "creating non-SWA KV cache" in line:
             self.cache = "base"

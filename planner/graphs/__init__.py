@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from planner.graphs import dense
+from planner.graphs import deepseek2, dense, gpt_oss
 from planner.graphs.context import GraphContext
 
 Builder = Callable[[GraphContext], None]
@@ -18,6 +18,8 @@ BUILDERS: dict[str, Builder] = {
     "qwen3moe": dense.build_llama,
     "olmoe": dense.build_llama,
     "phi3": dense.build_phi3,
+    "gpt-oss": gpt_oss.build_gpt_oss,
+    "deepseek2": deepseek2.build_deepseek2,
     "gemma": dense.build_gemma,
     "gemma2": dense.build_gemma2_3,
     "gemma3": dense.build_gemma2_3,

@@ -293,6 +293,29 @@ class GraphContext:
             v_rot = g.input(F32, (64, 64), "attn_inp_v_rot")
         return {"k_idxs": k_idxs, "v_idxs": v_idxs, "mask": mask, "k_rot": k_rot, "v_rot": v_rot}
 
+    def build_attn_inp_k(self) -> dict[str, Tensor | None]:
+        """build_attn_inp_k: a K-only cache (MLA), so no V indices."""
+        inp = self.build_attn_inp_kv()
+        inp["v_idxs"] = None
+        inp["v_rot"] = None
+        return inp
+
+    def build_attn_k(self, inp: dict[str, Tensor | None], layer: LayerAnatomy, wo: Tensor | None,
+                     q: Tensor, k: Tensor, v: Tensor, v_mla: Tensor | None = None) -> Tensor:
+        """build_attn for a K-only cache: V is a view of the cached K (its first v.ne[0] values)."""
+        g = self.g
+        g.expand(q)
+        g.expand(v)
+        g.expand(k)
+        k_cache, _ = self.kv_cache_tensors(layer, False)
+        g.expand(self.cpy_k(k_cache, k, inp["k_idxs"]))
+        kv = self.get_k(k_cache, layer, self.shape.n_kv)
+        vv = g.view(kv, (v.ne[0], kv.ne[1], kv.ne[2], kv.ne[3]), kv.nb[1:], 0)
+        cur = self.build_attn_mha(q, kv, vv, None, inp["mask"], None, v_mla=v_mla)
+        if wo is not None:
+            cur = self.mm(wo, cur)
+        return cur
+
     def _uniform_head_dims(self, swa: bool) -> tuple[int, int]:
         """n_embd_head_k_all / _v_all of one cache: the head size if all its layers agree, else -1."""
         layers = [layer for layer in self.model.kv_layers if layer.is_swa == swa]
