@@ -97,6 +97,57 @@ def _deepseek2(anatomy: ModelAnatomy, meta: _Meta) -> None:
         anatomy.notes.append("multi-head latent attention: the KV cache holds the compressed latent only (no V)")
 
 
+def _ssm(anatomy: ModelAnatomy, meta: _Meta) -> None:
+    """Mamba-style state-space hyper-parameters (conv kernel, inner size, state size, dt rank, groups)."""
+    x = anatomy.extra
+    x["ssm_d_conv"] = meta.int_or("ssm.conv_kernel", 0)
+    x["ssm_d_inner"] = meta.int_or("ssm.inner_size", 0)
+    x["ssm_d_state"] = meta.int_or("ssm.state_size", 0)
+    x["ssm_dt_rank"] = meta.int_or("ssm.time_step_rank", 0)
+    x["ssm_n_group"] = meta.int_or("ssm.group_count", 0)
+    x["ssm_dt_b_c_rms"] = bool(meta.get("ssm.dt_b_c_rms", False))
+
+
+def _mamba(anatomy: ModelAnatomy, meta: _Meta) -> None:
+    _ssm(anatomy, meta)
+    for layer in anatomy.layers:
+        layer.is_recurrent = True
+        layer.has_kv = False
+
+
+def _recurrent_where_no_kv_heads(anatomy: ModelAnatomy) -> None:
+    for layer in anatomy.layers:
+        layer.is_recurrent = layer.n_head_kv == 0
+        layer.has_kv = not layer.is_recurrent
+
+
+def _lfm2(anatomy: ModelAnatomy, meta: _Meta) -> None:
+    _experts(anatomy, meta)
+    anatomy.extra["shortconv_l_cache"] = meta.int_or("shortconv.l_cache", 0)
+    _recurrent_where_no_kv_heads(anatomy)
+    n_swa = meta.int_or("attention.sliding_window", 0)
+    if n_swa > 0:
+        anatomy.swa_type, anatomy.n_swa = SWA_STANDARD, n_swa
+        for layer in anatomy.layers:
+            layer.is_swa = not layer.is_recurrent
+    # LFM2 names its output norm "token_embd_norm"
+    moved = [t for t in anatomy.other_tensors + anatomy.input_tensors if t.name.startswith("token_embd_norm.")]
+    anatomy.other_tensors = [t for t in anatomy.other_tensors if t not in moved]
+    anatomy.input_tensors = [t for t in anatomy.input_tensors if t not in moved]
+    anatomy.output_tensors.extend(moved)
+
+
+def _granite_hybrid(anatomy: ModelAnatomy, meta: _Meta) -> None:
+    _experts(anatomy, meta)
+    _ssm(anatomy, meta)
+    x = anatomy.extra
+    for key, name in (("f_logit_scale", "logit_scale"), ("f_residual_scale", "residual_scale"),
+                      ("f_embedding_scale", "embedding_scale"), ("f_attention_scale", "attention.scale")):
+        x[key] = meta.float_or(name, 0.0)
+    x["rope"] = bool(meta.get("rope.scaling.finetuned", True))
+    _recurrent_where_no_kv_heads(anatomy)
+
+
 def _phi3(anatomy: ModelAnatomy, meta: _Meta) -> None:
     # llama.cpp disables Phi's sliding window (set_swa_pattern(1): no layer is SWA).
     anatomy.notes.append("Phi-3 sliding window is disabled in this llama.cpp build: full KV cache on every layer")
@@ -113,6 +164,10 @@ ARCH_RULES: dict[str, ArchRule] = {
     "phi3": _phi3,
     "gpt-oss": _gpt_oss,
     "deepseek2": _deepseek2,
+    "mamba": _mamba,
+    "mamba2": _mamba,
+    "lfm2": _lfm2,
+    "granitehybrid": _granite_hybrid,
     "gemma": _plain,
     "gemma2": _gemma2,
     "gemma3": _gemma3,

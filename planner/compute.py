@@ -78,9 +78,23 @@ def build_graph(model: ModelAnatomy, r: Resolved, kv: KVLayout, n_tokens: int, n
         swa_of[t.layer] = t.swa
     for il, kinds in by_layer.items():
         caches[(il, swa_of[il])] = (kinds["k"], kinds.get("v"))
-    ctx = GraphContext(model, shape, WeightSet(model, caches, g, locate_weight), g)
+    weights = WeightSet(model, caches, g, locate_weight)
+    for il, kinds in _rs_tensors(model, r, g, locate_layer).items():
+        weights._rs[il] = kinds
+    ctx = GraphContext(model, shape, weights, g)
     builder_for(model.architecture)(ctx)
     return ctx
+
+
+def _rs_tensors(model: ModelAnatomy, r: Resolved, g: Graph, locate_layer) -> dict[int, tuple[Tensor, Tensor]]:
+    from planner.recurrent import rs_layout
+
+    out: dict[int, dict[str, Tensor]] = {}
+    for t in rs_layout(model, r).tensors:
+        where = locate_layer(t.layer) if (locate_layer is not None and r.config.offload_kqv) else "host"
+        out.setdefault(t.layer, {})[t.kind] = g.weight(t.type, t.ne, f"cache_{t.kind}_l{t.layer}", backend=where,
+                                                       is_weight=False)
+    return {il: (kinds["r"], kinds["s"]) for il, kinds in out.items()}
 
 
 def _backend_name(gpus: list[Device], device: int) -> str:

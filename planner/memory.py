@@ -10,6 +10,7 @@ from planner.config import LoadConfig, Resolved, resolve
 from planner.devices import Device, Host, MiB
 from planner.kv import KVLayout, kv_layout
 from planner.model import ModelAnatomy
+from planner.recurrent import rs_layout
 from planner.weights import HOST, LayerPlacement, place_layers, weight_buffers
 
 # Memory a GPU backend takes that llama.cpp does not report (CUDA context, cuBLAS and
@@ -164,6 +165,18 @@ def plan_memory(model: ModelAnatomy, config: LoadConfig, gpus: list[Device], hos
         target.kv += size
         name = "CPU" if device == HOST else gpus[device].name
         buffers.append(Buffer(name, "kv_swa" if swa else "kv", name, size))
+
+    # recurrent state: F32 per recurrent layer, on the layer's device
+    rs_by: dict[int, int] = {}
+    for t in rs_layout(model, r).tensors:
+        device = placement.layers[t.layer] if (r.config.offload_kqv and gpus_used) else HOST
+        rules = CPU if device == HOST else backend_rules(gpus[device].backend)
+        rs_by[device] = rs_by.get(device, 0) + rules.padded(rules.alloc_size(t.type, t.nbytes, t.ne[0]))
+    for device, size in sorted(rs_by.items()):
+        target = host_usage if device == HOST else gpu_usage[device]
+        target.recurrent += size
+        name = "CPU" if device == HOST else gpus[device].name
+        buffers.append(Buffer(name, "rs", name, size))
 
     # output (logits) buffer: host, pinned when a GPU backend exists
     output = model.n_vocab * 4 * max(1, r.n_seq_max)

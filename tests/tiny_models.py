@@ -43,6 +43,8 @@ class TinySpec:
     n_expert_used: int = 0
     n_ff_exp: int = 0
     n_ff_shexp: int = 0
+    # per-layer KV heads (0 marks a recurrent layer in the hybrids)
+    kv_heads: tuple[int, ...] = ()
     name: str = ""
     extra_kv: dict[str, object] = field(default_factory=dict)
 
@@ -51,7 +53,7 @@ class TinySpec:
 
     @property
     def head_k(self) -> int:
-        return self.head_dim or self.n_embd // self.n_head
+        return self.head_dim or (self.n_embd // self.n_head if self.n_head else 0)
 
 
 def _block_bytes(t: Q) -> tuple[int, int]:
@@ -119,7 +121,60 @@ def _deepseek2_layer(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...]
     return out
 
 
+def _ssm_layer(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], Q]]:
+    """Mamba / Mamba-2 layer tensors (llama_model_mamba*::load_arch_tensors)."""
+    x, a = spec.extra_kv, spec.arch
+    e, w, f32 = spec.n_embd, spec.weight_type, Q.F32
+    d_conv, d_inner, d_state = x[f"{a}.ssm.conv_kernel"], x[f"{a}.ssm.inner_size"], x[f"{a}.ssm.state_size"]
+    dt_rank = x[f"{a}.ssm.time_step_rank"]
+    p = f"blk.{il}."
+    out = [(p + "attn_norm.weight", (e,), f32)]
+    if a == "mamba":  # Mamba-1; Mamba-2 and the hybrids' SSM layers follow below
+        return out + [(p + "ssm_in.weight", (e, 2 * d_inner), w),
+                      (p + "ssm_conv1d.weight", (d_conv, d_inner), f32), (p + "ssm_conv1d.bias", (d_inner,), f32),
+                      (p + "ssm_x.weight", (d_inner, dt_rank + 2 * d_state), w),
+                      (p + "ssm_dt.weight", (dt_rank, d_inner), w), (p + "ssm_dt.bias", (d_inner,), f32),
+                      (p + "ssm_a", (d_state, d_inner), f32), (p + "ssm_d", (d_inner,), f32),
+                      (p + "ssm_out.weight", (d_inner, e), w)]
+    n_group = x[f"{a}.ssm.group_count"]
+    conv_dim = d_inner + 2 * n_group * d_state
+    return out + [(p + "ssm_in.weight", (e, d_inner + conv_dim + dt_rank), w),
+                  (p + "ssm_conv1d.weight", (d_conv, conv_dim), f32), (p + "ssm_conv1d.bias", (conv_dim,), f32),
+                  (p + "ssm_dt.bias", (dt_rank,), f32), (p + "ssm_a", (1, dt_rank), f32),
+                  (p + "ssm_d", (1, dt_rank), f32), (p + "ssm_norm.weight", (d_inner // n_group, n_group), f32),
+                  (p + "ssm_out.weight", (d_inner, e), w)]
+
+
+def _hybrid_layer(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], Q]]:
+    """LFM2 and Granite-hybrid layers: a recurrent block where the layer has no KV heads."""
+    e, w, f32, a = spec.n_embd, spec.weight_type, Q.F32, spec.arch
+    p = f"blk.{il}."
+    kv = spec.kv_heads[il]
+    hk = spec.head_k
+    out: list[tuple[str, tuple[int, ...], Q]] = [(p + "attn_norm.weight", (e,), f32),
+                                                 (p + "ffn_norm.weight", (e,), f32)]
+    if kv == 0:
+        if a == "lfm2":
+            l_cache = spec.extra_kv["lfm2.shortconv.l_cache"]
+            out += [(p + "shortconv.conv.weight", (l_cache, e), f32), (p + "shortconv.in_proj.weight", (e, 3 * e), w),
+                    (p + "shortconv.out_proj.weight", (e, e), w)]
+        else:
+            out += [t for t in _ssm_layer(spec, il) if "attn_norm" not in t[0]]
+    else:
+        out += [(p + "attn_q.weight", (e, hk * spec.n_head), w), (p + "attn_k.weight", (e, hk * kv), w),
+                (p + "attn_v.weight", (e, hk * kv), w), (p + "attn_output.weight", (hk * spec.n_head, e), w)]
+        if a == "lfm2":
+            out += [(p + "attn_q_norm.weight", (hk,), f32), (p + "attn_k_norm.weight", (hk,), f32)]
+    out += [(p + "ffn_gate.weight", (e, spec.n_ff), w), (p + "ffn_up.weight", (e, spec.n_ff), w),
+            (p + "ffn_down.weight", (spec.n_ff, e), w)]
+    return out
+
+
 def _layer_tensors(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], Q]]:
+    if spec.arch in ("lfm2", "granitehybrid"):
+        return _hybrid_layer(spec, il)
+    if spec.arch in ("mamba", "mamba2"):
+        return _ssm_layer(spec, il)
     if spec.arch == "deepseek2":
         return _deepseek2_layer(spec, il)
     e, hk, ff = spec.n_embd, spec.head_k, spec.n_ff
@@ -174,7 +229,7 @@ def tensors_of(spec: TinySpec) -> list[tuple[str, tuple[int, ...], Q]]:
     out = [("token_embd.weight", (spec.n_embd, spec.n_vocab), spec.embd_type)]
     for il in range(spec.n_layer):
         out += _layer_tensors(spec, il)
-    out.append(("output_norm.weight", (spec.n_embd,), Q.F32))
+    out.append(("token_embd_norm.weight" if spec.arch == "lfm2" else "output_norm.weight", (spec.n_embd,), Q.F32))
     if spec.output_type is not None:
         out.append(("output.weight", (spec.n_embd, spec.n_vocab), spec.output_type))
     return out
@@ -192,7 +247,7 @@ def write_tiny_model(path: str | Path, spec: TinySpec, seed: int = 0) -> Path:
     writer.add_block_count(spec.n_layer)
     writer.add_feed_forward_length(spec.n_ff)
     writer.add_head_count(spec.n_head)
-    writer.add_head_count_kv(spec.n_head_kv)
+    writer.add_head_count_kv(list(spec.kv_heads) if spec.kv_heads else spec.n_head_kv)
     writer.add_layer_norm_rms_eps(1e-6)
     writer.add_rope_freq_base(10000.0)
     if spec.head_dim:
@@ -279,6 +334,21 @@ ZOO: dict[str, TinySpec] = {
                               "deepseek2.expert_shared_count": 1, "deepseek2.expert_gating_func": 2,
                               "deepseek2.expert_weights_norm": True, "deepseek2.expert_weights_scale": 2.5,
                               "deepseek2.expert_group_count": 4, "deepseek2.expert_group_used_count": 2}),
+    "mamba": TinySpec("mamba", n_head=0, n_head_kv=0, n_ff=0, extra_kv={
+        "mamba.ssm.conv_kernel": 4, "mamba.ssm.inner_size": 256, "mamba.ssm.state_size": 16,
+        "mamba.ssm.time_step_rank": 8}),
+    "mamba2": TinySpec("mamba2", n_head=0, n_head_kv=0, n_ff=0, weight_type=Q.Q8_0, extra_kv={
+        "mamba2.ssm.conv_kernel": 4, "mamba2.ssm.inner_size": 256, "mamba2.ssm.state_size": 64,
+        "mamba2.ssm.time_step_rank": 8, "mamba2.ssm.group_count": 2}),
+    "lfm2": TinySpec("lfm2", n_layer=6, n_head_kv=2, kv_heads=(0, 0, 2, 0, 0, 2), output_type=None,
+                     extra_kv={"lfm2.shortconv.l_cache": 3}),
+    "granitehybrid": TinySpec("granitehybrid", n_layer=6, n_head_kv=2, kv_heads=(0, 0, 0, 2, 0, 0),
+                              weight_type=Q.Q8_0, extra_kv={
+                                  "granitehybrid.ssm.conv_kernel": 4, "granitehybrid.ssm.inner_size": 256,
+                                  "granitehybrid.ssm.state_size": 32, "granitehybrid.ssm.time_step_rank": 8,
+                                  "granitehybrid.ssm.group_count": 1, "granitehybrid.residual_scale": 0.22,
+                                  "granitehybrid.embedding_scale": 12.0, "granitehybrid.logit_scale": 8.0,
+                                  "granitehybrid.attention.scale": 0.015625}),
     "gemma3": TinySpec("gemma3", n_layer=6, n_swa=512, head_dim=64, n_head_kv=1, output_type=None,
                        weight_type=Q.Q4_0, embd_type=Q.Q8_0, n_vocab=4096),
 }

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from planner.graphs import deepseek2, dense, gpt_oss
+from planner.graphs import deepseek2, dense, gpt_oss, hybrid, mamba
 from planner.graphs.context import GraphContext
 
 Builder = Callable[[GraphContext], None]
@@ -20,6 +20,10 @@ BUILDERS: dict[str, Builder] = {
     "phi3": dense.build_phi3,
     "gpt-oss": gpt_oss.build_gpt_oss,
     "deepseek2": deepseek2.build_deepseek2,
+    "mamba": mamba.build_mamba,
+    "mamba2": mamba.build_mamba,
+    "lfm2": hybrid.build_lfm2,
+    "granitehybrid": hybrid.build_granite_hybrid,
     "gemma": dense.build_gemma,
     "gemma2": dense.build_gemma2_3,
     "gemma3": dense.build_gemma2_3,

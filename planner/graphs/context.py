@@ -62,6 +62,9 @@ class GraphContext:
         # ggml_build_forward_select(gf, {cur, embd}, 0): both are visited
         g.expand(cur)
         g.expand(embd)
+        if self.model.extra.get("f_embedding_scale"):
+            cur = g.scale(cur)
+        g.expand(cur)
         return cur
 
     def build_inp_pos(self) -> Tensor:
@@ -235,10 +238,7 @@ class GraphContext:
             b = w.layer(il, "ffn_up_exps.bias")
             if b is not None:
                 up = g.add_id(up, b, selected)
-            if gate_exps is not None:
-                cur = g.mul_mat_id(gate_exps, cur, selected)
-            else:
-                cur = up
+            cur = g.mul_mat_id(gate_exps, cur, selected) if gate_exps is not None else up
             b = w.layer(il, "ffn_gate_exps.bias")
             if b is not None:
                 cur = g.add_id(cur, b, selected)
@@ -468,6 +468,32 @@ class GraphContext:
         g.expand(cur)
         return cur
 
+    # -- recurrent state -------------------------------------------------------------------
+
+    def build_rs_inp(self) -> dict[str, Tensor]:
+        """build_rs_inp: the state-copy indices (all states at reserve time)."""
+        g = self.g
+        n_rs, n_seqs = self.shape.n_rs, self.shape.n_seqs
+        s_copy = g.input(I32, (n_rs,), "rs_s_copy")
+        main = g.view(s_copy, (n_seqs,), (), 0)
+        extra = g.view(s_copy, (n_rs - n_seqs,), (), n_seqs * s_copy.nb[0])
+        return {"s_copy": s_copy, "main": main, "extra": extra}
+
+    def build_rs(self, inp: dict[str, Tensor], s: Tensor, state_size: int, n_seqs: int,
+                 get_rows: Callable[[Tensor, Tensor], Tensor] | None = None) -> Tensor:
+        """llm_graph_context::build_rs: zero a state, gather the sequences' states, keep the others."""
+        g = self.g
+        n_rs = self.shape.n_rs
+        states = g.reshape(s, state_size, s.ne[1])
+        zero = g.view(states, (state_size,), (), 0)
+        g.expand(g.scale_inplace(zero))
+        out = get_rows(states, inp["main"]) if get_rows is not None else g.get_rows(states, inp["main"])
+        g.expand(out)
+        extra = g.get_rows(states, inp["extra"])
+        dst = g.view(s, (state_size, n_rs - n_seqs), (s.nb[1],), n_seqs * s.nb[1])
+        g.expand(g.cpy(extra, dst))
+        return out
+
     # -- outputs ---------------------------------------------------------------------------
 
     def set_outputs(self, embd: Tensor, logits: Tensor | None) -> None:
@@ -494,6 +520,7 @@ class WeightSet:
         a host weight sits in a plain host buffer (not CPU_REPACK)."""
         self.model = model
         self._locate = locate or (lambda name, dup: ("host", True))
+        self._rs: dict[int, tuple[Tensor, Tensor]] = {}
         self._kv = kv
         self._cache: dict[tuple[str, bool], Tensor] = {}
         self._g = graph
@@ -531,3 +558,7 @@ class WeightSet:
 
     def kv(self, il: int, swa: bool) -> tuple[Tensor, Tensor | None]:
         return self._kv[(il, swa)]
+
+    def rs(self, il: int) -> tuple[Tensor, Tensor]:
+        """The recurrent state tensors (r, s) of a layer."""
+        return self._rs[il]

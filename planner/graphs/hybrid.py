@@ -1,0 +1,131 @@
+"""Hybrids of attention and recurrent layers: LFM2 (short convolutions) and Granite 4.0 H (Mamba-2)."""
+
+from __future__ import annotations
+
+from planner.ggml_graph import F32, Tensor
+from planner.graphs.context import GraphContext
+from planner.graphs.mamba import mamba2_layer
+from planner.recurrent import n_embd_r
+
+
+def _shortconv(ctx: GraphContext, inp: dict[str, Tensor], cur: Tensor, il: int) -> Tensor:
+    """LFM2's gated short convolution block."""
+    g, w, m = ctx.g, ctx.w, ctx.model
+    n_seqs = ctx.shape.n_seqs
+    n_seq_tokens = ctx.n_tokens // n_seqs
+    l_cache = m.extra["shortconv_l_cache"]
+    d_conv = l_cache - 1
+    cur = g.reshape(cur, cur.ne[0], n_seq_tokens, n_seqs)
+    bcx = ctx.mm(w.layer_req(il, "shortconv.in_proj.weight"), cur)
+    chunk = bcx.ne[0] // 3
+    es = bcx.type.type_size
+    b, c, x = (g.view(bcx, (chunk, bcx.ne[1], bcx.ne[2]), (bcx.nb[1], bcx.nb[2]), i * chunk * es) for i in range(3))
+    bx = g.transpose(g.mul(b, x))
+    r_l, _ = w.rs(il)
+    conv = ctx.build_rs(inp, r_l, n_embd_r(m), n_seqs)
+    conv = g.reshape(conv, d_conv, m.n_embd, n_seqs)
+    bx = g.concat(conv, bx, 0)
+    snap = g.view(bx, (d_conv, bx.ne[1], bx.ne[2]), (bx.nb[1], bx.nb[2]), (bx.ne[0] - d_conv) * bx.type.type_size)
+    g.expand(g.cpy(snap, g.view(r_l, (d_conv * m.n_embd, n_seqs), (r_l.nb[1],), 0)))
+    conv_out = g.op("SSM_CONV", F32, (bx.ne[1], bx.ne[0] - l_cache + 1, bx.ne[2]),
+                    [bx, w.layer_req(il, "shortconv.conv.weight")])
+    y = g.mul(c, conv_out)
+    y = ctx.mm(w.layer_req(il, "shortconv.out_proj.weight"), y)
+    return g.reshape(y, y.ne[0], n_seq_tokens * n_seqs)
+
+
+def build_lfm2(ctx: GraphContext) -> None:
+    g, w, m = ctx.g, ctx.w, ctx.model
+    iswa = m.has_swa
+    cur = ctx.build_inp_embd()
+    g.expand(cur)
+    rs_inp = ctx.build_rs_inp()
+    if iswa:
+        inp_full, inp_swa = ctx.build_attn_inp_kv(swa=False), ctx.build_attn_inp_kv(swa=True)
+    else:
+        inp_full = inp_swa = ctx.build_attn_inp_kv()
+    inp_pos = ctx.build_inp_pos()
+    out_ids = ctx.build_inp_out_ids()
+    for layer in m.layers:
+        il = layer.index
+        prev = cur
+        cur = ctx.build_norm(cur, w.layer(il, "attn_norm.weight"), il=il)
+        if layer.is_recurrent:
+            cur = _shortconv(ctx, rs_inp, cur, il)
+        else:
+            hd = layer.head_dim_k
+            q, k, v = ctx.build_qkv(layer, cur, hd, layer.n_head, hd, layer.n_head_kv)
+            q = ctx.build_norm(q, w.layer(il, "attn_q_norm.weight"), il=il)
+            k = ctx.build_norm(k, w.layer(il, "attn_k_norm.weight"), il=il)
+            q = g.rope(q, inp_pos)
+            k = g.rope(k, inp_pos)
+            inp = inp_swa if layer.is_swa else inp_full
+            cur = ctx.build_attn(inp, layer, w.layer(il, "attn_output.weight"), None, q, k, v, iswa=iswa)
+        if il == m.n_layer - 1:
+            cur = g.get_rows(cur, out_ids)
+            prev = g.get_rows(prev, out_ids)
+        cur = g.add(prev, cur)
+        normed = ctx.build_norm(cur, w.layer(il, "ffn_norm.weight"), il=il)
+        if w.layer(il, "ffn_gate_inp.weight") is not None:
+            out = ctx.build_moe_ffn(normed, il, m.extra["n_expert"], m.extra["n_expert_used"], "silu", True,
+                                    m.extra.get("expert_weights_scale", 0.0),
+                                    {2: "sigmoid"}.get(m.extra.get("expert_gating_func", 1), "softmax"),
+                                    exp_probs_b=w.layer(il, "exp_probs_b.bias"))
+        else:
+            out = ctx.build_ffn(normed, w.layer(il, "ffn_up.weight"), w.layer(il, "ffn_gate.weight"),
+                                w.layer(il, "ffn_down.weight"), "silu", True)
+        cur = g.add(cur, out)
+    cur = ctx.build_norm(cur, w.get_optional("token_embd_norm.weight"))
+    ctx.set_outputs(cur, ctx.mm(ctx.output_weight(), cur))
+
+
+def build_granite_hybrid(ctx: GraphContext) -> None:
+    g, w, m = ctx.g, ctx.w, ctx.model
+    x = m.extra
+    inp_l = ctx.build_inp_embd()
+    rs_inp = ctx.build_rs_inp()
+    inp_attn = ctx.build_attn_inp_kv()
+    out_ids = ctx.build_inp_out_ids()
+    inp_pos = ctx.build_inp_pos() if x.get("rope", True) else None
+    for layer in m.layers:
+        il = layer.index
+        inp_sa = inp_l
+        cur = ctx.build_norm(inp_l, w.layer(il, "attn_norm.weight"), il=il)
+        if layer.is_recurrent:
+            cur = mamba2_layer(ctx, rs_inp, cur, il)
+        else:
+            hd = layer.head_dim_k
+            q, k, v = ctx.build_qkv(layer, cur, hd, layer.n_head, hd, layer.n_head_kv)
+            if inp_pos is not None:
+                freqs = w.get_optional("rope_freqs.weight")
+                q = g.rope(q, inp_pos, freqs)
+                k = g.rope(k, inp_pos, freqs)
+            cur = ctx.build_attn(inp_attn, layer, w.layer(il, "attn_output.weight"),
+                                 w.layer(il, "attn_output.bias"), q, k, v)
+        if il == m.n_layer - 1:
+            cur = g.get_rows(cur, out_ids)
+            inp_sa = g.get_rows(inp_sa, out_ids)
+        if x.get("f_residual_scale"):
+            cur = g.scale(cur)
+        ffn_inp = g.add(cur, inp_sa)
+        cur = ctx.build_norm(ffn_inp, w.layer(il, "ffn_norm.weight"), il=il)
+        if w.layer(il, "ffn_gate_inp.weight") is None:
+            cur = ctx.build_ffn(cur, w.layer(il, "ffn_up.weight"), w.layer(il, "ffn_gate.weight"),
+                                w.layer(il, "ffn_down.weight"), "silu", True, up_b=w.layer(il, "ffn_up.bias"),
+                                gate_b=w.layer(il, "ffn_gate.bias"), down_b=w.layer(il, "ffn_down.bias"))
+        else:
+            moe = ctx.build_moe_ffn(cur, il, x["n_expert"], x["n_expert_used"], "silu", True,
+                                    x.get("expert_weights_scale", 0.0))
+            if w.layer(il, "ffn_up_shexp.weight") is not None:
+                shared = ctx.build_ffn(cur, w.layer(il, "ffn_up_shexp.weight"), w.layer(il, "ffn_gate_shexp.weight"),
+                                       w.layer(il, "ffn_down_shexp.weight"), "silu", True)
+                moe = g.add(moe, shared)
+            cur = moe
+        if x.get("f_residual_scale"):
+            cur = g.scale(cur)
+        inp_l = g.add(cur, ffn_inp)
+    cur = ctx.build_norm(inp_l, w.get_optional("output_norm.weight"))
+    logits = ctx.mm(ctx.output_weight(), cur)
+    if x.get("f_logit_scale"):
+        logits = g.scale(logits)
+    ctx.set_outputs(cur, logits)
