@@ -71,23 +71,23 @@ class _Pricer:
 
     def __init__(self, model: ModelAnatomy, gpus: list[Device], host: Host, wishes: Wishes) -> None:
         self.model, self.gpus, self.host, self.wishes = model, gpus, host, wishes
-        self.cache: dict[tuple[int, int, str, bool], MemoryPlan | None] = {}
+        self.cache: dict[tuple[int, int, str, bool, int], MemoryPlan | None] = {}
 
-    def config(self, ngl: int, ctx: int, kv: str, fa: bool, op_offload: bool = True) -> LoadConfig:
+    def config(self, ngl: int, ctx: int, kv: str, fa: bool, op_offload: bool = True, moe: int = 0) -> LoadConfig:
         w = self.wishes
         return LoadConfig(n_gpu_layers=ngl, n_ctx=ctx, n_batch=w.n_batch, n_ubatch=w.n_ubatch,
                           type_k=kv, type_v=kv if fa else "f16", flash_attn=fa, swa_full=w.swa_full,
-                          n_seq_max=w.n_seq_max, use_mmap=w.use_mmap, op_offload=op_offload)
+                          n_seq_max=w.n_seq_max, use_mmap=w.use_mmap, op_offload=op_offload, n_cpu_moe=moe)
 
-    def plan(self, ngl: int, ctx: int, kv: str, fa: bool) -> MemoryPlan | None:
-        key = (ngl, ctx, kv, fa)
+    def plan(self, ngl: int, ctx: int, kv: str, fa: bool, moe: int = 0) -> MemoryPlan | None:
+        key = (ngl, ctx, kv, fa, moe)
         if key not in self.cache:
-            self.cache[key] = self._price(ngl, ctx, kv, fa)
+            self.cache[key] = self._price(ngl, ctx, kv, fa, moe)
         return self.cache[key]
 
-    def _price(self, ngl: int, ctx: int, kv: str, fa: bool) -> MemoryPlan | None:
+    def _price(self, ngl: int, ctx: int, kv: str, fa: bool, moe: int = 0) -> MemoryPlan | None:
         try:
-            plan = plan_memory(self.model, self.config(ngl, ctx, kv, fa), self.gpus, self.host,
+            plan = plan_memory(self.model, self.config(ngl, ctx, kv, fa, moe=moe), self.gpus, self.host,
                                self.wishes.margins)
             if ngl == 0 and self.gpus and not plan.fits and plan.host.fits:
                 # the GPU cannot hold the ops llama.cpp would offload to it: keep them on the CPU
@@ -97,17 +97,17 @@ class _Pricer:
         except ConfigError:
             return None
 
-    def fits(self, ngl: int, ctx: int, kv: str, fa: bool) -> bool:
-        key = (ngl, ctx, kv, fa)
-        if key not in self.cache and not self._may_fit(ngl, ctx, kv, fa):
+    def fits(self, ngl: int, ctx: int, kv: str, fa: bool, moe: int = 0) -> bool:
+        key = (ngl, ctx, kv, fa, moe)
+        if key not in self.cache and not self._may_fit(ngl, ctx, kv, fa, moe):
             return False
-        plan = self.plan(ngl, ctx, kv, fa)
+        plan = self.plan(ngl, ctx, kv, fa, moe)
         return plan is not None and plan.fits
 
-    def _may_fit(self, ngl: int, ctx: int, kv: str, fa: bool) -> bool:
+    def _may_fit(self, ngl: int, ctx: int, kv: str, fa: bool, moe: int = 0) -> bool:
         """Weights, KV and output alone (no compute buffers): cheap, and a lower bound."""
         try:
-            bound = plan_memory(self.model, self.config(ngl, ctx, kv, fa), self.gpus, self.host,
+            bound = plan_memory(self.model, self.config(ngl, ctx, kv, fa, moe=moe), self.gpus, self.host,
                                 self.wishes.margins, with_compute=False)
         except ConfigError:
             return False
@@ -174,6 +174,10 @@ def solve(model: ModelAnatomy, gpus: list[Device], host: Host, wishes: Wishes | 
 
     top = model.n_layer + 1 if gpus else 0
     best_key = _full_offload(pricer, top, floor, want, kv_types, fa_options) if top else None
+    if best_key is None and top and model.extra.get("n_expert"):
+        # a mixture of experts: keep attention and the KV cache on the GPU, experts of the first
+        # layers in host memory (llama.cpp's --n-cpu-moe), rather than dropping whole layers
+        best_key = _experts_on_cpu(pricer, top, want, kv_types, fa_options)
     if best_key is None:
         # not every layer fits: keep the whole context wanted, and as many layers as fit with it
         best_key = _most_layers_at(pricer, want, kv_types, fa_options)
@@ -194,6 +198,12 @@ def solve(model: ModelAnatomy, gpus: list[Device], host: Host, wishes: Wishes | 
     plan = pricer.plan(*best_key)
     assert plan is not None
     reasons = _reasons(plan, want, wishes, pricer, kv_types)
+    if plan.config.n_cpu_moe:
+        n_moe = plan.config.n_cpu_moe
+        layers_alone = pricer.most_layers(plan.resolved.n_ctx, plan.resolved.type_k.name, plan.config.flash_attn)
+        reasons.insert(1, f"Experts of the first {n_moe} of {model.n_layer} layers stay in host memory "
+                          f"(--n-cpu-moe {n_moe}); attention and the KV cache stay on the GPU"
+                          + (f", instead of only {layers_alone} whole layers on the GPU" if layers_alone else ""))
     alternatives = _alternatives(plan, pricer, want, kv_types, fa_options)
     return FitResult(plan, reasons, alternatives, want)
 
@@ -213,6 +223,26 @@ def _full_offload(pricer: _Pricer, top: int, floor: int, want: int, kv_types: li
         if best is not None and best[1] >= _pad(want):
             break
     return best
+
+
+def _experts_on_cpu(pricer: _Pricer, top: int, want: int, kv_types: list[str],
+                    fa_options: list[bool]) -> tuple[int, int, str, bool, int] | None:
+    """Every layer on the GPU with the fewest layers' experts kept in host memory."""
+    n_layer = pricer.model.n_layer
+    ctx = _pad(want)
+    for kv in kv_types:
+        for fa in fa_options:
+            if not pricer.fits(top, ctx, kv, fa, n_layer):
+                continue
+            lo, hi = 0, n_layer  # lo does not fit, hi fits
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                if pricer.fits(top, ctx, kv, fa, mid):
+                    hi = mid
+                else:
+                    lo = mid
+            return (top, ctx, kv, fa, hi)
+    return None
 
 
 def _most_layers_at(pricer: _Pricer, want: int, kv_types: list[str],
@@ -244,10 +274,12 @@ def evaluate(model: ModelAnatomy, config: LoadConfig, gpus: list[Device], host: 
 def _summary(plan: MemoryPlan) -> str:
     m, r = plan.model, plan.resolved
     units = m.n_layer + 1
+    gpus = ", ".join(d.name for d in plan.gpus if d.layers)
     where = {
-        "full_gpu": f"all {units} layers (the output layer included) on "
-                    f"{', '.join(d.name for d in plan.gpus if d.layers)}",
-        "partial_gpu": f"{plan.layers_on_gpu} of {units} layers on the GPU, {units - plan.layers_on_gpu} on the CPU",
+        "full_gpu": f"all {units} layers (the output layer included) on {gpus}",
+        "partial_gpu": (f"all {units} layers on {gpus}, the experts of {r.config.n_cpu_moe} of them in host memory"
+                        if r.config.n_cpu_moe and plan.layers_on_gpu >= units else
+                        f"{plan.layers_on_gpu} of {units} layers on the GPU, {units - plan.layers_on_gpu} on the CPU"),
         "cpu_only": "every layer on the CPU",
         "no_fit": "does not fit",
     }[plan.verdict]

@@ -93,7 +93,7 @@ class MemoryPlan:
         if not self.fits:
             return "no_fit"
         n_units = self.model.n_layer + 1
-        if self.layers_on_gpu >= n_units:
+        if self.layers_on_gpu >= n_units and not self.config.n_cpu_moe:
             return "full_gpu"
         if self.layers_on_gpu > 0:
             return "partial_gpu"

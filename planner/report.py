@@ -28,6 +28,7 @@ def _config_json(plan: MemoryPlan) -> dict[str, Any]:
         "tensor_split": list(c.tensor_split) or [1.0],
         "kv_unified": c.kv_unified,
         "op_offload": c.op_offload,
+        "n_cpu_moe": c.n_cpu_moe,
         "use_mmap": c.use_mmap,
     }
 

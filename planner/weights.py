@@ -11,6 +11,7 @@ matrices the CPU repacks for its SIMD units, copied into a CPU_REPACK buffer.
 from __future__ import annotations
 
 import bisect
+import re
 from dataclasses import dataclass, field
 
 from planner.backends import CPU, BackendRules, backend_rules
@@ -83,6 +84,10 @@ def repack_eligible(info: TensorInfo, features: frozenset[str]) -> bool:
     return False
 
 
+# common.h's LLM_FFN_EXPS_REGEX: the routed experts' matrices
+_EXPERT_RE = re.compile(r"\.ffn_(up|down|gate|gate_up)_(ch|)exps")
+
+
 def _is_matmul_weight(info: TensorInfo) -> bool:
     return len(info.shape) >= 2 and not info.name.endswith(".bias")
 
@@ -135,8 +140,13 @@ def weight_buffers(model: ModelAnatomy, r: Resolved, placement: LayerPlacement, 
         put(info, HOST, matmul=False)
     for layer in model.layers:
         device = placement.layers[layer.index]
+        keep_experts_on_host = layer.index < r.config.n_cpu_moe
         for info in layer.tensors:
-            put(info, device, _is_matmul_weight(info))
+            if keep_experts_on_host and _EXPERT_RE.search(info.name):
+                # llama.cpp's --n-cpu-moe: a tensor override to the CPU buffer types
+                put(info, HOST, True)
+            else:
+                put(info, device, _is_matmul_weight(info))
     # tensors outside blk.N that belong to the repeating layers (rope frequency tables)
     layer_devices = sorted(set(placement.layers))
     for info in model.other_tensors:

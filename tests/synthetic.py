@@ -9,7 +9,8 @@ from planner.model import ModelAnatomy, load_anatomy
 
 def llama_like(n_layer: int = 32, n_embd: int = 4096, n_head: int = 32, n_head_kv: int = 8, n_ff: int = 14336,
                n_vocab: int = 128256, n_ctx_train: int = 131072, weight: str = "q4_K", embd: str = "q6_K",
-               arch: str = "llama", name: str = "Synthetic 8B") -> ModelAnatomy:
+               arch: str = "llama", name: str = "Synthetic 8B", n_expert: int = 0, n_expert_used: int = 0,
+               n_ff_exp: int = 0) -> ModelAnatomy:
     """A Llama-3-8B-shaped header (Q4_K_M-like types), 4.9 GB of weights it does not have."""
     head = n_embd // n_head
     shapes: list[tuple[str, tuple[int, ...], str]] = [("token_embd.weight", (n_embd, n_vocab), embd)]
@@ -22,10 +23,20 @@ def llama_like(n_layer: int = 32, n_embd: int = 4096, n_head: int = 32, n_head_k
             (p + "attn_v.weight", (n_embd, n_head_kv * head), embd),
             (p + "attn_output.weight", (n_head * head, n_embd), weight),
             (p + "ffn_norm.weight", (n_embd,), "f32"),
-            (p + "ffn_gate.weight", (n_embd, n_ff), weight),
-            (p + "ffn_up.weight", (n_embd, n_ff), weight),
-            (p + "ffn_down.weight", (n_ff, n_embd), embd),
         ]
+        if n_expert:
+            shapes += [
+                (p + "ffn_gate_inp.weight", (n_embd, n_expert), "f32"),
+                (p + "ffn_gate_exps.weight", (n_embd, n_ff_exp, n_expert), weight),
+                (p + "ffn_up_exps.weight", (n_embd, n_ff_exp, n_expert), weight),
+                (p + "ffn_down_exps.weight", (n_ff_exp, n_embd, n_expert), embd),
+            ]
+        else:
+            shapes += [
+                (p + "ffn_gate.weight", (n_embd, n_ff), weight),
+                (p + "ffn_up.weight", (n_embd, n_ff), weight),
+                (p + "ffn_down.weight", (n_ff, n_embd), embd),
+            ]
     shapes += [("output_norm.weight", (n_embd,), "f32"), ("output.weight", (n_embd, n_vocab), embd)]
     offset = 4096
     tensors = {}
@@ -41,5 +52,8 @@ def llama_like(n_layer: int = 32, n_embd: int = 4096, n_head: int = 32, n_head_k
         f"{arch}.attention.head_count": n_head, f"{arch}.attention.head_count_kv": n_head_kv,
         "tokenizer.ggml.tokens": SkippedArray("string", n_vocab),
     }
+    if n_expert:
+        metadata.update({f"{arch}.expert_count": n_expert, f"{arch}.expert_used_count": n_expert_used,
+                         f"{arch}.expert_feed_forward_length": n_ff_exp})
     gfile = GGUFFile(f"/synthetic/{name}.gguf", 3, offset, 32, 4096, metadata, list(tensors.values()))
     return load_anatomy(GGUFModel(gfile.path, [gfile], metadata, tensors))

@@ -140,6 +140,9 @@ class Engine:
         if config.tensor_split:
             split = (ctypes.c_float * 16)(*config.tensor_split[:16])
             mparams.tensor_split = split
+        overrides = _expert_overrides(config.n_cpu_moe)
+        if overrides is not None:
+            mparams.tensor_buft_overrides = ctypes.cast(overrides, ctypes.c_void_p)
         cancelled = threading.Event()
 
         def on_progress(fraction: float, _user: ctypes.c_void_p) -> bool:
@@ -409,6 +412,36 @@ class Engine:
 
 class _Stopped(Exception):
     pass
+
+
+class _BuftOverride(ctypes.Structure):
+    """struct llama_model_tensor_buft_override { const char * pattern; ggml_backend_buffer_type_t buft; }"""
+
+    _fields_ = [("pattern", ctypes.c_char_p), ("buft", ctypes.c_void_p)]
+
+
+_override_keepalive: list[object] = []
+
+
+def _expert_overrides(n_cpu_moe: int):
+    """Tensor overrides that keep the routed experts of the first n layers in host memory
+    (what llama.cpp's --n-cpu-moe does)."""
+    if n_cpu_moe <= 0:
+        return None
+    from app.devices.ggml import library_dir
+
+    cpu = ctypes.CDLL(os.path.join(library_dir(), "libggml-cpu.so"))
+    cpu.ggml_backend_cpu_buffer_type.restype = ctypes.c_void_p
+    buft = cpu.ggml_backend_cpu_buffer_type()
+    patterns = [f"blk\\.{il}\\.ffn_(up|down|gate|gate_up)_(ch|)exps".encode() for il in range(n_cpu_moe)]
+    array = (_BuftOverride * (len(patterns) + 1))()
+    for i, pattern in enumerate(patterns):
+        array[i].pattern = pattern
+        array[i].buft = buft
+    array[len(patterns)].pattern = None
+    array[len(patterns)].buft = None
+    _override_keepalive[:] = [array, patterns, cpu]
+    return array
 
 
 def _find_stop(text: str, stops: tuple[str, ...]) -> int | None:
