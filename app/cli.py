@@ -86,6 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     wish = p.add_argument_group("wishes (the solver honours them)")
     wish.add_argument("--ctx", type=_non_negative_int, metavar="N",
                       help="context length in tokens (default: the trained context, at most 32768)")
+    wish.add_argument("--mmproj", metavar="FILE", help="a vision/audio projector (mmproj .gguf) loaded beside MODEL")
 
     fixed = p.add_argument_group("fixed configuration (evaluated as given, no solver)")
     fixed.add_argument("--ngl", type=int, metavar="N", help="GPU layers, output layer included (-1: all)")
@@ -96,6 +97,8 @@ def build_parser() -> argparse.ArgumentParser:
     fixed.add_argument("--batch", type=_positive_int, metavar="N", help="batch size (default 512)")
     fixed.add_argument("--swa-full", type=_on_off, metavar="on|off", help="full-size sliding-window cache")
     fixed.add_argument("--parallel", type=_positive_int, metavar="N", help="parallel sequences (default 1)")
+    fixed.add_argument("--n-cpu-moe", type=_non_negative_int, metavar="N",
+                       help="keep the experts of the first N layers in host memory (MoE models)")
     return p
 
 
@@ -132,9 +135,14 @@ def run_plan(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     margins = {d.name: args.margin for d in report.gpus} if args.margin is not None else {}
     model = load_anatomy(read_gguf(path))
+    projector = None
+    if args.mmproj:
+        from planner.projector import read_projector
+
+        projector = read_projector(args.mmproj)
 
     fixed = any(v is not None for v in (args.ngl, args.ctk, args.ctv, args.ubatch, args.batch, args.swa_full,
-                                         args.parallel)) or args.fa in ("on", "off")
+                                         args.parallel, args.n_cpu_moe)) or args.fa in ("on", "off")
     try:
         if fixed:
             ngl = args.ngl if args.ngl is not None else (model.n_layer + 1 if report.gpus else 0)
@@ -146,10 +154,12 @@ def run_plan(args: argparse.Namespace) -> int:
                 n_ctx=args.ctx if args.ctx is not None else min(model.n_ctx_train or 4096, 32768),
                 n_batch=args.batch or 512, n_ubatch=args.ubatch or 512, type_k=ctk, type_v=ctv,
                 flash_attn=fa, swa_full=bool(args.swa_full), n_seq_max=args.parallel or 1,
+                n_cpu_moe=args.n_cpu_moe or 0,
             )
-            result = evaluate(model, config, report.gpus, report.host, margins)
+            result = evaluate(model, config, report.gpus, report.host, margins, projector)
         else:
-            wishes = Wishes(n_ctx=args.ctx or None, flash_attn=args.fa or "auto", margins=margins)
+            wishes = Wishes(n_ctx=args.ctx or None, flash_attn=args.fa or "auto", margins=margins,
+                            projector=projector)
             result = solve(model, report.gpus, report.host, wishes)
     except ConfigError as exc:
         raise UsageError(str(exc)) from None

@@ -119,7 +119,11 @@ def compute_buffers(model: ModelAnatomy, r: Resolved, kv: KVLayout, placement: L
         return "host" if device == HOST else gpus[device].name
 
     backends = [SchedBackend(d.name, False, i) for i, d in enumerate(gpus)] + [SchedBackend(HOST_BUFFER, True, HOST)]
-    scheduler = Scheduler(backends, op_offload=op_offload)
+    # llama_context: pipeline parallelism needs several GPUs holding every layer, the KV cache offloaded,
+    # no tensor overrides, and devices with async compute and events (CUDA and ROCm have them)
+    pipeline = (len(gpus) > 1 and r.n_gpu_layers > model.n_layer and r.config.offload_kqv
+                and not r.config.n_cpu_moe and all(d.backend in ("cuda", "rocm") for d in gpus))
+    scheduler = Scheduler(backends, op_offload=op_offload, n_copies=4 if pipeline else 1)
     buffer_types = {d.name: _gpu_buffer_type(d.name, backend_rules(d.backend), r.n_ubatch) for d in gpus}
     buffer_types[HOST_BUFFER] = BufferType(HOST_BUFFER, CPU.alignment, lambda t: t.nbytes())
     backend_index = {b.name: i for i, b in enumerate(backends)}

@@ -16,6 +16,7 @@ from planner.devices import Device, Host, format_size
 from planner.errors import ConfigError
 from planner.memory import MemoryPlan, plan_memory
 from planner.model import ModelAnatomy
+from planner.projector import Projector
 
 # Without --ctx the planner aims for the trained context, but at most this many tokens.
 DEFAULT_CONTEXT_CAP = 32768
@@ -38,6 +39,7 @@ class Wishes:
     swa_full: bool = False
     margins: dict[str, int] = field(default_factory=dict)
     use_mmap: bool = True
+    projector: Projector | None = None
 
 
 @dataclass
@@ -88,11 +90,11 @@ class _Pricer:
     def _price(self, ngl: int, ctx: int, kv: str, fa: bool, moe: int = 0) -> MemoryPlan | None:
         try:
             plan = plan_memory(self.model, self.config(ngl, ctx, kv, fa, moe=moe), self.gpus, self.host,
-                               self.wishes.margins)
+                               self.wishes.margins, projector=self.wishes.projector)
             if ngl == 0 and self.gpus and not plan.fits and plan.host.fits:
                 # the GPU cannot hold the ops llama.cpp would offload to it: keep them on the CPU
                 plan = plan_memory(self.model, self.config(ngl, ctx, kv, fa, op_offload=False), self.gpus,
-                                   self.host, self.wishes.margins)
+                                   self.host, self.wishes.margins, projector=self.wishes.projector)
             return plan
         except ConfigError:
             return None
@@ -108,7 +110,7 @@ class _Pricer:
         """Weights, KV and output alone (no compute buffers): cheap, and a lower bound."""
         try:
             bound = plan_memory(self.model, self.config(ngl, ctx, kv, fa, moe=moe), self.gpus, self.host,
-                                self.wishes.margins, with_compute=False)
+                                self.wishes.margins, with_compute=False, projector=self.wishes.projector)
         except ConfigError:
             return False
         if ngl == 0:
@@ -260,9 +262,9 @@ def _most_layers_at(pricer: _Pricer, want: int, kv_types: list[str],
 
 
 def evaluate(model: ModelAnatomy, config: LoadConfig, gpus: list[Device], host: Host,
-             margins: dict[str, int] | None = None) -> FitResult:
+             margins: dict[str, int] | None = None, projector: Projector | None = None) -> FitResult:
     """A fixed configuration, priced as is (no solver)."""
-    plan = plan_memory(model, config, gpus, host, margins)
+    plan = plan_memory(model, config, gpus, host, margins, projector=projector)
     reasons = [_summary(plan)]
     if not plan.fits:
         reasons += _over_budget(plan)

@@ -10,6 +10,7 @@ from planner.config import LoadConfig, Resolved, resolve
 from planner.devices import Device, Host, MiB
 from planner.kv import KVLayout, kv_layout
 from planner.model import ModelAnatomy
+from planner.projector import Projector
 from planner.recurrent import rs_layout
 from planner.weights import HOST, LayerPlacement, place_layers, weight_buffers
 
@@ -104,6 +105,25 @@ class MemoryPlan:
         return sum(t.nbytes for t in self.kv.tensors)
 
 
+def _add_projector(projector: Projector, config: LoadConfig, gpus: list[Device], gpu_usage: list[DeviceUsage],
+                   host_usage: DeviceUsage, buffers: list[Buffer], estimates: list[str]) -> None:
+    """libmtmd loads the projector on the first GPU when there is one, else on the host."""
+    if gpus:
+        rules = backend_rules(gpus[0].backend)
+        target, name = gpu_usage[0], gpus[0].name
+    else:
+        rules, target, name = CPU, host_usage, "CPU"
+    weights = sum(rules.padded(rules.alloc_size(t.type, t.n_bytes, t.shape[0] if t.shape else 1))
+                  for t in projector.tensors)
+    compute = projector.compute_estimate(config.flash_attn)
+    target.weights += weights
+    target.compute += compute
+    buffers.append(Buffer(name, "projector_weights", name, weights))
+    buffers.append(Buffer(name, "projector_compute", name, compute))
+    estimates.append(f"{name}: the {projector.projector_type} projector's compute buffer "
+                     f"({compute // MiB} MiB for {projector.n_patches} patches) is estimated from the encoder's shape")
+
+
 def default_margin(device: Device | Host) -> int:
     """Safety margin kept free: 512 MiB on a GPU, 1 GiB (or 10% if smaller) of host RAM."""
     if isinstance(device, Device) and device.is_gpu:
@@ -112,7 +132,8 @@ def default_margin(device: Device | Host) -> int:
 
 
 def plan_memory(model: ModelAnatomy, config: LoadConfig, gpus: list[Device], host: Host,
-                margins: dict[str, int] | None = None, with_compute: bool = True) -> MemoryPlan:
+                margins: dict[str, int] | None = None, with_compute: bool = True,
+                projector: Projector | None = None) -> MemoryPlan:
     """Every buffer llama.cpp will allocate for `config`, placed on `gpus` and the host.
 
     with_compute=False skips the compute buffers (the costly part): a lower bound the
@@ -203,6 +224,8 @@ def plan_memory(model: ModelAnatomy, config: LoadConfig, gpus: list[Device], hos
                              "that has not yet been checked against a real GPU build")
         if d.unified:
             host_usage.shared += gpu_usage[idx].planned
+    if projector is not None:
+        _add_projector(projector, config, gpus_used, gpu_usage, host_usage, buffers, estimates)
     if not model.exact:
         estimates.extend(model.notes)
     return MemoryPlan(model, config, r, placement, kv, gpu_usage, host_usage, buffers, estimates)

@@ -50,6 +50,8 @@ class LayerAnatomy:
     is_swa: bool = False
     is_recurrent: bool = False
     has_kv: bool = True
+    # a multi-token-prediction layer: its tensors are skipped unless MTP is loaded
+    is_mtp: bool = False
 
     @property
     def weight_bytes(self) -> int:
@@ -107,8 +109,21 @@ class ModelAnatomy:
         return None
 
     @property
+    def n_layer_nextn(self) -> int:
+        return sum(1 for layer in self.layers if layer.is_mtp)
+
+    @property
+    def n_trunk(self) -> int:
+        """Layers the graph runs (llama_hparams::n_layer(): all blocks but the MTP ones)."""
+        return self.n_layer - self.n_layer_nextn
+
+    @property
+    def trunk_layers(self) -> list[LayerAnatomy]:
+        return [layer for layer in self.layers if not layer.is_mtp]
+
+    @property
     def weight_bytes(self) -> int:
-        return (sum(layer.weight_bytes for layer in self.layers)
+        return (sum(layer.weight_bytes for layer in self.layers if not layer.is_mtp)
                 + sum(t.n_bytes for t in self.input_tensors)
                 + sum(t.n_bytes for t in self.output_tensors)
                 + sum(t.n_bytes for t in self.other_tensors))
@@ -278,6 +293,12 @@ def load_anatomy(gguf: GGUFModel) -> ModelAnatomy:
     for layer in layers:
         layer.head_dim_k, layer.head_dim_v = head_k, head_v
 
+    n_nextn = meta.int_or("nextn_predict_layers", 0)
+    if 0 < n_nextn < n_layer:
+        for layer in layers[n_layer - n_nextn:]:
+            layer.is_mtp = True
+            layer.has_kv = False
+        anatomy.notes.append(f"{n_nextn} multi-token-prediction layer(s) are not loaded (their weights are skipped)")
     archs.apply_arch_rules(anatomy, meta)
 
     for layer in layers:

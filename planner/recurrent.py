@@ -61,7 +61,7 @@ def rs_layout(model: ModelAnatomy, r: Resolved) -> RSLayout:
     tensors: list[RSTensor] = []
     er, es = n_embd_r(model), n_embd_s(model)
     for layer in model.layers:
-        if layer.is_recurrent:
+        if layer.is_recurrent and not layer.is_mtp:
             tensors.append(RSTensor(layer.index, "r", F32, (er, rows)))
             tensors.append(RSTensor(layer.index, "s", F32, (es, rows)))
     return RSLayout(rows, tensors)

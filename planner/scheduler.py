@@ -55,10 +55,12 @@ class ScheduledGraph:
 
 
 class Scheduler:
-    def __init__(self, backends: list[SchedBackend], op_offload: bool = True) -> None:
+    def __init__(self, backends: list[SchedBackend], op_offload: bool = True, n_copies: int = 1) -> None:
         self.backends = backends
         self.cpu = len(backends) - 1
         self.op_offload = op_offload
+        # pipeline parallelism (several GPUs, full offload): inputs are kept in n_copies copies
+        self.n_copies = n_copies
 
     # -- helpers -----------------------------------------------------------------------------
 
@@ -234,6 +236,8 @@ class Scheduler:
                         copy = Tensor(src.type, src.ne, src.nb, name=f"{self.backends[cur].name}#{src.name}")
                         copies[key] = copy
                         copy.s_backend = cur
+                        if self.n_copies > 1:
+                            copy.flags |= FLAG_INPUT | FLAG_OUTPUT
                         pending.append((src, copy, cur))
                         all_copies.append(copy)
                         split_inputs += 1
@@ -263,8 +267,27 @@ class Scheduler:
                 if node.view_src is not None and id(node.view_src) in rewritten:
                     node.view_src = rewritten[id(node.view_src)]
 
-        leaf_backend = [self.backends[get(leaf) if get(leaf) != -1 else cpu].name for leaf in leafs]
-        return ScheduledGraph(final_nodes, list(leafs), out_backend, leaf_backend, n_splits, all_copies)
+        out_leafs: list[Tensor] = []
+        if self.n_copies > 1:
+            # inputs and split-input copies, n_copies of each, allocated first and never freed
+            for leaf in leafs:
+                if not leaf.flags & FLAG_INPUT:
+                    continue
+                leaf.flags |= FLAG_OUTPUT
+                out_leafs.append(leaf)
+                for _ in range(self.n_copies - 1):
+                    extra = Tensor(leaf.type, leaf.ne, leaf.nb, flags=FLAG_INPUT | FLAG_OUTPUT, name=leaf.name + "#c")
+                    extra.s_backend = get(leaf)
+                    out_leafs.append(extra)
+            for copy in all_copies:
+                out_leafs.append(copy)
+                for _ in range(self.n_copies - 1):
+                    extra = Tensor(copy.type, copy.ne, copy.nb, flags=FLAG_INPUT | FLAG_OUTPUT, name=copy.name + "#c")
+                    extra.s_backend = copy.s_backend
+                    out_leafs.append(extra)
+        out_leafs.extend(leafs)
+        leaf_backend = [self.backends[t.s_backend if t.s_backend != -1 else cpu].name for t in out_leafs]
+        return ScheduledGraph(final_nodes, out_leafs, out_backend, leaf_backend, n_splits, all_copies)
 
     def _insert_copies(self, out_nodes: list[Tensor], out_backend: list[str], at: int,
                        pending: list[tuple[Tensor, Tensor, int]]) -> None:

@@ -139,6 +139,8 @@ def weight_buffers(model: ModelAnatomy, r: Resolved, placement: LayerPlacement, 
     for info in model.input_tensors:
         put(info, HOST, matmul=False)
     for layer in model.layers:
+        if layer.is_mtp:
+            continue  # TENSOR_SKIP: multi-token-prediction weights are not loaded
         device = placement.layers[layer.index]
         keep_experts_on_host = layer.index < r.config.n_cpu_moe
         for info in layer.tensors:

@@ -130,3 +130,20 @@ def test_simulated_devices_from_the_environment(zoo: dict[str, Path], capsys: py
     (gpu,) = data["devices"]
     assert gpu["total"] == 6 * 1024**3 and gpu["free"] == 4 * 1024**3
     assert data["host"]["total"] == 16 * 1024**3
+
+
+def test_a_vision_projector_adds_its_weights_and_compute(tmp_path: Path, zoo: dict[str, Path]) -> None:
+    from tests.tiny_models import write_tiny_projector
+
+    mmproj = write_tiny_projector(tmp_path / "mmproj-tiny.gguf")
+    base = _run("--plan", str(zoo["llama-f16"]), "--json", "--vram", "8GiB")
+    with_proj = _run("--plan", str(zoo["llama-f16"]), "--json", "--vram", "8GiB", "--mmproj", str(mmproj))
+    assert base.returncode == with_proj.returncode == 0, with_proj.stderr
+    a, b = json.loads(base.stdout), json.loads(with_proj.stdout)
+    kinds = {buf["kind"]: buf["bytes"] for buf in b["buffers"] if buf["kind"].startswith("projector")}
+    assert kinds["projector_weights"] > 0 and kinds["projector_compute"] > 0
+    # the projector goes to the first GPU, and is named as an estimate where it is one
+    assert b["devices"][0]["planned"] >= a["devices"][0]["planned"] + kinds["projector_weights"]
+    assert any("projector" in e for e in b["estimates"])
+    not_clip = _run("--plan", str(zoo["llama-f16"]), "--mmproj", str(zoo["llama-f16"]))
+    assert not_clip.returncode == 1 and "not a multimodal projector" in not_clip.stderr

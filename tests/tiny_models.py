@@ -118,6 +118,9 @@ def _deepseek2_layer(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...]
             (p + "ffn_down_shexp.weight", (fe * ns, e), w)]
     if x.get(f"{a}.expert_gating_func") == 2:
         out.append((p + "exp_probs_b.bias", (ne,), f32))
+    if il >= spec.n_layer - x.get(f"{a}.nextn_predict_layers", 0):
+        out += [(p + "nextn.eh_proj.weight", (2 * e, e), w), (p + "nextn.enorm.weight", (e,), f32),
+                (p + "nextn.hnorm.weight", (e,), f32), (p + "nextn.shared_head_norm.weight", (e,), f32)]
     return out
 
 
@@ -326,6 +329,13 @@ ZOO: dict[str, TinySpec] = {
                               "deepseek2.attention.key_length_mla": 64, "deepseek2.attention.value_length_mla": 32,
                               "deepseek2.rope.dimension_count": 32, "deepseek2.leading_dense_block_count": 1,
                               "deepseek2.expert_shared_count": 1}),
+    "deepseek2-mtp": TinySpec("deepseek2", n_layer=5, n_head=4, n_head_kv=1, head_dim=96, n_expert=8,
+                              n_expert_used=2, n_ff_exp=32, n_ff=128, name="tiny-glm-mtp", extra_kv={
+                                  "deepseek2.attention.kv_lora_rank": 64, "deepseek2.attention.q_lora_rank": 32,
+                                  "deepseek2.attention.key_length_mla": 64,
+                                  "deepseek2.attention.value_length_mla": 32,
+                                  "deepseek2.rope.dimension_count": 32, "deepseek2.leading_dense_block_count": 1,
+                                  "deepseek2.expert_shared_count": 1, "deepseek2.nextn_predict_layers": 1}),
     "deepseek3": TinySpec("deepseek2", n_head=4, n_head_kv=1, head_dim=96, n_expert=8, n_expert_used=2,
                           n_ff_exp=32, n_ff=128, name="tiny-deepseek-v3", extra_kv={
                               "deepseek2.attention.kv_lora_rank": 64, "deepseek2.attention.q_lora_rank": 32,
@@ -352,3 +362,34 @@ ZOO: dict[str, TinySpec] = {
     "gemma3": TinySpec("gemma3", n_layer=6, n_swa=512, head_dim=64, n_head_kv=1, output_type=None,
                        weight_type=Q.Q4_0, embd_type=Q.Q8_0, n_vocab=4096),
 }
+
+
+def write_tiny_projector(path: str | Path, image_size: int = 224, patch_size: int = 14, n_embd: int = 128,
+                         n_layer: int = 2, seed: int = 0) -> Path:
+    """A small CLIP-style vision projector (mmproj) header with random weights."""
+    path = Path(path)
+    rng = np.random.default_rng(seed)
+    writer = gguf.GGUFWriter(str(path), "clip")
+    writer.add_string("clip.projector_type", "mlp")
+    writer.add_bool("clip.has_vision_encoder", True)
+    writer.add_uint32("clip.vision.image_size", image_size)
+    writer.add_uint32("clip.vision.patch_size", patch_size)
+    writer.add_uint32("clip.vision.embedding_length", n_embd)
+    writer.add_uint32("clip.vision.feed_forward_length", 4 * n_embd)
+    writer.add_uint32("clip.vision.attention.head_count", 4)
+    writer.add_uint32("clip.vision.block_count", n_layer)
+    shapes = [("v.patch_embd.weight", (patch_size, patch_size, 3, n_embd), Q.F16)]
+    for il in range(n_layer):
+        p = f"v.blk.{il}."
+        shapes += [(p + "attn_qkv.weight", (n_embd, 3 * n_embd), Q.F16),
+                   (p + "ffn_up.weight", (n_embd, 4 * n_embd), Q.F16),
+                   (p + "ffn_down.weight", (4 * n_embd, n_embd), Q.F16)]
+    shapes.append(("mm.0.weight", (n_embd, 256), Q.F16))
+    for name, shape, t in shapes:
+        data, _ = _random_tensor(rng, shape, t)
+        writer.add_tensor(name, data)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path

@@ -25,7 +25,7 @@ def build_deepseek2(ctx: GraphContext) -> None:
     inp_pos = ctx.build_inp_pos()
     inp_attn = ctx.build_attn_inp_k() if is_mla else ctx.build_attn_inp_kv()
     out_ids = ctx.build_inp_out_ids()
-    for layer in m.layers:
+    for layer in m.trunk_layers:
         il = layer.index
         n_head = layer.n_head
         inp_sa = inp_l
@@ -69,7 +69,7 @@ def build_deepseek2(ctx: GraphContext) -> None:
             if attn_scale is not None:
                 q_cur = g.mul(q_cur, attn_scale)
             cur = ctx.build_attn(inp_attn, layer, w.layer(il, "attn_output.weight"), None, q_cur, k_cur, v_cur)
-        if il == m.n_layer - 1:
+        if il == m.n_trunk - 1:
             cur = g.get_rows(cur, out_ids)
             inp_sa = g.get_rows(inp_sa, out_ids)
         ffn_inp = g.add(cur, inp_sa)

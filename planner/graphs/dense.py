@@ -42,7 +42,7 @@ def build_llama(ctx: GraphContext) -> None:
     inp_pos = ctx.build_inp_pos()
     inp_attn = ctx.build_attn_inp_kv()
     out_ids = ctx.build_inp_out_ids()
-    for layer in m.layers:
+    for layer in m.trunk_layers:
         il = layer.index
         inp_sa = inp_l
         cur = ctx.build_norm(inp_l, w.layer(il, "attn_norm.weight"), il=il)
@@ -65,7 +65,7 @@ def build_llama(ctx: GraphContext) -> None:
         k = g.rope(k, inp_pos, freqs)
         cur = ctx.build_attn(inp_attn, layer, w.layer(il, "attn_output.weight"), w.layer(il, "attn_output.bias"),
                              q, k, v)
-        if il == m.n_layer - 1:
+        if il == m.n_trunk - 1:
             cur = g.get_rows(cur, out_ids)
             inp_sa = g.get_rows(inp_sa, out_ids)
         ffn_inp = g.add(cur, inp_sa)
@@ -95,7 +95,7 @@ def build_phi3(ctx: GraphContext) -> None:
     inp_pos = ctx.build_inp_pos()
     inp_attn = ctx.build_attn_inp_kv()
     out_ids = ctx.build_inp_out_ids()
-    for layer in m.layers:
+    for layer in m.trunk_layers:
         il = layer.index
         residual = inp_l
         normed = ctx.build_norm(inp_l, w.layer(il, "attn_norm.weight"), w.layer(il, "attn_norm.bias"), il=il)
@@ -106,7 +106,7 @@ def build_phi3(ctx: GraphContext) -> None:
         q = g.scale(q)
         cur = ctx.build_attn(inp_attn, layer, w.layer(il, "attn_output.weight"), w.layer(il, "attn_output.bias"),
                              q, k, v)
-        if il == m.n_layer - 1:
+        if il == m.n_trunk - 1:
             cur = g.get_rows(cur, out_ids)
             residual = g.get_rows(residual, out_ids)
         cur = g.add(cur, residual)
@@ -125,7 +125,7 @@ def build_gemma(ctx: GraphContext) -> None:
     inp_pos = ctx.build_inp_pos()
     inp_attn = ctx.build_attn_inp_kv()
     out_ids = ctx.build_inp_out_ids()
-    for layer in m.layers:
+    for layer in m.trunk_layers:
         il = layer.index
         cur = ctx.build_norm(inp_l, w.layer(il, "attn_norm.weight"), il=il)
         q, k, v = ctx.build_qkv(layer, cur, layer.head_dim_k, layer.n_head, layer.head_dim_k, layer.n_head_kv)
@@ -133,7 +133,7 @@ def build_gemma(ctx: GraphContext) -> None:
         k = g.rope(k, inp_pos)
         q = g.scale(q)
         cur = ctx.build_attn(inp_attn, layer, w.layer(il, "attn_output.weight"), None, q, k, v)
-        if il == m.n_layer - 1:
+        if il == m.n_trunk - 1:
             cur = g.get_rows(cur, out_ids)
             inp_l = g.get_rows(inp_l, out_ids)
         sa_out = g.add(cur, inp_l)
@@ -158,7 +158,7 @@ def build_gemma2_3(ctx: GraphContext) -> None:
     else:
         inp_full = inp_swa = ctx.build_attn_inp_kv()
     out_ids = ctx.build_inp_out_ids()
-    for layer in m.layers:
+    for layer in m.trunk_layers:
         il = layer.index
         cur = ctx.build_norm(inp_l, w.layer(il, "attn_norm.weight"), il=il)
         q, k, v = ctx.build_qkv(layer, cur, layer.head_dim_k, layer.n_head, layer.head_dim_k, layer.n_head_kv)
@@ -172,7 +172,7 @@ def build_gemma2_3(ctx: GraphContext) -> None:
         inp = inp_swa if layer.is_swa else inp_full
         cur = ctx.build_attn(inp, layer, w.layer(il, "attn_output.weight"), None, q, k, v,
                              iswa=iswa, softcap=m.f_attn_softcap > 0)
-        if il == m.n_layer - 1:
+        if il == m.n_trunk - 1:
             cur = g.get_rows(cur, out_ids)
             inp_l = g.get_rows(inp_l, out_ids)
         cur = ctx.build_norm(cur, w.layer(il, "post_attention_norm.weight"), il=il)

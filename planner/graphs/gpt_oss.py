@@ -13,7 +13,7 @@ def build_gpt_oss(ctx: GraphContext) -> None:
     inp_full = ctx.build_attn_inp_kv(swa=False)
     inp_swa = ctx.build_attn_inp_kv(swa=True)
     out_ids = ctx.build_inp_out_ids()
-    for layer in m.layers:
+    for layer in m.trunk_layers:
         il = layer.index
         inp_sa = inp_l
         cur = ctx.build_norm(inp_l, w.layer(il, "attn_norm.weight"), il=il)

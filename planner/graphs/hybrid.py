@@ -46,7 +46,7 @@ def build_lfm2(ctx: GraphContext) -> None:
         inp_full = inp_swa = ctx.build_attn_inp_kv()
     inp_pos = ctx.build_inp_pos()
     out_ids = ctx.build_inp_out_ids()
-    for layer in m.layers:
+    for layer in m.trunk_layers:
         il = layer.index
         prev = cur
         cur = ctx.build_norm(cur, w.layer(il, "attn_norm.weight"), il=il)
@@ -61,7 +61,7 @@ def build_lfm2(ctx: GraphContext) -> None:
             k = g.rope(k, inp_pos)
             inp = inp_swa if layer.is_swa else inp_full
             cur = ctx.build_attn(inp, layer, w.layer(il, "attn_output.weight"), None, q, k, v, iswa=iswa)
-        if il == m.n_layer - 1:
+        if il == m.n_trunk - 1:
             cur = g.get_rows(cur, out_ids)
             prev = g.get_rows(prev, out_ids)
         cur = g.add(prev, cur)
@@ -87,7 +87,7 @@ def build_granite_hybrid(ctx: GraphContext) -> None:
     inp_attn = ctx.build_attn_inp_kv()
     out_ids = ctx.build_inp_out_ids()
     inp_pos = ctx.build_inp_pos() if x.get("rope", True) else None
-    for layer in m.layers:
+    for layer in m.trunk_layers:
         il = layer.index
         inp_sa = inp_l
         cur = ctx.build_norm(inp_l, w.layer(il, "attn_norm.weight"), il=il)
@@ -102,7 +102,7 @@ def build_granite_hybrid(ctx: GraphContext) -> None:
                 k = g.rope(k, inp_pos, freqs)
             cur = ctx.build_attn(inp_attn, layer, w.layer(il, "attn_output.weight"),
                                  w.layer(il, "attn_output.bias"), q, k, v)
-        if il == m.n_layer - 1:
+        if il == m.n_trunk - 1:
             cur = g.get_rows(cur, out_ids)
             inp_sa = g.get_rows(inp_sa, out_ids)
         if x.get("f_residual_scale"):

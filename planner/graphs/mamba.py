@@ -130,11 +130,11 @@ def build_mamba(ctx: GraphContext) -> None:
     rs_inp = ctx.build_rs_inp()
     out_ids = ctx.build_inp_out_ids()
     layer_fn = mamba2_layer if m.architecture == "mamba2" else mamba_layer
-    for layer in m.layers:
+    for layer in m.trunk_layers:
         il = layer.index
         cur = ctx.build_norm(inp_l, w.layer(il, "attn_norm.weight"), il=il)
         cur = layer_fn(ctx, rs_inp, cur, il)
-        if il == m.n_layer - 1:
+        if il == m.n_trunk - 1:
             cur = g.get_rows(cur, out_ids)
             inp_l = g.get_rows(inp_l, out_ids)
         inp_l = g.add(cur, inp_l)
