@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from planner.errors import GGUFError
 from planner.model import SWA_STANDARD, swa_pattern
 
 if TYPE_CHECKING:
@@ -106,6 +107,9 @@ def _ssm(anatomy: ModelAnatomy, meta: _Meta) -> None:
     x["ssm_dt_rank"] = meta.int_or("ssm.time_step_rank", 0)
     x["ssm_n_group"] = meta.int_or("ssm.group_count", 0)
     x["ssm_dt_b_c_rms"] = bool(meta.get("ssm.dt_b_c_rms", False))
+    for key in ("ssm_d_conv", "ssm_d_inner", "ssm_d_state", "ssm_dt_rank"):
+        if not 0 < x[key] <= 1 << 20:
+            raise GGUFError(anatomy.path, f"{anatomy.architecture}: {key.replace('_', ' ')} {x[key]} is out of range")
 
 
 def _mamba(anatomy: ModelAnatomy, meta: _Meta) -> None:

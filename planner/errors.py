@@ -18,3 +18,12 @@ class GGUFError(PlannerError):
 
 class ConfigError(PlannerError):
     """A configuration llama.cpp would refuse (with the reason it gives)."""
+
+
+class ModelError(PlannerError):
+    """The header reads, but describes a model llama.cpp would refuse (missing or ill-fitting tensors)."""
+
+    def __init__(self, path: str, problem: str) -> None:
+        super().__init__(f"{path}: {problem}")
+        self.path = path
+        self.problem = problem

@@ -27,6 +27,10 @@ MAX_DIMS = 4
 MAX_NAME_LENGTH = 63  # GGML_MAX_NAME - 1
 # Arrays longer than this are skipped: only their type and length are kept.
 MAX_KEPT_ARRAY = 4096
+# Longer string values (and string arrays holding more bytes) are skipped too, so a
+# hostile length can never make the reader copy a large part of the file into memory.
+MAX_KEPT_STRING = 1024 * 1024
+MAX_KEY_LENGTH = 65535
 
 # GGUF value types
 _UINT8, _INT8, _UINT16, _INT16, _UINT32, _INT32, _FLOAT32, _BOOL, _STRING, _ARRAY, _UINT64, _INT64, _FLOAT64 = range(13)
@@ -152,10 +156,14 @@ class _Cursor:
         self.pos += 8
         return value
 
-    def string(self, what: str) -> str:
+    def string(self, what: str, limit: int | None = None) -> str | SkippedArray:
+        """A length-prefixed string; one longer than `limit` is skipped (its length kept)."""
         length = self.u64(f"length of {what}")
         if length > self.end - self.pos:
             raise self.fail(f"{what} claims {length} bytes but only {self.end - self.pos} are left")
+        if limit is not None and length > limit:
+            self.pos += length
+            return SkippedArray("string bytes", length)
         raw = bytes(self.buf[self.pos:self.pos + length])
         self.pos += length
         return raw.decode("utf-8", errors="replace")
@@ -184,7 +192,7 @@ class _Cursor:
 
 def _read_value(cur: _Cursor, type_id: int, key: str) -> Any:
     if type_id == _STRING:
-        return cur.string(f"value of {key!r}")
+        return cur.string(f"value of {key!r}", MAX_KEPT_STRING)
     if type_id in _SCALAR_FORMATS:
         return cur.scalar(type_id, f"value of {key!r}")
     if type_id != _ARRAY:
@@ -197,10 +205,15 @@ def _read_value(cur: _Cursor, type_id: int, key: str) -> Any:
         # each string takes at least its 8-byte length
         if count > (cur.end - cur.pos) // 8:
             raise cur.fail(f"array {key!r} claims {count} strings, more than the file can hold")
+        start = cur.pos
         if count > MAX_KEPT_ARRAY:
             cur.skip_strings(count, key)
             return SkippedArray("string", count)
-        return [cur.string(f"{key}[{i}]") for i in range(count)]
+        cur.skip_strings(count, key)
+        if cur.pos - start > MAX_KEPT_STRING:
+            return SkippedArray("string", count)
+        cur.pos = start
+        return [str(cur.string(f"{key}[{i}]")) for i in range(count)]
     fmt = _SCALAR_FORMATS.get(elem_type)
     if fmt is None:
         raise cur.fail(f"array {key!r} has unknown element type {elem_type}")
@@ -237,7 +250,9 @@ def _parse(buf: Any, path: str, file_size: int, shard: int) -> GGUFFile:
 
     metadata: dict[str, Any] = {}
     for index in range(n_kv):
-        key = cur.string(f"key #{index}")
+        key = cur.string(f"key #{index}", MAX_KEY_LENGTH)
+        if isinstance(key, SkippedArray):
+            raise cur.fail(f"metadata key #{index} is {key.length} bytes long")
         if not key:
             raise cur.fail(f"metadata key #{index} is empty")
         if key in metadata:
@@ -252,8 +267,8 @@ def _parse(buf: Any, path: str, file_size: int, shard: int) -> GGUFFile:
     infos: list[tuple[str, tuple[int, ...], GGMLType, int]] = []
     seen: set[str] = set()
     for index in range(n_tensors):
-        name = cur.string(f"name of tensor #{index}")
-        if len(name.encode()) > MAX_NAME_LENGTH:
+        name = cur.string(f"name of tensor #{index}", MAX_NAME_LENGTH)
+        if isinstance(name, SkippedArray) or len(name.encode()) > MAX_NAME_LENGTH:
             raise cur.fail(f"tensor #{index} name is longer than {MAX_NAME_LENGTH} bytes")
         if name in seen:
             raise cur.fail(f"duplicate tensor name {name!r}")

@@ -8,6 +8,7 @@ from planner.backends import CPU, backend_rules
 from planner.compute import HOST_BUFFER, compute_buffers
 from planner.config import LoadConfig, Resolved, resolve
 from planner.devices import Device, Host, MiB
+from planner.errors import ModelError, PlannerError
 from planner.kv import KVLayout, kv_layout
 from planner.model import ModelAnatomy
 from planner.projector import Projector
@@ -137,8 +138,20 @@ def plan_memory(model: ModelAnatomy, config: LoadConfig, gpus: list[Device], hos
     """Every buffer llama.cpp will allocate for `config`, placed on `gpus` and the host.
 
     with_compute=False skips the compute buffers (the costly part): a lower bound the
-    solver uses to rule candidates out cheaply.
+    solver uses to rule candidates out cheaply. A header whose tensors do not fit
+    together (llama.cpp would refuse it) ends in a ModelError, never a crash.
     """
+    try:
+        return _plan_memory(model, config, gpus, host, margins, with_compute, projector)
+    except PlannerError:
+        raise
+    except (ArithmeticError, ValueError, IndexError, KeyError, AssertionError, TypeError, RecursionError) as exc:
+        raise ModelError(model.path, f"the model's tensors and hyper-parameters do not fit together "
+                                     f"({type(exc).__name__}: {exc})") from None
+
+
+def _plan_memory(model: ModelAnatomy, config: LoadConfig, gpus: list[Device], host: Host,
+                 margins: dict[str, int] | None, with_compute: bool, projector: Projector | None) -> MemoryPlan:
     margins = margins or {}
     r = resolve(model, config)
     # a GPU backend is created (and used for offloaded ops) unless nothing at all goes there

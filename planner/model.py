@@ -212,6 +212,13 @@ def _vocab_size(gguf: GGUFModel, meta: _Meta) -> int:
     raise GGUFError(gguf.path, "cannot tell the vocabulary size: no tokenizer.ggml.tokens and no token_embd")
 
 
+def _checked_vocab(gguf: GGUFModel, meta: _Meta) -> int:
+    n_vocab = _vocab_size(gguf, meta)
+    if not 0 < n_vocab <= 1 << 24:
+        raise GGUFError(gguf.path, f"vocabulary size {n_vocab} is out of range")
+    return n_vocab
+
+
 def swa_pattern(n_layer: int, n_pattern: int, dense_first: bool = False) -> list[bool]:
     """llama_hparams::set_swa_pattern: which layers use the sliding window."""
     if dense_first:
@@ -232,10 +239,14 @@ def load_anatomy(gguf: GGUFModel) -> ModelAnatomy:
     if not 0 < n_layer <= 512:
         raise GGUFError(gguf.path, f"{arch}.block_count {n_layer} is out of range")
     n_embd = meta.require_int("embedding_length")
+    if not 0 < n_embd <= 1 << 20:
+        raise GGUFError(gguf.path, f"{arch}.embedding_length {n_embd} is out of range")
     n_ctx_train = meta.int_or("context_length", 0)
     n_head = meta.per_layer("attention.head_count", n_layer, 0)
     n_head_kv = meta.per_layer("attention.head_count_kv", n_layer, -1)
     n_head_kv = [h if kv < 0 else kv for h, kv in zip(n_head, n_head_kv)]
+    if any(not 0 <= h <= 65536 for h in n_head + n_head_kv):
+        raise GGUFError(gguf.path, f"{arch}.attention.head_count(_kv) is out of range")
     n_ff = meta.per_layer("feed_forward_length", n_layer, 0)
 
     head0 = n_head[0] if n_head else 0
@@ -243,6 +254,8 @@ def load_anatomy(gguf: GGUFModel) -> ModelAnatomy:
         head_k = meta.int_or("attention.key_length", n_embd // head0)
         head_v = meta.int_or("attention.value_length", n_embd // head0)
         rope_dims = meta.int_or("rope.dimension_count", head_k)
+        if not (0 < head_k <= 1 << 16 and 0 <= head_v <= 1 << 16):
+            raise GGUFError(gguf.path, f"attention head sizes {head_k}/{head_v} are out of range")
     else:
         head_k = head_v = rope_dims = 0
     head_k_swa = meta.int_or("attention.key_length_swa", head_k)
@@ -275,13 +288,13 @@ def load_anatomy(gguf: GGUFModel) -> ModelAnatomy:
     anatomy = ModelAnatomy(
         path=gguf.path,
         architecture=arch,
-        name=str(name) if name else gguf.path.rsplit("/", 1)[-1],
+        name=name if isinstance(name, str) and name else gguf.path.rsplit("/", 1)[-1],
         file_bytes=gguf.file_bytes,
         n_params=sum(t.n_elements for t in gguf.tensors.values()),
         n_layer=n_layer,
         n_ctx_train=n_ctx_train,
         n_embd=n_embd,
-        n_vocab=_vocab_size(gguf, meta),
+        n_vocab=_checked_vocab(gguf, meta),
         layers=layers,
         input_tensors=input_tensors,
         output_tensors=output_tensors,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from planner.errors import ModelError
 from planner.ggml_graph import F16, F32, FLAG_OUTPUT, I32, I64, Graph, Tensor, row_size
 from planner.ggml_types import GGMLType
 from planner.model import LayerAnatomy, ModelAnatomy
@@ -547,7 +548,8 @@ class WeightSet:
     def get(self, name: str, duplicate: bool = False) -> Tensor:
         tensor = self.get_optional(name, duplicate)
         if tensor is None:
-            raise KeyError(name)
+            raise ModelError(self.model.path, f"required tensor {name!r} is missing: not a complete "
+                                              f"{self.model.architecture} model (llama.cpp would refuse it)")
         return tensor
 
     def layer(self, il: int, suffix: str) -> Tensor | None:
