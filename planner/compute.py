@@ -159,6 +159,21 @@ def compute_buffers(model: ModelAnatomy, r: Resolved, kv: KVLayout, placement: L
     return ComputeBuffers(sizes, n_nodes, n_splits)
 
 
+def estimate_compute(model: ModelAnatomy, r: Resolved) -> int:
+    """A rough compute buffer for architectures without a graph builder (named as an estimate).
+
+    The peak of a decoder's reserve graph is the logits of a full micro-batch plus a few
+    activations, or, without flash attention, the attention matrix of one layer.
+    """
+    n_tok = r.reserve_tokens
+    logits = model.n_vocab * n_tok * 4
+    hidden = model.n_embd * n_tok * 4
+    n_head = max((layer.n_head for layer in model.layers), default=0)
+    ffn = max((layer.n_ff for layer in model.layers), default=0) * n_tok * 4
+    attn = 0 if r.config.flash_attn else r.n_ctx_seq * n_tok * max(n_head, 1) * 4
+    return max(logits + 3 * hidden, attn + 4 * hidden, 3 * ffn + 2 * hidden)
+
+
 def compute_buffers_cpu(model: ModelAnatomy, r: Resolved, kv: KVLayout) -> ComputeBuffers:
     """Compute buffer of a CPU-only run (one backend, one buffer)."""
     return compute_buffers(model, r, kv)

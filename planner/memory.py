@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from planner.backends import CPU, backend_rules
-from planner.compute import HOST_BUFFER, compute_buffers
+from planner.compute import HOST_BUFFER, compute_buffers, estimate_compute
 from planner.config import LoadConfig, Resolved, resolve
 from planner.devices import Device, Host, MiB
 from planner.errors import ModelError, PlannerError
@@ -159,11 +159,19 @@ def _plan_memory(model: ModelAnatomy, config: LoadConfig, gpus: list[Device], ho
     placement = place_layers(model, r, gpus_used)
     kv = kv_layout(model, r)
     wb = weight_buffers(model, r, placement, gpus_used, host.cpu_features)
+    compute_sizes: dict[str, int] = {}
+    estimated_compute = False
     if with_compute:
-        cb = compute_buffers(model, r, kv, placement, gpus_used, wb, op_offload=config.op_offload)
-        compute_sizes = cb.sizes
-    else:
-        compute_sizes = {}
+        try:
+            compute_sizes = compute_buffers(model, r, kv, placement, gpus_used, wb,
+                                            op_offload=config.op_offload).sizes
+        except PlannerError:
+            if model.exact:
+                raise
+            # no graph builder fits this architecture: a rough figure, on the device of the output layer
+            estimated_compute = True
+            where = HOST_BUFFER if placement.output == HOST or not gpus_used else gpus_used[placement.output].name
+            compute_sizes = {where: estimate_compute(model, r)}
 
     gpu_usage = [
         DeviceUsage(d.name, "gpu", d.backend, d.total, d.free, margins.get(d.name, default_margin(d)))
@@ -241,4 +249,7 @@ def _plan_memory(model: ModelAnatomy, config: LoadConfig, gpus: list[Device], ho
         _add_projector(projector, config, gpus_used, gpu_usage, host_usage, buffers, estimates)
     if not model.exact:
         estimates.extend(model.notes)
+    if estimated_compute:
+        estimates.append("compute buffers are a rough estimate (logits, activations and attention of one "
+                         "micro-batch): this architecture's graph is not modelled yet")
     return MemoryPlan(model, config, r, placement, kv, gpu_usage, host_usage, buffers, estimates)

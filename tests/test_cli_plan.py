@@ -147,3 +147,35 @@ def test_a_vision_projector_adds_its_weights_and_compute(tmp_path: Path, zoo: di
     assert any("projector" in e for e in b["estimates"])
     not_clip = _run("--plan", str(zoo["llama-f16"]), "--mmproj", str(zoo["llama-f16"]))
     assert not_clip.returncode == 1 and "not a multimodal projector" in not_clip.stderr
+
+
+def test_an_unknown_architecture_gets_an_estimate_not_a_crash(tmp_path: Path) -> None:
+    import gguf as gguf_lib
+
+    from tests.tiny_models import ZOO, write_tiny_model
+
+    # Mamba's tensors under an architecture name the planner has never heard of
+    src = write_tiny_model(tmp_path / "mamba.gguf", ZOO["mamba"])
+    reader = gguf_lib.GGUFReader(src)
+    writer = gguf_lib.GGUFWriter(str(tmp_path / "mystery.gguf"), "mystery")
+    for field in reader.fields.values():
+        if field.name.startswith("GGUF.") or field.name == "general.architecture":
+            continue
+        name = field.name.replace("mamba.", "mystery.")
+        vtype = field.types[0]
+        if vtype == gguf_lib.GGUFValueType.ARRAY:
+            writer.add_key_value(name, field.contents(), vtype, sub_type=field.types[-1])
+        else:
+            writer.add_key_value(name, field.contents(), vtype)
+    for t in reader.tensors:
+        writer.add_tensor(t.name, t.data)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    proc = _run("--plan", str(tmp_path / "mystery.gguf"), "--json", "--cpu")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["model"]["exact"] is False
+    assert any("compute buffers are a rough estimate" in e for e in data["estimates"])
+    assert data["host"]["compute"] > 0
