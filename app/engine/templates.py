@@ -14,6 +14,8 @@ from typing import Any
 MAX_TEMPLATE_BYTES = 256 * 1024
 MAX_RENDER_CHARS = 4 * 1024 * 1024
 MAX_RENDER_STEPS = 200_000
+MAX_RENDER_SECONDS = 2.0
+MAX_TEMPLATE_RANGE = 10_000
 
 
 class TemplateError(RuntimeError):
@@ -40,18 +42,24 @@ class ChatFormat:
 # --- sandboxed Jinja ---------------------------------------------------------------------------
 
 def _sandbox():  # imported lazily: jinja2 is only needed once a model with a template is loaded
+    import time
+
     from jinja2.exceptions import SecurityError
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 
     class BoundedSandbox(ImmutableSandboxedEnvironment):
-        """Counts attribute lookups and calls; a template that does too much work is stopped."""
+        """Counts attribute lookups, calls, loop steps over ranges and outputs; a template that
+        does too much work, or takes too long, is stopped."""
 
         steps = 0
+        started = 0.0
 
         def _tick(self) -> None:
             self.steps += 1
             if self.steps > MAX_RENDER_STEPS:
                 raise SecurityError("the chat template does too much work")
+            if self.steps % 1024 == 0 and time.perf_counter() - self.started > MAX_RENDER_SECONDS:
+                raise SecurityError("the chat template takes too long")
 
         def getattr(self, obj: Any, attribute: str) -> Any:
             self._tick()
@@ -73,12 +81,26 @@ def render_jinja(template: str, messages: list[Message], bos: str, eos: str,
     if len(template.encode("utf-8", errors="replace")) > MAX_TEMPLATE_BYTES:
         raise TemplateError(f"the chat template is larger than {MAX_TEMPLATE_BYTES // 1024} KiB")
     from jinja2 import TemplateError as JinjaError
-    from jinja2 import sandbox
 
     bounded, security_error = _sandbox()
+    import time
+
     env = bounded(trim_blocks=True, lstrip_blocks=True)
-    old_range = sandbox.MAX_RANGE
-    sandbox.MAX_RANGE = 10_000
+    env.started = time.perf_counter()
+
+    def finalize(value: object) -> object:
+        env._tick()
+        return value
+
+    env.finalize = finalize
+
+    def counted_range(*args: int):
+        values = range(*args)
+        if len(values) > MAX_TEMPLATE_RANGE:
+            raise OverflowError(f"the chat template asks for a range of {len(values):,} items")
+        for value in values:
+            env._tick()
+            yield value
 
     def raise_exception(message: str) -> None:
         raise TemplateError(f"the chat template refused: {message}")
@@ -88,7 +110,7 @@ def render_jinja(template: str, messages: list[Message], bos: str, eos: str,
 
         return datetime.datetime.now().strftime(fmt)
 
-    env.globals.update(raise_exception=raise_exception, strftime_now=strftime_now)
+    env.globals.update(raise_exception=raise_exception, strftime_now=strftime_now, range=counted_range)
     try:
         compiled = env.from_string(template)
         out = compiled.render(messages=[{"role": m.role, "content": m.content} for m in messages],
@@ -98,10 +120,9 @@ def render_jinja(template: str, messages: list[Message], bos: str, eos: str,
         raise
     except security_error as exc:
         raise TemplateError(f"the chat template was stopped: {exc}") from None
-    except (JinjaError, TypeError, ValueError, KeyError, IndexError, AttributeError, RecursionError) as exc:
+    except (JinjaError, TypeError, ValueError, KeyError, IndexError, AttributeError, RecursionError,
+            OverflowError, MemoryError) as exc:
         raise TemplateError(f"the chat template failed: {exc}") from None
-    finally:
-        sandbox.MAX_RANGE = old_range
     if len(out) > MAX_RENDER_CHARS:
         raise TemplateError("the chat template produced an absurdly long prompt")
     return out
