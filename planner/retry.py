@@ -1,0 +1,126 @@
+"""The next, smaller plan after a load (or a decode) failed for want of memory.
+
+A failed allocation means a device had less memory than the plan counted on:
+another process took some, a driver kept more than expected, or the plan was
+wrong. The rule is the solver's own, run again with less memory:
+
+- a GPU that failed (every GPU in use when the log does not say which) is
+  offered only SHRINK of what the failed plan used on it, at least MIN_CUT less;
+  the solver then gives way in its usual order (context down to 4,096 tokens,
+  then experts to the CPU, then whole layers, then a quantized KV cache);
+- host RAM that failed holds every layer the GPU does not, so dropping layers
+  cannot help it: the context is halved instead (down to 512 tokens);
+- no device is offered more than the failed plan used on it.
+
+Each step asks strictly less of the failing device, so retries end: at
+MAX_RETRIES, or when nothing smaller fits.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from planner.devices import Device, Host, MiB, format_size
+from planner.fit import SMALLEST_CONTEXT, FitResult, Wishes, solve
+from planner.memory import DeviceUsage, MemoryPlan
+from planner.model import ModelAnatomy
+
+SHRINK = 0.85
+MIN_CUT = 256 * MiB
+MAX_RETRIES = 3
+
+
+@dataclass
+class Retry:
+    """A smaller plan to try, and what changed from the one that failed, in words."""
+
+    result: FitResult
+    changes: list[str]
+
+    @property
+    def plan(self) -> MemoryPlan:
+        return self.result.plan
+
+    def describe(self) -> str:
+        return "; ".join(self.changes)
+
+
+def safer_plan(model: ModelAnatomy, failed: MemoryPlan, gpus: list[Device], host: Host,
+               wishes: Wishes | None = None, failed_devices: set[str] | None = None) -> Retry | None:
+    """The plan to retry with after `failed` could not be allocated, or None when nothing smaller fits.
+
+    `failed_devices` names the pools that refused (CUDA0, CPU ...) when the log said so.
+    """
+    wishes = wishes or Wishes()
+    used_gpus = [d for d in failed.gpus if d.planned and d.layers]
+    if failed_devices:
+        blamed = [d for d in used_gpus if d.name in failed_devices]
+        host_failed = "CPU" in failed_devices or not blamed
+    else:
+        blamed = used_gpus
+        host_failed = not used_gpus
+
+    # no device is offered more than the failed plan used on it; the blamed ones less
+    budgets = {d.name: d.planned for d in failed.gpus}
+    budgets.update({d.name: _shrunk(d) for d in blamed})
+    gpus = [_offer(g, budgets[g.name], _usage(failed, g.name)) if g.name in budgets else g for g in gpus]
+    if host_failed:
+        ctx = failed.resolved.n_ctx // 2
+        if ctx < SMALLEST_CONTEXT:
+            return None
+        wishes = dataclasses.replace(wishes, n_ctx=ctx)
+    elif not wishes.n_ctx or wishes.n_ctx > failed.resolved.n_ctx:
+        # never ask for more context than the load that failed
+        wishes = dataclasses.replace(wishes, n_ctx=failed.resolved.n_ctx)
+
+    result = solve(model, gpus, host, wishes)
+    if not result.plan.fits:
+        return None
+    changes = describe_changes(failed, result.plan)
+    if not changes:
+        return None
+    return Retry(result, changes)
+
+
+def _shrunk(usage: DeviceUsage) -> int:
+    return min(int(usage.planned * SHRINK), usage.planned - MIN_CUT)
+
+
+def _usage(plan: MemoryPlan, name: str) -> DeviceUsage:
+    return next(d for d in plan.gpus if d.name == name)
+
+
+def _offer(device: Device, budget: int, usage: DeviceUsage) -> Device:
+    """The device as if only `budget` bytes were available to the plan (after its margin)."""
+    free = max(0, budget) + usage.margin + usage.shared
+    return dataclasses.replace(device, free=min(device.free, free))
+
+
+def describe_changes(before: MemoryPlan, after: MemoryPlan) -> list[str]:
+    """What a user needs to know about the new plan, one change per item."""
+    changes = []
+    units = before.model.n_layer + 1
+    if after.layers_on_gpu != before.layers_on_gpu:
+        changes.append(f"GPU layers {before.layers_on_gpu} → {after.layers_on_gpu} of {units}")
+    if after.config.n_cpu_moe != before.config.n_cpu_moe:
+        changes.append(f"experts of {after.config.n_cpu_moe} layers in host memory "
+                       f"(was {before.config.n_cpu_moe})")
+    if after.resolved.n_ctx != before.resolved.n_ctx:
+        changes.append(f"context {before.resolved.n_ctx:,} → {after.resolved.n_ctx:,} tokens")
+    kv_before, kv_after = _kv_name(before), _kv_name(after)
+    if kv_before != kv_after:
+        changes.append(f"KV cache {kv_before} → {kv_after}")
+    if after.config.flash_attn != before.config.flash_attn:
+        changes.append(f"flash attention {'on' if after.config.flash_attn else 'off'}")
+    for b, a in zip(before.gpus, after.gpus):
+        if a.planned < b.planned:
+            changes.append(f"{a.name} {format_size(b.planned)} → {format_size(a.planned)}")
+    if after.host.planned < before.host.planned and not after.gpus:
+        changes.append(f"host RAM {format_size(before.host.planned)} → {format_size(after.host.planned)}")
+    return changes
+
+
+def _kv_name(plan: MemoryPlan) -> str:
+    k, v = plan.resolved.type_k.name, plan.resolved.type_v.name
+    return k if k == v else f"{k}/{v}"
