@@ -159,6 +159,15 @@ def test_metal_shares_host_ram_and_is_counted_once(monkeypatch: pytest.MonkeyPat
     assert plan.host.available == separate.host.available - plan.gpus[0].planned
 
 
+def test_a_discrete_metal_gpu_keeps_its_own_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    # an Intel Mac: Metal drives a Radeon with VRAM of its own
+    monkeypatch.setattr(host, "read_host", lambda: host.HostMemory(32 * GiB, 20 * GiB, 0, 0, "Intel Core i9", False))
+    report = _probe(monkeypatch, [GGMLDevice("MTL0", "AMD Radeon Pro 5500M", "gpu", 8 * GiB, 8 * GiB), cpu_device()])
+    assert not report.gpus[0].unified and report.mismatches == []
+    probe = report.probe("Metal")
+    assert probe is not None and probe.available and "discrete GPU" in probe.detail
+
+
 def test_integrated_gpu_is_unified(monkeypatch: pytest.MonkeyPatch) -> None:
     report = _probe(monkeypatch, [GGMLDevice("Vulkan0", "Radeon 780M", "igpu", 8 * GiB, 16 * GiB), cpu_device()])
     assert report.gpus[0].unified and "Vulkan0" not in report.held

@@ -9,6 +9,7 @@ processes hold and catch a GPU that llama.cpp was built without.
 from __future__ import annotations
 
 import os
+import sys
 
 from app.devices import advice, ggml, held, host, nvml, rocm
 from app.devices.advice import Mismatch
@@ -101,29 +102,38 @@ def _probe_rocm(probes: list[Probe]) -> list[rocm.RocmGpu]:
 
 
 def _probe_metal(probes: list[Probe], devices: list[ggml.GGMLDevice] | None, mem: host.HostMemory | None) -> None:
-    if mem is None or not mem.unified:
-        probes.append(Probe("Metal", False, "unavailable: not an Apple silicon Mac"))
-        return
+    unified = bool(mem and mem.unified)
     metal = [d for d in devices or [] if d.backend == "metal"]
     if not metal:
-        why = "llama.cpp could not be asked" if devices is None else "this llama-cpp-python was built without Metal"
+        if not unified:
+            why = "not a Mac" if sys.platform != "darwin" else "no Metal device in this llama-cpp-python"
+        elif devices is None:
+            why = "llama.cpp could not be asked"
+        else:
+            why = "this llama-cpp-python was built without Metal"
         probes.append(Probe("Metal", False, f"unavailable: {why}"))
         return
-    probes.append(Probe("Metal", True, ", ".join(
-        f"{d.name}: GPU working-set limit {format_size(d.total)} of {format_size(mem.total)} unified memory "
-        f"({format_size(d.free)} free); one pool with host RAM, counted once" for d in metal),
-        [{"name": d.name, "working_set_limit": d.total, "free": d.free, "unified_total": mem.total}
-         for d in metal]))
+    if unified and mem is not None:
+        detail = ", ".join(f"{d.name}: GPU working-set limit {format_size(d.total)} of {format_size(mem.total)} "
+                           f"unified memory ({format_size(d.free)} free); one pool with host RAM, counted once"
+                           for d in metal)
+    else:  # an Intel Mac's discrete GPU has memory of its own
+        detail = ", ".join(f"{d.name}: {format_size(d.free)} free of {format_size(d.total)} (discrete GPU)"
+                           for d in metal)
+    probes.append(Probe("Metal", True, detail,
+                        [{"name": d.name, "working_set_limit": d.total, "free": d.free, "unified": unified}
+                         for d in metal]))
 
 
-def _planner_device(d: ggml.GGMLDevice, warnings: list[str]) -> Device:
+def _planner_device(d: ggml.GGMLDevice, apple_silicon: bool, warnings: list[str]) -> Device:
     backend = d.backend
     if backend not in _PLANNER_BACKENDS:
         rules = _BORROWED_RULES.get(backend, "vulkan")
         warnings.append(f"{d.name}: vramchat has no buffer rules for the {backend} backend; its figures use "
                         f"{rules}'s rules and are estimates")
         backend = rules
-    unified = d.backend == "metal" or d.type == "igpu"
+    # Apple silicon's GPU and an integrated GPU take their memory out of host RAM
+    unified = (d.backend == "metal" and apple_silicon) or d.type == "igpu"
     return Device(d.name, "gpu", backend, d.total, d.free, unified=unified, description=d.description)
 
 
@@ -186,12 +196,13 @@ def probe_devices(vram: str | None = None, ram: str | None = None, cpu_only: boo
         held_map[HOST] = HeldMemory(spec.ram[1], held.SIMULATED)
 
     warnings: list[str] = []
+    apple_silicon = bool(mem and mem.unified)
     llama_gpus = [d for d in llama_devices or [] if d.is_gpu]
-    gpus = [_planner_device(d, warnings) for d in llama_gpus]
+    gpus = [_planner_device(d, apple_silicon, warnings) for d in llama_gpus]
     held_map.update(held.held_on_gpus(llama_gpus, nvidia, amd))
     mismatches = advice.find_mismatches(
         None if llama_devices is None else [d.backend for d in llama_gpus],
-        [g.name for g in nvidia], [g.name for g in amd], bool(mem and mem.unified))
+        [g.name for g in nvidia], [g.name for g in amd], apple_silicon)
     warnings = [m.message for m in mismatches] + warnings
     if cpu_only:
         gpus = []
