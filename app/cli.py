@@ -119,6 +119,7 @@ def _resolve_model(name: str | None) -> str:
 
 def run_plan(args: argparse.Namespace) -> int:
     from app.devices import probe_devices
+    from app.devices.render import annotate_plan_json, plan_notes
     from planner.config import LoadConfig
     from planner.errors import ConfigError, PlannerError
     from planner.fit import Wishes, evaluate, solve
@@ -167,20 +168,18 @@ def run_plan(args: argparse.Namespace) -> int:
         raise
 
     if args.json:
-        data = plan_to_json(result)
-        data["warnings"] = report.warnings
-        data["simulated_devices"] = report.simulated
-        print(json.dumps(data, indent=2))
+        print(json.dumps(annotate_plan_json(plan_to_json(result), report), indent=2))
     else:
         print(plan_to_table(result))
-        for warning in report.warnings:
-            print(f"\nWarning: {warning}")
+        notes = plan_notes(report, [d.name for d in result.plan.gpus])
+        if notes:
+            print(f"\n{notes}")
     return EXIT_OK if result.plan.fits else EXIT_NO_FIT
 
 
 def run_devices(args: argparse.Namespace) -> int:
     from app.devices import probe_devices
-    from planner.devices import format_size
+    from app.devices.render import devices_text
 
     try:
         report = probe_devices(args.vram, args.ram, cpu_only=args.cpu)
@@ -189,20 +188,7 @@ def run_devices(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report.to_json(), indent=2))
         return EXIT_OK
-    print("Probes")
-    for probe in report.probes:
-        status = "ok " if probe.available else "-- "
-        print(f"  {status}{probe.name:<14} {probe.detail}")
-    print("\nDevices vramchat plans for")
-    for d in report.gpus:
-        held = report.held_by_others.get(d.name)
-        extra = f", {format_size(held)} held by other processes" if held else ""
-        print(f"  {d.name:<8} {d.backend:<7} {format_size(d.free)} free of {format_size(d.total)}{extra}")
-    h = report.host
-    print(f"  host     RAM     {format_size(h.free)} available of {format_size(h.total)}"
-          + (f"; CPU features: {', '.join(sorted(h.cpu_features))}" if h.cpu_features else ""))
-    for warning in report.warnings:
-        print(f"\nWarning: {warning}")
+    print(devices_text(report))
     return EXIT_OK
 
 

@@ -4,7 +4,11 @@ Each sample holds device memory used/total per device, the process RSS, the
 compute arena and KV cache as allocated (from llama.cpp's log) and the KV cache
 in use (cells the conversation occupies times bytes per cell, from the plan),
 and generation speed. The UI reads `latest()` / `history()` from its own timer:
-the sampler thread never touches widgets.
+the sampler thread never touches widgets. Any reading that fails is counted in
+`errors` and left out of that sample; the sampler goes on.
+
+`for_engine()` wires one to a loaded engine, its device report and its plan;
+build a new one for each load (the arena and KV sizes belong to the load).
 """
 
 from __future__ import annotations
@@ -14,9 +18,16 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from planner.kv import KVLayout
+
+if TYPE_CHECKING:
+    from app.devices.report import DeviceReport
+    from app.engine.engine import Engine
+    from planner.memory import MemoryPlan
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -30,6 +41,13 @@ class Sample:
     kv_cells_used: int
     tokens_per_second: float
     generating: bool
+    errors: tuple[str, ...] = ()  # readings that failed for this sample
+
+    def free(self, device: str) -> int | None:
+        if device not in self.devices:
+            return None
+        used, total = self.devices[device]
+        return max(total - used, 0)
 
 
 class EngineView(Protocol):
@@ -52,6 +70,10 @@ def kv_bytes_in_use(layout: KVLayout | None, cells_used: int) -> int:
     return full + swa
 
 
+def _idle() -> tuple[float, bool]:
+    return 0.0, False
+
+
 @dataclass
 class TelemetryConfig:
     interval: float = 0.5
@@ -62,14 +84,17 @@ class TelemetryConfig:
 class Telemetry:
     """Samples in a background thread into a ring buffer; start() / stop() are idempotent."""
 
-    memory: MemoryProbe
+    memory: MemoryProbe  # GPUs (or every device, in tests)
     rss: Callable[[], int]
     engine: EngineView | None = None
     kv_layout: KVLayout | None = None
     kv_allocated: int = 0
     compute: dict[str, int] = field(default_factory=dict)
-    speed: Callable[[], tuple[float, bool]] = lambda: (0.0, False)
+    speed: Callable[[], tuple[float, bool]] = _idle
     config: TelemetryConfig = field(default_factory=TelemetryConfig)
+    host_memory: MemoryProbe | None = None  # host RAM, read apart so that a GPU failure keeps it
+    # GPUs whose memory is host RAM (Apple silicon, integrated): do not add them to the host's
+    unified: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         self._samples: deque[Sample] = deque(maxlen=self.config.history)
@@ -79,23 +104,26 @@ class Telemetry:
         self.errors = 0
         self.last_error = ""
 
-    def sample_once(self) -> Sample:
+    def _read(self, what: str, fn: Callable[[], T], default: T, failed: list[str]) -> T:
         try:
-            devices = self.memory()
+            return fn()
         except Exception as exc:  # a probe failing mid-run must not kill the sampler
             self.errors += 1
-            self.last_error = f"{type(exc).__name__}: {exc}"
-            devices = {}
-        try:
-            rss = self.rss()
-        except Exception as exc:
-            self.errors += 1
-            self.last_error = f"{type(exc).__name__}: {exc}"
-            rss = 0
-        cells = self.engine.kv_cells_used() if self.engine is not None else 0
-        tps, generating = self.speed()
+            self.last_error = f"{what}: {type(exc).__name__}: {exc}"
+            failed.append(self.last_error)
+            return default
+
+    def sample_once(self) -> Sample:
+        failed: list[str] = []
+        devices = dict(self._read("device memory", self.memory, {}, failed))
+        if self.host_memory is not None:
+            devices.update(self._read("host memory", self.host_memory, {}, failed))
+        rss = self._read("process RSS", self.rss, 0, failed)
+        engine = self.engine
+        cells = self._read("KV cells", engine.kv_cells_used, 0, failed) if engine is not None else 0
+        tps, generating = self._read("tokens/s", self.speed, (0.0, False), failed)
         sample = Sample(time.monotonic(), devices, rss, dict(self.compute), self.kv_allocated,
-                        kv_bytes_in_use(self.kv_layout, cells), cells, tps, generating)
+                        kv_bytes_in_use(self.kv_layout, cells), cells, tps, generating, tuple(failed))
         with self._lock:
             self._samples.append(sample)
         return sample
@@ -103,7 +131,11 @@ class Telemetry:
     def _run(self) -> None:
         while not self._stop.is_set():
             started = time.monotonic()
-            self.sample_once()
+            try:
+                self.sample_once()
+            except Exception as exc:  # pragma: no cover - sample_once guards every reading
+                self.errors += 1
+                self.last_error = f"sampler: {type(exc).__name__}: {exc}"
             self._stop.wait(max(0.0, self.config.interval - (time.monotonic() - started)))
 
     def start(self) -> None:
@@ -130,3 +162,37 @@ class Telemetry:
     def history(self) -> list[Sample]:
         with self._lock:
             return list(self._samples)
+
+
+def for_engine(engine: Engine, report: DeviceReport, plan: MemoryPlan | None,
+               config: TelemetryConfig | None = None) -> Telemetry:
+    """A sampler for a loaded engine: GPUs through llama.cpp's device API (or simulated, following
+    `plan`), host RAM and RSS through psutil, arena and KV as llama.cpp logged them at load (the
+    plan's figures when the log said nothing), KV in use from the plan's layout."""
+    from app.devices.host import process_rss, rss_reader
+    from app.devices.live import GpuMemory, HostMemory
+
+    def loaded() -> bool:
+        return engine.loaded
+
+    def speed() -> tuple[float, bool]:
+        return engine.last_stats.live_tokens_per_second(), engine.generating.is_set()
+
+    measured = engine.report.measurements if engine.report is not None else None
+    compute = dict(measured.compute) if measured is not None else {}
+    kv_allocated = sum(measured.kv.values()) + sum(measured.kv_swa.values()) if measured is not None else 0
+    if plan is not None and not compute:
+        compute = {b.name: b.bytes for b in plan.buffers if b.kind == "compute"}  # named as llama.cpp logs them
+    if plan is not None and not kv_allocated:
+        kv_allocated = sum(b.bytes for b in plan.buffers if b.kind in ("kv", "kv_swa"))
+    rss: Callable[[], int]
+    try:
+        rss = rss_reader()
+    except Exception:  # psutil unusable: the sampler records each failed read instead
+        rss = process_rss
+    return Telemetry(
+        memory=GpuMemory(report, plan, loaded), rss=rss, engine=engine,
+        kv_layout=plan.kv if plan is not None else None, kv_allocated=kv_allocated, compute=compute,
+        speed=speed, config=config or TelemetryConfig(), host_memory=HostMemory(report, plan, loaded),
+        unified=frozenset(d.name for d in report.gpus if d.unified),
+    )

@@ -9,178 +9,208 @@ processes hold and catch a GPU that llama.cpp was built without.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
-from typing import Any
+import sys
 
-from app.devices import advice, ggml, host, nvml, rocm
+from app.devices import advice, ggml, held, host, nvml, rocm
+from app.devices.advice import Mismatch
+from app.devices.held import HeldMemory
+from app.devices.report import HOST, DeviceReport, Probe
 from app.devices.simulated import ENV_VAR, SimulatedSpec, parse_devices
 from planner.devices import Device, Host, format_size
 
+__all__ = ["ENV_VAR", "DeviceReport", "HeldMemory", "Mismatch", "Probe", "mismatch_notice", "probe_devices"]
 
-@dataclass
-class Probe:
-    name: str  # llama.cpp, NVML, ROCm (pyrsmi), Metal, host
-    available: bool
-    detail: str
-    devices: list[dict[str, Any]] = field(default_factory=list)
+# backends the planner has buffer rules for; others borrow the nearest rules (and say so)
+_PLANNER_BACKENDS = ("cuda", "rocm", "metal", "vulkan")
+_BORROWED_RULES = {"musa": "cuda"}
 
 
-@dataclass
-class DeviceReport:
-    gpus: list[Device]
-    host: Host
-    probes: list[Probe]
-    warnings: list[str] = field(default_factory=list)
-    # device name -> bytes other processes hold on it (when a vendor probe can tell)
-    held_by_others: dict[str, int] = field(default_factory=dict)
-    simulated: bool = False
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "simulated": self.simulated,
-            "gpus": [{"name": d.name, "backend": d.backend, "total": d.total, "free": d.free,
-                      "unified": d.unified, "description": d.description,
-                      "held_by_others": self.held_by_others.get(d.name)} for d in self.gpus],
-            "host": {"total": self.host.total, "free": self.host.free, "swap_free": self.host.swap_free,
-                     "cpu_features": sorted(self.host.cpu_features)},
-            "probes": [{"name": p.name, "available": p.available, "detail": p.detail, "devices": p.devices}
-                       for p in self.probes],
-            "warnings": list(self.warnings),
-        }
+def _unavailable(name: str, exc: BaseException) -> Probe:
+    return Probe(name, False, f"unavailable: {exc or type(exc).__name__}")
 
 
-def _probe_host(probes: list[Probe]) -> tuple[Host, bool]:
+def _probe_host(probes: list[Probe]) -> tuple[Host, host.HostMemory | None]:
     try:
         mem = host.read_host()
-    except Exception as exc:
-        probes.append(Probe("host", False, f"unavailable: {exc}"))
-        return Host(0, 0), False
+    except Exception as exc:  # psutil missing or failing: plan with what the CPU backend reports
+        probes.append(_unavailable("host", exc))
+        return Host(0, 0), None
     features: frozenset[str]
     try:
         features = ggml.cpu_features()
-    except ggml.GGMLUnavailable:
+    except (ggml.GGMLUnavailable, OSError):
         features = host.cpuinfo_features()
     probes.append(Probe("host", True,
                         f"{format_size(mem.available)} available of {format_size(mem.total)} RAM, "
                         f"swap {format_size(mem.swap_free)} free; {mem.cpu_name}",
                         [{"total": mem.total, "available": mem.available, "swap_total": mem.swap_total,
-                          "swap_free": mem.swap_free, "cpu": mem.cpu_name, "features": sorted(features)}]))
-    return Host(mem.total, mem.available, features, mem.swap_free), mem.unified
+                          "swap_free": mem.swap_free, "cpu": mem.cpu_name, "features": sorted(features),
+                          "unified": mem.unified}]))
+    return Host(mem.total, mem.available, features, mem.swap_free), mem
 
 
 def _probe_llama(probes: list[Probe]) -> list[ggml.GGMLDevice] | None:
     try:
         devices = ggml.list_devices()
-    except ggml.GGMLUnavailable as exc:
-        probes.append(Probe("llama.cpp", False, f"unavailable: {exc}"))
+    except Exception as exc:  # GGMLUnavailable, OSError, or a library that misbehaves
+        probes.append(_unavailable("llama.cpp", exc))
         return None
-    except OSError as exc:
-        probes.append(Probe("llama.cpp", False, f"unavailable: {exc}"))
-        return None
-    gpus = [d for d in devices if d.type in ("gpu", "igpu")]
+    gpus = [d for d in devices if d.is_gpu]
     detail = ", ".join(f"{d.name} ({d.description}, {format_size(d.free)} free of {format_size(d.total)})"
                        for d in devices) or "no devices"
     if not gpus:
         detail += "; built for the CPU only"
     probes.append(Probe("llama.cpp", True, detail,
-                        [{"name": d.name, "description": d.description, "type": d.type, "free": d.free,
-                          "total": d.total} for d in devices]))
+                        [{"name": d.name, "description": d.description, "type": d.type, "backend": d.backend,
+                          "free": d.free, "total": d.total, "device_id": d.device_id} for d in devices]))
     return devices
 
 
 def _probe_nvml(probes: list[Probe]) -> list[nvml.NvmlGpu]:
     try:
         gpus = nvml.list_gpus()
-    except RuntimeError as exc:
-        probes.append(Probe("NVML", False, f"unavailable: {exc}"))
+    except Exception as exc:
+        probes.append(_unavailable("NVML", exc))
         return []
-    probes.append(Probe("NVML", True, ", ".join(
-        f"GPU{g.index} {g.name}: {format_size(g.free)} free of {format_size(g.total)}, "
-        f"{format_size(g.used_by_others())} held by other processes" for g in gpus) or "no NVIDIA GPUs",
-        [{"index": g.index, "name": g.name, "total": g.total, "free": g.free, "used": g.used,
-          "processes": g.processes} for g in gpus]))
+
+    def line(g: nvml.NvmlGpu) -> str:
+        if g.error:
+            return f"GPU{g.index}: {g.error}"
+        h = held.from_nvml(g)
+        return (f"GPU{g.index} {g.name}: {format_size(g.free)} free of {format_size(g.total)}, "
+                f"{format_size(h.bytes)} held by others ({h.source})")
+
+    probes.append(Probe("NVML", True, ", ".join(line(g) for g in gpus) or "no NVIDIA GPUs",
+                        [{"index": g.index, "name": g.name, "total": g.total, "free": g.free, "used": g.used,
+                          "pci_bus_id": g.pci_bus_id, "processes": {str(p): s for p, s in g.processes.items()},
+                          "error": g.error or None} for g in gpus]))
     return gpus
 
 
 def _probe_rocm(probes: list[Probe]) -> list[rocm.RocmGpu]:
     try:
         gpus = rocm.list_gpus()
-    except RuntimeError as exc:
-        probes.append(Probe("ROCm (pyrsmi)", False, f"unavailable: {exc}"))
+    except Exception as exc:
+        probes.append(_unavailable("ROCm (pyrsmi)", exc))
         return []
     probes.append(Probe("ROCm (pyrsmi)", True, ", ".join(
         f"GPU{g.index} {g.name}: VRAM {format_size(g.vram_used)} used of {format_size(g.vram_total)}, "
         f"GTT {format_size(g.gtt_used)} of {format_size(g.gtt_total)}" for g in gpus) or "no AMD GPUs",
         [{"index": g.index, "name": g.name, "vram_total": g.vram_total, "vram_used": g.vram_used,
-          "gtt_total": g.gtt_total, "gtt_used": g.gtt_used} for g in gpus]))
+          "gtt_total": g.gtt_total, "gtt_used": g.gtt_used, "pci_bus_id": g.pci_bus_id} for g in gpus]))
     return gpus
+
+
+def _probe_metal(probes: list[Probe], devices: list[ggml.GGMLDevice] | None, mem: host.HostMemory | None) -> None:
+    unified = bool(mem and mem.unified)
+    metal = [d for d in devices or [] if d.backend == "metal"]
+    if not metal:
+        if not unified:
+            why = "not a Mac" if sys.platform != "darwin" else "no Metal device in this llama-cpp-python"
+        elif devices is None:
+            why = "llama.cpp could not be asked"
+        else:
+            why = "this llama-cpp-python was built without Metal"
+        probes.append(Probe("Metal", False, f"unavailable: {why}"))
+        return
+    if unified and mem is not None:
+        detail = ", ".join(f"{d.name}: GPU working-set limit {format_size(d.total)} of {format_size(mem.total)} "
+                           f"unified memory ({format_size(d.free)} free); one pool with host RAM, counted once"
+                           for d in metal)
+    else:  # an Intel Mac's discrete GPU has memory of its own
+        detail = ", ".join(f"{d.name}: {format_size(d.free)} free of {format_size(d.total)} (discrete GPU)"
+                           for d in metal)
+    probes.append(Probe("Metal", True, detail,
+                        [{"name": d.name, "working_set_limit": d.total, "free": d.free, "unified": unified}
+                         for d in metal]))
+
+
+def _planner_device(d: ggml.GGMLDevice, apple_silicon: bool, warnings: list[str]) -> Device:
+    backend = d.backend
+    if backend not in _PLANNER_BACKENDS:
+        rules = _BORROWED_RULES.get(backend, "vulkan")
+        warnings.append(f"{d.name}: vramchat has no buffer rules for the {backend} backend; its figures use "
+                        f"{rules}'s rules and are estimates")
+        backend = rules
+    # Apple silicon's GPU and an integrated GPU take their memory out of host RAM
+    unified = (d.backend == "metal" and apple_silicon) or d.type == "igpu"
+    return Device(d.name, "gpu", backend, d.total, d.free, unified=unified, description=d.description)
 
 
 def _simulated_report(spec: SimulatedSpec, source: str) -> DeviceReport:
     probes: list[Probe] = []
     real_host, _ = _probe_host(probes)
+    held_map: dict[str, HeldMemory] = {}
     if spec.ram is not None:
         total, used = spec.ram
         host_dev = Host(total, total - used, real_host.cpu_features, 0, simulated=True)
+        held_map[HOST] = HeldMemory(used, held.SIMULATED)
     else:
         host_dev = real_host
+        held_map[HOST] = HeldMemory(max(real_host.total - real_host.free, 0), held.FROM_HOST)
     gpus = spec.devices()
     probes.insert(0, Probe("simulated", True, f"{source}: " + (", ".join(
         f"{d.name} {format_size(d.free)} free of {format_size(d.total)}" for d in gpus) or "no GPU")))
-    held = {d.name: d.total - d.free for d in gpus}
-    return DeviceReport(gpus, host_dev, probes, held_by_others=held, simulated=True)
+    for d in gpus:
+        held_map[d.name] = HeldMemory(d.total - d.free, held.SIMULATED)
+    return DeviceReport(gpus, host_dev, probes, held=held_map, simulated=True)
+
+
+def _parse(text: str, source: str) -> SimulatedSpec:
+    try:
+        return parse_devices(text)
+    except ValueError as exc:
+        raise ValueError(f"{source}: {exc}") from None
 
 
 def probe_devices(vram: str | None = None, ram: str | None = None, cpu_only: bool = False) -> DeviceReport:
-    """Probe this machine, or believe in simulated devices (--vram / VRAMCHAT_DEVICES)."""
-    env = os.environ.get(ENV_VAR)
+    """Probe this machine, or believe in simulated devices (--vram / VRAMCHAT_DEVICES).
+
+    Raises ValueError (with a readable reason) only for a malformed --vram, --ram or VRAMCHAT_DEVICES.
+    """
+    env = os.environ.get(ENV_VAR, "").strip()
     if vram is not None or env:
-        spec = parse_devices(vram if vram is not None else env or "")
+        source = "--vram" if vram is not None else ENV_VAR
+        spec = _parse(vram if vram is not None else env, source)
         if ram is not None:
-            spec.ram = parse_devices(f"ram={ram}").ram
-        report = _simulated_report(spec, "--vram" if vram is not None else ENV_VAR)
+            spec.ram = _parse(f"ram={ram}", "--ram").ram
+        report = _simulated_report(spec, source)
         if cpu_only:
             report.gpus = []
         return report
 
     probes: list[Probe] = []
-    host_dev, unified = _probe_host(probes)
-    if ram is not None:
-        spec = parse_devices(f"ram={ram}")
-        assert spec.ram is not None
-        host_dev = Host(spec.ram[0], spec.ram[0] - spec.ram[1], host_dev.cpu_features, 0, simulated=True)
+    host_probes: list[Probe] = []  # listed last, but read first: the Metal probe needs it
+    host_dev, mem = _probe_host(host_probes)
     llama_devices = _probe_llama(probes)
     nvidia = _probe_nvml(probes)
     amd = _probe_rocm(probes)
-    if unified:
-        probes.append(Probe("Metal", True, "Apple unified memory: the GPU shares host RAM (counted once)"))
-    else:
-        probes.append(Probe("Metal", False, "unavailable: not an Apple silicon Mac"))
+    _probe_metal(probes, llama_devices, mem)
+    probes += host_probes
 
-    gpus: list[Device] = []
-    held: dict[str, int] = {}
+    held_map: dict[str, HeldMemory] = {HOST: HeldMemory(max(host_dev.total - host_dev.free, 0), held.FROM_HOST)}
+    if ram is not None:
+        spec = _parse(f"ram={ram}", "--ram")
+        assert spec.ram is not None
+        host_dev = Host(spec.ram[0], spec.ram[0] - spec.ram[1], host_dev.cpu_features, 0, simulated=True)
+        held_map[HOST] = HeldMemory(spec.ram[1], held.SIMULATED)
+
     warnings: list[str] = []
-    for d in llama_devices or []:
-        if d.type not in ("gpu", "igpu"):
-            continue
-        backend = d.backend
-        is_unified = backend == "metal" or d.type == "igpu"
-        gpus.append(Device(d.name, "gpu", backend, d.total, d.free, unified=is_unified, description=d.description))
-    cuda_devices = [g for g in gpus if g.backend == "cuda"]
-    for i, g in enumerate(nvidia):
-        if i < len(cuda_devices):
-            held[cuda_devices[i].name] = g.used_by_others()
-    rocm_devices = [g for g in gpus if g.backend == "rocm"]
-    for i, g in enumerate(amd):
-        if i < len(rocm_devices):
-            held[rocm_devices[i].name] = g.vram_used
-
-    if nvidia and not cuda_devices:
-        warnings.append(advice.mismatch_message(nvidia[0].name, "cuda"))
-    if amd and not rocm_devices and not any(g.backend == "vulkan" for g in gpus):
-        warnings.append(advice.mismatch_message(amd[0].name, "rocm"))
-    if unified and not any(g.backend == "metal" for g in gpus) and llama_devices is not None:
-        warnings.append(advice.mismatch_message("This Mac's GPU", "metal"))
+    apple_silicon = bool(mem and mem.unified)
+    llama_gpus = [d for d in llama_devices or [] if d.is_gpu]
+    gpus = [_planner_device(d, apple_silicon, warnings) for d in llama_gpus]
+    held_map.update(held.held_on_gpus(llama_gpus, nvidia, amd))
+    mismatches = advice.find_mismatches(
+        None if llama_devices is None else [d.backend for d in llama_gpus],
+        [g.name for g in nvidia], [g.name for g in amd], apple_silicon)
+    warnings = [m.message for m in mismatches] + warnings
     if cpu_only:
         gpus = []
-    return DeviceReport(gpus, host_dev, probes, warnings, held)
+    return DeviceReport(gpus, host_dev, probes, warnings, held_map, mismatches)
+
+
+def mismatch_notice(report: DeviceReport) -> str | None:
+    """For the model picker: one line per GPU llama.cpp cannot use, with the command that fixes it."""
+    if not report.mismatches:
+        return None
+    return "\n".join(f"{m.short}. Rebuild it: {m.command}" for m in report.mismatches)

@@ -1,7 +1,9 @@
 """What llama.cpp itself sees: the ggml device API of the libggml that llama-cpp-python ships.
 
 Loaded through ctypes straight from the llama_cpp package folder, without
-importing llama_cpp (that would pull in numpy and the whole binding).
+importing llama_cpp (that would pull in numpy and the whole binding). The same
+file is the one llama_cpp loads later, so the process holds one registry of
+backends and the telemetry reads the devices the engine allocates on.
 """
 
 from __future__ import annotations
@@ -9,36 +11,65 @@ from __future__ import annotations
 import ctypes
 import importlib.util
 import os
+import sys
 from dataclasses import dataclass
 from functools import lru_cache
 
 DEVICE_TYPES = {0: "cpu", 1: "gpu", 2: "igpu", 3: "accel", 4: "meta"}
+GPU_TYPES = ("gpu", "igpu")
+
+# llama.cpp's device names start with the backend's name (GGML_CUDA_NAME is "ROCm" in a HIP build)
+_NAME_PREFIXES = (("cuda", "cuda"), ("rocm", "rocm"), ("hip", "rocm"), ("mtl", "metal"), ("metal", "metal"),
+                  ("vulkan", "vulkan"), ("sycl", "sycl"), ("opencl", "opencl"), ("musa", "musa"),
+                  ("cann", "cann"), ("webgpu", "webgpu"), ("rpc", "rpc"))
 
 
 @dataclass(frozen=True)
 class GGMLDevice:
-    name: str
+    name: str  # CUDA0, ROCm0, MTL0, Vulkan0, CPU
     description: str
-    type: str  # cpu, gpu, igpu, accel
+    type: str  # cpu, gpu, igpu, accel, meta
     free: int
     total: int
+    # the lower-case PCI bus id ("0000:c1:00.0") when the backend reports one
+    device_id: str | None = None
 
     @property
     def backend(self) -> str:
         lowered = self.name.lower()
-        for prefix, backend in (("cuda", "cuda"), ("rocm", "rocm"), ("hip", "rocm"), ("metal", "metal"),
-                                ("vulkan", "vulkan"), ("mtl", "metal")):
+        for prefix, backend in _NAME_PREFIXES:
             if lowered.startswith(prefix):
                 return backend
-        return "cpu" if self.type == "cpu" else "vulkan"
+        return "cpu" if self.type == "cpu" else "unknown"
+
+    @property
+    def is_gpu(self) -> bool:
+        return self.type in GPU_TYPES
+
+    @property
+    def used(self) -> int:
+        return max(self.total - self.free, 0)
 
 
 class GGMLUnavailable(RuntimeError):
     pass
 
 
+class _Caps(ctypes.Structure):
+    _fields_ = [("async_", ctypes.c_bool), ("host_buffer", ctypes.c_bool),
+                ("buffer_from_host_ptr", ctypes.c_bool), ("events", ctypes.c_bool), ("mmap_support", ctypes.c_bool)]
+
+
+class _Props(ctypes.Structure):
+    """struct ggml_backend_dev_props of the pinned ggml (ggml-backend.h)."""
+
+    _fields_ = [("name", ctypes.c_char_p), ("description", ctypes.c_char_p), ("memory_free", ctypes.c_size_t),
+                ("memory_total", ctypes.c_size_t), ("type", ctypes.c_int), ("device_id", ctypes.c_char_p),
+                ("caps", _Caps)]
+
+
 def library_dir() -> str:
-    """The folder holding llama-cpp-python's shared libraries (LLAMA_CPP_LIB_PATH wins)."""
+    """The folder holding llama-cpp-python's shared libraries (LLAMA_CPP_LIB_PATH wins, as in llama_cpp)."""
     override = os.environ.get("LLAMA_CPP_LIB_PATH")
     if override:
         return override
@@ -48,48 +79,101 @@ def library_dir() -> str:
     return os.path.join(os.path.dirname(spec.origin), "lib")
 
 
-@lru_cache(maxsize=1)
-def _libs() -> tuple[ctypes.CDLL, ctypes.CDLL | None]:
-    folder = library_dir()
-    try:
-        ggml = ctypes.CDLL(os.path.join(folder, "libggml.so"), mode=ctypes.RTLD_GLOBAL)
-    except OSError as exc:
-        raise GGMLUnavailable(f"cannot load libggml from {folder}: {exc}") from None
-    try:
-        cpu = ctypes.CDLL(os.path.join(folder, "libggml-cpu.so"))
-    except OSError:
-        cpu = None
+def library_names(base: str) -> list[str]:
+    """File names a ggml library may have on this platform, as llama_cpp looks for them."""
+    if sys.platform == "win32":
+        return [f"{base}.dll", f"lib{base}.dll"]
+    if sys.platform == "darwin":
+        return [f"lib{base}.dylib", f"lib{base}.so"]
+    return [f"lib{base}.so"]
+
+
+def _open(folder: str, base: str, mode: int = ctypes.DEFAULT_MODE) -> ctypes.CDLL:
+    errors = []
+    for name in library_names(base):
+        path = os.path.join(folder, name)
+        if not os.path.exists(path):
+            errors.append(f"{name} not found")
+            continue
+        try:
+            return ctypes.CDLL(path, mode=mode)
+        except OSError as exc:
+            errors.append(str(exc))
+    raise OSError("; ".join(errors))
+
+
+def _declare(ggml: ctypes.CDLL) -> None:
+    ggml.ggml_backend_reg_count.restype = ctypes.c_size_t
     ggml.ggml_backend_dev_count.restype = ctypes.c_size_t
     ggml.ggml_backend_dev_get.restype = ctypes.c_void_p
     ggml.ggml_backend_dev_get.argtypes = [ctypes.c_size_t]
-    for fn in ("ggml_backend_dev_name", "ggml_backend_dev_description"):
-        getattr(ggml, fn).restype = ctypes.c_char_p
-        getattr(ggml, fn).argtypes = [ctypes.c_void_p]
+    ggml.ggml_backend_dev_name.restype = ctypes.c_char_p
+    ggml.ggml_backend_dev_name.argtypes = [ctypes.c_void_p]
     ggml.ggml_backend_dev_type.restype = ctypes.c_int
     ggml.ggml_backend_dev_type.argtypes = [ctypes.c_void_p]
     ggml.ggml_backend_dev_memory.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_size_t),
                                              ctypes.POINTER(ctypes.c_size_t)]
-    if hasattr(ggml, "ggml_backend_load_all_from_path"):
-        # backends built as loadable modules (GGML_BACKEND_DL) live beside libggml
-        ggml.ggml_backend_load_all_from_path.argtypes = [ctypes.c_char_p]
+    ggml.ggml_backend_dev_memory.restype = None
+    ggml.ggml_backend_dev_get_props.argtypes = [ctypes.c_void_p, ctypes.POINTER(_Props)]
+    ggml.ggml_backend_dev_get_props.restype = None
+    ggml.ggml_backend_load_all_from_path.argtypes = [ctypes.c_char_p]
+    ggml.ggml_backend_load_all_from_path.restype = None
+
+
+@lru_cache(maxsize=1)
+def _libs() -> tuple[ctypes.CDLL, ctypes.CDLL | None]:
+    folder = library_dir()
+    try:
+        ggml = _open(folder, "ggml", mode=ctypes.RTLD_GLOBAL)
+    except OSError as exc:
+        raise GGMLUnavailable(f"cannot load libggml from {folder}: {exc}") from None
+    try:
+        _declare(ggml)
+    except AttributeError as exc:
+        raise GGMLUnavailable(f"this libggml lacks the device API: {exc}") from None
+    if ggml.ggml_backend_reg_count() == 0:
+        # a build with backends as loadable modules (GGML_BACKEND_DL): load them as llama_backend_init
+        # would, from the folder they ship in
+        ggml.ggml_backend_load_all_from_path(folder.encode())
+    try:
+        cpu: ctypes.CDLL | None = _open(folder, "ggml-cpu")
+    except OSError:
+        cpu = None
     return ggml, cpu
+
+
+def _device(ggml: ctypes.CDLL, index: int) -> GGMLDevice:
+    dev = ggml.ggml_backend_dev_get(index)
+    props = _Props()  # zeroed: backends that do not know a device id leave it NULL
+    ggml.ggml_backend_dev_get_props(dev, ctypes.byref(props))
+    return GGMLDevice(
+        name=(props.name or b"?").decode(errors="replace"),
+        description=(props.description or b"").decode(errors="replace"),
+        type=DEVICE_TYPES.get(props.type, "unknown"),
+        free=int(props.memory_free),
+        total=int(props.memory_total),
+        device_id=props.device_id.decode(errors="replace").lower() if props.device_id else None,
+    )
 
 
 def list_devices() -> list[GGMLDevice]:
     """Every device llama.cpp would use, with its free and total memory."""
     ggml, _ = _libs()
-    out = []
+    return [_device(ggml, i) for i in range(ggml.ggml_backend_dev_count())]
+
+
+def gpu_memory() -> dict[str, tuple[int, int]]:
+    """name -> (free, total) of the GPUs only: the cheap call the telemetry makes twice a second."""
+    ggml, _ = _libs()
+    out: dict[str, tuple[int, int]] = {}
     for i in range(ggml.ggml_backend_dev_count()):
         dev = ggml.ggml_backend_dev_get(i)
+        if DEVICE_TYPES.get(ggml.ggml_backend_dev_type(dev)) not in GPU_TYPES:
+            continue
         free, total = ctypes.c_size_t(), ctypes.c_size_t()
         ggml.ggml_backend_dev_memory(dev, ctypes.byref(free), ctypes.byref(total))
-        out.append(GGMLDevice(
-            name=(ggml.ggml_backend_dev_name(dev) or b"?").decode(errors="replace"),
-            description=(ggml.ggml_backend_dev_description(dev) or b"").decode(errors="replace"),
-            type=DEVICE_TYPES.get(ggml.ggml_backend_dev_type(dev), "unknown"),
-            free=free.value,
-            total=total.value,
-        ))
+        name = (ggml.ggml_backend_dev_name(dev) or b"?").decode(errors="replace")
+        out[name] = (int(free.value), int(total.value))
     return out
 
 

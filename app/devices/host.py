@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import platform
+from collections.abc import Callable
 from dataclasses import dataclass
 
 
@@ -66,3 +67,19 @@ def process_rss(pid: int | None = None) -> int:
     import psutil
 
     return int(psutil.Process(pid or os.getpid()).memory_info().rss)
+
+
+def rss_reader(pid: int | None = None) -> Callable[[], int]:
+    """A cheap repeated RSS read (one psutil.Process, kept), for the telemetry sampler."""
+    import psutil
+
+    proc = psutil.Process(pid or os.getpid())
+    return lambda: int(proc.memory_info().rss)
+
+
+def ram_in_use() -> tuple[int, int]:
+    """(used, total) of host RAM, where used is what is not available to a new allocation."""
+    import psutil
+
+    vm = psutil.virtual_memory()
+    return int(vm.total) - int(vm.available), int(vm.total)

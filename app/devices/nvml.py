@@ -5,6 +5,9 @@ from __future__ import annotations
 import contextlib
 import os
 from dataclasses import dataclass, field
+from typing import Any
+
+from app.devices import pci
 
 
 @dataclass(frozen=True)
@@ -14,44 +17,88 @@ class NvmlGpu:
     total: int
     free: int
     used: int
-    # pid -> bytes, for the compute processes NVML can see
-    processes: dict[int, int] = field(default_factory=dict)
+    pci_bus_id: str | None = None
+    # pid -> bytes, for the compute and graphics processes NVML can see (None: NVML cannot tell,
+    # as under Windows' WDDM driver model)
+    processes: dict[int, int | None] = field(default_factory=dict)
+    # whether the process lists could be read at all
+    processes_known: bool = True
+    # what failed while reading this GPU (its figures are then zero)
+    error: str = ""
 
     def used_by_others(self, pid: int | None = None) -> int:
+        """Bytes other processes hold: from the process list when NVML gives every size, else all
+        memory in use (total - free) less what this process is known to hold."""
+        held, _ = self.held_by_others(pid)
+        return held
+
+    def held_by_others(self, pid: int | None = None) -> tuple[int, bool]:
+        """(bytes, whether they come from the process list) rather than from memory in use."""
         pid = os.getpid() if pid is None else pid
-        return sum(size for p, size in self.processes.items() if p != pid)
+        if self.processes_known and all(size is not None for size in self.processes.values()):
+            return sum(size or 0 for p, size in self.processes.items() if p != pid), True
+        own = self.processes.get(pid) or 0
+        return max(self.total - self.free - own, 0), False
 
 
-def _init():  # pragma: no cover - thin wrapper, exercised where a driver exists
+def _nvml() -> Any:
+    """pynvml, initialised; the caller shuts it down."""
     import pynvml
 
     pynvml.nvmlInit()
     return pynvml
 
 
-def list_gpus() -> list[NvmlGpu]:
-    """All NVIDIA GPUs the driver reports. Raises RuntimeError with the reason when NVML is unusable."""
+def _text(value: object) -> str:
+    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
+
+
+def _processes(nv: Any, handle: Any) -> tuple[dict[int, int | None], bool]:
+    out: dict[int, int | None] = {}
+    known = False
+    for fn in ("nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetGraphicsRunningProcesses"):
+        try:
+            procs = getattr(nv, fn)(handle)
+        except Exception:
+            continue
+        known = True
+        for proc in procs:
+            pid, size = int(proc.pid), proc.usedGpuMemory
+            size = None if size is None else int(size)
+            if pid in out:
+                # a process doing both compute and graphics is listed twice, with the same memory
+                sizes = [s for s in (out[pid], size) if s is not None]
+                out[pid] = max(sizes) if sizes else None
+            else:
+                out[pid] = size
+    return out, known
+
+
+def _read_gpu(nv: Any, index: int) -> NvmlGpu:
     try:
-        nv = _init()
+        handle = nv.nvmlDeviceGetHandleByIndex(index)
+        name = _text(nv.nvmlDeviceGetName(handle))
+        mem = nv.nvmlDeviceGetMemoryInfo(handle)
+    except Exception as exc:  # a GPU fallen off the bus, lost, or in reset
+        return NvmlGpu(index, f"GPU{index}", 0, 0, 0, error=_reason(exc))
+    bus_id = None
+    with contextlib.suppress(Exception):
+        bus_id = pci.normalize(nv.nvmlDeviceGetPciInfo(handle).busId)
+    processes, known = _processes(nv, handle)
+    return NvmlGpu(index, name, int(mem.total), int(mem.free), int(mem.used), bus_id, processes, known)
+
+
+def list_gpus() -> list[NvmlGpu]:
+    """All NVIDIA GPUs the driver reports. Raises RuntimeError with the reason when NVML is unusable;
+    a single GPU that cannot be read is listed with its `error`."""
+    try:
+        nv = _nvml()
     except ImportError:
         raise RuntimeError("nvidia-ml-py is not installed") from None
     except Exception as exc:  # pynvml raises its own NVMLError subclasses
         raise RuntimeError(_reason(exc)) from None
     try:
-        out = []
-        for i in range(nv.nvmlDeviceGetCount()):
-            handle = nv.nvmlDeviceGetHandleByIndex(i)
-            name = nv.nvmlDeviceGetName(handle)
-            mem = nv.nvmlDeviceGetMemoryInfo(handle)
-            processes: dict[int, int] = {}
-            try:
-                for proc in nv.nvmlDeviceGetComputeRunningProcesses(handle):
-                    processes[int(proc.pid)] = int(proc.usedGpuMemory or 0)
-            except Exception:
-                pass
-            out.append(NvmlGpu(i, name.decode() if isinstance(name, bytes) else str(name), int(mem.total),
-                               int(mem.free), int(mem.used), processes))
-        return out
+        return [_read_gpu(nv, i) for i in range(nv.nvmlDeviceGetCount())]
     except Exception as exc:
         raise RuntimeError(_reason(exc)) from None
     finally:
@@ -66,13 +113,18 @@ def process_memory(pid: int | None = None) -> dict[int, int]:
         gpus = list_gpus()
     except RuntimeError:
         return {}
-    return {g.index: g.processes[pid] for g in gpus if pid in g.processes}
+    return {g.index: size for g in gpus if (size := g.processes.get(pid)) is not None}
 
 
 def _reason(exc: Exception) -> str:
     text = str(exc) or type(exc).__name__
-    if "Library Not Found" in text or "LibraryNotFound" in type(exc).__name__:
+    kind = type(exc).__name__
+    if "Library Not Found" in text or "LibraryNotFound" in kind:
         return "no NVIDIA driver (libnvidia-ml not found)"
-    if "Driver Not Loaded" in text:
+    if "Driver Not Loaded" in text or "DriverNotLoaded" in kind:
         return "the NVIDIA driver is not loaded"
-    return text
+    if "Insufficient Permissions" in text or "NoPermission" in kind:
+        return "no permission to query the NVIDIA driver"
+    if "GPU is lost" in text or "GpuIsLost" in kind:
+        return "the GPU is lost (fallen off the bus or hung): reboot or reset it"
+    return f"NVML error: {text}"

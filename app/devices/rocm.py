@@ -1,9 +1,24 @@
-"""AMD detail through pyrsmi: VRAM and GTT used and total per GPU."""
+"""AMD detail through pyrsmi: VRAM and GTT used and total per GPU.
+
+pyrsmi reports its own failures through the root logger and, when the ROCm
+library is present but the amdgpu driver is not, through a shell pipeline
+writing to stderr; neither may reach the terminal of a TUI, so the driver is
+checked here first and pyrsmi's logging is muted while it runs.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import logging
+import os
+import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
+
+from app.devices import pci
+
+_AMDGPU_MODULE = "/sys/module/amdgpu"
 
 
 @dataclass(frozen=True)
@@ -14,10 +29,58 @@ class RocmGpu:
     vram_used: int
     gtt_total: int
     gtt_used: int
+    pci_bus_id: str | None = None
 
     @property
     def vram_free(self) -> int:
         return max(self.vram_total - self.vram_used, 0)
+
+
+@contextlib.contextmanager
+def _quiet_logging() -> Iterator[None]:
+    """Keep pyrsmi's logging.error() calls from configuring a stderr handler on the root logger."""
+    root = logging.getLogger()
+    added = None
+    if not root.handlers:
+        added = logging.NullHandler()
+        root.addHandler(added)
+    previous = logging.root.manager.disable
+    logging.disable(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logging.disable(previous)
+        if added is not None:
+            root.removeHandler(added)
+
+
+def _driver_loaded() -> bool:
+    return not sys.platform.startswith("linux") or os.path.isdir(_AMDGPU_MODULE)
+
+
+def _size(fn: Any, index: int, kind: str) -> int:
+    """pyrsmi answers -1 (or raises) for what it cannot read: count it as 0."""
+    try:
+        value = int(fn(index, kind))
+    except Exception:
+        return 0
+    return max(value, 0)
+
+
+def _read(rocml: Any) -> list[RocmGpu]:
+    out = []
+    for i in range(rocml.smi_get_device_count()):
+        total, used = rocml.smi_get_device_memory_total, rocml.smi_get_device_memory_used
+        bus_id = None
+        with contextlib.suppress(Exception):
+            bus_id = pci.from_bdf(int(rocml.smi_get_device_pci_id(i)))
+        try:
+            name = str(rocml.smi_get_device_name(i))
+        except Exception:
+            name = f"AMD GPU {i}"
+        out.append(RocmGpu(i, name, _size(total, i, "VRAM"), _size(used, i, "VRAM"), _size(total, i, "GTT"),
+                           _size(used, i, "GTT"), bus_id))
+    return out
 
 
 def list_gpus() -> list[RocmGpu]:
@@ -26,27 +89,20 @@ def list_gpus() -> list[RocmGpu]:
         from pyrsmi import rocml
     except ImportError:
         raise RuntimeError("pyrsmi is not installed") from None
-    try:
-        rocml.smi_initialize()
-    except Exception as exc:
-        name = type(exc).__name__
-        if "LibraryNotFound" in name:
-            raise RuntimeError("no ROCm SMI library (ROCm is not installed)") from None
-        raise RuntimeError(str(exc) or name) from None
-    try:  # pragma: no cover - needs an AMD GPU
-        out = []
-        for i in range(rocml.smi_get_device_count()):
-            def mem(kind: str, fn, i: int = i) -> int:
-                try:
-                    return int(fn(i, kind))
-                except Exception:
-                    return 0
-            total, used = rocml.smi_get_device_memory_total, rocml.smi_get_device_memory_used
-            out.append(RocmGpu(i, str(rocml.smi_get_device_name(i)), mem("VRAM", total), mem("VRAM", used),
-                               mem("GTT", total), mem("GTT", used)))
-        return out
-    except Exception as exc:  # pragma: no cover
-        raise RuntimeError(str(exc) or type(exc).__name__) from None
-    finally:
-        with contextlib.suppress(Exception):
-            rocml.smi_shutdown()
+    if not _driver_loaded():
+        raise RuntimeError("no AMD GPU driver (amdgpu is not loaded)")
+    with _quiet_logging():
+        try:
+            rocml.smi_initialize()
+        except Exception as exc:
+            name = type(exc).__name__
+            if "LibraryNotFound" in name:
+                raise RuntimeError("no ROCm SMI library (ROCm is not installed)") from None
+            raise RuntimeError(f"ROCm SMI error: {exc or name}") from None
+        try:
+            return _read(rocml)
+        except Exception as exc:
+            raise RuntimeError(f"ROCm SMI error: {exc or type(exc).__name__}") from None
+        finally:
+            with contextlib.suppress(Exception):
+                rocml.smi_shutdown()

@@ -8,6 +8,7 @@ list of items:
     24GiB/6GiB       a GPU with 24 GiB of which other processes hold 6 GiB
     ram=64GiB        host RAM (total; `ram=64GiB/16GiB` holds 16 GiB used)
     backend=cuda     the GPUs' backend: cuda (default), rocm, metal, vulkan
+                     (a metal GPU shares host RAM: one pool, counted once)
     none             no GPU at all (a CPU-only machine)
 
 Example: VRAMCHAT_DEVICES="12GiB/2GiB,ram=32GiB"
@@ -20,7 +21,8 @@ from dataclasses import dataclass, field
 from planner.devices import Device, format_size, parse_size
 
 ENV_VAR = "VRAMCHAT_DEVICES"
-_PREFIX = {"cuda": "CUDA", "rocm": "ROCm", "metal": "Metal", "vulkan": "Vulkan"}
+# the names llama.cpp gives its devices (GGML_CUDA_NAME, GGML_METAL_NAME, ...)
+_PREFIX = {"cuda": "CUDA", "rocm": "ROCm", "metal": "MTL", "vulkan": "Vulkan"}
 
 
 @dataclass
@@ -34,8 +36,7 @@ class SimulatedSpec:
         unified = self.backend == "metal"
         out = []
         for i, (total, used) in enumerate(self.gpus):
-            name = "Metal" if self.backend == "metal" else f"{prefix}{i}"
-            out.append(Device(name, "gpu", self.backend, total, max(total - used, 0), unified=unified,
+            out.append(Device(f"{prefix}{i}", "gpu", self.backend, total, max(total - used, 0), unified=unified,
                               description=f"simulated {format_size(total)} GPU", simulated=True))
         return out
 

@@ -20,8 +20,11 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+from app.devices.process import ProcessMemory, snapshot
 from app.engine.llama_log import Measurements, capture
+from app.engine.planned_actual import BufferComparison, compare
 from planner.config import LoadConfig
+from planner.memory import MemoryPlan
 
 _TYPE_IDS = {"f32": 0, "f16": 1, "q4_0": 2, "q4_1": 3, "q5_0": 6, "q5_1": 7, "q8_0": 8, "iq4_nl": 20,
              "bf16": 30}
@@ -81,6 +84,13 @@ class LoadReport:
     n_vocab: int
     chat_template: str | None
     log_tail: list[str] = field(default_factory=list)
+    # the process as psutil / NVML / llama.cpp's devices saw it just before and just after the load
+    process_before: ProcessMemory | None = None
+    process: ProcessMemory | None = None
+
+    def compare(self, plan: MemoryPlan) -> list[BufferComparison]:
+        """Planned vs measured, per buffer kind and device (see app.engine.planned_actual)."""
+        return compare(plan, self.measurements, self.process_before, self.process)
 
 
 _backend_ready = False
@@ -131,6 +141,7 @@ class Engine:
         log = capture()
         log.reset()
         path = os.fspath(path)
+        before = snapshot()
         start = time.perf_counter()
         mparams = llama_cpp.llama_model_default_params()
         mparams.n_gpu_layers = config.n_gpu_layers
@@ -188,11 +199,12 @@ class Engine:
         self._vocab = llama_cpp.llama_model_get_vocab(model)
         self._tokens = []
         template = llama_cpp.llama_model_chat_template(model, None)
+        seconds = time.perf_counter() - start
         self.report = LoadReport(
-            path=path, config=config, seconds=time.perf_counter() - start, measurements=log.measurements,
+            path=path, config=config, seconds=seconds, measurements=log.measurements,
             n_ctx=llama_cpp.llama_n_ctx(ctx), n_vocab=llama_cpp.llama_vocab_n_tokens(self._vocab),
             chat_template=template.decode("utf-8", errors="replace") if template else None,
-            log_tail=log.tail(60),
+            log_tail=log.tail(60), process_before=before, process=snapshot(),
         )
         return self.report
 

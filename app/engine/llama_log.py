@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 _BUFFER_LINE = re.compile(
     r"^\s*(?P<func>\w+):\s+(?P<name>\S+)\s+(?P<what>model|KV|RS|output|compute) buffer size\s*=\s*"
     r"(?P<mib>[0-9.]+) MiB")
+_CACHE_LINE = re.compile(r"creating\s+(?P<non>non-)?SWA KV cache")
 _MiB = 1024 * 1024
 
 
@@ -60,10 +61,9 @@ class LogCapture:
     def feed(self, line: str) -> None:
         with self._lock:
             self.lines.append(line.rstrip("\n"))
-            if "creating non-SWA KV cache" in line:
-                self._cache = "base"
-            elif "creating     SWA KV cache" in line:
-                self._cache = "swa"
+            cache = _CACHE_LINE.search(line)
+            if cache:  # the buffer lines that follow belong to this cache
+                self._cache = "base" if cache["non"] else "swa"
             match = _BUFFER_LINE.match(line)
             if not match:
                 return

@@ -1,0 +1,60 @@
+"""Device memory now, for the telemetry sampler: name -> (used, total) in bytes.
+
+Real GPUs are read through llama.cpp's own device API (the devices the engine
+allocates on), host RAM through psutil. Simulated devices (--vram,
+VRAMCHAT_DEVICES, --ram) follow the plan instead: a simulated GPU holds what
+others hold on it, plus the plan's usage of it once a model is loaded, so
+screenshots and tests see the same figures on every machine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from app.devices import ggml, host
+from app.devices.report import HOST, DeviceReport
+from planner.memory import MemoryPlan
+
+Reading = dict[str, tuple[int, int]]
+
+
+def _never_loaded() -> bool:
+    return False
+
+
+class GpuMemory:
+    """The report's GPUs as llama.cpp sees them now, or as simulated."""
+
+    def __init__(self, report: DeviceReport, plan: MemoryPlan | None = None,
+                 loaded: Callable[[], bool] = _never_loaded) -> None:
+        self.names = [d.name for d in report.gpus]
+        self.simulated = report.simulated
+        self._base = {d.name: (d.total - d.free, d.total) for d in report.gpus}
+        self._planned = {d.name: d.planned for d in plan.gpus} if plan is not None else {}
+        self._loaded = loaded
+
+    def __call__(self) -> Reading:
+        if not self.names:
+            return {}
+        if self.simulated:
+            extra = self._planned if self._loaded() else {}
+            return {name: (used + extra.get(name, 0), total) for name, (used, total) in self._base.items()}
+        memory = ggml.gpu_memory()
+        return {name: (total - free, total) for name, (free, total) in memory.items() if name in self.names}
+
+
+class HostMemory:
+    """Host RAM: psutil's view, or the simulated RAM plus the plan's host usage once loaded."""
+
+    def __init__(self, report: DeviceReport, plan: MemoryPlan | None = None,
+                 loaded: Callable[[], bool] = _never_loaded) -> None:
+        self.simulated = report.host.simulated
+        self._base = (report.host.total - report.host.free, report.host.total)
+        self._planned = plan.host.planned if plan is not None else 0
+        self._loaded = loaded
+
+    def __call__(self) -> Reading:
+        if self.simulated:
+            used, total = self._base
+            return {HOST: (used + (self._planned if self._loaded() else 0), total)}
+        return {HOST: host.ram_in_use()}

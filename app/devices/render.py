@@ -1,0 +1,76 @@
+"""The device report in the command line's output: `--devices`, and what `--plan` adds to the plan.
+
+The plan itself (planner.report) knows nothing of probes; what other processes
+hold and which GPU llama.cpp cannot use come from here, in the table and in
+the JSON alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from app.devices.report import HOST, DeviceReport
+from planner.devices import format_size
+
+
+def _held_json(report: DeviceReport, name: str) -> dict[str, Any]:
+    h = report.held.get(name)
+    return {"held_by_others": h.bytes if h else None, "held_by_others_source": h.source if h else None}
+
+
+def annotate_plan_json(data: dict[str, Any], report: DeviceReport) -> dict[str, Any]:
+    """Add to `--plan --json`: per device and for the host, memory other processes hold (and how it
+    is known); GPUs llama.cpp cannot use, with the command that fixes it; warnings."""
+    for device in data.get("devices", []):
+        device.update(_held_json(report, device["name"]))
+    if "host" in data:
+        data["host"].update(_held_json(report, HOST))
+    data["gpu_mismatch"] = [m.to_json() for m in report.mismatches]
+    data["warnings"] = list(report.warnings)
+    data["simulated_devices"] = report.simulated
+    return data
+
+
+def held_lines(report: DeviceReport, gpu_names: Sequence[str]) -> list[str]:
+    lines = []
+    for name in [*gpu_names, HOST]:
+        h = report.held.get(name)
+        if h is None:
+            continue
+        label = "host RAM" if name == HOST else name
+        count = f", {h.processes} processes" if h.processes else ""
+        lines.append(f"  {label:<10}{format_size(h.bytes):>11}  ({h.source}{count})")
+    return lines
+
+
+def plan_notes(report: DeviceReport, gpu_names: Sequence[str]) -> str:
+    """What follows the plan's table: memory held by others, then warnings (mismatch first)."""
+    parts = []
+    lines = held_lines(report, gpu_names)
+    if lines:
+        parts.append("\n".join(["Held by other processes (the plan counts only free memory)", *lines]))
+    parts += [f"Warning: {w}" for w in report.warnings]
+    return "\n\n".join(parts)
+
+
+def devices_text(report: DeviceReport) -> str:
+    """`vramchat --devices`: each probe's finding, then the devices plans are made for."""
+    lines = ["Probes"]
+    for probe in report.probes:
+        status = "ok " if probe.available else "-- "
+        lines.append(f"  {status}{probe.name:<14} {probe.detail}")
+    lines += ["", "Devices vramchat plans for"]
+    for d in report.gpus:
+        h = report.held.get(d.name)
+        extra = f", {format_size(h.bytes)} held by others: {h.source}" if h and h.bytes else ""
+        shared = ", shares host RAM" if d.unified else ""
+        lines.append(f"  {d.name:<8} {d.backend:<7} {format_size(d.free)} free of {format_size(d.total)}"
+                     f"{shared}{extra}")
+    h, held = report.host, report.held.get(HOST)
+    lines.append(f"  host     RAM     {format_size(h.free)} available of {format_size(h.total)}"
+                 + (f", {format_size(held.bytes)} held by others: {held.source}" if held and held.bytes else "")
+                 + (f"; CPU features: {', '.join(sorted(h.cpu_features))}" if h.cpu_features else ""))
+    for warning in report.warnings:
+        lines += ["", f"Warning: {warning}"]
+    return "\n".join(lines)

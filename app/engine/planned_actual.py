@@ -1,0 +1,92 @@
+"""Planned vs actual, buffer by buffer: the rows of the dashboard's comparison view.
+
+The planned side is the planner's `MemoryPlan`; the measured side is what
+llama.cpp's log reported while the engine loaded the model (`Measurements`),
+plus, per device, what the process took as the OS or the driver sees it
+(`ProcessMemory` before and after the load).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from app.devices.process import ProcessMemory, delta
+from app.engine.llama_log import Measurements
+from planner.memory import MemoryPlan
+
+HOST = "CPU"
+# llama.cpp logs buffer sizes in MiB with two decimals: each figure is within half a hundredth
+LOG_ROUNDING = (1024 * 1024 + 199) // 200
+
+KINDS = ("weights", "kv", "kv_swa", "recurrent", "output", "compute")
+_PLANNED_KIND = {"model": "weights", "kv": "kv", "kv_swa": "kv_swa", "rs": "recurrent", "output": "output",
+                 "compute": "compute"}
+
+
+@dataclass(frozen=True)
+class BufferComparison:
+    kind: str  # weights, kv, kv_swa, recurrent, output, compute; or "process" (the OS's / driver's view)
+    device: str  # a GPU's name (CUDA0, ROCm0, MTL0, Vulkan0) or CPU for host memory
+    planned: int
+    measured: int | None  # None: nothing was measured for it
+    tolerance: int = 0  # how far apart the two may be from the log's rounding alone
+
+    @property
+    def delta(self) -> int | None:
+        return None if self.measured is None else self.measured - self.planned
+
+    @property
+    def matches(self) -> bool:
+        return self.measured is not None and abs(self.measured - self.planned) <= self.tolerance
+
+
+def device_of(buffer: str, gpu_names: list[str]) -> str:
+    """The device a buffer llama.cpp names lives on: 'CUDA0' and 'MTL0_Mapped' on their GPU;
+    'CPU_Mapped', 'CPU_REPACK', 'CUDA_Host' (pinned) and the like in host memory."""
+    if buffer in gpu_names:
+        return buffer
+    base = buffer.split("_", 1)[0]
+    return base if base in gpu_names else HOST
+
+
+def _measured(m: Measurements) -> dict[str, dict[str, int]]:
+    return {"weights": m.model, "kv": m.kv, "kv_swa": m.kv_swa, "recurrent": m.recurrent, "output": m.output,
+            "compute": m.compute}
+
+
+def compare(plan: MemoryPlan, measurements: Measurements, before: ProcessMemory | None = None,
+            after: ProcessMemory | None = None) -> list[BufferComparison]:
+    """One row per (kind, device) either side has bytes for, GPUs first, host last. With process
+    snapshots, a "process" row per device adds the plan's total beside what the load took there
+    (NVML's figure for this process, else the device's memory in use; RSS on the host)."""
+    gpu_names = [d.name for d in plan.gpus]
+    planned: dict[tuple[str, str], int] = {}
+    for b in plan.buffers:
+        key = (_PLANNED_KIND.get(b.kind, b.kind), device_of(b.device, gpu_names))
+        planned[key] = planned.get(key, 0) + b.bytes
+    measured: dict[tuple[str, str], int] = {}
+    lines: dict[tuple[str, str], int] = {}
+    for kind, sizes in _measured(measurements).items():
+        for name, size in sizes.items():
+            key = (kind, device_of(name, gpu_names))
+            measured[key] = measured.get(key, 0) + size
+            lines[key] = lines.get(key, 0) + 1
+    anything_measured = bool(measured)
+    rows = []
+    for device in [*gpu_names, HOST]:
+        for kind in KINDS:
+            key = (kind, device)
+            if key not in planned and key not in measured:
+                continue
+            value = measured.get(key, 0 if anything_measured else None)
+            rows.append(BufferComparison(kind, device, planned.get(key, 0), value, lines.get(key, 0) * LOG_ROUNDING))
+        if before is not None and after is not None:
+            rows.append(_process_row(plan, device, before, after))
+    return rows
+
+
+def _process_row(plan: MemoryPlan, device: str, before: ProcessMemory, after: ProcessMemory) -> BufferComparison:
+    usage = plan.host if device == HOST else next(d for d in plan.gpus if d.name == device)
+    change = delta(before, after)
+    key = "rss" if device == HOST else device
+    return BufferComparison("process", device, usage.planned, change.get(key))
