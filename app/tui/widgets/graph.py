@@ -1,0 +1,94 @@
+"""A labelled time-series graph: a title line with the current value, then bars.
+
+Unlike Textual's Sparkline, the scale is fixed to a ceiling the caller gives (a
+device's total memory, the KV cache allocated), so "KV in use" visibly fills its
+allocation instead of being rescaled to its own maximum. Eighth-blocks give each
+row eight steps; newest values are on the right.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import ClassVar
+
+from rich.text import Text
+from textual.reactive import reactive
+from textual.widget import Widget
+
+_EIGHTHS = " ▁▂▃▄▅▆▇█"
+
+
+def bar_rows(values: Sequence[float], ceiling: float, width: int, height: int) -> list[str]:
+    """The bars as `height` strings of `width` characters, top row first."""
+    if width <= 0 or height <= 0:
+        return []
+    values = list(values)[-width:]
+    pad = width - len(values)
+    steps = height * 8
+    levels = [0] * pad + [
+        0 if ceiling <= 0 or v <= 0 else max(1, min(steps, round(v / ceiling * steps))) for v in values
+    ]
+    rows = []
+    for row in range(height):
+        base = (height - 1 - row) * 8
+        rows.append("".join(_EIGHTHS[min(8, max(0, level - base))] for level in levels))
+    return rows
+
+
+class MemoryGraph(Widget):
+    """Title, current value and a bar history; `update_series` is called from the UI thread."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"graph--bar", "graph--title", "graph--value", "graph--floor"}
+    DEFAULT_CSS = """
+    MemoryGraph { height: 4; }
+    MemoryGraph > .graph--bar { color: $primary; }
+    MemoryGraph > .graph--title { text-style: bold; }
+    MemoryGraph > .graph--value { color: $text-muted; }
+    MemoryGraph > .graph--floor { color: $panel-lighten-2; }
+    """
+
+    values: reactive[tuple[float, ...]] = reactive((), layout=False)
+
+    def __init__(self, title: str, formatter: Callable[[float], str], *, id: str | None = None,
+                 classes: str | None = None) -> None:
+        super().__init__(id=id, classes=classes)
+        self.title = title
+        self.formatter = formatter
+        self.ceiling = 0.0
+        self.caption = ""
+
+    def update_series(self, values: Sequence[float], ceiling: float, caption: str = "") -> None:
+        """New data; `caption` replaces the value line (e.g. "3.1 MiB of 28 MiB")."""
+        self.ceiling = ceiling
+        self.caption = caption
+        self.values = tuple(values)
+        self.refresh()
+
+    def render(self) -> Text:
+        width = self.size.width
+        height = max(1, self.size.height - 1)
+        bar = self.get_component_rich_style("graph--bar")
+        title_style = self.get_component_rich_style("graph--title")
+        value_style = self.get_component_rich_style("graph--value")
+        floor = self.get_component_rich_style("graph--floor")
+        current = self.values[-1] if self.values else 0.0
+        caption = self.caption or self.formatter(current)
+        head = Text(self.title, style=title_style)
+        gap = max(1, width - len(self.title) - len(caption))
+        head.append(" " * gap)
+        head.append(caption, style=value_style)
+        head.truncate(width)
+        out = head
+        rows = bar_rows(self.values, self.ceiling, width, height)
+        for i, row in enumerate(rows):
+            out.append("\n")
+            if i == len(rows) - 1:
+                # a floor line so an empty series still shows where the graph is
+                out.append("".join(ch if ch != " " else "▁" for ch in row),
+                           style=None)
+                start = len(out) - len(row)
+                for j, ch in enumerate(row):
+                    out.stylize(bar if ch != " " else floor, start + j, start + j + 1)
+            else:
+                out.append(row, style=bar)
+        return out
