@@ -24,7 +24,7 @@ class Settings:
     models_dirs: list[str] = field(default_factory=list)  # extra folders to scan for GGUF files
     scan_known_caches: bool = True  # LM Studio, llama.cpp and Hugging Face caches
     system_prompt: str = ""
-    temperature: float = 0.7
+    temperature: float = 0.2  # low: small and base models wander at higher temperatures
     max_tokens: int = 512
     theme: str = "vramchat-dark"
     show_dashboard: bool = True
@@ -62,7 +62,7 @@ def load_settings(path: Path | None = None) -> tuple[Settings, str | None]:
         ok = isinstance(value, type(default)) or (isinstance(default, float) and isinstance(value, int))
         if isinstance(default, list):
             ok = isinstance(value, list) and all(isinstance(v, str) for v in value)
-        if isinstance(default, (int, float)) and isinstance(value, bool):
+        if isinstance(value, bool) != isinstance(default, bool):
             ok = False
         if ok:
             values[f.name] = value

@@ -59,6 +59,7 @@ class PickerScreen(Screen):
         self.anatomies: dict[str, ModelAnatomy] = {}
         self.selected: str | None = None
         self.result: FitResult | None = None
+        self.plan_state = "none"  # none, pending, ready, error
         self._request = 0
         self._debounce: Timer | None = None
         self._scanning = False
@@ -199,13 +200,6 @@ class PickerScreen(Screen):
         self.query_one("#scan-bar").display = False
         count = len(self.entries)
         self.sub_title = f"{count} model{'s' if count != 1 else ''}"
-        if self.autoload and self.preselect and self.result is not None:
-            self.autoload = False
-            if self.result.plan.fits:
-                self.action_load()
-            else:
-                self.app.notify("The plan does not fit: check it, change the settings, or load anyway.",
-                                title="Not loaded", severity="warning", timeout=8)
 
     def _cells(self, entry: CatalogEntry) -> tuple[object, ...]:
         s = entry.summary
@@ -290,6 +284,7 @@ class PickerScreen(Screen):
         except PlannerError as exc:
             self._show_error(str(exc))
             return
+        self.plan_state = "pending"
         self.query_one("#plan-verdict", Static).update(Text("Planning…", style="dim"))
         self._plan(path, choice, self._request)
 
@@ -320,10 +315,19 @@ class PickerScreen(Screen):
             self._show_error(message.error)
             return
         self.result = message.result
+        self.plan_state = "ready"
         self._show_plan(message.result)
+        if self.autoload and message.path == self.preselect:
+            self.autoload = False  # `vramchat MODEL`: load it when the plan fits
+            if message.result.plan.fits:
+                self.action_load()
+            else:
+                self.app.notify("The plan does not fit: change the settings, or load anyway.",
+                                title="Not loaded", severity="warning", timeout=8)
 
     def _show_error(self, error: str) -> None:
         self.result = None
+        self.plan_state = "error"
         self.query_one("#plan-verdict", Static).update(Text(f"✗ {error}", style=f"bold {self.app.current_theme.error}"))
         self.query_one("#plan-text", Static).update("")
         self.query_one("#load", Button).disabled = True
