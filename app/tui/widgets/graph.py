@@ -44,7 +44,7 @@ class MemoryGraph(Widget):
     MemoryGraph > .graph--bar { color: $primary; }
     MemoryGraph > .graph--title { text-style: bold; }
     MemoryGraph > .graph--value { color: $text-muted; }
-    MemoryGraph > .graph--floor { color: $panel-lighten-2; }
+    MemoryGraph > .graph--floor { color: $foreground 25%; }
     """
 
     values: reactive[tuple[float, ...]] = reactive((), layout=False)
