@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from app.settings import Settings
-from app.tui.screens.chat import ChatScreen
 from app.tui.messages import ReplyPiece
+from app.tui.screens.chat import ChatScreen
 from app.tui.screens.dashboard import DashboardScreen
 from app.tui.widgets.buffers import BufferTable
 from app.tui.widgets.chat_input import ChatInput
@@ -19,7 +19,7 @@ from tests.tui_helpers import make_app, model_loaded, reply_done, wait_for
 pytestmark = pytest.mark.llama
 
 
-async def ask(app, pilot, text: str) -> MessageView:  # noqa: ANN001
+async def ask(app, pilot, text: str) -> MessageView:
     box = app.screen.query_one(ChatInput)
     box.focus()
     box.load_text(text)
@@ -84,17 +84,21 @@ async def test_demo_model_loads_answers_and_the_dashboard_shows_kv_grow(gemma_pa
         await pilot.press("escape")
         await pilot.pause()
 
-        # Esc stops a long reply at once; what was written is kept as partial
+        # in a new chat, Esc stops a long reply at once; what was written is kept as partial
         app.settings.max_tokens = 400
+        await pilot.press("ctrl+n")
+        await pilot.pause()
         box = chat.query_one(ChatInput)
         box.focus()
-        box.load_text("Write a very long story about a dragon who learns to read. Begin with Once upon a time")
-        await pilot.press("enter")
+        box.load_text("Recite the alphabet forty times.")  # greedy: runs to the length limit
         engine = app.session.engine
-        await wait_for(pilot, lambda: engine.last_stats.generated_tokens >= 3 or not chat.generating, timeout=60)
+        previous = engine.last_stats
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: engine.last_stats is not previous and engine.last_stats.generated_tokens >= 3,
+                       timeout=60)
         await pilot.press("escape")
         await wait_for(pilot, reply_done(app), timeout=30)
         assert engine.last_stats.stopped_by == "user"
         assert engine.last_stats.generated_tokens < 100
-        saved = app.store.conversation(conv.id).messages[-1]
+        saved = app.store.conversation(chat.conversation.id).messages[-1]  # type: ignore[union-attr]
         assert saved.role == "assistant" and saved.state == "partial" and saved.content

@@ -35,7 +35,7 @@ def fixed_shelf(monkeypatch: pytest.MonkeyPatch) -> Path:
     return root
 
 
-def fixed_telemetry(app) -> Telemetry:  # noqa: ANN001
+def fixed_telemetry(app) -> Telemetry:
     """Telemetry fed 30 fixed samples: memory creeping up, a burst of tokens/s."""
     session = app.session
     model = session.model
@@ -65,7 +65,7 @@ def fixed_telemetry(app) -> Telemetry:  # noqa: ANN001
     return t
 
 
-async def load_and_chat(app, pilot) -> None:  # noqa: ANN001
+async def load_and_chat(app, pilot) -> None:
     from app.tui.widgets.chat_input import ChatInput
 
     await wait_for(pilot, picker_ready(app))
@@ -82,29 +82,29 @@ async def load_and_chat(app, pilot) -> None:  # noqa: ANN001
     await pilot.pause(0.1)
 
 
-def test_picker(snap_compare, fixed_shelf: Path) -> None:  # noqa: ANN001
+def test_picker(snap_compare, fixed_shelf: Path) -> None:
     app = make_app(fixed_shelf, settings=Settings(scan_known_caches=False))
 
-    async def ready(pilot) -> None:  # noqa: ANN001
+    async def ready(pilot) -> None:
         await wait_for(pilot, picker_ready(app))
         await pilot.pause(0.1)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=ready)
 
 
-def test_chat_with_dashboard(snap_compare, fixed_shelf: Path) -> None:  # noqa: ANN001
+def test_chat_with_dashboard(snap_compare, fixed_shelf: Path) -> None:
     app = make_app(fixed_shelf, settings=Settings(scan_known_caches=False))
 
-    async def chat(pilot) -> None:  # noqa: ANN001
+    async def chat(pilot) -> None:
         await load_and_chat(app, pilot)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=chat)
 
 
-def test_dashboard_screen(snap_compare, fixed_shelf: Path) -> None:  # noqa: ANN001
+def test_dashboard_screen(snap_compare, fixed_shelf: Path) -> None:
     app = make_app(fixed_shelf, settings=Settings(scan_known_caches=False))
 
-    async def dashboard(pilot) -> None:  # noqa: ANN001
+    async def dashboard(pilot) -> None:
         await load_and_chat(app, pilot)
         await pilot.press("f3")
         await pilot.pause(0.7)
@@ -112,10 +112,10 @@ def test_dashboard_screen(snap_compare, fixed_shelf: Path) -> None:  # noqa: ANN
     assert snap_compare(app, terminal_size=SIZE, run_before=dashboard)
 
 
-def test_chat_in_the_light_theme(snap_compare, fixed_shelf: Path) -> None:  # noqa: ANN001
+def test_chat_in_the_light_theme(snap_compare, fixed_shelf: Path) -> None:
     app = make_app(fixed_shelf, settings=Settings(scan_known_caches=False, theme="vramchat-light"))
 
-    async def chat(pilot) -> None:  # noqa: ANN001
+    async def chat(pilot) -> None:
         await load_and_chat(app, pilot)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=chat)

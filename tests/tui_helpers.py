@@ -52,6 +52,6 @@ def model_loaded(app: VramchatApp) -> Callable[[], bool]:
 
 def reply_done(app: VramchatApp) -> Callable[[], bool]:
     def done() -> bool:
-        screen = app.get_screen("chat")
+        screen = app.chat_screen()
         return not screen.generating  # type: ignore[attr-defined]
     return done

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from importlib.resources import files
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
 from textual.app import App, SystemCommand
@@ -22,12 +22,14 @@ from app.devices import DeviceReport, probe_devices
 from app.plan_cache import PlanCache
 from app.settings import Settings, load_settings, save_settings
 from app.store import Store, StoreError
-from app.tui.screens.chat import ChatScreen
 from app.tui.screens.picker import PickerScreen
 from app.tui.session import EngineLike, ModelSession, default_engine
 from app.tui.themes import THEMES
-from planner.fit import FitResult
-from planner.model import ModelAnatomy
+
+if TYPE_CHECKING:
+    from app.tui.screens.chat import ChatScreen
+    from planner.fit import FitResult
+    from planner.model import ModelAnatomy
 
 
 def css_path() -> str:
@@ -92,7 +94,6 @@ class VramchatApp(App):
     def on_mount(self) -> None:
         self.theme_changed_signal.subscribe(self, self._theme_changed)
         self.install_screen(PickerScreen(self.options.model, autoload=self.options.model is not None), "picker")
-        self.install_screen(ChatScreen(), "chat")
         self.push_screen("picker")
         for warning in self._startup_warnings:
             self.notify(warning, severity="warning", timeout=10)
@@ -161,9 +162,18 @@ class VramchatApp(App):
             self.call_from_thread(self.notify, str(exc), severity="error")
             return None
 
-    def load_model(self, path: str, anatomy: ModelAnatomy, fit: FitResult) -> None:
+    def chat_screen(self) -> ChatScreen:
+        """The chat screen, made on first use (its imports are not needed to draw the picker)."""
+        from app.tui.screens.chat import ChatScreen
+
+        if not self.is_screen_installed("chat"):
+            self.install_screen(ChatScreen(), "chat")
         chat = self.get_screen("chat")
         assert isinstance(chat, ChatScreen)
+        return chat
+
+    def load_model(self, path: str, anatomy: ModelAnatomy, fit: FitResult) -> None:
+        chat = self.chat_screen()
         if chat.generating:
             self.session.stop()
         name = anatomy.name or Path(path).name
@@ -172,7 +182,7 @@ class VramchatApp(App):
     async def _switch_and_load(self, chat: ChatScreen, path: str, anatomy: ModelAnatomy, fit: FitResult,
                                name: str) -> None:
         if self.screen is not chat:
-            await self.switch_screen("chat")
+            await self.switch_screen(self.chat_screen())
         chat.begin_load(path, anatomy, fit, name)
 
     # -- actions --------------------------------------------------------------------------------
@@ -184,22 +194,27 @@ class VramchatApp(App):
             self.push_screen(HelpScreen())
 
     async def action_toggle_screen(self) -> None:
+
         if isinstance(self.screen, PickerScreen):
             await self.action_show_chat()
         else:
             await self.action_show_picker()
 
     async def action_show_picker(self) -> None:
+        from app.tui.screens.chat import ChatScreen
+
         while len(self.screen_stack) > 2 and not isinstance(self.screen, (PickerScreen, ChatScreen)):
             self.pop_screen()
         if not isinstance(self.screen, PickerScreen):
             await self.switch_screen("picker")
 
     async def action_show_chat(self) -> None:
+        from app.tui.screens.chat import ChatScreen
+
         while len(self.screen_stack) > 2 and not isinstance(self.screen, (PickerScreen, ChatScreen)):
             self.pop_screen()
         if not isinstance(self.screen, ChatScreen):
-            await self.switch_screen("chat")
+            await self.switch_screen(self.chat_screen())
 
     def action_dashboard(self) -> None:
         from app.tui.screens.dashboard import DashboardScreen
@@ -213,6 +228,8 @@ class VramchatApp(App):
         self.theme = name
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        from app.tui.screens.chat import ChatScreen
+
         yield from super().get_system_commands(screen)
         if isinstance(screen, PickerScreen):
             yield SystemCommand("Load the selected model", "Load it with the plan shown", screen.action_load)

@@ -4,13 +4,15 @@ these, and the screen that owns the widgets handles it on the UI thread."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from textual.message import Message
 
-from app.catalog import CatalogEntry
-from app.devices import DeviceReport
-from app.engine import GenerationStats
-from planner.fit import FitResult
+if TYPE_CHECKING:  # kept out of the startup path: the picker must draw fast
+    from app.catalog import CatalogEntry
+    from app.devices import DeviceReport
+    from app.engine import GenerationStats
+    from planner.fit import FitResult
 
 
 @dataclass

@@ -8,6 +8,7 @@ and saves it as it grows; the UI only renders what the worker posts.
 from __future__ import annotations
 
 import contextlib
+import threading
 from typing import ClassVar
 
 from rich.text import Text
@@ -69,6 +70,7 @@ class ChatScreen(Screen):
         self.generating = False
         self._reply: MessageView | None = None
         self._reply_id = 0
+        self._cancel = threading.Event()  # Esc pressed before the engine started this reply
         self.model_path = ""
 
     def compose(self) -> ComposeResult:
@@ -184,6 +186,7 @@ class ChatScreen(Screen):
         view = MessageView("assistant", "", author=model.name, note="…", msg_id=msg_id)
         self._reply, self._reply_id = view, msg_id
         self.generating = True
+        self._cancel.clear()
         await self.query_one("#messages").mount(view)
         params = GenerationParams(max_tokens=settings.max_tokens, temperature=settings.temperature,
                                   stop=model.fmt.stop)
@@ -201,10 +204,15 @@ class ChatScreen(Screen):
             build = build_prompt(model.fmt, system, turns, model.n_ctx, params.max_tokens, engine.tokenize,
                                  eos=model.eos)
             self.post_message(PromptFitted(len(build.tokens), build.n_ctx, build.dropped, build.near_limit))
-            for piece in engine.generate(build.tokens, params):
-                sink.add(piece)
-                self.post_message(ReplyPiece(msg_id, piece))
-            stats = engine.last_stats
+            if self._cancel.is_set():
+                stats = GenerationStats(stopped_by="user")
+            else:
+                for piece in engine.generate(build.tokens, params):
+                    sink.add(piece)
+                    self.post_message(ReplyPiece(msg_id, piece))
+                    if self._cancel.is_set():
+                        engine.stop()  # the engine clears stop requests made before it started
+                stats = engine.last_stats
             text = sink.finish(stats.stopped_by, stats.generated_tokens, stats.tokens_per_second)
             self.post_message(ReplyFinished(msg_id, text, stats))
         except ChatError as exc:
@@ -253,6 +261,7 @@ class ChatScreen(Screen):
 
     def action_stop(self) -> None:
         if self.generating:
+            self._cancel.set()
             self.app.session.stop()  # type: ignore[attr-defined]
         elif self.loading:
             self.app.session.stop()  # type: ignore[attr-defined]
