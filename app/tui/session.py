@@ -101,9 +101,8 @@ class ModelSession:
         if engine is None:
             return 0.0, False
         generating = self.generating.is_set()
-        stats = engine.last_stats
-        tps = stats.live_tokens_per_second() if generating else stats.tokens_per_second
-        return tps, generating
+        # while idle the graph drops to zero; the dashboard keeps the last reply's speed in words
+        return (engine.last_stats.live_tokens_per_second() if generating else 0.0), generating
 
     def stop(self) -> None:
         if self._engine is not None:

@@ -58,7 +58,7 @@ class ChatScreen(Screen):
         Binding("ctrl+n", "new_chat", "New chat"),
         Binding("ctrl+r", "retry", "Retry"),
         Binding("ctrl+o", "copy_reply", "Copy reply"),
-        Binding("ctrl+b", "toggle_chats", "Chats"),
+        Binding("ctrl+b", "toggle_chats", "Chats", show=False),
         Binding("ctrl+g", "toggle_dashboard", "Graphs"),
         Binding("f4", "chat_settings", "Settings"),
     ]

@@ -79,13 +79,13 @@ class PickerScreen(Screen):
         with Horizontal(id="plan-area"):
             with Vertical(id="plan-controls"):
                 yield Label("Context (tokens)")
-                yield Input(placeholder="auto", id="ctx", restrict=r"[0-9,_]*")
+                yield Input(placeholder="auto", id="ctx", restrict=r"[0-9,_]*", compact=True)
                 yield Label("KV cache type")
-                yield Select([(k, k) for k in KV_CHOICES], value="auto", allow_blank=False, id="kv")
+                yield Select([(k, k) for k in KV_CHOICES], value="auto", allow_blank=False, id="kv", compact=True)
                 yield Label("GPU layers")
-                yield Input(placeholder="auto", id="ngl", restrict=r"[0-9]*")
+                yield Input(placeholder="auto", id="ngl", restrict=r"[0-9]*", compact=True)
                 yield Label("Flash attention")
-                yield Select([(f, f) for f in FA_CHOICES], value="auto", allow_blank=False, id="fa")
+                yield Select([(f, f) for f in FA_CHOICES], value="auto", allow_blank=False, id="fa", compact=True)
                 yield Button("Load", id="load", variant="primary", disabled=True)
             with VerticalScroll(id="plan-scroll"):
                 yield Static("", id="plan-verdict")

@@ -67,10 +67,8 @@ class Dashboard(VerticalScroll):
             series = [s.devices.get(name, (0, 0))[0] for s in history]
             graph.update_series(series, total, f"{_mem(used)} used, {_mem(max(total - used, 0))} free")
         kv = self.query_one("#g-kv", MemoryGraph)
-        share = last.kv_used / last.kv_allocated if last.kv_allocated else 0.0
-        kv.title = f"KV cache · {last.kv_cells_used:,} cells"
         kv.update_series([s.kv_used for s in history], last.kv_allocated,
-                         f"{_mem(last.kv_used)} of {_mem(last.kv_allocated)} ({share:.1%})")
+                         f"{_mem(last.kv_used)} / {_mem(last.kv_allocated)} · {last.kv_cells_used:,} cells")
         compute = sum(last.compute.values())
         where = ", ".join(sorted(last.compute)) or "-"
         self.query_one("#g-compute", MemoryGraph).update_series(
@@ -79,5 +77,9 @@ class Dashboard(VerticalScroll):
         self.query_one("#g-rss", MemoryGraph).update_series([s.rss for s in history], ram_total,
                                                            f"{_mem(last.rss)}")
         speeds = [s.tokens_per_second for s in history]
-        self.query_one("#g-tps", MemoryGraph).update_series(
-            speeds, max(max(speeds) * 1.1, 1.0), f"{last.tokens_per_second:.1f} tok/s")
+        if last.generating:
+            caption = f"{last.tokens_per_second:.1f} tok/s"
+        else:
+            recent = next((v for v in reversed(speeds) if v > 0), 0.0)
+            caption = f"last reply {recent:.1f} tok/s" if recent else "idle"
+        self.query_one("#g-tps", MemoryGraph).update_series(speeds, max(max(speeds) * 1.1, 1.0), caption)

@@ -73,8 +73,9 @@ class MemoryGraph(Widget):
         floor = self.get_component_rich_style("graph--floor")
         current = self.values[-1] if self.values else 0.0
         caption = self.caption or self.formatter(current)
-        head = Text(self.title, style=title_style)
-        gap = max(1, width - len(self.title) - len(caption))
+        title = self.title if len(self.title) + len(caption) < width else self.title.split(" ")[0]
+        head = Text(title, style=title_style)
+        gap = max(1, width - len(title) - len(caption))
         head.append(" " * gap)
         head.append(caption, style=value_style)
         head.truncate(width)
