@@ -13,12 +13,17 @@ from textual.widgets import Static
 
 from app.telemetry import Sample
 from app.tui.widgets.graph import MemoryGraph
-from planner.devices import format_size
+from planner.devices import GiB, MiB, format_size
 
 REFRESH_SECONDS = 0.5
+MAX_POINTS = 240  # wider than any graph
 
 
 def _mem(n: float) -> str:
+    """Sizes to the precision a glance needs: whole MiB from 100 MiB up, so that a figure
+    that jitters by a few KiB does not repaint the graph twice a second."""
+    if 100 * MiB <= n < GiB:
+        return f"{n / MiB:.0f} MiB"
     return format_size(int(n))
 
 
@@ -39,6 +44,8 @@ class Dashboard(VerticalScroll):
 
     def on_mount(self) -> None:
         self._device_graphs: dict[str, MemoryGraph] = {}
+        self._shown: Sample | None = None
+        self._status = ""
         self.refresh_from_session()
         self.set_interval(REFRESH_SECONDS, self.refresh_from_session)
 
@@ -47,16 +54,20 @@ class Dashboard(VerticalScroll):
         telemetry = session.telemetry if session is not None else None
         if telemetry is None:
             return
-        history = telemetry.history()
-        if history:
-            self.show(history)
+        latest = telemetry.latest()
+        if latest is None or latest is self._shown:
+            return  # nothing new: no repaint (the dashboard should cost next to nothing when idle)
+        self._shown = latest
+        self.show(telemetry.history()[-MAX_POINTS:])
 
     def show(self, history: list[Sample]) -> None:
         """Draw these samples (oldest first)."""
         last = history[-1]
-        status = self.query_one("#dash-status", Static)
         state = "generating" if last.generating else "idle"
-        status.update(f"Live, every {REFRESH_SECONDS:g} s · {state} · {len(history)} samples")
+        status_text = f"Live, every {REFRESH_SECONDS:g} s · {state}"
+        if status_text != self._status:
+            self._status = status_text
+            self.query_one("#dash-status", Static).update(status_text)
         for name, (used, total) in last.devices.items():
             graph = self._device_graphs.get(name)
             if graph is None:
@@ -80,6 +91,8 @@ class Dashboard(VerticalScroll):
         if last.generating:
             caption = f"{last.tokens_per_second:.1f} tok/s"
         else:
-            recent = next((v for v in reversed(speeds) if v > 0), 0.0)
+            session = getattr(self.app, "session", None)
+            stats = session.engine.last_stats if session is not None and session.model is not None else None
+            recent = stats.tokens_per_second if stats is not None else 0.0
             caption = f"last reply {recent:.1f} tok/s" if recent else "idle"
         self.query_one("#g-tps", MemoryGraph).update_series(speeds, max(max(speeds) * 1.1, 1.0), caption)

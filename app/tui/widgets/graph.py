@@ -12,7 +12,6 @@ from collections.abc import Callable, Sequence
 from typing import ClassVar
 
 from rich.text import Text
-from textual.reactive import reactive
 from textual.widget import Widget
 
 _EIGHTHS = " ▁▂▃▄▅▆▇█"
@@ -47,49 +46,47 @@ class MemoryGraph(Widget):
     MemoryGraph > .graph--floor { color: $foreground 25%; }
     """
 
-    values: reactive[tuple[float, ...]] = reactive((), layout=False)
-
     def __init__(self, title: str, formatter: Callable[[float], str], *, id: str | None = None,
                  classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self.title = title
         self.formatter = formatter
+        self.values: tuple[float, ...] = ()
         self.ceiling = 0.0
         self.caption = ""
+        self._drawn: tuple[object, ...] = ()
 
     def update_series(self, values: Sequence[float], ceiling: float, caption: str = "") -> None:
-        """New data; `caption` replaces the value line (e.g. "3.1 MiB of 28 MiB")."""
-        self.ceiling = ceiling
-        self.caption = caption
-        self.values = tuple(values)
-        self.refresh()
+        """New data; `caption` replaces the value line (e.g. "3.1 MiB of 28 MiB").
+
+        Repaints only when what would be drawn changes: an idle dashboard costs next to nothing."""
+        self.values, self.ceiling, self.caption = tuple(values), ceiling, caption
+        width, height = self.size.width, max(1, self.size.height - 1)
+        drawn = (caption, width, height, tuple(bar_rows(self.values, ceiling, width, height)))
+        if drawn != self._drawn:
+            self._drawn = drawn
+            self.refresh()
 
     def render(self) -> Text:
         width = self.size.width
         height = max(1, self.size.height - 1)
         bar = self.get_component_rich_style("graph--bar")
-        title_style = self.get_component_rich_style("graph--title")
-        value_style = self.get_component_rich_style("graph--value")
-        floor = self.get_component_rich_style("graph--floor")
         current = self.values[-1] if self.values else 0.0
         caption = self.caption or self.formatter(current)
         title = self.title if len(self.title) + len(caption) < width else self.title.split(" ")[0]
-        head = Text(title, style=title_style)
-        gap = max(1, width - len(title) - len(caption))
-        head.append(" " * gap)
-        head.append(caption, style=value_style)
-        head.truncate(width)
-        out = head
+        out = Text(title, style=self.get_component_rich_style("graph--title"))
+        out.append(" " * max(1, width - len(title) - len(caption)))
+        out.append(caption, style=self.get_component_rich_style("graph--value"))
+        out.truncate(width)
         rows = bar_rows(self.values, self.ceiling, width, height)
-        for i, row in enumerate(rows):
+        for row in rows[:-1]:
             out.append("\n")
-            if i == len(rows) - 1:
-                # a floor line so an empty series still shows where the graph is
-                out.append("".join(ch if ch != " " else "▁" for ch in row),
-                           style=None)
-                start = len(out) - len(row)
-                for j, ch in enumerate(row):
-                    out.stylize(bar if ch != " " else floor, start + j, start + j + 1)
-            else:
-                out.append(row, style=bar)
+            out.append(row, style=bar)
+        if rows:
+            # the bottom row: a faint floor line where there is no bar, so an empty graph still shows
+            last = rows[-1]
+            empty = len(last) - len(last.lstrip(" "))
+            out.append("\n")
+            out.append("▁" * empty, style=self.get_component_rich_style("graph--floor"))
+            out.append(last[empty:].replace(" ", "▁"), style=bar)
         return out
