@@ -324,3 +324,26 @@ async def test_a_reply_cut_by_a_crash_is_shown(shelf: Path) -> None:
         await pilot.pause()
         views = list(chat.query(MessageView))
         assert views[-1].text == "one two three" and "cut short" in views[-1].note
+
+
+async def test_projector_and_split_notes(shelf: Path) -> None:
+    (shelf / "mmproj-tiny-f16.gguf").write_bytes(b"GGUF" + b"\0" * 60)
+    app = make_app(shelf)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, picker_ready(app))
+        screen = app.screen
+        assert isinstance(screen, PickerScreen)
+        assert len(screen.entries) == 3  # the projector is not listed as a model
+        assert "Vision projector beside it: mmproj-tiny-f16.gguf" in str(screen.query_one("#plan-verdict").render())
+
+
+async def test_a_failing_scan_is_reported(shelf: Path) -> None:
+    app = make_app(shelf)
+
+    def explode():
+        raise RuntimeError("probe exploded")
+
+    app.probe_devices = explode  # type: ignore[method-assign]
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: any("probe exploded" in n for n in notices(app)))
+        assert isinstance(app.screen, PickerScreen) and not app.screen._scanning

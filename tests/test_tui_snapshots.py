@@ -72,6 +72,7 @@ async def load_and_chat(app, pilot) -> None:
     await pilot.press("ctrl+l")
     await wait_for(pilot, model_loaded(app))
     box = app.screen.query_one(ChatInput)
+    box.cursor_blink = False  # a blinking cursor would make the snapshot depend on timing
     box.load_text("What is the capital of France?")
     await pilot.press("enter")
     await pilot.pause(0.05)

@@ -17,6 +17,7 @@ from rich.text import Text
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
+from textual.worker import Worker, WorkerState
 
 from app.devices import DeviceReport, probe_devices
 from app.plan_cache import PlanCache
@@ -97,6 +98,17 @@ class VramchatApp(App):
         self.push_screen("picker")
         for warning in self._startup_warnings:
             self.notify(warning, severity="warning", timeout=10)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        self.report_worker_error(event)
+
+    def report_worker_error(self, event: Worker.StateChanged) -> None:
+        """A worker that failed unexpectedly is reported, never left silent (nor a traceback).
+        Worker messages do not bubble: each screen passes its own here."""
+        if event.state == WorkerState.ERROR:
+            error = event.worker.error
+            self.notify(f"{type(error).__name__}: {error}" if error else "a background task failed",
+                        title=f"Something went wrong ({event.worker.group})", severity="error", timeout=15)
 
     def _theme_changed(self, theme: object) -> None:
         name = getattr(theme, "name", None)

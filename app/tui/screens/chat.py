@@ -19,6 +19,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Label, OptionList, ProgressBar, Static
 from textual.widgets.option_list import Option, OptionDoesNotExist
+from textual.worker import Worker, WorkerState
 
 from app.chat import ChatError, ReplySink, build_prompt, stop_note, to_messages
 from app.engine import GenerationParams, GenerationStats
@@ -120,6 +121,15 @@ class ChatScreen(Screen):
             self.post_message(LoadFinished(str(exc) or type(exc).__name__))
             return
         self.post_message(LoadFinished())
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.state == WorkerState.ERROR:
+            if event.worker.group == "load":
+                self.loading = False
+                self.query_one("#load-bar").display = False
+            elif event.worker.group == "generate":
+                self.generating = False
+        self.app.report_worker_error(event)  # type: ignore[attr-defined]
 
     def on_load_progress(self, message: LoadProgress) -> None:
         self.query_one("#load-progress", ProgressBar).update(progress=message.fraction)

@@ -18,7 +18,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Button, DataTable, Footer, Header, Input, Label, ProgressBar, Select, Static
-from textual.worker import get_current_worker
+from textual.worker import Worker, WorkerState, get_current_worker
 
 from app.catalog import Catalog, CatalogEntry, fit_badge, format_params
 from app.choices import FA_CHOICES, KV_CHOICES, PlanChoice, parse_choice, plan_for
@@ -113,7 +113,9 @@ class PickerScreen(Screen):
     def rescan(self) -> None:
         self._scanning = True
         self.query_one("#scan-bar").display = True
-        self.query_one("#scan-progress", ProgressBar).update(total=None, progress=0)
+        progress = self.query_one("#scan-progress", ProgressBar)
+        progress.display = True
+        progress.update(total=None, progress=0)
         self._scan()
 
     @work(thread=True, exclusive=True, group="scan", exit_on_error=False)
@@ -151,6 +153,13 @@ class PickerScreen(Screen):
             self.post_message(EntryPlanned(entry))
         catalog.cache.save()
         self.post_message(ScanFinished(len(todo)))
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker.group == "scan" and event.state == WorkerState.ERROR:
+            self._scanning = False
+            self.query_one("#scan-status", Label).update("Looking for models failed (see the notification)")
+            self.query_one("#scan-progress", ProgressBar).display = False
+        self.app.report_worker_error(event)  # type: ignore[attr-defined]
 
     def on_scan_status(self, message: ScanStatus) -> None:
         self.query_one("#scan-status", Label).update(message.text)
@@ -361,6 +370,14 @@ class PickerScreen(Screen):
         r = plan.resolved
         verdict.append(f"   {r.n_ctx:,} tokens · KV {r.type_k.name} · {plan.layers_on_gpu}/{plan.model.n_layer + 1} "
                        f"layers on GPU · flash attention {'on' if r.config.flash_attn else 'off'}", style="dim")
+        entry = self.entries.get(self.selected or "")
+        if entry is not None and entry.file.projectors:
+            names = ", ".join(os.path.basename(p) for p in entry.file.projectors)
+            verdict.append(f"\nVision projector beside it: {names}. vramchat chats in text only and does not "
+                           "load it, so the plan leaves it out.", style="italic")
+        if entry is not None and len(entry.file.shards) > 1:
+            verdict.append(f"\nSplit model: {len(entry.file.shards)} files, {format_size(entry.file.size)} in all.",
+                           style="italic")
         self.query_one("#plan-verdict", Static).update(verdict)
         self.query_one("#plan-text", Static).update(Text(plan_to_table(result)))
         self.query_one("#ctx", Input).placeholder = f"auto ({r.n_ctx:,})"
