@@ -29,9 +29,7 @@ def fixed_shelf(monkeypatch: pytest.MonkeyPatch) -> Path:
     root = Path(tempfile.gettempdir()) / "vramchat-snapshot-models"
     root.mkdir(exist_ok=True)
     for name in ("llama-f16", "qwen3-hd", "gemma2"):
-        path = root / f"{name}.gguf"
-        if not path.exists():
-            write_tiny_model(path, ZOO[name])
+        write_tiny_model(root / f"{name}.gguf", ZOO[name])  # always: tiny_models.py may have changed
     return root
 
 
