@@ -1,7 +1,7 @@
-"""Command line: `vramchat --plan MODEL`, `--devices`, `--version`.
+"""Command line: `vramchat` (the app), `vramchat MODEL`, `--plan MODEL`, `--list`, `--devices`.
 
-`--plan` and `--devices` never import Textual or llama_cpp: they read the GGUF
-header and probe devices through ctypes, so they answer in a fraction of a second.
+`--plan`, `--list` and `--devices` never import Textual or llama_cpp: they read
+GGUF headers and probe devices through ctypes, so they answer in a fraction of a second.
 
 Exit status: 0 the plan fits, 3 it does not, 2 usage error, 1 bad or missing file.
 """
@@ -72,8 +72,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     modes = p.add_argument_group("what to do")
     modes.add_argument("--plan", action="store_true", help="print the memory plan for MODEL and exit")
+    modes.add_argument("--list", action="store_true",
+                       help="print the models the picker would list, with their fit on this machine, and exit")
     modes.add_argument("--devices", action="store_true", help="print what each device probe found and exit")
-    modes.add_argument("--json", action="store_true", help="with --plan or --devices: print JSON")
+    modes.add_argument("--json", action="store_true", help="with --plan, --list or --devices: print JSON")
+    modes.add_argument("--models-dir", action="append", default=[], metavar="FOLDER",
+                       help="also look for models in FOLDER (repeat for several)")
 
     devs = p.add_argument_group("devices (what-if planning)")
     devs.add_argument("--vram", metavar="SIZE[,SIZE...]",
@@ -177,6 +181,80 @@ def run_plan(args: argparse.Namespace) -> int:
     return EXIT_OK if result.plan.fits else EXIT_NO_FIT
 
 
+def run_list(args: argparse.Namespace) -> int:
+    from app.catalog import Catalog, table_rows
+    from app.devices import probe_devices
+    from app.discovery import folders_to_scan
+    from app.settings import load_settings
+
+    settings, warning = load_settings()
+    if warning:
+        print(f"Warning: {warning}", file=sys.stderr)
+    try:
+        report = probe_devices(args.vram, args.ram, cpu_only=args.cpu)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    folders = folders_to_scan(args.models_dir, settings.models_dirs, settings.scan_known_caches)
+    catalog = Catalog(report.gpus, report.host)
+    entries = catalog.complete(catalog.scan(folders, _demo_for_list()))
+    if args.json:
+        print(json.dumps({"folders": [{"path": str(f.path), "source": f.source} for f in folders],
+                          "models": [{"path": e.file.path, "source": e.file.source, "size": e.file.size,
+                                      "shards": e.file.shards, "missing_shards": e.file.missing_shards,
+                                      "projectors": e.file.projectors, "demo": e.file.is_demo,
+                                      **(e.summary.to_json() if e.summary else {})} for e in entries],
+                          "warnings": report.warnings}, indent=2))
+        return EXIT_OK
+    if not entries:
+        print("No GGUF models found in: " + ", ".join(str(f.path) for f in folders))
+        return EXIT_OK
+    header = ("model", "arch", "params", "quant", "size", "fit on this machine", "path")
+    rows = [header, *table_rows(entries)]
+    widths = [min(max(len(r[i]) for r in rows), 48) for i in range(len(header) - 1)]
+    for row in rows:
+        cells = [(c if len(c) <= w else c[:w - 1] + "…").ljust(w) for c, w in zip(row, widths)]
+        print("  ".join([*cells, row[-1]]).rstrip())
+    for warning in report.warnings:
+        print(f"\nWarning: {warning}")
+    return EXIT_OK
+
+
+def _demo_for_list():
+    from app.demo import DemoUnavailable, demo_installed, demo_model_path
+
+    if not demo_installed():
+        return None
+    try:
+        return demo_model_path()
+    except DemoUnavailable as exc:
+        print(f"Warning: {exc}", file=sys.stderr)
+        return None
+
+
+def run_app(args: argparse.Namespace) -> int:
+    """The Textual app: the picker, or MODEL planned and loaded."""
+    import os
+
+    model = None
+    if args.model:
+        model = _resolve_model(args.model)
+        if not os.path.isfile(model):
+            return _fail(f"{model}: no such file", EXIT_BAD_FILE)
+    if args.vram is not None or args.ram is not None:
+        from app.devices.simulated import parse_devices
+
+        try:
+            parse_devices(args.vram or "")
+            parse_devices(f"ram={args.ram}" if args.ram else "")
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+    import app.tui
+    from app.tui.app import AppOptions
+
+    return app.tui.run(AppOptions(model=model, models_dirs=list(args.models_dir), vram=args.vram, ram=args.ram,
+                                  cpu=args.cpu))
+
+
 def run_devices(args: argparse.Namespace) -> int:
     from app.devices import probe_devices
     from app.devices.render import devices_text
@@ -202,10 +280,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_devices(args)
         if args.plan:
             return run_plan(args)
+        if args.list:
+            return run_list(args)
         if args.json:
-            raise UsageError("--json goes with --plan or --devices")
-        parser.print_help()
-        return EXIT_OK
+            raise UsageError("--json goes with --plan, --list or --devices")
+        return run_app(args)
     except UsageError as exc:
         parser.print_usage(sys.stderr)
         return _fail(str(exc), EXIT_USAGE)

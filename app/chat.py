@@ -1,0 +1,110 @@
+"""From a conversation to a prompt, and from a prompt to a saved, streamed reply.
+
+`build_prompt` renders the conversation in the model's chat format and, when it
+would not leave room for the reply in the context, drops the oldest turns (the
+system prompt stays). `stream_reply` runs one generation, hands each piece of text
+to the caller and saves the growing reply to the store every `save_interval`
+seconds, so a crash keeps what was already shown. Neither touches Textual.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from app.engine.templates import ChatFormat, Message, render
+from app.store import Store, StoredMessage
+
+NEAR_LIMIT = 0.85  # warn when prompt + reply room passes this share of the context
+
+
+class ChatError(RuntimeError):
+    """A message cannot be sent as it is (the text says why, in a user's words)."""
+
+
+@dataclass(frozen=True)
+class PromptBuild:
+    text: str
+    tokens: list[int]
+    n_ctx: int
+    reply_room: int  # tokens kept free for the reply
+    dropped: int  # oldest messages left out to fit
+    kept: int  # conversation messages in the prompt (the system prompt not counted)
+
+    @property
+    def near_limit(self) -> bool:
+        return len(self.tokens) + self.reply_room > NEAR_LIMIT * self.n_ctx
+
+    @property
+    def used_share(self) -> float:
+        return len(self.tokens) / self.n_ctx if self.n_ctx else 0.0
+
+
+def to_messages(stored: Sequence[StoredMessage]) -> list[Message]:
+    """The conversation as the chat format sees it: empty replies (a stop before the first
+    token) are left out; partial replies stay, as the user saw them."""
+    return [Message(m.role, m.content) for m in stored if m.role in ("user", "assistant") and m.content.strip()]
+
+
+def reply_room(n_ctx: int, max_tokens: int) -> int:
+    return max(1, min(max_tokens, n_ctx // 2))
+
+
+def build_prompt(fmt: ChatFormat, system: str, turns: list[Message], n_ctx: int, max_tokens: int,
+                 tokenize: Callable[[str], list[int]], eos: str = "") -> PromptBuild:
+    """Render `turns` (oldest first, ending with the user's message) to fit `n_ctx` with room
+    for `max_tokens`; drop whole turns from the front while it does not fit."""
+    if not turns or turns[-1].role != "user":
+        raise ChatError("there is no question to answer")
+    room = reply_room(n_ctx, max_tokens)
+    budget = n_ctx - room
+    head = [Message("system", system)] if system.strip() else []
+    starts = [i for i, m in enumerate(turns) if m.role == "user"]  # where a turn may begin
+    for start in starts:
+        # BOS comes from the tokenizer (add_special), not the template, so it is never doubled
+        text = render(fmt, head + turns[start:], bos="", eos=eos)
+        tokens = tokenize(text)
+        if len(tokens) <= budget:
+            return PromptBuild(text, tokens, n_ctx, room, start, len(turns) - start)
+    last = len(tokenize(render(fmt, [*head, turns[-1]], bos="", eos=eos)))
+    what = "your message and the system prompt take" if head else "your message takes"
+    raise ChatError(f"{what} {last:,} tokens; with {room:,} kept for the reply the context of "
+                    f"{n_ctx:,} tokens cannot hold it. Shorten it, lower max tokens, or load with a longer context.")
+
+
+class ReplySink:
+    """Collects a streaming reply and saves it to the store at most every `interval` seconds."""
+
+    def __init__(self, store: Store | None, msg_id: int, interval: float = 0.5) -> None:
+        self.store, self.msg_id, self.interval = store, msg_id, interval
+        self.text = ""
+        self._saved_len = 0
+        self._last_save = time.monotonic()
+
+    def add(self, piece: str) -> None:
+        self.text += piece
+        now = time.monotonic()
+        if self.store is not None and now - self._last_save >= self.interval and len(self.text) != self._saved_len:
+            self.store.update_reply(self.msg_id, self.text)
+            self._saved_len, self._last_save = len(self.text), now
+
+    def finish(self, stopped_by: str, tokens: int = 0, tps: float = 0.0) -> str:
+        text = self.text.strip()
+        if self.store is not None:
+            self.store.finish_reply(self.msg_id, text, stopped_by, tokens, tps)
+        return text
+
+
+STOP_WORDS = {
+    "eos": "",
+    "stop": "",
+    "length": "stopped at the max tokens limit",
+    "user": "stopped",
+    "context": "stopped: the context is full",
+    "error": "failed",
+}
+
+
+def stop_note(stopped_by: str) -> str:
+    return STOP_WORDS.get(stopped_by, stopped_by)

@@ -1,0 +1,89 @@
+"""User settings: a small JSON file in the user config folder.
+
+Unknown keys are ignored and bad values fall back to the defaults, so a hand-edited
+or older settings file never stops the app from starting.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from app.paths import config_dir
+
+SETTINGS_FILE = "settings.json"
+
+
+@dataclass
+class Settings:
+    models_dirs: list[str] = field(default_factory=list)  # extra folders to scan for GGUF files
+    scan_known_caches: bool = True  # LM Studio, llama.cpp and Hugging Face caches
+    system_prompt: str = ""
+    temperature: float = 0.2  # low: small and base models wander at higher temperatures
+    max_tokens: int = 512
+    theme: str = "vramchat-dark"
+    show_dashboard: bool = True
+
+    def clamp(self) -> Settings:
+        """Bring values into sane ranges (a hand-edited file may hold anything)."""
+        self.temperature = min(max(float(self.temperature), 0.0), 2.0)
+        self.max_tokens = min(max(int(self.max_tokens), 1), 32768)
+        self.models_dirs = [str(d) for d in self.models_dirs if str(d).strip()]
+        return self
+
+
+def settings_path() -> Path:
+    return config_dir() / SETTINGS_FILE
+
+
+def load_settings(path: Path | None = None) -> tuple[Settings, str | None]:
+    """The saved settings (or the defaults) and a warning when the file could not be used."""
+    path = path or settings_path()
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return Settings(), None
+    except (OSError, ValueError) as exc:
+        return Settings(), f"settings file {path} is unreadable ({exc}); using defaults"
+    if not isinstance(raw, dict):
+        return Settings(), f"settings file {path} does not hold an object; using defaults"
+    defaults = Settings()
+    values: dict[str, Any] = {}
+    problems: list[str] = []
+    for f in fields(Settings):
+        if f.name not in raw:
+            continue
+        value, default = raw[f.name], getattr(defaults, f.name)
+        ok = isinstance(value, type(default)) or (isinstance(default, float) and isinstance(value, int))
+        if isinstance(default, list):
+            ok = isinstance(value, list) and all(isinstance(v, str) for v in value)
+        if isinstance(value, bool) != isinstance(default, bool):
+            ok = False
+        if ok:
+            values[f.name] = value
+        else:
+            problems.append(f.name)
+    settings = Settings(**values).clamp()
+    warning = f"ignored bad values in {path}: {', '.join(problems)}" if problems else None
+    return settings, warning
+
+
+def save_settings(settings: Settings, path: Path | None = None) -> None:
+    """Write atomically: a crash mid-write leaves the previous file intact."""
+    path = path or settings_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".settings-", suffix=".json", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(asdict(settings), handle, indent=2)
+            handle.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise

@@ -1,0 +1,256 @@
+"""Conversations in SQLite under the user data folder.
+
+Every message is written when it is sent or completed; a reply being streamed is
+written as it grows (the caller decides how often), with state 'streaming'. On the
+next open, any reply still marked 'streaming' was cut short by a crash: it is kept
+and marked 'partial'. The schema is versioned with PRAGMA user_version; `MIGRATIONS`
+holds the steps from each version to the next.
+
+One connection serves the app; every call takes a lock, so the generation worker
+can save the growing reply while the UI thread reads.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from app.paths import data_dir
+
+DB_FILE = "conversations.sqlite3"
+SCHEMA_VERSION = 1
+TITLE_CHARS = 60
+
+# MIGRATIONS[n] takes a database from version n to n + 1.
+MIGRATIONS: dict[int, str] = {
+    0: """
+    CREATE TABLE conversations (
+        id INTEGER PRIMARY KEY,
+        title TEXT NOT NULL DEFAULT '',
+        model_path TEXT NOT NULL DEFAULT '',
+        model_name TEXT NOT NULL DEFAULT '',
+        system_prompt TEXT NOT NULL DEFAULT '',
+        created REAL NOT NULL,
+        updated REAL NOT NULL
+    );
+    CREATE TABLE messages (
+        id INTEGER PRIMARY KEY,
+        conversation_id INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+        role TEXT NOT NULL CHECK (role IN ('system', 'user', 'assistant')),
+        content TEXT NOT NULL,
+        state TEXT NOT NULL DEFAULT 'complete' CHECK (state IN ('complete', 'streaming', 'partial')),
+        stopped_by TEXT NOT NULL DEFAULT '',
+        tokens INTEGER NOT NULL DEFAULT 0,
+        tokens_per_second REAL NOT NULL DEFAULT 0,
+        created REAL NOT NULL,
+        updated REAL NOT NULL
+    );
+    CREATE INDEX messages_by_conversation ON messages (conversation_id, id);
+    CREATE INDEX conversations_by_update ON conversations (updated);
+    """,
+}
+
+
+class StoreError(RuntimeError):
+    """The conversation database cannot be used; the message says why."""
+
+
+@dataclass(frozen=True)
+class StoredMessage:
+    id: int
+    conversation_id: int
+    role: str
+    content: str
+    state: str = "complete"  # complete, streaming (being written), partial (cut short)
+    stopped_by: str = ""
+    tokens: int = 0
+    tokens_per_second: float = 0.0
+
+
+@dataclass
+class Conversation:
+    id: int
+    title: str
+    model_path: str
+    model_name: str
+    system_prompt: str
+    created: float
+    updated: float
+    messages: list[StoredMessage] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ConversationSummary:
+    id: int
+    title: str
+    model_name: str
+    updated: float
+    n_messages: int
+
+
+def db_path() -> Path:
+    return data_dir() / DB_FILE
+
+
+def title_from(text: str) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= TITLE_CHARS else line[:TITLE_CHARS - 1].rstrip() + "…"
+
+
+class Store:
+    def __init__(self, path: Path | str | None = None) -> None:
+        self.path = Path(path) if path is not None else db_path()
+        self._lock = threading.RLock()
+        self.recovered = 0  # replies found cut short by a crash when the store was opened
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=5)
+            self._db.row_factory = sqlite3.Row
+            self._db.execute("PRAGMA foreign_keys = ON")
+            self._db.execute("PRAGMA journal_mode = WAL")
+            self._db.execute("PRAGMA synchronous = NORMAL")
+            self._migrate()
+            self.recovered = self._recover_interrupted()
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"cannot open the conversation database {self.path}: {exc}") from None
+        except OSError as exc:
+            raise StoreError(f"cannot create {self.path.parent}: {exc.strerror or exc}") from None
+
+    # -- schema ---------------------------------------------------------------------------
+
+    @property
+    def version(self) -> int:
+        return int(self._db.execute("PRAGMA user_version").fetchone()[0])
+
+    def _migrate(self) -> None:
+        version = self.version
+        if version > SCHEMA_VERSION:
+            raise StoreError(f"{self.path} was written by a newer vramchat (schema {version}, "
+                             f"this one knows {SCHEMA_VERSION}); upgrade vramchat")
+        while version < SCHEMA_VERSION:
+            script = MIGRATIONS[version]
+            # executescript commits first; the version bump is part of the same script
+            self._db.executescript(f"BEGIN;\n{script}\nPRAGMA user_version = {version + 1};\nCOMMIT;")
+            version += 1
+
+    def _recover_interrupted(self) -> int:
+        with self._tx() as db:
+            cur = db.execute("UPDATE messages SET state = 'partial', stopped_by = 'crash' "
+                             "WHERE state = 'streaming'")
+            return cur.rowcount
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            self._db.execute("BEGIN")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    # -- conversations ----------------------------------------------------------------------
+
+    def new_conversation(self, model_path: str = "", model_name: str = "", system_prompt: str = "",
+                         title: str = "") -> Conversation:
+        now = time.time()
+        with self._tx() as db:
+            cur = db.execute("INSERT INTO conversations (title, model_path, model_name, system_prompt, created, "
+                             "updated) VALUES (?, ?, ?, ?, ?, ?)",
+                             (title, model_path, model_name, system_prompt, now, now))
+            conv_id = int(cur.lastrowid or 0)
+        return Conversation(conv_id, title, model_path, model_name, system_prompt, now, now)
+
+    def conversations(self, limit: int = 500) -> list[ConversationSummary]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT c.id, c.title, c.model_name, c.updated, COUNT(m.id) AS n FROM conversations c "
+                "LEFT JOIN messages m ON m.conversation_id = c.id GROUP BY c.id "
+                "ORDER BY c.updated DESC, c.id DESC LIMIT ?", (limit,)).fetchall()
+        return [ConversationSummary(r["id"], r["title"], r["model_name"], r["updated"], r["n"]) for r in rows]
+
+    def conversation(self, conv_id: int) -> Conversation:
+        with self._lock:
+            row = self._db.execute("SELECT * FROM conversations WHERE id = ?", (conv_id,)).fetchone()
+            if row is None:
+                raise StoreError(f"conversation {conv_id} does not exist")
+            msgs = self._db.execute("SELECT * FROM messages WHERE conversation_id = ? ORDER BY id",
+                                    (conv_id,)).fetchall()
+        return Conversation(row["id"], row["title"], row["model_path"], row["model_name"], row["system_prompt"],
+                            row["created"], row["updated"], [_message(m) for m in msgs])
+
+    def set_system_prompt(self, conv_id: int, text: str) -> None:
+        with self._tx() as db:
+            db.execute("UPDATE conversations SET system_prompt = ?, updated = ? WHERE id = ?",
+                       (text, time.time(), conv_id))
+
+    def set_title(self, conv_id: int, title: str) -> None:
+        with self._tx() as db:
+            db.execute("UPDATE conversations SET title = ? WHERE id = ?", (title, conv_id))
+
+    def delete_conversation(self, conv_id: int) -> None:
+        with self._tx() as db:
+            db.execute("DELETE FROM conversations WHERE id = ?", (conv_id,))
+
+    # -- messages ---------------------------------------------------------------------------
+
+    def add_message(self, conv_id: int, role: str, content: str) -> StoredMessage:
+        """A complete message (the user's, or a system note); the first user message names the chat."""
+        now = time.time()
+        with self._tx() as db:
+            cur = db.execute("INSERT INTO messages (conversation_id, role, content, created, updated) "
+                             "VALUES (?, ?, ?, ?, ?)", (conv_id, role, content, now, now))
+            db.execute("UPDATE conversations SET updated = ? WHERE id = ?", (now, conv_id))
+            if role == "user":
+                db.execute("UPDATE conversations SET title = ? WHERE id = ? AND title = ''",
+                           (title_from(content), conv_id))
+            msg_id = int(cur.lastrowid or 0)
+        return StoredMessage(msg_id, conv_id, role, content)
+
+    def begin_reply(self, conv_id: int) -> int:
+        """An empty assistant message in state 'streaming'; returns its id."""
+        now = time.time()
+        with self._tx() as db:
+            cur = db.execute("INSERT INTO messages (conversation_id, role, content, state, created, updated) "
+                             "VALUES (?, 'assistant', '', 'streaming', ?, ?)", (conv_id, now, now))
+            db.execute("UPDATE conversations SET updated = ? WHERE id = ?", (now, conv_id))
+            return int(cur.lastrowid or 0)
+
+    def update_reply(self, msg_id: int, content: str) -> None:
+        """Save the reply streamed so far (called periodically while it grows)."""
+        with self._tx() as db:
+            db.execute("UPDATE messages SET content = ?, updated = ? WHERE id = ? AND state = 'streaming'",
+                       (content, time.time(), msg_id))
+
+    def finish_reply(self, msg_id: int, content: str, stopped_by: str = "", tokens: int = 0,
+                     tokens_per_second: float = 0.0) -> None:
+        """The reply is done: 'complete' when the model ended it, 'partial' when it was cut short."""
+        state = "partial" if stopped_by in ("user", "error", "crash") else "complete"
+        with self._tx() as db:
+            db.execute("UPDATE messages SET content = ?, state = ?, stopped_by = ?, tokens = ?, "
+                       "tokens_per_second = ?, updated = ? WHERE id = ?",
+                       (content, state, stopped_by, tokens, tokens_per_second, time.time(), msg_id))
+
+    def delete_message(self, msg_id: int) -> None:
+        with self._tx() as db:
+            db.execute("DELETE FROM messages WHERE id = ?", (msg_id,))
+
+    def message(self, msg_id: int) -> StoredMessage | None:
+        with self._lock:
+            row = self._db.execute("SELECT * FROM messages WHERE id = ?", (msg_id,)).fetchone()
+        return _message(row) if row is not None else None
+
+
+def _message(row: sqlite3.Row) -> StoredMessage:
+    return StoredMessage(row["id"], row["conversation_id"], row["role"], row["content"], row["state"],
+                         row["stopped_by"], row["tokens"], row["tokens_per_second"])

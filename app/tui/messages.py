@@ -1,0 +1,91 @@
+"""Messages that workers post to the UI. Workers never touch widgets: they post one of
+these, and the screen that owns the widgets handles it on the UI thread."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from textual.message import Message
+
+if TYPE_CHECKING:  # kept out of the startup path: the picker must draw fast
+    from app.catalog import CatalogEntry
+    from app.devices import DeviceReport
+    from app.engine import GenerationStats
+    from planner.fit import FitResult
+
+
+@dataclass
+class ScanStatus(Message):
+    """The scanner is looking in a folder, or planning model `done` of `total`."""
+
+    text: str
+    done: int = 0
+    total: int = 0
+
+
+@dataclass
+class DevicesProbed(Message):
+    report: DeviceReport | None
+    error: str = ""
+
+
+@dataclass
+class ScanListed(Message):
+    """Files found (summaries from the cache where it had them)."""
+
+    entries: list[CatalogEntry]
+
+
+@dataclass
+class EntryPlanned(Message):
+    entry: CatalogEntry
+
+
+@dataclass
+class ScanFinished(Message):
+    planned: int
+
+
+@dataclass
+class PlanComputed(Message):
+    """The plan for the picker's current settings (or why they are not valid)."""
+
+    path: str
+    request: int  # the request this answers; older answers are ignored
+    result: FitResult | None
+    error: str = ""
+
+
+@dataclass
+class LoadProgress(Message):
+    fraction: float
+
+
+@dataclass
+class LoadFinished(Message):
+    error: str = ""
+
+
+@dataclass
+class ReplyPiece(Message):
+    msg_id: int
+    text: str
+
+
+@dataclass
+class PromptFitted(Message):
+    """The prompt was built: how full the context is, and whether old turns were dropped."""
+
+    tokens: int
+    n_ctx: int
+    dropped: int
+    near_limit: bool
+
+
+@dataclass
+class ReplyFinished(Message):
+    msg_id: int
+    text: str
+    stats: GenerationStats
+    error: str = ""

@@ -1,0 +1,432 @@
+"""The chat: past chats on the left, the conversation in the middle, memory graphs on the right.
+
+Loading and generation run in thread workers. The generation worker builds the
+prompt (dropping old turns when the context is nearly full), streams the reply,
+and saves it as it grows; the UI only renders what the worker posts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from typing import ClassVar
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Header, Label, OptionList, ProgressBar, Static
+from textual.widgets.option_list import Option, OptionDoesNotExist
+from textual.worker import Worker, WorkerState
+
+from app.chat import ChatError, ReplySink, build_prompt, stop_note, to_messages
+from app.engine import GenerationParams, GenerationStats
+from app.engine.templates import Message as ChatMessage
+from app.store import Conversation, StoredMessage
+from app.tui.messages import LoadFinished, LoadProgress, PromptFitted, ReplyFinished, ReplyPiece
+from app.tui.widgets.chat_input import ChatInput
+from app.tui.widgets.dashboard import Dashboard
+from app.tui.widgets.message_view import MessageView
+from planner.fit import FitResult
+from planner.model import ModelAnatomy
+
+
+def reply_note(stats: GenerationStats, error: str = "") -> str:
+    if error:
+        return "failed"
+    parts = []
+    if stats.generated_tokens:
+        parts.append(f"{stats.generated_tokens} tokens · {stats.tokens_per_second:.1f} tok/s")
+    note = stop_note(stats.stopped_by)
+    if note:
+        parts.append(note)
+    return " · ".join(parts)
+
+
+def stored_note(m: StoredMessage) -> str:
+    if m.state == "partial":
+        return "cut short: the app stopped" if m.stopped_by == "crash" else "stopped"
+    if m.tokens:
+        return f"{m.tokens} tokens · {m.tokens_per_second:.1f} tok/s"
+    return ""
+
+
+class ChatScreen(Screen):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "stop", "Stop"),
+        Binding("ctrl+n", "new_chat", "New chat"),
+        Binding("ctrl+r", "retry", "Retry"),
+        Binding("ctrl+o", "copy_reply", "Copy reply"),
+        Binding("ctrl+b", "toggle_chats", "Chats", show=False),
+        Binding("ctrl+g", "toggle_dashboard", "Graphs"),
+        Binding("f4", "chat_settings", "Settings"),
+    ]
+
+    def __init__(self) -> None:
+        super().__init__(id="chat")
+        self.conversation: Conversation | None = None
+        self.loading = False
+        self.generating = False
+        self._reply: MessageView | None = None
+        self._reply_id = 0
+        self._cancel = threading.Event()  # Esc pressed before the engine started this reply
+        self.model_path = ""
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with Horizontal(id="chat-body"):
+            with Vertical(id="chat-list-pane"):
+                yield OptionList(id="chat-list")
+            with Vertical(id="conversation"):
+                with Horizontal(id="load-bar"):
+                    yield Label("", id="load-status")
+                    yield ProgressBar(id="load-progress", show_eta=False, total=1.0)
+                yield VerticalScroll(id="messages")
+                yield Static("", id="context-line")
+                yield ChatInput(id="input")
+            yield Dashboard(id="dashboard")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#chat-list-pane").border_title = "Chats"
+        self.query_one("#dashboard").border_title = "Memory"
+        self.query_one("#load-bar").display = False
+        self.query_one("#dashboard").display = self.app.settings.show_dashboard  # type: ignore[attr-defined]
+        self.query_one("#messages", VerticalScroll).anchor()
+        self.refresh_chat_list()
+        self._show_hint()
+        self.update_context_line()
+
+    # -- loading --------------------------------------------------------------------------------
+
+    def begin_load(self, path: str, anatomy: ModelAnatomy, fit: FitResult, name: str) -> None:
+        self.loading = True
+        self.model_path = path
+        self.sub_title = f"loading {name}"
+        self.query_one("#load-bar").display = True
+        self.query_one("#load-status", Label).update(f"Loading {name}…")
+        self.query_one("#load-progress", ProgressBar).update(total=1.0, progress=0)
+        self.update_context_line()
+        self._load(path, anatomy, fit)
+
+    @work(thread=True, exclusive=True, group="load", exit_on_error=False)
+    def _load(self, path: str, anatomy: ModelAnatomy, fit: FitResult) -> None:
+        app = self.app
+        try:
+            app.session.load(path, anatomy, fit, app.devices,  # type: ignore[attr-defined]
+                             progress=lambda f: self.post_message(LoadProgress(f)))
+        except Exception as exc:  # EngineError, or anything llama.cpp throws: shown, never a traceback
+            self.post_message(LoadFinished(str(exc) or type(exc).__name__))
+            return
+        self.post_message(LoadFinished())
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.state == WorkerState.ERROR:
+            if event.worker.group == "load":
+                self.loading = False
+                self.query_one("#load-bar").display = False
+            elif event.worker.group == "generate":
+                self.generating = False
+        self.app.report_worker_error(event)  # type: ignore[attr-defined]
+
+    def on_load_progress(self, message: LoadProgress) -> None:
+        self.query_one("#load-progress", ProgressBar).update(progress=message.fraction)
+
+    def on_load_finished(self, message: LoadFinished) -> None:
+        self.loading = False
+        self.query_one("#load-bar").display = False
+        if message.error:
+            self.sub_title = "no model loaded"
+            self.app.push_screen(_error_dialog("The model did not load", message.error),
+                                 lambda _ok: self.app.action_show_picker())  # type: ignore[attr-defined]
+            self.update_context_line()
+            return
+        model = self.app.session.model  # type: ignore[attr-defined]
+        self.sub_title = f"{model.name} · {model.n_ctx:,} tokens"
+        self.app.notify(f"{model.name} loaded in {model.report.seconds:.1f} s", title="Ready", timeout=3)
+        self._show_hint()
+        self.update_context_line()
+        self.query_one("#input", ChatInput).focus()
+
+    # -- sending and streaming ------------------------------------------------------------------
+
+    @on(ChatInput.Submitted)
+    def _submitted(self, event: ChatInput.Submitted) -> None:
+        if not self._ready_to_generate():
+            return
+        self.query_one("#input", ChatInput).clear()
+        self.run_worker(self._send(event.text.strip()), exclusive=False)
+
+    def _ready_to_generate(self) -> bool:
+        if self.loading:
+            self.app.notify("The model is still loading.", severity="warning")
+            return False
+        if self.app.session.model is None:  # type: ignore[attr-defined]
+            self.app.notify("Load a model first (F2 opens the model list).", severity="warning")
+            return False
+        if self.generating:
+            self.app.notify("A reply is being written: wait, or press Esc to stop it.", severity="warning")
+            return False
+        return True
+
+    async def _send(self, text: str) -> None:
+        app = self.app
+        store = app.store  # type: ignore[attr-defined]
+        if self.conversation is None:
+            model = app.session.model  # type: ignore[attr-defined]
+            self.conversation = store.new_conversation(model.path, model.name,
+                                                       app.settings.system_prompt)  # type: ignore[attr-defined]
+        msg = store.add_message(self.conversation.id, "user", text)  # written before it is shown
+        await self._remove_hint()
+        await self.query_one("#messages").mount(MessageView("user", text, msg_id=msg.id))
+        self.refresh_chat_list()
+        await self._start_reply()
+
+    async def _start_reply(self) -> None:
+        app = self.app
+        assert self.conversation is not None
+        store = app.store  # type: ignore[attr-defined]
+        conv = store.conversation(self.conversation.id)
+        turns = to_messages(conv.messages)
+        model = app.session.model  # type: ignore[attr-defined]
+        settings = app.settings  # type: ignore[attr-defined]
+        msg_id = store.begin_reply(conv.id)
+        view = MessageView("assistant", "", author=model.name, note="…", msg_id=msg_id)
+        self._reply, self._reply_id = view, msg_id
+        self.generating = True
+        self._cancel.clear()
+        await self.query_one("#messages").mount(view)
+        params = GenerationParams(max_tokens=settings.max_tokens, temperature=settings.temperature,
+                                  stop=model.fmt.stop)
+        self._generate(msg_id, turns, conv.system_prompt, params)
+
+    @work(thread=True, exclusive=True, group="generate", exit_on_error=False)
+    def _generate(self, msg_id: int, turns: list[ChatMessage], system: str, params: GenerationParams) -> None:
+        session = self.app.session  # type: ignore[attr-defined]
+        store = self.app.store  # type: ignore[attr-defined]
+        model = session.model
+        engine = session.engine
+        sink = ReplySink(store, msg_id)
+        session.generating.set()
+        try:
+            build = build_prompt(model.fmt, system, turns, model.n_ctx, params.max_tokens, engine.tokenize,
+                                 eos=model.eos)
+            self.post_message(PromptFitted(len(build.tokens), build.n_ctx, build.dropped, build.near_limit))
+            if self._cancel.is_set():
+                stats = GenerationStats(stopped_by="user")
+            else:
+                for piece in engine.generate(build.tokens, params):
+                    sink.add(piece)
+                    self.post_message(ReplyPiece(msg_id, piece))
+                    if self._cancel.is_set():
+                        engine.stop()  # the engine clears stop requests made before it started
+                stats = engine.last_stats
+            text = sink.finish(stats.stopped_by, stats.generated_tokens, stats.tokens_per_second)
+            self.post_message(ReplyFinished(msg_id, text, stats))
+        except ChatError as exc:
+            store.delete_message(msg_id)
+            self.post_message(ReplyFinished(msg_id, "", GenerationStats(stopped_by="error"), str(exc)))
+        except Exception as exc:  # EngineError or a template failure: keep what was written
+            text = sink.finish("error")
+            self.post_message(ReplyFinished(msg_id, text, GenerationStats(stopped_by="error"),
+                                            str(exc) or type(exc).__name__))
+        finally:
+            session.generating.clear()
+
+    def on_prompt_fitted(self, message: PromptFitted) -> None:
+        if message.dropped:
+            self.app.notify(f"The conversation is nearly as long as the context ({message.n_ctx:,} tokens): the "
+                            f"oldest {message.dropped} message{'s' if message.dropped != 1 else ''} "
+                            "were left out of the prompt; the system prompt is kept.",
+                            title="Context nearly full", severity="warning", timeout=8)
+        elif message.near_limit:
+            self.app.notify(f"This conversation uses {message.tokens:,} of {message.n_ctx:,} tokens: the "
+                            "oldest turns will soon be left out of the prompt.", title="Context filling up",
+                            severity="warning", timeout=6)
+
+    async def on_reply_piece(self, message: ReplyPiece) -> None:
+        if self._reply is not None and message.msg_id == self._reply_id:
+            await self._reply.append(message.text)
+
+    async def on_reply_finished(self, message: ReplyFinished) -> None:
+        view = self._reply if message.msg_id == self._reply_id else None
+        self.generating = False
+        self._reply = None
+        if view is not None:
+            if not message.text:
+                await view.remove()
+                if not message.error:
+                    self.app.store.delete_message(message.msg_id)  # type: ignore[attr-defined]
+                    self.app.notify("Stopped before the model wrote anything.", timeout=3)
+            else:
+                await view.finish(message.text, reply_note(message.stats, message.error))
+        if message.error:
+            self.app.notify(message.error, title="The reply failed", severity="error", timeout=10)
+        self.update_context_line()
+        self.refresh_chat_list()
+
+    # -- actions --------------------------------------------------------------------------------
+
+    def action_stop(self) -> None:
+        if self.generating:
+            self._cancel.set()
+            self.app.session.stop()  # type: ignore[attr-defined]
+        elif self.loading:
+            self.app.session.stop()  # type: ignore[attr-defined]
+            self.app.notify("Cancelling the load…", timeout=2)
+
+    async def action_new_chat(self) -> None:
+        if self.generating:
+            self.app.notify("Stop the reply first (Esc).", severity="warning")
+            return
+        self.conversation = None
+        await self.query_one("#messages").remove_children()
+        self._show_hint()
+        self.update_context_line()
+        self.query_one("#input", ChatInput).focus()
+
+    async def action_retry(self) -> None:
+        if not self._ready_to_generate() or self.conversation is None:
+            return
+        store = self.app.store  # type: ignore[attr-defined]
+        conv = store.conversation(self.conversation.id)
+        if not conv.messages:
+            return
+        last = conv.messages[-1]
+        if last.role == "assistant":
+            store.delete_message(last.id)
+            views = [v for v in self.query(MessageView) if v.msg_id == last.id]
+            for v in views:
+                await v.remove()
+        if not any(m.role == "user" for m in conv.messages):
+            return
+        await self._start_reply()
+
+    def action_copy_reply(self) -> None:
+        replies = [v for v in self.query(MessageView) if v.role == "assistant" and v.text]
+        if not replies:
+            self.app.notify("There is no reply to copy yet.", severity="warning")
+            return
+        self.app.copy_to_clipboard(replies[-1].text)
+        self.app.notify("Copied the last reply to the clipboard.", timeout=3)
+
+    def action_toggle_chats(self) -> None:
+        pane = self.query_one("#chat-list-pane")
+        pane.display = not pane.display
+
+    def action_toggle_dashboard(self) -> None:
+        dash = self.query_one("#dashboard")
+        dash.display = not dash.display
+        self.app.settings.show_dashboard = bool(dash.display)  # type: ignore[attr-defined]
+        self.app.save_settings()  # type: ignore[attr-defined]
+
+    def action_chat_settings(self) -> None:
+        from app.tui.screens.dialogs import ChatSettings, ChatSettingsDialog
+
+        settings = self.app.settings  # type: ignore[attr-defined]
+        system = self.conversation.system_prompt if self.conversation else settings.system_prompt
+
+        def done(result: ChatSettings | None) -> None:
+            if result is None:
+                return
+            settings.system_prompt = result.system_prompt
+            settings.temperature = result.temperature
+            settings.max_tokens = result.max_tokens
+            self.app.save_settings()  # type: ignore[attr-defined]
+            if self.conversation is not None:
+                self.app.store.set_system_prompt(self.conversation.id, result.system_prompt)  # type: ignore
+                self.conversation.system_prompt = result.system_prompt
+            self.update_context_line()
+            self.app.notify("Chat settings saved.", timeout=2)
+
+        self.app.push_screen(ChatSettingsDialog(ChatSettings(system, settings.temperature, settings.max_tokens)),
+                             done)
+
+    # -- past chats -----------------------------------------------------------------------------
+
+    def refresh_chat_list(self) -> None:
+        store = getattr(self.app, "store", None)
+        if store is None:
+            return
+        chats = self.query_one("#chat-list", OptionList)
+        chats.clear_options()
+        current = self.conversation.id if self.conversation else None
+        for c in store.conversations(200):
+            title = c.title or "(empty chat)"
+            label = Text(title)
+            label.append(f"\n{c.model_name} · {c.n_messages} messages", style="dim")
+            chats.add_option(Option(label, id=str(c.id)))
+        if current is not None:
+            with contextlib.suppress(OptionDoesNotExist):
+                chats.highlighted = chats.get_option_index(str(current))
+
+    @on(OptionList.OptionSelected, "#chat-list")
+    async def _open_chat(self, event: OptionList.OptionSelected) -> None:
+        if self.generating:
+            self.app.notify("Stop the reply first (Esc).", severity="warning")
+            return
+        if event.option.id is None:
+            return
+        await self.open_conversation(int(event.option.id))
+
+    async def open_conversation(self, conv_id: int) -> None:
+        store = self.app.store  # type: ignore[attr-defined]
+        conv = store.conversation(conv_id)
+        self.conversation = conv
+        box = self.query_one("#messages")
+        await box.remove_children()
+        views = [MessageView(m.role, m.content, author=conv.model_name if m.role == "assistant" else "",
+                             note=stored_note(m), msg_id=m.id) for m in conv.messages if m.role != "system"]
+        if views:
+            await box.mount_all(views)
+        else:
+            self._show_hint()
+        model = self.app.session.model  # type: ignore[attr-defined]
+        if model is not None and conv.model_path and conv.model_path != model.path:
+            self.app.notify(f"This chat was held with {conv.model_name}; replies now come from {model.name}.",
+                            timeout=5)
+        self.update_context_line()
+        self.query_one("#input", ChatInput).focus()
+
+    # -- status ---------------------------------------------------------------------------------
+
+    def _show_hint(self) -> None:
+        box = self.query_one("#messages")
+        if box.children:
+            return
+        model = self.app.session.model  # type: ignore[attr-defined]
+        if model is None:
+            text = "No model loaded yet." if not self.loading else "Loading the model…"
+        elif model.fmt.kind == "transcript":
+            text = (f"{model.name} is a base model without a chat template, so vramchat talks to it as a plain "
+                    "Q/A transcript. Short factual questions work best, for example: What is the capital of France?")
+        else:
+            text = f"Ask {model.name} anything. ({model.fmt.description})"
+        box.mount(Static(text, id="hint", classes="hint"))
+
+    async def _remove_hint(self) -> None:
+        for hint in self.query("#hint"):
+            await hint.remove()
+
+    def update_context_line(self) -> None:
+        app = self.app
+        model = app.session.model  # type: ignore[attr-defined]
+        settings = app.settings  # type: ignore[attr-defined]
+        line = self.query_one("#context-line", Static)
+        if model is None:
+            line.update("no model loaded · F2 opens the model list")
+            return
+        used = app.session.engine.kv_cells_used()  # type: ignore[attr-defined]
+        share = used / model.n_ctx if model.n_ctx else 0
+        system = self.conversation.system_prompt if self.conversation else settings.system_prompt
+        line.update(f"{model.fmt.name} format · context {used:,} / {model.n_ctx:,} ({share:.0%}) · "
+                    f"temp {settings.temperature:g} · max {settings.max_tokens} tokens"
+                    + (" · system prompt" if system else ""))
+
+
+def _error_dialog(title: str, text: str):
+    from app.tui.screens.dialogs import ConfirmDialog
+
+    return ConfirmDialog(title, text, confirm="OK")

@@ -1,0 +1,56 @@
+"""The memory dashboard on its own screen: larger graphs, and planned vs actual per buffer."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, Header, Static
+
+from app.tui.widgets.buffers import BufferTable, planned_vs_actual
+from app.tui.widgets.dashboard import Dashboard
+from planner.devices import format_size
+
+
+class DashboardScreen(Screen):
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,f3", "app.pop_screen", "Back")]
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with Horizontal(id="dash-body"):
+            yield Dashboard(id="dash-graphs", classes="full")
+            with Vertical(id="dash-side"):
+                yield Static("", id="dash-model")
+                yield BufferTable(id="buffers")
+                yield Static("", id="dash-note")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.sub_title = "memory"
+        self.query_one("#dash-graphs").border_title = "Live"
+        self.query_one("#buffers").border_title = "Planned vs actual, per buffer"
+        session = getattr(self.app, "session", None)
+        model = session.model if session is not None else None
+        table = self.query_one(BufferTable)
+        if model is None:
+            self.query_one("#dash-model", Static).update("No model loaded.")
+            table.fill(planned_vs_actual([], None))
+            return
+        plan = model.plan
+        r = plan.resolved
+        self.query_one("#dash-model", Static).update(
+            f"{model.name} · {r.n_ctx:,} tokens · KV {r.type_k.name} · {plan.layers_on_gpu}/{plan.model.n_layer + 1} "
+            f"layers on GPU · loaded in {model.report.seconds:.1f} s")
+        table.fill(planned_vs_actual(plan.buffers, model.report.measurements))
+        devices = getattr(self.app, "devices", None)
+        notes = ["Actual sizes are read from llama.cpp's log (0.01 MiB precision)."]
+        if devices is not None and devices.simulated:
+            notes.append("Devices are simulated: a GPU in the plan is not really used; llama.cpp puts what it "
+                         "cannot place on a GPU on the CPU.")
+        overhead = sum(d.overhead for d in plan.gpus)
+        if overhead:
+            notes.append(f"GPU backend overhead ({format_size(overhead)}) is an estimate and has no buffer.")
+        self.query_one("#dash-note", Static).update("\n".join(notes))

@@ -1,0 +1,99 @@
+"""Modal dialogs: a yes/no question, and the chat settings (system prompt, temperature, max tokens)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, Static, TextArea
+
+
+class ConfirmDialog(ModalScreen[bool]):
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, title: str, text: str, confirm: str = "OK", danger: bool = False) -> None:
+        super().__init__(classes="dialog-screen")
+        self.title_text, self.text, self.confirm, self.danger = title, text, confirm, danger
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Label(self.title_text, classes="dialog-title")
+            yield Static(self.text, classes="dialog-text", markup=False)
+            with Horizontal(classes="dialog-buttons"):
+                yield Button("Cancel", id="cancel")
+                yield Button(self.confirm, id="confirm", variant="error" if self.danger else "primary")
+
+    def on_mount(self) -> None:
+        self.query_one("#cancel", Button).focus()
+
+    @on(Button.Pressed, "#confirm")
+    def _confirm(self) -> None:
+        self.dismiss(True)
+
+    @on(Button.Pressed, "#cancel")
+    def action_cancel(self) -> None:
+        self.dismiss(False)
+
+
+@dataclass(frozen=True)
+class ChatSettings:
+    system_prompt: str
+    temperature: float
+    max_tokens: int
+
+
+class ChatSettingsDialog(ModalScreen["ChatSettings | None"]):
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel"), Binding("ctrl+s", "save", "Save")]
+
+    def __init__(self, current: ChatSettings) -> None:
+        super().__init__(classes="dialog-screen")
+        self.current = current
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog wide"):
+            yield Label("Chat settings", classes="dialog-title")
+            yield Label("System prompt (applies to this chat and new ones)")
+            yield TextArea(self.current.system_prompt, id="system-prompt", soft_wrap=True, tab_behavior="focus")
+            with Horizontal(classes="dialog-row"):
+                with Vertical():
+                    yield Label("Temperature (0 = greedy, up to 2)")
+                    yield Input(f"{self.current.temperature:g}", id="temperature", restrict=r"[0-9.]*")
+                with Vertical():
+                    yield Label("Max tokens per reply")
+                    yield Input(str(self.current.max_tokens), id="max-tokens", restrict=r"[0-9]*")
+            yield Static("", id="settings-error", classes="dialog-error")
+            with Horizontal(classes="dialog-buttons"):
+                yield Button("Cancel", id="cancel")
+                yield Button("Save", id="save", variant="primary")
+
+    def on_mount(self) -> None:
+        self.query_one("#system-prompt", TextArea).focus()
+
+    @on(Button.Pressed, "#save")
+    def action_save(self) -> None:
+        error = self.query_one("#settings-error", Static)
+        try:
+            temperature = float(self.query_one("#temperature", Input).value or "0")
+        except ValueError:
+            error.update("Temperature must be a number such as 0.7")
+            return
+        if not 0 <= temperature <= 2:
+            error.update("Temperature must be between 0 and 2")
+            return
+        try:
+            max_tokens = int(self.query_one("#max-tokens", Input).value or "0")
+        except ValueError:
+            max_tokens = 0
+        if not 1 <= max_tokens <= 32768:
+            error.update("Max tokens must be between 1 and 32,768")
+            return
+        self.dismiss(ChatSettings(self.query_one("#system-prompt", TextArea).text.strip(), temperature, max_tokens))
+
+    @on(Button.Pressed, "#cancel")
+    def action_cancel(self) -> None:
+        self.dismiss(None)

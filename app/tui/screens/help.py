@@ -1,0 +1,72 @@
+"""The help screen: keys per screen, and what the picker's badges mean."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Markdown
+
+HELP = """\
+# vramchat
+
+vramchat plans how a model will use memory **before** it loads it, then lets you chat
+with it while the dashboard shows memory as it is really used.
+
+## Everywhere
+
+| key | does |
+|---|---|
+| `F1` | this help |
+| `F2` | switch between the model list and the chat |
+| `F3` | the memory dashboard, full screen (planned vs actual per buffer) |
+| `Ctrl+P` | command palette: every action, and the theme (light or dark) |
+| `Ctrl+Q` | quit |
+
+## Model list
+
+| key | does |
+|---|---|
+| `↑` `↓`, `Enter` | choose a model; `Enter` on the chosen one loads it |
+| `Ctrl+L` | load with the plan shown (asks first when it does not fit) |
+| `F5` | look for models again |
+| `Tab` | move to the settings: context, KV cache type, GPU layers, flash attention |
+
+Leave a setting blank for the planner to choose; the plan is recomputed as you type.
+
+Fit badges: **full GPU · N tok** (every layer on the GPU at N tokens of context),
+**partial · x/y layers**, **CPU only**, **won't fit** (nothing fits even on the CPU;
+you can still load anyway). **↻** marks a badge from the cache that is being re-checked
+because free memory changed.
+
+## Chat
+
+| key | does |
+|---|---|
+| `Enter` | send |
+| `Shift+Enter`, `Ctrl+J` | new line |
+| `Esc` | stop the reply at once |
+| `Ctrl+N` | new chat |
+| `Ctrl+R` | retry the last reply |
+| `Ctrl+O` | copy the last reply |
+| `Ctrl+B` | show or hide the list of chats |
+| `Ctrl+G` | show or hide the memory graphs beside the chat |
+| `F4` | chat settings: system prompt, temperature, max tokens |
+
+When a conversation nears the context length, the oldest turns are left out of the
+prompt (the system prompt stays) and vramchat says so. Every message is saved as it
+is sent; a reply is saved while it streams, so nothing is lost if the app stops.
+
+Press `Esc` to close this help.
+"""
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,f1,q", "dismiss", "Close")]
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="help-box"):
+            yield Markdown(HELP)

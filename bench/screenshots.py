@@ -1,0 +1,65 @@
+"""The README's screenshots, taken from the real app on this machine with the demo model.
+
+    python bench/screenshots.py [--out assets]
+
+Runs vramchat headless (a private home, the real engine, the real devices), takes
+the picker, then loads the demo model, asks two questions and takes the chat with
+its memory dashboard. Writes SVGs (Textual's own screenshots).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+SIZE = (140, 38)
+
+
+async def shoot(out: Path) -> None:
+    from app.settings import Settings
+    from app.tui.app import AppOptions, VramchatApp
+    from app.tui.widgets.chat_input import ChatInput
+    from tests.tui_helpers import model_loaded, picker_ready, reply_done, wait_for
+
+    app = VramchatApp(AppOptions(), Settings(scan_known_caches=False, temperature=0.0, max_tokens=64))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, picker_ready(app), timeout=120)
+        await pilot.pause(0.3)
+        app.save_screenshot(str(out / "screenshot-picker.svg"))
+        await pilot.press("ctrl+l")
+        await wait_for(pilot, model_loaded(app), timeout=120)
+        for question in ("What is the capital of France?", "What is the capital of Germany?"):
+            box = app.screen.query_one(ChatInput)
+            box.focus()
+            box.load_text(question)
+            await pilot.press("enter")
+            await pilot.pause(0.1)
+            await wait_for(pilot, reply_done(app), timeout=120)
+        await pilot.pause(8)  # some history for the graphs
+        app.clear_notifications()
+        await pilot.pause(0.2)
+        app.save_screenshot(str(out / "screenshot-chat.svg"))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=str(ROOT / "assets"))
+    args = parser.parse_args()
+    os.environ.setdefault("VRAMCHAT_HOME", tempfile.mkdtemp(prefix="vramchat-shots-"))
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    asyncio.run(shoot(out))
+    for name in ("screenshot-picker.svg", "screenshot-chat.svg"):
+        print(f"{out / name}: {(out / name).stat().st_size:,} bytes")
+
+
+if __name__ == "__main__":
+    main()

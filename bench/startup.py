@@ -1,0 +1,103 @@
+"""Time from `vramchat` to the picker drawn, with 20 models in the models folder.
+
+    python bench/startup.py [--models N] [--runs N]
+
+Writes N tiny models (tests/tiny_models.py) into a fresh vramchat home, then starts
+the real `vramchat` command in a pseudo-terminal (160x45) several times. The first
+start plans every model; later starts read the plan cache. For each start it prints
+the time until the model list is drawn ("listed") and until every badge is fresh
+("planned"), both from the moment the process is spawned. The app reports the two
+moments through VRAMCHAT_BENCH_READY and quits by itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import os
+import shutil
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import termios
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+
+def write_models(folder: Path, count: int) -> None:
+    from tests.tiny_models import ZOO, write_tiny_model
+
+    folder.mkdir(parents=True, exist_ok=True)
+    specs = list(ZOO.items())
+    for i in range(count):
+        name, spec = specs[i % len(specs)]
+        write_tiny_model(folder / f"{name}-{i:02d}.gguf", spec.with_(name=f"{name} #{i}"), seed=i)
+
+
+def start_once(home: Path, timeout: float = 60.0) -> dict[str, float]:
+    marks = home / "bench-marks.txt"
+    marks.unlink(missing_ok=True)
+    master, slave = os.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 45, 160, 0, 0))
+    env = dict(os.environ, VRAMCHAT_HOME=str(home), VRAMCHAT_BENCH_READY=str(marks), TERM="xterm-256color")
+    env.pop("VRAMCHAT_DEVICES", None)
+    vramchat = Path(sys.executable).with_name("vramchat")
+    started = time.time()
+    proc = subprocess.Popen([str(vramchat)], stdin=slave, stdout=slave, stderr=slave, env=env, close_fds=True)
+    os.close(slave)
+
+    def drain() -> None:  # keep the terminal's buffer empty, as a terminal would
+        try:
+            while os.read(master, 65536):
+                pass
+        except OSError:
+            pass
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise SystemExit("vramchat did not report ready in time") from None
+    finally:
+        os.close(master)
+    events = {}
+    for line in marks.read_text().splitlines():
+        event, stamp = line.split()
+        events[event] = float(stamp) - started
+    return events
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", type=int, default=20, help="tiny models to write (default 20)")
+    parser.add_argument("--runs", type=int, default=5, help="warm starts to time (default 5)")
+    args = parser.parse_args()
+    home = Path(tempfile.mkdtemp(prefix="vramchat-startup-"))
+    try:
+        write_models(home / "data" / "models", args.models)
+        found = len(list((home / "data" / "models").glob("*.gguf")))
+        cold = start_once(home)
+        found = len(list((home / "data" / "models").glob("*.gguf")))  # the demo model is assembled on first start
+        warm = [start_once(home) for _ in range(args.runs)]
+        print(f"{found} models in {home / 'data' / 'models'} ({args.models} tiny + the demo model when installed)")
+        print(f"first start (plans every model):  list drawn {cold['listed']:.3f} s, "
+              f"all planned {cold['planned']:.3f} s")
+        listed = [w["listed"] for w in warm]
+        planned = [w["planned"] for w in warm]
+        print(f"second start (plan cache warm), {args.runs} runs: list drawn median {statistics.median(listed):.3f} s "
+              f"(max {max(listed):.3f}), all badges fresh median {statistics.median(planned):.3f} s")
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

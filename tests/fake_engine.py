@@ -1,0 +1,94 @@
+"""A fake engine for fast UI tests: deterministic replies, timings and buffer sizes.
+
+It never stands alone: every feature it exercises is also tested with the real
+engine and the real demo model (tests/test_tui_real.py).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+from app.engine import GenerationParams, GenerationStats, LoadReport, Measurements
+from planner.config import LoadConfig
+
+DEFAULT_REPLY = "The capital of France is **Paris**."
+
+
+class FakeEngine:
+    def __init__(self, reply: str = DEFAULT_REPLY, delay: float = 0.0, n_ctx: int | None = None,
+                 fail_load: str = "") -> None:
+        self.reply = reply
+        self.delay = delay
+        self.n_ctx_override = n_ctx
+        self.fail_load = fail_load
+        self.report: LoadReport | None = None
+        self.last_stats = GenerationStats()
+        self.prompts: list[list[int]] = []
+        self.params: list[GenerationParams] = []
+        self._cells = 0
+        self._stop = threading.Event()
+        self.started = threading.Event()
+
+    def load(self, path: str, config: LoadConfig, progress: Callable[[float], bool | None] | None = None
+             ) -> LoadReport:
+        for f in (0.25, 0.5, 1.0):
+            if progress is not None:
+                progress(f)
+        if self.fail_load:
+            from app.engine import EngineError
+
+            raise EngineError(self.fail_load)
+        n_ctx = self.n_ctx_override or max(256, config.n_ctx)
+        m = Measurements(model={"CPU_Mapped": 1_000_000}, kv={"CPU": 2_097_152}, output={"CPU": 2048},
+                         compute={"CPU": 3_145_728})
+        self.report = LoadReport(path, config, 0.5, m, n_ctx, 512, None)
+        self._cells = 0
+        return self.report
+
+    def tokenize(self, text: str, add_special: bool = True, parse_special: bool = True) -> list[int]:
+        return [ord(c) % 512 for c in text]  # one token per character: easy to reason about
+
+    def special_text(self, which: str) -> str:
+        return "</s>" if which == "eos" else "<s>"
+
+    def kv_cells_used(self) -> int:
+        return self._cells
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def unload(self) -> None:
+        self.report = None
+        self._cells = 0
+
+    def generate(self, prompt: list[int] | str, params: GenerationParams | None = None) -> Iterator[str]:
+        params = params or GenerationParams()
+        tokens = self.tokenize(prompt) if isinstance(prompt, str) else list(prompt)
+        self.prompts.append(tokens)
+        self.params.append(params)
+        self._stop.clear()
+        stats = GenerationStats(prompt_tokens=len(tokens), generation_started=time.perf_counter())
+        self.last_stats = stats
+        self._cells = len(tokens)
+        self.started.set()
+        words = self.reply.split(" ")
+        stats.stopped_by = "eos"
+        for i, word in enumerate(words[:params.max_tokens]):
+            if self._stop.is_set():
+                stats.stopped_by = "user"
+                break
+            if self.delay:
+                time.sleep(self.delay)
+            if self._stop.is_set():
+                stats.stopped_by = "user"
+                break
+            stats.generated_tokens += 1
+            self._cells += 1
+            yield word if i == 0 else " " + word
+        else:
+            if len(words) > params.max_tokens:
+                stats.stopped_by = "length"
+        stats.generation_seconds = 0.5
+        self.started.clear()

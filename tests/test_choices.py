@@ -1,0 +1,39 @@
+"""The picker's knobs: parsing, solving when blank, evaluating when GPU layers are fixed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from app.choices import PlanChoice, parse_choice, plan_for
+from planner.devices import GiB, Host, simulated_gpus
+from planner.errors import ConfigError
+from planner.gguf import read_gguf
+from planner.model import load_anatomy
+
+
+def test_parse() -> None:
+    assert parse_choice("", "auto", "", "auto").is_default
+    assert parse_choice("8,192", "q8_0", "3", "on") == PlanChoice(8192, "q8_0", 3, "on")
+    with pytest.raises(ConfigError, match="between 256"):
+        parse_choice("12", "auto", "", "auto")
+    with pytest.raises(ConfigError, match="not a whole number"):
+        parse_choice("lots", "auto", "", "auto")
+
+
+def test_plan_for(zoo: dict[str, Path]) -> None:
+    model = load_anatomy(read_gguf(zoo["llama-f16"]))
+    gpus, host = simulated_gpus([8 * GiB]), Host(32 * GiB, 30 * GiB)
+    solved = plan_for(model, gpus, host, PlanChoice())
+    assert solved.solved and solved.plan.verdict == "full_gpu"
+    fixed = plan_for(model, gpus, host, PlanChoice(n_ctx=1024, kv="q8_0", n_gpu_layers=2, flash_attn="on"))
+    assert not fixed.solved
+    assert fixed.plan.layers_on_gpu == 2 and fixed.plan.resolved.n_ctx == 1024
+    assert fixed.plan.resolved.type_k.name == "q8_0" and fixed.plan.resolved.type_v.name == "q8_0"
+    # KV type fixed, layers left to the solver
+    q8 = plan_for(model, gpus, host, PlanChoice(kv="q8_0"))
+    assert q8.plan.resolved.type_k.name == "q8_0"
+    # a tiny host: nothing fits, and the verdict says so
+    tiny = plan_for(model, [], Host(64 * 1024 * 1024, 16 * 1024 * 1024), PlanChoice(n_ctx=4096, n_gpu_layers=0))
+    assert tiny.plan.verdict == "no_fit"

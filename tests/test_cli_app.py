@@ -1,0 +1,72 @@
+"""The command line around the app: --list, --models-dir, MODEL, --help, --version."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from app import cli
+
+
+@pytest.fixture
+def shelf(tmp_path: Path, zoo: dict[str, Path]) -> Path:
+    root = tmp_path / "shelf"
+    root.mkdir()
+    for name in ("llama-f16", "qwen3-hd"):
+        shutil.copy(zoo[name], root / f"{name}.gguf")
+    (root / "broken.gguf").write_bytes(b"GGUF\x03\x00\x00\x00" + b"\xff" * 40)
+    return root
+
+
+def test_list_prints_the_pickers_table(shelf: Path, capsys: pytest.CaptureFixture[str],
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("VRAMCHAT_DEVICES", "8GiB,ram=32GiB")
+    monkeypatch.setattr(cli, "_demo_for_list", lambda: None)
+    assert cli.main(["--list", "--models-dir", str(shelf)]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert lines[0].split()[:4] == ["model", "arch", "params", "quant"]
+    assert any("llama" in line and "full GPU" in line for line in lines)
+    assert any("broken.gguf" in line and "unreadable" in line for line in lines)
+
+    assert cli.main(["--list", "--json", "--models-dir", str(shelf)]) == 0
+    data = json.loads(capsys.readouterr().out)
+    by_file = {Path(m["path"]).name: m for m in data["models"]}
+    assert by_file["qwen3-hd.gguf"]["verdict"] == "full_gpu"
+    assert by_file["qwen3-hd.gguf"]["architecture"] == "qwen3"
+    assert by_file["broken.gguf"]["error"]
+
+
+def test_list_does_not_import_textual_or_llama(shelf: Path) -> None:
+    code = ("import sys; from app.cli import main; import app.cli as c; c._demo_for_list = lambda: None; "
+            f"rc = main(['--list', '--models-dir', {str(shelf)!r}]); "
+            "assert 'textual' not in sys.modules and 'llama_cpp' not in sys.modules, 'imported'; sys.exit(rc)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            cwd=Path(__file__).resolve().parent.parent)
+    assert result.returncode == 0, result.stderr
+
+
+def test_model_that_does_not_exist(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert cli.main([str(tmp_path / "nope.gguf")]) == cli.EXIT_BAD_FILE
+    assert "no such file" in capsys.readouterr().err
+
+
+def test_help_and_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["--help"])
+    assert exit_.value.code == 0
+    out = capsys.readouterr().out
+    assert "--list" in out and "--models-dir" in out and "MODEL" in out.upper()
+    with pytest.raises(SystemExit):
+        cli.main(["--version"])
+    assert "vramchat 0.1.0" in capsys.readouterr().out
+
+
+def test_bad_simulated_devices_are_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["--vram", "lots"]) == cli.EXIT_USAGE
+    assert "error" in capsys.readouterr().err

@@ -1,0 +1,38 @@
+"""Settings: defaults, round trip, and a hand-edited file that holds nonsense."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from app.settings import Settings, load_settings, save_settings, settings_path
+
+
+def test_defaults_when_missing() -> None:
+    settings, warning = load_settings()
+    assert settings == Settings() and warning is None
+
+
+def test_round_trip_in_the_config_folder(_private_home: Path) -> None:
+    settings = Settings(models_dirs=["/models"], system_prompt="Be brief.", temperature=0.5, max_tokens=64)
+    save_settings(settings)
+    assert settings_path().is_relative_to(_private_home)
+    loaded, warning = load_settings()
+    assert loaded == settings and warning is None
+
+
+def test_bad_values_fall_back(tmp_path: Path) -> None:
+    path = tmp_path / "settings.json"
+    path.write_text(json.dumps({"temperature": "hot", "max_tokens": 10**9, "models_dirs": [1], "unknown": 1}))
+    settings, warning = load_settings(path)
+    assert settings.temperature == Settings().temperature
+    assert settings.max_tokens == 32768  # clamped
+    assert settings.models_dirs == []
+    assert warning and "temperature" in warning and "models_dirs" in warning
+
+
+def test_unreadable_file_gives_defaults(tmp_path: Path) -> None:
+    path = tmp_path / "settings.json"
+    path.write_text("{not json")
+    settings, warning = load_settings(path)
+    assert settings == Settings() and "unreadable" in (warning or "")

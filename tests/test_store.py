@@ -1,0 +1,105 @@
+"""The conversation store: schema version, messages, streaming replies, a crash mid-reply."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from app.store import SCHEMA_VERSION, Store, StoreError, title_from
+
+
+def test_a_conversation_round_trips(tmp_path: Path) -> None:
+    store = Store(tmp_path / "c.sqlite3")
+    conv = store.new_conversation("/m.gguf", "Model", "Be brief.")
+    store.add_message(conv.id, "user", "What is the capital of France?")
+    reply = store.begin_reply(conv.id)
+    store.update_reply(reply, "The capital")
+    store.finish_reply(reply, "The capital of France is Paris.", "eos", 8, 12.5)
+    store.close()
+
+    again = Store(tmp_path / "c.sqlite3")
+    loaded = again.conversation(conv.id)
+    assert loaded.title == "What is the capital of France?"
+    assert loaded.system_prompt == "Be brief."
+    assert [(m.role, m.content, m.state) for m in loaded.messages] == [
+        ("user", "What is the capital of France?", "complete"),
+        ("assistant", "The capital of France is Paris.", "complete"),
+    ]
+    assert loaded.messages[1].tokens == 8
+    assert again.recovered == 0
+    [summary] = again.conversations()
+    assert summary.n_messages == 2 and summary.model_name == "Model"
+
+
+def test_schema_is_versioned(tmp_path: Path) -> None:
+    path = tmp_path / "c.sqlite3"
+    Store(path).close()
+    db = sqlite3.connect(path)
+    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    db.commit()
+    db.close()
+    with pytest.raises(StoreError, match="newer vramchat"):
+        Store(path)
+
+
+def test_a_corrupt_database_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "c.sqlite3"
+    path.write_bytes(b"this is not a database" * 100)
+    with pytest.raises(StoreError, match="cannot open"):
+        Store(path)
+
+
+def test_a_stopped_reply_is_partial(tmp_path: Path) -> None:
+    store = Store(tmp_path / "c.sqlite3")
+    conv = store.new_conversation()
+    store.add_message(conv.id, "user", "Tell me a long story")
+    reply = store.begin_reply(conv.id)
+    store.finish_reply(reply, "Once upon", "user")
+    assert store.message(reply).state == "partial"
+
+
+def test_a_reply_cut_by_a_crash_is_kept(tmp_path: Path) -> None:
+    """A process that dies mid-reply (no finish, no close) leaves what it had saved."""
+    path = tmp_path / "c.sqlite3"
+    code = textwrap.dedent(f"""
+        import os, sys
+        sys.path.insert(0, {str(Path(__file__).resolve().parent.parent)!r})
+        from app.store import Store
+        store = Store({str(path)!r})
+        conv = store.new_conversation("/m.gguf", "Model")
+        store.add_message(conv.id, "user", "Count to ten")
+        reply = store.begin_reply(conv.id)
+        store.update_reply(reply, "one two three")
+        os._exit(9)  # dies: no finish_reply, no close
+    """)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 9, result.stderr
+
+    store = Store(path)
+    assert store.recovered == 1
+    conv = store.conversation(store.conversations()[0].id)
+    reply = conv.messages[-1]
+    assert (reply.role, reply.content, reply.state, reply.stopped_by) == (
+        "assistant", "one two three", "partial", "crash")
+    # recovered once: the next open finds nothing to recover
+    store.close()
+    assert Store(path).recovered == 0
+
+
+def test_retry_deletes_the_reply_and_titles_are_short(tmp_path: Path) -> None:
+    store = Store(tmp_path / "c.sqlite3")
+    conv = store.new_conversation()
+    store.add_message(conv.id, "user", "x " * 100)
+    reply = store.begin_reply(conv.id)
+    store.delete_message(reply)
+    assert [m.role for m in store.conversation(conv.id).messages] == ["user"]
+    assert len(store.conversation(conv.id).title) <= 60
+    assert title_from("  a\n b  ") == "a b"
+    store.delete_conversation(conv.id)
+    assert store.conversations() == []

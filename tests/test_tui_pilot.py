@@ -1,0 +1,349 @@
+"""Pilot tests of every screen and key path, on tiny models and a fake engine (fast).
+
+The same paths run with the real engine and the demo model in test_tui_real.py.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from textual.widgets import Button, DataTable, Input
+
+from app.settings import Settings, load_settings
+from app.store import Store
+from app.tui.screens.chat import ChatScreen
+from app.tui.screens.dashboard import DashboardScreen
+from app.tui.screens.dialogs import ChatSettingsDialog, ConfirmDialog
+from app.tui.screens.help import HelpScreen
+from app.tui.screens.picker import PickerScreen
+from app.tui.widgets.buffers import BufferTable
+from app.tui.widgets.chat_input import ChatInput
+from app.tui.widgets.message_view import MessageView
+from tests.fake_engine import FakeEngine
+from tests.tui_helpers import make_app, model_loaded, picker_ready, reply_done, wait_for
+
+SIZE = (160, 45)
+
+
+@pytest.fixture
+def shelf(tmp_path: Path, zoo: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("VRAMCHAT_DEVICES", "8GiB/1GiB,ram=32GiB/8GiB")
+    root = tmp_path / "shelf"
+    root.mkdir()
+    for name in ("llama-f16", "qwen3-hd"):
+        shutil.copy(zoo[name], root / f"{name}.gguf")
+    (root / "zz-broken.gguf").write_bytes(b"GGUF\x03\x00\x00\x00" + b"\xff" * 40)
+    return root
+
+
+def notices(app) -> list[str]:
+    return [str(n.message) for n in app._notifications]
+
+
+async def open_chat(app, pilot) -> ChatScreen:
+    await wait_for(pilot, picker_ready(app))
+    await pilot.press("ctrl+l")
+    await wait_for(pilot, model_loaded(app))
+    screen = app.screen
+    assert isinstance(screen, ChatScreen)
+    return screen
+
+
+async def send(app, pilot, text: str, typed: bool = False) -> None:
+    box = app.screen.query_one(ChatInput)
+    box.focus()
+    if typed:
+        await pilot.press(*text)
+    else:
+        box.load_text(text)  # typing is tested once; pasting the rest keeps the suite fast
+    await pilot.press("enter")
+    await pilot.pause(0.05)
+    await wait_for(pilot, reply_done(app))
+    await pilot.pause(0.05)
+
+
+async def test_picker_lists_models_with_badges_and_warnings(shelf: Path) -> None:
+    app = make_app(shelf)
+    real_probe = app.probe_devices
+
+    def probe_with_warning():
+        report = real_probe()
+        report.warnings.append("NVIDIA GPU found but llama.cpp was built without CUDA")
+        return report
+
+    app.probe_devices = probe_with_warning  # type: ignore[method-assign]
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, picker_ready(app))
+        screen = app.screen
+        assert isinstance(screen, PickerScreen)
+        table = screen.query_one("#models", DataTable)
+        assert table.row_count == 3
+        fits = {Path(key.value).name: str(table.get_cell(key, "fit")) for key in table.rows}
+        assert fits["llama-f16.gguf"].startswith("full GPU")
+        assert fits["zz-broken.gguf"] == "unreadable"
+        assert "built without CUDA" in str(screen.query_one("#device-warnings").render())
+        assert "CUDA0 7.00 GiB free of 8.00 GiB" in str(screen.query_one("#device-line").render())
+        assert screen.result is not None and "Memory" in str(screen.query_one("#plan-text").render())
+
+
+async def test_knobs_recompute_the_plan(shelf: Path) -> None:
+    app = make_app(shelf)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, picker_ready(app))
+        screen = app.screen
+        assert isinstance(screen, PickerScreen)
+        await pilot.click("#ctx")
+        await pilot.press(*"1024")
+        await wait_for(pilot, lambda: screen.result is not None and screen.result.plan.resolved.n_ctx == 1024)
+        await pilot.click("#ngl")
+        await pilot.press("2")
+        await wait_for(pilot, lambda: screen.result is not None and screen.result.plan.layers_on_gpu == 2)
+        assert not screen.result.solved
+        # a context llama.cpp would not take: the reason is shown and Load is off
+        screen.query_one("#ctx", Input).value = "12"
+        await wait_for(pilot, lambda: screen.result is None)
+        assert "between 256" in str(screen.query_one("#plan-verdict").render())
+        assert screen.query_one("#load", Button).disabled
+        # another model resets the knobs
+        await pilot.click("#models")
+        await pilot.press("down")
+        await wait_for(pilot, lambda: screen.result is not None)
+        assert screen.query_one("#ctx", Input).value == ""
+
+
+async def test_load_anyway_asks_first(shelf: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("VRAMCHAT_DEVICES", "none,ram=100MiB/99MiB")
+    app = make_app(shelf)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, picker_ready(app))
+        screen = app.screen
+        assert isinstance(screen, PickerScreen) and screen.result is not None
+        assert screen.result.plan.verdict == "no_fit"
+        assert str(screen.query_one("#load", Button).label) == "Load anyway…"
+        await pilot.press("ctrl+l")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmDialog)
+        await pilot.press("escape")  # cancel: nothing loads
+        await pilot.pause()
+        assert isinstance(app.screen, PickerScreen) and app.session.model is None
+        await pilot.press("ctrl+l")
+        await pilot.pause()
+        await pilot.click("#confirm")
+        await wait_for(pilot, model_loaded(app))
+
+
+async def test_chat_send_retry_copy_new_and_past_chats(shelf: Path) -> None:
+    engine = FakeEngine()
+    app = make_app(shelf, engine)
+    async with app.run_test(size=SIZE) as pilot:
+        chat = await open_chat(app, pilot)
+        await send(app, pilot, "What is the capital of France?", typed=True)
+        views = list(chat.query(MessageView))
+        assert [(v.role, v.text) for v in views] == [("user", "What is the capital of France?"),
+                                                     ("assistant", "The capital of France is **Paris**.")]
+        assert "tok/s" in views[1].note
+        # written to the store as sent and completed
+        conv = app.store.conversation(chat.conversation.id)  # type: ignore[union-attr]
+        assert [(m.role, m.state) for m in conv.messages] == [("user", "complete"), ("assistant", "complete")]
+        assert engine.prompts[-1] == engine.tokenize("Q: What is the capital of France?\nA:")
+
+        await pilot.press("ctrl+r")
+        await pilot.pause(0.05)
+        await wait_for(pilot, reply_done(app))
+        assert len(engine.prompts) == 2 and len(list(chat.query(MessageView))) == 2
+        assert len(app.store.conversation(conv.id).messages) == 2
+
+        await pilot.press("ctrl+o")
+        assert app.clipboard == "The capital of France is **Paris**."
+
+        await pilot.press("ctrl+n")
+        await pilot.pause()
+        assert chat.conversation is None and not list(chat.query(MessageView))
+        await send(app, pilot, "Second chat")
+        assert len(app.store.conversations()) == 2
+
+        chat.action_toggle_chats()
+        chat.action_toggle_chats()
+        await pilot.click("#chat-list")
+        await pilot.press("end", "enter")  # the oldest chat is last
+        await wait_for(pilot, lambda: chat.conversation is not None and chat.conversation.id == conv.id)
+        await pilot.pause()
+        assert next(v.text for v in chat.query(MessageView)) == "What is the capital of France?"
+
+
+async def test_escape_stops_a_reply_at_once(shelf: Path) -> None:
+    engine = FakeEngine(reply=" ".join(f"word{i}" for i in range(400)), delay=0.02)
+    app = make_app(shelf, engine)
+    async with app.run_test(size=SIZE) as pilot:
+        chat = await open_chat(app, pilot)
+        chat.query_one(ChatInput).focus()
+        await pilot.press(*"Tell me a story", "enter")
+        await wait_for(pilot, lambda: engine.last_stats.generated_tokens >= 3)
+        await pilot.press("escape")
+        await wait_for(pilot, reply_done(app))
+        assert engine.last_stats.stopped_by == "user"
+        assert engine.last_stats.generated_tokens < 100
+        await pilot.pause(0.05)
+        reply = app.store.conversation(chat.conversation.id).messages[-1]  # type: ignore[union-attr]
+        assert reply.state == "partial" and reply.content.startswith("word0 word1")
+        assert "stopped" in list(chat.query(MessageView))[-1].note
+
+
+async def test_multiline_input(shelf: Path) -> None:
+    engine = FakeEngine()
+    app = make_app(shelf, engine)
+    async with app.run_test(size=SIZE) as pilot:
+        chat = await open_chat(app, pilot)
+        box = chat.query_one(ChatInput)
+        box.focus()
+        await pilot.press("a", "ctrl+j", "b")
+        assert box.text == "a\nb"
+        await pilot.press("shift+enter", "c")
+        assert box.text == "a\nb\nc"
+        await pilot.press("enter")
+        await wait_for(pilot, reply_done(app))
+        await pilot.pause(0.05)
+        assert box.text == ""
+        assert next(iter(chat.query(MessageView))).text == "a\nb\nc"
+
+
+async def test_chat_settings_apply_and_persist(shelf: Path) -> None:
+    engine = FakeEngine()
+    app = make_app(shelf, engine)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_chat(app, pilot)
+        await pilot.press("f4")
+        await pilot.pause()
+        dialog = app.screen
+        assert isinstance(dialog, ChatSettingsDialog)
+        await pilot.press(*"Answer in one word.")
+        dialog.query_one("#temperature", Input).value = "3"
+        await pilot.click("#save")
+        assert "between 0 and 2" in str(dialog.query_one("#settings-error").render())
+        dialog.query_one("#temperature", Input).value = "0.5"
+        dialog.query_one("#max-tokens", Input).value = "7"
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert isinstance(app.screen, ChatScreen), str(dialog.query_one("#settings-error").render())
+        await send(app, pilot, "Capital of France?")
+        assert engine.params[-1].max_tokens == 7 and engine.params[-1].temperature == 0.5
+        assert engine.prompts[-1] == engine.tokenize("Answer in one word.\nQ: Capital of France?\nA:")
+    saved, _ = load_settings()
+    assert (saved.system_prompt, saved.max_tokens, saved.temperature) == ("Answer in one word.", 7, 0.5)
+
+
+async def test_context_nearly_full_drops_old_turns(shelf: Path) -> None:
+    engine = FakeEngine(reply="ok", n_ctx=256)
+    app = make_app(shelf, engine, settings=Settings(scan_known_caches=False, max_tokens=64))
+    async with app.run_test(size=SIZE) as pilot:
+        await open_chat(app, pilot)
+        for i in range(4):
+            await send(app, pilot, f"question number {i} " + "x" * 40)
+        assert any("oldest" in n and "left out" in n for n in notices(app))
+        # the prompt still ends with the newest question, and fits
+        assert len(engine.prompts[-1]) <= 256 - 64
+
+
+async def test_help_palette_dashboard_and_theme(shelf: Path) -> None:
+    app = make_app(shelf)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, picker_ready(app))
+        await pilot.press("f1")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, PickerScreen)
+        await pilot.press("f2")
+        await pilot.pause()
+        assert isinstance(app.screen, ChatScreen)
+        assert "no model loaded" in str(app.screen.query_one("#context-line").render())
+        await pilot.press("f2")
+        await pilot.pause()
+        assert isinstance(app.screen, PickerScreen)
+
+        await pilot.press("ctrl+l")
+        await wait_for(pilot, model_loaded(app))
+        await pilot.press("f3")
+        await pilot.pause()
+        assert isinstance(app.screen, DashboardScreen)
+        table = app.screen.query_one(BufferTable)
+        assert table.row_count >= 4
+        await pilot.pause(0.6)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, ChatScreen)
+
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        assert app.screen.__class__.__name__ == "CommandPalette"
+        await pilot.press(*"theme: vramchat light", "enter")
+        await pilot.pause(0.3)
+        assert app.theme == "vramchat-light"
+    assert load_settings()[0].theme == "vramchat-light"
+
+
+async def test_load_failure_is_a_dialog_not_a_traceback(shelf: Path) -> None:
+    app = make_app(shelf, FakeEngine(fail_load="could not create the context (out of memory?)"))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, picker_ready(app))
+        await pilot.press("ctrl+l")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog))
+        assert "out of memory" in str(app.screen.query_one(".dialog-text").render())
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, PickerScreen))
+        assert app.session.model is None
+
+
+async def test_model_argument_loads_it(shelf: Path) -> None:
+    app = make_app(None, model=str(shelf / "qwen3-hd.gguf"))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, model_loaded(app))
+        assert app.session.model is not None and app.session.model.path.endswith("qwen3-hd.gguf")
+
+
+async def test_a_reply_cut_by_a_crash_is_shown(shelf: Path) -> None:
+    store = Store()
+    conv = store.new_conversation(str(shelf / "llama-f16.gguf"), "tiny llama")
+    store.add_message(conv.id, "user", "Count to ten")
+    reply = store.begin_reply(conv.id)
+    store.update_reply(reply, "one two three")
+    store.close()  # the app died before finishing the reply: the row is still 'streaming'
+
+    app = make_app(shelf)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, picker_ready(app))
+        assert any("cut short" in n for n in notices(app))
+        await pilot.press("f2")
+        await pilot.pause()
+        chat = app.screen
+        assert isinstance(chat, ChatScreen)
+        await chat.open_conversation(conv.id)
+        await pilot.pause()
+        views = list(chat.query(MessageView))
+        assert views[-1].text == "one two three" and "cut short" in views[-1].note
+
+
+async def test_projector_and_split_notes(shelf: Path) -> None:
+    (shelf / "mmproj-tiny-f16.gguf").write_bytes(b"GGUF" + b"\0" * 60)
+    app = make_app(shelf)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, picker_ready(app))
+        screen = app.screen
+        assert isinstance(screen, PickerScreen)
+        assert len(screen.entries) == 3  # the projector is not listed as a model
+        assert "Vision projector beside it: mmproj-tiny-f16.gguf" in str(screen.query_one("#plan-verdict").render())
+
+
+async def test_a_failing_scan_is_reported(shelf: Path) -> None:
+    app = make_app(shelf)
+
+    def explode():
+        raise RuntimeError("probe exploded")
+
+    app.probe_devices = explode  # type: ignore[method-assign]
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: any("probe exploded" in n for n in notices(app)))
+        assert isinstance(app.screen, PickerScreen) and not app.screen._scanning

@@ -1,0 +1,104 @@
+"""The app with the real engine and the real demo model (Gemma 3 270M): load, stream, stop, dashboard."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from app.settings import Settings
+from app.tui.messages import ReplyPiece
+from app.tui.screens.chat import ChatScreen
+from app.tui.screens.dashboard import DashboardScreen
+from app.tui.widgets.buffers import BufferTable
+from app.tui.widgets.chat_input import ChatInput
+from app.tui.widgets.graph import MemoryGraph
+from app.tui.widgets.message_view import MessageView
+from tests.tui_helpers import make_app, model_loaded, reply_done, wait_for
+
+pytestmark = pytest.mark.llama
+
+
+async def ask(app, pilot, text: str) -> MessageView:
+    box = app.screen.query_one(ChatInput)
+    box.focus()
+    box.load_text(text)
+    await pilot.press("enter")
+    await pilot.pause(0.05)
+    await wait_for(pilot, reply_done(app), timeout=60)
+    await pilot.pause(0.05)
+    return list(app.screen.query(MessageView))[-1]
+
+
+async def test_demo_model_loads_answers_and_the_dashboard_shows_kv_grow(gemma_path: Path) -> None:
+    settings = Settings(scan_known_caches=False, temperature=0.0, max_tokens=48)
+    app = make_app(None, model=str(gemma_path), settings=settings, real_engine=True)
+    pieces: list[str] = []
+
+    def hook(message: object) -> None:
+        if isinstance(message, ReplyPiece):
+            pieces.append(message.text)
+
+    async with app.run_test(size=(160, 45), message_hook=hook) as pilot:
+        await wait_for(pilot, model_loaded(app), timeout=60)
+        chat = app.screen
+        assert isinstance(chat, ChatScreen)
+        model = app.session.model
+        assert model is not None and model.fmt.kind == "transcript"  # a base model without a template
+        box = chat.query_one(ChatInput)
+        box.focus()
+        await pilot.press(*"What is the capital of France?", "enter")
+        await pilot.pause(0.05)
+        await wait_for(pilot, reply_done(app), timeout=60)
+        await pilot.pause(0.05)
+        first = list(chat.query(MessageView))[-1]
+        assert "Paris" in first.text
+        assert len(pieces) >= 2  # streamed, not delivered at once
+        telemetry = app.session.telemetry
+        assert telemetry is not None and telemetry.running
+        await wait_for(pilot, lambda: telemetry.latest() is not None and telemetry.latest().kv_cells_used > 0)
+        kv_before = telemetry.latest().kv_used  # type: ignore[union-attr]
+
+        second = await ask(app, pilot, "What is the capital of Germany?")
+        assert "Berlin" in second.text
+        await wait_for(pilot, lambda: telemetry.latest().kv_used > kv_before)  # type: ignore[union-attr]
+        await pilot.pause(0.6)  # one dashboard refresh
+        kv_graph = chat.query_one("#g-kv", MemoryGraph)
+        assert kv_graph.values[-1] > kv_before and max(kv_graph.values) == kv_graph.values[-1]
+        assert kv_graph.ceiling == sum(model.report.measurements.kv.values()) + sum(
+            model.report.measurements.kv_swa.values())
+
+        # saved as sent and completed
+        conv = app.store.conversation(chat.conversation.id)  # type: ignore[union-attr]
+        assert [m.role for m in conv.messages] == ["user", "assistant", "user", "assistant"]
+        assert all(m.state == "complete" for m in conv.messages)
+
+        # planned vs actual: every buffer of this CPU plan matches what llama.cpp logged
+        await pilot.press("f3")
+        await pilot.pause(0.2)
+        dash = app.screen
+        assert isinstance(dash, DashboardScreen)
+        table = dash.query_one(BufferTable)
+        diffs = [str(table.get_row_at(i)[4]) for i in range(table.row_count - 1)]
+        assert diffs and all(d.startswith("=") for d in diffs), diffs
+        await pilot.press("escape")
+        await pilot.pause()
+
+        # in a new chat, Esc stops a long reply at once; what was written is kept as partial
+        app.settings.max_tokens = 400
+        await pilot.press("ctrl+n")
+        await pilot.pause()
+        box = chat.query_one(ChatInput)
+        box.focus()
+        box.load_text("Recite the alphabet forty times.")  # greedy: runs to the length limit
+        engine = app.session.engine
+        previous = engine.last_stats
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: engine.last_stats is not previous and engine.last_stats.generated_tokens >= 3,
+                       timeout=60)
+        await pilot.press("escape")
+        await wait_for(pilot, reply_done(app), timeout=30)
+        assert engine.last_stats.stopped_by == "user"
+        assert engine.last_stats.generated_tokens < 100
+        saved = app.store.conversation(chat.conversation.id).messages[-1]  # type: ignore[union-attr]
+        assert saved.role == "assistant" and saved.state == "partial" and saved.content
