@@ -165,17 +165,19 @@ class Telemetry:
 
 
 def for_engine(engine: Engine, report: DeviceReport, plan: MemoryPlan | None,
-               config: TelemetryConfig | None = None) -> Telemetry:
+               config: TelemetryConfig | None = None,
+               speed: Callable[[], tuple[float, bool]] | None = None) -> Telemetry:
     """A sampler for a loaded engine: GPUs through llama.cpp's device API (or simulated, following
     `plan`), host RAM and RSS through psutil, arena and KV as llama.cpp logged them at load (the
-    plan's figures when the log said nothing), KV in use from the plan's layout."""
+    plan's figures when the log said nothing), KV in use from the plan's layout. `speed` replaces
+    the engine's own tokens/s reading (the app shows zero between replies)."""
     from app.devices.host import process_rss, rss_reader
     from app.devices.live import GpuMemory, HostMemory
 
     def loaded() -> bool:
         return engine.loaded
 
-    def speed() -> tuple[float, bool]:
+    def engine_speed() -> tuple[float, bool]:
         return engine.last_stats.live_tokens_per_second(), engine.generating.is_set()
 
     measured = engine.report.measurements if engine.report is not None else None
@@ -193,6 +195,6 @@ def for_engine(engine: Engine, report: DeviceReport, plan: MemoryPlan | None,
     return Telemetry(
         memory=GpuMemory(report, plan, loaded), rss=rss, engine=engine,
         kv_layout=plan.kv if plan is not None else None, kv_allocated=kv_allocated, compute=compute,
-        speed=speed, config=config or TelemetryConfig(), host_memory=HostMemory(report, plan, loaded),
+        speed=speed or engine_speed, config=config or TelemetryConfig(), host_memory=HostMemory(report, plan, loaded),
         unified=frozenset(d.name for d in report.gpus if d.unified),
     )

@@ -47,6 +47,10 @@ class FakeEngine:
         self._cells = 0
         return self.report
 
+    @property
+    def loaded(self) -> bool:
+        return self.report is not None
+
     def tokenize(self, text: str, add_special: bool = True, parse_special: bool = True) -> list[int]:
         return [ord(c) % 512 for c in text]  # one token per character: easy to reason about
 

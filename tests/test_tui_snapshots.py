@@ -43,7 +43,7 @@ def fixed_telemetry(app) -> Telemetry:
 
     def memory() -> dict[str, tuple[int, int]]:
         i = step["i"]
-        return {"CUDA0": (1 * GiB + 40 * MiB + i * MiB, 8 * GiB), "RAM": (8 * GiB + 300 * MiB + i * 2 * MiB, 32 * GiB)}
+        return {"CUDA0": (1 * GiB + 40 * MiB + i * MiB, 8 * GiB), "CPU": (8 * GiB + 300 * MiB + i * 2 * MiB, 32 * GiB)}
 
     def speed() -> tuple[float, bool]:
         i = step["i"]

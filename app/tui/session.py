@@ -15,8 +15,7 @@ from typing import Protocol
 from app.devices import DeviceReport
 from app.engine import GenerationParams, GenerationStats, LoadReport
 from app.engine.templates import ChatFormat, choose_format
-from app.telemetry import Telemetry
-from app.tui.probes import make_telemetry
+from app.telemetry import Telemetry, for_engine
 from planner.config import LoadConfig
 from planner.fit import FitResult
 from planner.memory import MemoryPlan
@@ -28,6 +27,9 @@ class EngineLike(Protocol):
 
     report: LoadReport | None
     last_stats: GenerationStats
+
+    @property
+    def loaded(self) -> bool: ...
 
     def load(self, path: str, config: LoadConfig, progress: Callable[[float], bool | None] | None = None
              ) -> LoadReport: ...
@@ -89,10 +91,7 @@ class ModelSession:
         report = engine.load(path, fit.plan.config, progress=progress)
         fmt = choose_format(anatomy.metadata, anatomy.architecture, path.rsplit("/", 1)[-1])
         self.model = LoadedModel(path, anatomy, fit, report, fmt, engine.special_text("eos"))
-        m = report.measurements
-        kv_allocated = sum(m.kv.values()) + sum(m.kv_swa.values()) if m.kv or m.kv_swa else fit.plan.kv_bytes
-        compute = dict(m.compute) or {b.name: b.bytes for b in fit.plan.buffers if b.kind == "compute"}
-        self.telemetry = make_telemetry(engine, devices, fit.plan, kv_allocated, compute, self._speed)
+        self.telemetry = for_engine(engine, devices, fit.plan, speed=self._speed)  # type: ignore[arg-type]
         self.telemetry.start()
         return self.model
 

@@ -11,6 +11,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from app.devices.report import HOST
 from app.telemetry import Sample
 from app.tui.widgets.graph import MemoryGraph
 from planner.devices import GiB, MiB, format_size
@@ -71,7 +72,7 @@ class Dashboard(VerticalScroll):
         for name, (used, total) in last.devices.items():
             graph = self._device_graphs.get(name)
             if graph is None:
-                title = "Host RAM" if name == "RAM" else f"{name} memory"
+                title = "Host RAM" if name == HOST else f"{name} memory"
                 graph = MemoryGraph(title, _mem, classes="device-graph")
                 self._device_graphs[name] = graph
                 self.mount(graph, before=self.query_one("#g-kv"))
@@ -84,7 +85,7 @@ class Dashboard(VerticalScroll):
         where = ", ".join(sorted(last.compute)) or "-"
         self.query_one("#g-compute", MemoryGraph).update_series(
             [sum(s.compute.values()) for s in history], compute, f"{_mem(compute)} ({where})")
-        ram_total = last.devices.get("RAM", (0, 0))[1] or max(s.rss for s in history)
+        ram_total = last.devices.get(HOST, (0, 0))[1] or max(s.rss for s in history)
         self.query_one("#g-rss", MemoryGraph).update_series([s.rss for s in history], ram_total,
                                                            f"{_mem(last.rss)}")
         speeds = [s.tokens_per_second for s in history]
