@@ -84,7 +84,8 @@ async def test_picker_lists_models_with_badges_and_warnings(shelf: Path) -> None
         assert fits["llama-f16.gguf"].startswith("full GPU")
         assert fits["zz-broken.gguf"] == "unreadable"
         assert "built without CUDA" in str(screen.query_one("#device-warnings").render())
-        assert "CUDA0 7.00 GiB free of 8.00 GiB" in str(screen.query_one("#device-line").render())
+        assert "CUDA0 7.00 GiB free of 8.00 GiB (1.00 GiB held by other processes)" in str(
+            screen.query_one("#device-line").render())
         assert screen.result is not None and "Memory" in str(screen.query_one("#plan-text").render())
 
 

@@ -37,7 +37,10 @@ _BADGE_COLOR = {"full": "success", "partial": "accent", "cpu": "secondary", "non
 
 
 def device_line(report) -> str:
-    parts = [f"{d.name} {format_size(d.free)} free of {format_size(d.total)}" for d in report.gpus]
+    held = report.held_by_others
+    parts = [f"{d.name} {format_size(d.free)} free of {format_size(d.total)}"
+             + (f" ({format_size(held[d.name])} held by other processes)" if held.get(d.name) else "")
+             for d in report.gpus]
     if not parts:
         parts.append("no GPU llama.cpp can use")
     h = report.host
