@@ -52,7 +52,7 @@ def safer_plan(model: ModelAnatomy, failed: MemoryPlan, gpus: list[Device], host
 
     `failed_devices` names the pools that refused (CUDA0, CPU ...) when the log said so.
     """
-    wishes = wishes or Wishes()
+    wishes = wishes or wishes_for(failed)
     used_gpus = [d for d in failed.gpus if d.planned and d.layers]
     if failed_devices:
         blamed = [d for d in used_gpus if d.name in failed_devices]
@@ -81,6 +81,16 @@ def safer_plan(model: ModelAnatomy, failed: MemoryPlan, gpus: list[Device], host
     if not changes:
         return None
     return Retry(result, changes)
+
+
+def wishes_for(plan: MemoryPlan) -> Wishes:
+    """The wishes behind a plan, for a retry: its context at most, its KV type first, its margins;
+    flash attention and the solver's other KV types allowed, since they save memory."""
+    c = plan.config
+    kv_types = (c.type_k, *(t for t in Wishes().kv_types if t != c.type_k))
+    return Wishes(n_ctx=plan.resolved.n_ctx, kv_types=kv_types, flash_attn="auto", n_batch=c.n_batch,
+                  n_ubatch=c.n_ubatch, n_seq_max=c.n_seq_max, swa_full=c.swa_full, use_mmap=c.use_mmap,
+                  margins={d.name: d.margin for d in [*plan.gpus, plan.host]})
 
 
 def _shrunk(usage: DeviceUsage) -> int:

@@ -18,11 +18,17 @@ DEFAULT_REPLY = "The capital of France is **Paris**."
 
 class FakeEngine:
     def __init__(self, reply: str = DEFAULT_REPLY, delay: float = 0.0, n_ctx: int | None = None,
-                 fail_load: str = "") -> None:
+                 fail_load: str = "", out_of_memory_loads: int = 0, out_of_memory_after: int = -1) -> None:
+        """`fail_load`: every load fails with this message. `out_of_memory_loads`: the first N loads
+        fail as llama.cpp does when a buffer cannot be allocated. `out_of_memory_after`: the next
+        reply's decode runs out of memory after this many words (once)."""
         self.reply = reply
         self.delay = delay
         self.n_ctx_override = n_ctx
         self.fail_load = fail_load
+        self.out_of_memory_loads = out_of_memory_loads
+        self.out_of_memory_after = out_of_memory_after
+        self.loads: list[LoadConfig] = []
         self.report: LoadReport | None = None
         self.last_stats = GenerationStats()
         self.prompts: list[list[int]] = []
@@ -36,10 +42,17 @@ class FakeEngine:
         for f in (0.25, 0.5, 1.0):
             if progress is not None:
                 progress(f)
-        if self.fail_load:
-            from app.engine import EngineError
+        from app.engine import EngineError
 
+        self.loads.append(config)
+        if self.fail_load:
             raise EngineError(self.fail_load)
+        if self.out_of_memory_loads:
+            self.out_of_memory_loads -= 1
+            lines = [f"ggml_backend_cpu_buffer_type_alloc_buffer: failed to allocate buffer of size {1 << 30}",
+                     f"alloc_tensor_range: failed to allocate CPU buffer of size {1 << 30}",
+                     "llama_init_from_model: failed to initialize the context: failed to allocate buffer for kv cache"]
+            raise EngineError("could not create the context: " + "; ".join(lines), lines)
         n_ctx = self.n_ctx_override or max(256, config.n_ctx)
         m = Measurements(model={"CPU_Mapped": 1_000_000}, kv={"CPU": 2_097_152}, output={"CPU": 2048},
                          compute={"CPU": 3_145_728})
@@ -88,6 +101,12 @@ class FakeEngine:
             if self._stop.is_set():
                 stats.stopped_by = "user"
                 break
+            if i == self.out_of_memory_after:
+                from app.engine import EngineError
+
+                self.out_of_memory_after = -1
+                line = "ggml_gallocr_reserve_n: failed to allocate CPU buffer of size 1073741824"
+                raise EngineError(f"llama.cpp could not decode (out of memory): {line}", [line], -2)
             stats.generated_tokens += 1
             self._cells += 1
             yield word if i == 0 else " " + word

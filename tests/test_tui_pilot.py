@@ -21,6 +21,7 @@ from app.tui.screens.picker import PickerScreen
 from app.tui.widgets.buffers import BufferTable
 from app.tui.widgets.chat_input import ChatInput
 from app.tui.widgets.message_view import MessageView
+from planner.retry import MAX_RETRIES
 from tests.fake_engine import FakeEngine
 from tests.tui_helpers import make_app, model_loaded, picker_ready, reply_done, wait_for
 
@@ -287,15 +288,75 @@ async def test_help_palette_dashboard_and_theme(shelf: Path) -> None:
 
 
 async def test_load_failure_is_a_dialog_not_a_traceback(shelf: Path) -> None:
-    app = make_app(shelf, FakeEngine(fail_load="could not create the context (out of memory?)"))
+    engine = FakeEngine(fail_load="could not load the model: unknown model architecture: 'zz'")
+    app = make_app(shelf, engine)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, picker_ready(app))
         await pilot.press("ctrl+l")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog))
-        assert "out of memory" in str(app.screen.query_one(".dialog-text").render())
+        assert "unknown model architecture" in str(app.screen.query_one(".dialog-text").render())
         await pilot.press("enter")
         await wait_for(pilot, lambda: isinstance(app.screen, PickerScreen))
         assert app.session.model is None
+    assert len(engine.loads) == 1  # not a memory failure: no smaller plan is tried
+
+
+async def test_a_load_out_of_memory_is_retried_with_a_smaller_plan(shelf: Path) -> None:
+    engine = FakeEngine(out_of_memory_loads=1)
+    app = make_app(shelf, engine)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, picker_ready(app))
+        await pilot.press("ctrl+l")
+        await wait_for(pilot, model_loaded(app))
+        first, second = engine.loads
+        # host RAM refused the KV cache: the planner's rule halves the context
+        assert second.n_ctx == first.n_ctx // 2
+        model = app.session.model
+        assert model is not None and model.plan.config == second
+        assert model.changes[0] == f"context {first.n_ctx:,} → {second.n_ctx:,} tokens"
+        text = "\n".join(notices(app))
+        assert "Not enough memory" in "\n".join(str(n.title) for n in app._notifications)
+        assert f"{first.n_ctx:,} → {second.n_ctx:,}" in text and "smaller plan" in text
+        assert f"{second.n_ctx:,} tokens" in app.screen.sub_title
+
+
+async def test_a_load_that_cannot_succeed_ends_in_the_picker(shelf: Path) -> None:
+    engine = FakeEngine(out_of_memory_loads=99)
+    app = make_app(shelf, engine)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, picker_ready(app))
+        await pilot.press("ctrl+l")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog), timeout=30)
+        text = str(app.screen.query_one(".dialog-text").render())
+        assert "failed to allocate" in text and "smaller plans" in text and "model list" in text
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, PickerScreen))
+        assert app.session.model is None
+    contexts = [c.n_ctx for c in engine.loads]
+    assert len(contexts) == 1 + MAX_RETRIES and contexts == sorted(contexts, reverse=True)
+
+
+async def test_out_of_memory_mid_reply_keeps_the_chat_and_reloads_smaller(shelf: Path) -> None:
+    engine = FakeEngine(reply="one two three four five six", out_of_memory_after=3)
+    app = make_app(shelf, engine)
+    async with app.run_test(size=SIZE) as pilot:
+        chat = await open_chat(app, pilot)
+        await send(app, pilot, "count for me")
+        await wait_for(pilot, lambda: len(engine.loads) == 2 and model_loaded(app)())
+        first, second = engine.loads
+        assert second.n_ctx < first.n_ctx
+        conv = app.store.conversation(chat.conversation.id)  # type: ignore[union-attr]
+        assert [m.role for m in conv.messages] == ["user", "assistant"]
+        assert conv.messages[1].content == "one two three" and conv.messages[1].state == "partial"
+        assert any("Out of memory" in str(n.title) for n in app._notifications)
+        assert any("conversation is kept" in n for n in notices(app))
+        # the user carries on in the same chat, with the whole conversation in the prompt
+        await send(app, pilot, "again")
+        conv = app.store.conversation(conv.id)
+        assert [m.role for m in conv.messages] == ["user", "assistant", "user", "assistant"]
+        assert conv.messages[-1].content == "one two three four five six"
+        prompt = "".join(chr(t) for t in engine.prompts[-1])
+        assert "count for me" in prompt and "again" in prompt
 
 
 async def test_model_argument_loads_it(shelf: Path) -> None:

@@ -17,7 +17,7 @@ import ctypes
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from app.devices.process import ProcessMemory, snapshot
@@ -31,7 +31,16 @@ _TYPE_IDS = {"f32": 0, "f16": 1, "q4_0": 2, "q4_1": 3, "q5_0": 6, "q5_1": 7, "q8
 
 
 class EngineError(RuntimeError):
-    """Loading or running the model failed; the message says why in a user's words."""
+    """Loading or running the model failed; the message says why in a user's words.
+
+    `log` keeps llama.cpp's error lines and `status` llama_decode's return value, so that
+    `app.engine.failure.classify` can tell a memory failure (worth a smaller plan) from the rest.
+    """
+
+    def __init__(self, message: str, log: Iterable[str] = (), status: int | None = None) -> None:
+        super().__init__(message)
+        self.log = list(log)
+        self.status = status
 
 
 @dataclass(frozen=True)
@@ -172,7 +181,7 @@ class Engine:
         if not model:
             if cancelled.is_set():
                 raise EngineError("loading was cancelled")
-            raise EngineError(_failure("could not load the model", log.errors()))
+            raise EngineError(_failure("could not load the model", log.errors()), log.errors())
 
         cparams = llama_cpp.llama_context_default_params()
         cparams.n_ctx = config.n_ctx
@@ -191,7 +200,7 @@ class Engine:
         ctx = llama_cpp.llama_init_from_model(model, cparams)
         if not ctx:
             llama_cpp.llama_model_free(model)
-            raise EngineError(_failure("could not create the context (out of memory?)", log.errors()))
+            raise EngineError(_failure("could not create the context", log.errors()), log.errors())
 
         self._abort_cb = llama_cpp.ggml_abort_callback(lambda _data: bool(self._stop.is_set()))
         llama_cpp.llama_set_abort_callback(ctx, self._abort_cb, ctypes.c_void_p(0))
@@ -325,9 +334,11 @@ class Engine:
             if rc == 2:
                 raise _Stopped
             if rc != 0:
-                reason = {1: "the KV cache is full (no slot for the batch)", -3: "out of memory while computing"}
-                raise EngineError(_failure(f"llama.cpp could not decode ({reason.get(rc, f'error {rc}')})",
-                                           capture().errors()))
+                reason = {1: "the KV cache is full (no slot for the batch)", -2: "out of memory",
+                          -3: "the computation failed"}
+                errors = capture().errors()
+                raise EngineError(_failure(f"llama.cpp could not decode ({reason.get(rc, f'error {rc}')})", errors),
+                                  errors, rc)
             self._tokens.extend(chunk)
 
     def _reuse_prefix(self, tokens: list[int]) -> int:

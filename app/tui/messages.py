@@ -63,6 +63,14 @@ class LoadProgress(Message):
 
 
 @dataclass
+class LoadRetrying(Message):
+    """A load (or a decode) ran out of memory: the next, smaller plan is being tried."""
+
+    why: str
+    changes: list[str]
+
+
+@dataclass
 class LoadFinished(Message):
     error: str = ""
 
@@ -89,3 +97,5 @@ class ReplyFinished(Message):
     text: str
     stats: GenerationStats
     error: str = ""
+    # the decode ran out of memory: the model is to be reloaded with a smaller plan
+    out_of_memory: Exception | None = None

@@ -3,23 +3,32 @@
 The app holds one session. `load` runs in a worker (it takes seconds); `generate`
 runs in a worker too and streams through `app.chat`. Only `stop()` is called from
 the UI thread while a worker runs.
+
+A load that fails for want of memory (the plan was wrong, another process took
+memory, the driver refused) is retried with the planner's next, smaller plan
+(`planner.retry`), up to MAX_RETRIES times; `reload_smaller` does the same after a
+decode ran out of memory mid-chat. Anything else ends in `LoadFailed`.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from app.devices import DeviceReport
-from app.engine import GenerationParams, GenerationStats, LoadReport
+from app.engine import EngineError, GenerationParams, GenerationStats, LoadReport
+from app.engine.failure import Failure, classify
 from app.engine.templates import ChatFormat, choose_format
 from app.telemetry import Telemetry, for_engine
 from planner.config import LoadConfig
 from planner.fit import FitResult
 from planner.memory import MemoryPlan
 from planner.model import ModelAnatomy
+from planner.retry import MAX_RETRIES, Retry, describe_changes, safer_plan
+
+RetryCallback = Callable[[Retry, str], None]
 
 
 class EngineLike(Protocol):
@@ -49,6 +58,8 @@ class LoadedModel:
     report: LoadReport
     fmt: ChatFormat
     eos: str
+    # what the load changed from the plan first chosen, when memory ran short (empty otherwise)
+    changes: list[str] = field(default_factory=list)
 
     @property
     def plan(self) -> MemoryPlan:
@@ -61,6 +72,14 @@ class LoadedModel:
     @property
     def name(self) -> str:
         return self.anatomy.name or self.path.rsplit("/", 1)[-1]
+
+
+class LoadFailed(Exception):
+    """The model could not be loaded, even with the smaller plans tried; the message says why."""
+
+    def __init__(self, message: str, failure: Failure | None = None) -> None:
+        super().__init__(message)
+        self.failure = failure
 
 
 def default_engine() -> EngineLike:
@@ -84,16 +103,59 @@ class ModelSession:
         return self._engine
 
     def load(self, path: str, anatomy: ModelAnatomy, fit: FitResult, devices: DeviceReport,
-             progress: Callable[[float], bool | None] | None = None) -> LoadedModel:
-        """Load exactly the plan's configuration (worker thread)."""
+             progress: Callable[[float], bool | None] | None = None, on_retry: RetryCallback | None = None,
+             reprobe: Callable[[], DeviceReport] | None = None) -> LoadedModel:
+        """Load the plan's configuration (worker thread); on a memory failure, the next smaller plan.
+
+        `on_retry(retry, why)` is told before each retry; `reprobe()` reads the devices again,
+        since another process may have taken memory since the plan was made.
+        """
         self.unload()
         engine = self.engine
-        report = engine.load(path, fit.plan.config, progress=progress)
+        first = fit.plan
+        for attempt in range(MAX_RETRIES + 1):
+            try:
+                report = engine.load(path, fit.plan.config, progress=progress)
+                break
+            except EngineError as exc:
+                failure = classify(str(exc), exc.log, [g.name for g in devices.gpus], exc.status)
+                if not failure.memory or attempt == MAX_RETRIES:
+                    tried = f" (after {attempt} smaller plan{'s' if attempt > 1 else ''})" if attempt else ""
+                    raise LoadFailed(f"{exc}{tried}", failure) from None
+                devices = _reprobed(devices, reprobe)
+                fit = self._smaller(anatomy, fit.plan, devices, failure, exc, on_retry)
         fmt = choose_format(anatomy.metadata, anatomy.architecture, path.rsplit("/", 1)[-1])
-        self.model = LoadedModel(path, anatomy, fit, report, fmt, engine.special_text("eos"))
+        changes = describe_changes(first, fit.plan) if fit.plan is not first else []
+        self.model = LoadedModel(path, anatomy, fit, report, fmt, engine.special_text("eos"), changes)
         self.telemetry = for_engine(engine, devices, fit.plan, speed=self._speed)  # type: ignore[arg-type]
         self.telemetry.start()
         return self.model
+
+    def reload_smaller(self, error: EngineError, devices: DeviceReport,
+                       progress: Callable[[float], bool | None] | None = None,
+                       on_retry: RetryCallback | None = None,
+                       reprobe: Callable[[], DeviceReport] | None = None) -> LoadedModel:
+        """After a decode ran out of memory: load the same model again with the next smaller plan."""
+        model = self.model
+        if model is None:
+            raise LoadFailed("no model is loaded")
+        failure = classify(str(error), error.log, [g.name for g in devices.gpus], error.status)
+        self.unload()
+        devices = _reprobed(devices, reprobe)
+        fit = self._smaller(model.anatomy, model.plan, devices, failure, error, on_retry)
+        loaded = self.load(model.path, model.anatomy, fit, devices, progress, on_retry, reprobe)
+        loaded.changes = describe_changes(model.plan, loaded.plan)
+        return loaded
+
+    @staticmethod
+    def _smaller(anatomy: ModelAnatomy, failed: MemoryPlan, devices: DeviceReport, failure: Failure,
+                 error: Exception, on_retry: RetryCallback | None) -> FitResult:
+        retry = safer_plan(anatomy, failed, devices.gpus, devices.host, failed_devices=set(failure.devices) or None)
+        if retry is None:
+            raise LoadFailed(f"{error}. No smaller plan fits in the memory that is free now.", failure)
+        if on_retry is not None:
+            on_retry(retry, str(error))
+        return retry.result
 
     def _speed(self) -> tuple[float, bool]:
         engine = self._engine
@@ -118,3 +180,12 @@ class ModelSession:
     def close(self) -> None:
         self.stop()
         self.unload()
+
+
+def _reprobed(devices: DeviceReport, reprobe: Callable[[], DeviceReport] | None) -> DeviceReport:
+    if reprobe is None:
+        return devices
+    try:
+        return reprobe()
+    except Exception:  # a probe that fails now: plan with what was known
+        return devices

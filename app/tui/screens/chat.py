@@ -22,10 +22,11 @@ from textual.widgets.option_list import Option, OptionDoesNotExist
 from textual.worker import Worker, WorkerState
 
 from app.chat import ChatError, ReplySink, build_prompt, stop_note, to_messages
-from app.engine import GenerationParams, GenerationStats
+from app.engine import EngineError, GenerationParams, GenerationStats
+from app.engine.failure import classify
 from app.engine.templates import Message as ChatMessage
 from app.store import Conversation, StoredMessage
-from app.tui.messages import LoadFinished, LoadProgress, PromptFitted, ReplyFinished, ReplyPiece
+from app.tui.messages import LoadFinished, LoadProgress, LoadRetrying, PromptFitted, ReplyFinished, ReplyPiece
 from app.tui.widgets.chat_input import ChatInput
 from app.tui.widgets.dashboard import Dashboard
 from app.tui.widgets.message_view import MessageView
@@ -111,13 +112,37 @@ class ChatScreen(Screen):
         self.update_context_line()
         self._load(path, anatomy, fit)
 
+    def begin_reload(self, error: EngineError) -> None:
+        """The decode ran out of memory: load the model again with a smaller plan; the chat stays."""
+        model = self.app.session.model  # type: ignore[attr-defined]
+        if model is None:
+            return
+        self.loading = True
+        self.sub_title = f"reloading {model.name}"
+        self.query_one("#load-bar").display = True
+        self.query_one("#load-status", Label).update(f"Reloading {model.name} with a smaller plan…")
+        self.query_one("#load-progress", ProgressBar).update(total=1.0, progress=0)
+        self._load(model.path, model.anatomy, model.fit, after=error)
+
     @work(thread=True, exclusive=True, group="load", exit_on_error=False)
-    def _load(self, path: str, anatomy: ModelAnatomy, fit: FitResult) -> None:
+    def _load(self, path: str, anatomy: ModelAnatomy, fit: FitResult, after: EngineError | None = None) -> None:
         app = self.app
+        session = app.session  # type: ignore[attr-defined]
+
+        def progress(fraction: float) -> None:
+            self.post_message(LoadProgress(fraction))
+
+        def on_retry(retry, why: str) -> None:
+            self.post_message(LoadRetrying(why, retry.changes))
+
         try:
-            app.session.load(path, anatomy, fit, app.devices,  # type: ignore[attr-defined]
-                             progress=lambda f: self.post_message(LoadProgress(f)))
-        except Exception as exc:  # EngineError, or anything llama.cpp throws: shown, never a traceback
+            if after is not None:
+                session.reload_smaller(after, app.devices, progress, on_retry,  # type: ignore[attr-defined]
+                                       app.probe_devices)  # type: ignore[attr-defined]
+            else:
+                session.load(path, anatomy, fit, app.devices, progress, on_retry,  # type: ignore[attr-defined]
+                             app.probe_devices)  # type: ignore[attr-defined]
+        except Exception as exc:  # LoadFailed, or anything llama.cpp throws: shown, never a traceback
             self.post_message(LoadFinished(str(exc) or type(exc).__name__))
             return
         self.post_message(LoadFinished())
@@ -134,18 +159,33 @@ class ChatScreen(Screen):
     def on_load_progress(self, message: LoadProgress) -> None:
         self.query_one("#load-progress", ProgressBar).update(progress=message.fraction)
 
+    def on_load_retrying(self, message: LoadRetrying) -> None:
+        changes = "; ".join(message.changes)
+        self.query_one("#load-status", Label).update(f"Out of memory: retrying with {changes}…")
+        self.query_one("#load-progress", ProgressBar).update(total=1.0, progress=0)
+        self.app.notify(f"{_first_line(message.why)}\nTrying a smaller plan: {changes}.",
+                        title="Not enough memory", severity="warning", timeout=10)
+
     def on_load_finished(self, message: LoadFinished) -> None:
         self.loading = False
         self.query_one("#load-bar").display = False
         if message.error:
             self.sub_title = "no model loaded"
-            self.app.push_screen(_error_dialog("The model did not load", message.error),
+            self.app.push_screen(_error_dialog("The model did not load",
+                                               f"{message.error}\n\nBack to the model list: a shorter context, "
+                                               "fewer GPU layers or a smaller file may fit."),
                                  lambda _ok: self.app.action_show_picker())  # type: ignore[attr-defined]
             self.update_context_line()
             return
         model = self.app.session.model  # type: ignore[attr-defined]
         self.sub_title = f"{model.name} · {model.n_ctx:,} tokens"
-        self.app.notify(f"{model.name} loaded in {model.report.seconds:.1f} s", title="Ready", timeout=3)
+        if model.changes:
+            self.app.notify(f"{model.name} loaded with a smaller plan than the one chosen: "
+                            f"{'; '.join(model.changes)}." + (" The conversation is kept: carry on."
+                                                             if self.conversation is not None else ""),
+                            title="Loaded with less memory", severity="warning", timeout=15)
+        else:
+            self.app.notify(f"{model.name} loaded in {model.report.seconds:.1f} s", title="Ready", timeout=3)
         self._show_hint()
         self.update_context_line()
         self.query_one("#input", ChatInput).focus()
@@ -230,8 +270,11 @@ class ChatScreen(Screen):
             self.post_message(ReplyFinished(msg_id, "", GenerationStats(stopped_by="error"), str(exc)))
         except Exception as exc:  # EngineError or a template failure: keep what was written
             text = sink.finish("error")
+            gpus = [g.name for g in getattr(self.app.devices, "gpus", [])]
+            out_of_memory = exc if isinstance(exc, EngineError) and classify(
+                str(exc), exc.log, gpus, exc.status).memory else None
             self.post_message(ReplyFinished(msg_id, text, GenerationStats(stopped_by="error"),
-                                            str(exc) or type(exc).__name__))
+                                            str(exc) or type(exc).__name__, out_of_memory))
         finally:
             session.generating.clear()
 
@@ -262,7 +305,11 @@ class ChatScreen(Screen):
                     self.app.notify("Stopped before the model wrote anything.", timeout=3)
             else:
                 await view.finish(message.text, reply_note(message.stats, message.error))
-        if message.error:
+        if isinstance(message.out_of_memory, EngineError):
+            self.app.notify(f"{_first_line(message.error)}\nWhat was written is kept. Reloading the model with a "
+                            "smaller plan…", title="Out of memory", severity="error", timeout=10)
+            self.begin_reload(message.out_of_memory)
+        elif message.error:
             self.app.notify(message.error, title="The reply failed", severity="error", timeout=10)
         self.update_context_line()
         self.refresh_chat_list()
@@ -424,6 +471,12 @@ class ChatScreen(Screen):
         line.update(f"{model.fmt.name} format · context {used:,} / {model.n_ctx:,} ({share:.0%}) · "
                     f"temp {settings.temperature:g} · max {settings.max_tokens} tokens"
                     + (" · system prompt" if system else ""))
+
+
+def _first_line(text: str) -> str:
+    """An engine message up to llama.cpp's details (after the first colon)."""
+    head, _, _ = text.partition(": ")
+    return head if head else text
 
 
 def _error_dialog(title: str, text: str):
