@@ -47,6 +47,9 @@ class TinySpec:
     kv_heads: tuple[int, ...] = ()
     name: str = ""
     extra_kv: dict[str, object] = field(default_factory=dict)
+    # the end-of-generation tokens (</s>, <|endoftext|>) get a zero row in the output matrix, so that
+    # the model practically never ends a reply by itself (for tests that need a long stream)
+    never_ends: bool = False
 
     def with_(self, **changes: object) -> TinySpec:
         return replace(self, **changes)  # type: ignore[arg-type]
@@ -295,6 +298,9 @@ def write_tiny_model(path: str | Path, spec: TinySpec, seed: int = 0) -> Path:
     writer.add_unk_token_id(0)
     for name, shape, t in tensors_of(spec):
         data, raw_type = _random_tensor(rng, shape, t)
+        if spec.never_ends and name == "output.weight":
+            assert raw_type is None, "never_ends needs an unquantized output matrix"
+            data[[2, 3], :] = 0
         if raw_type is None:
             writer.add_tensor(name, data)
         else:

@@ -440,8 +440,10 @@ class ChatScreen(Screen):
     # -- status ---------------------------------------------------------------------------------
 
     def _show_hint(self) -> None:
+        """The hint in an empty chat; an earlier hint ("No model loaded yet") is brought up to date."""
         box = self.query_one("#messages")
-        if box.children:
+        hints = list(box.query("#hint").results(Static))
+        if box.children and not hints:
             return
         model = self.app.session.model  # type: ignore[attr-defined]
         if model is None:
@@ -451,7 +453,10 @@ class ChatScreen(Screen):
                     "Q/A transcript. Short factual questions work best, for example: What is the capital of France?")
         else:
             text = f"Ask {model.name} anything. ({model.fmt.description})"
-        box.mount(Static(text, id="hint", classes="hint"))
+        if hints:
+            hints[0].update(text)
+        else:
+            box.mount(Static(text, id="hint", classes="hint"))
 
     async def _remove_hint(self) -> None:
         for hint in self.query("#hint"):
