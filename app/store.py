@@ -16,7 +16,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -57,7 +57,25 @@ MIGRATIONS: dict[int, str] = {
 
 
 class StoreError(RuntimeError):
-    """The conversation database cannot be used; the message says why."""
+    """The conversation database cannot be used; the message says why.
+
+    `reason`: damaged (not a database, or malformed), locked (another program holds it),
+    newer (written by a later vramchat), unwritable (the folder or file cannot be written),
+    missing (no such conversation).
+    """
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+def _reason(exc: sqlite3.DatabaseError) -> str:
+    text = str(exc).lower()
+    if "locked" in text or "busy" in text:
+        return "locked"
+    if "unable to open" in text or "readonly" in text or "read-only" in text or "disk i/o" in text:
+        return "unwritable"
+    return "damaged"
 
 
 @dataclass(frozen=True)
@@ -103,23 +121,34 @@ def title_from(text: str) -> str:
 
 
 class Store:
-    def __init__(self, path: Path | str | None = None) -> None:
+    def __init__(self, path: Path | str | None = None, busy_timeout: float = 5.0) -> None:
         self.path = Path(path) if path is not None else db_path()
         self._lock = threading.RLock()
         self.recovered = 0  # replies found cut short by a crash when the store was opened
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=5)
+            self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None,
+                                       timeout=busy_timeout)
             self._db.row_factory = sqlite3.Row
             self._db.execute("PRAGMA foreign_keys = ON")
             self._db.execute("PRAGMA journal_mode = WAL")
             self._db.execute("PRAGMA synchronous = NORMAL")
             self._migrate()
             self.recovered = self._recover_interrupted()
+        except StoreError:
+            self._close_quietly()
+            raise
         except sqlite3.DatabaseError as exc:
-            raise StoreError(f"cannot open the conversation database {self.path}: {exc}") from None
+            self._close_quietly()
+            raise StoreError(f"cannot open the conversation database {self.path}: {exc}", _reason(exc)) from None
         except OSError as exc:
-            raise StoreError(f"cannot create {self.path.parent}: {exc.strerror or exc}") from None
+            raise StoreError(f"cannot create {self.path.parent}: {exc.strerror or exc}", "unwritable") from None
+
+    def _close_quietly(self) -> None:
+        db = getattr(self, "_db", None)
+        if db is not None:
+            with suppress(sqlite3.Error):
+                db.close()
 
     # -- schema ---------------------------------------------------------------------------
 
@@ -131,7 +160,7 @@ class Store:
         version = self.version
         if version > SCHEMA_VERSION:
             raise StoreError(f"{self.path} was written by a newer vramchat (schema {version}, "
-                             f"this one knows {SCHEMA_VERSION}); upgrade vramchat")
+                             f"this one knows {SCHEMA_VERSION}); upgrade vramchat", "newer")
         while version < SCHEMA_VERSION:
             script = MIGRATIONS[version]
             # executescript commits first; the version bump is part of the same script
@@ -183,7 +212,7 @@ class Store:
         with self._lock:
             row = self._db.execute("SELECT * FROM conversations WHERE id = ?", (conv_id,)).fetchone()
             if row is None:
-                raise StoreError(f"conversation {conv_id} does not exist")
+                raise StoreError(f"conversation {conv_id} does not exist", "missing")
             msgs = self._db.execute("SELECT * FROM messages WHERE conversation_id = ? ORDER BY id",
                                     (conv_id,)).fetchall()
         return Conversation(row["id"], row["title"], row["model_path"], row["model_name"], row["system_prompt"],

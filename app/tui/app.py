@@ -22,7 +22,8 @@ from textual.worker import Worker, WorkerState
 from app.devices import DeviceReport, probe_devices
 from app.plan_cache import PlanCache
 from app.settings import Settings, load_settings, save_settings
-from app.store import Store, StoreError
+from app.store import Store
+from app.store_recovery import open_store
 from app.tui.screens.picker import PickerScreen
 from app.tui.session import EngineLike, ModelSession, default_engine
 from app.tui.themes import THEMES
@@ -79,15 +80,8 @@ class VramchatApp(App):
         self.theme = self.settings.theme if self.settings.theme in self.available_themes else "vramchat-dark"
 
     def _open_store(self) -> Store:
-        try:
-            store = Store(self.options.store_path)
-        except StoreError as exc:
-            self._startup_warnings.append(f"{exc}. Chats will not be saved this time.")
-            return Store(":memory:")
-        if store.recovered:
-            self._startup_warnings.append(
-                f"{store.recovered} repl{'ies were' if store.recovered > 1 else 'y was'} cut short when vramchat "
-                "last stopped; what was written is kept.")
+        store, notes = open_store(self.options.store_path)
+        self._startup_warnings += notes
         return store
 
     # -- lifecycle ------------------------------------------------------------------------------

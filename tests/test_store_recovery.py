@@ -1,0 +1,110 @@
+"""A damaged, locked, newer or unreachable conversation database: a clear message, a way out, nothing lost."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+
+from app.store import Store
+from app.store_recovery import open_store, salvage
+
+PAGE = 4096
+
+
+def _filled(path: Path, chats: int = 40, per_chat: int = 10) -> None:
+    store = Store(path)
+    for i in range(chats):
+        conv = store.new_conversation("/m.gguf", "Model")
+        for j in range(per_chat):
+            store.add_message(conv.id, "user", f"question {i}.{j} " + "x" * 300)
+    store._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # everything in the main file
+    store.close()
+
+
+def test_garbage_is_set_aside_and_a_new_database_started(tmp_path: Path) -> None:
+    path = tmp_path / "conversations.sqlite3"
+    garbage = b"this is not a database" * 100
+    path.write_bytes(garbage)
+    store, notes = open_store(path)
+    assert len(notes) == 1 and "damaged" in notes[0] and "nothing could be read" in notes[0]
+    aside = [p for p in tmp_path.iterdir() if ".damaged-" in p.name]
+    assert len(aside) == 1 and aside[0].read_bytes() == garbage  # the broken file is kept, as it was
+    assert str(aside[0]) in notes[0]
+    conv = store.new_conversation()
+    store.add_message(conv.id, "user", "hello")  # the new database works
+    assert store.path == path
+
+
+def test_a_malformed_database_gives_back_what_it_can(tmp_path: Path) -> None:
+    path = tmp_path / "conversations.sqlite3"
+    _filled(path)
+    data = bytearray(path.read_bytes())
+    n_pages = len(data) // PAGE
+    for page in range(n_pages * 2 // 3, n_pages - 4):  # some of the messages' pages
+        data[page * PAGE:(page + 1) * PAGE] = os.urandom(PAGE)
+    path.write_bytes(bytes(data))
+
+    store, notes = open_store(path)
+    assert "damaged" in notes[0] and "saved from it" in notes[0]
+    saved = sum(c.n_messages for c in store.conversations())
+    assert 0 < saved < 400
+    assert f"{saved} messages" in notes[0]
+    first = store.conversation(store.conversations(500)[-1].id)
+    assert first.messages[0].content.startswith("question 0.0 ")
+    aside = next(p for p in tmp_path.iterdir() if ".damaged-" in p.name and not p.name.endswith(("-wal", "-shm")))
+    assert aside.read_bytes() == bytes(data)
+
+
+def test_messages_whose_chat_was_lost_are_kept(tmp_path: Path) -> None:
+    source = tmp_path / "damaged.sqlite3"
+    _filled(source, chats=2, per_chat=2)
+    db = sqlite3.connect(source)
+    db.execute("PRAGMA foreign_keys = OFF")
+    db.execute("DELETE FROM conversations WHERE id = 2")  # as if its page were lost
+    db.commit()
+    db.close()
+    store = Store(tmp_path / "new.sqlite3")
+    assert salvage(source, store) == {"conversations": 1, "messages": 4}
+    recovered = [c for c in store.conversations() if c.title == "(recovered)"]
+    assert len(recovered) == 1 and recovered[0].n_messages == 2
+
+
+def test_a_locked_database_is_left_alone(tmp_path: Path) -> None:
+    path = tmp_path / "conversations.sqlite3"
+    _filled(path, chats=2, per_chat=1)
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("PRAGMA journal_mode = DELETE")
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        store, notes = open_store(path, busy_timeout=0.2)
+        assert "locked" in notes[0] and "close the other vramchat" in notes[0]
+        assert "memory only" in notes[0]
+        store.add_message(store.new_conversation().id, "user", "kept in memory")  # the session still works
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert not [p for p in tmp_path.iterdir() if ".damaged-" in p.name]
+    store, notes = open_store(path)
+    assert notes == [] and len(store.conversations()) == 2  # nothing was lost or moved
+
+
+def test_a_newer_database_is_left_alone(tmp_path: Path) -> None:
+    path = tmp_path / "conversations.sqlite3"
+    _filled(path, chats=1, per_chat=1)
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA user_version = 99")
+    db.commit()
+    db.close()
+    before = path.read_bytes()
+    _store, notes = open_store(path)
+    assert "newer vramchat" in notes[0] and "upgrade" in notes[0]
+    assert path.read_bytes() == before
+
+
+def test_an_unreachable_folder(tmp_path: Path) -> None:
+    blocker = tmp_path / "data"
+    blocker.write_text("a file where the folder should be")
+    store, notes = open_store(blocker / "conversations.sqlite3")
+    assert "cannot create" in notes[0] and "memory only" in notes[0]
+    store.new_conversation()
