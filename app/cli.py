@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 
@@ -233,13 +234,16 @@ def _demo_for_list():
 
 def run_app(args: argparse.Namespace) -> int:
     """The Textual app: the picker, or MODEL planned and loaded."""
-    import os
 
     model = None
     if args.model:
         model = _resolve_model(args.model)
-        if not os.path.isfile(model):
-            return _fail(f"{model}: no such file", EXIT_BAD_FILE)
+        if os.path.isdir(model):
+            return _fail(f"{model}: is a folder, not a model; to list the models in it: "
+                         f"vramchat --models-dir {model}", EXIT_BAD_FILE)
+        from planner.gguf import read_gguf
+
+        read_gguf(model)  # missing, unreadable or not GGUF: one clear error before the app starts
     if args.vram is not None or args.ram is not None:
         from app.devices.simulated import parse_devices
 
@@ -276,6 +280,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     from planner.errors import GGUFError, PlannerError
 
     try:
+        for folder in args.models_dir:
+            if not os.path.isdir(os.path.expanduser(folder)):
+                raise UsageError(f"--models-dir {folder}: no such folder")
         if args.devices:
             return run_devices(args)
         if args.plan:

@@ -33,8 +33,15 @@ def demo_model_path(assemble: bool = True) -> Path:
         return target
     if not assemble:
         raise DemoUnavailable("the demo model has not been assembled yet")
-    target.parent.mkdir(parents=True, exist_ok=True)
     try:
+        target.parent.mkdir(parents=True, exist_ok=True)
         return Path(demo.assemble(target, overwrite=True))
-    except (OSError, ValueError) as exc:
+    except OSError:
+        pass  # vramchat's models folder cannot be written: the package's own cache folder may be
+    except ValueError as exc:
         raise DemoUnavailable(f"could not assemble the demo model: {exc}") from None
+    try:
+        return Path(demo.assemble())
+    except (OSError, ValueError) as exc:
+        raise DemoUnavailable(f"could not assemble the demo model into {target.parent} or the package's "
+                              f"cache: {exc}") from None

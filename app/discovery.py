@@ -130,6 +130,8 @@ def scan(folders: list[Folder], demo_path: Path | None = None,
             real = os.path.realpath(path)
             found.setdefault(real, (path, folder.source))
     demo_real = os.path.realpath(demo_path) if demo_path else None
+    if demo_real is not None and demo_real not in found and os.path.isfile(demo_real):
+        found[demo_real] = (str(demo_path), "demo")  # assembled outside the folders scanned
 
     projectors: dict[str, list[str]] = {}
     splits: dict[tuple[str, str, int], dict[int, str]] = {}

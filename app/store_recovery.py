@@ -42,7 +42,7 @@ def open_store(path: Path | None = None, busy_timeout: float = 5.0) -> tuple[Sto
 def _advice(reason: str) -> str:
     return {
         "locked": "close the other vramchat (or the program holding the file) and start again.",
-        "newer": "upgrade vramchat to open your chats.",
+        "newer": "the file is left as it is, your chats are safe in it.",
         "unwritable": "check the permissions of the folder.",
     }.get(reason, "nothing was changed on disk.")
 

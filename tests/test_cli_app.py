@@ -70,3 +70,47 @@ def test_help_and_version(capsys: pytest.CaptureFixture[str]) -> None:
 def test_bad_simulated_devices_are_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["--vram", "lots"]) == cli.EXIT_USAGE
     assert "error" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("make", "exit_code", "message"), [
+    (lambda root: root, 1, "is a folder, not a model; to list the models in it: vramchat --models-dir"),
+    (lambda root: root / "broken.gguf", 1, "broken.gguf:"),
+    (lambda root: root / "missing.gguf", 1, "missing.gguf: no such file"),
+])
+def test_a_bad_model_argument_stops_before_the_app(shelf: Path, capsys: pytest.CaptureFixture[str],
+                                                   monkeypatch: pytest.MonkeyPatch, make, exit_code: int,
+                                                   message: str) -> None:
+    import app.tui
+
+    monkeypatch.setattr(app.tui, "run", lambda *_a, **_k: pytest.fail("the app must not start"))
+    assert cli.main([str(make(shelf))]) == exit_code
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_a_missing_models_dir_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["--list", "--models-dir", str(tmp_path / "nowhere")]) == 2
+    err = capsys.readouterr().err
+    assert "--models-dir" in err and "no such folder" in err
+
+
+def test_list_finds_the_demo_outside_the_models_folders(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                       monkeypatch: pytest.MonkeyPatch, gemma_path: Path) -> None:
+    """The demo model assembled in the package's cache (vramchat's folder unwritable) is still listed."""
+    monkeypatch.setattr(cli, "_demo_for_list", lambda: gemma_path)
+    blocked = tmp_path / "home-is-a-file"
+    blocked.write_text("")
+    monkeypatch.setenv("VRAMCHAT_HOME", str(blocked))
+    assert cli.main(["--list"]) == 0
+    assert "(demo)" in capsys.readouterr().out
+
+
+def test_the_demo_assembles_in_the_package_cache_when_vramchats_folder_cannot_be_written(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gemma_path: Path) -> None:
+    from app.demo import EXPECTED_BYTES, demo_model_path
+
+    blocked = tmp_path / "home-is-a-file"
+    blocked.write_text("")
+    monkeypatch.setenv("VRAMCHAT_HOME", str(blocked))
+    path = demo_model_path()
+    assert path.stat().st_size == EXPECTED_BYTES and not str(path).startswith(str(blocked))
