@@ -1,0 +1,22 @@
+"""A regular (not editable) install ships every package: none missing from pyproject.toml."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+
+def test_every_package_is_listed() -> None:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    listed = set(config["tool"]["setuptools"]["packages"])
+    found = {".".join(p.parent.relative_to(ROOT).parts) for top in ("app", "planner")
+             for p in (ROOT / top).rglob("__init__.py")}
+    assert found - listed == set(), "add these to [tool.setuptools] packages"
+    assert "app.assets" in listed and (ROOT / "assets" / "app.tcss").exists()
