@@ -241,9 +241,16 @@ def run_app(args: argparse.Namespace) -> int:
         if os.path.isdir(model):
             return _fail(f"{model}: is a folder, not a model; to list the models in it: "
                          f"vramchat --models-dir {model}", EXIT_BAD_FILE)
+        from planner.archs import not_for_chat
         from planner.gguf import read_gguf
+        from planner.model import load_anatomy
 
-        read_gguf(model)  # missing, unreadable or not GGUF: one clear error before the app starts
+        # missing, unreadable, not GGUF or not a chat model: one clear error before the app starts
+        anatomy = load_anatomy(read_gguf(model))
+        why_not = not_for_chat(anatomy.architecture)
+        if why_not:
+            return _fail(f"{model}: {anatomy.name or anatomy.architecture} is {why_not}; "
+                         f"vramchat --plan {model} shows its memory", EXIT_BAD_FILE)
     if args.vram is not None or args.ram is not None:
         from app.devices.simulated import parse_devices
 

@@ -178,7 +178,37 @@ ARCH_RULES: dict[str, ArchRule] = {
 }
 
 
+# llama_model::create_memory gives these no KV cache at all: text encoders (embedding models),
+# diffusion language models and an audio decoder. What each is for, in words.
+NO_CACHE_ARCHS: dict[str, str] = {
+    **dict.fromkeys(("bert", "modern-bert", "nomic-bert", "nomic-bert-moe", "neo-bert", "jina-bert-v2",
+                     "jina-bert-v3", "eurobert", "gemma-embedding"), "an embedding model (it turns text into vectors)"),
+    **dict.fromkeys(("dream", "llada", "llada-moe", "rnd1"), "a diffusion language model"),
+    "wavtokenizer-dec": "an audio decoder",
+}
+
+
+def not_for_chat(architecture: str) -> str | None:
+    """Why a model of this architecture cannot hold a chat, or None when it can."""
+    purpose = NO_CACHE_ARCHS.get(architecture)
+    return f"{purpose}, not a chat model" if purpose else None
+
+
+def _no_cache(anatomy: ModelAnatomy) -> None:
+    for layer in anatomy.layers:
+        layer.has_kv = False
+    anatomy.extra["no_cache"] = True  # no graph builder either: the compute buffer is estimated
+    anatomy.exact = False
+    anatomy.notes.append(
+        f"architecture '{anatomy.architecture}' is {NO_CACHE_ARCHS[anatomy.architecture]}: llama.cpp keeps no "
+        "KV cache for it; weights are exact, the compute buffer is estimated"
+    )
+
+
 def apply_arch_rules(anatomy: ModelAnatomy, meta: _Meta) -> None:
+    if anatomy.architecture in NO_CACHE_ARCHS:
+        _no_cache(anatomy)
+        return
     rule = ARCH_RULES.get(anatomy.architecture)
     if rule is None:
         anatomy.exact = False

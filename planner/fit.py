@@ -286,7 +286,8 @@ def _summary(plan: MemoryPlan) -> str:
         "no_fit": "does not fit",
     }[plan.verdict]
     kv = r.type_k.name if r.type_k is r.type_v else f"{r.type_k.name}/{r.type_v.name}"
-    return (f"{where}; context {r.n_ctx:,} tokens, KV cache {kv} ({format_size(plan.kv_bytes)}), "
+    kv_words = f"KV cache {kv} ({format_size(plan.kv_bytes)})" if plan.kv.tensors else "no KV cache"
+    return (f"{where}; context {r.n_ctx:,} tokens, {kv_words}, "
             f"flash attention {'on' if r.config.flash_attn else 'off'}")
 
 

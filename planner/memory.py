@@ -163,6 +163,8 @@ def _plan_memory(model: ModelAnatomy, config: LoadConfig, gpus: list[Device], ho
     estimated_compute = False
     if with_compute:
         try:
+            if model.extra.get("no_cache"):
+                raise PlannerError("no graph builder for an architecture without a KV cache")
             compute_sizes = compute_buffers(model, r, kv, placement, gpus_used, wb,
                                             op_offload=config.op_offload).sizes
         except PlannerError:

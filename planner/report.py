@@ -103,7 +103,8 @@ def plan_to_table(result: FitResult) -> str:
         "Settings",
         f"  GPU layers      {r.n_gpu_layers if plan.gpus else 0} of {m.n_layer + 1} (output layer included)",
         f"  context         {r.n_ctx:,} tokens (trained {m.n_ctx_train:,})",
-        f"  KV cache        K {r.type_k.name}, V {r.type_v.name}",
+        f"  KV cache        K {r.type_k.name}, V {r.type_v.name}" if plan.kv.tensors else
+        "  KV cache        none (this architecture keeps none)",
         f"  flash attention {'on' if r.config.flash_attn else 'off'}",
         f"  batch / ubatch  {r.n_batch} / {r.n_ubatch}",
     ]

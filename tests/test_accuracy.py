@@ -56,3 +56,26 @@ def test_quantized_v_without_flash_attention_is_refused_by_both(zoo: dict[str, P
                                             "type_v": "q8_0"}])
     assert rows[0].refused_by_llama
     assert rows[0].refused_by_planner and "flash attention" in rows[0].refused_by_planner
+
+
+def test_an_architecture_without_kv_cache(tmp_path: Path) -> None:
+    """A diffusion model (dream): llama.cpp creates no KV cache; weights and output stay exact,
+    the compute buffer is a named estimate, and it is not offered for chat."""
+    from planner.archs import not_for_chat
+    from planner.gguf import read_gguf
+    from planner.model import load_anatomy
+    from tests.tiny_models import TinySpec, write_tiny_model
+
+    path = write_tiny_model(tmp_path / "dream.gguf", TinySpec("dream"))
+    rows = compare_cpu(path, grid(swa=False, n_ctx=(512, 2048)))
+    assert rows
+    for row in rows:
+        assert row.refused_by_llama is None and row.refused_by_planner is None
+        for kind in ("weights", "kv", "output"):
+            buf = row.buffer(kind)
+            assert buf is not None and buf.error == 0, (kind, row.config)
+        assert row.buffer("kv").actual == 0  # type: ignore[union-attr]
+    anatomy = load_anatomy(read_gguf(path))
+    assert not anatomy.exact and any("no KV cache" in n for n in anatomy.notes)
+    assert not_for_chat(anatomy.architecture) == "a diffusion language model, not a chat model"
+    assert not_for_chat("llama") is None

@@ -114,3 +114,17 @@ def test_the_demo_assembles_in_the_package_cache_when_vramchats_folder_cannot_be
     monkeypatch.setenv("VRAMCHAT_HOME", str(blocked))
     path = demo_model_path()
     assert path.stat().st_size == EXPECTED_BYTES and not str(path).startswith(str(blocked))
+
+
+def test_a_model_that_cannot_chat_is_refused_with_the_reason(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    import app.tui
+    from tests.tiny_models import TinySpec, write_tiny_model
+
+    monkeypatch.setattr(app.tui, "run", lambda *_a, **_k: pytest.fail("the app must not start"))
+    path = write_tiny_model(tmp_path / "dream.gguf", TinySpec("dream", name="Tiny Dream"))
+    assert cli.main([str(path)]) == 1
+    err = capsys.readouterr().err
+    assert "Tiny Dream is a diffusion language model, not a chat model" in err and "--plan" in err
+    assert cli.main(["--plan", str(path)]) == 0  # its memory is still planned
+    assert "KV cache        none" in capsys.readouterr().out

@@ -409,3 +409,22 @@ async def test_a_failing_scan_is_reported(shelf: Path) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: any("probe exploded" in n for n in notices(app)))
         assert isinstance(app.screen, PickerScreen) and not app.screen._scanning
+
+
+async def test_a_model_that_cannot_chat_is_not_loaded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.tiny_models import TinySpec, write_tiny_model
+
+    monkeypatch.setenv("VRAMCHAT_DEVICES", "8GiB,ram=32GiB")
+    shelf = tmp_path / "shelf"
+    shelf.mkdir()
+    write_tiny_model(shelf / "dream.gguf", TinySpec("dream", name="Tiny Dream"))
+    engine = FakeEngine()
+    app = make_app(shelf, engine)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, picker_ready(app))
+        assert "no KV cache" in str(app.screen.query_one("#plan-text").render())
+        await pilot.press("ctrl+l")
+        await pilot.pause(0.2)
+        assert isinstance(app.screen, PickerScreen)
+        assert any("diffusion language model" in n and "cannot chat" in n for n in notices(app))
+    assert engine.loads == []

@@ -193,7 +193,7 @@ def _layer_tensors(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], 
     else:
         out += [(p + "attn_q.weight", (e, q_dim), w), (p + "attn_k.weight", (e, kv_dim), w),
                 (p + "attn_v.weight", (e, kv_dim), w)]
-    if spec.arch in ("qwen2", "gpt-oss"):
+    if spec.arch in ("qwen2", "gpt-oss", "dream"):
         out += [(p + "attn_q.bias", (q_dim,), f32), (p + "attn_k.bias", (kv_dim,), f32),
                 (p + "attn_v.bias", (kv_dim,), f32)]
     if spec.arch in ("qwen3", "gemma3", "qwen3moe"):

@@ -24,6 +24,7 @@ from app.catalog import Catalog, CatalogEntry, fit_badge, format_params
 from app.choices import FA_CHOICES, KV_CHOICES, PlanChoice, parse_choice, plan_for
 from app.discovery import ModelFile, folders_to_scan
 from app.tui.messages import DevicesProbed, EntryPlanned, PlanComputed, ScanFinished, ScanListed, ScanStatus
+from planner.archs import not_for_chat
 from planner.devices import format_size
 from planner.errors import PlannerError
 from planner.fit import FitResult
@@ -405,6 +406,12 @@ class PickerScreen(Screen):
             return
         anatomy = self.anatomies.get(path)
         if anatomy is None:
+            return
+        why_not = not_for_chat(anatomy.architecture)
+        if why_not:
+            self.app.notify(f"{self.model_name(path)} is {why_not}: vramchat cannot chat with it. Its memory plan "
+                            "is shown here and by vramchat --plan.", title="Not a chat model", severity="error",
+                            timeout=10)
             return
         if result.plan.fits:
             self.app.load_model(path, anatomy, result)  # type: ignore[attr-defined]
