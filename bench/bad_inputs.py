@@ -61,6 +61,7 @@ def _shelf(root: Path) -> dict[str, Path]:
     files["folder"] = root / "folder.gguf"
     files["folder"].mkdir(exist_ok=True)
     files["unknown_arch"] = write_tiny_model(root / "strange.gguf", TinySpec("zebra", name="Strange"))
+    files["no_chat"] = write_tiny_model(root / "dream.gguf", TinySpec("dream", name="Tiny Dream"))
     return files
 
 
@@ -78,6 +79,7 @@ def command_line_rows(files: dict[str, Path], home: Path) -> list[Row]:
         ("a tensor count of 2^60", ["--plan", name["huge_count"]]),
         ("an architecture the planner does not know", ["--plan", name["unknown_arch"]]),
         ("a non-GGUF file as the model to chat with", [name["text"]]),
+        ("a diffusion model (no chat) as the model to chat with", [name["no_chat"]]),
         ("a non-GGUF file as the projector", ["--plan", name["ok"], "--mmproj", name["text"]]),
         ("--ctx -1", ["--plan", name["ok"], "--ctx", "-1"]),
         ("--ctx 99999999999", ["--plan", name["ok"], "--ctx", "99999999999"]),
