@@ -69,6 +69,9 @@ def load_settings(path: Path | None = None) -> tuple[Settings, str | None]:
         else:
             problems.append(f.name)
     settings = Settings(**values).clamp()
+    for name in ("temperature", "max_tokens"):
+        if name in values and getattr(settings, name) != values[name]:
+            problems.append(f"{name} {values[name]} (out of range: using {getattr(settings, name)})")
     warning = f"ignored bad values in {path}: {', '.join(problems)}" if problems else None
     return settings, warning
 

@@ -36,3 +36,12 @@ def test_unreadable_file_gives_defaults(tmp_path: Path) -> None:
     path.write_text("{not json")
     settings, warning = load_settings(path)
     assert settings == Settings() and "unreadable" in (warning or "")
+
+
+def test_values_out_of_range_are_clamped_and_said(tmp_path: Path) -> None:
+    path = tmp_path / "settings.json"
+    path.write_text(json.dumps({"max_tokens": -4, "temperature": 9}))
+    settings, warning = load_settings(path)
+    assert (settings.max_tokens, settings.temperature) == (1, 2.0)
+    assert warning is not None and "max_tokens -4 (out of range: using 1)" in warning
+    assert "temperature 9 (out of range: using 2.0)" in warning
