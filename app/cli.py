@@ -281,9 +281,22 @@ def run_devices(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _negative_values_attached(argv: Sequence[str]) -> list[str]:
+    """`--vram -3GiB` reads to argparse as two options; attach the value so that the
+    flag's own check answers ("size must be positive") instead of "expected one argument"."""
+    out: list[str] = []
+    for arg in argv:
+        if out and out[-1].startswith("--") and "=" not in out[-1] and len(arg) > 1 and arg[0] == "-" \
+                and (arg[1].isdigit() or arg[1] == "."):
+            out[-1] = f"{out[-1]}={arg}"
+        else:
+            out.append(arg)
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(_negative_values_attached(sys.argv[1:] if argv is None else argv))
     from planner.errors import GGUFError, PlannerError
 
     try:

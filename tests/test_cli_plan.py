@@ -73,6 +73,8 @@ def test_exit_status_3_when_it_does_not_fit(gemma_path: Path) -> None:
     (["--plan"], 2, "needs a MODEL"),
     (["--plan", "x.gguf", "--vram", "lots"], 2, "unknown size unit"),
     (["--plan", "x.gguf", "--vram", "0"], 2, "positive"),
+    (["--plan", "x.gguf", "--vram", "-3GiB"], 2, "size must be positive: '-3GiB'"),
+    (["--plan", "x.gguf", "--margin", "-1GiB"], 2, "size must be positive"),
     (["--plan", "x.gguf", "--ctx", "-1"], 2, "must not be negative"),
     (["--plan", "x.gguf", "--fa", "maybe"], 2, "invalid choice"),
     (["--json"], 2, "--json goes with"),
