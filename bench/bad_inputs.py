@@ -85,6 +85,7 @@ def command_line_rows(files: dict[str, Path], home: Path) -> list[Row]:
         ("--ctx 99999999999", ["--plan", name["ok"], "--ctx", "99999999999"]),
         ("--ctx 12 (below llama.cpp's minimum)", ["--plan", name["ok"], "--ctx", "12"]),
         ("--vram 0", ["--plan", name["ok"], "--vram", "0"]),
+        ("--vram -3GiB", ["--plan", name["ok"], "--vram", "-3GiB"]),
         ("--vram 8 parsecs", ["--plan", name["ok"], "--vram", "8parsecs"]),
         ("--ram 1KiB (nothing fits)", ["--plan", name["ok"], "--ram", "1KiB"]),
         ("--ngl -5", ["--plan", name["ok"], "--vram", "8GiB", "--ngl", "-5"]),
