@@ -218,8 +218,10 @@ def _layer_tensors(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], 
                 (p + "ffn_up_exps.weight", (e, fe, ne), w), (p + "ffn_down_exps.weight", (fe, e, ne), w)]
         if spec.n_ff_shexp:
             fs = spec.n_ff_shexp
-            out += [(p + "ffn_gate_inp_shexp.weight", (e,), f32), (p + "ffn_gate_shexp.weight", (e, fs), w),
-                    (p + "ffn_up_shexp.weight", (e, fs), w), (p + "ffn_down_shexp.weight", (fs, e), w)]
+            if spec.arch != "granitemoe":  # Granite's shared experts have no gate of their own
+                out.append((p + "ffn_gate_inp_shexp.weight", (e,), f32))
+            out += [(p + "ffn_gate_shexp.weight", (e, fs), w), (p + "ffn_up_shexp.weight", (e, fs), w),
+                    (p + "ffn_down_shexp.weight", (fs, e), w)]
         return out
     if spec.arch == "phi3":
         out += [(p + "ffn_up.weight", (e, 2 * ff), w), (p + "ffn_down.weight", (ff, e), w)]
@@ -312,6 +314,12 @@ def write_tiny_model(path: str | Path, spec: TinySpec, seed: int = 0) -> Path:
     return path
 
 
+def _granite_scales(arch: str) -> dict[str, object]:
+    """Granite's embedding, residual, attention and logit scales (logit_scale is required)."""
+    return {f"{arch}.logit_scale": 8.0, f"{arch}.residual_scale": 0.22, f"{arch}.embedding_scale": 12.0,
+            f"{arch}.attention.scale": 0.0078125}
+
+
 # A zoo of small models covering the architectures and tensor types the planner supports.
 ZOO: dict[str, TinySpec] = {
     "llama-f16": TinySpec("llama"),
@@ -365,6 +373,12 @@ ZOO: dict[str, TinySpec] = {
                                   "granitehybrid.ssm.group_count": 1, "granitehybrid.residual_scale": 0.22,
                                   "granitehybrid.embedding_scale": 12.0, "granitehybrid.logit_scale": 8.0,
                                   "granitehybrid.attention.scale": 0.015625}),
+    "granite": TinySpec("granite", weight_type=Q.Q8_0, output_type=None, extra_kv=_granite_scales("granite")),
+    "granitemoe": TinySpec("granitemoe", n_expert=4, n_expert_used=2, n_ff=64,
+                           extra_kv=_granite_scales("granitemoe")),
+    "granitemoe-shared": TinySpec("granitemoe", n_expert=8, n_expert_used=2, n_ff=64, n_ff_shexp=128,
+                                  weight_type=Q.Q4_0, name="tiny-granitemoe-shared",
+                                  extra_kv=_granite_scales("granitemoe")),
     "gemma3": TinySpec("gemma3", n_layer=6, n_swa=512, head_dim=64, n_head_kv=1, output_type=None,
                        weight_type=Q.Q4_0, embd_type=Q.Q8_0, n_vocab=4096),
 }
