@@ -32,7 +32,7 @@ FAMILIES: list[tuple[str, list[str]]] = [
                             "granitemoe-shared"]),
     ("Multi-head latent attention (MLA)", ["deepseek2", "deepseek3", "deepseek2-mtp"]),
     ("Recurrent", ["mamba", "mamba2"]),
-    ("Hybrid (attention + recurrent)", ["lfm2", "granitehybrid"]),
+    ("Hybrid (attention + recurrent)", ["lfm2", "granitehybrid", "jamba"]),
 ]
 MiB = 1024 * 1024
 KINDS = ("weights", "kv", "kv_swa", "rs", "output", "compute")

@@ -26,6 +26,7 @@ BUILDERS: dict[str, Builder] = {
     "granitehybrid": hybrid.build_granite_hybrid,
     "granite": granite.build_granite,
     "granitemoe": granite.build_granite,
+    "jamba": hybrid.build_jamba,
     "gemma": dense.build_gemma,
     "gemma2": dense.build_gemma2_3,
     "gemma3": dense.build_gemma2_3,
