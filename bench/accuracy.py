@@ -26,12 +26,13 @@ from bench.compare import ConfigRow, compare_cpu, grid  # noqa: E402
 from tests.tiny_models import ZOO, write_tiny_model  # noqa: E402
 
 FAMILIES: list[tuple[str, list[str]]] = [
-    ("Dense", ["llama-f16", "llama-q8_0", "llama-q4_k", "qwen2-q4_0", "qwen3-hd", "phi3", "gemma"]),
+    ("Dense", ["llama-f16", "llama-q8_0", "llama-q4_k", "qwen2-q4_0", "qwen3-hd", "phi3", "gemma", "granite"]),
     ("Sliding window (SWA)", ["gemma2", "gemma3", "gemma3-270m"]),
-    ("Mixture of experts", ["llama-moe", "qwen2moe", "qwen3moe", "olmoe", "gpt-oss"]),
+    ("Mixture of experts", ["llama-moe", "qwen2moe", "qwen3moe", "olmoe", "gpt-oss", "granitemoe",
+                            "granitemoe-shared"]),
     ("Multi-head latent attention (MLA)", ["deepseek2", "deepseek3", "deepseek2-mtp"]),
     ("Recurrent", ["mamba", "mamba2"]),
-    ("Hybrid (attention + recurrent)", ["lfm2", "granitehybrid"]),
+    ("Hybrid (attention + recurrent)", ["lfm2", "granitehybrid", "jamba"]),
 ]
 MiB = 1024 * 1024
 KINDS = ("weights", "kv", "kv_swa", "rs", "output", "compute")

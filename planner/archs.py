@@ -141,14 +141,42 @@ def _lfm2(anatomy: ModelAnatomy, meta: _Meta) -> None:
     anatomy.output_tensors.extend(moved)
 
 
-def _granite_hybrid(anatomy: ModelAnatomy, meta: _Meta) -> None:
+def _granite_scales(anatomy: ModelAnatomy, meta: _Meta) -> None:
+    """Granite's scales (embedding, residual, attention, logits), each a ggml_scale node in the graph."""
     _experts(anatomy, meta)
-    _ssm(anatomy, meta)
     x = anatomy.extra
     for key, name in (("f_logit_scale", "logit_scale"), ("f_residual_scale", "residual_scale"),
                       ("f_embedding_scale", "embedding_scale"), ("f_attention_scale", "attention.scale")):
         x[key] = meta.float_or(name, 0.0)
-    x["rope"] = bool(meta.get("rope.scaling.finetuned", True))
+
+
+def _granite_moe(anatomy: ModelAnatomy, meta: _Meta) -> None:
+    if meta.get("logit_scale") is None:
+        raise GGUFError(anatomy.path, f"required metadata {anatomy.architecture}.logit_scale is missing "
+                                      "(llama.cpp refuses the model)")
+    _granite_scales(anatomy, meta)
+
+
+def _granite(anatomy: ModelAnatomy, meta: _Meta) -> None:
+    """Granite uses rope_finetuned (default true) as a switch for RoPE; granitemoe always ropes."""
+    _granite_moe(anatomy, meta)
+    anatomy.extra["rope"] = bool(meta.get("rope.scaling.finetuned", True))
+
+
+def _granite_hybrid(anatomy: ModelAnatomy, meta: _Meta) -> None:
+    _granite_scales(anatomy, meta)  # logit_scale is optional here
+    anatomy.extra["rope"] = bool(meta.get("rope.scaling.finetuned", True))
+    _ssm(anatomy, meta)
+    _recurrent_where_no_kv_heads(anatomy)
+
+
+def _jamba(anatomy: ModelAnatomy, meta: _Meta) -> None:
+    """Mamba-1 layers where a layer has no KV heads, attention elsewhere; experts on some layers."""
+    _experts(anatomy, meta)
+    _ssm(anatomy, meta)
+    if anatomy.extra["ssm_d_inner"] != 2 * anatomy.n_embd:  # GGML_ASSERT in llama.cpp: the process aborts
+        raise GGUFError(anatomy.path, f"jamba: ssm inner size {anatomy.extra['ssm_d_inner']} is not twice the "
+                                      f"embedding length {anatomy.n_embd}, which llama.cpp requires")
     _recurrent_where_no_kv_heads(anatomy)
 
 
@@ -172,6 +200,9 @@ ARCH_RULES: dict[str, ArchRule] = {
     "mamba2": _mamba,
     "lfm2": _lfm2,
     "granitehybrid": _granite_hybrid,
+    "granite": _granite,
+    "granitemoe": _granite_moe,
+    "jamba": _jamba,
     "gemma": _plain,
     "gemma2": _gemma2,
     "gemma3": _gemma3,

@@ -79,3 +79,24 @@ def test_an_architecture_without_kv_cache(tmp_path: Path) -> None:
     assert not anatomy.exact and any("no KV cache" in n for n in anatomy.notes)
     assert not_for_chat(anatomy.architecture) == "a diffusion language model, not a chat model"
     assert not_for_chat("llama") is None
+
+
+def test_granite_without_logit_scale_and_jamba_with_odd_inner_size_are_refused(tmp_path: Path) -> None:
+    """llama.cpp requires granite's logit_scale (it refuses the model) and asserts jamba's
+    d_inner == 2 * n_embd (it aborts): the planner refuses both headers up front."""
+    from bench.oracle.oracle import measure
+    from planner.errors import GGUFError
+    from planner.gguf import read_gguf
+    from planner.model import load_anatomy
+    from tests.tiny_models import write_tiny_model
+
+    extra = {k: v for k, v in ZOO["granite"].extra_kv.items() if not k.endswith("logit_scale")}
+    granite = write_tiny_model(tmp_path / "granite.gguf", ZOO["granite"].with_(extra_kv=extra))
+    with pytest.raises(RuntimeError, match="logit_scale"):
+        measure(granite, [{"n_ctx": 512}])
+    with pytest.raises(GGUFError, match="logit_scale"):
+        load_anatomy(read_gguf(granite))
+    jamba = ZOO["jamba"]
+    jamba = jamba.with_(extra_kv={**jamba.extra_kv, "jamba.ssm.inner_size": 384})
+    with pytest.raises(GGUFError, match="twice the embedding length"):
+        load_anatomy(read_gguf(write_tiny_model(tmp_path / "jamba.gguf", jamba)))

@@ -135,7 +135,10 @@ def _ssm_layer(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], Q]]:
     dt_rank = x[f"{a}.ssm.time_step_rank"]
     p = f"blk.{il}."
     out = [(p + "attn_norm.weight", (e,), f32)]
-    if a == "mamba":  # Mamba-1; Mamba-2 and the hybrids' SSM layers follow below
+    if a in ("mamba", "jamba"):  # Mamba-1; Mamba-2 and the hybrids' SSM layers follow below
+        if a == "jamba":  # RMS norms on dt, B and C
+            out += [(p + "ssm_dt_norm.weight", (dt_rank,), f32), (p + "ssm_b_norm.weight", (d_state,), f32),
+                    (p + "ssm_c_norm.weight", (d_state,), f32)]
         return out + [(p + "ssm_in.weight", (e, 2 * d_inner), w),
                       (p + "ssm_conv1d.weight", (d_conv, d_inner), f32), (p + "ssm_conv1d.bias", (d_inner,), f32),
                       (p + "ssm_x.weight", (d_inner, dt_rank + 2 * d_state), w),
@@ -152,7 +155,7 @@ def _ssm_layer(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], Q]]:
 
 
 def _hybrid_layer(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], Q]]:
-    """LFM2 and Granite-hybrid layers: a recurrent block where the layer has no KV heads."""
+    """LFM2, Granite-hybrid and Jamba layers: a recurrent block where the layer has no KV heads."""
     e, w, f32, a = spec.n_embd, spec.weight_type, Q.F32, spec.arch
     p = f"blk.{il}."
     kv = spec.kv_heads[il]
@@ -171,13 +174,17 @@ def _hybrid_layer(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], Q
                 (p + "attn_v.weight", (e, hk * kv), w), (p + "attn_output.weight", (hk * spec.n_head, e), w)]
         if a == "lfm2":
             out += [(p + "attn_q_norm.weight", (hk,), f32), (p + "attn_k_norm.weight", (hk,), f32)]
+    if a == "jamba" and spec.n_expert and il % 2 == 1:  # experts on every other layer
+        ne, ff = spec.n_expert, spec.n_ff
+        return out + [(p + "ffn_gate_inp.weight", (e, ne), f32), (p + "ffn_gate_exps.weight", (e, ff, ne), w),
+                      (p + "ffn_up_exps.weight", (e, ff, ne), w), (p + "ffn_down_exps.weight", (ff, e, ne), w)]
     out += [(p + "ffn_gate.weight", (e, spec.n_ff), w), (p + "ffn_up.weight", (e, spec.n_ff), w),
             (p + "ffn_down.weight", (spec.n_ff, e), w)]
     return out
 
 
 def _layer_tensors(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], Q]]:
-    if spec.arch in ("lfm2", "granitehybrid"):
+    if spec.arch in ("lfm2", "granitehybrid", "jamba"):
         return _hybrid_layer(spec, il)
     if spec.arch in ("mamba", "mamba2"):
         return _ssm_layer(spec, il)
@@ -218,8 +225,10 @@ def _layer_tensors(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], 
                 (p + "ffn_up_exps.weight", (e, fe, ne), w), (p + "ffn_down_exps.weight", (fe, e, ne), w)]
         if spec.n_ff_shexp:
             fs = spec.n_ff_shexp
-            out += [(p + "ffn_gate_inp_shexp.weight", (e,), f32), (p + "ffn_gate_shexp.weight", (e, fs), w),
-                    (p + "ffn_up_shexp.weight", (e, fs), w), (p + "ffn_down_shexp.weight", (fs, e), w)]
+            if spec.arch != "granitemoe":  # Granite's shared experts have no gate of their own
+                out.append((p + "ffn_gate_inp_shexp.weight", (e,), f32))
+            out += [(p + "ffn_gate_shexp.weight", (e, fs), w), (p + "ffn_up_shexp.weight", (e, fs), w),
+                    (p + "ffn_down_shexp.weight", (fs, e), w)]
         return out
     if spec.arch == "phi3":
         out += [(p + "ffn_up.weight", (e, 2 * ff), w), (p + "ffn_down.weight", (ff, e), w)]
@@ -312,6 +321,12 @@ def write_tiny_model(path: str | Path, spec: TinySpec, seed: int = 0) -> Path:
     return path
 
 
+def _granite_scales(arch: str) -> dict[str, object]:
+    """Granite's embedding, residual, attention and logit scales (logit_scale is required)."""
+    return {f"{arch}.logit_scale": 8.0, f"{arch}.residual_scale": 0.22, f"{arch}.embedding_scale": 12.0,
+            f"{arch}.attention.scale": 0.0078125}
+
+
 # A zoo of small models covering the architectures and tensor types the planner supports.
 ZOO: dict[str, TinySpec] = {
     "llama-f16": TinySpec("llama"),
@@ -365,6 +380,15 @@ ZOO: dict[str, TinySpec] = {
                                   "granitehybrid.ssm.group_count": 1, "granitehybrid.residual_scale": 0.22,
                                   "granitehybrid.embedding_scale": 12.0, "granitehybrid.logit_scale": 8.0,
                                   "granitehybrid.attention.scale": 0.015625}),
+    "granite": TinySpec("granite", weight_type=Q.Q8_0, output_type=None, extra_kv=_granite_scales("granite")),
+    "granitemoe": TinySpec("granitemoe", n_expert=4, n_expert_used=2, n_ff=64,
+                           extra_kv=_granite_scales("granitemoe")),
+    "granitemoe-shared": TinySpec("granitemoe", n_expert=8, n_expert_used=2, n_ff=64, n_ff_shexp=128,
+                                  weight_type=Q.Q4_0, name="tiny-granitemoe-shared",
+                                  extra_kv=_granite_scales("granitemoe")),
+    "jamba": TinySpec("jamba", n_layer=6, n_head_kv=2, kv_heads=(0, 0, 0, 2, 0, 0), n_expert=4, n_expert_used=2,
+                      n_ff=128, extra_kv={"jamba.ssm.conv_kernel": 4, "jamba.ssm.inner_size": 256,
+                                          "jamba.ssm.state_size": 16, "jamba.ssm.time_step_rank": 8}),
     "gemma3": TinySpec("gemma3", n_layer=6, n_swa=512, head_dim=64, n_head_kv=1, output_type=None,
                        weight_type=Q.Q4_0, embd_type=Q.Q8_0, n_vocab=4096),
 }

@@ -1,10 +1,11 @@
-"""Hybrids of attention and recurrent layers: LFM2 (short convolutions) and Granite 4.0 H (Mamba-2)."""
+"""Hybrids of attention and recurrent layers: LFM2 (short convolutions), Granite 4.0 H (Mamba-2), Jamba (Mamba-1)."""
 
 from __future__ import annotations
 
 from planner.ggml_graph import F32, Tensor
 from planner.graphs.context import GraphContext
-from planner.graphs.mamba import mamba2_layer
+from planner.graphs.granite import granite_attention, granite_ffn, granite_output
+from planner.graphs.mamba import mamba2_layer, mamba_layer
 from planner.recurrent import n_embd_r
 
 
@@ -81,12 +82,11 @@ def build_lfm2(ctx: GraphContext) -> None:
 
 def build_granite_hybrid(ctx: GraphContext) -> None:
     g, w, m = ctx.g, ctx.w, ctx.model
-    x = m.extra
     inp_l = ctx.build_inp_embd()
     rs_inp = ctx.build_rs_inp()
     inp_attn = ctx.build_attn_inp_kv()
     out_ids = ctx.build_inp_out_ids()
-    inp_pos = ctx.build_inp_pos() if x.get("rope", True) else None
+    inp_pos = ctx.build_inp_pos() if m.extra.get("rope", True) else None
     for layer in m.trunk_layers:
         il = layer.index
         inp_sa = inp_l
@@ -94,38 +94,42 @@ def build_granite_hybrid(ctx: GraphContext) -> None:
         if layer.is_recurrent:
             cur = mamba2_layer(ctx, rs_inp, cur, il)
         else:
-            hd = layer.head_dim_k
-            q, k, v = ctx.build_qkv(layer, cur, hd, layer.n_head, hd, layer.n_head_kv)
-            if inp_pos is not None:
-                freqs = w.get_optional("rope_freqs.weight")
-                q = g.rope(q, inp_pos, freqs)
-                k = g.rope(k, inp_pos, freqs)
-            cur = ctx.build_attn(inp_attn, layer, w.layer(il, "attn_output.weight"),
-                                 w.layer(il, "attn_output.bias"), q, k, v)
+            cur = granite_attention(ctx, inp_attn, inp_pos, layer, cur)
         if il == m.n_trunk - 1:
             cur = g.get_rows(cur, out_ids)
             inp_sa = g.get_rows(inp_sa, out_ids)
-        if x.get("f_residual_scale"):
-            cur = g.scale(cur)
-        ffn_inp = g.add(cur, inp_sa)
+        inp_l = granite_ffn(ctx, cur, inp_sa, il)
+    granite_output(ctx, inp_l, logit_scale=bool(m.extra.get("f_logit_scale")))
+
+
+def build_jamba(ctx: GraphContext) -> None:
+    """Jamba: Mamba-1 layers and attention layers without RoPE; dense or routed feed-forward."""
+    g, w, m = ctx.g, ctx.w, ctx.model
+    x = m.extra
+    inp_l = ctx.build_inp_embd()
+    rs_inp = ctx.build_rs_inp()
+    inp_attn = ctx.build_attn_inp_kv()
+    out_ids = ctx.build_inp_out_ids()
+    for layer in m.trunk_layers:
+        il = layer.index
+        cur = ctx.build_norm(inp_l, w.layer(il, "attn_norm.weight"), il=il)
+        if layer.is_recurrent:
+            cur = mamba_layer(ctx, rs_inp, cur, il)
+        else:
+            hd = layer.head_dim_k
+            q, k, v = ctx.build_qkv(layer, cur, hd, layer.n_head, hd, layer.n_head_kv)
+            cur = ctx.build_attn(inp_attn, layer, w.layer(il, "attn_output.weight"), None, q, k, v)
+        if il == m.n_trunk - 1:
+            cur = g.get_rows(cur, out_ids)
+            inp_l = g.get_rows(inp_l, out_ids)
+        ffn_inp = g.add(inp_l, cur)
         cur = ctx.build_norm(ffn_inp, w.layer(il, "ffn_norm.weight"), il=il)
         if w.layer(il, "ffn_gate_inp.weight") is None:
             cur = ctx.build_ffn(cur, w.layer(il, "ffn_up.weight"), w.layer(il, "ffn_gate.weight"),
-                                w.layer(il, "ffn_down.weight"), "silu", True, up_b=w.layer(il, "ffn_up.bias"),
-                                gate_b=w.layer(il, "ffn_gate.bias"), down_b=w.layer(il, "ffn_down.bias"))
+                                w.layer(il, "ffn_down.weight"), "silu", True)
         else:
-            moe = ctx.build_moe_ffn(cur, il, x["n_expert"], x["n_expert_used"], "silu", True,
+            cur = ctx.build_moe_ffn(cur, il, x["n_expert"], x["n_expert_used"], "silu", False,
                                     x.get("expert_weights_scale", 0.0))
-            if w.layer(il, "ffn_up_shexp.weight") is not None:
-                shared = ctx.build_ffn(cur, w.layer(il, "ffn_up_shexp.weight"), w.layer(il, "ffn_gate_shexp.weight"),
-                                       w.layer(il, "ffn_down_shexp.weight"), "silu", True)
-                moe = g.add(moe, shared)
-            cur = moe
-        if x.get("f_residual_scale"):
-            cur = g.scale(cur)
-        inp_l = g.add(cur, ffn_inp)
+        inp_l = g.add(ffn_inp, cur)
     cur = ctx.build_norm(inp_l, w.get_optional("output_norm.weight"))
-    logits = ctx.mm(ctx.output_weight(), cur)
-    if x.get("f_logit_scale"):
-        logits = g.scale(logits)
-    ctx.set_outputs(cur, logits)
+    ctx.set_outputs(cur, ctx.mm(ctx.output_weight(), cur, w.get_optional("output.scale")))

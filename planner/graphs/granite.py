@@ -1,0 +1,77 @@
+"""Granite (src/models/granite.cpp, also granitemoe): llama-shaped layers with Granite's scales.
+
+The attention layer and the feed-forward block (residual scales around it, dense or routed
+experts with optional shared ones) are shared with Granite 4.0 H (graphs/hybrid.py).
+"""
+
+from __future__ import annotations
+
+from planner.ggml_graph import Tensor
+from planner.graphs.context import GraphContext
+from planner.model import LayerAnatomy
+
+
+def granite_attention(ctx: GraphContext, inp_attn: dict[str, Tensor | None], inp_pos: Tensor | None,
+                      layer: LayerAnatomy, cur: Tensor) -> Tensor:
+    """build_attention_layer: Q/K/V, RoPE when enabled, attention (the kq scale is no extra node)."""
+    g, w, il = ctx.g, ctx.w, layer.index
+    hd = layer.head_dim_k
+    q, k, v = ctx.build_qkv(layer, cur, hd, layer.n_head, hd, layer.n_head_kv)
+    if inp_pos is not None:
+        freqs = w.get_optional("rope_freqs.weight")
+        q = g.rope(q, inp_pos, freqs)
+        k = g.rope(k, inp_pos, freqs)
+    return ctx.build_attn(inp_attn, layer, w.layer(il, "attn_output.weight"), w.layer(il, "attn_output.bias"),
+                          q, k, v)
+
+
+def granite_ffn(ctx: GraphContext, cur: Tensor, inp_sa: Tensor, il: int) -> Tensor:
+    """build_layer_ffn: residual-scaled attention output, then a dense or MoE block, scaled again."""
+    g, w, x = ctx.g, ctx.w, ctx.model.extra
+    if x.get("f_residual_scale"):
+        cur = g.scale(cur)
+    ffn_inp = g.add(cur, inp_sa)
+    cur = ctx.build_norm(ffn_inp, w.layer(il, "ffn_norm.weight"), il=il)
+    if w.layer(il, "ffn_gate_inp.weight") is None:
+        cur = ctx.build_ffn(cur, w.layer(il, "ffn_up.weight"), w.layer(il, "ffn_gate.weight"),
+                            w.layer(il, "ffn_down.weight"), "silu", True, up_b=w.layer(il, "ffn_up.bias"),
+                            gate_b=w.layer(il, "ffn_gate.bias"), down_b=w.layer(il, "ffn_down.bias"))
+    else:
+        moe = ctx.build_moe_ffn(cur, il, x["n_expert"], x["n_expert_used"], "silu", True,
+                                x.get("expert_weights_scale", 0.0))
+        if w.layer(il, "ffn_up_shexp.weight") is not None:
+            shared = ctx.build_ffn(cur, w.layer(il, "ffn_up_shexp.weight"), w.layer(il, "ffn_gate_shexp.weight"),
+                                   w.layer(il, "ffn_down_shexp.weight"), "silu", True)
+            moe = g.add(moe, shared)
+        cur = moe
+    if x.get("f_residual_scale"):
+        cur = g.scale(cur)
+    return g.add(cur, ffn_inp)
+
+
+def granite_output(ctx: GraphContext, cur: Tensor, logit_scale: bool) -> None:
+    """Output norm, LM head and the 1/logit_scale node (granite always has one, the hybrid when set)."""
+    g, w = ctx.g, ctx.w
+    cur = ctx.build_norm(cur, w.get_optional("output_norm.weight"))
+    logits = ctx.mm(ctx.output_weight(), cur, w.get_optional("output.scale"))
+    if logit_scale:
+        logits = g.scale(logits)
+    ctx.set_outputs(cur, logits)
+
+
+def build_granite(ctx: GraphContext) -> None:
+    g, m = ctx.g, ctx.model
+    inp_l = ctx.build_inp_embd()
+    inp_pos = ctx.build_inp_pos() if m.extra.get("rope", True) else None
+    inp_attn = ctx.build_attn_inp_kv()
+    out_ids = ctx.build_inp_out_ids()
+    for layer in m.trunk_layers:
+        il = layer.index
+        inp_sa = inp_l
+        cur = ctx.build_norm(inp_l, ctx.w.layer(il, "attn_norm.weight"), il=il)
+        cur = granite_attention(ctx, inp_attn, inp_pos, layer, cur)
+        if il == m.n_trunk - 1:
+            cur = g.get_rows(cur, out_ids)
+            inp_sa = g.get_rows(inp_sa, out_ids)
+        inp_l = granite_ffn(ctx, cur, inp_sa, il)
+    granite_output(ctx, inp_l, logit_scale=True)
