@@ -30,7 +30,7 @@ FAMILIES: list[tuple[str, list[str]]] = [
     ("Sliding window (SWA)", ["gemma2", "gemma3", "gemma3-270m"]),
     ("Mixture of experts", ["llama-moe", "qwen2moe", "qwen3moe", "olmoe", "gpt-oss"]),
     ("Multi-head latent attention (MLA)", ["deepseek2", "deepseek3", "deepseek2-mtp"]),
-    ("Recurrent", ["mamba", "mamba2"]),
+    ("Recurrent", ["mamba", "mamba2", "rwkv6", "rwkv7"]),
     ("Hybrid (attention + recurrent)", ["lfm2", "granitehybrid"]),
 ]
 MiB = 1024 * 1024

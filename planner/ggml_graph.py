@@ -298,6 +298,16 @@ class Graph:
     def sum_rows(self, a: Tensor) -> Tensor:
         return self._op("SUM_ROWS", a.type, (1, a.ne[1], a.ne[2], a.ne[3]), [a])
 
+    def rwkv_wkv6(self, k: Tensor, v: Tensor, r: Tensor, tf: Tensor, td: Tensor, state: Tensor) -> Tensor:
+        """ggml_rwkv_wkv6: the output rows, then the new state, in one [S*H, n_tokens + S*n_seqs] tensor."""
+        s, h, n_tokens = k.ne[0], k.ne[1], k.ne[2]
+        return self._op("RWKV_WKV6", F32, (s * h, n_tokens + s * state.ne[1]), [k, v, r, tf, td, state])
+
+    def rwkv_wkv7(self, r: Tensor, w: Tensor, k: Tensor, v: Tensor, a: Tensor, b: Tensor, state: Tensor) -> Tensor:
+        """ggml_rwkv_wkv7: laid out as ggml_rwkv_wkv6."""
+        s, h, n_tokens = k.ne[0], k.ne[1], k.ne[2]
+        return self._op("RWKV_WKV7", F32, (s * h, n_tokens + s * state.ne[1]), [r, w, k, v, a, b, state])
+
     def op(self, op: str, type_: GGMLType, ne: tuple[int, ...], srcs: list[Tensor | None]) -> Tensor:
         """Any other op, given its result shape."""
         return self._op(op, type_, ne, srcs)

@@ -176,6 +176,40 @@ def _hybrid_layer(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], Q
     return out
 
 
+def _rwkv_layer(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], Q]]:
+    """RWKV-6 / RWKV-7 layer tensors (llama_model_rwkv{6,7}::load_arch_tensors)."""
+    x, a = spec.extra_kv, spec.arch
+    e, w, f32, ff = spec.n_embd, spec.weight_type, Q.F32, spec.n_ff
+    p = f"blk.{il}.time_mix_"
+    out = [(f"blk.{il}.{n}.{s}", (e,), f32)
+           for n in ("attn_norm", "attn_norm_2", "time_mix_ln") for s in ("weight", "bias")]
+    out += [(p + n + ".weight", (e, e), w) for n in ("key", "value", "receptance", "output")]
+    out += [(f"blk.{il}.channel_mix_lerp_k.weight", (e, 1, 1), f32), (f"blk.{il}.channel_mix_key.weight", (e, ff), w),
+            (f"blk.{il}.channel_mix_value.weight", (ff, e), w)]
+    if a == "rwkv6":
+        mix, decay, head = x["rwkv6.time_mix_extra_dim"], x["rwkv6.time_decay_extra_dim"], x["rwkv6.wkv.head_size"]
+        return out + [(p + "gate.weight", (e, e), w), (p + "w1.weight", (e, mix * 5), f32),
+                      (p + "w2.weight", (mix, e, 5), f32), (p + "lerp_x.weight", (e, 1, 1), f32),
+                      (p + "lerp_fused.weight", (e, 1, 1, 5), f32), (p + "first.weight", (head, e // head), f32),
+                      (p + "decay.weight", (e,), f32), (p + "decay_w1.weight", (e, decay), f32),
+                      (p + "decay_w2.weight", (decay, e), f32), (f"blk.{il}.channel_mix_lerp_r.weight", (e, 1, 1), f32),
+                      (f"blk.{il}.channel_mix_receptance.weight", (e, e), w)]
+    ranks = {n: x[f"rwkv7.attention.{n}_lora_rank"] for n in ("decay", "iclr", "value_residual_mix", "gate")}
+    v_rank = ranks["iclr"] if il == 0 else ranks["value_residual_mix"]
+    out += [(p + n + ".weight", (e,), f32) for n in ("w0", "a0", "v0", "k_k", "k_a", "r_k")]
+    for n, rank in (("w", ranks["decay"]), ("a", ranks["iclr"]), ("v", v_rank), ("g", ranks["gate"])):
+        out += [(p + n + "1.weight", (e, rank), f32), (p + n + "2.weight", (rank, e), f32)]
+    return out + [(p + "lerp_fused.weight", (e, 1, 1, 6), f32)]
+
+
+def _global_tensors(spec: TinySpec) -> list[tuple[str, tuple[int, ...], Q]]:
+    """Tensors outside the layers besides the embeddings and output matrix (norms, their biases)."""
+    e = spec.n_embd
+    if spec.arch in ("rwkv6", "rwkv7"):
+        return [(f"{n}.{s}", (e,), Q.F32) for n in ("token_embd_norm", "output_norm") for s in ("weight", "bias")]
+    return [("token_embd_norm.weight" if spec.arch == "lfm2" else "output_norm.weight", (e,), Q.F32)]
+
+
 def _layer_tensors(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], Q]]:
     if spec.arch in ("lfm2", "granitehybrid"):
         return _hybrid_layer(spec, il)
@@ -183,6 +217,8 @@ def _layer_tensors(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], 
         return _ssm_layer(spec, il)
     if spec.arch == "deepseek2":
         return _deepseek2_layer(spec, il)
+    if spec.arch in ("rwkv6", "rwkv7"):
+        return _rwkv_layer(spec, il)
     e, hk, ff = spec.n_embd, spec.head_k, spec.n_ff
     q_dim, kv_dim = hk * spec.n_head, hk * spec.n_head_kv
     w, f32 = spec.weight_type, Q.F32
@@ -235,7 +271,7 @@ def tensors_of(spec: TinySpec) -> list[tuple[str, tuple[int, ...], Q]]:
     out = [("token_embd.weight", (spec.n_embd, spec.n_vocab), spec.embd_type)]
     for il in range(spec.n_layer):
         out += _layer_tensors(spec, il)
-    out.append(("token_embd_norm.weight" if spec.arch == "lfm2" else "output_norm.weight", (spec.n_embd,), Q.F32))
+    out += _global_tensors(spec)
     if spec.output_type is not None:
         out.append(("output.weight", (spec.n_embd, spec.n_vocab), spec.output_type))
     return out
@@ -365,6 +401,12 @@ ZOO: dict[str, TinySpec] = {
                                   "granitehybrid.ssm.group_count": 1, "granitehybrid.residual_scale": 0.22,
                                   "granitehybrid.embedding_scale": 12.0, "granitehybrid.logit_scale": 8.0,
                                   "granitehybrid.attention.scale": 0.015625}),
+    "rwkv6": TinySpec("rwkv6", n_head=0, n_head_kv=0, n_ff=448, weight_type=Q.Q8_0, extra_kv={
+        "rwkv6.wkv.head_size": 32, "rwkv6.time_mix_extra_dim": 32, "rwkv6.time_decay_extra_dim": 64,
+        "rwkv6.rescale_every_n_layers": 2, "rwkv6.token_shift_count": 2}),
+    "rwkv7": TinySpec("rwkv7", n_head=0, n_head_kv=0, n_ff=512, extra_kv={
+        "rwkv7.wkv.head_size": 64, "rwkv7.attention.decay_lora_rank": 32, "rwkv7.attention.iclr_lora_rank": 16,
+        "rwkv7.attention.value_residual_mix_lora_rank": 8, "rwkv7.attention.gate_lora_rank": 32}),
     "gemma3": TinySpec("gemma3", n_layer=6, n_swa=512, head_dim=64, n_head_kv=1, output_type=None,
                        weight_type=Q.Q4_0, embd_type=Q.Q8_0, n_vocab=4096),
 }
