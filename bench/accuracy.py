@@ -31,7 +31,7 @@ FAMILIES: list[tuple[str, list[str]]] = [
     ("Mixture of experts", ["llama-moe", "qwen2moe", "qwen3moe", "olmoe", "gpt-oss"]),
     ("Multi-head latent attention (MLA)", ["deepseek2", "deepseek3", "deepseek2-mtp"]),
     ("Recurrent", ["mamba", "mamba2", "rwkv6", "rwkv7"]),
-    ("Hybrid (attention + recurrent)", ["lfm2", "granitehybrid"]),
+    ("Hybrid (attention + recurrent)", ["lfm2", "granitehybrid", "qwen3next"]),
 ]
 MiB = 1024 * 1024
 KINDS = ("weights", "kv", "kv_swa", "rs", "output", "compute")

@@ -170,6 +170,24 @@ def _rwkv(anatomy: ModelAnatomy, meta: _Meta) -> None:
     anatomy.layers[0].tensors.extend(moved)
 
 
+def _qwen3next(anatomy: ModelAnatomy, meta: _Meta) -> None:
+    """Qwen3-Next: gated delta-net layers (conv + recurrent state) and full-attention layers, MoE FFN."""
+    _experts(anatomy, meta)
+    _ssm(anatomy, meta)
+    n_trunk = anatomy.n_trunk
+    value = meta.get("attention.recurrent_layers")
+    if isinstance(value, list) and len(value) == anatomy.n_layer:
+        recurrent = [bool(v) and il < n_trunk for il, v in enumerate(value)]
+    else:
+        interval = meta.int_or("full_attention_interval", 4)
+        if interval <= 0:
+            raise GGUFError(anatomy.path, f"{anatomy.architecture}: full attention interval {interval} is out of range")
+        recurrent = [il < n_trunk and (il + 1) % interval != 0 for il in range(anatomy.n_layer)]
+    for layer, is_recurrent in zip(anatomy.layers, recurrent):
+        layer.is_recurrent = is_recurrent
+        layer.has_kv = layer.has_kv and not is_recurrent
+
+
 def _phi3(anatomy: ModelAnatomy, meta: _Meta) -> None:
     # llama.cpp disables Phi's sliding window (set_swa_pattern(1): no layer is SWA).
     anatomy.notes.append("Phi-3 sliding window is disabled in this llama.cpp build: full KV cache on every layer")
@@ -192,6 +210,7 @@ ARCH_RULES: dict[str, ArchRule] = {
     "granitehybrid": _granite_hybrid,
     "rwkv6": _rwkv,
     "rwkv7": _rwkv,
+    "qwen3next": _qwen3next,
     "gemma": _plain,
     "gemma2": _gemma2,
     "gemma3": _gemma3,

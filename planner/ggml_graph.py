@@ -308,6 +308,13 @@ class Graph:
         s, h, n_tokens = k.ne[0], k.ne[1], k.ne[2]
         return self._op("RWKV_WKV7", F32, (s * h, n_tokens + s * state.ne[1]), [r, w, k, v, a, b, state])
 
+    def gated_delta_net(self, q: Tensor, k: Tensor, v: Tensor, g: Tensor, beta: Tensor, state: Tensor,
+                        n_snapshots: int = 1) -> Tensor:
+        """ggml_gated_delta_net: the output rows, then `n_snapshots` states per sequence."""
+        s_v, h, n_tokens, n_seqs = v.ne
+        rows = n_tokens * n_seqs + n_snapshots * s_v * n_seqs
+        return self._op("GATED_DELTA_NET", F32, (s_v * h, rows), [q, k, v, g, beta, state])
+
     def op(self, op: str, type_: GGMLType, ne: tuple[int, ...], srcs: list[Tensor | None]) -> Tensor:
         """Any other op, given its result shape."""
         return self._op(op, type_, ne, srcs)

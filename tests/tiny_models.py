@@ -202,6 +202,31 @@ def _rwkv_layer(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], Q]]
     return out + [(p + "lerp_fused.weight", (e, 1, 1, 6), f32)]
 
 
+def _qwen3next_layer(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], Q]]:
+    """Qwen3-Next layers (llama_model_qwen3next::load_arch_tensors): gated delta-net layers and every
+    `full_attention_interval`-th layer gated full attention; routed experts plus a gated shared expert."""
+    x, a = spec.extra_kv, spec.arch
+    e, w, f32, p = spec.n_embd, spec.weight_type, Q.F32, f"blk.{il}."
+    out = [(p + "attn_norm.weight", (e,), f32), (p + "post_attention_norm.weight", (e,), f32)]
+    if (il + 1) % x.get(f"{a}.full_attention_interval", 4) == 0:
+        hd, nh, nkv = spec.head_k, spec.n_head, spec.n_head_kv
+        out += [(p + "attn_q.weight", (e, hd * nh * 2), w), (p + "attn_k.weight", (e, hd * nkv), w),
+                (p + "attn_v.weight", (e, hd * nkv), w), (p + "attn_output.weight", (hd * nh, e), w),
+                (p + "attn_q_norm.weight", (hd,), f32), (p + "attn_k_norm.weight", (hd,), f32)]
+    else:
+        d_state, n_k, n_v = x[f"{a}.ssm.state_size"], x[f"{a}.ssm.group_count"], x[f"{a}.ssm.time_step_rank"]
+        key_dim, value_dim = d_state * n_k, x[f"{a}.ssm.inner_size"]
+        out += [(p + "attn_qkv.weight", (e, 2 * key_dim + value_dim), w), (p + "attn_gate.weight", (e, value_dim), w),
+                (p + "ssm_conv1d.weight", (x[f"{a}.ssm.conv_kernel"], 2 * key_dim + value_dim), f32),
+                (p + "ssm_dt.bias", (n_v,), f32), (p + "ssm_a", (n_v,), f32), (p + "ssm_ba.weight", (e, 2 * n_v), w),
+                (p + "ssm_norm.weight", (value_dim // n_v,), f32), (p + "ssm_out.weight", (value_dim, e), w)]
+    ne, fe, fs = spec.n_expert, spec.n_ff_exp, spec.n_ff_shexp
+    return out + [(p + "ffn_gate_inp.weight", (e, ne), f32), (p + "ffn_gate_exps.weight", (e, fe, ne), w),
+                  (p + "ffn_up_exps.weight", (e, fe, ne), w), (p + "ffn_down_exps.weight", (fe, e, ne), w),
+                  (p + "ffn_gate_inp_shexp.weight", (e,), f32), (p + "ffn_gate_shexp.weight", (e, fs), w),
+                  (p + "ffn_up_shexp.weight", (e, fs), w), (p + "ffn_down_shexp.weight", (fs, e), w)]
+
+
 def _global_tensors(spec: TinySpec) -> list[tuple[str, tuple[int, ...], Q]]:
     """Tensors outside the layers besides the embeddings and output matrix (norms, their biases)."""
     e = spec.n_embd
@@ -219,6 +244,8 @@ def _layer_tensors(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], 
         return _deepseek2_layer(spec, il)
     if spec.arch in ("rwkv6", "rwkv7"):
         return _rwkv_layer(spec, il)
+    if spec.arch == "qwen3next":
+        return _qwen3next_layer(spec, il)
     e, hk, ff = spec.n_embd, spec.head_k, spec.n_ff
     q_dim, kv_dim = hk * spec.n_head, hk * spec.n_head_kv
     w, f32 = spec.weight_type, Q.F32
@@ -407,6 +434,12 @@ ZOO: dict[str, TinySpec] = {
     "rwkv7": TinySpec("rwkv7", n_head=0, n_head_kv=0, n_ff=512, extra_kv={
         "rwkv7.wkv.head_size": 64, "rwkv7.attention.decay_lora_rank": 32, "rwkv7.attention.iclr_lora_rank": 16,
         "rwkv7.attention.value_residual_mix_lora_rank": 8, "rwkv7.attention.gate_lora_rank": 32}),
+    "qwen3next": TinySpec("qwen3next", n_head=4, n_head_kv=2, head_dim=64, n_expert=8, n_expert_used=2, n_ff_exp=64,
+                          n_ff_shexp=64, n_ff=64, weight_type=Q.Q8_0, extra_kv={
+                              "qwen3next.ssm.conv_kernel": 4, "qwen3next.ssm.inner_size": 128,
+                              "qwen3next.ssm.state_size": 32, "qwen3next.ssm.time_step_rank": 4,
+                              "qwen3next.ssm.group_count": 2, "qwen3next.full_attention_interval": 2,
+                              "qwen3next.rope.dimension_count": 16}),
     "gemma3": TinySpec("gemma3", n_layer=6, n_swa=512, head_dim=64, n_head_kv=1, output_type=None,
                        weight_type=Q.Q4_0, embd_type=Q.Q8_0, n_vocab=4096),
 }

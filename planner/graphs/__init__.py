@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from planner.graphs import deepseek2, dense, gpt_oss, hybrid, mamba, rwkv
+from planner.graphs import deepseek2, dense, gpt_oss, hybrid, mamba, qwen3next, rwkv
 from planner.graphs.context import GraphContext
 
 Builder = Callable[[GraphContext], None]
@@ -25,6 +25,7 @@ BUILDERS: dict[str, Builder] = {
     "lfm2": hybrid.build_lfm2,
     "granitehybrid": hybrid.build_granite_hybrid,
     "rwkv6": rwkv.build_rwkv6,
+    "qwen3next": qwen3next.build_qwen3next,
     "rwkv7": rwkv.build_rwkv7,
     "gemma": dense.build_gemma,
     "gemma2": dense.build_gemma2_3,
