@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from planner.ggml_graph import Tensor
+from planner.ggml_graph import F32, Tensor
 from planner.graphs.context import GraphContext
 from planner.recurrent import n_embd_r, n_embd_s
 
@@ -43,7 +43,7 @@ def _store_wkv_state(ctx: GraphContext, out: Tensor, il: int) -> Tensor:
     _, n_seqs = _seq_shape(ctx)
     head_size = ctx.model.extra["wkv_head_size"]
     cur = g.view(out, (n_embd * ctx.n_tokens,), (), 0)
-    state = g.view(out, (n_embd * head_size * n_seqs,), (), n_embd * ctx.n_tokens * 4)
+    state = g.view(out, (n_embd * head_size * n_seqs,), (), n_embd * ctx.n_tokens * F32.type_size)
     g.expand(g.cpy(state, g.view(s_l, (n_embd_s(ctx.model) * n_seqs,), (), 0)))
     return cur
 
@@ -62,7 +62,7 @@ def _group_norm(ctx: GraphContext, cur: Tensor, il: int) -> Tensor:
 
 def _lerp_views(ctx: GraphContext, xxx: Tensor, count: int) -> list[Tensor]:
     """The `count` [n_embd, n_tokens] slices of a fused token-shift interpolation."""
-    step = ctx.n_embd * ctx.n_tokens * 4
+    step = ctx.n_embd * ctx.n_tokens * F32.type_size
     return [ctx.g.view(xxx, (ctx.n_embd, ctx.n_tokens), (xxx.nb[1],), i * step) for i in range(count)]
 
 
@@ -143,7 +143,7 @@ def _rwkv7_time_mix(ctx: GraphContext, inp: dict[str, Tensor], cur: Tensor, x_pr
         mix = g.mul_mat(w.layer_req(il, "time_mix_v2.weight"), g.mul_mat(w.layer_req(il, "time_mix_v1.weight"), xv))
         mix = g.unary(g.add(mix, w.layer_req(il, "time_mix_v0.weight")))
         v = g.add(v, g.mul(g.sub(first_value, v), mix))
-    gate = g.mul_mat(g2, g.unary(g.mul_mat(g1, rest[0]))) if g1 is not None and g2 is not None else None
+    gate = g.mul_mat(g2, g.unary(g.mul_mat(g1, rest[0]))) if g1 is not None and g2 is not None and rest else None
     a = g.mul_mat(w.layer_req(il, "time_mix_a2.weight"), g.mul_mat(w.layer_req(il, "time_mix_a1.weight"), xa))
     a = g.unary(g.add(a, w.layer_req(il, "time_mix_a0.weight")))
     kk = g.reshape(g.mul(k, w.layer_req(il, "time_mix_k_k.weight")), head_size, n_head, n_tokens)
