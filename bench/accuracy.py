@@ -31,8 +31,8 @@ FAMILIES: list[tuple[str, list[str]]] = [
     ("Mixture of experts", ["llama-moe", "qwen2moe", "qwen3moe", "olmoe", "gpt-oss", "granitemoe",
                             "granitemoe-shared"]),
     ("Multi-head latent attention (MLA)", ["deepseek2", "deepseek3", "deepseek2-mtp"]),
-    ("Recurrent", ["mamba", "mamba2"]),
-    ("Hybrid (attention + recurrent)", ["lfm2", "granitehybrid", "jamba"]),
+    ("Recurrent", ["mamba", "mamba2", "rwkv6", "rwkv7"]),
+    ("Hybrid (attention + recurrent)", ["lfm2", "granitehybrid", "jamba", "qwen3next"]),
 ]
 MiB = 1024 * 1024
 KINDS = ("weights", "kv", "kv_swa", "rs", "output", "compute")

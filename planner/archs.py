@@ -180,6 +180,42 @@ def _jamba(anatomy: ModelAnatomy, meta: _Meta) -> None:
     _recurrent_where_no_kv_heads(anatomy)
 
 
+def _rwkv(anatomy: ModelAnatomy, meta: _Meta) -> None:
+    """RWKV-6 / RWKV-7: every layer recurrent (token shift + WKV state), no KV cache."""
+    x = anatomy.extra
+    x["wkv_head_size"] = head = meta.int_or("wkv.head_size", 0)
+    if not 0 < head <= 4096 or anatomy.n_embd % head:
+        raise GGUFError(anatomy.path, f"{anatomy.architecture}: wkv head size {head} does not divide "
+                                      f"the embedding length {anatomy.n_embd}")
+    x["token_shift_count"] = meta.int_or("token_shift_count", 2)
+    x["rescale_every_n_layers"] = meta.int_or("rescale_every_n_layers", 0)
+    for layer in anatomy.layers:
+        layer.is_recurrent = True
+        layer.has_kv = False
+    # token_embd_norm is the first layer's norm (LLM_TENSOR_LAYER_REPEATING, created for block 0)
+    moved = [t for t in anatomy.other_tensors if t.name.startswith("token_embd_norm.")]
+    anatomy.other_tensors = [t for t in anatomy.other_tensors if t not in moved]
+    anatomy.layers[0].tensors.extend(moved)
+
+
+def _qwen3next(anatomy: ModelAnatomy, meta: _Meta) -> None:
+    """Qwen3-Next: gated delta-net layers (conv + recurrent state) and full-attention layers, MoE FFN."""
+    _experts(anatomy, meta)
+    _ssm(anatomy, meta)
+    n_trunk = anatomy.n_trunk
+    value = meta.get("attention.recurrent_layers")
+    if isinstance(value, list) and len(value) == anatomy.n_layer:
+        recurrent = [bool(v) and il < n_trunk for il, v in enumerate(value)]
+    else:
+        interval = meta.int_or("full_attention_interval", 4)
+        if interval <= 0:
+            raise GGUFError(anatomy.path, f"{anatomy.architecture}: full attention interval {interval} is out of range")
+        recurrent = [il < n_trunk and (il + 1) % interval != 0 for il in range(anatomy.n_layer)]
+    for layer, is_recurrent in zip(anatomy.layers, recurrent):
+        layer.is_recurrent = is_recurrent
+        layer.has_kv = layer.has_kv and not is_recurrent
+
+
 def _phi3(anatomy: ModelAnatomy, meta: _Meta) -> None:
     # llama.cpp disables Phi's sliding window (set_swa_pattern(1): no layer is SWA).
     anatomy.notes.append("Phi-3 sliding window is disabled in this llama.cpp build: full KV cache on every layer")
@@ -203,6 +239,9 @@ ARCH_RULES: dict[str, ArchRule] = {
     "granite": _granite,
     "granitemoe": _granite_moe,
     "jamba": _jamba,
+    "rwkv6": _rwkv,
+    "rwkv7": _rwkv,
+    "qwen3next": _qwen3next,
     "gemma": _plain,
     "gemma2": _gemma2,
     "gemma3": _gemma3,

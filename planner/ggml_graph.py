@@ -298,6 +298,23 @@ class Graph:
     def sum_rows(self, a: Tensor) -> Tensor:
         return self._op("SUM_ROWS", a.type, (1, a.ne[1], a.ne[2], a.ne[3]), [a])
 
+    def rwkv_wkv6(self, k: Tensor, v: Tensor, r: Tensor, tf: Tensor, td: Tensor, state: Tensor) -> Tensor:
+        """ggml_rwkv_wkv6: the output rows, then the new state, in one [S*H, n_tokens + S*n_seqs] tensor."""
+        s, h, n_tokens = k.ne[0], k.ne[1], k.ne[2]
+        return self._op("RWKV_WKV6", F32, (s * h, n_tokens + s * state.ne[1]), [k, v, r, tf, td, state])
+
+    def rwkv_wkv7(self, r: Tensor, w: Tensor, k: Tensor, v: Tensor, a: Tensor, b: Tensor, state: Tensor) -> Tensor:
+        """ggml_rwkv_wkv7: laid out as ggml_rwkv_wkv6."""
+        s, h, n_tokens = k.ne[0], k.ne[1], k.ne[2]
+        return self._op("RWKV_WKV7", F32, (s * h, n_tokens + s * state.ne[1]), [r, w, k, v, a, b, state])
+
+    def gated_delta_net(self, q: Tensor, k: Tensor, v: Tensor, g: Tensor, beta: Tensor, state: Tensor,
+                        n_snapshots: int = 1) -> Tensor:
+        """ggml_gated_delta_net: the output rows, then `n_snapshots` states per sequence."""
+        s_v, h, n_tokens, n_seqs = v.ne
+        rows = n_tokens * n_seqs + n_snapshots * s_v * n_seqs
+        return self._op("GATED_DELTA_NET", F32, (s_v * h, rows), [q, k, v, g, beta, state])
+
     def op(self, op: str, type_: GGMLType, ne: tuple[int, ...], srcs: list[Tensor | None]) -> Tensor:
         """Any other op, given its result shape."""
         return self._op(op, type_, ne, srcs)

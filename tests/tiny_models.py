@@ -183,6 +183,65 @@ def _hybrid_layer(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], Q
     return out
 
 
+def _rwkv_layer(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], Q]]:
+    """RWKV-6 / RWKV-7 layer tensors (llama_model_rwkv{6,7}::load_arch_tensors)."""
+    x, a = spec.extra_kv, spec.arch
+    e, w, f32, ff = spec.n_embd, spec.weight_type, Q.F32, spec.n_ff
+    p = f"blk.{il}.time_mix_"
+    out = [(f"blk.{il}.{n}.{s}", (e,), f32)
+           for n in ("attn_norm", "attn_norm_2", "time_mix_ln") for s in ("weight", "bias")]
+    out += [(p + n + ".weight", (e, e), w) for n in ("key", "value", "receptance", "output")]
+    out += [(f"blk.{il}.channel_mix_lerp_k.weight", (e, 1, 1), f32), (f"blk.{il}.channel_mix_key.weight", (e, ff), w),
+            (f"blk.{il}.channel_mix_value.weight", (ff, e), w)]
+    if a == "rwkv6":
+        mix, decay, head = x["rwkv6.time_mix_extra_dim"], x["rwkv6.time_decay_extra_dim"], x["rwkv6.wkv.head_size"]
+        return out + [(p + "gate.weight", (e, e), w), (p + "w1.weight", (e, mix * 5), f32),
+                      (p + "w2.weight", (mix, e, 5), f32), (p + "lerp_x.weight", (e, 1, 1), f32),
+                      (p + "lerp_fused.weight", (e, 1, 1, 5), f32), (p + "first.weight", (head, e // head), f32),
+                      (p + "decay.weight", (e,), f32), (p + "decay_w1.weight", (e, decay), f32),
+                      (p + "decay_w2.weight", (decay, e), f32), (f"blk.{il}.channel_mix_lerp_r.weight", (e, 1, 1), f32),
+                      (f"blk.{il}.channel_mix_receptance.weight", (e, e), w)]
+    ranks = {n: x[f"rwkv7.attention.{n}_lora_rank"] for n in ("decay", "iclr", "value_residual_mix", "gate")}
+    v_rank = ranks["iclr"] if il == 0 else ranks["value_residual_mix"]
+    out += [(p + n + ".weight", (e,), f32) for n in ("w0", "a0", "v0", "k_k", "k_a", "r_k")]
+    for n, rank in (("w", ranks["decay"]), ("a", ranks["iclr"]), ("v", v_rank), ("g", ranks["gate"])):
+        out += [(p + n + "1.weight", (e, rank), f32), (p + n + "2.weight", (rank, e), f32)]
+    return out + [(p + "lerp_fused.weight", (e, 1, 1, 6), f32)]
+
+
+def _qwen3next_layer(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], Q]]:
+    """Qwen3-Next layers (llama_model_qwen3next::load_arch_tensors): gated delta-net layers and every
+    `full_attention_interval`-th layer gated full attention; routed experts plus a gated shared expert."""
+    x, a = spec.extra_kv, spec.arch
+    e, w, f32, p = spec.n_embd, spec.weight_type, Q.F32, f"blk.{il}."
+    out = [(p + "attn_norm.weight", (e,), f32), (p + "post_attention_norm.weight", (e,), f32)]
+    if (il + 1) % x.get(f"{a}.full_attention_interval", 4) == 0:
+        hd, nh, nkv = spec.head_k, spec.n_head, spec.n_head_kv
+        out += [(p + "attn_q.weight", (e, hd * nh * 2), w), (p + "attn_k.weight", (e, hd * nkv), w),
+                (p + "attn_v.weight", (e, hd * nkv), w), (p + "attn_output.weight", (hd * nh, e), w),
+                (p + "attn_q_norm.weight", (hd,), f32), (p + "attn_k_norm.weight", (hd,), f32)]
+    else:
+        d_state, n_k, n_v = x[f"{a}.ssm.state_size"], x[f"{a}.ssm.group_count"], x[f"{a}.ssm.time_step_rank"]
+        key_dim, value_dim = d_state * n_k, x[f"{a}.ssm.inner_size"]
+        out += [(p + "attn_qkv.weight", (e, 2 * key_dim + value_dim), w), (p + "attn_gate.weight", (e, value_dim), w),
+                (p + "ssm_conv1d.weight", (x[f"{a}.ssm.conv_kernel"], 2 * key_dim + value_dim), f32),
+                (p + "ssm_dt.bias", (n_v,), f32), (p + "ssm_a", (n_v,), f32), (p + "ssm_ba.weight", (e, 2 * n_v), w),
+                (p + "ssm_norm.weight", (value_dim // n_v,), f32), (p + "ssm_out.weight", (value_dim, e), w)]
+    ne, fe, fs = spec.n_expert, spec.n_ff_exp, spec.n_ff_shexp
+    return out + [(p + "ffn_gate_inp.weight", (e, ne), f32), (p + "ffn_gate_exps.weight", (e, fe, ne), w),
+                  (p + "ffn_up_exps.weight", (e, fe, ne), w), (p + "ffn_down_exps.weight", (fe, e, ne), w),
+                  (p + "ffn_gate_inp_shexp.weight", (e,), f32), (p + "ffn_gate_shexp.weight", (e, fs), w),
+                  (p + "ffn_up_shexp.weight", (e, fs), w), (p + "ffn_down_shexp.weight", (fs, e), w)]
+
+
+def _global_tensors(spec: TinySpec) -> list[tuple[str, tuple[int, ...], Q]]:
+    """Tensors outside the layers besides the embeddings and output matrix (norms, their biases)."""
+    e = spec.n_embd
+    if spec.arch in ("rwkv6", "rwkv7"):
+        return [(f"{n}.{s}", (e,), Q.F32) for n in ("token_embd_norm", "output_norm") for s in ("weight", "bias")]
+    return [("token_embd_norm.weight" if spec.arch == "lfm2" else "output_norm.weight", (e,), Q.F32)]
+
+
 def _layer_tensors(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], Q]]:
     if spec.arch in ("lfm2", "granitehybrid", "jamba"):
         return _hybrid_layer(spec, il)
@@ -190,6 +249,10 @@ def _layer_tensors(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], 
         return _ssm_layer(spec, il)
     if spec.arch == "deepseek2":
         return _deepseek2_layer(spec, il)
+    if spec.arch in ("rwkv6", "rwkv7"):
+        return _rwkv_layer(spec, il)
+    if spec.arch == "qwen3next":
+        return _qwen3next_layer(spec, il)
     e, hk, ff = spec.n_embd, spec.head_k, spec.n_ff
     q_dim, kv_dim = hk * spec.n_head, hk * spec.n_head_kv
     w, f32 = spec.weight_type, Q.F32
@@ -244,7 +307,7 @@ def tensors_of(spec: TinySpec) -> list[tuple[str, tuple[int, ...], Q]]:
     out = [("token_embd.weight", (spec.n_embd, spec.n_vocab), spec.embd_type)]
     for il in range(spec.n_layer):
         out += _layer_tensors(spec, il)
-    out.append(("token_embd_norm.weight" if spec.arch == "lfm2" else "output_norm.weight", (spec.n_embd,), Q.F32))
+    out += _global_tensors(spec)
     if spec.output_type is not None:
         out.append(("output.weight", (spec.n_embd, spec.n_vocab), spec.output_type))
     return out
@@ -389,6 +452,18 @@ ZOO: dict[str, TinySpec] = {
     "jamba": TinySpec("jamba", n_layer=6, n_head_kv=2, kv_heads=(0, 0, 0, 2, 0, 0), n_expert=4, n_expert_used=2,
                       n_ff=128, extra_kv={"jamba.ssm.conv_kernel": 4, "jamba.ssm.inner_size": 256,
                                           "jamba.ssm.state_size": 16, "jamba.ssm.time_step_rank": 8}),
+    "rwkv6": TinySpec("rwkv6", n_head=0, n_head_kv=0, n_ff=448, weight_type=Q.Q8_0, extra_kv={
+        "rwkv6.wkv.head_size": 32, "rwkv6.time_mix_extra_dim": 32, "rwkv6.time_decay_extra_dim": 64,
+        "rwkv6.rescale_every_n_layers": 2, "rwkv6.token_shift_count": 2}),
+    "rwkv7": TinySpec("rwkv7", n_head=0, n_head_kv=0, n_ff=512, extra_kv={
+        "rwkv7.wkv.head_size": 64, "rwkv7.attention.decay_lora_rank": 32, "rwkv7.attention.iclr_lora_rank": 16,
+        "rwkv7.attention.value_residual_mix_lora_rank": 8, "rwkv7.attention.gate_lora_rank": 32}),
+    "qwen3next": TinySpec("qwen3next", n_head=4, n_head_kv=2, head_dim=64, n_expert=8, n_expert_used=2, n_ff_exp=64,
+                          n_ff_shexp=64, n_ff=64, weight_type=Q.Q8_0, extra_kv={
+                              "qwen3next.ssm.conv_kernel": 4, "qwen3next.ssm.inner_size": 128,
+                              "qwen3next.ssm.state_size": 32, "qwen3next.ssm.time_step_rank": 4,
+                              "qwen3next.ssm.group_count": 2, "qwen3next.full_attention_interval": 2,
+                              "qwen3next.rope.dimension_count": 16}),
     "gemma3": TinySpec("gemma3", n_layer=6, n_swa=512, head_dim=64, n_head_kv=1, output_type=None,
                        weight_type=Q.Q4_0, embd_type=Q.Q8_0, n_vocab=4096),
 }

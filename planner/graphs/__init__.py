@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from planner.graphs import deepseek2, dense, gpt_oss, granite, hybrid, mamba
+from planner.graphs import deepseek2, dense, gpt_oss, granite, hybrid, mamba, qwen3next, rwkv
 from planner.graphs.context import GraphContext
 
 Builder = Callable[[GraphContext], None]
@@ -27,6 +27,9 @@ BUILDERS: dict[str, Builder] = {
     "granite": granite.build_granite,
     "granitemoe": granite.build_granite,
     "jamba": hybrid.build_jamba,
+    "rwkv6": rwkv.build_rwkv6,
+    "qwen3next": qwen3next.build_qwen3next,
+    "rwkv7": rwkv.build_rwkv7,
     "gemma": dense.build_gemma,
     "gemma2": dense.build_gemma2_3,
     "gemma3": dense.build_gemma2_3,

@@ -1,0 +1,197 @@
+"""Qwen3-Next (src/models/qwen3next.cpp, delta-net-base.cpp): gated delta-net and gated attention layers, MoE.
+
+The delta-net layers keep a convolution state (r) and a recurrent state (s) per
+sequence; every `full_attention_interval`-th layer is full attention with a KV
+cache. llama.cpp runs the delta rule as one fused GATED_DELTA_NET op (both
+fused_gdn flags default on) and keeps no rollback snapshots (n_rs_seq = 0).
+"""
+
+from __future__ import annotations
+
+from planner.ggml_graph import F32, FLAG_OUTPUT, Tensor
+from planner.graphs.context import GraphContext
+from planner.model import LayerAnatomy
+from planner.recurrent import n_embd_r, n_embd_s
+
+
+def _dims(ctx: GraphContext) -> tuple[int, int, int, int]:
+    """(head_k_dim, num_k_heads, head_v_dim, num_v_heads) of the delta-net layers."""
+    x = ctx.model.extra
+    n_v = x["ssm_dt_rank"]
+    return x["ssm_d_state"], x["ssm_n_group"], x["ssm_d_inner"] // n_v, n_v
+
+
+def _split4(ctx: GraphContext, t: Tensor, ne0: int, n_heads: int, offset: int) -> Tensor:
+    """ggml_view_4d of a [.., n_heads, n_seq_tokens, n_seqs] tensor with t's strides."""
+    n_seq_tokens, n_seqs = ctx.n_tokens // ctx.shape.n_seqs, ctx.shape.n_seqs
+    return ctx.g.view(t, (ne0, n_heads, n_seq_tokens, n_seqs), t.nb[1:], offset)
+
+
+def _qkvz(ctx: GraphContext, cur: Tensor, il: int) -> tuple[Tensor, Tensor]:
+    """build_qkvz: the mixed q/k/v rows [conv_dim, n_seq_tokens, n_seqs] and the output gate z."""
+    g, w = ctx.g, ctx.w
+    n_seqs = ctx.shape.n_seqs
+    n_seq_tokens = ctx.n_tokens // n_seqs
+    head_k, n_k, head_v, n_v = _dims(ctx)
+    wqkv = w.layer(il, "attn_qkv.weight")
+    if wqkv is not None:
+        qkv = ctx.mm(wqkv, cur)
+        qkv = g.reshape(qkv, qkv.ne[0], n_seq_tokens, n_seqs)
+        return qkv, ctx.mm(w.layer_req(il, "attn_gate.weight"), cur)
+    mixed = ctx.mm(w.layer_req(il, "ssm_in.weight"), cur)  # the legacy fused q/k/v/z projection
+    per_group = head_v * n_v // n_k
+    mixed = g.reshape(mixed, 2 * head_k + 2 * per_group, n_k, n_seq_tokens, n_seqs)
+    es = mixed.type.type_size
+    q = _split4(ctx, mixed, head_k, n_k, 0)
+    k = _split4(ctx, mixed, head_k, n_k, head_k * es)
+    v = _split4(ctx, mixed, per_group, n_k, 2 * head_k * es)
+    z = g.cont(_split4(ctx, mixed, per_group, n_k, (2 * head_k + per_group) * es))
+    q = g.cont(q, (head_k * n_k, n_seq_tokens, n_seqs))
+    k = g.cont(k, (head_k * n_k, n_seq_tokens, n_seqs))
+    v = g.cont(v, (head_v * n_v, n_seq_tokens, n_seqs))
+    return g.concat(g.concat(q, k, 0), v, 0), z
+
+
+def _conv_state(ctx: GraphContext, inp: dict[str, Tensor], qkv: Tensor, il: int) -> Tensor:
+    """build_conv_state: prepend the stored convolution state, store the new one (n_rs_seq = 0)."""
+    g, x = ctx.g, ctx.model.extra
+    r_l, _ = ctx.w.rs(il)
+    n_seqs = ctx.shape.n_seqs
+    d_conv = ctx.w.layer_req(il, "ssm_conv1d.weight").ne[0]
+    channels = x["ssm_d_inner"] + 2 * x["ssm_n_group"] * x["ssm_d_state"]
+    states = ctx.build_rs(inp, r_l, n_embd_r(ctx.model), n_seqs)
+    states = g.reshape(states, d_conv - 1, channels, n_seqs)
+    conv_input = g.concat(states, g.transpose(qkv), 0)
+    last = g.view(conv_input, (d_conv - 1, channels, n_seqs), (conv_input.nb[1], conv_input.nb[2]),
+                  (conv_input.ne[0] - states.ne[0]) * conv_input.type.type_size)
+    g.expand(g.cpy(last, g.view(r_l, ((d_conv - 1) * channels, n_seqs), (r_l.nb[1],), 0)))
+    return conv_input
+
+
+def _l2_norm(ctx: GraphContext, t: Tensor) -> Tensor:
+    """build_gdn_l2_norm: an RMS norm scaled down."""
+    return ctx.g.scale(ctx.g.rms_norm(t))
+
+
+def _repeat_heads(ctx: GraphContext, t: Tensor, n_k: int, n_v: int) -> Tensor:
+    """Repeat-interleave the key heads up to the value heads."""
+    g = ctx.g
+    head, n_seq_tokens, n_seqs = t.ne[0], t.ne[2], t.ne[3]
+    t = g.reshape(t, head, 1, n_k, n_seq_tokens * n_seqs)
+    t = g.repeat(t, (head, n_v // n_k, n_k, n_seq_tokens * n_seqs))
+    return g.reshape(t, head, n_v, n_seq_tokens, n_seqs)
+
+
+def _delta_net(ctx: GraphContext, inp: dict[str, Tensor], q: Tensor, k: Tensor, v: Tensor, gate: Tensor,
+               beta: Tensor, state: Tensor, il: int) -> Tensor:
+    """build_recurrent_attn with the fused op: the output view; the new state is copied into s."""
+    g = ctx.g
+    _, s_l = ctx.w.rs(il)
+    s_v, h_v, n_seq_tokens, n_seqs = v.ne
+    out = g.gated_delta_net(q, k, v, gate, beta, state)
+    es = out.type.type_size
+    output = g.view(out, (s_v, h_v, n_seq_tokens, n_seqs), (es * s_v, es * s_v * h_v, es * s_v * h_v * n_seq_tokens), 0)
+    new_state = g.view(out, (s_v, s_v, h_v, n_seqs), (es * s_v, es * s_v * s_v, es * s_v * s_v * h_v),
+                       es * s_v * h_v * n_seq_tokens * n_seqs)
+    g.expand(g.cpy(new_state, g.view(s_l, (n_embd_s(ctx.model), n_seqs), (s_l.nb[1],), 0)))
+    return output
+
+
+def _linear_attn(ctx: GraphContext, inp: dict[str, Tensor], cur: Tensor, il: int) -> Tensor:
+    """build_layer_attn_linear: the gated delta-net layer."""
+    g, w = ctx.g, ctx.w
+    n_seqs = ctx.shape.n_seqs
+    n_seq_tokens = ctx.n_tokens // n_seqs
+    head_k, n_k, head_v, n_v = _dims(ctx)
+    qkv, z = _qkvz(ctx, cur, il)
+    ba = g.reshape(ctx.mm(w.layer_req(il, "ssm_ba.weight"), cur), 2 * n_v // n_k, n_k, n_seq_tokens, n_seqs)
+    b = _split4(ctx, ba, n_v // n_k, n_k, 0)
+    a = _split4(ctx, ba, n_v // n_k, n_k, n_v // n_k * ba.type.type_size)
+    beta = g.unary(g.cont(b))
+    alpha = g.cont(a, (n_v, n_seq_tokens, n_seqs))
+    gate = g.mul(g.unary(g.add(alpha, w.layer_req(il, "ssm_dt.bias"))), w.layer_req(il, "ssm_a"))
+    beta = g.reshape(beta, 1, n_v, n_seq_tokens, n_seqs)
+    gate = g.reshape(gate, 1, n_v, n_seq_tokens, n_seqs)
+    conv_input = _conv_state(ctx, inp, qkv, il)
+    _, s_l = w.rs(il)
+    state = ctx.build_rs(inp, s_l, n_embd_s(ctx.model), n_seqs)
+    state = g.reshape(state, head_v, head_v, n_v, n_seqs)
+    kernel = w.layer_req(il, "ssm_conv1d.weight")
+    conv = g.op("SSM_CONV", F32, (kernel.ne[1], conv_input.ne[0] - kernel.ne[0] + 1, conv_input.ne[2]),
+                [conv_input, kernel])
+    conv = g.unary(conv)
+    row = conv.type.type_size * (2 * head_k * n_k + head_v * n_v)
+    strides = (conv.type.type_size * head_k, row, row * n_seq_tokens)
+    q = g.view(conv, (head_k, n_k, n_seq_tokens, n_seqs), strides, 0)
+    k = g.view(conv, (head_k, n_k, n_seq_tokens, n_seqs), strides, head_k * n_k * conv.type.type_size)
+    v = g.view(conv, (head_v, n_v, n_seq_tokens, n_seqs), (conv.type.type_size * head_v, row, row * n_seq_tokens),
+               2 * head_k * n_k * conv.type.type_size)
+    q, k = _l2_norm(ctx, q), _l2_norm(ctx, k)
+    if n_k != n_v:
+        q, k = _repeat_heads(ctx, q, n_k, n_v), _repeat_heads(ctx, k, n_k, n_v)
+    out = _delta_net(ctx, inp, q, k, v, gate, beta, state, il)
+    z = g.reshape(z, head_v, n_v, n_seq_tokens, n_seqs)
+    out = g.mul(ctx.build_norm(out, w.layer(il, "ssm_norm.weight"), il=il), g.unary(z))
+    out = g.reshape(out, head_v * n_v, n_seq_tokens, n_seqs)
+    out = ctx.mm(w.layer_req(il, "ssm_out.weight"), out)
+    return g.reshape(out, ctx.n_embd, n_seq_tokens * n_seqs)
+
+
+def _gated_attn(ctx: GraphContext, inp: dict[str, Tensor | None], layer: LayerAnatomy, cur: Tensor,
+                inp_pos: Tensor) -> Tensor:
+    """build_layer_attn: one projection gives the queries and a sigmoid output gate."""
+    g, w, il = ctx.g, ctx.w, layer.index
+    hd, n_head, n_kv, n_tok = layer.head_dim_k, layer.n_head, layer.n_head_kv, ctx.n_tokens
+    q_full, k, v = ctx.build_qkv(layer, cur, hd * 2, n_head, hd, n_kv, hd, reshape=False)
+    q_full = g.reshape(q_full, hd * 2, n_head, n_tok, 1)
+    q = g.view(q_full, (hd, n_head, n_tok, 1), q_full.nb[1:], 0)
+    gate = g.view(q_full, (hd, n_head, n_tok, 1), q_full.nb[1:], hd * q_full.type.type_size)
+    k = g.reshape(k, hd, n_kv, n_tok)
+    v = g.reshape(v, hd, n_kv, n_tok)
+    q = ctx.build_norm(q, w.layer(il, "attn_q_norm.weight"), il=il)
+    k = ctx.build_norm(k, w.layer(il, "attn_k_norm.weight"), il=il)
+    q = g.rope(q, inp_pos)
+    k = g.rope(k, inp_pos)
+    cur = ctx.build_attn(inp, layer, None, None, q, k, v)
+    gate = g.unary(g.cont(gate, (hd * n_head, n_tok)))
+    return ctx.mm(w.layer_req(il, "attn_output.weight"), g.mul(cur, gate))
+
+
+def _ffn(ctx: GraphContext, cur: Tensor, il: int) -> Tensor:
+    """build_layer_ffn: routed experts (softmax, normalised weights) plus the sigmoid-gated shared expert."""
+    g, w, x = ctx.g, ctx.w, ctx.model.extra
+    if w.layer(il, "ffn_gate_inp.weight") is None:
+        return ctx.build_ffn(cur, w.layer(il, "ffn_up.weight"), w.layer(il, "ffn_gate.weight"),
+                             w.layer(il, "ffn_down.weight"), "silu", True)
+    # qwen3next does not read expert_weights_scale: the weights are never scaled
+    moe = ctx.build_moe_ffn(cur, il, x["n_expert"], x["n_expert_used"], "silu", True, 0.0)
+    if w.layer(il, "ffn_up_shexp.weight") is None:
+        return moe
+    shared = ctx.build_ffn(cur, w.layer(il, "ffn_up_shexp.weight"), w.layer(il, "ffn_gate_shexp.weight"),
+                           w.layer(il, "ffn_down_shexp.weight"), "silu", True)
+    shared_gate = g.unary(ctx.mm(w.layer_req(il, "ffn_gate_inp_shexp.weight"), cur))
+    return g.add(moe, g.mul(shared, shared_gate))
+
+
+def build_qwen3next(ctx: GraphContext) -> None:
+    g, w, m = ctx.g, ctx.w, ctx.model
+    inp_l = ctx.build_inp_embd()
+    rs_inp = ctx.build_rs_inp()
+    inp_attn = ctx.build_attn_inp_kv()
+    inp_pos = ctx.build_inp_pos()
+    out_ids = ctx.build_inp_out_ids()
+    for layer in m.trunk_layers:
+        il = layer.index
+        cur = ctx.build_norm(inp_l, w.layer(il, "attn_norm.weight"), il=il)
+        g.expand(cur)
+        if layer.is_recurrent:
+            cur = _linear_attn(ctx, rs_inp, cur, il)
+        else:
+            cur = _gated_attn(ctx, inp_attn, layer, cur, inp_pos)
+        residual = g.add(cur, inp_l)
+        cur = _ffn(ctx, ctx.build_norm(residual, w.layer(il, "post_attention_norm.weight"), il=il), il)
+        inp_l = g.add(cur, residual)
+    h_nextn = ctx.build_norm(inp_l, w.get_optional("output_norm.weight"))
+    h_nextn.flags |= FLAG_OUTPUT  # t_h_nextn, the MTP head's input, is a graph output too
+    cur = g.get_rows(h_nextn, out_ids)
+    ctx.set_outputs(cur, ctx.mm(ctx.output_weight(), cur))
