@@ -152,6 +152,21 @@ def _granite_hybrid(anatomy: ModelAnatomy, meta: _Meta) -> None:
     _recurrent_where_no_kv_heads(anatomy)
 
 
+def _falcon_h1(anatomy: ModelAnatomy, meta: _Meta) -> None:
+    """Every layer runs attention and a Mamba-2 mixer side by side: a KV cache and a recurrent state each."""
+    _ssm(anatomy, meta)
+    for layer in anatomy.layers:
+        layer.is_recurrent = layer.kv_beside_rs = True
+
+
+def _nemotron_h(anatomy: ModelAnatomy, meta: _Meta) -> None:
+    """Each layer is Mamba-2 (no KV heads, no FFN), attention (no FFN) or a feed-forward block alone."""
+    _ssm(anatomy, meta)
+    for layer in anatomy.layers:
+        layer.is_recurrent = layer.n_head_kv == 0 and layer.n_ff == 0
+        layer.has_kv = not layer.is_recurrent and layer.n_ff == 0
+
+
 def _phi3(anatomy: ModelAnatomy, meta: _Meta) -> None:
     # llama.cpp disables Phi's sliding window (set_swa_pattern(1): no layer is SWA).
     anatomy.notes.append("Phi-3 sliding window is disabled in this llama.cpp build: full KV cache on every layer")
@@ -172,6 +187,8 @@ ARCH_RULES: dict[str, ArchRule] = {
     "mamba2": _mamba,
     "lfm2": _lfm2,
     "granitehybrid": _granite_hybrid,
+    "falcon-h1": _falcon_h1,
+    "nemotron_h": _nemotron_h,
     "gemma": _plain,
     "gemma2": _gemma2,
     "gemma3": _gemma3,

@@ -45,6 +45,8 @@ class TinySpec:
     n_ff_shexp: int = 0
     # per-layer KV heads (0 marks a recurrent layer in the hybrids)
     kv_heads: tuple[int, ...] = ()
+    # per-layer feed-forward sizes (Nemotron-H: 0 outside the feed-forward-only layers)
+    ff_lengths: tuple[int, ...] = ()
     name: str = ""
     extra_kv: dict[str, object] = field(default_factory=dict)
     # the end-of-generation tokens (</s>, <|endoftext|>) get a zero row in the output matrix, so that
@@ -176,7 +178,38 @@ def _hybrid_layer(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], Q
     return out
 
 
+def _attn_tensors(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], Q]]:
+    e, w, hk, p = spec.n_embd, spec.weight_type, spec.head_k, f"blk.{il}."
+    kv = spec.kv_heads[il] if spec.kv_heads else spec.n_head_kv
+    return [(p + "attn_q.weight", (e, hk * spec.n_head), w), (p + "attn_k.weight", (e, hk * kv), w),
+            (p + "attn_v.weight", (e, hk * kv), w), (p + "attn_output.weight", (hk * spec.n_head, e), w)]
+
+
+def _falcon_h1_layer(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], Q]]:
+    """Attention and a Mamba-2 mixer in every layer; llama.cpp names the FFN norm without ".weight"."""
+    e, w, f32, p = spec.n_embd, spec.weight_type, Q.F32, f"blk.{il}."
+    return (_ssm_layer(spec, il) + _attn_tensors(spec, il)
+            + [(p + "ffn_norm", (e,), f32), (p + "ffn_gate.weight", (e, spec.n_ff), w),
+               (p + "ffn_up.weight", (e, spec.n_ff), w), (p + "ffn_down.weight", (spec.n_ff, e), w)])
+
+
+def _nemotron_h_layer(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], Q]]:
+    """A Mamba-2 mixer (no KV heads, no FFN), attention (no FFN) or a ReLU² feed-forward block."""
+    e, w, p = spec.n_embd, spec.weight_type, f"blk.{il}."
+    n_ff = spec.ff_lengths[il]
+    if n_ff:
+        return [(p + "attn_norm.weight", (e,), Q.F32), (p + "ffn_up.weight", (e, n_ff), w),
+                (p + "ffn_down.weight", (n_ff, e), w)]
+    if spec.kv_heads[il]:
+        return [(p + "attn_norm.weight", (e,), Q.F32), *_attn_tensors(spec, il)]
+    return _ssm_layer(spec, il)
+
+
 def _layer_tensors(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], Q]]:
+    if spec.arch == "falcon-h1":
+        return _falcon_h1_layer(spec, il)
+    if spec.arch == "nemotron_h":
+        return _nemotron_h_layer(spec, il)
     if spec.arch in ("lfm2", "granitehybrid"):
         return _hybrid_layer(spec, il)
     if spec.arch in ("mamba", "mamba2"):
@@ -251,7 +284,7 @@ def write_tiny_model(path: str | Path, spec: TinySpec, seed: int = 0) -> Path:
     writer.add_context_length(spec.n_ctx_train)
     writer.add_embedding_length(spec.n_embd)
     writer.add_block_count(spec.n_layer)
-    writer.add_feed_forward_length(spec.n_ff)
+    writer.add_feed_forward_length(list(spec.ff_lengths) if spec.ff_lengths else spec.n_ff)
     writer.add_head_count(spec.n_head)
     writer.add_head_count_kv(list(spec.kv_heads) if spec.kv_heads else spec.n_head_kv)
     writer.add_layer_norm_rms_eps(1e-6)
@@ -365,6 +398,14 @@ ZOO: dict[str, TinySpec] = {
                                   "granitehybrid.ssm.group_count": 1, "granitehybrid.residual_scale": 0.22,
                                   "granitehybrid.embedding_scale": 12.0, "granitehybrid.logit_scale": 8.0,
                                   "granitehybrid.attention.scale": 0.015625}),
+    "falcon-h1": TinySpec("falcon-h1", n_head=4, n_head_kv=2, head_dim=64, weight_type=Q.Q8_0, extra_kv={
+        "falcon-h1.ssm.conv_kernel": 4, "falcon-h1.ssm.inner_size": 256, "falcon-h1.ssm.state_size": 32,
+        "falcon-h1.ssm.time_step_rank": 8, "falcon-h1.ssm.group_count": 1}),
+    "nemotron-h": TinySpec("nemotron_h", n_layer=6, kv_heads=(0, 2, 0, 0, 0, 0), ff_lengths=(0, 0, 256, 0, 256, 0),
+                           output_type=None, extra_kv={
+                               "nemotron_h.ssm.conv_kernel": 4, "nemotron_h.ssm.inner_size": 256,
+                               "nemotron_h.ssm.state_size": 32, "nemotron_h.ssm.time_step_rank": 8,
+                               "nemotron_h.ssm.group_count": 2, "nemotron_h.attention.layer_norm_epsilon": 1e-5}),
     "gemma3": TinySpec("gemma3", n_layer=6, n_swa=512, head_dim=64, n_head_kv=1, output_type=None,
                        weight_type=Q.Q4_0, embd_type=Q.Q8_0, n_vocab=4096),
 }

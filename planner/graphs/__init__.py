@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from planner.graphs import deepseek2, dense, gpt_oss, hybrid, mamba
+from planner.graphs import deepseek2, dense, gpt_oss, hybrid, mamba, ssm_hybrid
 from planner.graphs.context import GraphContext
 
 Builder = Callable[[GraphContext], None]
@@ -24,6 +24,8 @@ BUILDERS: dict[str, Builder] = {
     "mamba2": mamba.build_mamba,
     "lfm2": hybrid.build_lfm2,
     "granitehybrid": hybrid.build_granite_hybrid,
+    "falcon-h1": ssm_hybrid.build_falcon_h1,
+    "nemotron_h": ssm_hybrid.build_nemotron_h,
     "gemma": dense.build_gemma,
     "gemma2": dense.build_gemma2_3,
     "gemma3": dense.build_gemma2_3,
