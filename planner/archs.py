@@ -167,6 +167,20 @@ def _nemotron_h(anatomy: ModelAnatomy, meta: _Meta) -> None:
         layer.has_kv = not layer.is_recurrent and layer.n_ff == 0
 
 
+def _plamo2(anatomy: ModelAnatomy, meta: _Meta) -> None:
+    """Mamba layers where a layer has no KV heads. Layer 0 is a Mamba layer with no heads, so the head
+    sizes come from key/value_length alone (llama_model_plamo2::load_arch_hparams)."""
+    _ssm(anatomy, meta)
+    layer0 = anatomy.layers[0]
+    head_k = meta.int_or("attention.key_length", layer0.head_dim_k)
+    head_v = meta.int_or("attention.value_length", layer0.head_dim_v)
+    if not (0 <= head_k <= 1 << 16 and 0 <= head_v <= 1 << 16):
+        raise GGUFError(anatomy.path, f"attention head sizes {head_k}/{head_v} are out of range")
+    for layer in anatomy.layers:
+        layer.head_dim_k, layer.head_dim_v = head_k, head_v
+    _recurrent_where_no_kv_heads(anatomy)
+
+
 def _phi3(anatomy: ModelAnatomy, meta: _Meta) -> None:
     # llama.cpp disables Phi's sliding window (set_swa_pattern(1): no layer is SWA).
     anatomy.notes.append("Phi-3 sliding window is disabled in this llama.cpp build: full KV cache on every layer")
@@ -189,6 +203,7 @@ ARCH_RULES: dict[str, ArchRule] = {
     "granitehybrid": _granite_hybrid,
     "falcon-h1": _falcon_h1,
     "nemotron_h": _nemotron_h,
+    "plamo2": _plamo2,
     "gemma": _plain,
     "gemma2": _gemma2,
     "gemma3": _gemma3,

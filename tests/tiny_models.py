@@ -47,6 +47,8 @@ class TinySpec:
     kv_heads: tuple[int, ...] = ()
     # per-layer feed-forward sizes (Nemotron-H: 0 outside the feed-forward-only layers)
     ff_lengths: tuple[int, ...] = ()
+    # per-layer query heads (PLaMo-2 writes 0 at its Mamba layers)
+    q_heads: tuple[int, ...] = ()
     name: str = ""
     extra_kv: dict[str, object] = field(default_factory=dict)
     # the end-of-generation tokens (</s>, <|endoftext|>) get a zero row in the output matrix, so that
@@ -205,7 +207,33 @@ def _nemotron_h_layer(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...
     return _ssm_layer(spec, il)
 
 
+def _plamo2_layer(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], Q]]:
+    """A Mamba mixer (no KV heads) or attention with a fused QKV, then a SwiGLU block; several norms
+    are named without ".weight" (llama_model_plamo2::load_arch_tensors)."""
+    x, a = spec.extra_kv, spec.arch
+    e, w, f32, p = spec.n_embd, spec.weight_type, Q.F32, f"blk.{il}."
+    out = [(p + "attn_norm.weight", (e,), f32)]
+    if spec.kv_heads[il] == 0:
+        d_conv, d_inner, d_state = x[f"{a}.ssm.conv_kernel"], x[f"{a}.ssm.inner_size"], x[f"{a}.ssm.state_size"]
+        n_heads, dt_dim = x[f"{a}.ssm.time_step_rank"], max(64, e // 16)
+        out += [(p + "ssm_in.weight", (e, 2 * d_inner), w), (p + "ssm_conv1d.weight", (d_conv, d_inner), f32),
+                (p + "ssm_x.weight", (d_inner, dt_dim + 2 * d_state), w), (p + "ssm_dt.weight", (dt_dim, n_heads), w),
+                (p + "ssm_dt.bias", (n_heads,), f32), (p + "ssm_a", (n_heads,), f32), (p + "ssm_d", (n_heads,), f32),
+                (p + "ssm_out.weight", (d_inner, e), w), (p + "ssm_dt_norm", (dt_dim,), f32),
+                (p + "ssm_b_norm", (d_state,), f32), (p + "ssm_c_norm", (d_state,), f32)]
+    else:
+        hk, kv = spec.head_k, spec.kv_heads[il]
+        nh = spec.q_heads[il] if spec.q_heads else spec.n_head
+        out += [(p + "attn_qkv.weight", (e, hk * (nh + 2 * kv)), w), (p + "attn_q_norm.weight", (hk, nh), f32),
+                (p + "attn_k_norm.weight", (hk, kv), f32), (p + "attn_output.weight", (hk * nh, e), w)]
+    return out + [(p + "post_attention_norm", (e,), f32), (p + "ffn_norm.weight", (e,), f32),
+                  (p + "ffn_down.weight", (spec.n_ff, e), w), (p + "ffn_up.weight", (e, 2 * spec.n_ff), w),
+                  (p + "post_ffw_norm", (e,), f32)]
+
+
 def _layer_tensors(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], Q]]:
+    if spec.arch == "plamo2":
+        return _plamo2_layer(spec, il)
     if spec.arch == "falcon-h1":
         return _falcon_h1_layer(spec, il)
     if spec.arch == "nemotron_h":
@@ -285,7 +313,7 @@ def write_tiny_model(path: str | Path, spec: TinySpec, seed: int = 0) -> Path:
     writer.add_embedding_length(spec.n_embd)
     writer.add_block_count(spec.n_layer)
     writer.add_feed_forward_length(list(spec.ff_lengths) if spec.ff_lengths else spec.n_ff)
-    writer.add_head_count(spec.n_head)
+    writer.add_head_count(list(spec.q_heads) if spec.q_heads else spec.n_head)
     writer.add_head_count_kv(list(spec.kv_heads) if spec.kv_heads else spec.n_head_kv)
     writer.add_layer_norm_rms_eps(1e-6)
     writer.add_rope_freq_base(10000.0)
@@ -406,6 +434,10 @@ ZOO: dict[str, TinySpec] = {
                                "nemotron_h.ssm.conv_kernel": 4, "nemotron_h.ssm.inner_size": 256,
                                "nemotron_h.ssm.state_size": 32, "nemotron_h.ssm.time_step_rank": 8,
                                "nemotron_h.ssm.group_count": 2, "nemotron_h.attention.layer_norm_epsilon": 1e-5}),
+    "plamo2": TinySpec("plamo2", n_layer=6, head_dim=64, kv_heads=(0, 2, 0, 2, 0, 2), q_heads=(0, 4, 0, 4, 0, 4),
+                       weight_type=Q.Q8_0, extra_kv={
+                           "plamo2.ssm.conv_kernel": 4, "plamo2.ssm.inner_size": 256, "plamo2.ssm.state_size": 16,
+                           "plamo2.ssm.time_step_rank": 4, "plamo2.ssm.group_count": 0}),
     "gemma3": TinySpec("gemma3", n_layer=6, n_swa=512, head_dim=64, n_head_kv=1, output_type=None,
                        weight_type=Q.Q4_0, embd_type=Q.Q8_0, n_vocab=4096),
 }
