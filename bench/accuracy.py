@@ -31,7 +31,8 @@ FAMILIES: list[tuple[str, list[str]]] = [
     ("Mixture of experts", ["llama-moe", "qwen2moe", "qwen3moe", "olmoe", "gpt-oss"]),
     ("Multi-head latent attention (MLA)", ["deepseek2", "deepseek3", "deepseek2-mtp"]),
     ("Recurrent", ["mamba", "mamba2"]),
-    ("Hybrid (attention + recurrent)", ["lfm2", "granitehybrid", "falcon-h1", "nemotron-h", "plamo2"]),
+    ("Hybrid (attention + recurrent)", ["lfm2", "granitehybrid", "falcon-h1", "nemotron-h",
+                                        "nemotron-h-moe", "nemotron-h-super", "plamo2"]),
 ]
 MiB = 1024 * 1024
 KINDS = ("weights", "kv", "kv_swa", "rs", "output", "compute")

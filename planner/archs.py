@@ -160,11 +160,18 @@ def _falcon_h1(anatomy: ModelAnatomy, meta: _Meta) -> None:
 
 
 def _nemotron_h(anatomy: ModelAnatomy, meta: _Meta) -> None:
-    """Each layer is Mamba-2 (no KV heads, no FFN), attention (no FFN) or a feed-forward block alone."""
+    """Each layer is Mamba-2 (no KV heads, no FFN), attention (no FFN) or a feed-forward block alone
+    (routed experts in nemotron_h_moe, whose top-k may differ per layer)."""
+    _experts(anatomy, meta)
     _ssm(anatomy, meta)
+    x = anatomy.extra
+    if x.get("n_expert"):
+        x["n_expert_used_layers"] = meta.per_layer("expert_used_count", anatomy.n_layer, x["n_expert_used"])
+        x["n_expert_groups"] = meta.int_or("expert_group_count", 0)
+        x["n_group_used"] = meta.int_or("expert_group_used_count", 0)
     for layer in anatomy.layers:
         layer.is_recurrent = layer.n_head_kv == 0 and layer.n_ff == 0
-        layer.has_kv = not layer.is_recurrent and layer.n_ff == 0
+        layer.has_kv = not layer.is_recurrent and layer.n_ff == 0 and not layer.is_mtp
 
 
 def _plamo2(anatomy: ModelAnatomy, meta: _Meta) -> None:
@@ -203,6 +210,7 @@ ARCH_RULES: dict[str, ArchRule] = {
     "granitehybrid": _granite_hybrid,
     "falcon-h1": _falcon_h1,
     "nemotron_h": _nemotron_h,
+    "nemotron_h_moe": _nemotron_h,
     "plamo2": _plamo2,
     "gemma": _plain,
     "gemma2": _gemma2,

@@ -195,10 +195,31 @@ def _falcon_h1_layer(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...]
                (p + "ffn_up.weight", (e, spec.n_ff), w), (p + "ffn_down.weight", (spec.n_ff, e), w)])
 
 
+def _nemotron_h_experts(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], Q]]:
+    """nemotron_h_moe's routed ReLU² experts (in a latent space when moe_latent_size is set) and shared expert."""
+    e, w, p, ne = spec.n_embd, spec.weight_type, f"blk.{il}.", spec.n_expert
+    latent = int(spec.extra_kv.get(f"{spec.arch}.moe_latent_size", 0))  # type: ignore[call-overload]
+    me, fe, fs = latent or e, spec.n_ff_exp, spec.n_ff_shexp
+    out = [(p + "ffn_gate_inp.weight", (e, ne), Q.F32), (p + "exp_probs_b.bias", (ne,), Q.F32),
+           (p + "ffn_up_exps.weight", (me, fe, ne), w), (p + "ffn_down_exps.weight", (fe, me, ne), w),
+           (p + "ffn_up_shexp.weight", (e, fs), w), (p + "ffn_down_shexp.weight", (fs, e), w)]
+    if latent:
+        out += [(p + "ffn_latent_down.weight", (e, latent), w), (p + "ffn_latent_up.weight", (latent, e), w)]
+    return out
+
+
 def _nemotron_h_layer(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], Q]]:
     """A Mamba-2 mixer (no KV heads, no FFN), attention (no FFN) or a ReLU² feed-forward block."""
     e, w, p = spec.n_embd, spec.weight_type, f"blk.{il}."
     n_ff = spec.ff_lengths[il]
+    if il >= spec.n_layer - int(spec.extra_kv.get(f"{spec.arch}.nextn_predict_layers", 0)):  # type: ignore[call-overload]
+        # the multi-token-prediction block: NextN fusion, attention and experts in one
+        return [(p + "nextn.enorm.weight", (e,), Q.F32), (p + "nextn.hnorm.weight", (e,), Q.F32),
+                (p + "nextn.eh_proj.weight", (2 * e, e), w), (p + "nextn.shared_head_norm.weight", (e,), Q.F32),
+                (p + "attn_norm.weight", (e,), Q.F32), *_attn_tensors(spec, il),
+                (p + "post_attention_norm.weight", (e,), Q.F32), *_nemotron_h_experts(spec, il)]
+    if n_ff and spec.n_expert:
+        return [(p + "attn_norm.weight", (e,), Q.F32), *_nemotron_h_experts(spec, il)]
     if n_ff:
         return [(p + "attn_norm.weight", (e,), Q.F32), (p + "ffn_up.weight", (e, n_ff), w),
                 (p + "ffn_down.weight", (n_ff, e), w)]
@@ -236,7 +257,7 @@ def _layer_tensors(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], 
         return _plamo2_layer(spec, il)
     if spec.arch == "falcon-h1":
         return _falcon_h1_layer(spec, il)
-    if spec.arch == "nemotron_h":
+    if spec.arch in ("nemotron_h", "nemotron_h_moe"):
         return _nemotron_h_layer(spec, il)
     if spec.arch in ("lfm2", "granitehybrid"):
         return _hybrid_layer(spec, il)
@@ -434,6 +455,26 @@ ZOO: dict[str, TinySpec] = {
                                "nemotron_h.ssm.conv_kernel": 4, "nemotron_h.ssm.inner_size": 256,
                                "nemotron_h.ssm.state_size": 32, "nemotron_h.ssm.time_step_rank": 8,
                                "nemotron_h.ssm.group_count": 2, "nemotron_h.attention.layer_norm_epsilon": 1e-5}),
+    "nemotron-h-moe": TinySpec("nemotron_h_moe", n_layer=6, kv_heads=(0, 0, 2, 0, 0, 0),
+                               ff_lengths=(0, 64, 0, 64, 0, 64), n_expert=8, n_expert_used=2, n_ff_exp=64,
+                               n_ff_shexp=128, extra_kv={
+                                   "nemotron_h_moe.ssm.conv_kernel": 4, "nemotron_h_moe.ssm.inner_size": 256,
+                                   "nemotron_h_moe.ssm.state_size": 32, "nemotron_h_moe.ssm.time_step_rank": 8,
+                                   "nemotron_h_moe.ssm.group_count": 2,
+                                   "nemotron_h_moe.attention.layer_norm_epsilon": 1e-5,
+                                   "nemotron_h_moe.expert_weights_norm": True,
+                                   "nemotron_h_moe.expert_weights_scale": 2.5}),
+    # Nemotron 3 Super's shape: experts in a latent space, a multi-token-prediction block (not loaded)
+    "nemotron-h-super": TinySpec("nemotron_h_moe", n_layer=7, n_embd=256, kv_heads=(0, 0, 2, 0, 0, 0, 2),
+                                 ff_lengths=(0, 64, 0, 64, 0, 64, 64), n_expert=8, n_expert_used=2, n_ff_exp=64,
+                                 n_ff_shexp=128, weight_type=Q.Q8_0, extra_kv={
+                                     "nemotron_h_moe.ssm.conv_kernel": 4, "nemotron_h_moe.ssm.inner_size": 512,
+                                     "nemotron_h_moe.ssm.state_size": 32, "nemotron_h_moe.ssm.time_step_rank": 8,
+                                     "nemotron_h_moe.ssm.group_count": 2,
+                                     "nemotron_h_moe.attention.layer_norm_epsilon": 1e-5,
+                                     "nemotron_h_moe.moe_latent_size": 64, "nemotron_h_moe.nextn_predict_layers": 1,
+                                     "nemotron_h_moe.expert_weights_norm": True,
+                                     "nemotron_h_moe.expert_weights_scale": 2.5}),
     "plamo2": TinySpec("plamo2", n_layer=6, head_dim=64, kv_heads=(0, 2, 0, 2, 0, 2), q_heads=(0, 4, 0, 4, 0, 4),
                        weight_type=Q.Q8_0, extra_kv={
                            "plamo2.ssm.conv_kernel": 4, "plamo2.ssm.inner_size": 256, "plamo2.ssm.state_size": 16,

@@ -26,6 +26,7 @@ BUILDERS: dict[str, Builder] = {
     "granitehybrid": hybrid.build_granite_hybrid,
     "falcon-h1": ssm_hybrid.build_falcon_h1,
     "nemotron_h": ssm_hybrid.build_nemotron_h,
+    "nemotron_h_moe": ssm_hybrid.build_nemotron_h,
     "plamo2": ssm_hybrid.build_plamo2,
     "gemma": dense.build_gemma,
     "gemma2": dense.build_gemma2_3,

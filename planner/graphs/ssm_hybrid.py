@@ -52,6 +52,23 @@ def build_falcon_h1(ctx: GraphContext) -> None:
     ctx.set_outputs(cur, ctx.mm(ctx.output_weight(), cur, w.get_optional("output.scale")))
 
 
+def _nemotron_h_moe(ctx: GraphContext, cur: Tensor, il: int) -> Tensor:
+    """Sigmoid-routed ReLU² experts, optionally in a smaller latent space, plus a shared expert."""
+    g, w, x = ctx.g, ctx.w, ctx.model.extra
+    latent_down, latent_up = w.layer(il, "ffn_latent_down.weight"), w.layer(il, "ffn_latent_up.weight")
+    inp_latent = g.mul_mat(latent_down, cur) if latent_down is not None else cur
+    logits = ctx.mm(w.layer_req(il, "ffn_gate_inp.weight"), cur)
+    moe = ctx.build_moe_ffn(inp_latent, il, x["n_expert"], x["n_expert_used_layers"][il], "relu_sqr",
+                            x.get("expert_weights_norm", False), x.get("expert_weights_scale", 0.0), "sigmoid",
+                            exp_probs_b=w.layer(il, "exp_probs_b.bias"), n_expert_groups=x["n_expert_groups"],
+                            n_group_used=x["n_group_used"], logits=logits)
+    if latent_up is not None:
+        moe = g.mul_mat(latent_up, moe)
+    shared = ctx.build_ffn(cur, w.layer(il, "ffn_up_shexp.weight"), None, w.layer(il, "ffn_down_shexp.weight"),
+                           "relu_sqr", True)
+    return g.add(moe, shared)
+
+
 def build_nemotron_h(ctx: GraphContext) -> None:
     g, w, m = ctx.g, ctx.w, ctx.model
     inp_l = ctx.build_inp_embd()
@@ -66,9 +83,11 @@ def build_nemotron_h(ctx: GraphContext) -> None:
             cur = mamba2_layer(ctx, rs_inp, cur, il)
         elif layer.n_ff == 0:
             cur = _attention(ctx, inp_attn, layer, cur, None, w.layer(il, "attn_output.bias"))
-        else:
+        elif w.layer(il, "ffn_gate_inp.weight") is None:
             cur = ctx.build_ffn(cur, w.layer(il, "ffn_up.weight"), None, w.layer(il, "ffn_down.weight"), "relu_sqr",
                                 True, up_b=w.layer(il, "ffn_up.bias"), down_b=w.layer(il, "ffn_down.bias"))
+        else:
+            cur = _nemotron_h_moe(ctx, cur, il)
         # embeddings_nextn_masked is off by default: the rows are picked after the output norm
         inp_l = g.add(cur, inp_l)
     h_nextn = ctx.build_norm(inp_l, w.get_optional("output_norm.weight"))
