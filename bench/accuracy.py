@@ -32,7 +32,8 @@ FAMILIES: list[tuple[str, list[str]]] = [
                             "granitemoe-shared"]),
     ("Multi-head latent attention (MLA)", ["deepseek2", "deepseek3", "deepseek2-mtp"]),
     ("Recurrent", ["mamba", "mamba2", "rwkv6", "rwkv7"]),
-    ("Hybrid (attention + recurrent)", ["lfm2", "granitehybrid", "jamba", "qwen3next"]),
+    ("Hybrid (attention + recurrent)", ["lfm2", "granitehybrid", "jamba", "qwen3next", "falcon-h1", "nemotron-h",
+                                        "nemotron-h-moe", "nemotron-h-super", "plamo2"]),
 ]
 MiB = 1024 * 1024
 KINDS = ("weights", "kv", "kv_swa", "rs", "output", "compute")

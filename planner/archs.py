@@ -216,6 +216,42 @@ def _qwen3next(anatomy: ModelAnatomy, meta: _Meta) -> None:
         layer.has_kv = layer.has_kv and not is_recurrent
 
 
+def _falcon_h1(anatomy: ModelAnatomy, meta: _Meta) -> None:
+    """Every layer runs attention and a Mamba-2 mixer side by side: a KV cache and a recurrent state each."""
+    _ssm(anatomy, meta)
+    for layer in anatomy.layers:
+        layer.is_recurrent = layer.kv_beside_rs = True
+
+
+def _nemotron_h(anatomy: ModelAnatomy, meta: _Meta) -> None:
+    """Each layer is Mamba-2 (no KV heads, no FFN), attention (no FFN) or a feed-forward block alone
+    (routed experts in nemotron_h_moe, whose top-k may differ per layer)."""
+    _experts(anatomy, meta)
+    _ssm(anatomy, meta)
+    x = anatomy.extra
+    if x.get("n_expert"):
+        x["n_expert_used_layers"] = meta.per_layer("expert_used_count", anatomy.n_layer, x["n_expert_used"])
+        x["n_expert_groups"] = meta.int_or("expert_group_count", 0)
+        x["n_group_used"] = meta.int_or("expert_group_used_count", 0)
+    for layer in anatomy.layers:
+        layer.is_recurrent = layer.n_head_kv == 0 and layer.n_ff == 0
+        layer.has_kv = not layer.is_recurrent and layer.n_ff == 0 and not layer.is_mtp
+
+
+def _plamo2(anatomy: ModelAnatomy, meta: _Meta) -> None:
+    """Mamba layers where a layer has no KV heads. Layer 0 is a Mamba layer with no heads, so the head
+    sizes come from key/value_length alone (llama_model_plamo2::load_arch_hparams)."""
+    _ssm(anatomy, meta)
+    layer0 = anatomy.layers[0]
+    head_k = meta.int_or("attention.key_length", layer0.head_dim_k)
+    head_v = meta.int_or("attention.value_length", layer0.head_dim_v)
+    if not (0 <= head_k <= 1 << 16 and 0 <= head_v <= 1 << 16):
+        raise GGUFError(anatomy.path, f"attention head sizes {head_k}/{head_v} are out of range")
+    for layer in anatomy.layers:
+        layer.head_dim_k, layer.head_dim_v = head_k, head_v
+    _recurrent_where_no_kv_heads(anatomy)
+
+
 def _phi3(anatomy: ModelAnatomy, meta: _Meta) -> None:
     # llama.cpp disables Phi's sliding window (set_swa_pattern(1): no layer is SWA).
     anatomy.notes.append("Phi-3 sliding window is disabled in this llama.cpp build: full KV cache on every layer")
@@ -242,6 +278,10 @@ ARCH_RULES: dict[str, ArchRule] = {
     "rwkv6": _rwkv,
     "rwkv7": _rwkv,
     "qwen3next": _qwen3next,
+    "falcon-h1": _falcon_h1,
+    "nemotron_h": _nemotron_h,
+    "nemotron_h_moe": _nemotron_h,
+    "plamo2": _plamo2,
     "gemma": _plain,
     "gemma2": _gemma2,
     "gemma3": _gemma3,

@@ -76,5 +76,5 @@ def kv_layout(model: ModelAnatomy, r: Resolved) -> KVLayout:
 
 
 def kv_cache_layers(model: ModelAnatomy) -> list[LayerAnatomy]:
-    """Layers that own K/V tensors: attention layers that have KV (not recurrent, not shared)."""
-    return [layer for layer in model.layers if layer.has_kv and not layer.is_recurrent and layer.n_head_kv > 0]
+    """Layers that own K/V tensors: attention layers that have KV (not shared, not purely recurrent)."""
+    return [layer for layer in model.layers if layer.caches_kv and layer.n_head_kv > 0]

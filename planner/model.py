@@ -50,12 +50,19 @@ class LayerAnatomy:
     is_swa: bool = False
     is_recurrent: bool = False
     has_kv: bool = True
+    # attention beside the recurrent mixer in the same layer (falcon-h1): a KV cache as well as a state
+    kv_beside_rs: bool = False
     # a multi-token-prediction layer: its tensors are skipped unless MTP is loaded
     is_mtp: bool = False
 
     @property
     def weight_bytes(self) -> int:
         return sum(t.n_bytes for t in self.tensors)
+
+    @property
+    def caches_kv(self) -> bool:
+        """Whether llama.cpp's KV cache holds this layer (a recurrent layer only with attention beside it)."""
+        return self.has_kv and (not self.is_recurrent or self.kv_beside_rs)
 
     @property
     def n_embd_k_gqa(self) -> int:
@@ -134,7 +141,7 @@ class ModelAnatomy:
 
     @property
     def kv_layers(self) -> list[LayerAnatomy]:
-        return [layer for layer in self.layers if layer.has_kv and not layer.is_recurrent]
+        return [layer for layer in self.layers if layer.caches_kv]
 
     @property
     def n_embd_v_gqa_max(self) -> int:

@@ -45,6 +45,10 @@ class TinySpec:
     n_ff_shexp: int = 0
     # per-layer KV heads (0 marks a recurrent layer in the hybrids)
     kv_heads: tuple[int, ...] = ()
+    # per-layer feed-forward sizes (Nemotron-H: 0 outside the feed-forward-only layers)
+    ff_lengths: tuple[int, ...] = ()
+    # per-layer query heads (PLaMo-2 writes 0 at its Mamba layers)
+    q_heads: tuple[int, ...] = ()
     name: str = ""
     extra_kv: dict[str, object] = field(default_factory=dict)
     # the end-of-generation tokens (</s>, <|endoftext|>) get a zero row in the output matrix, so that
@@ -242,7 +246,85 @@ def _global_tensors(spec: TinySpec) -> list[tuple[str, tuple[int, ...], Q]]:
     return [("token_embd_norm.weight" if spec.arch == "lfm2" else "output_norm.weight", (e,), Q.F32)]
 
 
+def _attn_tensors(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], Q]]:
+    e, w, hk, p = spec.n_embd, spec.weight_type, spec.head_k, f"blk.{il}."
+    kv = spec.kv_heads[il] if spec.kv_heads else spec.n_head_kv
+    return [(p + "attn_q.weight", (e, hk * spec.n_head), w), (p + "attn_k.weight", (e, hk * kv), w),
+            (p + "attn_v.weight", (e, hk * kv), w), (p + "attn_output.weight", (hk * spec.n_head, e), w)]
+
+
+def _falcon_h1_layer(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], Q]]:
+    """Attention and a Mamba-2 mixer in every layer; llama.cpp names the FFN norm without ".weight"."""
+    e, w, f32, p = spec.n_embd, spec.weight_type, Q.F32, f"blk.{il}."
+    return (_ssm_layer(spec, il) + _attn_tensors(spec, il)
+            + [(p + "ffn_norm", (e,), f32), (p + "ffn_gate.weight", (e, spec.n_ff), w),
+               (p + "ffn_up.weight", (e, spec.n_ff), w), (p + "ffn_down.weight", (spec.n_ff, e), w)])
+
+
+def _nemotron_h_experts(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], Q]]:
+    """nemotron_h_moe's routed ReLU² experts (in a latent space when moe_latent_size is set) and shared expert."""
+    e, w, p, ne = spec.n_embd, spec.weight_type, f"blk.{il}.", spec.n_expert
+    latent = int(spec.extra_kv.get(f"{spec.arch}.moe_latent_size", 0))  # type: ignore[call-overload]
+    me, fe, fs = latent or e, spec.n_ff_exp, spec.n_ff_shexp
+    out = [(p + "ffn_gate_inp.weight", (e, ne), Q.F32), (p + "exp_probs_b.bias", (ne,), Q.F32),
+           (p + "ffn_up_exps.weight", (me, fe, ne), w), (p + "ffn_down_exps.weight", (fe, me, ne), w),
+           (p + "ffn_up_shexp.weight", (e, fs), w), (p + "ffn_down_shexp.weight", (fs, e), w)]
+    if latent:
+        out += [(p + "ffn_latent_down.weight", (e, latent), w), (p + "ffn_latent_up.weight", (latent, e), w)]
+    return out
+
+
+def _nemotron_h_layer(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], Q]]:
+    """A Mamba-2 mixer (no KV heads, no FFN), attention (no FFN) or a ReLU² feed-forward block."""
+    e, w, p = spec.n_embd, spec.weight_type, f"blk.{il}."
+    n_ff = spec.ff_lengths[il]
+    if il >= spec.n_layer - int(spec.extra_kv.get(f"{spec.arch}.nextn_predict_layers", 0)):  # type: ignore[call-overload]
+        # the multi-token-prediction block: NextN fusion, attention and experts in one
+        return [(p + "nextn.enorm.weight", (e,), Q.F32), (p + "nextn.hnorm.weight", (e,), Q.F32),
+                (p + "nextn.eh_proj.weight", (2 * e, e), w), (p + "nextn.shared_head_norm.weight", (e,), Q.F32),
+                (p + "attn_norm.weight", (e,), Q.F32), *_attn_tensors(spec, il),
+                (p + "post_attention_norm.weight", (e,), Q.F32), *_nemotron_h_experts(spec, il)]
+    if n_ff and spec.n_expert:
+        return [(p + "attn_norm.weight", (e,), Q.F32), *_nemotron_h_experts(spec, il)]
+    if n_ff:
+        return [(p + "attn_norm.weight", (e,), Q.F32), (p + "ffn_up.weight", (e, n_ff), w),
+                (p + "ffn_down.weight", (n_ff, e), w)]
+    if spec.kv_heads[il]:
+        return [(p + "attn_norm.weight", (e,), Q.F32), *_attn_tensors(spec, il)]
+    return _ssm_layer(spec, il)
+
+
+def _plamo2_layer(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], Q]]:
+    """A Mamba mixer (no KV heads) or attention with a fused QKV, then a SwiGLU block; several norms
+    are named without ".weight" (llama_model_plamo2::load_arch_tensors)."""
+    x, a = spec.extra_kv, spec.arch
+    e, w, f32, p = spec.n_embd, spec.weight_type, Q.F32, f"blk.{il}."
+    out = [(p + "attn_norm.weight", (e,), f32)]
+    if spec.kv_heads[il] == 0:
+        d_conv, d_inner, d_state = x[f"{a}.ssm.conv_kernel"], x[f"{a}.ssm.inner_size"], x[f"{a}.ssm.state_size"]
+        n_heads, dt_dim = x[f"{a}.ssm.time_step_rank"], max(64, e // 16)
+        out += [(p + "ssm_in.weight", (e, 2 * d_inner), w), (p + "ssm_conv1d.weight", (d_conv, d_inner), f32),
+                (p + "ssm_x.weight", (d_inner, dt_dim + 2 * d_state), w), (p + "ssm_dt.weight", (dt_dim, n_heads), w),
+                (p + "ssm_dt.bias", (n_heads,), f32), (p + "ssm_a", (n_heads,), f32), (p + "ssm_d", (n_heads,), f32),
+                (p + "ssm_out.weight", (d_inner, e), w), (p + "ssm_dt_norm", (dt_dim,), f32),
+                (p + "ssm_b_norm", (d_state,), f32), (p + "ssm_c_norm", (d_state,), f32)]
+    else:
+        hk, kv = spec.head_k, spec.kv_heads[il]
+        nh = spec.q_heads[il] if spec.q_heads else spec.n_head
+        out += [(p + "attn_qkv.weight", (e, hk * (nh + 2 * kv)), w), (p + "attn_q_norm.weight", (hk, nh), f32),
+                (p + "attn_k_norm.weight", (hk, kv), f32), (p + "attn_output.weight", (hk * nh, e), w)]
+    return out + [(p + "post_attention_norm", (e,), f32), (p + "ffn_norm.weight", (e,), f32),
+                  (p + "ffn_down.weight", (spec.n_ff, e), w), (p + "ffn_up.weight", (e, 2 * spec.n_ff), w),
+                  (p + "post_ffw_norm", (e,), f32)]
+
+
 def _layer_tensors(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], Q]]:
+    if spec.arch == "plamo2":
+        return _plamo2_layer(spec, il)
+    if spec.arch == "falcon-h1":
+        return _falcon_h1_layer(spec, il)
+    if spec.arch in ("nemotron_h", "nemotron_h_moe"):
+        return _nemotron_h_layer(spec, il)
     if spec.arch in ("lfm2", "granitehybrid", "jamba"):
         return _hybrid_layer(spec, il)
     if spec.arch in ("mamba", "mamba2"):
@@ -323,8 +405,8 @@ def write_tiny_model(path: str | Path, spec: TinySpec, seed: int = 0) -> Path:
     writer.add_context_length(spec.n_ctx_train)
     writer.add_embedding_length(spec.n_embd)
     writer.add_block_count(spec.n_layer)
-    writer.add_feed_forward_length(spec.n_ff)
-    writer.add_head_count(spec.n_head)
+    writer.add_feed_forward_length(list(spec.ff_lengths) if spec.ff_lengths else spec.n_ff)
+    writer.add_head_count(list(spec.q_heads) if spec.q_heads else spec.n_head)
     writer.add_head_count_kv(list(spec.kv_heads) if spec.kv_heads else spec.n_head_kv)
     writer.add_layer_norm_rms_eps(1e-6)
     writer.add_rope_freq_base(10000.0)
@@ -464,6 +546,38 @@ ZOO: dict[str, TinySpec] = {
                               "qwen3next.ssm.state_size": 32, "qwen3next.ssm.time_step_rank": 4,
                               "qwen3next.ssm.group_count": 2, "qwen3next.full_attention_interval": 2,
                               "qwen3next.rope.dimension_count": 16}),
+    "falcon-h1": TinySpec("falcon-h1", n_head=4, n_head_kv=2, head_dim=64, weight_type=Q.Q8_0, extra_kv={
+        "falcon-h1.ssm.conv_kernel": 4, "falcon-h1.ssm.inner_size": 256, "falcon-h1.ssm.state_size": 32,
+        "falcon-h1.ssm.time_step_rank": 8, "falcon-h1.ssm.group_count": 1}),
+    "nemotron-h": TinySpec("nemotron_h", n_layer=6, kv_heads=(0, 2, 0, 0, 0, 0), ff_lengths=(0, 0, 256, 0, 256, 0),
+                           output_type=None, extra_kv={
+                               "nemotron_h.ssm.conv_kernel": 4, "nemotron_h.ssm.inner_size": 256,
+                               "nemotron_h.ssm.state_size": 32, "nemotron_h.ssm.time_step_rank": 8,
+                               "nemotron_h.ssm.group_count": 2, "nemotron_h.attention.layer_norm_epsilon": 1e-5}),
+    "nemotron-h-moe": TinySpec("nemotron_h_moe", n_layer=6, kv_heads=(0, 0, 2, 0, 0, 0),
+                               ff_lengths=(0, 64, 0, 64, 0, 64), n_expert=8, n_expert_used=2, n_ff_exp=64,
+                               n_ff_shexp=128, extra_kv={
+                                   "nemotron_h_moe.ssm.conv_kernel": 4, "nemotron_h_moe.ssm.inner_size": 256,
+                                   "nemotron_h_moe.ssm.state_size": 32, "nemotron_h_moe.ssm.time_step_rank": 8,
+                                   "nemotron_h_moe.ssm.group_count": 2,
+                                   "nemotron_h_moe.attention.layer_norm_epsilon": 1e-5,
+                                   "nemotron_h_moe.expert_weights_norm": True,
+                                   "nemotron_h_moe.expert_weights_scale": 2.5}),
+    # Nemotron 3 Super's shape: experts in a latent space, a multi-token-prediction block (not loaded)
+    "nemotron-h-super": TinySpec("nemotron_h_moe", n_layer=7, n_embd=256, kv_heads=(0, 0, 2, 0, 0, 0, 2),
+                                 ff_lengths=(0, 64, 0, 64, 0, 64, 64), n_expert=8, n_expert_used=2, n_ff_exp=64,
+                                 n_ff_shexp=128, weight_type=Q.Q8_0, extra_kv={
+                                     "nemotron_h_moe.ssm.conv_kernel": 4, "nemotron_h_moe.ssm.inner_size": 512,
+                                     "nemotron_h_moe.ssm.state_size": 32, "nemotron_h_moe.ssm.time_step_rank": 8,
+                                     "nemotron_h_moe.ssm.group_count": 2,
+                                     "nemotron_h_moe.attention.layer_norm_epsilon": 1e-5,
+                                     "nemotron_h_moe.moe_latent_size": 64, "nemotron_h_moe.nextn_predict_layers": 1,
+                                     "nemotron_h_moe.expert_weights_norm": True,
+                                     "nemotron_h_moe.expert_weights_scale": 2.5}),
+    "plamo2": TinySpec("plamo2", n_layer=6, head_dim=64, kv_heads=(0, 2, 0, 2, 0, 2), q_heads=(0, 4, 0, 4, 0, 4),
+                       weight_type=Q.Q8_0, extra_kv={
+                           "plamo2.ssm.conv_kernel": 4, "plamo2.ssm.inner_size": 256, "plamo2.ssm.state_size": 16,
+                           "plamo2.ssm.time_step_rank": 4, "plamo2.ssm.group_count": 0}),
     "gemma3": TinySpec("gemma3", n_layer=6, n_swa=512, head_dim=64, n_head_kv=1, output_type=None,
                        weight_type=Q.Q4_0, embd_type=Q.Q8_0, n_vocab=4096),
 }

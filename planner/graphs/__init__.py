@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from planner.graphs import deepseek2, dense, gpt_oss, granite, hybrid, mamba, qwen3next, rwkv
+from planner.graphs import deepseek2, dense, gpt_oss, granite, hybrid, mamba, qwen3next, rwkv, ssm_hybrid
 from planner.graphs.context import GraphContext
 
 Builder = Callable[[GraphContext], None]
@@ -30,6 +30,10 @@ BUILDERS: dict[str, Builder] = {
     "rwkv6": rwkv.build_rwkv6,
     "qwen3next": qwen3next.build_qwen3next,
     "rwkv7": rwkv.build_rwkv7,
+    "falcon-h1": ssm_hybrid.build_falcon_h1,
+    "nemotron_h": ssm_hybrid.build_nemotron_h,
+    "nemotron_h_moe": ssm_hybrid.build_nemotron_h,
+    "plamo2": ssm_hybrid.build_plamo2,
     "gemma": dense.build_gemma,
     "gemma2": dense.build_gemma2_3,
     "gemma3": dense.build_gemma2_3,

@@ -177,11 +177,13 @@ class GraphContext:
     def build_moe_ffn(self, cur: Tensor, il: int, n_expert: int, n_expert_used: int, act: str = "silu",
                       norm_w: bool = True, w_scale: float = 0.0, gating: str = "softmax",
                       gate_inp_b: Tensor | None = None, exp_probs_b: Tensor | None = None,
-                      n_expert_groups: int = 0, n_group_used: int = 0) -> Tensor:
-        """build_moe_ffn: router, top-k experts, expert matmuls, weighted sum of the experts."""
+                      n_expert_groups: int = 0, n_group_used: int = 0, logits: Tensor | None = None) -> Tensor:
+        """build_moe_ffn: router, top-k experts, expert matmuls, weighted sum of the experts.
+        `logits` are router logits the caller computed (probs_in), e.g. from the input before a latent projection."""
         g, w = self.g, self.w
         n_embd, n_tokens = cur.ne[0], cur.ne[1]
-        logits = self.mm(w.layer_req(il, "ffn_gate_inp.weight"), cur)
+        if logits is None:
+            logits = self.mm(w.layer_req(il, "ffn_gate_inp.weight"), cur)
         if gate_inp_b is not None:
             logits = g.add(logits, gate_inp_b)
         if gating == "softmax":

@@ -1,0 +1,193 @@
+"""Hybrids of attention and state-space layers (src/models/{falcon-h1,nemotron-h,plamo2}.cpp).
+
+Falcon-H1 runs attention and a Mamba-2 mixer side by side in every layer;
+Nemotron-H gives each layer one job: a Mamba-2 mixer, attention or a feed-forward block;
+PLaMo-2 alternates its own Mamba mixer (normalized dt, B, C; no groups) with attention.
+"""
+
+from __future__ import annotations
+
+from planner.ggml_graph import F32, FLAG_OUTPUT, Tensor
+from planner.graphs.context import GraphContext
+from planner.graphs.mamba import mamba2_layer
+from planner.model import LayerAnatomy
+from planner.recurrent import n_embd_r, n_embd_s
+
+
+def _attention(ctx: GraphContext, inp: dict[str, Tensor | None], layer: LayerAnatomy, cur: Tensor,
+               pos: Tensor | None, wo_b: Tensor | None) -> Tensor:
+    """build_qkv, RoPE when the model has positions, build_attn."""
+    g, w = ctx.g, ctx.w
+    hd = layer.head_dim_k
+    q, k, v = ctx.build_qkv(layer, cur, hd, layer.n_head, hd, layer.n_head_kv)
+    if pos is not None:
+        q = g.rope(q, pos)
+        k = g.rope(k, pos)
+    return ctx.build_attn(inp, layer, w.layer(layer.index, "attn_output.weight"), wo_b, q, k, v)
+
+
+def build_falcon_h1(ctx: GraphContext) -> None:
+    g, w, m = ctx.g, ctx.w, ctx.model
+    inp_l = ctx.build_inp_embd()
+    inp_pos = ctx.build_inp_pos()
+    rs_inp = ctx.build_rs_inp()
+    inp_attn = ctx.build_attn_inp_kv()
+    out_ids = ctx.build_inp_out_ids()
+    for layer in m.trunk_layers:
+        il = layer.index
+        cur = ctx.build_norm(inp_l, w.layer(il, "attn_norm.weight"), il=il)
+        attn_out = _attention(ctx, inp_attn, layer, cur, inp_pos, None)  # llama.cpp passes no output bias
+        # the mixer normalizes the layer input again, on its own
+        cur = ctx.build_norm(inp_l, w.layer(il, "attn_norm.weight"), il=il)
+        ssm_out = mamba2_layer(ctx, rs_inp, cur, il)
+        inp_sa = g.add(g.add(attn_out, ssm_out), inp_l)
+        if il == m.n_trunk - 1:
+            inp_sa = g.get_rows(inp_sa, out_ids)  # the layer output's get_rows is never used
+        cur = ctx.build_norm(inp_sa, w.layer(il, "ffn_norm"), il=il)
+        cur = ctx.build_ffn(cur, w.layer(il, "ffn_up.weight"), w.layer(il, "ffn_gate.weight"),
+                            w.layer(il, "ffn_down.weight"), "silu", True, up_b=w.layer(il, "ffn_up.bias"),
+                            gate_b=w.layer(il, "ffn_gate.bias"), down_b=w.layer(il, "ffn_down.bias"))
+        inp_l = g.add(cur, inp_sa)
+    cur = ctx.build_norm(inp_l, w.get_optional("output_norm.weight"))
+    ctx.set_outputs(cur, ctx.mm(ctx.output_weight(), cur, w.get_optional("output.scale")))
+
+
+def _nemotron_h_moe(ctx: GraphContext, cur: Tensor, il: int) -> Tensor:
+    """Sigmoid-routed ReLU² experts, optionally in a smaller latent space, plus a shared expert."""
+    g, w, x = ctx.g, ctx.w, ctx.model.extra
+    latent_down, latent_up = w.layer(il, "ffn_latent_down.weight"), w.layer(il, "ffn_latent_up.weight")
+    inp_latent = g.mul_mat(latent_down, cur) if latent_down is not None else cur
+    logits = ctx.mm(w.layer_req(il, "ffn_gate_inp.weight"), cur)
+    moe = ctx.build_moe_ffn(inp_latent, il, x["n_expert"], x["n_expert_used_layers"][il], "relu_sqr",
+                            x.get("expert_weights_norm", False), x.get("expert_weights_scale", 0.0), "sigmoid",
+                            exp_probs_b=w.layer(il, "exp_probs_b.bias"), n_expert_groups=x["n_expert_groups"],
+                            n_group_used=x["n_group_used"], logits=logits)
+    if latent_up is not None:
+        moe = g.mul_mat(latent_up, moe)
+    shared = ctx.build_ffn(cur, w.layer(il, "ffn_up_shexp.weight"), None, w.layer(il, "ffn_down_shexp.weight"),
+                           "relu_sqr", True)
+    return g.add(moe, shared)
+
+
+def build_nemotron_h(ctx: GraphContext) -> None:
+    g, w, m = ctx.g, ctx.w, ctx.model
+    inp_l = ctx.build_inp_embd()
+    g.expand(inp_l)
+    rs_inp = ctx.build_rs_inp()
+    inp_attn = ctx.build_attn_inp_kv()
+    out_ids = ctx.build_inp_out_ids()
+    for layer in m.trunk_layers:
+        il = layer.index
+        cur = ctx.build_norm(inp_l, w.layer(il, "attn_norm.weight"), il=il)
+        if layer.is_recurrent:
+            cur = mamba2_layer(ctx, rs_inp, cur, il)
+        elif layer.n_ff == 0:
+            cur = _attention(ctx, inp_attn, layer, cur, None, w.layer(il, "attn_output.bias"))
+        elif w.layer(il, "ffn_gate_inp.weight") is None:
+            cur = ctx.build_ffn(cur, w.layer(il, "ffn_up.weight"), None, w.layer(il, "ffn_down.weight"), "relu_sqr",
+                                True, up_b=w.layer(il, "ffn_up.bias"), down_b=w.layer(il, "ffn_down.bias"))
+        else:
+            cur = _nemotron_h_moe(ctx, cur, il)
+        # embeddings_nextn_masked is off by default: the rows are picked after the output norm
+        inp_l = g.add(cur, inp_l)
+    h_nextn = ctx.build_norm(inp_l, w.get_optional("output_norm.weight"))
+    h_nextn.flags |= FLAG_OUTPUT  # res->t_h_nextn, marked as an output by set_outputs
+    cur = g.get_rows(h_nextn, out_ids)
+    ctx.set_outputs(cur, ctx.mm(ctx.output_weight(), cur, w.get_optional("output.scale")))
+
+
+def _plamo2_mixer(ctx: GraphContext, inp: dict[str, Tensor], cur: Tensor, il: int) -> Tensor:
+    """build_plamo2_mamba_layer."""
+    g, w, m = ctx.g, ctx.w, ctx.model
+    x_ = m.extra
+    d_conv, d_inner, d_state, n_heads = x_["ssm_d_conv"], x_["ssm_d_inner"], x_["ssm_d_state"], x_["ssm_dt_rank"]
+    head_dim, dt_dim = d_inner // n_heads, max(64, m.n_embd // 16)
+    n_seqs = ctx.shape.n_seqs
+    n_seq_tokens = ctx.n_tokens // n_seqs
+    r_l, s_l = w.rs(il)
+    conv = g.reshape(ctx.build_rs(inp, r_l, n_embd_r(m), n_seqs), d_conv - 1, d_inner, n_seqs)
+    cur = g.reshape(cur, cur.ne[0], n_seq_tokens, n_seqs)
+    zx = g.permute(ctx.mm(w.layer_req(il, "ssm_in.weight"), cur), 0, 2, 1, 3)
+    zx = g.cont(zx, (head_dim * 2, n_heads, n_seq_tokens, n_seqs))
+    es = zx.type.type_size
+    x = g.view(zx, (head_dim, n_heads, n_seq_tokens, n_seqs), zx.nb[1:], head_dim * es)
+    x = g.cont(x, (head_dim * n_heads, n_seq_tokens, n_seqs, 1))
+    z = g.view(zx, (head_dim, n_heads, n_seq_tokens, n_seqs), zx.nb[1:], 0)
+    conv_x = g.concat(conv, g.transpose(x), 0)
+    last = g.view(conv_x, (d_conv - 1, d_inner, n_seqs), (conv_x.nb[1], conv_x.nb[2]), n_seq_tokens * conv_x.nb[0])
+    g.expand(g.cpy(last, g.view(r_l, ((d_conv - 1) * d_inner * n_seqs,), (), 0)))
+    x = g.op("SSM_CONV", F32, (d_inner, conv_x.ne[0] - d_conv + 1, conv_x.ne[2]),
+             [conv_x, w.layer_req(il, "ssm_conv1d.weight")])
+    x = g.unary(x)
+    x_bcdt = ctx.mm(w.layer_req(il, "ssm_x.weight"), x)
+    es = x_bcdt.type.type_size
+    strides = (x_bcdt.nb[1], x_bcdt.nb[2])
+    bb = g.view(x_bcdt, (d_state, n_seq_tokens, n_seqs), strides, 0)
+    cc = g.view(x_bcdt, (d_state, n_seq_tokens, n_seqs), strides, es * d_state)
+    dt = g.view(x_bcdt, (dt_dim, n_seq_tokens, n_seqs), strides, es * 2 * d_state)
+    bb = ctx.build_norm(bb, w.layer(il, "ssm_b_norm"), il=il)
+    cc = ctx.build_norm(cc, w.layer(il, "ssm_c_norm"), il=il)
+    dt = ctx.build_norm(dt, w.layer(il, "ssm_dt_norm"), il=il)
+    dt = g.add(ctx.mm(w.layer_req(il, "ssm_dt.weight"), dt), w.layer_req(il, "ssm_dt.bias"))
+    a = g.reshape(w.layer_req(il, "ssm_a"), 1, n_heads)
+    es = x.type.type_size
+    x = g.view(x, (head_dim, n_heads, n_seq_tokens, n_seqs),
+               (head_dim * es, head_dim * n_heads * es, head_dim * n_heads * n_seq_tokens * es), 0)
+    bb = g.view(bb, (d_state, 1, n_seq_tokens, n_seqs), (d_state * bb.nb[0], bb.nb[1], bb.nb[2]), 0)
+    cc = g.view(cc, (d_state, 1, n_seq_tokens, n_seqs), (d_state * cc.nb[0], cc.nb[1], cc.nb[2]), 0)
+
+    def scan(states: Tensor, ids: Tensor) -> Tensor:
+        ssm = g.reshape(states, d_state, head_dim, n_heads, ctx.shape.n_rs)
+        n = x.n_elements() + ssm.ne[0] * ssm.ne[1] * ssm.ne[2] * ids.ne[0]
+        return g.op("SSM_SCAN", F32, (n,), [ssm, x, dt, a, bb, cc, ids])
+
+    y_ssm = ctx.build_rs(inp, s_l, n_embd_s(m), n_seqs, scan)
+    n_state = n_heads * head_dim * d_state * n_seqs
+    g.expand(g.cpy(g.view(y_ssm, (n_state,), (), n_heads * head_dim * n_seq_tokens * n_seqs * y_ssm.type.type_size),
+                   g.view(s_l, (n_state,), (), 0)))
+    y = g.view(y_ssm, (head_dim, n_heads, n_seq_tokens, n_seqs),
+               (head_dim * es, head_dim * n_heads * es, head_dim * n_heads * n_seq_tokens * es), 0)
+    y = g.add(y, g.mul(x, g.reshape(w.layer_req(il, "ssm_d"), 1, n_heads)))
+    y = g.glu_split(g.cont(z), y)
+    y = g.view(y, (head_dim * n_heads, n_seq_tokens, n_seqs), (y.nb[2], y.nb[3]), 0)
+    cur = ctx.mm(w.layer_req(il, "ssm_out.weight"), y)
+    return g.reshape(cur, cur.ne[0], n_seq_tokens * n_seqs)
+
+
+def _plamo2_attention(ctx: GraphContext, inp: dict[str, Tensor | None], layer: LayerAnatomy, cur: Tensor,
+                      pos: Tensor) -> Tensor:
+    """build_plamo2_attn_layer: fused QKV, per-head Q/K norms, RoPE."""
+    g, w, il = ctx.g, ctx.w, layer.index
+    hd = layer.head_dim_k
+    q, k, v = ctx.build_qkv(layer, cur, hd, layer.n_head, hd, layer.n_head_kv, layer.head_dim_v)
+    q = g.rope(ctx.build_norm(q, w.layer(il, "attn_q_norm.weight"), il=il), pos)
+    k = g.rope(ctx.build_norm(k, w.layer(il, "attn_k_norm.weight"), il=il), pos)
+    return ctx.build_attn(inp, layer, w.layer(il, "attn_output.weight"), None, q, k, v)
+
+
+def build_plamo2(ctx: GraphContext) -> None:
+    g, w, m = ctx.g, ctx.w, ctx.model
+    inp_l = ctx.build_inp_embd()
+    inp_pos = ctx.build_inp_pos()
+    rs_inp = ctx.build_rs_inp()
+    inp_attn = ctx.build_attn_inp_kv()
+    out_ids = ctx.build_inp_out_ids()
+    for layer in m.trunk_layers:
+        il = layer.index
+        residual = inp_l
+        cur = ctx.build_norm(inp_l, w.layer(il, "attn_norm.weight"), il=il)
+        if layer.is_recurrent:
+            cur = _plamo2_mixer(ctx, rs_inp, cur, il)
+        else:
+            cur = _plamo2_attention(ctx, inp_attn, layer, cur, inp_pos)
+        if il == m.n_trunk - 1:
+            cur = g.get_rows(cur, out_ids)
+            residual = g.get_rows(residual, out_ids)
+        cur = ctx.build_norm(cur, w.layer(il, "post_attention_norm"), il=il)
+        residual = g.add(cur, residual)
+        cur = ctx.build_norm(residual, w.layer(il, "ffn_norm.weight"), il=il)
+        cur = ctx.build_ffn(cur, w.layer(il, "ffn_up.weight"), None, w.layer(il, "ffn_down.weight"), "swiglu", False)
+        cur = ctx.build_norm(cur, w.layer(il, "post_ffw_norm"), il=il)
+        inp_l = g.add(cur, residual)
+    cur = ctx.build_norm(inp_l, w.get_optional("output_norm.weight"))
+    ctx.set_outputs(cur, ctx.mm(ctx.output_weight(), cur, w.get_optional("output.scale")))
