@@ -339,6 +339,16 @@ class GraphContext:
     def kv_cache_tensors(self, layer: LayerAnatomy, swa: bool) -> tuple[Tensor, Tensor | None]:
         return self.w.kv(layer.index, swa)
 
+    def build_plain_attn(self, inp: dict[str, Tensor | None], layer: LayerAnatomy, cur: Tensor,
+                         pos: Tensor | None, wo_b: Tensor | None = None, freqs: Tensor | None = None) -> Tensor:
+        """Q/K/V, RoPE when the model has positions, attention: the block many builders share."""
+        hd = layer.head_dim_k
+        q, k, v = self.build_qkv(layer, cur, hd, layer.n_head, hd, layer.n_head_kv)
+        if pos is not None:
+            q = self.g.rope(q, pos, freqs)
+            k = self.g.rope(k, pos, freqs)
+        return self.build_attn(inp, layer, self.w.layer(layer.index, "attn_output.weight"), wo_b, q, k, v)
+
     def build_attn(self, inp: dict[str, Tensor | None], layer: LayerAnatomy, wo: Tensor | None,
                    wo_b: Tensor | None, q: Tensor, k: Tensor, v: Tensor,
                    kq_b: Tensor | None = None, sinks: Tensor | None = None,

@@ -14,15 +14,9 @@ from planner.model import LayerAnatomy
 def granite_attention(ctx: GraphContext, inp_attn: dict[str, Tensor | None], inp_pos: Tensor | None,
                       layer: LayerAnatomy, cur: Tensor) -> Tensor:
     """build_attention_layer: Q/K/V, RoPE when enabled, attention (the kq scale is no extra node)."""
-    g, w, il = ctx.g, ctx.w, layer.index
-    hd = layer.head_dim_k
-    q, k, v = ctx.build_qkv(layer, cur, hd, layer.n_head, hd, layer.n_head_kv)
-    if inp_pos is not None:
-        freqs = w.get_optional("rope_freqs.weight")
-        q = g.rope(q, inp_pos, freqs)
-        k = g.rope(k, inp_pos, freqs)
-    return ctx.build_attn(inp_attn, layer, w.layer(il, "attn_output.weight"), w.layer(il, "attn_output.bias"),
-                          q, k, v)
+    w, il = ctx.w, layer.index
+    freqs = w.get_optional("rope_freqs.weight") if inp_pos is not None else None
+    return ctx.build_plain_attn(inp_attn, layer, cur, inp_pos, w.layer(il, "attn_output.bias"), freqs)
 
 
 def granite_ffn(ctx: GraphContext, cur: Tensor, inp_sa: Tensor, il: int) -> Tensor:

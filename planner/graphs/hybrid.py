@@ -116,9 +116,7 @@ def build_jamba(ctx: GraphContext) -> None:
         if layer.is_recurrent:
             cur = mamba_layer(ctx, rs_inp, cur, il)
         else:
-            hd = layer.head_dim_k
-            q, k, v = ctx.build_qkv(layer, cur, hd, layer.n_head, hd, layer.n_head_kv)
-            cur = ctx.build_attn(inp_attn, layer, w.layer(il, "attn_output.weight"), None, q, k, v)
+            cur = ctx.build_plain_attn(inp_attn, layer, cur, None)  # jamba's attention has no RoPE
         if il == m.n_trunk - 1:
             cur = g.get_rows(cur, out_ids)
             inp_l = g.get_rows(inp_l, out_ids)

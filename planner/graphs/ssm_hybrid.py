@@ -14,18 +14,6 @@ from planner.model import LayerAnatomy
 from planner.recurrent import n_embd_r, n_embd_s
 
 
-def _attention(ctx: GraphContext, inp: dict[str, Tensor | None], layer: LayerAnatomy, cur: Tensor,
-               pos: Tensor | None, wo_b: Tensor | None) -> Tensor:
-    """build_qkv, RoPE when the model has positions, build_attn."""
-    g, w = ctx.g, ctx.w
-    hd = layer.head_dim_k
-    q, k, v = ctx.build_qkv(layer, cur, hd, layer.n_head, hd, layer.n_head_kv)
-    if pos is not None:
-        q = g.rope(q, pos)
-        k = g.rope(k, pos)
-    return ctx.build_attn(inp, layer, w.layer(layer.index, "attn_output.weight"), wo_b, q, k, v)
-
-
 def build_falcon_h1(ctx: GraphContext) -> None:
     g, w, m = ctx.g, ctx.w, ctx.model
     inp_l = ctx.build_inp_embd()
@@ -36,7 +24,7 @@ def build_falcon_h1(ctx: GraphContext) -> None:
     for layer in m.trunk_layers:
         il = layer.index
         cur = ctx.build_norm(inp_l, w.layer(il, "attn_norm.weight"), il=il)
-        attn_out = _attention(ctx, inp_attn, layer, cur, inp_pos, None)  # llama.cpp passes no output bias
+        attn_out = ctx.build_plain_attn(inp_attn, layer, cur, inp_pos)  # llama.cpp passes no output bias
         # the mixer normalizes the layer input again, on its own
         cur = ctx.build_norm(inp_l, w.layer(il, "attn_norm.weight"), il=il)
         ssm_out = mamba2_layer(ctx, rs_inp, cur, il)
@@ -82,7 +70,7 @@ def build_nemotron_h(ctx: GraphContext) -> None:
         if layer.is_recurrent:
             cur = mamba2_layer(ctx, rs_inp, cur, il)
         elif layer.n_ff == 0:
-            cur = _attention(ctx, inp_attn, layer, cur, None, w.layer(il, "attn_output.bias"))
+            cur = ctx.build_plain_attn(inp_attn, layer, cur, None, w.layer(il, "attn_output.bias"))
         elif w.layer(il, "ffn_gate_inp.weight") is None:
             cur = ctx.build_ffn(cur, w.layer(il, "ffn_up.weight"), None, w.layer(il, "ffn_down.weight"), "relu_sqr",
                                 True, up_b=w.layer(il, "ffn_up.bias"), down_b=w.layer(il, "ffn_down.bias"))
