@@ -23,24 +23,22 @@ class UsageError(Exception):
     pass
 
 
-def _positive_int(text: str) -> int:
+def _whole_number(text: str, minimum: int) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"{value} must be at least 1" if minimum else f"{value} must not be negative")
     return value
+
+
+def _positive_int(text: str) -> int:
+    return _whole_number(text, 1)
 
 
 def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{value} must not be negative")
-    return value
+    return _whole_number(text, 0)
 
 
 def _on_off(text: str) -> bool:
