@@ -29,7 +29,8 @@ def _whole_number(text: str, minimum: int) -> int:
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
     if value < minimum:
-        raise argparse.ArgumentTypeError(f"{value} must be at least 1" if minimum else f"{value} must not be negative")
+        rule = f"must be at least {minimum}" if minimum else "must not be negative"
+        raise argparse.ArgumentTypeError(f"{value} {rule}")
     return value
 
 
