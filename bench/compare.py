@@ -54,25 +54,34 @@ def _cpu_features() -> frozenset[str]:
     return cpu_features()
 
 
-def _load_config(cfg: dict[str, Any]) -> LoadConfig:
-    return LoadConfig(n_gpu_layers=0, n_ctx=cfg["n_ctx"], n_batch=cfg.get("n_batch", 512),
+def _load_config(cfg: dict[str, Any], cpu_extra_buffers: bool | None = None) -> LoadConfig:
+    return LoadConfig(n_gpu_layers=0, cpu_extra_buffers=cpu_extra_buffers, n_ctx=cfg["n_ctx"], n_batch=cfg.get("n_batch", 512),
                       n_ubatch=cfg.get("n_ubatch", 512), type_k=cfg.get("type_k", "f16"),
                       type_v=cfg.get("type_v", "f16"), flash_attn=bool(cfg.get("flash_attn")),
                       swa_full=bool(cfg.get("swa_full")), n_seq_max=cfg.get("n_seq_max", 1),
                       kv_unified=bool(cfg.get("kv_unified")))
 
 
-def compare_cpu(path: str | os.PathLike[str], configs: list[dict[str, Any]]) -> list[ConfigRow]:
-    """One row per configuration: every buffer llama.cpp allocated next to the planner's figure."""
+def compare_cpu(path: str | os.PathLike[str], configs: list[dict[str, Any]],
+                cpu_features: frozenset[str] | None = None,
+                cpu_extra_buffers: bool | None = None) -> list[ConfigRow]:
+    """One row per configuration: every buffer llama.cpp allocated next to the planner's figure.
+
+    `cpu_features` plans as for another CPU (an AMX one, say); llama.cpp then loads the way
+    vramchat would load on that CPU (with or without the CPU's extra buffer types)."""
+    from planner.weights import uses_cpu_extra_buffers
+
+    features = _cpu_features() if cpu_features is None else cpu_features
     model = load_anatomy(read_gguf(path))
-    model_buffers, measured = measure(path, configs)
-    host = Host(64 * GiB, 64 * GiB, _cpu_features())
+    model_buffers, measured = measure(path, configs,
+                                      cpu_extra_buffers=uses_cpu_extra_buffers(cpu_extra_buffers, features))
+    host = Host(64 * GiB, 64 * GiB, features)
     rows = []
     for result in measured:
         cfg = result["config"]
         row = ConfigRow(os.path.basename(os.fspath(path)), model.architecture, cfg)
         try:
-            plan = plan_memory(model, _load_config(cfg), [], host)
+            plan = plan_memory(model, _load_config(cfg, cpu_extra_buffers), [], host)
         except ConfigError as exc:
             row.refused_by_planner = str(exc)
         if not result["ok"]:

@@ -32,6 +32,9 @@ class LoadConfig:
     n_cpu_moe: int = 0
     # let a GPU run large ops whose weights stay in host memory (llama.cpp's op_offload)
     op_offload: bool = True
+    # the CPU backend's extra buffer types for host weights (CPU_REPACK, AMX: llama.cpp's
+    # use_extra_bufts); None: on, except on CPUs with AMX (see planner.weights.uses_cpu_extra_buffers)
+    cpu_extra_buffers: bool | None = None
 
     def with_(self, **changes: object) -> LoadConfig:
         return replace(self, **changes)  # type: ignore[arg-type]

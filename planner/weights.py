@@ -56,6 +56,25 @@ def place_layers(model: ModelAnatomy, r: Resolved, gpus: list[Device]) -> LayerP
     return LayerPlacement(tuple(device_of(il) for il in range(n_layer)), device_of(n_layer))
 
 
+# --- CPU extra buffer types (llama-model.cpp: make_cpu_buft_list, use_extra_bufts) ----------
+
+def has_amx(features: frozenset[str]) -> bool:
+    """The CPU backend runs AMX kernels: its first extra buffer type is AMX (ggml-cpu.cpp)."""
+    return "amx_int8" in features
+
+
+def uses_cpu_extra_buffers(config_value: bool | None, features: frozenset[str]) -> bool:
+    """Whether host weights may go to the CPU's extra buffer types (CPU_REPACK, AMX).
+
+    None means vramchat's default: on, except on AMX CPUs, where this build's AMX kernels
+    crashed the demo's first decode (segfault) and a deepseek2 context (GGML_ASSERT in the
+    scheduler); without extra buffer types both run. A user can turn them on again.
+    """
+    if config_value is not None:
+        return config_value
+    return not has_amx(features)
+
+
 # --- CPU weight repacking (ggml-cpu/repack.cpp: ggml_repack_get_optimal_repack_type) ---------
 
 def repack_eligible(info: TensorInfo, features: frozenset[str]) -> bool:
@@ -82,6 +101,41 @@ def repack_eligible(info: TensorInfo, features: frozenset[str]) -> bool:
     if t in ("q8_0", "q1_0"):
         return neon and (i8mm or dotprod) and ne1 % 4 == 0
     return False
+
+
+# --- the AMX buffer (ggml-cpu/amx/amx.cpp: supports_op; mmq.cpp: get_alloc_size) -------------
+# Intel AMX CPUs put the matrices of plain matmuls into an AMX buffer first, repacked into tiles
+# with per-block extras; what AMX refuses then goes to CPU_REPACK or the plain CPU buffer.
+
+AMX_ALIGNMENT = 32  # TENSOR_ALIGNMENT: each tensor's size is padded to it in the buffer
+# type -> (row length ne[0] must be a multiple of, extra bytes per block in the packed layout)
+_AMX_TYPES = {"q4_0": (32, 0), "q4_1": (32, 0), "q8_0": (32, 4), "q4_K": (256, 4), "q5_K": (256, 4),
+              "q6_K": (256, 0), "iq4_xs": (256, 2), "f16": (16, 0)}
+# weights read with GET_ROWS (embedding tables), never through a matmul
+_LOOKUP_TABLES = ("token_embd.weight", "per_layer_token_embd.weight", "pos_embd.weight", "token_types.weight")
+
+
+def amx_bytes(info: TensorInfo) -> int | None:
+    """The tensor's bytes in the AMX buffer, or None when AMX refuses it.
+
+    Only weights whose op is MUL_MAT qualify (not the experts' MUL_MAT_ID, not embedding lookups),
+    with ne[1] a multiple of 32 and ne[0] a multiple of the type's alignment. The packed size counts
+    one ne[1] x ne[0] slice whatever ne[2] is, as this build's get_alloc_size does.
+    """
+    spec = _AMX_TYPES.get(info.type.name)
+    if spec is None or not _is_matmul_weight(info) or _EXPERT_RE.search(info.name):
+        return None
+    if info.name in _LOOKUP_TABLES or info.name.endswith(("_exps.weight", ".weight_scale")):
+        return None
+    align, extra = spec
+    ne0, ne1 = info.shape[0], info.shape[1]
+    if ne1 % 32 or ne0 % align:
+        return None
+    if info.type.name == "f16":
+        size = info.n_bytes  # not packed
+    else:
+        size = ne1 * (ne0 // info.type.block_size) * (info.type.type_size + extra)
+    return (size + AMX_ALIGNMENT - 1) // AMX_ALIGNMENT * AMX_ALIGNMENT
 
 
 # common.h's LLM_FFN_EXPS_REGEX: the routed experts' matrices
@@ -117,17 +171,30 @@ def weight_buffers(model: ModelAnatomy, r: Resolved, placement: LayerPlacement, 
     gpu_rules: list[BackendRules] = [backend_rules(d.backend) for d in gpus]
     host_default: list[TensorInfo] = []
     repack_bytes = 0
+    amx_total = 0
     use_mmap = r.config.use_mmap
     # With a CUDA/ROCm/Vulkan device, host weights select the device's pinned host buffer type first
     # (supported for every op), and with mmap that becomes the plain CPU buffer: nothing is repacked.
-    can_repack = not any(d.backend in ("cuda", "rocm", "vulkan") for d in gpus)
+    can_repack = not any(d.backend in ("cuda", "rocm", "vulkan") for d in gpus) and uses_cpu_extra_buffers(
+        r.config.cpu_extra_buffers, cpu_features)
+    amx = can_repack and has_amx(cpu_features)
+
+    def extra_buffer(info: TensorInfo) -> bool:
+        """Put a host matrix into the first extra buffer type that takes it (AMX, then CPU_REPACK)."""
+        nonlocal repack_bytes, amx_total
+        size = amx_bytes(info) if amx else None
+        if size is not None:
+            amx_total += size
+            return True
+        if repack_eligible(info, cpu_features):
+            repack_bytes += CPU.padded(info.n_bytes)
+            return True
+        return False
 
     def put(info: TensorInfo, device: int, matmul: bool) -> None:
-        nonlocal repack_bytes
         out.tensor_device.setdefault(info.name, device)
         if device == HOST:
-            if matmul and can_repack and repack_eligible(info, cpu_features):
-                repack_bytes += CPU.padded(info.n_bytes)
+            if matmul and can_repack and extra_buffer(info):
                 out.repacked.add(info.name)
             else:
                 host_default.append(info)
@@ -160,9 +227,12 @@ def weight_buffers(model: ModelAnatomy, r: Resolved, placement: LayerPlacement, 
         embd = model.tensor("token_embd.weight")
         if embd is not None:
             if placement.output == HOST:
-                # the duplicate shares the mapped range, unless it is repacked
-                if can_repack and repack_eligible(embd, cpu_features):
-                    repack_bytes += CPU.padded(embd.n_bytes)
+                # the duplicate (the output matmul's copy) shares the mapped range, unless it is
+                # repacked; to AMX it is a matmul weight like any other
+                output_copy = TensorInfo("output.weight", embd.shape, embd.type, embd.offset, embd.n_bytes,
+                                         embd.shard)
+                if can_repack and extra_buffer(output_copy):
+                    pass
                 elif not use_mmap:
                     host_default.append(embd)
             else:
@@ -181,6 +251,8 @@ def weight_buffers(model: ModelAnatomy, r: Resolved, placement: LayerPlacement, 
                 out.host_mapped += last - first
         else:
             out.host["CPU"] = sum(CPU.padded(i.n_bytes) for i in host_default)
+    if amx_total:
+        out.host["AMX"] = amx_total
     if repack_bytes:
         out.host["CPU_REPACK"] = repack_bytes
     return out

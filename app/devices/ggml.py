@@ -177,7 +177,8 @@ def gpu_memory() -> dict[str, tuple[int, int]]:
     return out
 
 
-_FEATURES = ("avx", "avx2", "avx512", "fma", "f16c", "neon", "dotprod", "matmul_int8", "sve", "avx512_vnni")
+_FEATURES = ("avx", "avx2", "avx512", "fma", "f16c", "neon", "dotprod", "matmul_int8", "sve", "avx512_vnni",
+             "avx512_bf16", "amx_int8")
 
 
 def cpu_features() -> frozenset[str]:

@@ -56,7 +56,8 @@ def cpuinfo_features() -> frozenset[str]:
             break
     out = set()
     mapping = {"avx": "avx", "avx2": "avx2", "avx512f": "avx512", "fma": "fma", "f16c": "f16c",
-               "asimd": "neon", "asimddp": "dotprod", "i8mm": "i8mm", "sve": "sve"}
+               "asimd": "neon", "asimddp": "dotprod", "i8mm": "i8mm", "sve": "sve",
+               "avx512_vnni": "avx512_vnni", "avx512_bf16": "avx512_bf16", "amx_int8": "amx_int8"}
     for flag, feature in mapping.items():
         if flag in flags:
             out.add(feature)

@@ -79,6 +79,7 @@ def main() -> None:
     mparams.n_gpu_layers = spec.get("n_gpu_layers", 0)
     if not spec.get("use_mmap", True):
         mparams.load_mode = 0
+    mparams.use_extra_bufts = bool(spec.get("use_extra_bufts", True))
     model = llama_cpp.llama_model_load_from_file(spec["model"].encode(), mparams)
     if not model:
         print(json.dumps({"fatal": "model failed to load", "log": collector.lines[-20:]}), flush=True)

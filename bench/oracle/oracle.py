@@ -40,12 +40,20 @@ def shim_path() -> str:
 
 
 def measure(model: str | os.PathLike[str], configs: list[dict[str, Any]], n_gpu_layers: int = 0,
-            use_mmap: bool = True, timeout: float = 600) -> tuple[dict[str, int], list[dict[str, Any]]]:
-    """Model buffers and, per configuration, the KV, RS, output and compute buffers."""
+            use_mmap: bool = True, timeout: float = 600, cpu_extra_buffers: bool | None = None,
+            ) -> tuple[dict[str, int], list[dict[str, Any]]]:
+    """Model buffers and, per configuration, the KV, RS, output and compute buffers.
+
+    `cpu_extra_buffers` None loads as the app does on this CPU (planner.weights.uses_cpu_extra_buffers)."""
+    from app.devices import ggml
+    from planner.weights import uses_cpu_extra_buffers
+
     shim = shim_path()
+    extra = uses_cpu_extra_buffers(cpu_extra_buffers, ggml.cpu_features())
     env = dict(os.environ)
     env["LD_PRELOAD"] = shim + (":" + env["LD_PRELOAD"] if env.get("LD_PRELOAD") else "")
-    spec = {"shim": shim, "model": os.fspath(model), "n_gpu_layers": n_gpu_layers, "use_mmap": use_mmap}
+    spec = {"shim": shim, "model": os.fspath(model), "n_gpu_layers": n_gpu_layers, "use_mmap": use_mmap,
+            "use_extra_bufts": extra}
     stdin = "\n".join(json.dumps(x) for x in [spec, *configs]) + "\n"
     proc = subprocess.run([sys.executable, str(HERE / "measure.py")], input=stdin, capture_output=True,
                           text=True, env=env, timeout=timeout)
