@@ -103,6 +103,7 @@ STOP_WORDS = {
     "user": "stopped",
     "context": "stopped: the context is full",
     "error": "failed",
+    "engine_crash": "cut short: the engine crashed",
 }
 
 

@@ -264,7 +264,7 @@ class Store:
     def finish_reply(self, msg_id: int, content: str, stopped_by: str = "", tokens: int = 0,
                      tokens_per_second: float = 0.0) -> None:
         """The reply is done: 'complete' when the model ended it, 'partial' when it was cut short."""
-        state = "partial" if stopped_by in ("user", "error", "crash") else "complete"
+        state = "partial" if stopped_by in ("user", "error", "crash", "engine_crash") else "complete"
         with self._tx() as db:
             db.execute("UPDATE messages SET content = ?, state = ?, stopped_by = ?, tokens = ?, "
                        "tokens_per_second = ?, updated = ? WHERE id = ?",

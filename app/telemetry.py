@@ -188,8 +188,9 @@ def for_engine(engine: Engine, report: DeviceReport, plan: MemoryPlan | None,
     if plan is not None and not kv_allocated:
         kv_allocated = sum(b.bytes for b in plan.buffers if b.kind in ("kv", "kv_swa"))
     rss: Callable[[], int]
+    pid = getattr(engine, "pid", None)  # the engine process, where the model's memory is
     try:
-        rss = rss_reader()
+        rss = rss_reader(pid)
     except Exception:  # psutil unusable: the sampler records each failed read instead
         rss = process_rss
     return Telemetry(

@@ -1,6 +1,12 @@
-"""Tokens per second through vramchat's engine, next to llama-cpp-python's `Llama` called directly.
+"""Tokens per second through vramchat's engine process, next to llama-cpp-python's `Llama` called directly.
 
     python bench/engine_speed.py [MODEL] [--tokens N] [--runs N] [--ctx N]
+
+The engine is the app's: llama.cpp in its own process (`EngineProcess`), every piece
+crossing a socket. Also measured, side by side in the same run: the time from Enter to
+the first token (tokenize the question, prefill, first piece back) through the engine
+process and through the in-process engine the app used before, on alternating questions
+so that no run reuses the previous prompt's cache.
 
 Same model, same context settings (n_ctx, batches, flash attention, KV types,
 window-sized SWA cache, threads), greedy sampling without penalties, the same
@@ -71,11 +77,12 @@ def main() -> None:
     import llama_cpp
 
     from app.engine import Engine
+    from app.engine.process import EngineProcess
     from planner.config import LoadConfig
 
     threads = max(1, os.cpu_count() or 2)  # what the engine uses
     config = LoadConfig(n_ctx=args.ctx, n_batch=512, n_ubatch=512, flash_attn=True, swa_full=False)
-    engine = Engine()
+    engine = EngineProcess()
     engine.load(args.model, config)
     llm = llama_cpp.Llama(args.model, n_ctx=args.ctx, n_batch=512, n_ubatch=512, flash_attn=True, swa_full=False,
                           n_threads=threads, n_threads_batch=threads, n_gpu_layers=0, verbose=False)
@@ -105,7 +112,38 @@ def main() -> None:
     print(f"llama_cpp.Llama      median {med_l:7.2f} tok/s  (runs: {', '.join(f'{s:.1f}' for s in speeds['llama'])})")
     print(f"ratio   engine / Llama = {med_e / med_l:.3f}")
     print(f"same text: {texts['engine'] == texts['llama']}")
+
+    # Enter to first token: the engine process against the in-process engine the app used before
+    local = Engine()
+    local.load(args.model, config)
+    firsts: dict[str, list[float]] = {"process": [], "in-process": []}
+    for i in range(args.runs * 2):
+        question = QUESTIONS[i % len(QUESTIONS)]
+        for side in (("process", "in-process") if i % 2 == 0 else ("in-process", "process")):
+            firsts[side].append(first_token(engine if side == "process" else local, question))
+    med_p, med_i = statistics.median(firsts["process"]), statistics.median(firsts["in-process"])
+    print(f"Enter to first token (tokenize + prefill + first piece, {len(firsts['process'])} runs each, "
+          "alternating questions):")
+    print(f"engine process       median {med_p * 1000:7.1f} ms")
+    print(f"in-process engine    median {med_i * 1000:7.1f} ms   (before the engine process)")
+    local.unload()
     engine.unload()
+
+
+QUESTIONS = ("Q: What is the capital of France?\nA:", "Q: Name a large animal that lives in the sea.\nA:")
+
+
+def first_token(engine, question: str) -> float:
+    from app.engine import GenerationParams
+
+    start = time.perf_counter()
+    tokens = engine.tokenize(question)
+    stream = engine.generate(tokens, GenerationParams(max_tokens=4, temperature=0.0))
+    next(stream, None)
+    elapsed = time.perf_counter() - start
+    for _ in stream:
+        pass
+    return elapsed
 
 
 if __name__ == "__main__":

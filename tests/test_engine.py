@@ -1,5 +1,5 @@
 """The engine's measurements: buffer sizes from llama.cpp's log, the process around a load, planned vs
-actual. Real GGUF files in real llama.cpp."""
+actual. Real GGUF files in real llama.cpp, in the engine process as the app runs it."""
 
 from __future__ import annotations
 
@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from app.devices import ggml, host
-from app.engine import Engine, EngineError, GenerationParams
+from app.devices import ggml
+from app.engine import EngineError, GenerationParams
 from app.engine.llama_log import LogCapture, Measurements
 from app.engine.planned_actual import LOG_ROUNDING, compare, device_of
+from app.engine.process import EngineProcess
 from planner.config import LoadConfig
 from planner.devices import GiB, Host, simulated_gpus
 from planner.gguf import read_gguf
@@ -27,7 +28,7 @@ def _cpu_plan(path: Path, config: LoadConfig) -> MemoryPlan:
 
 @pytest.fixture(scope="module")
 def engine():
-    e = Engine()
+    e = EngineProcess()
     yield e
     e.close()
 
@@ -36,7 +37,7 @@ def engine():
     ("llama-q4_k", LoadConfig(n_ctx=1024)),
     ("gemma3", LoadConfig(n_ctx=2048, flash_attn=True)),  # a sliding-window cache of its own
 ])
-def test_load_measures_every_buffer_as_planned(engine: Engine, zoo: dict[str, Path], name: str,
+def test_load_measures_every_buffer_as_planned(engine: EngineProcess, zoo: dict[str, Path], name: str,
                                                config: LoadConfig) -> None:
     report = engine.load(zoo[name], config)
     m = report.measurements
@@ -53,7 +54,7 @@ def test_load_measures_every_buffer_as_planned(engine: Engine, zoo: dict[str, Pa
         assert 0 < row.tolerance <= 2 * LOG_ROUNDING
 
 
-def test_load_records_the_process_before_and_after(engine: Engine, zoo: dict[str, Path]) -> None:
+def test_load_records_the_process_before_and_after(engine: EngineProcess, zoo: dict[str, Path]) -> None:
     config = LoadConfig(n_ctx=1024)
     report = engine.load(zoo["llama-f16"], config)
     before, after = report.process_before, report.process
@@ -64,19 +65,7 @@ def test_load_records_the_process_before_and_after(engine: Engine, zoo: dict[str
     assert row.device == "CPU" and row.measured == after.rss - before.rss and row.planned > 0
 
 
-def test_a_failing_process_probe_does_not_fail_the_load(engine: Engine, zoo: dict[str, Path],
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    def broken(pid: int | None = None) -> int:
-        raise PermissionError("denied")
-
-    monkeypatch.setattr(host, "process_rss", broken)
-    report = engine.load(zoo["llama-f16"], LoadConfig(n_ctx=512))
-    assert report.process is not None and report.process.rss == 0
-    assert report.process.sources["psutil"] == "unavailable: denied"
-    assert engine.loaded
-
-
-def test_bad_file_is_an_engine_error(engine: Engine, tmp_path: Path) -> None:
+def test_bad_file_is_an_engine_error(engine: EngineProcess, tmp_path: Path) -> None:
     junk = tmp_path / "junk.gguf"
     junk.write_bytes(b"GGUF" + b"\0" * 64)
     with pytest.raises(EngineError, match="could not load the model"):
@@ -84,7 +73,7 @@ def test_bad_file_is_an_engine_error(engine: Engine, tmp_path: Path) -> None:
     assert not engine.loaded
 
 
-def test_kv_cells_follow_the_conversation(engine: Engine, zoo: dict[str, Path]) -> None:
+def test_kv_cells_follow_the_conversation(engine: EngineProcess, zoo: dict[str, Path]) -> None:
     engine.load(zoo["llama-f16"], LoadConfig(n_ctx=512))
     assert engine.kv_cells_used() == 0
     prompt = engine.tokenize("hello there")

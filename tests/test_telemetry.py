@@ -12,7 +12,8 @@ import pytest
 
 from app.devices import probe_devices
 from app.devices.ggml import GGMLDevice
-from app.engine import Engine, GenerationParams
+from app.engine import GenerationParams
+from app.engine.process import EngineProcess
 from app.telemetry import Sample, Telemetry, TelemetryConfig, for_engine, kv_bytes_in_use
 from planner.config import LoadConfig, resolve
 from planner.gguf import read_gguf
@@ -175,7 +176,7 @@ def test_history_is_bounded() -> None:
 
 @pytest.fixture(scope="module")
 def engine():
-    e = Engine()
+    e = EngineProcess()
     yield e
     e.close()
 
@@ -185,7 +186,7 @@ def _plan(path: Path, report, config: LoadConfig):
 
 
 @pytest.mark.llama
-def test_simulated_devices_follow_the_plan(engine: Engine, zoo: dict[str, Path]) -> None:
+def test_simulated_devices_follow_the_plan(engine: EngineProcess, zoo: dict[str, Path]) -> None:
     report = probe_devices(vram="8GiB/1GiB", ram="16GiB/2GiB")
     config = LoadConfig(n_gpu_layers=99, n_ctx=1024, flash_attn=True)
     plan = _plan(zoo["llama-f16"], report, config)
@@ -204,7 +205,7 @@ def test_simulated_devices_follow_the_plan(engine: Engine, zoo: dict[str, Path])
 
 
 @pytest.mark.llama
-def test_kv_in_use_and_speed_while_generating(engine: Engine, zoo: dict[str, Path]) -> None:
+def test_kv_in_use_and_speed_while_generating(engine: EngineProcess, zoo: dict[str, Path]) -> None:
     report = probe_devices(cpu_only=True)
     config = LoadConfig(n_ctx=512)
     plan = _plan(zoo["llama-f16"], report, config)
@@ -223,7 +224,7 @@ def test_kv_in_use_and_speed_while_generating(engine: Engine, zoo: dict[str, Pat
 
 
 @pytest.mark.llama
-def test_this_machine_reads_host_ram_and_llama_cpp_gpus(engine: Engine, zoo: dict[str, Path]) -> None:
+def test_this_machine_reads_host_ram_and_llama_cpp_gpus(engine: EngineProcess, zoo: dict[str, Path]) -> None:
     report = probe_devices()
     engine.load(zoo["llama-f16"], LoadConfig(n_ctx=512))
     s = for_engine(engine, report, None).sample_once()
@@ -240,7 +241,7 @@ def test_real_gpus_are_read_through_llama_cpp(monkeypatch: pytest.MonkeyPatch) -
     gpus = [GGMLDevice("CUDA0", "RTX 4090", "gpu", 20 * GiB, 24 * GiB, "0000:01:00.0"), cpu_device()]
     install_llama_devices(monkeypatch, gpus)
     report = probe_devices()
-    t = for_engine(Engine(), report, None)  # nothing loaded: memory is still watched
+    t = for_engine(EngineProcess(), report, None)  # nothing loaded: memory is still watched
     s = t.sample_once()
     assert s.devices["CUDA0"] == (4 * GiB, 24 * GiB) and "CPU" in s.devices
     gpus[0] = GGMLDevice("CUDA0", "RTX 4090", "gpu", 12 * GiB, 24 * GiB, "0000:01:00.0")
@@ -254,7 +255,7 @@ def test_real_gpus_are_read_through_llama_cpp(monkeypatch: pytest.MonkeyPatch) -
 
 def test_unified_gpus_are_marked(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("VRAMCHAT_DEVICES", "backend=metal,24GiB,ram=32GiB")
-    t = for_engine(Engine(), probe_devices(), None)
+    t = for_engine(EngineProcess(), probe_devices(), None)
     assert t.unified == frozenset({"MTL0"})
     s = t.sample_once()
     assert s.devices == {"MTL0": (0, 24 * GiB), "CPU": (0, 32 * GiB)} and isinstance(s, Sample)

@@ -473,6 +473,10 @@ def _granite_scales(arch: str) -> dict[str, object]:
 
 
 # A zoo of small models covering the architectures and tensor types the planner supports.
+ENDLESS = TinySpec("llama", n_layer=4, n_embd=256, n_head=4, n_head_kv=4, n_ff=512, n_ctx_train=32768,
+                   never_ends=True, name="Endless tiny")
+"""A model that practically never ends a reply by itself: for tests that need a long stream."""
+
 ZOO: dict[str, TinySpec] = {
     "llama-f16": TinySpec("llama"),
     "llama-q8_0": TinySpec("llama", weight_type=Q.Q8_0, embd_type=Q.Q8_0, output_type=Q.Q8_0, n_vocab=1024),

@@ -104,9 +104,40 @@ class LoadReport:
 
 _backend_ready = False
 _backend_lock = threading.Lock()
+_keepalive: list[object] = []  # ctypes arrays llama.cpp keeps pointers to while a model loads
 
 
-def _ensure_backend() -> None:
+def apply_model_params(mparams, config: LoadConfig) -> None:
+    """llama_model_params for `config` (the engine's loads and the dry run alike)."""
+    mparams.n_gpu_layers = config.n_gpu_layers
+    if not config.use_mmap:
+        mparams.load_mode = 0
+    mparams.use_extra_bufts = _extra_buffers(config)
+    if config.tensor_split:
+        split = (ctypes.c_float * 16)(*config.tensor_split[:16])
+        _keepalive[:] = [split]
+        mparams.tensor_split = split
+    overrides = _expert_overrides(config.n_cpu_moe)
+    if overrides is not None:
+        mparams.tensor_buft_overrides = ctypes.cast(overrides, ctypes.c_void_p)
+
+
+def apply_context_params(cparams, config: LoadConfig) -> None:
+    """llama_context_params for `config`."""
+    cparams.n_ctx = config.n_ctx
+    cparams.n_batch = config.n_batch
+    cparams.n_ubatch = config.n_ubatch
+    cparams.n_seq_max = config.n_seq_max
+    cparams.type_k = _TYPE_IDS[config.type_k]
+    cparams.type_v = _TYPE_IDS[config.type_v]
+    cparams.flash_attn_type = 1 if config.flash_attn else 0
+    cparams.swa_full = config.swa_full
+    cparams.kv_unified = config.kv_unified
+    cparams.offload_kqv = config.offload_kqv
+    cparams.op_offload = config.op_offload
+
+
+def ensure_backend() -> None:
     global _backend_ready
     with _backend_lock:
         if not _backend_ready:
@@ -130,6 +161,8 @@ class Engine:
         self.report: LoadReport | None = None
         self.last_stats = GenerationStats()
         self.generating = threading.Event()
+        # told when the prompt is in the cache and the first token is about to be sampled
+        self.on_prefilled: Callable[[GenerationStats], None] | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -146,23 +179,14 @@ class Engine:
         import llama_cpp
 
         self.unload()
-        _ensure_backend()
+        ensure_backend()
         log = capture()
         log.reset()
         path = os.fspath(path)
         before = snapshot()
         start = time.perf_counter()
         mparams = llama_cpp.llama_model_default_params()
-        mparams.n_gpu_layers = config.n_gpu_layers
-        if not config.use_mmap:
-            mparams.load_mode = 0
-        split = None
-        if config.tensor_split:
-            split = (ctypes.c_float * 16)(*config.tensor_split[:16])
-            mparams.tensor_split = split
-        overrides = _expert_overrides(config.n_cpu_moe)
-        if overrides is not None:
-            mparams.tensor_buft_overrides = ctypes.cast(overrides, ctypes.c_void_p)
+        apply_model_params(mparams, config)
         cancelled = threading.Event()
 
         def on_progress(fraction: float, _user: ctypes.c_void_p) -> bool:
@@ -184,17 +208,7 @@ class Engine:
             raise EngineError(_failure("could not load the model", log.errors()), log.errors())
 
         cparams = llama_cpp.llama_context_default_params()
-        cparams.n_ctx = config.n_ctx
-        cparams.n_batch = config.n_batch
-        cparams.n_ubatch = config.n_ubatch
-        cparams.n_seq_max = config.n_seq_max
-        cparams.type_k = _TYPE_IDS[config.type_k]
-        cparams.type_v = _TYPE_IDS[config.type_v]
-        cparams.flash_attn_type = 1 if config.flash_attn else 0
-        cparams.swa_full = config.swa_full
-        cparams.kv_unified = config.kv_unified
-        cparams.offload_kqv = config.offload_kqv
-        cparams.op_offload = config.op_offload
+        apply_context_params(cparams, config)
         threads = max(1, (os.cpu_count() or 2))
         cparams.n_threads = cparams.n_threads_batch = threads
         ctx = llama_cpp.llama_init_from_model(model, cparams)
@@ -391,6 +405,8 @@ class Engine:
             pending = ""
             t1 = time.perf_counter()
             stats.generation_started = t1
+            if self.on_prefilled is not None:
+                self.on_prefilled(stats)
             for _ in range(params.max_tokens):
                 if self._stop.is_set():
                     stats.stopped_by = "user"
@@ -431,6 +447,19 @@ class Engine:
             stats.generation_seconds = time.perf_counter() - t1
         finally:
             self.generating.clear()
+
+
+def _extra_buffers(config: LoadConfig) -> bool:
+    from app.devices import ggml
+    from planner.weights import uses_cpu_extra_buffers
+
+    if config.cpu_extra_buffers is not None:
+        return config.cpu_extra_buffers
+    try:
+        features = ggml.cpu_features()
+    except Exception:  # no answer from llama.cpp: llama.cpp's own default
+        return True
+    return uses_cpu_extra_buffers(None, features)
 
 
 class _Stopped(Exception):

@@ -7,7 +7,9 @@ buffer size = X MiB" line into `Measurements`.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import os
 import re
 import threading
 from collections import deque
@@ -51,6 +53,9 @@ class LogCapture:
         self._cache = "base"
         self._callback = None  # keeps the ctypes callback alive
         self._partial = ""
+        # a file descriptor every line is also written to, unbuffered (the engine process's stderr,
+        # so that the app reads llama.cpp's last words when a crash ends the process)
+        self.echo_fd: int | None = None
 
     def reset(self) -> None:
         with self._lock:
@@ -59,6 +64,9 @@ class LogCapture:
             self._cache = "base"
 
     def feed(self, line: str) -> None:
+        if self.echo_fd is not None:
+            with contextlib.suppress(OSError):
+                os.write(self.echo_fd, (line.rstrip("\n") + "\n").encode("utf-8", errors="replace"))
         with self._lock:
             self.lines.append(line.rstrip("\n"))
             cache = _CACHE_LINE.search(line)

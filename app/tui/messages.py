@@ -68,6 +68,7 @@ class LoadRetrying(Message):
 
     why: str
     changes: list[str]
+    memory: bool = True  # False: the engine crashed and is retried without the CPU's extra buffer types
 
 
 @dataclass
@@ -99,3 +100,5 @@ class ReplyFinished(Message):
     error: str = ""
     # the decode ran out of memory: the model is to be reloaded with a smaller plan
     out_of_memory: Exception | None = None
+    # the engine process died (an EngineCrashed): the app says how and offers to reload
+    crash: Exception | None = None

@@ -19,6 +19,7 @@ from typing import Protocol
 
 from app.devices import DeviceReport
 from app.engine import EngineError, GenerationParams, GenerationStats, LoadReport
+from app.engine.crash import EngineCrashed
 from app.engine.failure import Failure, classify
 from app.engine.templates import ChatFormat, choose_format
 from app.telemetry import Telemetry, for_engine
@@ -28,7 +29,7 @@ from planner.memory import MemoryPlan
 from planner.model import ModelAnatomy
 from planner.retry import MAX_RETRIES, Retry, describe_changes, safer_plan
 
-RetryCallback = Callable[[Retry, str], None]
+RetryCallback = Callable[[Retry | None, str], None]  # None: the same plan, without CPU extra buffers
 
 
 class EngineLike(Protocol):
@@ -83,9 +84,10 @@ class LoadFailed(Exception):
 
 
 def default_engine() -> EngineLike:
-    from app.engine import Engine
+    """llama.cpp in its own process: a native crash ends that process, never the app."""
+    from app.engine.process import EngineProcess
 
-    return Engine()
+    return EngineProcess()
 
 
 class ModelSession:
@@ -118,6 +120,12 @@ class ModelSession:
                 report = engine.load(path, fit.plan.config, progress=progress)
                 break
             except EngineError as exc:
+                if (isinstance(exc, EngineCrashed) and exc.exit.cpu_extra_buffer and attempt < MAX_RETRIES
+                        and fit.plan.config.cpu_extra_buffers is not False):
+                    if on_retry is not None:
+                        on_retry(None, f"{exc} Loading again without the CPU's extra buffer types.")
+                    fit = with_extra_buffers(anatomy, fit, devices, False)
+                    continue
                 failure = classify(str(exc), exc.log, [g.name for g in devices.gpus], exc.status)
                 if not failure.memory or attempt == MAX_RETRIES:
                     tried = f" (after {attempt} smaller plan{'s' if attempt > 1 else ''})" if attempt else ""
@@ -180,6 +188,13 @@ class ModelSession:
     def close(self) -> None:
         self.stop()
         self.unload()
+
+
+def with_extra_buffers(anatomy: ModelAnatomy, fit: FitResult, devices: DeviceReport, value: bool) -> FitResult:
+    """The same plan with the CPU's extra buffer types (CPU_REPACK, AMX) on or off, priced again."""
+    from planner.fit import evaluate
+
+    return evaluate(anatomy, fit.plan.config.with_(cpu_extra_buffers=value), devices.gpus, devices.host)
 
 
 def _reprobed(devices: DeviceReport, reprobe: Callable[[], DeviceReport] | None) -> DeviceReport:

@@ -21,10 +21,11 @@ from textual.widgets import Footer, Header, Label, OptionList, ProgressBar, Stat
 from textual.widgets.option_list import Option, OptionDoesNotExist
 from textual.worker import Worker, WorkerState
 
-from app.chat import ChatError, ReplySink, build_prompt, stop_note, to_messages
+from app.chat import stop_note, to_messages
 from app.engine import EngineError, GenerationParams, GenerationStats
-from app.engine.failure import classify
+from app.engine.crash import EngineCrashed
 from app.engine.templates import Message as ChatMessage
+from app.reply import ENGINE_CRASH, OUT_OF_MEMORY, write_reply
 from app.store import Conversation, StoredMessage
 from app.tui.messages import LoadFinished, LoadProgress, LoadRetrying, PromptFitted, ReplyFinished, ReplyPiece
 from app.tui.widgets.chat_input import ChatInput
@@ -48,7 +49,9 @@ def reply_note(stats: GenerationStats, error: str = "") -> str:
 
 def stored_note(m: StoredMessage) -> str:
     if m.state == "partial":
-        return "cut short: the app stopped" if m.stopped_by == "crash" else "stopped"
+        if m.stopped_by in ("crash", ENGINE_CRASH):
+            return stop_note(m.stopped_by) if m.stopped_by == ENGINE_CRASH else "cut short: the app stopped"
+        return "stopped"
     if m.tokens:
         return f"{m.tokens} tokens · {m.tokens_per_second:.1f} tok/s"
     return ""
@@ -63,6 +66,7 @@ class ChatScreen(Screen):
         Binding("ctrl+b", "toggle_chats", "Chats", show=False),
         Binding("ctrl+g", "toggle_dashboard", "Graphs"),
         Binding("f4", "chat_settings", "Settings"),
+        Binding("f5", "reload_model", "Reload"),
     ]
 
     def __init__(self) -> None:
@@ -124,6 +128,60 @@ class ChatScreen(Screen):
         self.query_one("#load-progress", ProgressBar).update(total=1.0, progress=0)
         self._load(model.path, model.anatomy, model.fit, after=error)
 
+    def engine_crashed(self, crash: EngineCrashed) -> None:
+        """The engine process died mid-reply: say how, keep the chat, and reload as the evidence says."""
+        model = self.app.session.model  # type: ignore[attr-defined]
+        if model is None:
+            return
+        info = crash.exit
+        if info.memory:
+            self.app.notify(f"{info.message()}\nWhat was written is kept. Reloading with a smaller plan…",
+                            title="The engine ran out of memory", severity="error", timeout=15)
+            self.begin_reload(crash)
+            return
+        if info.cpu_extra_buffer and model.plan.config.cpu_extra_buffers is not False:
+            self.app.notify(f"{info.message()}\nWhat was written is kept. Reloading without the CPU's extra "
+                            f"buffer types ({', '.join(info.extra_buffers)})…",
+                            title="The engine crashed", severity="error", timeout=15)
+            self._reload_same(extra_buffers=False)
+            return
+
+        from app.tui.screens.dialogs import ConfirmDialog
+
+        def answer(reload: bool | None) -> None:
+            if reload:
+                self._reload_same()
+            else:
+                self.app.notify("The model is not loaded: press F5 to reload it, F2 for the model list.",
+                                severity="warning", timeout=8)
+                self.update_context_line()
+
+        self.app.push_screen(ConfirmDialog(
+            "The engine stopped", f"{info.message()}\n\nThe conversation and what the model had written are "
+            "kept. vramchat itself is unharmed. Reload the model and carry on?", confirm="Reload",
+            focus_confirm=True), answer)
+
+    def _reload_same(self, extra_buffers: bool | None = None) -> None:
+        """Load the model again with the plan it had (without the CPU's extra buffer types if asked)."""
+        model = self.app.session.model  # type: ignore[attr-defined]
+        if model is None:
+            return
+        fit = model.fit
+        if extra_buffers is not None:
+            from app.tui.session import with_extra_buffers
+
+            fit = with_extra_buffers(model.anatomy, fit, self.app.devices, extra_buffers)  # type: ignore
+        self.begin_load(model.path, model.anatomy, fit, model.name)
+
+    def action_reload_model(self) -> None:
+        if self.loading or self.generating:
+            self.app.notify("Wait for the load or the reply to end (Esc stops a reply).", severity="warning")
+            return
+        if self.app.session.model is None:  # type: ignore[attr-defined]
+            self.app.notify("No model to reload: F2 opens the model list.", severity="warning")
+            return
+        self._reload_same()
+
     @work(thread=True, exclusive=True, group="load", exit_on_error=False)
     def _load(self, path: str, anatomy: ModelAnatomy, fit: FitResult, after: EngineError | None = None) -> None:
         app = self.app
@@ -133,7 +191,8 @@ class ChatScreen(Screen):
             self.post_message(LoadProgress(fraction))
 
         def on_retry(retry, why: str) -> None:
-            self.post_message(LoadRetrying(why, retry.changes))
+            changes = retry.changes if retry is not None else ["the CPU's extra buffer types off"]
+            self.post_message(LoadRetrying(why, changes, memory=retry is not None))
 
         try:
             if after is not None:
@@ -161,8 +220,12 @@ class ChatScreen(Screen):
 
     def on_load_retrying(self, message: LoadRetrying) -> None:
         changes = "; ".join(message.changes)
-        self.query_one("#load-status", Label).update(f"Out of memory: retrying with {changes}…")
         self.query_one("#load-progress", ProgressBar).update(total=1.0, progress=0)
+        if not message.memory:
+            self.query_one("#load-status", Label).update(f"The engine crashed: retrying with {changes}…")
+            self.app.notify(f"{message.why}", title="The engine crashed", severity="warning", timeout=15)
+            return
+        self.query_one("#load-status", Label).update(f"Out of memory: retrying with {changes}…")
         self.app.notify(f"{_first_line(message.why)}\nTrying a smaller plan: {changes}.",
                         title="Not enough memory", severity="warning", timeout=10)
 
@@ -206,6 +269,9 @@ class ChatScreen(Screen):
         if self.app.session.model is None:  # type: ignore[attr-defined]
             self.app.notify("Load a model first (F2 opens the model list).", severity="warning")
             return False
+        if not self.app.session.engine.loaded:  # type: ignore[attr-defined]
+            self.app.notify("The engine stopped: press F5 to reload the model.", severity="warning")
+            return False
         if self.generating:
             self.app.notify("A reply is being written: wait, or press Esc to stop it.", severity="warning")
             return False
@@ -244,39 +310,14 @@ class ChatScreen(Screen):
 
     @work(thread=True, exclusive=True, group="generate", exit_on_error=False)
     def _generate(self, msg_id: int, turns: list[ChatMessage], system: str, params: GenerationParams) -> None:
-        session = self.app.session  # type: ignore[attr-defined]
-        store = self.app.store  # type: ignore[attr-defined]
-        model = session.model
-        engine = session.engine
-        sink = ReplySink(store, msg_id)
-        session.generating.set()
-        try:
-            build = build_prompt(model.fmt, system, turns, model.n_ctx, params.max_tokens, engine.tokenize,
-                                 eos=model.eos)
-            self.post_message(PromptFitted(len(build.tokens), build.n_ctx, build.dropped, build.near_limit))
-            if self._cancel.is_set():
-                stats = GenerationStats(stopped_by="user")
-            else:
-                for piece in engine.generate(build.tokens, params):
-                    sink.add(piece)
-                    self.post_message(ReplyPiece(msg_id, piece))
-                    if self._cancel.is_set():
-                        engine.stop()  # the engine clears stop requests made before it started
-                stats = engine.last_stats
-            text = sink.finish(stats.stopped_by, stats.generated_tokens, stats.tokens_per_second)
-            self.post_message(ReplyFinished(msg_id, text, stats))
-        except ChatError as exc:
-            store.delete_message(msg_id)
-            self.post_message(ReplyFinished(msg_id, "", GenerationStats(stopped_by="error"), str(exc)))
-        except Exception as exc:  # EngineError or a template failure: keep what was written
-            text = sink.finish("error")
-            gpus = [g.name for g in getattr(self.app.devices, "gpus", [])]
-            out_of_memory = exc if isinstance(exc, EngineError) and classify(
-                str(exc), exc.log, gpus, exc.status).memory else None
-            self.post_message(ReplyFinished(msg_id, text, GenerationStats(stopped_by="error"),
-                                            str(exc) or type(exc).__name__, out_of_memory))
-        finally:
-            session.generating.clear()
+        gpus = [g.name for g in getattr(self.app.devices, "gpus", [])]
+        outcome = write_reply(
+            self.app.session, self.app.store, msg_id, turns, system, params, gpus, self._cancel,  # type: ignore
+            on_fitted=lambda b: self.post_message(PromptFitted(len(b.tokens), b.n_ctx, b.dropped, b.near_limit)),
+            on_piece=lambda piece: self.post_message(ReplyPiece(msg_id, piece)))
+        self.post_message(ReplyFinished(msg_id, outcome.text, outcome.stats, outcome.error,
+                                        outcome.engine_error if outcome.kind == OUT_OF_MEMORY else None,
+                                        outcome.crash))
 
     def on_prompt_fitted(self, message: PromptFitted) -> None:
         if message.dropped:
@@ -305,7 +346,9 @@ class ChatScreen(Screen):
                     self.app.notify("Stopped before the model wrote anything.", timeout=3)
             else:
                 await view.finish(message.text, reply_note(message.stats, message.error))
-        if isinstance(message.out_of_memory, EngineError):
+        if isinstance(message.crash, EngineCrashed):
+            self.engine_crashed(message.crash)
+        elif isinstance(message.out_of_memory, EngineError):
             self.app.notify(f"{_first_line(message.error)}\nWhat was written is kept. Reloading the model with a "
                             "smaller plan…", title="Out of memory", severity="error", timeout=10)
             self.begin_reload(message.out_of_memory)

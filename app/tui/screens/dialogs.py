@@ -16,9 +16,11 @@ from textual.widgets import Button, Input, Label, Static, TextArea
 class ConfirmDialog(ModalScreen[bool]):
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
 
-    def __init__(self, title: str, text: str, confirm: str = "OK", danger: bool = False) -> None:
+    def __init__(self, title: str, text: str, confirm: str = "OK", danger: bool = False,
+                 focus_confirm: bool = False) -> None:
         super().__init__(classes="dialog-screen")
         self.title_text, self.text, self.confirm, self.danger = title, text, confirm, danger
+        self.focus_confirm = focus_confirm
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
@@ -29,7 +31,7 @@ class ConfirmDialog(ModalScreen[bool]):
                 yield Button(self.confirm, id="confirm", variant="error" if self.danger else "primary")
 
     def on_mount(self) -> None:
-        self.query_one("#cancel", Button).focus()
+        self.query_one("#confirm" if self.focus_confirm else "#cancel", Button).focus()
 
     @on(Button.Pressed, "#confirm")
     def _confirm(self) -> None:

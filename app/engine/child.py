@@ -1,0 +1,135 @@
+"""The engine process: llama.cpp lives here, one process per loaded model.
+
+Started by `app.engine.process.EngineProcess` as `python -m app.engine.child FD`,
+where FD is this end of a socket pair. Requests come in as pickled tuples and
+answers go back the same way (see `app.engine.protocol`). A reader thread takes
+every request off the socket at once, so that a stop reaches the engine while
+the main thread is inside llama_decode; when the socket closes (the app exited
+or was killed) the process ends, so no model outlives the app that loaded it.
+
+Every llama.cpp log line is also written to stderr, unbuffered: when llama.cpp
+takes the process down, the app reads its last words there.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import faulthandler
+import os
+import queue
+import sys
+import threading
+import traceback
+from multiprocessing.connection import Connection
+from typing import Any
+
+from app.engine import protocol as p
+
+
+def _die_with_parent() -> None:
+    """Linux: have the kernel end this process when the app's process dies, even by SIGKILL."""
+    if not sys.platform.startswith("linux"):
+        return
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        pr_set_pdeathsig, sigkill = 1, 9
+        libc.prctl(pr_set_pdeathsig, sigkill, 0, 0, 0)
+
+
+class _Server:
+    def __init__(self, conn: Connection) -> None:
+        from app.engine.engine import Engine
+
+        self.conn = conn
+        self.engine = Engine()
+        self.engine.on_prefilled = self._prefilled
+        self.inbox: queue.Queue[tuple[Any, ...]] = queue.Queue()
+        self._send_lock = threading.Lock()
+
+    def send(self, *message: Any) -> None:
+        with self._send_lock:
+            self.conn.send(message)
+
+    def read_requests(self) -> None:
+        """Reader thread: stops act at once, the rest queue for the main thread."""
+        while True:
+            try:
+                message = self.conn.recv()
+            except (EOFError, OSError):
+                os._exit(0)  # the app is gone: so is this model
+            if message[0] == p.STOP:
+                self.engine.stop()
+            else:
+                self.inbox.put(message)
+
+    def _prefilled(self, stats: Any) -> None:
+        self.send(p.PREFILLED, stats.reused_tokens, stats.prompt_seconds, self.engine.kv_cells_used())
+
+    def serve(self) -> None:
+        while True:
+            op, *args = self.inbox.get()
+            if op == p.EXIT:
+                self.engine.close()
+                self.send(p.RESULT, None)
+                return
+            try:
+                self.handle(op, args)
+            except Exception as exc:
+                from app.engine.engine import EngineError
+
+                if isinstance(exc, EngineError):
+                    self.send(p.ERROR, str(exc), exc.log, exc.status)
+                else:  # a bug on this side: the app still gets words, and the traceback in the log
+                    lines = traceback.format_exc().splitlines()
+                    for line in lines:
+                        os.write(2, (line + "\n").encode())
+                    self.send(p.ERROR, f"the engine failed: {type(exc).__name__}: {exc}", lines[-3:], None)
+
+    def handle(self, op: str, args: list[Any]) -> None:
+        engine = self.engine
+        if op == p.LOAD:
+            path, config = args
+
+            def progress(fraction: float) -> bool:
+                self.send(p.PROGRESS, fraction)
+                return True
+
+            report = engine.load(path, config, progress)
+            self.send(p.LOADED, report)
+        elif op == p.GENERATE:
+            prompt, params = args
+            for piece in engine.generate(prompt, params):
+                self.send(p.PIECE, piece, engine.last_stats.generated_tokens, engine.kv_cells_used())
+            self.send(p.DONE, engine.last_stats, engine.kv_cells_used())
+        elif op == p.TOKENIZE:
+            self.send(p.RESULT, engine.tokenize(*args))
+        elif op == p.SPECIAL_TEXT:
+            self.send(p.RESULT, engine.special_text(*args))
+        elif op == p.DRY_RUN:
+            from app.engine.dry_run import dry_run
+
+            self.send(p.RESULT, dry_run(*args))
+        elif op == p.PING:
+            self.send(p.RESULT, os.getpid())
+        else:
+            raise ValueError(f"unknown request {op!r}")
+
+
+def main(argv: list[str]) -> int:
+    fd = int(argv[1])
+    _die_with_parent()
+    faulthandler.enable(file=sys.stderr, all_threads=False)  # a native crash leaves the Python stack
+    conn = Connection(fd)
+    from app.engine.llama_log import capture
+
+    capture().echo_fd = 2
+    server = _Server(conn)
+    threading.Thread(target=server.read_requests, name="vramchat-engine-reader", daemon=True).start()
+    server.send(p.READY, os.getpid())
+    server.serve()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,330 @@
+"""The engine, one process away: llama.cpp runs in a child process that the app talks to over a socket.
+
+`EngineProcess` offers what `app.engine.Engine` offers (load with progress and
+cancel, streamed generation, stop at once, tokenize, KV cells in use, the buffer
+sizes llama.cpp logged), so `ModelSession` does not care where llama.cpp runs.
+A native crash, an abort, or the kernel's OOM killer ends the child, not the app:
+the call in progress raises `EngineCrashed` with what happened in words, and the
+next load starts a new child. Unloading ends the child, so every byte of device
+memory, driver context included, goes back.
+
+One worker thread drives it at a time (as the app does); `stop()` is safe from
+any thread, and `kv_cells_used()` reads a figure the child sends with every piece.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+from app.engine import protocol as p
+from app.engine.crash import EngineCrashed, EngineExit, oom_kills
+from app.engine.engine import EngineError, GenerationParams, GenerationStats, LoadReport
+from planner.config import LoadConfig
+
+STOP_GRACE = 5.0  # seconds a stopped request may take before the child is killed
+EXIT_GRACE = 10.0  # seconds an unload waits for the child to exit by itself
+START_TIMEOUT = 120.0  # seconds for a new child to import llama.cpp and say it is ready
+_CPU_BUFFERS = ("CPU", "CPU_Mapped")
+
+
+class _Child:
+    """One engine process: the socket, the process, and the last lines of its stderr."""
+
+    def __init__(self, env: dict[str, str] | None = None) -> None:
+        parent, child = socket.socketpair()
+        root = str(Path(__file__).resolve().parents[2])
+        environ = dict(os.environ if env is None else env)
+        environ["PYTHONPATH"] = os.pathsep.join(filter(None, [root, environ.get("PYTHONPATH", "")]))
+        environ.setdefault("PYTHONUNBUFFERED", "1")
+        self.oom_kills_before = oom_kills()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "app.engine.child", str(child.fileno())],
+            pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE, env=environ, start_new_session=True)
+        child.close()
+        self.conn = Connection(os.dup(parent.fileno()))
+        parent.close()
+        self.lines: collections.deque[str] = collections.deque(maxlen=200)
+        self._reader = threading.Thread(target=self._read_stderr, name="vramchat-engine-stderr", daemon=True)
+        self._reader.start()
+
+    def _read_stderr(self) -> None:
+        assert self.proc.stderr is not None
+        for raw in self.proc.stderr:
+            self.lines.append(raw.decode("utf-8", errors="replace").rstrip("\n"))
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def exit_info(self, phase: str, extra_buffers: tuple[str, ...]) -> EngineExit:
+        try:
+            code = self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:  # the socket broke but the process lives on: end it
+            self.proc.kill()
+            code = self.proc.wait()
+        self._reader.join(timeout=2)
+        after = oom_kills()
+        oom = self.oom_kills_before >= 0 and after > self.oom_kills_before
+        return EngineExit(code, phase, tuple(self.lines), oom, extra_buffers)
+
+    def kill(self) -> None:
+        if self.alive():
+            self.proc.kill()
+        self.proc.wait()
+        self.conn.close()
+
+
+class EngineProcess:
+    """llama.cpp in a child process, behind the engine protocol `ModelSession` uses."""
+
+    def __init__(self, env: dict[str, str] | None = None) -> None:
+        self._env = env
+        self._child: _Child | None = None
+        self._send_lock = threading.Lock()
+        self._call_lock = threading.Lock()
+        self._stop_requested = 0.0  # time.monotonic() of a stop not yet answered, else 0
+        self._cells = 0
+        self.phase = "idle"
+        self.report: LoadReport | None = None
+        self.last_stats = GenerationStats()
+        self.last_exit: EngineExit | None = None
+        self.generating = threading.Event()
+        self._special: dict[str, str] = {}
+
+    # -- the child --------------------------------------------------------------------------
+
+    @property
+    def pid(self) -> int | None:
+        return self._child.pid if self._child is not None and self._child.alive() else None
+
+    @property
+    def loaded(self) -> bool:
+        return self.report is not None and self._child is not None and self._child.alive()
+
+    def _send(self, *message: Any) -> None:
+        child = self._child
+        if child is None:
+            raise EngineError("no model is loaded")
+        with self._send_lock, contextlib.suppress(OSError):  # a dead child: the next receive says how
+            child.conn.send(message)
+
+    def _receive(self) -> tuple[Any, ...]:
+        """The child's next message; a dead child raises EngineCrashed, a stop it ignores kills it."""
+        child = self._child
+        assert child is not None
+        while True:
+            try:
+                if child.conn.poll(0.25):
+                    return child.conn.recv()
+            except (EOFError, OSError):
+                self._crashed()
+            if not child.alive() and not child.conn.poll(0):
+                self._crashed()
+            if self._stop_requested and time.monotonic() - self._stop_requested > STOP_GRACE:
+                child.kill()  # it did not stop: ending it is the only stop left
+                self._crashed()
+
+    def _crashed(self) -> None:
+        child = self._child
+        assert child is not None
+        extra = tuple(n for n in (self.report.measurements.model if self.report else {})
+                      if (n.startswith("CPU") and n not in _CPU_BUFFERS) or n == "AMX")
+        info = child.exit_info(self.phase, extra)
+        child.conn.close()
+        self._child = None
+        self.report = None
+        self._cells = 0
+        self.last_exit = info
+        self.phase = "idle"
+        raise EngineCrashed(info)
+
+    def _start(self) -> None:
+        self.phase = "starting"
+        self._child = _Child(self._env)
+        deadline = time.monotonic() + START_TIMEOUT
+        child = self._child
+        while not child.conn.poll(0.25):
+            if not child.alive() or time.monotonic() > deadline:
+                if child.alive():
+                    child.kill()
+                self._crashed()
+        kind, _pid = self._receive()
+        if kind != p.READY:
+            raise EngineError(f"the engine process started badly: {kind}")
+
+    def _call(self, phase: str, *request: Any) -> Any:
+        """One request, one answer (RESULT or ERROR)."""
+        with self._call_lock:
+            if self._child is None:
+                raise EngineError("no model is loaded")
+            self.phase = phase
+            try:
+                self._send(*request)
+                message = self._receive()
+            finally:
+                self.phase = "idle" if self._child is not None else self.phase
+            return self._result(message)
+
+    @staticmethod
+    def _result(message: tuple[Any, ...]) -> Any:
+        kind, *args = message
+        if kind == p.ERROR:
+            text, log, status = args
+            raise EngineError(text, log, status)
+        if kind != p.RESULT:
+            raise EngineError(f"the engine answered {kind!r} out of turn")
+        return args[0]
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    def load(self, path: str | os.PathLike[str], config: LoadConfig,
+             progress: Callable[[float], bool | None] | None = None) -> LoadReport:
+        """Start a child and load the model there; `progress(fraction)` returning False cancels."""
+        self.unload()
+        with self._call_lock:
+            self._stop_requested = 0.0
+            self._start()
+            self.phase = "loading"
+            self._send(p.LOAD, os.fspath(path), config)
+            try:
+                while True:
+                    kind, *args = self._receive()
+                    if kind == p.PROGRESS:
+                        if progress is not None and progress(args[0]) is False and not self._stop_requested:
+                            self.stop()
+                    elif kind == p.LOADED:
+                        self.report = args[0]
+                        self._cells = 0
+                        self._special = {}
+                        return self.report
+                    elif kind == p.ERROR:
+                        text, log, status = args
+                        raise EngineError(text, log, status)
+            except EngineError:
+                if not isinstance(sys.exc_info()[1], EngineCrashed):
+                    self._end_child()
+                raise
+            finally:
+                self._stop_requested = 0.0
+                self.phase = "idle"
+
+    def unload(self) -> None:
+        """End the child: the model, its context and every device buffer go with it."""
+        self.report = None
+        self._cells = 0
+        self._end_child()
+
+    def _end_child(self) -> None:
+        child, self._child = self._child, None
+        if child is None:
+            return
+        if child.alive():
+            try:
+                with self._send_lock:
+                    child.conn.send((p.EXIT,))
+                child.proc.wait(timeout=EXIT_GRACE)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        child.kill()
+
+    def close(self) -> None:
+        self.stop()
+        self.unload()
+
+    # -- requests ---------------------------------------------------------------------------
+
+    def tokenize(self, text: str, add_special: bool = True, parse_special: bool = True) -> list[int]:
+        return self._call("tokenize", p.TOKENIZE, text, add_special, parse_special)
+
+    def special_text(self, which: str) -> str:
+        if which not in self._special:
+            self._special[which] = self._call("tokenize", p.SPECIAL_TEXT, which)
+        return self._special[which]
+
+    def ping(self) -> int:
+        return self._call("idle", p.PING)
+
+    def kv_cells_used(self) -> int:
+        return self._cells
+
+    @property
+    def n_ctx(self) -> int:
+        return self.report.n_ctx if self.report else 0
+
+    def stop(self) -> None:
+        """Stop the load or reply in progress as soon as possible; safe from any thread."""
+        if self._child is None or not self._child.alive():
+            return
+        if self.phase in ("loading", "prefill", "decode") and not self._stop_requested:
+            self._stop_requested = time.monotonic()
+        self._send(p.STOP)
+
+    def generate(self, prompt: list[int] | str, params: GenerationParams | None = None) -> Iterator[str]:
+        """Stream the reply's pieces as the child writes them; `last_stats` follows along."""
+        params = params or GenerationParams()
+        with self._call_lock:
+            if not self.loaded:
+                raise EngineError("no model is loaded")
+            stats = GenerationStats(prompt_tokens=len(prompt) if isinstance(prompt, list) else 0)
+            self.last_stats = stats
+            self._stop_requested = 0.0
+            self.phase = "prefill"
+            self.generating.set()
+            self._send(p.GENERATE, prompt, params)
+            finished = False
+            try:
+                while True:
+                    kind, *args = self._receive()
+                    if kind == p.PIECE:
+                        text, stats.generated_tokens, self._cells = args
+                        yield text
+                    elif kind == p.PREFILLED:
+                        stats.reused_tokens, stats.prompt_seconds, self._cells = args
+                        stats.generation_started = time.perf_counter()
+                        self.phase = "decode"
+                    elif kind == p.DONE:
+                        final, self._cells = args
+                        final.generation_started = stats.generation_started
+                        self.last_stats = final
+                        finished = True
+                        return
+                    elif kind == p.ERROR:
+                        finished = True
+                        text, log, status = args
+                        stats.stopped_by = "error"
+                        raise EngineError(text, log, status)
+            finally:
+                if not finished and self._child is not None:
+                    self._drain()  # the caller stopped reading: stop the child and wait for its end
+                self._stop_requested = 0.0
+                self.generating.clear()
+                if self._child is not None:
+                    self.phase = "idle"
+
+    def _drain(self) -> None:
+        self.stop()
+        try:
+            while True:
+                kind, *args = self._receive()
+                if kind == p.DONE:
+                    self.last_stats, self._cells = args
+                    return
+                if kind == p.ERROR:
+                    return
+        except EngineCrashed:
+            return

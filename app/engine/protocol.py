@@ -1,0 +1,29 @@
+"""The messages between the app and its engine process: pickled tuples, the first item says what.
+
+App to engine: LOAD (path, LoadConfig), GENERATE (tokens or text, GenerationParams),
+TOKENIZE (text, add_special, parse_special), SPECIAL_TEXT (which), DRY_RUN (path, LoadConfig),
+PING, STOP (acted on at once, even mid-decode) and EXIT.
+
+Engine to app: READY (pid) once started; PROGRESS (fraction) while loading; LOADED (LoadReport);
+PREFILLED (reused tokens, prompt seconds, KV cells) when the prompt is in the cache; PIECE (text,
+tokens generated, KV cells) for each piece of the reply; DONE (GenerationStats, KV cells);
+RESULT (value) for the other requests; ERROR (message, log lines, decode status).
+"""
+
+LOAD = "load"
+GENERATE = "generate"
+TOKENIZE = "tokenize"
+SPECIAL_TEXT = "special_text"
+DRY_RUN = "dry_run"
+PING = "ping"
+STOP = "stop"
+EXIT = "exit"
+
+READY = "ready"
+PROGRESS = "progress"
+LOADED = "loaded"
+PREFILLED = "prefilled"
+PIECE = "piece"
+DONE = "done"
+RESULT = "result"
+ERROR = "error"

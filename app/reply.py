@@ -1,0 +1,85 @@
+"""One reply, from the conversation to the saved text: what the chat screen's worker calls.
+
+`write_reply` fits the prompt into the context, streams the reply through the
+engine (wherever it runs), saves it as it grows and says how it ended. It
+touches no widget: the caller passes callbacks for the prompt's fit and for each
+piece, and gets a `ReplyOutcome` whose `kind` tells the screen what to do next.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from app.chat import ChatError, PromptBuild, ReplySink, build_prompt
+from app.engine.crash import EngineCrashed
+from app.engine.engine import EngineError, GenerationParams, GenerationStats
+from app.engine.failure import classify
+from app.engine.templates import Message
+from app.store import Store
+
+if TYPE_CHECKING:
+    from app.tui.session import ModelSession
+
+# how a reply ended, for the screen: a normal end (eos, stop, length, user), a message the context
+# cannot hold, a decode out of memory (reload smaller), the engine process died, anything else
+OK, REFUSED, OUT_OF_MEMORY, CRASHED, FAILED = "ok", "refused", "out_of_memory", "crashed", "failed"
+ENGINE_CRASH = "engine_crash"  # stopped_by of a reply the engine process's death cut short
+
+
+@dataclass
+class ReplyOutcome:
+    kind: str
+    text: str
+    stats: GenerationStats
+    error: str = ""
+    engine_error: EngineError | None = None  # set for OUT_OF_MEMORY and CRASHED
+
+    @property
+    def crash(self) -> EngineCrashed | None:
+        return self.engine_error if isinstance(self.engine_error, EngineCrashed) else None
+
+
+def write_reply(session: ModelSession, store: Store | None, msg_id: int, turns: list[Message], system: str,
+                params: GenerationParams, gpu_names: list[str], cancelled: threading.Event,
+                on_fitted: Callable[[PromptBuild], None], on_piece: Callable[[str], None]) -> ReplyOutcome:
+    """Build the prompt, stream the reply into `msg_id`, and say how it ended. Never raises for
+    what the engine does: a crash or an error keeps what was written, marked cut short."""
+    model = session.model
+    assert model is not None
+    engine = session.engine
+    sink = ReplySink(store, msg_id)
+    session.generating.set()
+    try:
+        build = build_prompt(model.fmt, system, turns, model.n_ctx, params.max_tokens, engine.tokenize, eos=model.eos)
+        on_fitted(build)
+        if cancelled.is_set():
+            stats = GenerationStats(stopped_by="user")
+        else:
+            for piece in engine.generate(build.tokens, params):
+                sink.add(piece)
+                on_piece(piece)
+                if cancelled.is_set():
+                    engine.stop()  # the engine clears stop requests made before it started
+            stats = engine.last_stats
+        text = sink.finish(stats.stopped_by, stats.generated_tokens, stats.tokens_per_second)
+        return ReplyOutcome(OK, text, stats)
+    except ChatError as exc:
+        if store is not None:
+            store.delete_message(msg_id)
+        return ReplyOutcome(REFUSED, "", GenerationStats(stopped_by="error"), str(exc))
+    except EngineCrashed as exc:
+        text = sink.finish(ENGINE_CRASH)
+        return ReplyOutcome(CRASHED, text, GenerationStats(stopped_by=ENGINE_CRASH), str(exc), exc)
+    except EngineError as exc:
+        text = sink.finish("error")
+        memory = classify(str(exc), exc.log, gpu_names, exc.status).memory
+        return ReplyOutcome(OUT_OF_MEMORY if memory else FAILED, text, GenerationStats(stopped_by="error"),
+                            str(exc), exc if memory else None)
+    except Exception as exc:  # a template failure, say: keep what was written
+        text = sink.finish("error")
+        return ReplyOutcome(FAILED, text, GenerationStats(stopped_by="error"), str(exc) or type(exc).__name__)
+    finally:
+        session.generating.clear()

@@ -1,0 +1,112 @@
+"""The real `vramchat` in a pseudo-terminal, for tests that kill processes under it."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import signal
+import sqlite3
+import struct
+import subprocess
+import sys
+import termios
+import threading
+import time
+from pathlib import Path
+
+
+class PtyApp:
+    """`vramchat ARGS` in a 160x45 pseudo-terminal, its output drained as a terminal would."""
+
+    def __init__(self, *args: str) -> None:
+        master, slave = os.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 45, 160, 0, 0))
+        env = dict(os.environ, TERM="xterm-256color")
+        vramchat = Path(sys.executable).with_name("vramchat")
+        self.proc = subprocess.Popen([str(vramchat), *args], stdin=slave, stdout=slave, stderr=slave, env=env,
+                                     close_fds=True, start_new_session=True)
+        os.close(slave)
+        self.master = master
+        self.screen = bytearray()  # what the app wrote, escape codes and all (the last MiB)
+        self.written = 0  # bytes the app wrote since it started
+        threading.Thread(target=self._drain, daemon=True).start()
+
+    def _drain(self) -> None:
+        try:
+            while chunk := os.read(self.master, 65536):
+                self.screen += chunk
+                self.written += len(chunk)
+                del self.screen[:-(1 << 20)]
+        except OSError:
+            pass
+
+    def shown(self, text: str) -> bool:
+        return text.encode() in self.screen
+
+    def mark(self) -> int:
+        """A point in the output, for `shown_since`."""
+        return self.written
+
+    def shown_since(self, mark: int, text: str) -> bool:
+        """Whether `text` was written after `mark` (within the last MiB kept)."""
+        new = self.written - mark
+        return new > 0 and text.encode() in self.screen[-new:]
+
+    def type(self, text: str) -> None:
+        os.write(self.master, text.encode())
+
+    def kill(self) -> None:
+        os.kill(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(10)
+        os.close(self.master)
+
+
+def rows_of(db: Path) -> list[tuple[str, str, str]]:
+    if not db.exists():
+        return []
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+    try:
+        return [tuple(r) for r in con.execute("SELECT role, content, state FROM messages ORDER BY id")]
+    except sqlite3.OperationalError:  # the schema is not there yet
+        return []
+    finally:
+        con.close()
+
+
+def until(condition, timeout: float, what: str, every: float = 0.1, action=None):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        if action is not None:
+            action()
+        time.sleep(every)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def engine_pid(app: PtyApp) -> int | None:
+    """The pid of the app's engine process (`python -m app.engine.child`), if one runs."""
+    import psutil
+
+    try:
+        children = psutil.Process(app.proc.pid).children()
+    except psutil.NoSuchProcess:
+        return None
+    for child in children:
+        try:
+            if "app.engine.child" in " ".join(child.cmdline()):
+                return child.pid
+        except psutil.Error:
+            continue
+    return None
+
+
+def alive(pid: int) -> bool:
+    """Whether a process runs (a zombie does not)."""
+    import psutil
+
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
