@@ -9,6 +9,7 @@ Exit status: 0 the plan fits, 3 it does not, 2 usage error, 1 bad or missing fil
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -76,6 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="print the models the picker would list, with their fit on this machine, and exit")
     modes.add_argument("--devices", action="store_true", help="print what each device probe found and exit")
     modes.add_argument("--json", action="store_true", help="with --plan, --list or --devices: print JSON")
+    modes.add_argument("--verify", action="store_true",
+                       help="with --plan: confirm the plan with llama.cpp's own dry run on this machine (about 1 s)")
     modes.add_argument("--models-dir", action="append", default=[], metavar="FOLDER",
                        help="also look for models in FOLDER (repeat for several)")
 
@@ -91,6 +94,9 @@ def build_parser() -> argparse.ArgumentParser:
     wish.add_argument("--ctx", type=_non_negative_int, metavar="N",
                       help="context length in tokens (default: the trained context, at most 32768)")
     wish.add_argument("--mmproj", metavar="FILE", help="a vision/audio projector (mmproj .gguf) loaded beside MODEL")
+    wish.add_argument("--repack", type=_on_off, metavar="on|off",
+                      help="the CPU's extra buffer types for host weights (CPU_REPACK, AMX; llama.cpp's --repack); "
+                           "default on, off on CPUs with AMX")
 
     fixed = p.add_argument_group("fixed configuration (evaluated as given, no solver)")
     fixed.add_argument("--ngl", type=int, metavar="N", help="GPU layers, output layer included (-1: all)")
@@ -159,26 +165,55 @@ def run_plan(args: argparse.Namespace) -> int:
                 n_ctx=args.ctx if args.ctx is not None else min(model.n_ctx_train or 4096, 32768),
                 n_batch=args.batch or 512, n_ubatch=args.ubatch or 512, type_k=ctk, type_v=ctv,
                 flash_attn=fa, swa_full=bool(args.swa_full), n_seq_max=args.parallel or 1,
-                n_cpu_moe=args.n_cpu_moe or 0,
+                n_cpu_moe=args.n_cpu_moe or 0, cpu_extra_buffers=args.repack,
             )
             result = evaluate(model, config, report.gpus, report.host, margins, projector)
         else:
             wishes = Wishes(n_ctx=args.ctx or None, flash_attn=args.fa or "auto", margins=margins,
-                            projector=projector)
+                            projector=projector, cpu_extra_buffers=args.repack)
             result = solve(model, report.gpus, report.host, wishes)
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
     except PlannerError:
         raise
 
+    confirmed = _verified(path, model, result, report, solved=not fixed) if args.verify else None
+    if confirmed is not None:
+        result = dataclasses.replace(result, plan=confirmed.plan)
     if args.json:
-        print(json.dumps(annotate_plan_json(plan_to_json(result), report), indent=2))
+        data = annotate_plan_json(plan_to_json(result), report)
+        if confirmed is not None:
+            from app.engine.verify import annotate_json
+
+            annotate_json(data, result.plan, confirmed)
+        print(json.dumps(data, indent=2))
     else:
         print(plan_to_table(result))
+        if confirmed is not None:
+            from app.engine.verify import table
+
+            print("\n" + table(result.plan, confirmed))
         notes = plan_notes(report, [d.name for d in result.plan.gpus])
         if notes:
             print(f"\n{notes}")
     return EXIT_OK if result.plan.fits else EXIT_NO_FIT
+
+
+def _verified(path: str, model, result, report, solved: bool):
+    """llama.cpp's dry run of the plan, in an engine process; a solved plan is planned again when
+    llama.cpp needs more than planned."""
+    from app.engine.process import EngineProcess
+    from app.engine.verify import confirm_plan, replan
+
+    if report.simulated:
+        raise UsageError("--verify asks llama.cpp on this machine's devices: it cannot check simulated ones "
+                         "(--vram, --ram)")
+    engine = EngineProcess()
+    try:
+        return confirm_plan(engine, path, result.plan, report.gpus, report.host,
+                            (lambda g, h: replan(model, result.plan, g, h)) if solved else (lambda g, h: None))
+    finally:
+        engine.close()
 
 
 def run_list(args: argparse.Namespace) -> int:
@@ -258,11 +293,16 @@ def run_app(args: argparse.Namespace) -> int:
             parse_devices(f"ram={args.ram}" if args.ram else "")
         except ValueError as exc:
             raise UsageError(str(exc)) from None
-    import app.tui
-    from app.tui.app import AppOptions
+    from app.tui.guard import run_guarded
 
-    return app.tui.run(AppOptions(model=model, models_dirs=list(args.models_dir), vram=args.vram, ram=args.ram,
-                                  cpu=args.cpu))
+    def run() -> int:
+        import app.tui
+        from app.tui.app import AppOptions
+
+        return app.tui.run(AppOptions(model=model, models_dirs=list(args.models_dir), vram=args.vram, ram=args.ram,
+                                      cpu=args.cpu))
+
+    return run_guarded(run)
 
 
 def run_devices(args: argparse.Namespace) -> int:

@@ -39,6 +39,12 @@ MiB = 1024 * 1024
 KINDS = ("weights", "kv", "kv_swa", "rs", "output", "compute")
 
 
+def _features() -> frozenset[str]:
+    from app.devices.ggml import cpu_features
+
+    return cpu_features()
+
+
 def _ok(kind: str, planned: int, actual: int) -> bool:
     if kind == "compute":
         return abs(planned - actual) <= max(0.02 * actual, 4 * MiB)
@@ -73,7 +79,7 @@ def _configs(name: str, quick: bool) -> list[dict]:
 
 def _table(rows: list[ConfigRow]) -> list[str]:
     kinds = [k for k in KINDS if any(r.buffer(k) for r in rows)]
-    head = "| configuration | " + " | ".join(f"{k} planned / allocated (error)" for k in kinds) + " |"
+    head = "| configuration | " + " | ".join(f"{k} planned / allocated (error) · dry run" for k in kinds) + " |"
     out = [head, "|" + "---|" * (len(kinds) + 1)]
     for row in rows:
         if row.refused_by_llama or row.refused_by_planner:
@@ -88,7 +94,11 @@ def _table(rows: list[ConfigRow]) -> list[str]:
                 cells.append("")
                 continue
             mark = "" if _ok(kind, buf.planned, buf.actual) else " **OFF**"
-            cells.append(f"{_fmt(buf.planned)} / {_fmt(buf.actual)} ({buf.error:+,} B){mark}")
+            dry = ""
+            if kind != "weights":  # the dry run allocates nothing, so it reports no model buffer sizes
+                dry = " · " + ("-" if buf.dry_run is None else ("=" if buf.dry_run_matches else
+                                                                 f"**{_fmt(buf.dry_run)}**"))
+            cells.append(f"{_fmt(buf.planned)} / {_fmt(buf.actual)} ({buf.error:+,} B){mark}{dry}")
         out.append(f"| {_config_label(row.config)} | " + " | ".join(cells) + " |")
     return out
 
@@ -100,7 +110,7 @@ def main() -> int:
     args = parser.parse_args()
     started = time.time()
     lines: list[str] = []
-    failures = n_rows = 0
+    failures = n_rows = dry_checked = dry_off = 0
     exact = True
     archs: set[str] = set()
     families_covered: set[str] = set()
@@ -117,7 +127,7 @@ def main() -> int:
                     spec = ZOO[name]
                     path = write_tiny_model(Path(tmp) / f"{name}.gguf", spec)
                     label = f"tiny {spec.arch} `{name}`"
-                rows = compare_cpu(path, _configs(name, args.quick))
+                rows = compare_cpu(path, _configs(name, args.quick), dry_run=True)
                 archs.add(rows[0].architecture)
                 families_covered.add(family)
                 bad = 0
@@ -126,6 +136,10 @@ def main() -> int:
                     if bool(row.refused_by_llama) != bool(row.refused_by_planner):
                         bad += 1
                     bad += sum(1 for b in row.buffers if not _ok(b.kind, b.planned, b.actual))
+                    for b in row.buffers:
+                        if b.kind != "weights":
+                            dry_checked += 1
+                            dry_off += 0 if b.dry_run_matches else 1
                     exact = exact and all(b.error == 0 for b in row.buffers)
                 failures += bad
                 status = "all rows within tolerance" if not bad else f"{bad} buffers OFF"
@@ -147,6 +161,23 @@ def main() -> int:
         f"Summary: {n_rows} configurations, {len(archs)} architectures ({', '.join(sorted(archs))}), "
         f"{len(families_covered)} families; {failures} buffers outside the tolerance. "
         f"Generated in {time.time() - started:.0f} s.",
+        "",
+        f"Dry run: before each load vramchat asks llama.cpp itself (a `no_alloc` model and context: the real "
+        "backend code sizes every buffer, nothing is allocated). After each allocated figure, `=` means the dry "
+        "run gave the same figure to the log's 0.01 MiB, a number in bold is a dry run that differed. "
+        f"{dry_checked} buffers checked, {dry_off} differed. The dry run reports no weights (its model buffers are "
+        "empty placeholders).",
+        "",
+        "CPU extra buffer types: this file was generated on a CPU "
+        + ("with AMX" if "amx_int8" in _features() else "without AMX")
+        + f" ({', '.join(sorted(_features()))}). On Intel Xeons with AMX, llama.cpp's first extra buffer type is "
+        "`AMX` (plain matmul weights of types q4_0, q4_1, q8_0, q4_K, q5_K, q6_K, iq4_xs and f16 whose rows are a "
+        "multiple of 32 and whose row length fits the type's block, packed with per-block extras), then "
+        "`CPU_REPACK`. This build's AMX kernels crashed the demo's first decode and aborted a deepseek2 context "
+        "(`GGML_ASSERT(*cur_backend_id != -1)`: a 3-D MLA weight placed in AMX, used by an op AMX refuses), so "
+        "vramchat loads without extra buffer types on AMX CPUs unless `--repack on`; the planner follows either "
+        "way. Its AMX figures for the demo (213.91 MiB AMX + 235.16 MiB mapped) equal the sizes measured on a "
+        "Xeon with AMX (tests/test_cpu_extra_buffers.py).",
         "",
         "Buffers: *weights* = every model buffer (mapped file range + CPU_REPACK), *kv* / *kv_swa* = the "
         "full-attention and sliding-window KV caches, *rs* = recurrent state, *output* = logits buffer, "

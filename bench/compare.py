@@ -19,12 +19,20 @@ from planner.gguf import read_gguf
 from planner.memory import plan_memory
 from planner.model import load_anatomy
 
+DRY_RUN_TOLERANCE = 2 * ((1024 * 1024 + 199) // 200)  # two log lines' rounding (0.005 MiB each)
+
 
 @dataclass
 class BufferRow:
     kind: str  # weights, kv, kv_swa, rs, output, compute
     planned: int
     actual: int
+    dry_run: int | None = None  # llama.cpp's no_alloc dry run (0.01 MiB precision); None: not asked or not given
+
+    @property
+    def dry_run_matches(self) -> bool:
+        """The dry run said what the load allocated, to the log's 0.01 MiB (with one line per buffer)."""
+        return self.dry_run is not None and abs(self.dry_run - self.actual) <= DRY_RUN_TOLERANCE
 
     @property
     def error(self) -> int:
@@ -55,7 +63,8 @@ def _cpu_features() -> frozenset[str]:
 
 
 def _load_config(cfg: dict[str, Any], cpu_extra_buffers: bool | None = None) -> LoadConfig:
-    return LoadConfig(n_gpu_layers=0, cpu_extra_buffers=cpu_extra_buffers, n_ctx=cfg["n_ctx"], n_batch=cfg.get("n_batch", 512),
+    return LoadConfig(n_gpu_layers=0, cpu_extra_buffers=cpu_extra_buffers, n_ctx=cfg["n_ctx"],
+                      n_batch=cfg.get("n_batch", 512),
                       n_ubatch=cfg.get("n_ubatch", 512), type_k=cfg.get("type_k", "f16"),
                       type_v=cfg.get("type_v", "f16"), flash_attn=bool(cfg.get("flash_attn")),
                       swa_full=bool(cfg.get("swa_full")), n_seq_max=cfg.get("n_seq_max", 1),
@@ -64,7 +73,7 @@ def _load_config(cfg: dict[str, Any], cpu_extra_buffers: bool | None = None) -> 
 
 def compare_cpu(path: str | os.PathLike[str], configs: list[dict[str, Any]],
                 cpu_features: frozenset[str] | None = None,
-                cpu_extra_buffers: bool | None = None) -> list[ConfigRow]:
+                cpu_extra_buffers: bool | None = None, dry_run: bool = False) -> list[ConfigRow]:
     """One row per configuration: every buffer llama.cpp allocated next to the planner's figure.
 
     `cpu_features` plans as for another CPU (an AMX one, say); llama.cpp then loads the way
@@ -108,7 +117,28 @@ def compare_cpu(path: str | os.PathLike[str], configs: list[dict[str, Any]],
         row.buffers.append(BufferRow("output", plan.host.output, sum(result["output"].values())))
         row.buffers.append(BufferRow("compute", plan.host.compute, sum(result["compute"].values())))
         rows.append(row)
+    if dry_run:
+        _add_dry_runs(path, rows, cpu_extra_buffers)
     return rows
+
+
+def _add_dry_runs(path: str | os.PathLike[str], rows: list[ConfigRow], cpu_extra_buffers: bool | None) -> None:
+    """llama.cpp's dry run of every configuration that loaded, in one engine process, beside each buffer."""
+    from app.engine.process import EngineProcess
+
+    engine = EngineProcess()
+    try:
+        for row in rows:
+            if row.refused_by_llama or row.refused_by_planner:
+                continue
+            dry = engine.dry_run(os.fspath(path), _load_config(row.config, cpu_extra_buffers))
+            figures = {"kv": dry.kv, "kv_swa": dry.kv_swa, "rs": dry.recurrent, "output": dry.output,
+                       "compute": dry.compute}
+            for buf in row.buffers:
+                if buf.kind in figures and dry.ok:
+                    buf.dry_run = sum(figures[buf.kind].values())
+    finally:
+        engine.close()
 
 
 def grid(swa: bool, n_ctx: tuple[int, ...] = (512, 2048, 8192)) -> list[dict[str, Any]]:

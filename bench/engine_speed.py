@@ -84,6 +84,8 @@ def main() -> None:
     config = LoadConfig(n_ctx=args.ctx, n_batch=512, n_ubatch=512, flash_attn=True, swa_full=False)
     engine = EngineProcess()
     engine.load(args.model, config)
+    local = Engine()  # the in-process engine the app used before the engine process
+    local.load(args.model, config)
     llm = llama_cpp.Llama(args.model, n_ctx=args.ctx, n_batch=512, n_ubatch=512, flash_attn=True, swa_full=False,
                           n_threads=threads, n_threads_batch=threads, n_gpu_layers=0, verbose=False)
     tokens = llm.tokenize(PROMPT.encode(), add_bos=True)
@@ -91,31 +93,36 @@ def main() -> None:
 
     # warm up both (page in the weights, first-call costs)
     run_engine(engine, tokens, 16)
+    run_engine(local, tokens, 16)
     run_llama(llm, tokens, 16)
 
-    speeds: dict[str, list[float]] = {"engine": [], "llama": []}
+    speeds: dict[str, list[float]] = {"engine": [], "llama": [], "local": []}
     texts: dict[str, str] = {}
+    sides = ["engine", "llama", "local"]
     for i in range(args.runs):
-        order = ("engine", "llama") if i % 2 == 0 else ("llama", "engine")
+        order = sides[i % 3:] + sides[:i % 3]  # each side first, second and last in turn
         for side in order:
-            tps, count, text = run_engine(engine, tokens, args.tokens) if side == "engine" else \
-                run_llama(llm, tokens, args.tokens)
+            if side == "llama":
+                tps, count, text = run_llama(llm, tokens, args.tokens)
+            else:
+                tps, count, text = run_engine(engine if side == "engine" else local, tokens, args.tokens)
             if count != args.tokens:
                 raise SystemExit(f"{side} generated {count} tokens, not {args.tokens}: pick another prompt")
             speeds[side].append(tps)
             texts[side] = text
 
     med_e, med_l = statistics.median(speeds["engine"]), statistics.median(speeds["llama"])
+    med_o = statistics.median(speeds["local"])
     print(f"model   {Path(args.model).name}, n_ctx {args.ctx}, flash attention on, {threads} threads, greedy")
     print(f"prompt  {len(tokens)} tokens; {args.tokens} tokens generated per run, {args.runs} interleaved runs each")
     print(f"vramchat engine      median {med_e:7.2f} tok/s  (runs: {', '.join(f'{s:.1f}' for s in speeds['engine'])})")
     print(f"llama_cpp.Llama      median {med_l:7.2f} tok/s  (runs: {', '.join(f'{s:.1f}' for s in speeds['llama'])})")
-    print(f"ratio   engine / Llama = {med_e / med_l:.3f}")
+    print(f"in-process engine    median {med_o:7.2f} tok/s  (runs: {', '.join(f'{s:.1f}' for s in speeds['local'])})"
+          "  (before the engine process)")
+    print(f"ratio   engine process / Llama = {med_e / med_l:.3f}; in-process engine / Llama = {med_o / med_l:.3f}")
     print(f"same text: {texts['engine'] == texts['llama']}")
 
     # Enter to first token: the engine process against the in-process engine the app used before
-    local = Engine()
-    local.load(args.model, config)
     firsts: dict[str, list[float]] = {"process": [], "in-process": []}
     for i in range(args.runs * 2):
         question = QUESTIONS[i % len(QUESTIONS)]

@@ -40,6 +40,7 @@ class Wishes:
     margins: dict[str, int] = field(default_factory=dict)
     use_mmap: bool = True
     projector: Projector | None = None
+    cpu_extra_buffers: bool | None = None  # None: this CPU's default (planner.weights.uses_cpu_extra_buffers)
 
 
 @dataclass
@@ -79,7 +80,8 @@ class _Pricer:
         w = self.wishes
         return LoadConfig(n_gpu_layers=ngl, n_ctx=ctx, n_batch=w.n_batch, n_ubatch=w.n_ubatch,
                           type_k=kv, type_v=kv if fa else "f16", flash_attn=fa, swa_full=w.swa_full,
-                          n_seq_max=w.n_seq_max, use_mmap=w.use_mmap, op_offload=op_offload, n_cpu_moe=moe)
+                          n_seq_max=w.n_seq_max, use_mmap=w.use_mmap, op_offload=op_offload, n_cpu_moe=moe,
+                          cpu_extra_buffers=w.cpu_extra_buffers)
 
     def plan(self, ngl: int, ctx: int, kv: str, fa: bool, moe: int = 0) -> MemoryPlan | None:
         key = (ngl, ctx, kv, fa, moe)

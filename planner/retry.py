@@ -90,7 +90,8 @@ def wishes_for(plan: MemoryPlan) -> Wishes:
     kv_types = (c.type_k, *(t for t in Wishes().kv_types if t != c.type_k))
     return Wishes(n_ctx=plan.resolved.n_ctx, kv_types=kv_types, flash_attn="auto", n_batch=c.n_batch,
                   n_ubatch=c.n_ubatch, n_seq_max=c.n_seq_max, swa_full=c.swa_full, use_mmap=c.use_mmap,
-                  margins={d.name: d.margin for d in [*plan.gpus, plan.host]})
+                  margins={d.name: d.margin for d in [*plan.gpus, plan.host]},
+                  cpu_extra_buffers=c.cpu_extra_buffers)
 
 
 def _shrunk(usage: DeviceUsage) -> int:

@@ -90,7 +90,7 @@ def engine_pid(app: PtyApp) -> int | None:
     import psutil
 
     try:
-        children = psutil.Process(app.proc.pid).children()
+        children = psutil.Process(app.proc.pid).children(recursive=True)
     except psutil.NoSuchProcess:
         return None
     for child in children:
@@ -110,3 +110,14 @@ def alive(pid: int) -> bool:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return False
+
+
+def ui_pid(app: PtyApp) -> int | None:
+    """The pid of the Textual app itself: the child of the guardian process `vramchat` starts."""
+    import psutil
+
+    try:
+        children = psutil.Process(app.proc.pid).children()
+    except psutil.NoSuchProcess:
+        return None
+    return next((c.pid for c in children if "app.engine.child" not in " ".join(c.cmdline())), None)

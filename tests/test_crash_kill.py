@@ -2,12 +2,14 @@
 
 The real `vramchat MODEL` runs in a pseudo-terminal with a tiny model that never ends its
 replies by itself; the test types a question, waits until the reply has been streaming
-(and saved) for a moment, kills the process with SIGKILL, then starts the app again on
-the same data folder and reads what a user would see.
+(and saved) for a moment, kills the app's process with SIGKILL, then starts the app again on
+the same data folder and reads what a user would see. The guardian process `vramchat` starts
+the app under puts the terminal back and says so; the engine process ends with the app.
 """
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 from pathlib import Path
@@ -18,7 +20,7 @@ from app.settings import Settings, save_settings
 from app.store import db_path
 from app.tui.screens.chat import ChatScreen
 from app.tui.widgets.message_view import MessageView
-from tests.pty_app import PtyApp, alive, engine_pid, rows_of, until
+from tests.pty_app import PtyApp, alive, engine_pid, rows_of, ui_pid, until
 from tests.tiny_models import ENDLESS, write_tiny_model
 from tests.tui_helpers import make_app, picker_ready, wait_for
 
@@ -43,12 +45,18 @@ async def test_kill_during_a_streamed_reply_loses_nothing(tmp_path: Path, _priva
                            30, "the reply to be streaming")
         saved_before_kill = streaming[0][1]
         engine = engine_pid(app)
+        ui = ui_pid(app)
         assert engine is not None, "llama.cpp runs in an engine process of its own"
-        app.kill()
+        assert ui is not None and ui != engine
+        killed = app.mark()
+        os.kill(ui, signal.SIGKILL)
+        until(lambda: app.proc.poll() is not None, 30, "the guardian to exit")
     finally:
         if app.proc.poll() is None:
             app.kill()
-    assert app.proc.returncode == -signal.SIGKILL
+    assert app.proc.returncode == 128 + signal.SIGKILL
+    assert app.shown_since(killed, "the terminal has been restored")
+    assert app.shown_since(killed, "\x1b[?1049l")  # off the alternate screen
     until(lambda: not alive(engine), 10, "the engine process to end with the app")
 
     rows = rows_of(db)

@@ -79,8 +79,13 @@ async def test_demo_model_loads_answers_and_the_dashboard_shows_kv_grow(gemma_pa
         dash = app.screen
         assert isinstance(dash, DashboardScreen)
         table = dash.query_one(BufferTable)
-        diffs = [str(table.get_row_at(i)[4]) for i in range(table.row_count - 1)]
+        rows = [table.get_row_at(i) for i in range(table.row_count - 1)]
+        diffs = [str(row[5]) for row in rows]
         assert diffs and all(d.startswith("=") for d in diffs), diffs
+        # llama.cpp's dry run before the load gave the same figures (weights: it allocates none)
+        dry = {str(row[1]): str(row[3]) for row in rows}
+        assert dry["weights"] == "-" and all(dry[k] == str(row[2]) for row in rows
+                                             for k in [str(row[1])] if k != "weights"), dry
         await pilot.press("escape")
         await pilot.pause()
 

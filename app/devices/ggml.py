@@ -156,14 +156,73 @@ def _device(ggml: ctypes.CDLL, index: int) -> GGMLDevice:
     )
 
 
+# --- keeping GPU backends out of the app's own process ------------------------------------------
+# Loading a GPU backend initialises its runtime in the caller: a CUDA context alone takes hundreds
+# of MiB of VRAM that the model could use. So where llama-cpp-python was built with a GPU backend,
+# the app asks llama.cpp about devices in a short-lived child process, and reads GPU memory for the
+# telemetry through the vendor libraries (NVML, pyrsmi); only the engine process loads backends.
+
+GPU_BACKEND_LIBRARIES = ("ggml-cuda", "ggml-hip", "ggml-vulkan", "ggml-metal", "ggml-sycl", "ggml-opencl",
+                         "ggml-musa", "ggml-cann")
+IN_PROCESS_ENV = "VRAMCHAT_GGML_IN_PROCESS"  # set in the engine and probe processes: load backends here
+
+
+def gpu_backend_libraries() -> list[str]:
+    """The GPU backends this llama-cpp-python ships as libraries (none in a CPU build)."""
+    try:
+        folder = library_dir()
+    except GGMLUnavailable:
+        return []
+    return [base for base in GPU_BACKEND_LIBRARIES
+            if any(os.path.exists(os.path.join(folder, name)) for name in library_names(base))]
+
+
+def probe_out_of_process() -> bool:
+    """Whether this process should leave llama.cpp's GPU backends unloaded."""
+    return os.environ.get(IN_PROCESS_ENV) != "1" and bool(gpu_backend_libraries())
+
+
+_last_devices: list[GGMLDevice] = []
+
+
+def _probe_child() -> tuple[list[GGMLDevice], frozenset[str]]:
+    """llama.cpp's devices and CPU features, asked in a child process (`python -m app.devices.ggml`)."""
+    import json
+    import subprocess
+
+    env = dict(os.environ, **{IN_PROCESS_ENV: "1"})
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH", "")]))
+    try:
+        proc = subprocess.run([sys.executable, "-m", "app.devices.ggml"], capture_output=True, text=True,
+                              timeout=60, env=env, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise GGMLUnavailable(f"the device probe process failed: {exc}") from None
+    if proc.returncode != 0 or not proc.stdout.strip():
+        detail = (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
+        raise GGMLUnavailable(f"the device probe process failed: {detail}")
+    data = json.loads(proc.stdout.strip().splitlines()[-1])
+    devices = [GGMLDevice(**d) for d in data["devices"]]
+    return devices, frozenset(data["features"])
+
+
 def list_devices() -> list[GGMLDevice]:
     """Every device llama.cpp would use, with its free and total memory."""
-    ggml, _ = _libs()
-    return [_device(ggml, i) for i in range(ggml.ggml_backend_dev_count())]
+    global _last_devices
+    if probe_out_of_process():
+        devices, features = _probe_child()
+        _features_cache[:] = [features]
+    else:
+        ggml, _ = _libs()
+        devices = [_device(ggml, i) for i in range(ggml.ggml_backend_dev_count())]
+    _last_devices = devices
+    return devices
 
 
 def gpu_memory() -> dict[str, tuple[int, int]]:
     """name -> (free, total) of the GPUs only: the cheap call the telemetry makes twice a second."""
+    if probe_out_of_process():
+        return _vendor_gpu_memory()
     ggml, _ = _libs()
     out: dict[str, tuple[int, int]] = {}
     for i in range(ggml.ggml_backend_dev_count()):
@@ -181,8 +240,30 @@ _FEATURES = ("avx", "avx2", "avx512", "fma", "f16c", "neon", "dotprod", "matmul_
              "avx512_bf16", "amx_int8")
 
 
+_features_cache: list[frozenset[str]] = []
+
+
+def _vendor_gpu_memory() -> dict[str, tuple[int, int]]:
+    """GPU memory through NVML and pyrsmi, matched to the devices llama.cpp listed last (by PCI id)."""
+    from app.devices import held, nvml, rocm
+
+    devices = _last_devices or list_devices()
+    out: dict[str, tuple[int, int]] = {}
+    if any(d.backend == "cuda" for d in devices):
+        for name, g in held.match(devices, [g for g in nvml.list_gpus() if not g.error], "cuda").items():
+            out[name] = (g.free, g.total)
+    if any(d.backend == "rocm" for d in devices):
+        for name, r in held.match(devices, rocm.list_gpus(), "rocm").items():
+            out[name] = (r.vram_free, r.vram_total)
+    return out
+
+
 def cpu_features() -> frozenset[str]:
     """The SIMD features the CPU backend was built for and runs with (ggml_cpu_has_*)."""
+    if probe_out_of_process():
+        if not _features_cache:
+            _features_cache[:] = [_probe_child()[1]]
+        return _features_cache[0]
     _, cpu = _libs()
     if cpu is None:
         return frozenset()
@@ -192,3 +273,16 @@ def cpu_features() -> frozenset[str]:
         if fn is not None and fn():
             found.add("i8mm" if feature == "matmul_int8" else feature)
     return frozenset(found)
+
+
+def _main() -> None:
+    """The probe process: print llama.cpp's devices and CPU features as one JSON line."""
+    import dataclasses
+    import json
+
+    print(json.dumps({"devices": [dataclasses.asdict(d) for d in list_devices()],
+                      "features": sorted(cpu_features())}))
+
+
+if __name__ == "__main__":
+    _main()

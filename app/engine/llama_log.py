@@ -56,11 +56,14 @@ class LogCapture:
         # a file descriptor every line is also written to, unbuffered (the engine process's stderr,
         # so that the app reads llama.cpp's last words when a crash ends the process)
         self.echo_fd: int | None = None
+        # every line that tells a size, since the last reset (the ring above drops them on a long load)
+        self.size_lines: list[str] = []
 
     def reset(self) -> None:
         with self._lock:
             self.measurements = Measurements()
             self.lines.clear()
+            self.size_lines = []
             self._cache = "base"
 
     def feed(self, line: str) -> None:
@@ -69,6 +72,8 @@ class LogCapture:
                 os.write(self.echo_fd, (line.rstrip("\n") + "\n").encode("utf-8", errors="replace"))
         with self._lock:
             self.lines.append(line.rstrip("\n"))
+            if "size =" in line or "SWA KV cache" in line:
+                self.size_lines.append(line.rstrip("\n"))
             cache = _CACHE_LINE.search(line)
             if cache:  # the buffer lines that follow belong to this cache
                 self._cache = "base" if cache["non"] else "swa"

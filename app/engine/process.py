@@ -27,8 +27,10 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from app.devices.ggml import IN_PROCESS_ENV
 from app.engine import protocol as p
 from app.engine.crash import EngineCrashed, EngineExit, oom_kills
+from app.engine.dry_run import DryRun
 from app.engine.engine import EngineError, GenerationParams, GenerationStats, LoadReport
 from planner.config import LoadConfig
 
@@ -47,6 +49,7 @@ class _Child:
         environ = dict(os.environ if env is None else env)
         environ["PYTHONPATH"] = os.pathsep.join(filter(None, [root, environ.get("PYTHONPATH", "")]))
         environ.setdefault("PYTHONUNBUFFERED", "1")
+        environ[IN_PROCESS_ENV] = "1"  # the engine is where llama.cpp's backends belong
         self.oom_kills_before = oom_kills()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "app.engine.child", str(child.fileno())],
@@ -194,11 +197,14 @@ class EngineProcess:
 
     def load(self, path: str | os.PathLike[str], config: LoadConfig,
              progress: Callable[[float], bool | None] | None = None) -> LoadReport:
-        """Start a child and load the model there; `progress(fraction)` returning False cancels."""
-        self.unload()
+        """Load the model in the engine process (a new one, or the one a dry run started);
+        `progress(fraction)` returning False cancels."""
+        if self.report is not None:
+            self.unload()
         with self._call_lock:
             self._stop_requested = 0.0
-            self._start()
+            if self._child is None or not self._child.alive():
+                self._start()
             self.phase = "loading"
             self._send(p.LOAD, os.fspath(path), config)
             try:
@@ -255,6 +261,14 @@ class EngineProcess:
         if which not in self._special:
             self._special[which] = self._call("tokenize", p.SPECIAL_TEXT, which)
         return self._special[which]
+
+    def dry_run(self, path: str | os.PathLike[str], config: LoadConfig) -> DryRun:
+        """llama.cpp's own sizes for `config` (a no_alloc load), in the engine process: the one that
+        runs, or a new one that the next load then uses."""
+        with self._call_lock:
+            if self._child is None or not self._child.alive():
+                self._start()
+        return self._call("dry_run", p.DRY_RUN, os.fspath(path), config)
 
     def ping(self) -> int:
         return self._call("idle", p.PING)

@@ -87,11 +87,24 @@ class VramchatApp(App):
     # -- lifecycle ------------------------------------------------------------------------------
 
     def on_mount(self) -> None:
+        self._exit_on_signals()
         self.theme_changed_signal.subscribe(self, self._theme_changed)
         self.install_screen(PickerScreen(self.options.model, autoload=self.options.model is not None), "picker")
         self.push_screen("picker")
         for warning in self._startup_warnings:
             self.notify(warning, severity="warning", timeout=10)
+
+    def _exit_on_signals(self) -> None:
+        """SIGTERM and SIGHUP (a closed terminal) end the app as Ctrl+Q does: the engine stops, the
+        terminal is put back."""
+        import asyncio
+        import contextlib
+        import signal
+
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                loop.add_signal_handler(sig, self.exit)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         self.report_worker_error(event)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from app.devices import DeviceReport
@@ -22,6 +22,7 @@ from app.engine import EngineError, GenerationParams, GenerationStats, LoadRepor
 from app.engine.crash import EngineCrashed
 from app.engine.failure import Failure, classify
 from app.engine.templates import ChatFormat, choose_format
+from app.engine.verify import Confirmed, Verification, confirm_plan, replan
 from app.telemetry import Telemetry, for_engine
 from planner.config import LoadConfig
 from planner.fit import FitResult
@@ -61,6 +62,9 @@ class LoadedModel:
     eos: str
     # what the load changed from the plan first chosen, when memory ran short (empty otherwise)
     changes: list[str] = field(default_factory=list)
+    # llama.cpp's dry run of the plan that was loaded (None: the engine has no dry run)
+    verification: Verification | None = None
+    dry_run_message: str = ""  # one line when the dry run changed the plan
 
     @property
     def plan(self) -> MemoryPlan:
@@ -91,8 +95,9 @@ def default_engine() -> EngineLike:
 
 
 class ModelSession:
-    def __init__(self, engine_factory: Callable[[], EngineLike] = default_engine) -> None:
+    def __init__(self, engine_factory: Callable[[], EngineLike] = default_engine, verify: bool = True) -> None:
         self._factory = engine_factory
+        self.verify = verify  # ask llama.cpp's dry run before every load
         self._engine: EngineLike | None = None
         self.model: LoadedModel | None = None
         self.telemetry: Telemetry | None = None
@@ -115,8 +120,13 @@ class ModelSession:
         self.unload()
         engine = self.engine
         first = fit.plan
+        confirmed: Confirmed | None = None
         for attempt in range(MAX_RETRIES + 1):
             try:
+                if self.verify and hasattr(engine, "dry_run"):
+                    confirmed = confirm_plan(engine, path, fit.plan, devices.gpus, devices.host,  # type: ignore
+                                             lambda g, h, plan=fit.plan: replan(anatomy, plan, g, h))
+                    fit = replace(fit, plan=confirmed.plan)
                 report = engine.load(path, fit.plan.config, progress=progress)
                 break
             except EngineError as exc:
@@ -133,8 +143,10 @@ class ModelSession:
                 devices = _reprobed(devices, reprobe)
                 fit = self._smaller(anatomy, fit.plan, devices, failure, exc, on_retry)
         fmt = choose_format(anatomy.metadata, anatomy.architecture, path.rsplit("/", 1)[-1])
-        changes = describe_changes(first, fit.plan) if fit.plan is not first else []
-        self.model = LoadedModel(path, anatomy, fit, report, fmt, engine.special_text("eos"), changes)
+        changes = describe_changes(first, fit.plan) if fit.plan.config != first.config else []
+        self.model = LoadedModel(path, anatomy, fit, report, fmt, engine.special_text("eos"), changes,
+                                 confirmed.verification if confirmed else None,
+                                 confirmed.message if confirmed else "")
         self.telemetry = for_engine(engine, devices, fit.plan, speed=self._speed)  # type: ignore[arg-type]
         self.telemetry.start()
         return self.model

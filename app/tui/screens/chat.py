@@ -242,6 +242,8 @@ class ChatScreen(Screen):
             return
         model = self.app.session.model  # type: ignore[attr-defined]
         self.sub_title = f"{model.name} · {model.n_ctx:,} tokens"
+        if model.dry_run_message:
+            self.app.notify(model.dry_run_message, title="Checked by llama.cpp", severity="warning", timeout=15)
         if model.changes:
             self.app.notify(f"{model.name} loaded with a smaller plan than the one chosen: "
                             f"{'; '.join(model.changes)}." + (" The conversation is kept: carry on."

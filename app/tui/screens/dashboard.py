@@ -31,7 +31,7 @@ class DashboardScreen(Screen):
     def on_mount(self) -> None:
         self.sub_title = "memory"
         self.query_one("#dash-graphs").border_title = "Live"
-        self.query_one("#buffers").border_title = "Planned vs actual, per buffer"
+        self.query_one("#buffers").border_title = "Planned, dry run and actual, per buffer"
         session = getattr(self.app, "session", None)
         model = session.model if session is not None else None
         table = self.query_one(BufferTable)
@@ -44,9 +44,14 @@ class DashboardScreen(Screen):
         self.query_one("#dash-model", Static).update(
             f"{model.name} · {r.n_ctx:,} tokens · KV {r.type_k.name} · {plan.layers_on_gpu}/{plan.model.n_layer + 1} "
             f"layers on GPU · loaded in {model.report.seconds:.1f} s")
-        table.fill(planned_vs_actual(plan.buffers, model.report.measurements))
+        table.fill(planned_vs_actual(plan.buffers, model.report.measurements, model.verification))
         devices = getattr(self.app, "devices", None)
         notes = ["Actual sizes are read from llama.cpp's log (0.01 MiB precision)."]
+        if model.verification is not None:
+            v = model.verification
+            agreed = "every figure agreed with the plan" if v.verified else v.differences()
+            notes.append(f"Dry run: llama.cpp sized the buffers without allocating, before the load "
+                         f"({v.seconds:.2f} s); {agreed}.")
         if devices is not None and devices.simulated:
             notes.append("Devices are simulated: a GPU in the plan is not really used; llama.cpp puts what it "
                          "cannot place on a GPU on the CPU.")

@@ -55,6 +55,10 @@ because free memory changed.
 | `Ctrl+B` | show or hide the list of chats |
 | `Ctrl+G` | show or hide the memory graphs beside the chat |
 | `F4` | chat settings: system prompt, temperature, max tokens |
+| `F5` | reload the model (after the engine stopped, say) |
+
+llama.cpp runs in an engine process of its own: if it crashes, the chat and the reply so
+far are kept, vramchat says what happened and offers to reload.
 
 When a conversation nears the context length, the oldest turns are left out of the
 prompt (the system prompt stays) and vramchat says so. Every message is saved as it
