@@ -94,6 +94,9 @@ def build_parser() -> argparse.ArgumentParser:
     wish.add_argument("--ctx", type=_non_negative_int, metavar="N",
                       help="context length in tokens (default: the trained context, at most 32768)")
     wish.add_argument("--mmproj", metavar="FILE", help="a vision/audio projector (mmproj .gguf) loaded beside MODEL")
+    wish.add_argument("--elastic", type=_on_off, metavar="on|off",
+                      help="start with a small context and grow it with the conversation (default: the "
+                           "elastic_context setting, on)")
     wish.add_argument("--repack", type=_on_off, metavar="on|off",
                       help="the CPU's extra buffer types for host weights (CPU_REPACK, AMX; llama.cpp's --repack); "
                            "default on, off on CPUs with AMX")
@@ -180,8 +183,11 @@ def run_plan(args: argparse.Namespace) -> int:
     confirmed = _verified(path, model, result, report, solved=not fixed) if args.verify else None
     if confirmed is not None:
         result = dataclasses.replace(result, plan=confirmed.plan)
+    committed = _committed(result.plan, report, args.elastic)
     if args.json:
         data = annotate_plan_json(plan_to_json(result), report)
+        if committed is not None:
+            data["elastic"] = _elastic_json(result.plan, committed)
         if confirmed is not None:
             from app.engine.verify import annotate_json
 
@@ -189,6 +195,8 @@ def run_plan(args: argparse.Namespace) -> int:
         print(json.dumps(data, indent=2))
     else:
         print(plan_to_table(result))
+        if committed is not None:
+            print("\n" + _elastic_text(result.plan, committed))
         if confirmed is not None:
             from app.engine.verify import table
 
@@ -197,6 +205,45 @@ def run_plan(args: argparse.Namespace) -> int:
         if notes:
             print(f"\n{notes}")
     return EXIT_OK if result.plan.fits else EXIT_NO_FIT
+
+
+def _committed(plan, report, elastic: bool | None):
+    """The plan at the context a load starts with, when the context grows with the conversation."""
+    from app.settings import load_settings
+    from planner.elastic import committed_plan, start_size
+
+    if elastic is None:
+        elastic = load_settings()[0].elastic_context
+    start = start_size(plan.resolved.n_ctx)
+    if not elastic or start >= plan.resolved.n_ctx or not plan.kv.tensors:
+        return None
+    return committed_plan(plan, start, report.gpus, report.host)
+
+
+def _kv(plan) -> int:
+    return sum(b.bytes for b in plan.buffers if b.kind in ("kv", "kv_swa"))
+
+
+def _elastic_json(plan, committed) -> dict:
+    def side(p) -> dict:
+        return {"n_ctx": p.resolved.n_ctx, "kv": _kv(p), "host": p.host.planned,
+                "devices": {d.name: d.planned for d in p.gpus}}
+
+    return {"committed_at_load": side(committed), "maximum": side(plan)}
+
+
+def _elastic_text(plan, committed) -> str:
+    from planner.devices import format_size
+
+    def where(p) -> str:
+        parts = [f"{d.name} {format_size(d.planned)}" for d in p.gpus] + [f"host {format_size(p.host.planned)}"]
+        return ", ".join(parts)
+
+    return (f"Context grows with the conversation\n"
+            f"  committed at load  {committed.resolved.n_ctx:>7,} tokens: KV cache {format_size(_kv(committed))}; "
+            f"{where(committed)}\n"
+            f"  maximum            {plan.resolved.n_ctx:>7,} tokens: KV cache {format_size(_kv(plan))}; {where(plan)}"
+            f" (planned and required to fit)")
 
 
 def _verified(path: str, model, result, report, solved: bool):

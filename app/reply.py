@@ -21,7 +21,7 @@ from app.engine.templates import Message
 from app.store import Store
 
 if TYPE_CHECKING:
-    from app.tui.session import ModelSession
+    from app.tui.session import Growth, ModelSession
 
 # how a reply ended, for the screen: a normal end (eos, stop, length, user), a message the context
 # cannot hold, a decode out of memory (reload smaller), the engine process died, anything else
@@ -44,16 +44,28 @@ class ReplyOutcome:
 
 def write_reply(session: ModelSession, store: Store | None, msg_id: int, turns: list[Message], system: str,
                 params: GenerationParams, gpu_names: list[str], cancelled: threading.Event,
-                on_fitted: Callable[[PromptBuild], None], on_piece: Callable[[str], None]) -> ReplyOutcome:
+                on_fitted: Callable[[PromptBuild], None], on_piece: Callable[[str], None],
+                on_growth: Callable[[Growth], None] | None = None) -> ReplyOutcome:
     """Build the prompt, stream the reply into `msg_id`, and say how it ended. Never raises for
-    what the engine does: a crash or an error keeps what was written, marked cut short."""
+    what the engine does: a crash or an error keeps what was written, marked cut short.
+
+    When the context grows with the conversation, the prompt is fitted to the plan's maximum and
+    the context made large enough first (`on_growth` is told); if it cannot grow, the prompt is
+    fitted to the context there is, dropping the oldest turns."""
     model = session.model
     assert model is not None
     engine = session.engine
     sink = ReplySink(store, msg_id)
     session.generating.set()
     try:
-        build = build_prompt(model.fmt, system, turns, model.n_ctx, params.max_tokens, engine.tokenize, eos=model.eos)
+        room = model.max_ctx if session.elastic else model.n_ctx
+        build = build_prompt(model.fmt, system, turns, room, params.max_tokens, engine.tokenize, eos=model.eos)
+        growth = session.grow_for(len(build.tokens) + build.reply_room)
+        if growth is not None and on_growth is not None:
+            on_growth(growth)
+        if len(build.tokens) + build.reply_room > model.n_ctx:  # the context could not grow that far
+            build = build_prompt(model.fmt, system, turns, model.n_ctx, params.max_tokens, engine.tokenize,
+                                 eos=model.eos)
         on_fitted(build)
         if cancelled.is_set():
             stats = GenerationStats(stopped_by="user")

@@ -28,6 +28,8 @@ class Settings:
     max_tokens: int = 512
     theme: str = "vramchat-dark"
     show_dashboard: bool = True
+    # load a small context and grow it with the conversation (False: the whole context at load)
+    elastic_context: bool = True
 
     def clamp(self) -> Settings:
         """Bring values into sane ranges (a hand-edited file may hold anything)."""

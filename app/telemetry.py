@@ -42,6 +42,7 @@ class Sample:
     tokens_per_second: float
     generating: bool
     errors: tuple[str, ...] = ()  # readings that failed for this sample
+    kv_maximum: int = 0  # the KV cache at the plan's maximum context (the committed one grows towards it)
 
     def free(self, device: str) -> int | None:
         if device not in self.devices:
@@ -88,8 +89,9 @@ class Telemetry:
     rss: Callable[[], int]
     engine: EngineView | None = None
     kv_layout: KVLayout | None = None
-    kv_allocated: int = 0
+    kv_allocated: int = 0  # committed: what the context holds now
     compute: dict[str, int] = field(default_factory=dict)
+    kv_maximum: int = 0  # at the plan's maximum context
     speed: Callable[[], tuple[float, bool]] = _idle
     config: TelemetryConfig = field(default_factory=TelemetryConfig)
     host_memory: MemoryProbe | None = None  # host RAM, read apart so that a GPU failure keeps it
@@ -123,7 +125,8 @@ class Telemetry:
         cells = self._read("KV cells", engine.kv_cells_used, 0, failed) if engine is not None else 0
         tps, generating = self._read("tokens/s", self.speed, (0.0, False), failed)
         sample = Sample(time.monotonic(), devices, rss, dict(self.compute), self.kv_allocated,
-                        kv_bytes_in_use(self.kv_layout, cells), cells, tps, generating, tuple(failed))
+                        kv_bytes_in_use(self.kv_layout, cells), cells, tps, generating, tuple(failed),
+                        max(self.kv_maximum, self.kv_allocated))
         with self._lock:
             self._samples.append(sample)
         return sample
@@ -137,6 +140,11 @@ class Telemetry:
                 self.errors += 1
                 self.last_error = f"sampler: {type(exc).__name__}: {exc}"
             self._stop.wait(max(0.0, self.config.interval - (time.monotonic() - started)))
+
+    def set_allocation(self, kv_allocated: int, compute: dict[str, int]) -> None:
+        """The context was made larger or smaller: what it holds now."""
+        self.kv_allocated = kv_allocated
+        self.compute = dict(compute)
 
     def start(self) -> None:
         if self._thread is not None and self._thread.is_alive():
@@ -185,8 +193,9 @@ def for_engine(engine: Engine, report: DeviceReport, plan: MemoryPlan | None,
     kv_allocated = sum(measured.kv.values()) + sum(measured.kv_swa.values()) if measured is not None else 0
     if plan is not None and not compute:
         compute = {b.name: b.bytes for b in plan.buffers if b.kind == "compute"}  # named as llama.cpp logs them
+    kv_maximum = sum(b.bytes for b in plan.buffers if b.kind in ("kv", "kv_swa")) if plan is not None else 0
     if plan is not None and not kv_allocated:
-        kv_allocated = sum(b.bytes for b in plan.buffers if b.kind in ("kv", "kv_swa"))
+        kv_allocated = kv_maximum
     rss: Callable[[], int]
     pid = getattr(engine, "pid", None)  # the engine process, where the model's memory is
     try:
@@ -196,6 +205,7 @@ def for_engine(engine: Engine, report: DeviceReport, plan: MemoryPlan | None,
     return Telemetry(
         memory=GpuMemory(report, plan, loaded), rss=rss, engine=engine,
         kv_layout=plan.kv if plan is not None else None, kv_allocated=kv_allocated, compute=compute,
+        kv_maximum=kv_maximum,
         speed=speed or engine_speed, config=config or TelemetryConfig(), host_memory=HostMemory(report, plan, loaded),
         unified=frozenset(d.name for d in report.gpus if d.unified),
     )

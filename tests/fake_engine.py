@@ -115,3 +115,38 @@ class FakeEngine:
                 stats.stopped_by = "length"
         stats.generation_seconds = 0.5
         self.started.clear()
+
+
+class ElasticFakeEngine(FakeEngine):
+    """A FakeEngine whose context can be made larger or smaller (as the engine process's can): its KV
+    cache is 512 bytes a cell, so the dashboard's figures follow the context size."""
+
+    CELL = 512
+
+    def __init__(self, *args, fail_growth: bool = False, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fail_growth = fail_growth
+        self.resizes: list[int] = []
+
+    def load(self, path: str, config: LoadConfig, progress: Callable[[float], bool | None] | None = None
+             ) -> LoadReport:
+        report = super().load(path, config, progress)
+        report.measurements.kv = {"CPU": report.n_ctx * self.CELL}
+        return report
+
+    def resize(self, n_ctx: int, keep: bool = True):
+        from dataclasses import replace
+
+        from app.engine import EngineError
+        from app.engine.engine import ResizeReport
+
+        assert self.report is not None
+        if self.fail_growth and n_ctx > self.report.n_ctx:
+            raise EngineError(f"could not grow the context to {n_ctx:,} tokens: ggml_backend_cpu_buffer_type_alloc"
+                              f"_buffer: failed to allocate buffer of size {n_ctx * self.CELL}")
+        self.resizes.append(n_ctx)
+        m = replace(self.report.measurements, kv={"CPU": n_ctx * self.CELL})
+        self.report = replace(self.report, n_ctx=n_ctx, measurements=m)
+        if not keep:
+            self._cells = 0
+        return ResizeReport(n_ctx, 0.01, self._cells, 0)

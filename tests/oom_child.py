@@ -43,7 +43,7 @@ def main(model: str, n_ctx: int, headroom_mib: int) -> None:
     limit = address_space() + headroom_mib * MiB
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     retries: list[dict[str, object]] = []
-    session = ModelSession(lambda: engine)
+    session = ModelSession(lambda: engine, elastic=False)  # the whole context at load: that is what runs out
     out: dict[str, object] = {"planned_ctx": fit.plan.resolved.n_ctx, "planned_kv": fit.plan.kv_bytes}
     try:
         loaded = session.load(model, anatomy, fit, devices,

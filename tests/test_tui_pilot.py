@@ -428,3 +428,42 @@ async def test_a_model_that_cannot_chat_is_not_loaded(tmp_path: Path, monkeypatc
         assert isinstance(app.screen, PickerScreen)
         assert any("diffusion language model" in n and "cannot chat" in n for n in notices(app))
     assert engine.loads == []
+
+
+async def test_the_context_grows_with_the_chat_and_a_new_chat_gives_memory_back(shelf: Path) -> None:
+    from tests.fake_engine import ElasticFakeEngine
+
+    engine = ElasticFakeEngine(reply="ok")
+    app = make_app(shelf, engine, settings=Settings(scan_known_caches=False, max_tokens=64))
+    async with app.run_test(size=SIZE) as pilot:
+        chat = await open_chat(app, pilot)
+        model = app.session.model
+        assert model.n_ctx == 4096 and model.max_ctx == 8192  # a small context at load, the plan's maximum reserved
+        kv = chat.query_one("#g-kv")
+        await wait_for(pilot, lambda: "committed 2.0 MiB" in kv.caption)
+        assert "in use" in kv.caption and "max" in kv.caption
+
+        await send(app, pilot, "x" * 5000)  # one token a character: more than 4,096 tokens
+        assert engine.resizes == [6144] and model.n_ctx == 6144  # the next step: 4,096 -> 6,144 -> 8,192
+        await wait_for(pilot, lambda: "committed 3.0 MiB" in kv.caption)
+        assert "6,144 of 8,192" in str(chat.sub_title)
+
+        await pilot.press("ctrl+n")  # a new chat shrinks the context back to its start
+        await wait_for(pilot, lambda: model.n_ctx == 4096)
+        assert engine.resizes == [6144, 4096]
+        await wait_for(pilot, lambda: "committed 2.0 MiB" in kv.caption)
+
+
+async def test_a_context_that_cannot_grow_keeps_its_size_and_drops_old_turns(shelf: Path) -> None:
+    from tests.fake_engine import ElasticFakeEngine
+
+    engine = ElasticFakeEngine(reply="ok", fail_growth=True)
+    app = make_app(shelf, engine, settings=Settings(scan_known_caches=False, max_tokens=64))
+    async with app.run_test(size=SIZE) as pilot:
+        chat = await open_chat(app, pilot)
+        await send(app, pilot, "a" * 3000)
+        await send(app, pilot, "b" * 3000)  # both turns no longer fit 4,096 tokens
+        assert app.session.model.n_ctx == 4096 and engine.resizes == []
+        assert any("could not grow" in n for n in notices(app))
+        assert any("left out of the prompt" in n for n in notices(app))
+        assert len(engine.prompts[-1]) <= 4096 and len(list(chat.query(MessageView))) == 4  # nothing lost

@@ -31,7 +31,8 @@ async def ask(app, pilot, text: str) -> MessageView:
 
 
 async def test_demo_model_loads_answers_and_the_dashboard_shows_kv_grow(gemma_path: Path) -> None:
-    settings = Settings(scan_known_caches=False, temperature=0.0, max_tokens=48)
+    # the whole context at load, so that planned, dry run and allocated are for one configuration
+    settings = Settings(scan_known_caches=False, temperature=0.0, max_tokens=48, elastic_context=False)
     app = make_app(None, model=str(gemma_path), settings=settings, real_engine=True)
     pieces: list[str] = []
 

@@ -110,6 +110,14 @@ class _Server:
             from app.engine.dry_run import dry_run
 
             self.send(p.RESULT, dry_run(*args))
+        elif op == p.RESIZE:
+            from app.engine.engine import EngineError
+
+            try:
+                resized, failure = engine.resize(*args), None
+            except EngineError as exc:  # the old size is back (or nothing is): the app needs the report
+                resized, failure = None, (str(exc), exc.log)
+            self.send(p.RESULT, (resized, engine.report, engine.kv_cells_used(), failure))
         elif op == p.PING:
             self.send(p.RESULT, os.getpid())
         else:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import codecs
 import contextlib
 import ctypes
+import dataclasses
 import os
 import threading
 import time
@@ -81,6 +82,16 @@ class GenerationStats:
     def prompt_tokens_per_second(self) -> float:
         evaluated = self.prompt_tokens - self.reused_tokens
         return evaluated / self.prompt_seconds if self.prompt_seconds > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class ResizeReport:
+    """A context made larger or smaller: its size now, what it took, what it carried over."""
+
+    n_ctx: int
+    seconds: float
+    kept_tokens: int
+    state_bytes: int
 
 
 @dataclass
@@ -207,17 +218,10 @@ class Engine:
                 raise EngineError("loading was cancelled")
             raise EngineError(_failure("could not load the model", log.errors()), log.errors())
 
-        cparams = llama_cpp.llama_context_default_params()
-        apply_context_params(cparams, config)
-        threads = max(1, (os.cpu_count() or 2))
-        cparams.n_threads = cparams.n_threads_batch = threads
-        ctx = llama_cpp.llama_init_from_model(model, cparams)
+        ctx = self._new_context(model, config)
         if not ctx:
             llama_cpp.llama_model_free(model)
             raise EngineError(_failure("could not create the context", log.errors()), log.errors())
-
-        self._abort_cb = llama_cpp.ggml_abort_callback(lambda _data: bool(self._stop.is_set()))
-        llama_cpp.llama_set_abort_callback(ctx, self._abort_cb, ctypes.c_void_p(0))
         self._model, self._ctx = model, ctx
         self._vocab = llama_cpp.llama_model_get_vocab(model)
         self._tokens = []
@@ -230,6 +234,77 @@ class Engine:
             log_tail=log.tail(60), process_before=before, process=snapshot(),
         )
         return self.report
+
+    def _new_context(self, model, config: LoadConfig):
+        import llama_cpp
+
+        cparams = llama_cpp.llama_context_default_params()
+        apply_context_params(cparams, config)
+        threads = max(1, (os.cpu_count() or 2))
+        cparams.n_threads = cparams.n_threads_batch = threads
+        ctx = llama_cpp.llama_init_from_model(model, cparams)
+        if ctx:
+            self._abort_cb = llama_cpp.ggml_abort_callback(lambda _data: bool(self._stop.is_set()))
+            llama_cpp.llama_set_abort_callback(ctx, self._abort_cb, ctypes.c_void_p(0))
+        return ctx
+
+    def resize(self, n_ctx: int, keep: bool = True) -> ResizeReport:
+        """A new context of `n_ctx` tokens for the loaded model, the conversation carried over
+        (llama.cpp's sequence state: the cells' K/V and recurrent state, no re-prefill) unless
+        `keep` is False. When the new context cannot be made (no memory), the old size is made
+        again with the conversation in it, and EngineError says why."""
+        import llama_cpp
+
+        self._require()
+        assert self.report is not None
+        start = time.perf_counter()
+        old = self.report.config
+        new = old.with_(n_ctx=n_ctx)
+        state = self._save_state() if keep and self._tokens else None
+        tokens = list(self._tokens) if state is not None else []
+        log = capture()
+        model_buffers = dict(self.report.measurements.model)
+        log.reset()
+        llama_cpp.llama_free(self._ctx)
+        self._ctx = None
+        ctx = self._new_context(self._model, new)
+        error = None
+        if not ctx:
+            errors = log.errors()
+            error = EngineError(_failure(f"could not grow the context to {n_ctx:,} tokens", errors), errors)
+            log.reset()
+            new = old
+            ctx = self._new_context(self._model, old)
+            if not ctx:  # not even the old size any more: nothing is loaded
+                self._tokens = []
+                self.report = None
+                raise EngineError(_failure("could not create the context again", log.errors()), log.errors())
+        self._ctx = ctx
+        self._tokens = []
+        if state is not None and self._restore_state(state):
+            self._tokens = tokens
+        measurements = log.measurements
+        measurements.model = model_buffers
+        self.report = dataclasses.replace(self.report, config=new, n_ctx=llama_cpp.llama_n_ctx(ctx),
+                                          measurements=measurements)
+        if error is not None:
+            raise error
+        return ResizeReport(self.report.n_ctx, time.perf_counter() - start, len(self._tokens),
+                            len(state) if state is not None else 0)
+
+    def _save_state(self) -> bytes:
+        import llama_cpp
+
+        size = llama_cpp.llama_state_seq_get_size(self._ctx, 0)
+        buf = (ctypes.c_uint8 * size)()
+        n = llama_cpp.llama_state_seq_get_data(self._ctx, buf, size, 0)
+        return bytes(buf[:n])
+
+    def _restore_state(self, state: bytes) -> bool:
+        import llama_cpp
+
+        buf = (ctypes.c_uint8 * len(state)).from_buffer_copy(state)
+        return llama_cpp.llama_state_seq_set_data(self._ctx, buf, len(state), 0) == len(state)
 
     def unload(self) -> None:
         import llama_cpp

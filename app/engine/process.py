@@ -31,7 +31,7 @@ from app.devices.ggml import IN_PROCESS_ENV
 from app.engine import protocol as p
 from app.engine.crash import EngineCrashed, EngineExit, oom_kills
 from app.engine.dry_run import DryRun
-from app.engine.engine import EngineError, GenerationParams, GenerationStats, LoadReport
+from app.engine.engine import EngineError, GenerationParams, GenerationStats, LoadReport, ResizeReport
 from planner.config import LoadConfig
 
 STOP_GRACE = 5.0  # seconds a stopped request may take before the child is killed
@@ -269,6 +269,14 @@ class EngineProcess:
             if self._child is None or not self._child.alive():
                 self._start()
         return self._call("dry_run", p.DRY_RUN, os.fspath(path), config)
+
+    def resize(self, n_ctx: int, keep: bool = True) -> ResizeReport:
+        """Grow or shrink the context, the conversation carried over (see Engine.resize)."""
+        resized, report, self._cells, failure = self._call("resize", p.RESIZE, n_ctx, keep)
+        self.report = report
+        if failure is not None:
+            raise EngineError(failure[0], failure[1])
+        return resized
 
     def ping(self) -> int:
         return self._call("idle", p.PING)

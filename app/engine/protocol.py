@@ -2,6 +2,8 @@
 
 App to engine: LOAD (path, LoadConfig), GENERATE (tokens or text, GenerationParams),
 TOKENIZE (text, add_special, parse_special), SPECIAL_TEXT (which), DRY_RUN (path, LoadConfig),
+RESIZE (n_ctx, keep: a new context, the conversation carried over; answered with the
+ResizeReport, the LoadReport now and the KV cells in use),
 PING, STOP (acted on at once, even mid-decode) and EXIT.
 
 Engine to app: READY (pid) once started; PROGRESS (fraction) while loading; LOADED (LoadReport);
@@ -15,6 +17,7 @@ GENERATE = "generate"
 TOKENIZE = "tokenize"
 SPECIAL_TEXT = "special_text"
 DRY_RUN = "dry_run"
+RESIZE = "resize"
 PING = "ping"
 STOP = "stop"
 EXIT = "exit"

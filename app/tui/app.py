@@ -70,7 +70,7 @@ class VramchatApp(App):
         self.settings = settings
         self._startup_warnings = [warning] if warning else []
         self.devices: DeviceReport | None = None
-        self.session = ModelSession(self.options.engine_factory)
+        self.session = ModelSession(self.options.engine_factory, elastic=settings.elastic_context)
         self.plan_cache = PlanCache()
         if self.plan_cache.load_error:
             self._startup_warnings.append(self.plan_cache.load_error)

@@ -102,3 +102,11 @@ class ReplyFinished(Message):
     out_of_memory: Exception | None = None
     # the engine process died (an EngineCrashed): the app says how and offers to reload
     crash: Exception | None = None
+
+
+@dataclass
+class ContextResized(Message):
+    """The context grew with the conversation, or shrank for a new chat (a Growth; its error says
+    when it could not grow)."""
+
+    growth: object

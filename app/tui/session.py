@@ -25,6 +25,7 @@ from app.engine.templates import ChatFormat, choose_format
 from app.engine.verify import Confirmed, Verification, confirm_plan, replan
 from app.telemetry import Telemetry, for_engine
 from planner.config import LoadConfig
+from planner.elastic import committed_plan, next_size, start_size
 from planner.fit import FitResult
 from planner.memory import MemoryPlan
 from planner.model import ModelAnatomy
@@ -65,6 +66,8 @@ class LoadedModel:
     # llama.cpp's dry run of the plan that was loaded (None: the engine has no dry run)
     verification: Verification | None = None
     dry_run_message: str = ""  # one line when the dry run changed the plan
+    # the plan at the context the engine holds now (the plan itself is for the maximum context)
+    committed: MemoryPlan | None = None
 
     @property
     def plan(self) -> MemoryPlan:
@@ -72,11 +75,32 @@ class LoadedModel:
 
     @property
     def n_ctx(self) -> int:
+        """The context the engine holds now (committed)."""
         return self.report.n_ctx
+
+    @property
+    def max_ctx(self) -> int:
+        """The context the plan reserves room for: the committed one grows up to it."""
+        return self.plan.resolved.n_ctx
+
+    @property
+    def now(self) -> MemoryPlan:
+        """The plan for what is allocated now."""
+        return self.committed or self.plan
 
     @property
     def name(self) -> str:
         return self.anatomy.name or self.path.rsplit("/", 1)[-1]
+
+
+@dataclass(frozen=True)
+class Growth:
+    """The context went from one size to another (or could not: `error` says why)."""
+
+    before: int
+    after: int
+    seconds: float
+    error: str = ""
 
 
 class LoadFailed(Exception):
@@ -95,9 +119,12 @@ def default_engine() -> EngineLike:
 
 
 class ModelSession:
-    def __init__(self, engine_factory: Callable[[], EngineLike] = default_engine, verify: bool = True) -> None:
+    def __init__(self, engine_factory: Callable[[], EngineLike] = default_engine, verify: bool = True,
+                 elastic: bool = True) -> None:
         self._factory = engine_factory
         self.verify = verify  # ask llama.cpp's dry run before every load
+        self.elastic = elastic  # start with a small context and grow it with the conversation
+        self._devices: DeviceReport | None = None
         self._engine: EngineLike | None = None
         self.model: LoadedModel | None = None
         self.telemetry: Telemetry | None = None
@@ -127,7 +154,7 @@ class ModelSession:
                     confirmed = confirm_plan(engine, path, fit.plan, devices.gpus, devices.host,  # type: ignore
                                              lambda g, h, plan=fit.plan: replan(anatomy, plan, g, h))
                     fit = replace(fit, plan=confirmed.plan)
-                report = engine.load(path, fit.plan.config, progress=progress)
+                report = engine.load(path, self._load_config(fit.plan), progress=progress)
                 break
             except EngineError as exc:
                 if (isinstance(exc, EngineCrashed) and exc.exit.cpu_extra_buffer and attempt < MAX_RETRIES
@@ -146,10 +173,64 @@ class ModelSession:
         changes = describe_changes(first, fit.plan) if fit.plan.config != first.config else []
         self.model = LoadedModel(path, anatomy, fit, report, fmt, engine.special_text("eos"), changes,
                                  confirmed.verification if confirmed else None,
-                                 confirmed.message if confirmed else "")
+                                 confirmed.message if confirmed else "",
+                                 committed_plan(fit.plan, report.n_ctx, devices.gpus, devices.host))
+        self._devices = devices
         self.telemetry = for_engine(engine, devices, fit.plan, speed=self._speed)  # type: ignore[arg-type]
         self.telemetry.start()
         return self.model
+
+    # -- a context that grows with the conversation ---------------------------------------------------
+
+    def _load_config(self, plan: MemoryPlan) -> LoadConfig:
+        """The plan's configuration, at the start size when the context grows with the conversation."""
+        if not self.elastic or not hasattr(self.engine, "resize"):
+            return plan.config
+        return plan.config.with_(n_ctx=start_size(plan.resolved.n_ctx))
+
+    def grow_for(self, needed: int) -> Growth | None:
+        """Make the context hold `needed` tokens (the prompt and room for the reply), up to the plan's
+        maximum; None when it already does. A growth that cannot get memory keeps the size it had."""
+        model = self.model
+        if model is None or not self.elastic or needed <= model.n_ctx or not hasattr(self.engine, "resize"):
+            return None
+        target = next_size(model.n_ctx, needed, model.max_ctx) or model.max_ctx
+        if target <= model.n_ctx:
+            return None
+        before = model.n_ctx
+        try:
+            resized = self.engine.resize(target)  # type: ignore[attr-defined]
+        except EngineError as exc:
+            self._resized()
+            return Growth(before, model.n_ctx, 0.0, str(exc))
+        self._resized()
+        return Growth(before, resized.n_ctx, resized.seconds)
+
+    def shrink(self) -> Growth | None:
+        """A new chat: give memory back, down to the start size (the conversation is not kept)."""
+        model = self.model
+        if model is None or not self.elastic or not hasattr(self.engine, "resize"):
+            return None
+        start = start_size(model.max_ctx)
+        if model.n_ctx <= start:
+            return None
+        before = model.n_ctx
+        resized = self.engine.resize(start, keep=False)  # type: ignore[attr-defined]
+        self._resized()
+        return Growth(before, resized.n_ctx, resized.seconds)
+
+    def _resized(self) -> None:
+        model = self.model
+        report = self.engine.report
+        if model is None or report is None:
+            return
+        model.report = report
+        devices = self._devices
+        if devices is not None:
+            model.committed = committed_plan(model.plan, report.n_ctx, devices.gpus, devices.host)
+        if self.telemetry is not None:
+            m = report.measurements
+            self.telemetry.set_allocation(sum(m.kv.values()) + sum(m.kv_swa.values()), m.compute)
 
     def reload_smaller(self, error: EngineError, devices: DeviceReport,
                        progress: Callable[[float], bool | None] | None = None,

@@ -27,7 +27,15 @@ from app.engine.crash import EngineCrashed
 from app.engine.templates import Message as ChatMessage
 from app.reply import ENGINE_CRASH, OUT_OF_MEMORY, write_reply
 from app.store import Conversation, StoredMessage
-from app.tui.messages import LoadFinished, LoadProgress, LoadRetrying, PromptFitted, ReplyFinished, ReplyPiece
+from app.tui.messages import (
+    ContextResized,
+    LoadFinished,
+    LoadProgress,
+    LoadRetrying,
+    PromptFitted,
+    ReplyFinished,
+    ReplyPiece,
+)
 from app.tui.widgets.chat_input import ChatInput
 from app.tui.widgets.dashboard import Dashboard
 from app.tui.widgets.message_view import MessageView
@@ -241,7 +249,8 @@ class ChatScreen(Screen):
             self.update_context_line()
             return
         model = self.app.session.model  # type: ignore[attr-defined]
-        self.sub_title = f"{model.name} · {model.n_ctx:,} tokens"
+        self.sub_title = f"{model.name} · {model.n_ctx:,} tokens" if model.n_ctx >= model.max_ctx else \
+            f"{model.name} · {model.n_ctx:,} of {model.max_ctx:,} tokens"
         if model.dry_run_message:
             self.app.notify(model.dry_run_message, title="Checked by llama.cpp", severity="warning", timeout=15)
         if model.changes:
@@ -316,10 +325,26 @@ class ChatScreen(Screen):
         outcome = write_reply(
             self.app.session, self.app.store, msg_id, turns, system, params, gpus, self._cancel,  # type: ignore
             on_fitted=lambda b: self.post_message(PromptFitted(len(b.tokens), b.n_ctx, b.dropped, b.near_limit)),
-            on_piece=lambda piece: self.post_message(ReplyPiece(msg_id, piece)))
+            on_piece=lambda piece: self.post_message(ReplyPiece(msg_id, piece)),
+            on_growth=lambda growth: self.post_message(ContextResized(growth)))
         self.post_message(ReplyFinished(msg_id, outcome.text, outcome.stats, outcome.error,
                                         outcome.engine_error if outcome.kind == OUT_OF_MEMORY else None,
                                         outcome.crash))
+
+    def on_context_resized(self, message: ContextResized) -> None:
+        growth = message.growth
+        model = self.app.session.model  # type: ignore[attr-defined]
+        if model is None:
+            return
+        error = getattr(growth, "error", "")
+        if error and not getattr(growth, "after", 0):
+            self.app.notify(_first_line(error), title="The context could not be resized", severity="warning")
+        elif error:
+            self.app.notify(f"The context could not grow beyond {growth.after:,} tokens: another program may "  # type: ignore[attr-defined]
+                            "have taken the memory. The oldest turns are left out of the prompt instead.\n"
+                            f"{_first_line(error)}", title="Context kept", severity="warning", timeout=10)
+        self.sub_title = f"{model.name} · {model.n_ctx:,} of {model.max_ctx:,} tokens"
+        self.update_context_line()
 
     def on_prompt_fitted(self, message: PromptFitted) -> None:
         if message.dropped:
@@ -378,6 +403,19 @@ class ChatScreen(Screen):
         self._show_hint()
         self.update_context_line()
         self.query_one("#input", ChatInput).focus()
+        if self.app.session.model is not None and not self.loading:  # type: ignore[attr-defined]
+            self._shrink()
+
+    @work(thread=True, exclusive=True, group="generate", exit_on_error=False)
+    def _shrink(self) -> None:
+        """A new chat gives the memory a long conversation took back: the context returns to its start."""
+        try:
+            growth = self.app.session.shrink()  # type: ignore[attr-defined]
+        except Exception as exc:  # the engine is gone, say: the next reply or F5 says so
+            self.post_message(ContextResized(_Failed(str(exc))))
+            return
+        if growth is not None:
+            self.post_message(ContextResized(growth))
 
     async def action_retry(self) -> None:
         if not self._ready_to_generate() or self.conversation is None:
@@ -518,9 +556,17 @@ class ChatScreen(Screen):
         used = app.session.engine.kv_cells_used()  # type: ignore[attr-defined]
         share = used / model.n_ctx if model.n_ctx else 0
         system = self.conversation.system_prompt if self.conversation else settings.system_prompt
-        line.update(f"{model.fmt.name} format · context {used:,} / {model.n_ctx:,} ({share:.0%}) · "
+        grows = f" (grows to {model.max_ctx:,})" if model.n_ctx < model.max_ctx else ""
+        line.update(f"{model.fmt.name} format · context {used:,} / {model.n_ctx:,}{grows} ({share:.0%}) · "
                     f"temp {settings.temperature:g} · max {settings.max_tokens} tokens"
                     + (" · system prompt" if system else ""))
+
+
+class _Failed:
+    """A resize that failed outright (shown like a growth that could not happen)."""
+
+    def __init__(self, error: str) -> None:
+        self.error, self.after = error, 0
 
 
 def _first_line(text: str) -> str:

@@ -79,8 +79,11 @@ class Dashboard(VerticalScroll):
             series = [s.devices.get(name, (0, 0))[0] for s in history]
             graph.update_series(series, total, f"{_mem(used)} used, {_mem(max(total - used, 0))} free")
         kv = self.query_one("#g-kv", MemoryGraph)
-        kv.update_series([s.kv_used for s in history], last.kv_allocated,
-                         f"{_mem(last.kv_used)} / {_mem(last.kv_allocated)} · {last.kv_cells_used:,} cells")
+        caption = f"{_mem(last.kv_used)} / {_mem(last.kv_allocated)} · {last.kv_cells_used:,} cells"
+        if last.kv_maximum > last.kv_allocated:  # the context grows with the conversation
+            caption = (f"in use {_mem(last.kv_used)} · committed {_mem(last.kv_allocated)} · "
+                       f"max {_mem(last.kv_maximum)}")
+        kv.update_series([s.kv_used for s in history], last.kv_allocated, caption)
         compute = sum(last.compute.values())
         where = ", ".join(sorted(last.compute)) or "-"
         self.query_one("#g-compute", MemoryGraph).update_series(
