@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from app import __version__
 
-EXIT_OK, EXIT_BAD_FILE, EXIT_USAGE, EXIT_NO_FIT = 0, 1, 2, 3
+EXIT_OK, EXIT_BAD_FILE, EXIT_USAGE, EXIT_NO_FIT, EXIT_LOAD_FAILED = 0, 1, 2, 3, 4
 
 
 class UsageError(Exception):
@@ -77,6 +77,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="print the models the picker would list, with their fit on this machine, and exit")
     modes.add_argument("--devices", action="store_true", help="print what each device probe found and exit")
     modes.add_argument("--json", action="store_true", help="with --plan, --list or --devices: print JSON")
+    modes.add_argument("--llama-args", action="store_true",
+                       help="with --plan: print the flags that run this configuration in llama-server or llama-cli")
+    modes.add_argument("-p", "--prompt", metavar="TEXT",
+                       help="plan and load MODEL, answer TEXT on stdout and exit (with --json: one object)")
     modes.add_argument("--verify", action="store_true",
                        help="with --plan: confirm the plan with llama.cpp's own dry run on this machine (about 1 s)")
     modes.add_argument("--models-dir", action="append", default=[], metavar="FOLDER",
@@ -130,15 +134,15 @@ def _resolve_model(name: str | None) -> str:
     return name
 
 
-def run_plan(args: argparse.Namespace) -> int:
+def _make_plan(args: argparse.Namespace):
+    """The plan for MODEL and the command line's wishes or fixed configuration: (path, anatomy, device
+    report, FitResult, fixed)."""
     from app.devices import probe_devices
-    from app.devices.render import annotate_plan_json, plan_notes
     from planner.config import LoadConfig
     from planner.errors import ConfigError, PlannerError
     from planner.fit import Wishes, evaluate, solve
     from planner.gguf import read_gguf
     from planner.model import load_anatomy
-    from planner.report import plan_to_json, plan_to_table
 
     path = _resolve_model(args.model)
     if args.ctx is not None and args.ctx > 10_000_000:
@@ -179,7 +183,15 @@ def run_plan(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     except PlannerError:
         raise
+    return path, model, report, result, fixed
 
+
+def run_plan(args: argparse.Namespace) -> int:
+    from app.devices.render import annotate_plan_json, plan_notes
+    from planner.llama_args import to_llama_args
+    from planner.report import plan_to_json, plan_to_table
+
+    path, model, report, result, fixed = _make_plan(args)
     confirmed = _verified(path, model, result, report, solved=not fixed) if args.verify else None
     if confirmed is not None:
         result = dataclasses.replace(result, plan=confirmed.plan)
@@ -192,7 +204,12 @@ def run_plan(args: argparse.Namespace) -> int:
             from app.engine.verify import annotate_json
 
             annotate_json(data, result.plan, confirmed)
+        data["llama_args"] = to_llama_args(result.plan, path, args.mmproj)
         print(json.dumps(data, indent=2))
+    elif args.llama_args:
+        import shlex
+
+        print(" ".join(shlex.quote(a) for a in to_llama_args(result.plan, path, args.mmproj)))
     else:
         print(plan_to_table(result))
         if committed is not None:
@@ -205,6 +222,104 @@ def run_plan(args: argparse.Namespace) -> int:
         if notes:
             print(f"\n{notes}")
     return EXIT_OK if result.plan.fits else EXIT_NO_FIT
+
+
+def run_prompt(args: argparse.Namespace) -> int:
+    """`vramchat MODEL -p TEXT`: plan, load (in the engine process, after llama.cpp's dry run), stream the
+    answer to stdout, exit. With --json, one object: the answer, its speed and the memory per device."""
+    import threading
+
+    from app.chat import ChatError
+    from app.engine import EngineError, GenerationParams
+    from app.engine.templates import Message
+    from app.reply import OK, write_reply
+    from app.settings import load_settings
+    from app.tui.session import LoadFailed, ModelSession
+    from planner.archs import not_for_chat
+
+    if not args.prompt.strip():
+        raise UsageError("-p needs a question")
+    path, model, report, result, _fixed = _make_plan(args)
+    why_not = not_for_chat(model.architecture)
+    if why_not:
+        return _fail(f"{path}: {model.name or model.architecture} is {why_not}", EXIT_BAD_FILE)
+    if not result.plan.fits:
+        return _fail(f"the model does not fit this machine: {'; '.join(result.reasons)} "
+                     f"(vramchat --plan {args.model} says more)", EXIT_NO_FIT)
+    settings, _warning = load_settings()
+    session = ModelSession(elastic=settings.elastic_context if args.elastic is None else args.elastic)
+    try:
+        try:
+            loaded = session.load(path, model, result, report)
+        except (LoadFailed, EngineError) as exc:
+            return _fail(f"the model did not load: {exc}", EXIT_LOAD_FAILED)
+        params = GenerationParams(max_tokens=settings.max_tokens, temperature=settings.temperature,
+                                  stop=loaded.fmt.stop)
+        stream = not args.json
+        started = []
+
+        def piece(text: str) -> None:
+            if stream:
+                if not started:  # the reply as the chat shows it: no leading blank
+                    text = text.lstrip()
+                    if not text:
+                        return
+                    started.append(True)
+                sys.stdout.write(text)
+                sys.stdout.flush()
+
+        outcome = write_reply(session, None, 0, [Message("user", args.prompt)], settings.system_prompt, params,
+                              [g.name for g in report.gpus], threading.Event(), on_fitted=lambda b: None,
+                              on_piece=piece)
+        if stream:
+            sys.stdout.write("\n")
+        if outcome.kind != OK:
+            return _fail(outcome.error or "the reply failed", EXIT_LOAD_FAILED)
+        if args.json:
+            print(json.dumps(_answer_json(session, outcome), indent=2))
+        return EXIT_OK
+    except ChatError as exc:
+        return _fail(str(exc), EXIT_USAGE)
+    finally:
+        session.close()
+
+
+def _answer_json(session, outcome) -> dict:
+    """The one-shot answer with its speed, and memory per device: planned (for what is allocated now),
+    allocated (llama.cpp's log), the KV cache committed and in use."""
+    from app.engine.planned_actual import device_of
+    from app.telemetry import kv_bytes_in_use
+
+    model = session.model
+    plan, now = model.plan, model.now
+    gpu_names = [d.name for d in plan.gpus]
+    m = model.report.measurements
+    allocated: dict[str, int] = {}
+    kv_committed: dict[str, int] = {}
+    for kind, table in (("model", m.model), ("kv", m.kv), ("kv_swa", m.kv_swa), ("rs", m.recurrent),
+                        ("output", m.output), ("compute", m.compute)):
+        for name, size in table.items():
+            device = device_of(name, gpu_names)
+            allocated[device] = allocated.get(device, 0) + size
+            if kind in ("kv", "kv_swa"):
+                kv_committed[device] = kv_committed.get(device, 0) + size
+    cells = session.engine.kv_cells_used()
+    stats = outcome.stats
+    return {
+        "answer": outcome.text,
+        "stopped_by": stats.stopped_by,
+        "prompt_tokens": stats.prompt_tokens,
+        "tokens": stats.generated_tokens,
+        "tokens_per_second": round(stats.tokens_per_second, 2),
+        "config": now.config.to_json(),
+        "max_ctx": model.max_ctx,
+        "memory": {
+            "planned": {**{d.name: d.planned for d in now.gpus}, "CPU": now.host.planned},
+            "allocated": allocated,
+            "kv_committed": kv_committed,
+            "kv_in_use": {"cells": cells, "bytes": kv_bytes_in_use(plan.kv, cells)},
+        },
+    }
 
 
 def _committed(plan, report, elastic: bool | None):
@@ -393,10 +508,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_devices(args)
         if args.plan:
             return run_plan(args)
+        if args.prompt is not None:
+            return run_prompt(args)
         if args.list:
             return run_list(args)
         if args.json:
-            raise UsageError("--json goes with --plan, --list or --devices")
+            raise UsageError("--json goes with --plan, --list, --devices or -p")
+        if args.llama_args:
+            raise UsageError("--llama-args goes with --plan")
         return run_app(args)
     except UsageError as exc:
         parser.print_usage(sys.stderr)
