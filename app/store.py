@@ -208,6 +208,18 @@ class Store:
                 "ORDER BY c.updated DESC, c.id DESC LIMIT ?", (limit,)).fetchall()
         return [ConversationSummary(r["id"], r["title"], r["model_name"], r["updated"], r["n"]) for r in rows]
 
+    def search(self, text: str, limit: int = 200) -> list[ConversationSummary]:
+        """Chats whose title or any message holds `text` (case-insensitive), newest first."""
+        needle = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT c.id, c.title, c.model_name, c.updated, "
+                "(SELECT COUNT(*) FROM messages m2 WHERE m2.conversation_id = c.id) AS n FROM conversations c "
+                "WHERE c.title LIKE ? ESCAPE '\\' OR EXISTS (SELECT 1 FROM messages m WHERE "
+                "m.conversation_id = c.id AND m.content LIKE ? ESCAPE '\\') "
+                "ORDER BY c.updated DESC, c.id DESC LIMIT ?", (needle, needle, limit)).fetchall()
+        return [ConversationSummary(r["id"], r["title"], r["model_name"], r["updated"], r["n"]) for r in rows]
+
     def conversation(self, conv_id: int) -> Conversation:
         with self._lock:
             row = self._db.execute("SELECT * FROM conversations WHERE id = ?", (conv_id,)).fetchone()

@@ -103,3 +103,16 @@ def test_retry_deletes_the_reply_and_titles_are_short(tmp_path: Path) -> None:
     assert title_from("  a\n b  ") == "a b"
     store.delete_conversation(conv.id)
     assert store.conversations() == []
+
+
+def test_search_finds_chats_by_title_and_message_text(tmp_path) -> None:
+    store = Store(tmp_path / "s.sqlite3")
+    a = store.new_conversation("/m.gguf", "M", "")
+    store.add_message(a.id, "user", "What is 100% of nothing_here?")
+    b = store.new_conversation("/m.gguf", "M", "")
+    store.add_message(b.id, "user", "Bananas are yellow")
+    assert [c.id for c in store.search("BANANA")] == [b.id]
+    assert [c.id for c in store.search("100%")] == [a.id]
+    assert [c.id for c in store.search("g_h")] == [a.id]  # underscore is a character, not a wildcard
+    assert store.search("_") and not store.search("x_y")
+    assert store.search("nothing at all") == []

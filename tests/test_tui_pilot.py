@@ -467,3 +467,35 @@ async def test_a_context_that_cannot_grow_keeps_its_size_and_drops_old_turns(she
         assert any("could not grow" in n for n in notices(app))
         assert any("left out of the prompt" in n for n in notices(app))
         assert len(engine.prompts[-1]) <= 4096 and len(list(chat.query(MessageView))) == 4  # nothing lost
+
+
+async def test_export_a_chat_and_search_past_chats(shelf: Path, _private_home: Path) -> None:
+    engine = FakeEngine(reply="Paris is the capital.")
+    app = make_app(shelf, engine)
+    async with app.run_test(size=SIZE) as pilot:
+        chat = await open_chat(app, pilot)
+        await send(app, pilot, "What is the capital of France?")
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        saved = [n for n in notices(app) if n.startswith("Saved as Markdown")]
+        assert saved
+        path = Path(saved[-1].splitlines()[-1])
+        text = path.read_text()
+        assert path.suffix == ".md" and "## You\n\nWhat is the capital of France?" in text
+        assert "Paris is the capital." in text
+
+        await pilot.press("ctrl+n")
+        await pilot.pause()
+        await send(app, pilot, "Tell me about bananas")
+        search = chat.query_one("#chat-search", Input)
+        search.value = "capital of france"
+        await pilot.pause()
+        options = chat.query_one("#chat-list")
+        labels = [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
+        assert len(labels) == 1 and "What is the capital of France?" in labels[0]
+        search.value = "no such words"
+        await pilot.pause()
+        assert "No chat mentions" in str(options.get_option_at_index(0).prompt)
+        search.value = ""
+        await pilot.pause()
+        assert options.option_count == 2

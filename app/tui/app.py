@@ -258,6 +258,9 @@ class VramchatApp(App):
             yield SystemCommand("New chat", "Start a new conversation", screen.action_new_chat)
             yield SystemCommand("Retry the last reply", "Ask the model again", screen.action_retry)
             yield SystemCommand("Copy the last reply", "Copy it to the clipboard", screen.action_copy_reply)
+            yield SystemCommand("Export this chat", "Save it as a Markdown file", screen.action_export_chat)
+            yield SystemCommand("Reload the model", "Load the model again (after the engine stopped, say)",
+                                screen.action_reload_model)
             yield SystemCommand("Stop the reply", "Stop generating at once", screen.action_stop)
             yield SystemCommand("Chat settings", "System prompt, temperature, max tokens",
                                 screen.action_chat_settings)

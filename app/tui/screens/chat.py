@@ -17,7 +17,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Label, OptionList, ProgressBar, Static
+from textual.widgets import Footer, Header, Input, Label, OptionList, ProgressBar, Static
 from textual.widgets.option_list import Option, OptionDoesNotExist
 from textual.worker import Worker, WorkerState
 
@@ -75,6 +75,7 @@ class ChatScreen(Screen):
         Binding("ctrl+g", "toggle_dashboard", "Graphs"),
         Binding("f4", "chat_settings", "Settings"),
         Binding("f5", "reload_model", "Reload"),
+        Binding("ctrl+s", "export_chat", "Export"),
     ]
 
     def __init__(self) -> None:
@@ -91,6 +92,7 @@ class ChatScreen(Screen):
         yield Header()
         with Horizontal(id="chat-body"):
             with Vertical(id="chat-list-pane"):
+                yield Input(placeholder="Search chats…", id="chat-search")
                 yield OptionList(id="chat-list")
             with Vertical(id="conversation"):
                 with Horizontal(id="load-bar"):
@@ -483,7 +485,11 @@ class ChatScreen(Screen):
         chats = self.query_one("#chat-list", OptionList)
         chats.clear_options()
         current = self.conversation.id if self.conversation else None
-        for c in store.conversations(200):
+        wanted = self.query_one("#chat-search", Input).value.strip()
+        found = store.search(wanted) if wanted else store.conversations(200)
+        if wanted and not found:
+            chats.add_option(Option(Text(f"No chat mentions “{wanted}”.", style="dim"), disabled=True))
+        for c in found:
             title = c.title or "(empty chat)"
             label = Text(title)
             label.append(f"\n{c.model_name} · {c.n_messages} messages", style="dim")
@@ -491,6 +497,25 @@ class ChatScreen(Screen):
         if current is not None:
             with contextlib.suppress(OptionDoesNotExist):
                 chats.highlighted = chats.get_option_index(str(current))
+
+    @on(Input.Changed, "#chat-search")
+    def _search_changed(self, _event: Input.Changed) -> None:
+        self.refresh_chat_list()
+
+    def action_export_chat(self) -> None:
+        """Write this chat to a Markdown file and say where."""
+        from app.export import export
+
+        if self.conversation is None:
+            self.app.notify("There is no chat to export yet.", severity="warning")
+            return
+        store = self.app.store  # type: ignore[attr-defined]
+        try:
+            path = export(store.conversation(self.conversation.id))
+        except OSError as exc:
+            self.app.notify(f"Could not write the file: {exc}", title="Export failed", severity="error")
+            return
+        self.app.notify(f"Saved as Markdown:\n{path}", title="Chat exported", timeout=10)
 
     @on(OptionList.OptionSelected, "#chat-list")
     async def _open_chat(self, event: OptionList.OptionSelected) -> None:

@@ -56,6 +56,9 @@ because free memory changed.
 | `Ctrl+G` | show or hide the memory graphs beside the chat |
 | `F4` | chat settings: system prompt, temperature, max tokens |
 | `F5` | reload the model (after the engine stopped, say) |
+| `Ctrl+S` | export this chat as a Markdown file (the path is shown) |
+
+The search box above the past chats finds every chat whose title or messages hold the text.
 
 llama.cpp runs in an engine process of its own: if it crashes, the chat and the reply so
 far are kept, vramchat says what happened and offers to reload.
