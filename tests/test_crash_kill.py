@@ -16,12 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from app.settings import Settings, save_settings
-from app.store import db_path
+from app.settings import Settings
 from app.tui.screens.chat import ChatScreen
 from app.tui.widgets.message_view import MessageView
-from tests.pty_app import PtyApp, alive, engine_pid, rows_of, ui_pid, until
-from tests.tiny_models import ENDLESS, write_tiny_model
+from tests.pty_app import alive, endless_app, engine_pid, rows_of, ui_pid, until
 from tests.tui_helpers import make_app, picker_ready, wait_for
 
 QUESTION = "Tell me everything"
@@ -32,11 +30,7 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-
 async def test_kill_during_a_streamed_reply_loses_nothing(tmp_path: Path, _private_home: Path) -> None:
     shelf = tmp_path / "shelf"
     shelf.mkdir()
-    model = write_tiny_model(shelf / "endless.gguf", ENDLESS)
-    save_settings(Settings(max_tokens=16000, scan_known_caches=False))
-    db = db_path()
-
-    app = PtyApp(str(model))
+    app, db = endless_app(shelf)
     try:
         until(lambda: app.shown("loaded in"), 60, "the model to load (its notification)")
         app.type(QUESTION + "\r")

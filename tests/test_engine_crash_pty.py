@@ -19,10 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from app.settings import Settings, save_settings
-from app.store import db_path
-from tests.pty_app import PtyApp, alive, engine_pid, rows_of, until
-from tests.tiny_models import ENDLESS, write_tiny_model
+from tests.pty_app import alive, endless_app, engine_pid, rows_of, until
 
 pytestmark = [pytest.mark.llama,
               pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal and signals")]
@@ -40,10 +37,7 @@ def _streaming(db, after: int) -> list[tuple[str, str, str]]:
 
 
 def test_the_app_survives_its_engine_dying_mid_reply(tmp_path: Path, _private_home: Path) -> None:
-    model = write_tiny_model(tmp_path / "endless.gguf", ENDLESS)
-    save_settings(Settings(max_tokens=16000, scan_known_caches=False))
-    db = db_path()
-    app = PtyApp(str(model))
+    app, db = endless_app(tmp_path)
     try:
         until(lambda: app.shown("loaded in"), 120, "the model to load")
         for sig in (signal.SIGSEGV, signal.SIGKILL):
