@@ -43,9 +43,16 @@ def summarize(path: str, gpus: list[Device], host: Host) -> ModelSummary:
         return ModelSummary(error=getattr(exc, "problem", str(exc)))
     except Exception as exc:  # a hostile file must not stop the scan
         return ModelSummary(error=f"cannot read: {type(exc).__name__}: {exc}")
-    summary = ModelSummary(name=model.name, architecture=model.architecture, n_params=model.n_params,
-                           quantization=model.quantization, file_bytes=model.file_bytes, n_layer=model.n_layer,
-                           n_ctx_train=model.n_ctx_train, exact=model.exact)
+    summary = ModelSummary(
+        name=model.name,
+        architecture=model.architecture,
+        n_params=model.n_params,
+        quantization=model.quantization,
+        file_bytes=model.file_bytes,
+        n_layer=model.n_layer,
+        n_ctx_train=model.n_ctx_train,
+        exact=model.exact,
+    )
     try:
         result = solve(model, gpus, host, Wishes())
     except PlannerError as exc:
@@ -69,8 +76,9 @@ class Catalog:
         self.cache = cache if cache is not None else PlanCache()
         self.fingerprint = device_fingerprint(gpus, host)
 
-    def scan(self, folders: list[Folder], demo_path: Path | None = None,
-             progress: Callable[[str], None] | None = None) -> list[CatalogEntry]:
+    def scan(
+        self, folders: list[Folder], demo_path: Path | None = None, progress: Callable[[str], None] | None = None
+    ) -> list[CatalogEntry]:
         """The models found, with cached summaries where the cache has them (maybe stale)."""
         entries = []
         for file in scan(folders, demo_path, progress):
@@ -90,8 +98,9 @@ class Catalog:
         self.cache.put(entry.key, self.fingerprint, entry.summary)
         return entry
 
-    def complete(self, entries: list[CatalogEntry], progress: Callable[[int, int], None] | None = None
-                 ) -> list[CatalogEntry]:
+    def complete(
+        self, entries: list[CatalogEntry], progress: Callable[[int, int], None] | None = None
+    ) -> list[CatalogEntry]:
         """Plan every entry that is not fresh; save the cache."""
         todo = [e for e in entries if not e.fresh]
         for i, entry in enumerate(todo, start=1):
@@ -103,6 +112,7 @@ class Catalog:
 
 
 # -- words for a row ----------------------------------------------------------------------------
+
 
 def format_params(n: int) -> str:
     if n <= 0:
@@ -142,7 +152,15 @@ def table_rows(entries: list[CatalogEntry]) -> list[tuple[str, ...]]:
             extras.append("+ vision projector")
         if extras:
             name += f" [{', '.join(extras)}]"
-        rows.append((name, (s.architecture if s else "") or "-", format_params(s.n_params if s else 0),
-                     (s.quantization if s else "") or "-", format_size(e.file.size), fit_badge(s)[0],
-                     e.file.path))
+        rows.append(
+            (
+                name,
+                (s.architecture if s else "") or "-",
+                format_params(s.n_params if s else 0),
+                (s.quantization if s else "") or "-",
+                format_size(e.file.size),
+                fit_badge(s)[0],
+                e.file.path,
+            )
+        )
     return rows

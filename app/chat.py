@@ -51,8 +51,15 @@ def reply_room(n_ctx: int, max_tokens: int) -> int:
     return max(1, min(max_tokens, n_ctx // 2))
 
 
-def build_prompt(fmt: ChatFormat, system: str, turns: list[Message], n_ctx: int, max_tokens: int,
-                 tokenize: Callable[[str], list[int]], eos: str = "") -> PromptBuild:
+def build_prompt(
+    fmt: ChatFormat,
+    system: str,
+    turns: list[Message],
+    n_ctx: int,
+    max_tokens: int,
+    tokenize: Callable[[str], list[int]],
+    eos: str = "",
+) -> PromptBuild:
     """Render `turns` (oldest first, ending with the user's message) to fit `n_ctx` with room
     for `max_tokens`; drop whole turns from the front while it does not fit."""
     if not turns or turns[-1].role != "user":
@@ -69,8 +76,10 @@ def build_prompt(fmt: ChatFormat, system: str, turns: list[Message], n_ctx: int,
             return PromptBuild(text, tokens, n_ctx, room, start, len(turns) - start)
     last = len(tokenize(render(fmt, [*head, turns[-1]], bos="", eos=eos)))
     what = "your message and the system prompt take" if head else "your message takes"
-    raise ChatError(f"{what} {last:,} tokens; with {room:,} kept for the reply the context of "
-                    f"{n_ctx:,} tokens cannot hold it. Shorten it, lower max tokens, or load with a longer context.")
+    raise ChatError(
+        f"{what} {last:,} tokens; with {room:,} kept for the reply the context of "
+        f"{n_ctx:,} tokens cannot hold it. Shorten it, lower max tokens, or load with a longer context."
+    )
 
 
 class ReplySink:

@@ -33,6 +33,7 @@ class PlanChoice:
 
 def parse_choice(ctx: str, kv: str, ngl: str, fa: str) -> PlanChoice:
     """From the picker's fields; raises ConfigError with a readable reason."""
+
     def number(text: str, what: str) -> int | None:
         text = text.strip().replace(",", "").replace("_", "")
         if not text or text.lower() == "auto":

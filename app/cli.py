@@ -66,44 +66,86 @@ def build_parser() -> argparse.ArgumentParser:
         prog="vramchat",
         description="Chat with local GGUF models, knowing before you load one how much memory it takes.",
         epilog="Sizes accept binary units: 8GiB, 24G, 12000MiB. "
-               "Simulate devices for the whole app with VRAMCHAT_DEVICES (see --devices).",
+        "Simulate devices for the whole app with VRAMCHAT_DEVICES (see --devices).",
     )
     p.add_argument("model", nargs="?", help="a .gguf file (the first shard of a split model), or 'demo'")
     p.add_argument("--version", action="version", version=f"vramchat {__version__} (llama-cpp-python 0.3.36)")
 
     modes = p.add_argument_group("what to do")
     modes.add_argument("--plan", action="store_true", help="print the memory plan for MODEL and exit")
-    modes.add_argument("--list", action="store_true",
-                       help="print the models the picker would list, with their fit on this machine, and exit")
+    modes.add_argument(
+        "--list",
+        action="store_true",
+        help="print the models the picker would list, with their fit on this machine, and exit",
+    )
     modes.add_argument("--devices", action="store_true", help="print what each device probe found and exit")
     modes.add_argument("--json", action="store_true", help="with --plan, --list or --devices: print JSON")
-    modes.add_argument("--llama-args", action="store_true",
-                       help="with --plan: print the flags that run this configuration in llama-server or llama-cli")
-    modes.add_argument("-p", "--prompt", metavar="TEXT",
-                       help="plan and load MODEL, answer TEXT on stdout and exit (with --json: one object)")
-    modes.add_argument("--verify", action="store_true",
-                       help="with --plan: confirm the plan with llama.cpp's own dry run on this machine (about 1 s)")
-    modes.add_argument("--models-dir", action="append", default=[], metavar="FOLDER",
-                       help="also look for models in FOLDER (repeat for several)")
+    modes.add_argument(
+        "--llama-args",
+        action="store_true",
+        help="with --plan: print the flags that run this configuration in llama-server or llama-cli",
+    )
+    modes.add_argument(
+        "-p",
+        "--prompt",
+        metavar="TEXT",
+        help="plan and load MODEL, answer TEXT on stdout and exit (with --json: one object)",
+    )
+    modes.add_argument(
+        "--temp",
+        type=float,
+        metavar="T",
+        help="with -p: sampling temperature (default: the setting, 0.2; 0 is deterministic)",
+    )
+    modes.add_argument(
+        "-n",
+        "--n-predict",
+        type=_positive_int,
+        metavar="N",
+        help="with -p: most tokens in the answer (default: the setting, 512)",
+    )
+    modes.add_argument(
+        "--verify",
+        action="store_true",
+        help="with --plan: confirm the plan with llama.cpp's own dry run on this machine (about 1 s)",
+    )
+    modes.add_argument(
+        "--models-dir",
+        action="append",
+        default=[],
+        metavar="FOLDER",
+        help="also look for models in FOLDER (repeat for several)",
+    )
 
     devs = p.add_argument_group("devices (what-if planning)")
-    devs.add_argument("--vram", metavar="SIZE[,SIZE...]",
-                      help="plan for simulated GPUs with these sizes instead of this machine's")
+    devs.add_argument(
+        "--vram", metavar="SIZE[,SIZE...]", help="plan for simulated GPUs with these sizes instead of this machine's"
+    )
     devs.add_argument("--ram", metavar="SIZE", help="plan for this much host RAM")
-    devs.add_argument("--margin", metavar="SIZE", type=_size,
-                      help="memory to keep free on each GPU (default 512MiB)")
+    devs.add_argument("--margin", metavar="SIZE", type=_size, help="memory to keep free on each GPU (default 512MiB)")
     devs.add_argument("--cpu", action="store_true", help="plan for the host alone (no GPU)")
 
     wish = p.add_argument_group("wishes (the solver honours them)")
-    wish.add_argument("--ctx", type=_non_negative_int, metavar="N",
-                      help="context length in tokens (default: the trained context, at most 32768)")
+    wish.add_argument(
+        "--ctx",
+        type=_non_negative_int,
+        metavar="N",
+        help="context length in tokens (default: the trained context, at most 32768)",
+    )
     wish.add_argument("--mmproj", metavar="FILE", help="a vision/audio projector (mmproj .gguf) loaded beside MODEL")
-    wish.add_argument("--elastic", type=_on_off, metavar="on|off",
-                      help="start with a small context and grow it with the conversation (default: the "
-                           "elastic_context setting, on)")
-    wish.add_argument("--repack", type=_on_off, metavar="on|off",
-                      help="the CPU's extra buffer types for host weights (CPU_REPACK, AMX; llama.cpp's --repack); "
-                           "default on, off on CPUs with AMX")
+    wish.add_argument(
+        "--elastic",
+        type=_on_off,
+        metavar="on|off",
+        help="start with a small context and grow it with the conversation (default: the elastic_context setting, on)",
+    )
+    wish.add_argument(
+        "--repack",
+        type=_on_off,
+        metavar="on|off",
+        help="the CPU's extra buffer types for host weights (CPU_REPACK, AMX; llama.cpp's --repack); "
+        "default on, off on CPUs with AMX",
+    )
 
     fixed = p.add_argument_group("fixed configuration (evaluated as given, no solver)")
     fixed.add_argument("--ngl", type=int, metavar="N", help="GPU layers, output layer included (-1: all)")
@@ -114,8 +156,12 @@ def build_parser() -> argparse.ArgumentParser:
     fixed.add_argument("--batch", type=_positive_int, metavar="N", help="batch size (default 512)")
     fixed.add_argument("--swa-full", type=_on_off, metavar="on|off", help="full-size sliding-window cache")
     fixed.add_argument("--parallel", type=_positive_int, metavar="N", help="parallel sequences (default 1)")
-    fixed.add_argument("--n-cpu-moe", type=_non_negative_int, metavar="N",
-                       help="keep the experts of the first N layers in host memory (MoE models)")
+    fixed.add_argument(
+        "--n-cpu-moe",
+        type=_non_negative_int,
+        metavar="N",
+        help="keep the experts of the first N layers in host memory (MoE models)",
+    )
     return p
 
 
@@ -159,8 +205,10 @@ def _make_plan(args: argparse.Namespace):
 
         projector = read_projector(args.mmproj)
 
-    fixed = any(v is not None for v in (args.ngl, args.ctk, args.ctv, args.ubatch, args.batch, args.swa_full,
-                                         args.parallel, args.n_cpu_moe)) or args.fa in ("on", "off")
+    fixed = any(
+        v is not None
+        for v in (args.ngl, args.ctk, args.ctv, args.ubatch, args.batch, args.swa_full, args.parallel, args.n_cpu_moe)
+    ) or args.fa in ("on", "off")
     try:
         if fixed:
             ngl = args.ngl if args.ngl is not None else (model.n_layer + 1 if report.gpus else 0)
@@ -170,14 +218,25 @@ def _make_plan(args: argparse.Namespace):
             config = LoadConfig(
                 n_gpu_layers=ngl if report.gpus else 0,
                 n_ctx=args.ctx if args.ctx is not None else min(model.n_ctx_train or 4096, 32768),
-                n_batch=args.batch or 512, n_ubatch=args.ubatch or 512, type_k=ctk, type_v=ctv,
-                flash_attn=fa, swa_full=bool(args.swa_full), n_seq_max=args.parallel or 1,
-                n_cpu_moe=args.n_cpu_moe or 0, cpu_extra_buffers=args.repack,
+                n_batch=args.batch or 512,
+                n_ubatch=args.ubatch or 512,
+                type_k=ctk,
+                type_v=ctv,
+                flash_attn=fa,
+                swa_full=bool(args.swa_full),
+                n_seq_max=args.parallel or 1,
+                n_cpu_moe=args.n_cpu_moe or 0,
+                cpu_extra_buffers=args.repack,
             )
             result = evaluate(model, config, report.gpus, report.host, margins, projector)
         else:
-            wishes = Wishes(n_ctx=args.ctx or None, flash_attn=args.fa or "auto", margins=margins,
-                            projector=projector, cpu_extra_buffers=args.repack)
+            wishes = Wishes(
+                n_ctx=args.ctx or None,
+                flash_attn=args.fa or "auto",
+                margins=margins,
+                projector=projector,
+                cpu_extra_buffers=args.repack,
+            )
             result = solve(model, report.gpus, report.host, wishes)
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
@@ -244,8 +303,11 @@ def run_prompt(args: argparse.Namespace) -> int:
     if why_not:
         return _fail(f"{path}: {model.name or model.architecture} is {why_not}", EXIT_BAD_FILE)
     if not result.plan.fits:
-        return _fail(f"the model does not fit this machine: {'; '.join(result.reasons)} "
-                     f"(vramchat --plan {args.model} says more)", EXIT_NO_FIT)
+        return _fail(
+            f"the model does not fit this machine: {'; '.join(result.reasons)} "
+            f"(vramchat --plan {args.model} says more)",
+            EXIT_NO_FIT,
+        )
     settings, _warning = load_settings()
     session = ModelSession(elastic=settings.elastic_context if args.elastic is None else args.elastic)
     try:
@@ -253,8 +315,11 @@ def run_prompt(args: argparse.Namespace) -> int:
             loaded = session.load(path, model, result, report)
         except (LoadFailed, EngineError) as exc:
             return _fail(f"the model did not load: {exc}", EXIT_LOAD_FAILED)
-        params = GenerationParams(max_tokens=settings.max_tokens, temperature=settings.temperature,
-                                  stop=loaded.fmt.stop)
+        params = GenerationParams(
+            max_tokens=args.n_predict or settings.max_tokens,
+            temperature=settings.temperature if args.temp is None else max(args.temp, 0.0),
+            stop=loaded.fmt.stop,
+        )
         stream = not args.json
         started = []
 
@@ -268,9 +333,18 @@ def run_prompt(args: argparse.Namespace) -> int:
                 sys.stdout.write(text)
                 sys.stdout.flush()
 
-        outcome = write_reply(session, None, 0, [Message("user", args.prompt)], settings.system_prompt, params,
-                              [g.name for g in report.gpus], threading.Event(), on_fitted=lambda b: None,
-                              on_piece=piece)
+        outcome = write_reply(
+            session,
+            None,
+            0,
+            [Message("user", args.prompt)],
+            settings.system_prompt,
+            params,
+            [g.name for g in report.gpus],
+            threading.Event(),
+            on_fitted=lambda b: None,
+            on_piece=piece,
+        )
         if stream:
             sys.stdout.write("\n")
         if outcome.kind != OK:
@@ -296,8 +370,14 @@ def _answer_json(session, outcome) -> dict:
     m = model.report.measurements
     allocated: dict[str, int] = {}
     kv_committed: dict[str, int] = {}
-    for kind, table in (("model", m.model), ("kv", m.kv), ("kv_swa", m.kv_swa), ("rs", m.recurrent),
-                        ("output", m.output), ("compute", m.compute)):
+    for kind, table in (
+        ("model", m.model),
+        ("kv", m.kv),
+        ("kv_swa", m.kv_swa),
+        ("rs", m.recurrent),
+        ("output", m.output),
+        ("compute", m.compute),
+    ):
         for name, size in table.items():
             device = device_of(name, gpu_names)
             allocated[device] = allocated.get(device, 0) + size
@@ -341,8 +421,12 @@ def _kv(plan) -> int:
 
 def _elastic_json(plan, committed) -> dict:
     def side(p) -> dict:
-        return {"n_ctx": p.resolved.n_ctx, "kv": _kv(p), "host": p.host.planned,
-                "devices": {d.name: d.planned for d in p.gpus}}
+        return {
+            "n_ctx": p.resolved.n_ctx,
+            "kv": _kv(p),
+            "host": p.host.planned,
+            "devices": {d.name: d.planned for d in p.gpus},
+        }
 
     return {"committed_at_load": side(committed), "maximum": side(plan)}
 
@@ -354,11 +438,13 @@ def _elastic_text(plan, committed) -> str:
         parts = [f"{d.name} {format_size(d.planned)}" for d in p.gpus] + [f"host {format_size(p.host.planned)}"]
         return ", ".join(parts)
 
-    return (f"Context grows with the conversation\n"
-            f"  committed at load  {committed.resolved.n_ctx:>7,} tokens: KV cache {format_size(_kv(committed))}; "
-            f"{where(committed)}\n"
-            f"  maximum            {plan.resolved.n_ctx:>7,} tokens: KV cache {format_size(_kv(plan))}; {where(plan)}"
-            f" (planned and required to fit)")
+    return (
+        f"Context grows with the conversation\n"
+        f"  committed at load  {committed.resolved.n_ctx:>7,} tokens: KV cache {format_size(_kv(committed))}; "
+        f"{where(committed)}\n"
+        f"  maximum            {plan.resolved.n_ctx:>7,} tokens: KV cache {format_size(_kv(plan))}; {where(plan)}"
+        f" (planned and required to fit)"
+    )
 
 
 def _verified(path: str, model, result, report, solved: bool):
@@ -368,12 +454,19 @@ def _verified(path: str, model, result, report, solved: bool):
     from app.engine.verify import confirm_plan, replan
 
     if report.simulated:
-        raise UsageError("--verify asks llama.cpp on this machine's devices: it cannot check simulated ones "
-                         "(--vram, --ram)")
+        raise UsageError(
+            "--verify asks llama.cpp on this machine's devices: it cannot check simulated ones (--vram, --ram)"
+        )
     engine = EngineProcess()
     try:
-        return confirm_plan(engine, path, result.plan, report.gpus, report.host,
-                            (lambda g, h: replan(model, result.plan, g, h)) if solved else (lambda g, h: None))
+        return confirm_plan(
+            engine,
+            path,
+            result.plan,
+            report.gpus,
+            report.host,
+            (lambda g, h: replan(model, result.plan, g, h)) if solved else (lambda g, h: None),
+        )
     finally:
         engine.close()
 
@@ -395,12 +488,28 @@ def run_list(args: argparse.Namespace) -> int:
     catalog = Catalog(report.gpus, report.host)
     entries = catalog.complete(catalog.scan(folders, _demo_for_list()))
     if args.json:
-        print(json.dumps({"folders": [{"path": str(f.path), "source": f.source} for f in folders],
-                          "models": [{"path": e.file.path, "source": e.file.source, "size": e.file.size,
-                                      "shards": e.file.shards, "missing_shards": e.file.missing_shards,
-                                      "projectors": e.file.projectors, "demo": e.file.is_demo,
-                                      **(e.summary.to_json() if e.summary else {})} for e in entries],
-                          "warnings": report.warnings}, indent=2))
+        print(
+            json.dumps(
+                {
+                    "folders": [{"path": str(f.path), "source": f.source} for f in folders],
+                    "models": [
+                        {
+                            "path": e.file.path,
+                            "source": e.file.source,
+                            "size": e.file.size,
+                            "shards": e.file.shards,
+                            "missing_shards": e.file.missing_shards,
+                            "projectors": e.file.projectors,
+                            "demo": e.file.is_demo,
+                            **(e.summary.to_json() if e.summary else {}),
+                        }
+                        for e in entries
+                    ],
+                    "warnings": report.warnings,
+                },
+                indent=2,
+            )
+        )
         return EXIT_OK
     if not entries:
         print("No GGUF models found in: " + ", ".join(str(f.path) for f in folders))
@@ -409,7 +518,7 @@ def run_list(args: argparse.Namespace) -> int:
     rows = [header, *table_rows(entries)]
     widths = [min(max(len(r[i]) for r in rows), 48) for i in range(len(header) - 1)]
     for row in rows:
-        cells = [(c if len(c) <= w else c[:w - 1] + "…").ljust(w) for c, w in zip(row, widths)]
+        cells = [(c if len(c) <= w else c[: w - 1] + "…").ljust(w) for c, w in zip(row, widths)]
         print("  ".join([*cells, row[-1]]).rstrip())
     for warning in report.warnings:
         print(f"\nWarning: {warning}")
@@ -435,8 +544,10 @@ def run_app(args: argparse.Namespace) -> int:
     if args.model:
         model = _resolve_model(args.model)
         if os.path.isdir(model):
-            return _fail(f"{model}: is a folder, not a model; to list the models in it: "
-                         f"vramchat --models-dir {model}", EXIT_BAD_FILE)
+            return _fail(
+                f"{model}: is a folder, not a model; to list the models in it: vramchat --models-dir {model}",
+                EXIT_BAD_FILE,
+            )
         from planner.archs import not_for_chat
         from planner.gguf import read_gguf
         from planner.model import load_anatomy
@@ -445,8 +556,11 @@ def run_app(args: argparse.Namespace) -> int:
         anatomy = load_anatomy(read_gguf(model))
         why_not = not_for_chat(anatomy.architecture)
         if why_not:
-            return _fail(f"{model}: {anatomy.name or anatomy.architecture} is {why_not}; "
-                         f"vramchat --plan {model} shows its memory", EXIT_BAD_FILE)
+            return _fail(
+                f"{model}: {anatomy.name or anatomy.architecture} is {why_not}; "
+                f"vramchat --plan {model} shows its memory",
+                EXIT_BAD_FILE,
+            )
     if args.vram is not None or args.ram is not None:
         from app.devices.simulated import parse_devices
 
@@ -461,8 +575,9 @@ def run_app(args: argparse.Namespace) -> int:
         import app.tui
         from app.tui.app import AppOptions
 
-        return app.tui.run(AppOptions(model=model, models_dirs=list(args.models_dir), vram=args.vram, ram=args.ram,
-                                      cpu=args.cpu))
+        return app.tui.run(
+            AppOptions(model=model, models_dirs=list(args.models_dir), vram=args.vram, ram=args.ram, cpu=args.cpu)
+        )
 
     return run_guarded(run)
 
@@ -487,8 +602,14 @@ def _negative_values_attached(argv: Sequence[str]) -> list[str]:
     flag's own check answers ("size must be positive") instead of "expected one argument"."""
     out: list[str] = []
     for arg in argv:
-        if out and out[-1].startswith("--") and "=" not in out[-1] and len(arg) > 1 and arg[0] == "-" \
-                and (arg[1].isdigit() or arg[1] == "."):
+        if (
+            out
+            and out[-1].startswith("--")
+            and "=" not in out[-1]
+            and len(arg) > 1
+            and arg[0] == "-"
+            and (arg[1].isdigit() or arg[1] == ".")
+        ):
             out[-1] = f"{out[-1]}={arg}"
         else:
             out.append(arg)

@@ -43,5 +43,6 @@ def demo_model_path(assemble: bool = True) -> Path:
     try:
         return Path(demo.assemble())
     except (OSError, ValueError) as exc:
-        raise DemoUnavailable(f"could not assemble the demo model into {target.parent} or the package's "
-                              f"cache: {exc}") from None
+        raise DemoUnavailable(
+            f"could not assemble the demo model into {target.parent} or the package's cache: {exc}"
+        ) from None

@@ -63,8 +63,10 @@ def known_cache_folders() -> list[Folder]:
     """LM Studio's models folders, llama.cpp's download cache and the Hugging Face hub cache,
     where they exist on this machine."""
     home = _home()
-    out = [Folder(home / ".lmstudio" / "models", "LM Studio"),
-           Folder(_xdg_cache() / "lm-studio" / "models", "LM Studio")]
+    out = [
+        Folder(home / ".lmstudio" / "models", "LM Studio"),
+        Folder(_xdg_cache() / "lm-studio" / "models", "LM Studio"),
+    ]
     if os.environ.get("LLAMA_CACHE"):
         out.append(Folder(Path(os.environ["LLAMA_CACHE"]), "llama.cpp"))
     elif sys.platform == "darwin":
@@ -82,8 +84,9 @@ def known_cache_folders() -> list[Folder]:
     return [f for f in out if f.path.is_dir()]
 
 
-def folders_to_scan(extra: Iterable[str | Path] = (), settings_dirs: Iterable[str | Path] = (),
-                    known_caches: bool = True) -> list[Folder]:
+def folders_to_scan(
+    extra: Iterable[str | Path] = (), settings_dirs: Iterable[str | Path] = (), known_caches: bool = True
+) -> list[Folder]:
     """Every folder to look in, in order, each once."""
     candidates = [Folder(models_dir(), "vramchat")]
     candidates += [Folder(Path(p).expanduser(), "--models-dir") for p in extra]
@@ -117,8 +120,9 @@ def is_projector(name: str) -> bool:
     return "mmproj" in name.lower()
 
 
-def scan(folders: list[Folder], demo_path: Path | None = None,
-         progress: Callable[[str], None] | None = None) -> list[ModelFile]:
+def scan(
+    folders: list[Folder], demo_path: Path | None = None, progress: Callable[[str], None] | None = None
+) -> list[ModelFile]:
     """The models in `folders`, grouped; `demo_path` is marked as the demo model."""
     found: dict[str, tuple[str, str]] = {}  # real path -> (path as found, source)
     for folder in folders:
@@ -155,16 +159,32 @@ def scan(folders: list[Folder], demo_path: Path | None = None,
         st = _stat(path)
         if st is None:
             continue
-        models.append(ModelFile(path, source, st[0], st[1], [path],
-                                is_demo=demo_real is not None and os.path.realpath(path) == demo_real))
+        models.append(
+            ModelFile(
+                path,
+                source,
+                st[0],
+                st[1],
+                [path],
+                is_demo=demo_real is not None and os.path.realpath(path) == demo_real,
+            )
+        )
     for (folder, stem, count), shards in splits.items():
         all_paths = [os.path.join(folder, f"{stem}-{i:05d}-of-{count:05d}.gguf") for i in range(1, count + 1)]
         present = {i: p for i, p in shards.items() if 1 <= i <= count}
         missing = [p for i, p in enumerate(all_paths, start=1) if i not in present]
         stats = [s for s in (_stat(p) for p in present.values()) if s is not None]
         source = sources[next(iter(present.values()))]
-        models.append(ModelFile(all_paths[0], source, sum(s[0] for s in stats),
-                                max((s[1] for s in stats), default=0), all_paths, missing))
+        models.append(
+            ModelFile(
+                all_paths[0],
+                source,
+                sum(s[0] for s in stats),
+                max((s[1] for s in stats), default=0),
+                all_paths,
+                missing,
+            )
+        )
     for model in models:
         model.projectors = projectors.get(os.path.dirname(model.path), [])
     models.sort(key=lambda m: (not m.is_demo, m.file_name.lower(), m.path))

@@ -14,8 +14,11 @@ def _base(kind: str) -> Path:
         return Path(home) / kind
     import platformdirs
 
-    getter = {"data": platformdirs.user_data_dir, "config": platformdirs.user_config_dir,
-              "cache": platformdirs.user_cache_dir}[kind]
+    getter = {
+        "data": platformdirs.user_data_dir,
+        "config": platformdirs.user_config_dir,
+        "cache": platformdirs.user_cache_dir,
+    }[kind]
     return Path(getter(APP_NAME))
 
 

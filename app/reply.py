@@ -42,10 +42,19 @@ class ReplyOutcome:
         return self.engine_error if isinstance(self.engine_error, EngineCrashed) else None
 
 
-def write_reply(session: ModelSession, store: Store | None, msg_id: int, turns: list[Message], system: str,
-                params: GenerationParams, gpu_names: list[str], cancelled: threading.Event,
-                on_fitted: Callable[[PromptBuild], None], on_piece: Callable[[str], None],
-                on_growth: Callable[[Growth], None] | None = None) -> ReplyOutcome:
+def write_reply(
+    session: ModelSession,
+    store: Store | None,
+    msg_id: int,
+    turns: list[Message],
+    system: str,
+    params: GenerationParams,
+    gpu_names: list[str],
+    cancelled: threading.Event,
+    on_fitted: Callable[[PromptBuild], None],
+    on_piece: Callable[[str], None],
+    on_growth: Callable[[Growth], None] | None = None,
+) -> ReplyOutcome:
     """Build the prompt, stream the reply into `msg_id`, and say how it ended. Never raises for
     what the engine does: a crash or an error keeps what was written, marked cut short.
 
@@ -64,8 +73,9 @@ def write_reply(session: ModelSession, store: Store | None, msg_id: int, turns: 
         if growth is not None and on_growth is not None:
             on_growth(growth)
         if len(build.tokens) + build.reply_room > model.n_ctx:  # the context could not grow that far
-            build = build_prompt(model.fmt, system, turns, model.n_ctx, params.max_tokens, engine.tokenize,
-                                 eos=model.eos)
+            build = build_prompt(
+                model.fmt, system, turns, model.n_ctx, params.max_tokens, engine.tokenize, eos=model.eos
+            )
         on_fitted(build)
         if cancelled.is_set():
             stats = GenerationStats(stopped_by="user")
@@ -88,8 +98,13 @@ def write_reply(session: ModelSession, store: Store | None, msg_id: int, turns: 
     except EngineError as exc:
         text = sink.finish("error")
         memory = classify(str(exc), exc.log, gpu_names, exc.status).memory
-        return ReplyOutcome(OUT_OF_MEMORY if memory else FAILED, text, GenerationStats(stopped_by="error"),
-                            str(exc), exc if memory else None)
+        return ReplyOutcome(
+            OUT_OF_MEMORY if memory else FAILED,
+            text,
+            GenerationStats(stopped_by="error"),
+            str(exc),
+            exc if memory else None,
+        )
     except Exception as exc:  # a template failure, say: keep what was written
         text = sink.finish("error")
         return ReplyOutcome(FAILED, text, GenerationStats(stopped_by="error"), str(exc) or type(exc).__name__)

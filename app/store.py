@@ -117,7 +117,7 @@ def db_path() -> Path:
 
 def title_from(text: str) -> str:
     line = " ".join(text.split())
-    return line if len(line) <= TITLE_CHARS else line[:TITLE_CHARS - 1].rstrip() + "…"
+    return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1].rstrip() + "…"
 
 
 class Store:
@@ -127,8 +127,7 @@ class Store:
         self.recovered = 0  # replies found cut short by a crash when the store was opened
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None,
-                                       timeout=busy_timeout)
+            self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=busy_timeout)
             self._db.row_factory = sqlite3.Row
             self._db.execute("PRAGMA foreign_keys = ON")
             self._db.execute("PRAGMA journal_mode = WAL")
@@ -159,8 +158,11 @@ class Store:
     def _migrate(self) -> None:
         version = self.version
         if version > SCHEMA_VERSION:
-            raise StoreError(f"{self.path} was written by a newer vramchat (schema {version}, "
-                             f"this one knows {SCHEMA_VERSION}); upgrade vramchat", "newer")
+            raise StoreError(
+                f"{self.path} was written by a newer vramchat (schema {version}, "
+                f"this one knows {SCHEMA_VERSION}); upgrade vramchat",
+                "newer",
+            )
         while version < SCHEMA_VERSION:
             script = MIGRATIONS[version]
             # executescript commits first; the version bump is part of the same script
@@ -169,8 +171,7 @@ class Store:
 
     def _recover_interrupted(self) -> int:
         with self._tx() as db:
-            cur = db.execute("UPDATE messages SET state = 'partial', stopped_by = 'crash' "
-                             "WHERE state = 'streaming'")
+            cur = db.execute("UPDATE messages SET state = 'partial', stopped_by = 'crash' WHERE state = 'streaming'")
             return cur.rowcount
 
     @contextmanager
@@ -190,13 +191,16 @@ class Store:
 
     # -- conversations ----------------------------------------------------------------------
 
-    def new_conversation(self, model_path: str = "", model_name: str = "", system_prompt: str = "",
-                         title: str = "") -> Conversation:
+    def new_conversation(
+        self, model_path: str = "", model_name: str = "", system_prompt: str = "", title: str = ""
+    ) -> Conversation:
         now = time.time()
         with self._tx() as db:
-            cur = db.execute("INSERT INTO conversations (title, model_path, model_name, system_prompt, created, "
-                             "updated) VALUES (?, ?, ?, ?, ?, ?)",
-                             (title, model_path, model_name, system_prompt, now, now))
+            cur = db.execute(
+                "INSERT INTO conversations (title, model_path, model_name, system_prompt, created, "
+                "updated) VALUES (?, ?, ?, ?, ?, ?)",
+                (title, model_path, model_name, system_prompt, now, now),
+            )
             conv_id = int(cur.lastrowid or 0)
         return Conversation(conv_id, title, model_path, model_name, system_prompt, now, now)
 
@@ -205,7 +209,9 @@ class Store:
             rows = self._db.execute(
                 "SELECT c.id, c.title, c.model_name, c.updated, COUNT(m.id) AS n FROM conversations c "
                 "LEFT JOIN messages m ON m.conversation_id = c.id GROUP BY c.id "
-                "ORDER BY c.updated DESC, c.id DESC LIMIT ?", (limit,)).fetchall()
+                "ORDER BY c.updated DESC, c.id DESC LIMIT ?",
+                (limit,),
+            ).fetchall()
         return [ConversationSummary(r["id"], r["title"], r["model_name"], r["updated"], r["n"]) for r in rows]
 
     def search(self, text: str, limit: int = 200) -> list[ConversationSummary]:
@@ -217,7 +223,9 @@ class Store:
                 "(SELECT COUNT(*) FROM messages m2 WHERE m2.conversation_id = c.id) AS n FROM conversations c "
                 "WHERE c.title LIKE ? ESCAPE '\\' OR EXISTS (SELECT 1 FROM messages m WHERE "
                 "m.conversation_id = c.id AND m.content LIKE ? ESCAPE '\\') "
-                "ORDER BY c.updated DESC, c.id DESC LIMIT ?", (needle, needle, limit)).fetchall()
+                "ORDER BY c.updated DESC, c.id DESC LIMIT ?",
+                (needle, needle, limit),
+            ).fetchall()
         return [ConversationSummary(r["id"], r["title"], r["model_name"], r["updated"], r["n"]) for r in rows]
 
     def conversation(self, conv_id: int) -> Conversation:
@@ -225,15 +233,25 @@ class Store:
             row = self._db.execute("SELECT * FROM conversations WHERE id = ?", (conv_id,)).fetchone()
             if row is None:
                 raise StoreError(f"conversation {conv_id} does not exist", "missing")
-            msgs = self._db.execute("SELECT * FROM messages WHERE conversation_id = ? ORDER BY id",
-                                    (conv_id,)).fetchall()
-        return Conversation(row["id"], row["title"], row["model_path"], row["model_name"], row["system_prompt"],
-                            row["created"], row["updated"], [_message(m) for m in msgs])
+            msgs = self._db.execute(
+                "SELECT * FROM messages WHERE conversation_id = ? ORDER BY id", (conv_id,)
+            ).fetchall()
+        return Conversation(
+            row["id"],
+            row["title"],
+            row["model_path"],
+            row["model_name"],
+            row["system_prompt"],
+            row["created"],
+            row["updated"],
+            [_message(m) for m in msgs],
+        )
 
     def set_system_prompt(self, conv_id: int, text: str) -> None:
         with self._tx() as db:
-            db.execute("UPDATE conversations SET system_prompt = ?, updated = ? WHERE id = ?",
-                       (text, time.time(), conv_id))
+            db.execute(
+                "UPDATE conversations SET system_prompt = ?, updated = ? WHERE id = ?", (text, time.time(), conv_id)
+            )
 
     def set_title(self, conv_id: int, title: str) -> None:
         with self._tx() as db:
@@ -249,12 +267,15 @@ class Store:
         """A complete message (the user's, or a system note); the first user message names the chat."""
         now = time.time()
         with self._tx() as db:
-            cur = db.execute("INSERT INTO messages (conversation_id, role, content, created, updated) "
-                             "VALUES (?, ?, ?, ?, ?)", (conv_id, role, content, now, now))
+            cur = db.execute(
+                "INSERT INTO messages (conversation_id, role, content, created, updated) VALUES (?, ?, ?, ?, ?)",
+                (conv_id, role, content, now, now),
+            )
             db.execute("UPDATE conversations SET updated = ? WHERE id = ?", (now, conv_id))
             if role == "user":
-                db.execute("UPDATE conversations SET title = ? WHERE id = ? AND title = ''",
-                           (title_from(content), conv_id))
+                db.execute(
+                    "UPDATE conversations SET title = ? WHERE id = ? AND title = ''", (title_from(content), conv_id)
+                )
             msg_id = int(cur.lastrowid or 0)
         return StoredMessage(msg_id, conv_id, role, content)
 
@@ -262,25 +283,33 @@ class Store:
         """An empty assistant message in state 'streaming'; returns its id."""
         now = time.time()
         with self._tx() as db:
-            cur = db.execute("INSERT INTO messages (conversation_id, role, content, state, created, updated) "
-                             "VALUES (?, 'assistant', '', 'streaming', ?, ?)", (conv_id, now, now))
+            cur = db.execute(
+                "INSERT INTO messages (conversation_id, role, content, state, created, updated) "
+                "VALUES (?, 'assistant', '', 'streaming', ?, ?)",
+                (conv_id, now, now),
+            )
             db.execute("UPDATE conversations SET updated = ? WHERE id = ?", (now, conv_id))
             return int(cur.lastrowid or 0)
 
     def update_reply(self, msg_id: int, content: str) -> None:
         """Save the reply streamed so far (called periodically while it grows)."""
         with self._tx() as db:
-            db.execute("UPDATE messages SET content = ?, updated = ? WHERE id = ? AND state = 'streaming'",
-                       (content, time.time(), msg_id))
+            db.execute(
+                "UPDATE messages SET content = ?, updated = ? WHERE id = ? AND state = 'streaming'",
+                (content, time.time(), msg_id),
+            )
 
-    def finish_reply(self, msg_id: int, content: str, stopped_by: str = "", tokens: int = 0,
-                     tokens_per_second: float = 0.0) -> None:
+    def finish_reply(
+        self, msg_id: int, content: str, stopped_by: str = "", tokens: int = 0, tokens_per_second: float = 0.0
+    ) -> None:
         """The reply is done: 'complete' when the model ended it, 'partial' when it was cut short."""
         state = "partial" if stopped_by in ("user", "error", "crash", "engine_crash") else "complete"
         with self._tx() as db:
-            db.execute("UPDATE messages SET content = ?, state = ?, stopped_by = ?, tokens = ?, "
-                       "tokens_per_second = ?, updated = ? WHERE id = ?",
-                       (content, state, stopped_by, tokens, tokens_per_second, time.time(), msg_id))
+            db.execute(
+                "UPDATE messages SET content = ?, state = ?, stopped_by = ?, tokens = ?, "
+                "tokens_per_second = ?, updated = ? WHERE id = ?",
+                (content, state, stopped_by, tokens, tokens_per_second, time.time(), msg_id),
+            )
 
     def delete_message(self, msg_id: int) -> None:
         with self._tx() as db:
@@ -293,5 +322,13 @@ class Store:
 
 
 def _message(row: sqlite3.Row) -> StoredMessage:
-    return StoredMessage(row["id"], row["conversation_id"], row["role"], row["content"], row["state"],
-                         row["stopped_by"], row["tokens"], row["tokens_per_second"])
+    return StoredMessage(
+        row["id"],
+        row["conversation_id"],
+        row["role"],
+        row["content"],
+        row["state"],
+        row["stopped_by"],
+        row["tokens"],
+        row["tokens_per_second"],
+    )

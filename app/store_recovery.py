@@ -29,13 +29,14 @@ def open_store(path: Path | None = None, busy_timeout: float = 5.0) -> tuple[Sto
         store = Store(path, busy_timeout)
     except StoreError as exc:
         if exc.reason != "damaged":
-            return Store(":memory:"), [f"{exc}. Chats will be kept in memory only this time; "
-                                       f"{_advice(exc.reason)}"]
+            return Store(":memory:"), [f"{exc}. Chats will be kept in memory only this time; {_advice(exc.reason)}"]
         return _recover_damaged(path, exc, busy_timeout)
     notes = []
     if store.recovered:
-        notes.append(f"{store.recovered} repl{'ies were' if store.recovered > 1 else 'y was'} cut short when "
-                     "vramchat last stopped; what was written is kept.")
+        notes.append(
+            f"{store.recovered} repl{'ies were' if store.recovered > 1 else 'y was'} cut short when "
+            "vramchat last stopped; what was written is kept."
+        )
     return store, notes
 
 
@@ -51,18 +52,27 @@ def _recover_damaged(path: Path, exc: StoreError, busy_timeout: float) -> tuple[
     try:
         aside = set_aside(path)
     except OSError as move_error:
-        return Store(":memory:"), [f"{exc}. It could not be moved aside ({move_error.strerror or move_error}); "
-                                   "chats will be kept in memory only this time."]
+        return Store(":memory:"), [
+            f"{exc}. It could not be moved aside ({move_error.strerror or move_error}); "
+            "chats will be kept in memory only this time."
+        ]
     try:
         store = Store(path, busy_timeout)
     except StoreError as again:
-        return Store(":memory:"), [f"{exc}. It was moved to {aside}, but a new database could not be started "
-                                   f"({again}); chats will be kept in memory only this time."]
+        return Store(":memory:"), [
+            f"{exc}. It was moved to {aside}, but a new database could not be started "
+            f"({again}); chats will be kept in memory only this time."
+        ]
     saved = salvage(aside, store)
-    what = (f"{saved['messages']} messages in {saved['conversations']} chats were saved from it"
-            if saved["conversations"] else "nothing could be read from it")
-    return store, [f"The conversation database was damaged ({exc}). It was kept as {aside}; "
-                   f"{what}, and a new database was started."]
+    what = (
+        f"{saved['messages']} messages in {saved['conversations']} chats were saved from it"
+        if saved["conversations"]
+        else "nothing could be read from it"
+    )
+    return store, [
+        f"The conversation database was damaged ({exc}). It was kept as {aside}; "
+        f"{what}, and a new database was started."
+    ]
 
 
 def set_aside(path: Path) -> Path:
@@ -100,8 +110,9 @@ def _adopt(db: sqlite3.Connection, conv_id: int) -> bool:
     if db.execute("SELECT 1 FROM conversations WHERE id = ?", (conv_id,)).fetchone():
         return False
     now = time.time()
-    db.execute("INSERT INTO conversations (id, title, created, updated) VALUES (?, '(recovered)', ?, ?)",
-               (conv_id, now, now))
+    db.execute(
+        "INSERT INTO conversations (id, title, created, updated) VALUES (?, '(recovered)', ?, ?)", (conv_id, now, now)
+    )
     return True
 
 

@@ -124,9 +124,19 @@ class Telemetry:
         engine = self.engine
         cells = self._read("KV cells", engine.kv_cells_used, 0, failed) if engine is not None else 0
         tps, generating = self._read("tokens/s", self.speed, (0.0, False), failed)
-        sample = Sample(time.monotonic(), devices, rss, dict(self.compute), self.kv_allocated,
-                        kv_bytes_in_use(self.kv_layout, cells), cells, tps, generating, tuple(failed),
-                        max(self.kv_maximum, self.kv_allocated))
+        sample = Sample(
+            time.monotonic(),
+            devices,
+            rss,
+            dict(self.compute),
+            self.kv_allocated,
+            kv_bytes_in_use(self.kv_layout, cells),
+            cells,
+            tps,
+            generating,
+            tuple(failed),
+            max(self.kv_maximum, self.kv_allocated),
+        )
         with self._lock:
             self._samples.append(sample)
         return sample
@@ -172,9 +182,13 @@ class Telemetry:
             return list(self._samples)
 
 
-def for_engine(engine: Engine, report: DeviceReport, plan: MemoryPlan | None,
-               config: TelemetryConfig | None = None,
-               speed: Callable[[], tuple[float, bool]] | None = None) -> Telemetry:
+def for_engine(
+    engine: Engine,
+    report: DeviceReport,
+    plan: MemoryPlan | None,
+    config: TelemetryConfig | None = None,
+    speed: Callable[[], tuple[float, bool]] | None = None,
+) -> Telemetry:
     """A sampler for a loaded engine: GPUs through llama.cpp's device API (or simulated, following
     `plan`), host RAM and RSS through psutil, arena and KV as llama.cpp logged them at load (the
     plan's figures when the log said nothing), KV in use from the plan's layout. `speed` replaces
@@ -203,9 +217,15 @@ def for_engine(engine: Engine, report: DeviceReport, plan: MemoryPlan | None,
     except Exception:  # psutil unusable: the sampler records each failed read instead
         rss = process_rss
     return Telemetry(
-        memory=GpuMemory(report, plan, loaded), rss=rss, engine=engine,
-        kv_layout=plan.kv if plan is not None else None, kv_allocated=kv_allocated, compute=compute,
+        memory=GpuMemory(report, plan, loaded),
+        rss=rss,
+        engine=engine,
+        kv_layout=plan.kv if plan is not None else None,
+        kv_allocated=kv_allocated,
+        compute=compute,
         kv_maximum=kv_maximum,
-        speed=speed or engine_speed, config=config or TelemetryConfig(), host_memory=HostMemory(report, plan, loaded),
+        speed=speed or engine_speed,
+        config=config or TelemetryConfig(),
+        host_memory=HostMemory(report, plan, loaded),
         unified=frozenset(d.name for d in report.gpus if d.unified),
     )

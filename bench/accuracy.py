@@ -28,12 +28,26 @@ from tests.tiny_models import ZOO, write_tiny_model  # noqa: E402
 FAMILIES: list[tuple[str, list[str]]] = [
     ("Dense", ["llama-f16", "llama-q8_0", "llama-q4_k", "qwen2-q4_0", "qwen3-hd", "phi3", "gemma", "granite"]),
     ("Sliding window (SWA)", ["gemma2", "gemma3", "gemma3-270m"]),
-    ("Mixture of experts", ["llama-moe", "qwen2moe", "qwen3moe", "olmoe", "gpt-oss", "granitemoe",
-                            "granitemoe-shared"]),
+    (
+        "Mixture of experts",
+        ["llama-moe", "qwen2moe", "qwen3moe", "olmoe", "gpt-oss", "granitemoe", "granitemoe-shared"],
+    ),
     ("Multi-head latent attention (MLA)", ["deepseek2", "deepseek3", "deepseek2-mtp"]),
     ("Recurrent", ["mamba", "mamba2", "rwkv6", "rwkv7"]),
-    ("Hybrid (attention + recurrent)", ["lfm2", "granitehybrid", "jamba", "qwen3next", "falcon-h1", "nemotron-h",
-                                        "nemotron-h-moe", "nemotron-h-super", "plamo2"]),
+    (
+        "Hybrid (attention + recurrent)",
+        [
+            "lfm2",
+            "granitehybrid",
+            "jamba",
+            "qwen3next",
+            "falcon-h1",
+            "nemotron-h",
+            "nemotron-h-moe",
+            "nemotron-h-super",
+            "plamo2",
+        ],
+    ),
 ]
 MiB = 1024 * 1024
 KINDS = ("weights", "kv", "kv_swa", "rs", "output", "compute")
@@ -56,8 +70,11 @@ def _fmt(n: int) -> str:
 
 
 def _config_label(cfg: dict) -> str:
-    parts = [f"ctx {cfg['n_ctx']}", "FA" if cfg.get("flash_attn") else "no FA",
-             f"K {cfg.get('type_k', 'f16')}/V {cfg.get('type_v', 'f16')}"]
+    parts = [
+        f"ctx {cfg['n_ctx']}",
+        "FA" if cfg.get("flash_attn") else "no FA",
+        f"K {cfg.get('type_k', 'f16')}/V {cfg.get('type_v', 'f16')}",
+    ]
     if cfg.get("swa_full"):
         parts.append("swa_full")
     if cfg.get("n_seq_max", 1) > 1:
@@ -71,9 +88,11 @@ def _configs(name: str, quick: bool) -> list[dict]:
     swa = name.startswith("gemma2") or name.startswith("gemma3") or name == "gpt-oss"
     configs = grid(swa=swa, n_ctx=(512, 4096) if quick else (512, 2048, 8192))
     if not quick:
-        configs += [{"n_ctx": 4096, "n_seq_max": 3, "flash_attn": True},
-                    {"n_ctx": 4096, "n_seq_max": 2, "kv_unified": True, "flash_attn": False},
-                    {"n_ctx": 4096, "n_ubatch": 128, "flash_attn": False}]
+        configs += [
+            {"n_ctx": 4096, "n_seq_max": 3, "flash_attn": True},
+            {"n_ctx": 4096, "n_seq_max": 2, "kv_unified": True, "flash_attn": False},
+            {"n_ctx": 4096, "n_ubatch": 128, "flash_attn": False},
+        ]
     return configs
 
 
@@ -96,8 +115,9 @@ def _table(rows: list[ConfigRow]) -> list[str]:
             mark = "" if _ok(kind, buf.planned, buf.actual) else " **OFF**"
             dry = ""
             if kind != "weights":  # the dry run allocates nothing, so it reports no model buffer sizes
-                dry = " · " + ("-" if buf.dry_run is None else ("=" if buf.dry_run_matches else
-                                                                 f"**{_fmt(buf.dry_run)}**"))
+                dry = " · " + (
+                    "-" if buf.dry_run is None else ("=" if buf.dry_run_matches else f"**{_fmt(buf.dry_run)}**")
+                )
             cells.append(f"{_fmt(buf.planned)} / {_fmt(buf.actual)} ({buf.error:+,} B){mark}{dry}")
         out.append(f"| {_config_label(row.config)} | " + " | ".join(cells) + " |")
     return out

@@ -114,8 +114,14 @@ def command_line_rows(files: dict[str, Path], home: Path) -> list[Row]:
                 env = dict(os.environ, VRAMCHAT_HOME=str(home))
                 if not env_backup:
                     env.pop("VRAMCHAT_DEVICES", None)
-                proc = subprocess.run([str(VRAMCHAT), *args], capture_output=True, text=True, env=env,
-                                      timeout=120, stdin=subprocess.DEVNULL)
+                proc = subprocess.run(
+                    [str(VRAMCHAT), *args],
+                    capture_output=True,
+                    text=True,
+                    env=env,
+                    timeout=120,
+                    stdin=subprocess.DEVNULL,
+                )
             finally:
                 os.environ.pop("VRAMCHAT_DEVICES", None)
             rows.append(Row(case, "vramchat " + " ".join(args), _what_it_says(proc), str(proc.returncode)))
@@ -188,9 +194,11 @@ def app_rows(files: dict[str, Path], base: Path) -> list[Row]:
     def run(coro) -> tuple[list[str], str, str]:
         return asyncio.run(coro)
 
-    for key, case in (("text", "a text file named .gguf in a models folder"),
-                      ("truncated", "a half-downloaded GGUF in a models folder"),
-                      ("version", "a GGUF from a newer format version in a models folder")):
+    for key, case in (
+        ("text", "a text file named .gguf in a models folder"),
+        ("truncated", "a half-downloaded GGUF in a models folder"),
+        ("version", "a GGUF from a newer format version in a models folder"),
+    ):
         notes, badge, verdict = run(_app_sees(fresh_home(f"h-{key}"), shelf_with("ok", key), files[key].name))
         rows.append(Row(case, "the model picker", f"listed with the badge \u201c{badge}\u201d; selected: {verdict}"))
 
@@ -209,8 +217,9 @@ def app_rows(files: dict[str, Path], base: Path) -> list[Row]:
     blocked = base / "home-is-a-file"
     blocked.write_text("a file where vramchat's folders should be")
     notes, _, _ = run(_app_sees(blocked, base / "shelf-empty"))
-    rows.append(Row("config, data and cache folders that cannot be created", "vramchat",
-                    " / ".join(notes) or "(nothing)"))
+    rows.append(
+        Row("config, data and cache folders that cannot be created", "vramchat", " / ".join(notes) or "(nothing)")
+    )
 
     home = fresh_home("db-damaged")
     (home / "data").mkdir()
@@ -250,30 +259,52 @@ def _first(notes: list[str], word: str) -> str:
 
 def load_rows(base: Path) -> list[Row]:
     """Loads that run out of memory in real llama.cpp (a capped address space in a child process)."""
-    model = write_tiny_model(base / "big-kv.gguf", TinySpec("llama", n_embd=1024, n_head=8, n_head_kv=8, n_ff=256,
-                                                            n_ctx_train=131072))
+    model = write_tiny_model(
+        base / "big-kv.gguf", TinySpec("llama", n_embd=1024, n_head=8, n_head_kv=8, n_ff=256, n_ctx_train=131072)
+    )
     child = ROOT / "tests" / "oom_child.py"
     rows = []
-    for headroom, case in ((800, "a load that runs out of memory (the plan's 1 GiB KV cache cannot be allocated)"),
-                           (60, "a load that cannot succeed even with smaller plans")):
-        proc = subprocess.run([sys.executable, str(child), str(model), "65536", str(headroom)], capture_output=True,
-                              text=True, timeout=300, env=dict(os.environ, MALLOC_ARENA_MAX="1"))
+    for headroom, case in (
+        (800, "a load that runs out of memory (the plan's 1 GiB KV cache cannot be allocated)"),
+        (60, "a load that cannot succeed even with smaller plans"),
+    ):
+        proc = subprocess.run(
+            [sys.executable, str(child), str(model), "65536", str(headroom)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=dict(os.environ, MALLOC_ARENA_MAX="1"),
+        )
         out = json.loads(proc.stdout.strip().splitlines()[-1])
         steps = "; ".join(", ".join(r["changes"]) for r in out["retries"])
         if out["loaded"]:
-            sees = (f"\u201cNot enough memory\u201d: {out['retries'][0]['why'].split(':')[0]}; trying a smaller "
-                    f"plan: {steps}. Then: loaded with a smaller plan than the one chosen: "
-                    f"{'; '.join(out['changes'])}.")
+            sees = (
+                f"\u201cNot enough memory\u201d: {out['retries'][0]['why'].split(':')[0]}; trying a smaller "
+                f"plan: {steps}. Then: loaded with a smaller plan than the one chosen: "
+                f"{'; '.join(out['changes'])}."
+            )
         else:
-            sees = (f"retried: {steps}; then a dialog \u201cThe model did not load\u201d: "
-                    f"{out['error'][:160]}… and back to the model list")
+            sees = (
+                f"retried: {steps}; then a dialog \u201cThe model did not load\u201d: "
+                f"{out['error'][:160]}… and back to the model list"
+            )
         rows.append(Row(case, "loading in the app", sees))
-    rows.append(Row("out of memory while writing a reply", "chatting",
-                    "\u201cOut of memory\u201d: what was written is kept, the model is reloaded with a smaller plan "
-                    "(same rule), and the chat carries on (tests/test_tui_pilot.py)"))
-    rows.append(Row("SIGKILL during a streamed reply", "restarting the app",
-                    "\u201c1 reply was cut short when vramchat last stopped; what was written is kept.\u201d; the "
-                    "reply shows \u201ccut short: the app stopped\u201d (tests/test_crash_kill.py)"))
+    rows.append(
+        Row(
+            "out of memory while writing a reply",
+            "chatting",
+            "\u201cOut of memory\u201d: what was written is kept, the model is reloaded with a smaller plan "
+            "(same rule), and the chat carries on (tests/test_tui_pilot.py)",
+        )
+    )
+    rows.append(
+        Row(
+            "SIGKILL during a streamed reply",
+            "restarting the app",
+            "\u201c1 reply was cut short when vramchat last stopped; what was written is kept.\u201d; the "
+            "reply shows \u201ccut short: the app stopped\u201d (tests/test_crash_kill.py)",
+        )
+    )
     return rows
 
 
@@ -301,12 +332,14 @@ def main(argv: list[str] | None = None) -> int:
             ("The app", lambda: app_rows(files, base / "app"), False),
             ("Loads and crashes", lambda: load_rows(base), False),
         ]
-        parts = ["# Bad input: what the user sees",
-                 "",
-                 "Every row was produced by running the input for real: `python bench/bad_inputs.py` regenerates "
-                 "this file. Exit status: 0 the plan fits, 3 it does not, 2 a usage error, 1 a bad or missing file. "
-                 "Hostile headers beyond these are fuzzed (`bench/fuzz_gguf.py`, `tests/test_fuzz_gguf.py`).",
-                 ""]
+        parts = [
+            "# Bad input: what the user sees",
+            "",
+            "Every row was produced by running the input for real: `python bench/bad_inputs.py` regenerates "
+            "this file. Exit status: 0 the plan fits, 3 it does not, 2 a usage error, 1 a bad or missing file. "
+            "Hostile headers beyond these are fuzzed (`bench/fuzz_gguf.py`, `tests/test_fuzz_gguf.py`).",
+            "",
+        ]
         for title, make, with_status in sections:
             rows = make()
             for row in rows:  # the temporary folder's name says nothing to a reader

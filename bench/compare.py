@@ -63,17 +63,28 @@ def _cpu_features() -> frozenset[str]:
 
 
 def _load_config(cfg: dict[str, Any], cpu_extra_buffers: bool | None = None) -> LoadConfig:
-    return LoadConfig(n_gpu_layers=0, cpu_extra_buffers=cpu_extra_buffers, n_ctx=cfg["n_ctx"],
-                      n_batch=cfg.get("n_batch", 512),
-                      n_ubatch=cfg.get("n_ubatch", 512), type_k=cfg.get("type_k", "f16"),
-                      type_v=cfg.get("type_v", "f16"), flash_attn=bool(cfg.get("flash_attn")),
-                      swa_full=bool(cfg.get("swa_full")), n_seq_max=cfg.get("n_seq_max", 1),
-                      kv_unified=bool(cfg.get("kv_unified")))
+    return LoadConfig(
+        n_gpu_layers=0,
+        cpu_extra_buffers=cpu_extra_buffers,
+        n_ctx=cfg["n_ctx"],
+        n_batch=cfg.get("n_batch", 512),
+        n_ubatch=cfg.get("n_ubatch", 512),
+        type_k=cfg.get("type_k", "f16"),
+        type_v=cfg.get("type_v", "f16"),
+        flash_attn=bool(cfg.get("flash_attn")),
+        swa_full=bool(cfg.get("swa_full")),
+        n_seq_max=cfg.get("n_seq_max", 1),
+        kv_unified=bool(cfg.get("kv_unified")),
+    )
 
 
-def compare_cpu(path: str | os.PathLike[str], configs: list[dict[str, Any]],
-                cpu_features: frozenset[str] | None = None,
-                cpu_extra_buffers: bool | None = None, dry_run: bool = False) -> list[ConfigRow]:
+def compare_cpu(
+    path: str | os.PathLike[str],
+    configs: list[dict[str, Any]],
+    cpu_features: frozenset[str] | None = None,
+    cpu_extra_buffers: bool | None = None,
+    dry_run: bool = False,
+) -> list[ConfigRow]:
     """One row per configuration: every buffer llama.cpp allocated next to the planner's figure.
 
     `cpu_features` plans as for another CPU (an AMX one, say); llama.cpp then loads the way
@@ -82,8 +93,9 @@ def compare_cpu(path: str | os.PathLike[str], configs: list[dict[str, Any]],
 
     features = _cpu_features() if cpu_features is None else cpu_features
     model = load_anatomy(read_gguf(path))
-    model_buffers, measured = measure(path, configs,
-                                      cpu_extra_buffers=uses_cpu_extra_buffers(cpu_extra_buffers, features))
+    model_buffers, measured = measure(
+        path, configs, cpu_extra_buffers=uses_cpu_extra_buffers(cpu_extra_buffers, features)
+    )
     host = Host(64 * GiB, 64 * GiB, features)
     rows = []
     for result in measured:
@@ -105,8 +117,10 @@ def compare_cpu(path: str | os.PathLike[str], configs: list[dict[str, Any]],
         actual_kv = {"base": 0, "swa": 0}
         for kv in result["kv"]:
             actual_kv[kv["cache"]] += kv["bytes"]
-        planned_kv = {"base": sum(b.bytes for b in plan.buffers if b.kind == "kv"),
-                      "swa": sum(b.bytes for b in plan.buffers if b.kind == "kv_swa")}
+        planned_kv = {
+            "base": sum(b.bytes for b in plan.buffers if b.kind == "kv"),
+            "swa": sum(b.bytes for b in plan.buffers if b.kind == "kv_swa"),
+        }
         row.buffers.append(BufferRow("kv", planned_kv["base"], actual_kv["base"]))
         if actual_kv["swa"] or planned_kv["swa"]:
             row.buffers.append(BufferRow("kv_swa", planned_kv["swa"], actual_kv["swa"]))
@@ -132,8 +146,13 @@ def _add_dry_runs(path: str | os.PathLike[str], rows: list[ConfigRow], cpu_extra
             if row.refused_by_llama or row.refused_by_planner:
                 continue
             dry = engine.dry_run(os.fspath(path), _load_config(row.config, cpu_extra_buffers))
-            figures = {"kv": dry.kv, "kv_swa": dry.kv_swa, "rs": dry.recurrent, "output": dry.output,
-                       "compute": dry.compute}
+            figures = {
+                "kv": dry.kv,
+                "kv_swa": dry.kv_swa,
+                "rs": dry.recurrent,
+                "output": dry.output,
+                "compute": dry.compute,
+            }
             for buf in row.buffers:
                 if buf.kind in figures and dry.ok:
                     buf.dry_run = sum(figures[buf.kind].values())
@@ -147,7 +166,14 @@ def grid(swa: bool, n_ctx: tuple[int, ...] = (512, 2048, 8192)) -> list[dict[str
     for ctx in n_ctx:
         for fa in (False, True):
             for kv in ("f16", "q8_0"):
-                for swa_full in ((False, True) if swa else (False,)):
-                    out.append({"n_ctx": ctx, "flash_attn": fa, "type_k": kv, "type_v": kv if fa else "f16",
-                                "swa_full": swa_full})
+                for swa_full in (False, True) if swa else (False,):
+                    out.append(
+                        {
+                            "n_ctx": ctx,
+                            "flash_attn": fa,
+                            "type_k": kv,
+                            "type_v": kv if fa else "f16",
+                            "swa_full": swa_full,
+                        }
+                    )
     return out

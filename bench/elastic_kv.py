@@ -70,8 +70,10 @@ def main() -> None:
     elastic, fixed = _load(args.model, args.max, True), _load(args.model, args.max, False)
     print(f"model   {Path(args.model).name}, maximum context {args.max:,} tokens, CPU")
     for name, s in (("growing", elastic), ("fixed", fixed)):
-        print(f"{name:<8} at load: context {s.model.n_ctx:>6,} tokens, KV committed {_kv(s) / MiB:8.2f} MiB, "
-              f"engine RSS {_rss(s.engine.pid) / MiB:7.1f} MiB")
+        print(
+            f"{name:<8} at load: context {s.model.n_ctx:>6,} tokens, KV committed {_kv(s) / MiB:8.2f} MiB, "
+            f"engine RSS {_rss(s.engine.pid) / MiB:7.1f} MiB"
+        )
     fixed.close()
 
     history: list[Message] = []
@@ -84,11 +86,24 @@ def main() -> None:
         def grew(g) -> None:
             steps.append((g.before, g.after, g.seconds, elastic.engine.kv_cells_used()))
 
-        outcome = write_reply(elastic, None, 0, list(history), "", params, [], threading.Event(),
-                              on_fitted=lambda b: None, on_piece=lambda p: None, on_growth=grew)
+        outcome = write_reply(
+            elastic,
+            None,
+            0,
+            list(history),
+            "",
+            params,
+            [],
+            threading.Event(),
+            on_fitted=lambda b: None,
+            on_piece=lambda p: None,
+            on_growth=grew,
+        )
         history.append(Message("assistant", outcome.text))
-        print(f"turn {n + 1}: context {elastic.model.n_ctx:>6,} tokens, {elastic.engine.kv_cells_used():,} cells "
-              f"in use, KV committed {_kv(elastic) / MiB:.2f} MiB")
+        print(
+            f"turn {n + 1}: context {elastic.model.n_ctx:>6,} tokens, {elastic.engine.kv_cells_used():,} cells "
+            f"in use, KV committed {_kv(elastic) / MiB:.2f} MiB"
+        )
     elastic.close()
     if not steps:
         print("no growth step: use more --turns or --words")
@@ -112,11 +127,15 @@ def main() -> None:
         engine.load(args.model, LoadConfig(n_ctx=args.max, flash_attn=True))
     engine.close()
     for (before, after, seconds, carried), again in zip(steps, refill):
-        print(f"growth {before:>6,} -> {after:>6,} tokens: {seconds * 1000:7.1f} ms carrying {carried:,} cells "
-              f"(prefilling them again: {again * 1000:7.1f} ms)")
+        print(
+            f"growth {before:>6,} -> {after:>6,} tokens: {seconds * 1000:7.1f} ms carrying {carried:,} cells "
+            f"(prefilling them again: {again * 1000:7.1f} ms)"
+        )
     times = [s[2] for s in steps]
-    print(f"growth steps: {len(times)}, median {statistics.median(times) * 1000:.1f} ms, "
-          f"largest {max(times) * 1000:.1f} ms; re-prefill median {statistics.median(refill) * 1000:.1f} ms")
+    print(
+        f"growth steps: {len(times)}, median {statistics.median(times) * 1000:.1f} ms, "
+        f"largest {max(times) * 1000:.1f} ms; re-prefill median {statistics.median(refill) * 1000:.1f} ms"
+    )
 
 
 if __name__ == "__main__":

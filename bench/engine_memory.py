@@ -48,8 +48,9 @@ def main() -> None:
         try:
             until(lambda: app.shown("loaded in"), 120, "the load")
             app.type("What is the capital of France?\r")
-            answer = until(lambda: [r for r in rows_of(db_path()) if r[0] == "assistant" and r[2] == "complete"],
-                           120, "the answer")
+            answer = until(
+                lambda: [r for r in rows_of(db_path()) if r[0] == "assistant" and r[2] == "complete"], 120, "the answer"
+            )
             engine = engine_pid(app)
             assert engine is not None
             ui, eng = _status(app.proc.pid), _status(engine)

@@ -83,8 +83,18 @@ def main() -> None:
     engine.load(args.model, config)
     local = Engine()  # the in-process engine the app used before the engine process
     local.load(args.model, config)
-    llm = llama_cpp.Llama(args.model, n_ctx=args.ctx, n_batch=512, n_ubatch=512, flash_attn=True, swa_full=False,
-                          n_threads=threads, n_threads_batch=threads, n_gpu_layers=0, verbose=False)
+    llm = llama_cpp.Llama(
+        args.model,
+        n_ctx=args.ctx,
+        n_batch=512,
+        n_ubatch=512,
+        flash_attn=True,
+        swa_full=False,
+        n_threads=threads,
+        n_threads_batch=threads,
+        n_gpu_layers=0,
+        verbose=False,
+    )
     tokens = llm.tokenize(PROMPT.encode(), add_bos=True)
     assert tokens == engine.tokenize(PROMPT), "the two tokenizers disagree"
 
@@ -97,7 +107,7 @@ def main() -> None:
     texts: dict[str, str] = {}
     sides = ["engine", "llama", "local"]
     for i in range(args.runs):
-        order = sides[i % 3:] + sides[:i % 3]  # each side first, second and last in turn
+        order = sides[i % 3 :] + sides[: i % 3]  # each side first, second and last in turn
         for side in order:
             if side == "llama":
                 tps, count, text = run_llama(llm, tokens, args.tokens)
@@ -114,8 +124,10 @@ def main() -> None:
     print(f"prompt  {len(tokens)} tokens; {args.tokens} tokens generated per run, {args.runs} interleaved runs each")
     print(f"vramchat engine      median {med_e:7.2f} tok/s  (runs: {', '.join(f'{s:.1f}' for s in speeds['engine'])})")
     print(f"llama_cpp.Llama      median {med_l:7.2f} tok/s  (runs: {', '.join(f'{s:.1f}' for s in speeds['llama'])})")
-    print(f"in-process engine    median {med_o:7.2f} tok/s  (runs: {', '.join(f'{s:.1f}' for s in speeds['local'])})"
-          "  (before the engine process)")
+    print(
+        f"in-process engine    median {med_o:7.2f} tok/s  (runs: {', '.join(f'{s:.1f}' for s in speeds['local'])})"
+        "  (before the engine process)"
+    )
     print(f"ratio   engine process / Llama = {med_e / med_l:.3f}; in-process engine / Llama = {med_o / med_l:.3f}")
     print(f"same text: {texts['engine'] == texts['llama']}")
 
@@ -123,11 +135,13 @@ def main() -> None:
     firsts: dict[str, list[float]] = {"process": [], "in-process": []}
     for i in range(args.runs * 2):
         question = QUESTIONS[i % len(QUESTIONS)]
-        for side in (("process", "in-process") if i % 2 == 0 else ("in-process", "process")):
+        for side in ("process", "in-process") if i % 2 == 0 else ("in-process", "process"):
             firsts[side].append(first_token(engine if side == "process" else local, question))
     med_p, med_i = statistics.median(firsts["process"]), statistics.median(firsts["in-process"])
-    print(f"Enter to first token (tokenize + prefill + first piece, {len(firsts['process'])} runs each, "
-          "alternating questions):")
+    print(
+        f"Enter to first token (tokenize + prefill + first piece, {len(firsts['process'])} runs each, "
+        "alternating questions):"
+    )
     print(f"engine process       median {med_p * 1000:7.1f} ms")
     print(f"in-process engine    median {med_i * 1000:7.1f} ms   (before the engine process)")
     local.unload()

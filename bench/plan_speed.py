@@ -45,10 +45,14 @@ def main() -> None:
     p, r = statistics.median(plans), statistics.median(readers)
     size = Path(args.model).stat().st_size
     print(f"model: {args.model} ({size / 2**20:.1f} MiB)")
-    print(f"vramchat --plan --json (whole process): median {p:.3f} s over {args.runs} runs "
-          f"(min {min(plans):.3f}, max {max(plans):.3f})")
-    print(f"gguf.GGUFReader(file)  (whole process): median {r:.3f} s over {args.runs} runs "
-          f"(min {min(readers):.3f}, max {max(readers):.3f})")
+    print(
+        f"vramchat --plan --json (whole process): median {p:.3f} s over {args.runs} runs "
+        f"(min {min(plans):.3f}, max {max(plans):.3f})"
+    )
+    print(
+        f"gguf.GGUFReader(file)  (whole process): median {r:.3f} s over {args.runs} runs "
+        f"(min {min(readers):.3f}, max {max(readers):.3f})"
+    )
     print(f"ratio: vramchat takes {p / r:.3f} of GGUFReader's time ({r / p:.1f}x faster)")
 
 

@@ -89,12 +89,15 @@ def main() -> None:
         found = len(list((home / "data" / "models").glob("*.gguf")))  # the demo model is assembled on first start
         warm = [start_once(home) for _ in range(args.runs)]
         print(f"{found} models in {home / 'data' / 'models'} ({args.models} tiny + the demo model when installed)")
-        print(f"first start (plans every model):  list drawn {cold['listed']:.3f} s, "
-              f"all planned {cold['planned']:.3f} s")
+        print(
+            f"first start (plans every model):  list drawn {cold['listed']:.3f} s, all planned {cold['planned']:.3f} s"
+        )
         listed = [w["listed"] for w in warm]
         planned = [w["planned"] for w in warm]
-        print(f"second start (plan cache warm), {args.runs} runs: list drawn median {statistics.median(listed):.3f} s "
-              f"(max {max(listed):.3f}), all badges fresh median {statistics.median(planned):.3f} s")
+        print(
+            f"second start (plan cache warm), {args.runs} runs: list drawn median {statistics.median(listed):.3f} s "
+            f"(max {max(listed):.3f}), all badges fresh median {statistics.median(planned):.3f} s"
+        )
     finally:
         shutil.rmtree(home, ignore_errors=True)
 

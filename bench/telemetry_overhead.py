@@ -36,8 +36,10 @@ from planner.gguf import read_gguf
 from planner.memory import MemoryPlan
 from planner.model import load_anatomy
 
-PROMPT = ("The history of the lighthouse begins in the ancient world, when fires were lit on hilltops to guide "
-          "ships home. Over the centuries")
+PROMPT = (
+    "The history of the lighthouse begins in the ancient world, when fires were lit on hilltops to guide "
+    "ships home. Over the centuries"
+)
 TARGET = 0.02
 
 
@@ -93,8 +95,10 @@ def _generate(engine: Engine, tokens: int) -> float | None:
     if stats.stopped_by == "user":
         return None
     if stats.generated_tokens != tokens:
-        raise SystemExit(f"generation stopped after {stats.generated_tokens} tokens ({stats.stopped_by}); "
-                         "the comparison needs the same work in every run")
+        raise SystemExit(
+            f"generation stopped after {stats.generated_tokens} tokens ({stats.stopped_by}); "
+            "the comparison needs the same work in every run"
+        )
     return stats.tokens_per_second
 
 
@@ -107,8 +111,9 @@ def _watchdog(engine: Engine, budget: float, done: threading.Event) -> None:
             return
 
 
-def _run(engine: Engine, report: DeviceReport, plan: MemoryPlan, condition: str, args: argparse.Namespace,
-         expected: float) -> Run:
+def _run(
+    engine: Engine, report: DeviceReport, plan: MemoryPlan, condition: str, args: argparse.Namespace, expected: float
+) -> Run:
     telemetry = for_engine(engine, report, plan, TelemetryConfig(interval=args.interval))
     done = threading.Event()
     # twice the foreign CPU time a clean run of the expected length may have: past that it is lost anyway
@@ -139,8 +144,12 @@ def main() -> int:
     parser.add_argument("--tokens", type=int, default=256)
     parser.add_argument("--reps", type=int, default=7, help="runs of each condition")
     parser.add_argument("--interval", type=float, default=0.5, help="sampling interval, seconds (0.5: 2 Hz)")
-    parser.add_argument("--max-foreign", type=float, default=0.05,
-                        help="repeat a run when other processes used more than this share of a core")
+    parser.add_argument(
+        "--max-foreign",
+        type=float,
+        default=0.05,
+        help="repeat a run when other processes used more than this share of a core",
+    )
     parser.add_argument("--patience", type=float, default=1800, help="seconds to wait for quiet, in all")
     args = parser.parse_args()
 
@@ -155,10 +164,14 @@ def main() -> int:
     engine.load(path, config)
     devices = ", ".join(g.name for g in report.gpus) or "CPU only"
     print(f"model    {model.name} ({path.stat().st_size:,} bytes), {devices}, {os.cpu_count()} cores")
-    print(f"config   n_gpu_layers={config.n_gpu_layers} n_ctx={config.n_ctx} flash_attn={config.flash_attn} "
-          f"type_k={config.type_k}")
-    print(f"runs     {args.reps} x {args.tokens} tokens per condition, interleaved; sampler every {args.interval} s; "
-          f"runs where other processes took > {args.max_foreign:.0%} of a core are repeated")
+    print(
+        f"config   n_gpu_layers={config.n_gpu_layers} n_ctx={config.n_ctx} flash_attn={config.flash_attn} "
+        f"type_k={config.type_k}"
+    )
+    print(
+        f"runs     {args.reps} x {args.tokens} tokens per condition, interleaved; sampler every {args.interval} s; "
+        f"runs where other processes took > {args.max_foreign:.0%} of a core are repeated"
+    )
 
     warm = _generate(engine, args.tokens)  # warm-up: page in the weights, settle the caches
     expected = args.tokens / (warm or 1.0)  # seconds a clean run takes, about
@@ -177,11 +190,15 @@ def main() -> int:
                 if run.tokens_per_second is None or run.foreign > args.max_foreign:
                     rejected += 1
                     speed = "cut short" if run.tokens_per_second is None else f"{run.tokens_per_second:.2f} tokens/s"
-                    print(f"  run {rep + 1:>2} sampler {condition:<3} {speed}  "
-                          f"disturbed: others took {run.foreign:.0%} of a core; repeating")
+                    print(
+                        f"  run {rep + 1:>2} sampler {condition:<3} {speed}  "
+                        f"disturbed: others took {run.foreign:.0%} of a core; repeating"
+                    )
                     continue
-                print(f"  run {rep + 1:>2} sampler {condition:<3} {run.tokens_per_second:8.2f} tokens/s  "
-                      f"others {run.foreign:.1%}{note}")
+                print(
+                    f"  run {rep + 1:>2} sampler {condition:<3} {run.tokens_per_second:8.2f} tokens/s  "
+                    f"others {run.foreign:.1%}{note}"
+                )
                 runs.append(run)
                 break
 
@@ -200,8 +217,9 @@ def main() -> int:
     print(f"ratio    {ratio:.4f}  (median with / median without; target within {TARGET:.0%} of 1)")
     print(f"paired   {paired:.4f}  (median of each rep's with / without)")
     print(f"repeated {rejected} runs disturbed by other processes")
-    print(f"sample   {cost * 1e6:.0f} us of CPU each: {cost / args.interval:.3%} of one core at "
-          f"{1 / args.interval:g} Hz")
+    print(
+        f"sample   {cost * 1e6:.0f} us of CPU each: {cost / args.interval:.3%} of one core at {1 / args.interval:g} Hz"
+    )
     ok = abs(ratio - 1) <= TARGET
     print("PASS" if ok else "FAIL")
     return 0 if ok else 1

@@ -145,15 +145,21 @@ def _granite_scales(anatomy: ModelAnatomy, meta: _Meta) -> None:
     """Granite's scales (embedding, residual, attention, logits), each a ggml_scale node in the graph."""
     _experts(anatomy, meta)
     x = anatomy.extra
-    for key, name in (("f_logit_scale", "logit_scale"), ("f_residual_scale", "residual_scale"),
-                      ("f_embedding_scale", "embedding_scale"), ("f_attention_scale", "attention.scale")):
+    for key, name in (
+        ("f_logit_scale", "logit_scale"),
+        ("f_residual_scale", "residual_scale"),
+        ("f_embedding_scale", "embedding_scale"),
+        ("f_attention_scale", "attention.scale"),
+    ):
         x[key] = meta.float_or(name, 0.0)
 
 
 def _granite_moe(anatomy: ModelAnatomy, meta: _Meta) -> None:
     if meta.get("logit_scale") is None:
-        raise GGUFError(anatomy.path, f"required metadata {anatomy.architecture}.logit_scale is missing "
-                                      "(llama.cpp refuses the model)")
+        raise GGUFError(
+            anatomy.path,
+            f"required metadata {anatomy.architecture}.logit_scale is missing (llama.cpp refuses the model)",
+        )
     _granite_scales(anatomy, meta)
 
 
@@ -175,8 +181,11 @@ def _jamba(anatomy: ModelAnatomy, meta: _Meta) -> None:
     _experts(anatomy, meta)
     _ssm(anatomy, meta)
     if anatomy.extra["ssm_d_inner"] != 2 * anatomy.n_embd:  # GGML_ASSERT in llama.cpp: the process aborts
-        raise GGUFError(anatomy.path, f"jamba: ssm inner size {anatomy.extra['ssm_d_inner']} is not twice the "
-                                      f"embedding length {anatomy.n_embd}, which llama.cpp requires")
+        raise GGUFError(
+            anatomy.path,
+            f"jamba: ssm inner size {anatomy.extra['ssm_d_inner']} is not twice the "
+            f"embedding length {anatomy.n_embd}, which llama.cpp requires",
+        )
     _recurrent_where_no_kv_heads(anatomy)
 
 
@@ -185,8 +194,10 @@ def _rwkv(anatomy: ModelAnatomy, meta: _Meta) -> None:
     x = anatomy.extra
     x["wkv_head_size"] = head = meta.int_or("wkv.head_size", 0)
     if not 0 < head <= 4096 or anatomy.n_embd % head:
-        raise GGUFError(anatomy.path, f"{anatomy.architecture}: wkv head size {head} does not divide "
-                                      f"the embedding length {anatomy.n_embd}")
+        raise GGUFError(
+            anatomy.path,
+            f"{anatomy.architecture}: wkv head size {head} does not divide the embedding length {anatomy.n_embd}",
+        )
     x["token_shift_count"] = meta.int_or("token_shift_count", 2)
     x["rescale_every_n_layers"] = meta.int_or("rescale_every_n_layers", 0)
     for layer in anatomy.layers:
@@ -291,8 +302,20 @@ ARCH_RULES: dict[str, ArchRule] = {
 # llama_model::create_memory gives these no KV cache at all: text encoders (embedding models),
 # diffusion language models and an audio decoder. What each is for, in words.
 NO_CACHE_ARCHS: dict[str, str] = {
-    **dict.fromkeys(("bert", "modern-bert", "nomic-bert", "nomic-bert-moe", "neo-bert", "jina-bert-v2",
-                     "jina-bert-v3", "eurobert", "gemma-embedding"), "an embedding model (it turns text into vectors)"),
+    **dict.fromkeys(
+        (
+            "bert",
+            "modern-bert",
+            "nomic-bert",
+            "nomic-bert-moe",
+            "neo-bert",
+            "jina-bert-v2",
+            "jina-bert-v3",
+            "eurobert",
+            "gemma-embedding",
+        ),
+        "an embedding model (it turns text into vectors)",
+    ),
     **dict.fromkeys(("dream", "llada", "llada-moe", "rnd1"), "a diffusion language model"),
     "wavtokenizer-dec": "an audio decoder",
 }

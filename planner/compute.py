@@ -46,11 +46,20 @@ def _gpu_buffer_type(name: str, rules: BackendRules, n_tokens_hint: int) -> Buff
                     end = -(-end // 128) * 128 + v.n_elements() * 2
                 size = end
         return rules.alloc_size(t.type, size, t.ne[0])
+
     return BufferType(name, rules.alignment, alloc_size)
 
 
-def build_graph(model: ModelAnatomy, r: Resolved, kv: KVLayout, n_tokens: int, n_seqs: int, n_outputs: int,
-                locate_weight=None, locate_layer=None) -> GraphContext:
+def build_graph(
+    model: ModelAnatomy,
+    r: Resolved,
+    kv: KVLayout,
+    n_tokens: int,
+    n_seqs: int,
+    n_outputs: int,
+    locate_weight=None,
+    locate_layer=None,
+) -> GraphContext:
     """One reserve graph. `locate_weight(name, dup)` -> (backend, host_plain); `locate_layer(il)` -> backend."""
     shape = GraphShape(
         n_tokens=n_tokens,
@@ -92,8 +101,9 @@ def _rs_tensors(model: ModelAnatomy, r: Resolved, g: Graph, locate_layer) -> dic
     out: dict[int, dict[str, Tensor]] = {}
     for t in rs_layout(model, r).tensors:
         where = locate_layer(t.layer) if (locate_layer is not None and r.config.offload_kqv) else "host"
-        out.setdefault(t.layer, {})[t.kind] = g.weight(t.type, t.ne, f"cache_{t.kind}_l{t.layer}", backend=where,
-                                                       is_weight=False)
+        out.setdefault(t.layer, {})[t.kind] = g.weight(
+            t.type, t.ne, f"cache_{t.kind}_l{t.layer}", backend=where, is_weight=False
+        )
     return {il: (kinds["r"], kinds["s"]) for il, kinds in out.items()}
 
 
@@ -101,9 +111,15 @@ def _backend_name(gpus: list[Device], device: int) -> str:
     return HOST_BUFFER if device == HOST else gpus[device].name
 
 
-def compute_buffers(model: ModelAnatomy, r: Resolved, kv: KVLayout, placement: LayerPlacement | None = None,
-                    gpus: list[Device] | None = None, weights: WeightBuffers | None = None,
-                    op_offload: bool = True) -> ComputeBuffers:
+def compute_buffers(
+    model: ModelAnatomy,
+    r: Resolved,
+    kv: KVLayout,
+    placement: LayerPlacement | None = None,
+    gpus: list[Device] | None = None,
+    weights: WeightBuffers | None = None,
+    op_offload: bool = True,
+) -> ComputeBuffers:
     """Compute buffer per backend for this configuration and device mix."""
     gpus = gpus or []
     placement = placement or LayerPlacement(tuple([HOST] * model.n_layer), HOST)
@@ -121,8 +137,13 @@ def compute_buffers(model: ModelAnatomy, r: Resolved, kv: KVLayout, placement: L
     backends = [SchedBackend(d.name, False, i) for i, d in enumerate(gpus)] + [SchedBackend(HOST_BUFFER, True, HOST)]
     # llama_context: pipeline parallelism needs several GPUs holding every layer, the KV cache offloaded,
     # no tensor overrides, and devices with async compute and events (CUDA and ROCm have them)
-    pipeline = (len(gpus) > 1 and r.n_gpu_layers > model.n_layer and r.config.offload_kqv
-                and not r.config.n_cpu_moe and all(d.backend in ("cuda", "rocm") for d in gpus))
+    pipeline = (
+        len(gpus) > 1
+        and r.n_gpu_layers > model.n_layer
+        and r.config.offload_kqv
+        and not r.config.n_cpu_moe
+        and all(d.backend in ("cuda", "rocm") for d in gpus)
+    )
     scheduler = Scheduler(backends, op_offload=op_offload, n_copies=4 if pipeline else 1)
     buffer_types = {d.name: _gpu_buffer_type(d.name, backend_rules(d.backend), r.n_ubatch) for d in gpus}
     buffer_types[HOST_BUFFER] = BufferType(HOST_BUFFER, CPU.alignment, lambda t: t.nbytes())
@@ -152,8 +173,9 @@ def compute_buffers(model: ModelAnatomy, r: Resolved, kv: KVLayout, placement: L
 
     sizes = dict.fromkeys(buffer_types, 0)
     for nodes, leafs, node_buffers, leaf_buffers in scheduled:
-        result = reserve([(nodes, leafs)], buffer_types,
-                         lambda i, t, nb=node_buffers: nb[i], lambda i, t, lb=leaf_buffers: lb[i])
+        result = reserve(
+            [(nodes, leafs)], buffer_types, lambda i, t, nb=node_buffers: nb[i], lambda i, t, lb=leaf_buffers: lb[i]
+        )
         for name, size in result.items():
             sizes[name] = max(sizes[name], size)
     return ComputeBuffers(sizes, n_nodes, n_splits)

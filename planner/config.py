@@ -74,22 +74,31 @@ def resolve(model: ModelAnatomy, config: LoadConfig) -> Resolved:
     """Apply llama.cpp's rules, refusing what llama.cpp refuses, with its reason."""
     for name, value in (("type_k", config.type_k), ("type_v", config.type_v)):
         if value not in KV_CACHE_TYPES:
-            raise ConfigError(f"{name} {value!r} is not a KV cache type llama.cpp accepts "
-                              f"({', '.join(KV_CACHE_TYPES)})")
+            raise ConfigError(
+                f"{name} {value!r} is not a KV cache type llama.cpp accepts ({', '.join(KV_CACHE_TYPES)})"
+            )
     type_k, type_v = ggml_type(config.type_k), ggml_type(config.type_v)
     if model.extra.get("mla") and type_k is not type_v:
-        raise ConfigError(f"this model (multi-head latent attention) needs the same K and V cache types; "
-                          f"llama.cpp refuses K {type_k.name} with V {type_v.name}")
+        raise ConfigError(
+            f"this model (multi-head latent attention) needs the same K and V cache types; "
+            f"llama.cpp refuses K {type_k.name} with V {type_v.name}"
+        )
     if type_v.is_quantized and not config.flash_attn:
-        raise ConfigError("a quantized V cache needs flash attention: llama.cpp refuses "
-                          f"type_v={type_v.name} with flash attention off")
+        raise ConfigError(
+            "a quantized V cache needs flash attention: llama.cpp refuses "
+            f"type_v={type_v.name} with flash attention off"
+        )
     for layer in model.kv_layers:
         if layer.head_dim_k % type_k.block_size:
-            raise ConfigError(f"K cache type {type_k.name} needs a head size that is a multiple of "
-                              f"{type_k.block_size}; layer {layer.index} has {layer.head_dim_k}")
+            raise ConfigError(
+                f"K cache type {type_k.name} needs a head size that is a multiple of "
+                f"{type_k.block_size}; layer {layer.index} has {layer.head_dim_k}"
+            )
         if layer.head_dim_v % type_v.block_size:
-            raise ConfigError(f"V cache type {type_v.name} needs a head size that is a multiple of "
-                              f"{type_v.block_size}; layer {layer.index} has {layer.head_dim_v}")
+            raise ConfigError(
+                f"V cache type {type_v.name} needs a head size that is a multiple of "
+                f"{type_v.block_size}; layer {layer.index} has {layer.head_dim_v}"
+            )
     if config.n_ctx < 0:
         raise ConfigError(f"context length {config.n_ctx} is negative")
     if config.n_batch < 1 or config.n_ubatch < 1:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-GiB = 1024 ** 3
-MiB = 1024 ** 2
+GiB = 1024**3
+MiB = 1024**2
 
 
 @dataclass(frozen=True)
@@ -44,11 +44,20 @@ def parse_size(text: str) -> int:
     if not s:
         raise ValueError("empty size")
     units = {
-        "": 1, "b": 1,
-        "k": 1024, "kb": 1024, "kib": 1024,
-        "m": MiB, "mb": MiB, "mib": MiB,
-        "g": GiB, "gb": GiB, "gib": GiB,
-        "t": 1024 * GiB, "tb": 1024 * GiB, "tib": 1024 * GiB,
+        "": 1,
+        "b": 1,
+        "k": 1024,
+        "kb": 1024,
+        "kib": 1024,
+        "m": MiB,
+        "mb": MiB,
+        "mib": MiB,
+        "g": GiB,
+        "gb": GiB,
+        "gib": GiB,
+        "t": 1024 * GiB,
+        "tb": 1024 * GiB,
+        "tib": 1024 * GiB,
     }
     i = len(s)
     while i > 0 and not (s[i - 1].isdigit() or s[i - 1] == "."):
@@ -82,6 +91,9 @@ def format_size(n: int | float) -> str:
 def simulated_gpus(sizes: list[int], backend: str = "cuda") -> list[Device]:
     """What-if GPUs with all their memory free."""
     prefix = {"cuda": "CUDA", "rocm": "ROCm", "metal": "Metal", "vulkan": "Vulkan"}.get(backend, "GPU")
-    return [Device(f"{prefix}{i}", "gpu", backend, size, size, description=f"simulated {format_size(size)} GPU",
-                   simulated=True)
-            for i, size in enumerate(sizes)]
+    return [
+        Device(
+            f"{prefix}{i}", "gpu", backend, size, size, description=f"simulated {format_size(size)} GPU", simulated=True
+        )
+        for i, size in enumerate(sizes)
+    ]

@@ -78,10 +78,21 @@ class _Pricer:
 
     def config(self, ngl: int, ctx: int, kv: str, fa: bool, op_offload: bool = True, moe: int = 0) -> LoadConfig:
         w = self.wishes
-        return LoadConfig(n_gpu_layers=ngl, n_ctx=ctx, n_batch=w.n_batch, n_ubatch=w.n_ubatch,
-                          type_k=kv, type_v=kv if fa else "f16", flash_attn=fa, swa_full=w.swa_full,
-                          n_seq_max=w.n_seq_max, use_mmap=w.use_mmap, op_offload=op_offload, n_cpu_moe=moe,
-                          cpu_extra_buffers=w.cpu_extra_buffers)
+        return LoadConfig(
+            n_gpu_layers=ngl,
+            n_ctx=ctx,
+            n_batch=w.n_batch,
+            n_ubatch=w.n_ubatch,
+            type_k=kv,
+            type_v=kv if fa else "f16",
+            flash_attn=fa,
+            swa_full=w.swa_full,
+            n_seq_max=w.n_seq_max,
+            use_mmap=w.use_mmap,
+            op_offload=op_offload,
+            n_cpu_moe=moe,
+            cpu_extra_buffers=w.cpu_extra_buffers,
+        )
 
     def plan(self, ngl: int, ctx: int, kv: str, fa: bool, moe: int = 0) -> MemoryPlan | None:
         key = (ngl, ctx, kv, fa, moe)
@@ -91,12 +102,24 @@ class _Pricer:
 
     def _price(self, ngl: int, ctx: int, kv: str, fa: bool, moe: int = 0) -> MemoryPlan | None:
         try:
-            plan = plan_memory(self.model, self.config(ngl, ctx, kv, fa, moe=moe), self.gpus, self.host,
-                               self.wishes.margins, projector=self.wishes.projector)
+            plan = plan_memory(
+                self.model,
+                self.config(ngl, ctx, kv, fa, moe=moe),
+                self.gpus,
+                self.host,
+                self.wishes.margins,
+                projector=self.wishes.projector,
+            )
             if ngl == 0 and self.gpus and not plan.fits and plan.host.fits:
                 # the GPU cannot hold the ops llama.cpp would offload to it: keep them on the CPU
-                plan = plan_memory(self.model, self.config(ngl, ctx, kv, fa, op_offload=False), self.gpus,
-                                   self.host, self.wishes.margins, projector=self.wishes.projector)
+                plan = plan_memory(
+                    self.model,
+                    self.config(ngl, ctx, kv, fa, op_offload=False),
+                    self.gpus,
+                    self.host,
+                    self.wishes.margins,
+                    projector=self.wishes.projector,
+                )
             return plan
         except ConfigError:
             return None
@@ -111,8 +134,15 @@ class _Pricer:
     def _may_fit(self, ngl: int, ctx: int, kv: str, fa: bool, moe: int = 0) -> bool:
         """Weights, KV and output alone (no compute buffers): cheap, and a lower bound."""
         try:
-            bound = plan_memory(self.model, self.config(ngl, ctx, kv, fa, moe=moe), self.gpus, self.host,
-                                self.wishes.margins, with_compute=False, projector=self.wishes.projector)
+            bound = plan_memory(
+                self.model,
+                self.config(ngl, ctx, kv, fa, moe=moe),
+                self.gpus,
+                self.host,
+                self.wishes.margins,
+                with_compute=False,
+                projector=self.wishes.projector,
+            )
         except ConfigError:
             return False
         if ngl == 0:
@@ -205,15 +235,19 @@ def solve(model: ModelAnatomy, gpus: list[Device], host: Host, wishes: Wishes | 
     if plan.config.n_cpu_moe:
         n_moe = plan.config.n_cpu_moe
         layers_alone = pricer.most_layers(plan.resolved.n_ctx, plan.resolved.type_k.name, plan.config.flash_attn)
-        reasons.insert(1, f"Experts of the first {n_moe} of {model.n_layer} layers stay in host memory "
-                          f"(--n-cpu-moe {n_moe}); attention and the KV cache stay on the GPU"
-                          + (f", instead of only {layers_alone} whole layers on the GPU" if layers_alone else ""))
+        reasons.insert(
+            1,
+            f"Experts of the first {n_moe} of {model.n_layer} layers stay in host memory "
+            f"(--n-cpu-moe {n_moe}); attention and the KV cache stay on the GPU"
+            + (f", instead of only {layers_alone} whole layers on the GPU" if layers_alone else ""),
+        )
     alternatives = _alternatives(plan, pricer, want, kv_types, fa_options)
     return FitResult(plan, reasons, alternatives, want)
 
 
-def _full_offload(pricer: _Pricer, top: int, floor: int, want: int, kv_types: list[str],
-                  fa_options: list[bool]) -> tuple[int, int, str, bool] | None:
+def _full_offload(
+    pricer: _Pricer, top: int, floor: int, want: int, kv_types: list[str], fa_options: list[bool]
+) -> tuple[int, int, str, bool] | None:
     """Every layer on the GPU at the longest context in [floor, want]; a quantized KV cache
     only if it buys context."""
     best: tuple[int, int, str, bool] | None = None
@@ -229,8 +263,9 @@ def _full_offload(pricer: _Pricer, top: int, floor: int, want: int, kv_types: li
     return best
 
 
-def _experts_on_cpu(pricer: _Pricer, top: int, want: int, kv_types: list[str],
-                    fa_options: list[bool]) -> tuple[int, int, str, bool, int] | None:
+def _experts_on_cpu(
+    pricer: _Pricer, top: int, want: int, kv_types: list[str], fa_options: list[bool]
+) -> tuple[int, int, str, bool, int] | None:
     """Every layer on the GPU with the fewest layers' experts kept in host memory."""
     n_layer = pricer.model.n_layer
     ctx = _pad(want)
@@ -249,8 +284,9 @@ def _experts_on_cpu(pricer: _Pricer, top: int, want: int, kv_types: list[str],
     return None
 
 
-def _most_layers_at(pricer: _Pricer, want: int, kv_types: list[str],
-                    fa_options: list[bool]) -> tuple[int, int, str, bool] | None:
+def _most_layers_at(
+    pricer: _Pricer, want: int, kv_types: list[str], fa_options: list[bool]
+) -> tuple[int, int, str, bool] | None:
     """As many layers as fit with the whole context; a quantized KV cache only if it buys layers."""
     best: tuple[int, int, str, bool] | None = None
     for kv in kv_types:
@@ -263,8 +299,14 @@ def _most_layers_at(pricer: _Pricer, want: int, kv_types: list[str],
     return best
 
 
-def evaluate(model: ModelAnatomy, config: LoadConfig, gpus: list[Device], host: Host,
-             margins: dict[str, int] | None = None, projector: Projector | None = None) -> FitResult:
+def evaluate(
+    model: ModelAnatomy,
+    config: LoadConfig,
+    gpus: list[Device],
+    host: Host,
+    margins: dict[str, int] | None = None,
+    projector: Projector | None = None,
+) -> FitResult:
     """A fixed configuration, priced as is (no solver)."""
     plan = plan_memory(model, config, gpus, host, margins, projector=projector)
     reasons = [_summary(plan)]
@@ -275,44 +317,52 @@ def evaluate(model: ModelAnatomy, config: LoadConfig, gpus: list[Device], host: 
 
 # -- explanations ------------------------------------------------------------------------------
 
+
 def _summary(plan: MemoryPlan) -> str:
     m, r = plan.model, plan.resolved
     units = m.n_layer + 1
     gpus = ", ".join(d.name for d in plan.gpus if d.layers)
     where = {
         "full_gpu": f"all {units} layers (the output layer included) on {gpus}",
-        "partial_gpu": (f"all {units} layers on {gpus}, the experts of {r.config.n_cpu_moe} of them in host memory"
-                        if r.config.n_cpu_moe and plan.layers_on_gpu >= units else
-                        f"{plan.layers_on_gpu} of {units} layers on the GPU, {units - plan.layers_on_gpu} on the CPU"),
+        "partial_gpu": (
+            f"all {units} layers on {gpus}, the experts of {r.config.n_cpu_moe} of them in host memory"
+            if r.config.n_cpu_moe and plan.layers_on_gpu >= units
+            else f"{plan.layers_on_gpu} of {units} layers on the GPU, {units - plan.layers_on_gpu} on the CPU"
+        ),
         "cpu_only": "every layer on the CPU",
         "no_fit": "does not fit",
     }[plan.verdict]
     kv = r.type_k.name if r.type_k is r.type_v else f"{r.type_k.name}/{r.type_v.name}"
     kv_words = f"KV cache {kv} ({format_size(plan.kv_bytes)})" if plan.kv.tensors else "no KV cache"
-    return (f"{where}; context {r.n_ctx:,} tokens, {kv_words}, "
-            f"flash attention {'on' if r.config.flash_attn else 'off'}")
+    return f"{where}; context {r.n_ctx:,} tokens, {kv_words}, flash attention {'on' if r.config.flash_attn else 'off'}"
 
 
 def _over_budget(plan: MemoryPlan) -> list[str]:
     out = []
     for d in [*plan.gpus, plan.host]:
         if d.planned and not d.fits:
-            out.append(f"{d.name} needs {format_size(d.planned)} but only {format_size(max(d.available, 0))} "
-                       f"is available ({format_size(d.free)} free, {format_size(d.margin)} kept as margin)")
+            out.append(
+                f"{d.name} needs {format_size(d.planned)} but only {format_size(max(d.available, 0))} "
+                f"is available ({format_size(d.free)} free, {format_size(d.margin)} kept as margin)"
+            )
     return out
 
 
 def _no_fit_reasons(plan: MemoryPlan, floor: int) -> list[str]:
-    return [f"Nothing fits: even {floor:,} tokens with every layer on the CPU is too large.", *_over_budget(plan),
-            "Free memory (close other programs), pick a smaller quantization, or load anyway at your own risk."]
+    return [
+        f"Nothing fits: even {floor:,} tokens with every layer on the CPU is too large.",
+        *_over_budget(plan),
+        "Free memory (close other programs), pick a smaller quantization, or load anyway at your own risk.",
+    ]
 
 
 def _reasons(plan: MemoryPlan, want: int, wishes: Wishes, pricer: _Pricer, kv_types: list[str]) -> list[str]:
     m, r = plan.model, plan.resolved
     reasons = [_summary(plan)]
     if not wishes.n_ctx and m.n_ctx_train > want:
-        reasons.append(f"Context aims at {want:,} tokens (the model was trained for {m.n_ctx_train:,}); "
-                       "ask for more with --ctx")
+        reasons.append(
+            f"Context aims at {want:,} tokens (the model was trained for {m.n_ctx_train:,}); ask for more with --ctx"
+        )
     if r.n_ctx < _pad(want):
         reasons.append(f"Context shortened from {want:,} to {r.n_ctx:,} tokens to fit")
     if r.type_k.name != "f16":
@@ -326,19 +376,26 @@ def _reasons(plan: MemoryPlan, want: int, wishes: Wishes, pricer: _Pricer, kv_ty
             reasons.append(f"KV cache quantized to {r.type_k.name}: f16 does not fit")
     for d in plan.gpus:
         if d.layers:
-            reasons.append(f"{d.name}: {format_size(d.planned)} of {format_size(d.free)} free "
-                           f"({format_size(d.headroom)} spare after a {format_size(d.margin)} margin)")
+            reasons.append(
+                f"{d.name}: {format_size(d.planned)} of {format_size(d.free)} free "
+                f"({format_size(d.headroom)} spare after a {format_size(d.margin)} margin)"
+            )
     host = plan.host
-    reasons.append(f"Host RAM: {format_size(host.planned)} planned of {format_size(host.free)} free "
-                   f"({format_size(host.weights_mapped)} of it memory-mapped model file)")
+    reasons.append(
+        f"Host RAM: {format_size(host.planned)} planned of {format_size(host.free)} free "
+        f"({format_size(host.weights_mapped)} of it memory-mapped model file)"
+    )
     if plan.verdict == "partial_gpu":
-        reasons.append(f"{m.n_layer + 1 - plan.layers_on_gpu} layers run on the CPU to keep the whole "
-                       f"{r.n_ctx:,}-token context: expect slower generation")
+        reasons.append(
+            f"{m.n_layer + 1 - plan.layers_on_gpu} layers run on the CPU to keep the whole "
+            f"{r.n_ctx:,}-token context: expect slower generation"
+        )
     return reasons
 
 
-def _alternatives(plan: MemoryPlan, pricer: _Pricer, want: int, kv_types: list[str],
-                  fa_options: list[bool]) -> list[Alternative]:
+def _alternatives(
+    plan: MemoryPlan, pricer: _Pricer, want: int, kv_types: list[str], fa_options: list[bool]
+) -> list[Alternative]:
     """Other configurations that fit and trade something: more context, more layers, no GPU."""
     out: list[Alternative] = []
     r = plan.resolved
@@ -366,9 +423,11 @@ def _alternatives(plan: MemoryPlan, pricer: _Pricer, want: int, kv_types: list[s
         # the whole trained context, even if it costs layers
         layers = pricer.most_layers(trained, kv_now, fa)
         if layers is not None and layers < ngl:
-            add(pricer.plan(layers, trained, kv_now, fa),
+            add(
+                pricer.plan(layers, trained, kv_now, fa),
                 f"the full trained context ({trained:,} tokens) with {layers} of "
-                f"{pricer.model.n_layer + 1} layers on the GPU")
+                f"{pricer.model.n_layer + 1} layers on the GPU",
+            )
     # full-precision KV at a shorter context
     if kv_now != "f16":
         ctx = pricer.longest_context(ngl, SMALLEST_CONTEXT, r.n_ctx, "f16", fa)

@@ -54,12 +54,12 @@ def mutate(data: bytes, rng: random.Random, header_end: int) -> tuple[bytes, str
     if kind == "u64":
         at = rng.randrange(4, end - 8)
         value = rng.choice(EXTREMES + (rng.getrandbits(64),))
-        buf[at:at + 8] = struct.pack("<Q", value & ((1 << 64) - 1))
+        buf[at : at + 8] = struct.pack("<Q", value & ((1 << 64) - 1))
         return bytes(buf), f"u64 {value} at {at}"
     if kind == "u32":
         at = rng.randrange(4, end - 4)
         value = rng.choice(EXTREMES + (rng.getrandbits(32),)) & 0xFFFF_FFFF
-        buf[at:at + 4] = struct.pack("<I", value)
+        buf[at : at + 4] = struct.pack("<I", value)
         return bytes(buf), f"u32 {value} at {at}"
     if kind == "flip":
         n = rng.randint(1, 16)
@@ -74,8 +74,8 @@ def mutate(data: bytes, rng: random.Random, header_end: int) -> tuple[bytes, str
     at = rng.randrange(0, max(end, 1))
     size = rng.randint(1, 64)
     if rng.random() < 0.5:
-        return bytes(buf[:at] + buf[at:at + size] + buf[at:]), f"duplicated {size} bytes at {at}"
-    return bytes(buf[:at] + buf[at + size:]), f"dropped {size} bytes at {at}"
+        return bytes(buf[:at] + buf[at : at + size] + buf[at:]), f"duplicated {size} bytes at {at}"
+    return bytes(buf[:at] + buf[at + size :]), f"dropped {size} bytes at {at}"
 
 
 def run_case(path: str, host: Host | None = None) -> Outcome:

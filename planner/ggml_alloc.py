@@ -163,8 +163,13 @@ class GraphAllocator:
                 t.view_src.a_children = t.view_src.a_views = 0
                 t.view_src.a_allocated = False
 
-    def run(self, nodes: list[Tensor], leafs: list[Tensor],
-            node_buffer: Callable[[int, Tensor], str], leaf_buffer: Callable[[int, Tensor], str]) -> None:
+    def run(
+        self,
+        nodes: list[Tensor],
+        leafs: list[Tensor],
+        node_buffer: Callable[[int, Tensor], str],
+        leaf_buffer: Callable[[int, Tensor], str],
+    ) -> None:
         """ggml_gallocr_alloc_graph_impl."""
         self._reset(leafs)
         self._reset(nodes)
@@ -202,9 +207,12 @@ class GraphAllocator:
         return {name: alloc.max_size for name, alloc in self.allocators.items()}
 
 
-def reserve(graphs: list[tuple[list[Tensor], list[Tensor]]], buffer_types: dict[str, BufferType],
-            node_buffer: Callable[[int, Tensor], str] | None = None,
-            leaf_buffer: Callable[[int, Tensor], str] | None = None) -> dict[str, int]:
+def reserve(
+    graphs: list[tuple[list[Tensor], list[Tensor]]],
+    buffer_types: dict[str, BufferType],
+    node_buffer: Callable[[int, Tensor], str] | None = None,
+    leaf_buffer: Callable[[int, Tensor], str] | None = None,
+) -> dict[str, int]:
     """Sizes of the compute buffers after reserving each graph in turn (ggml_gallocr_reserve_n).
 
     A buffer is reallocated only when a graph needs more, so each size is the
@@ -214,9 +222,7 @@ def reserve(graphs: list[tuple[list[Tensor], list[Tensor]]], buffer_types: dict[
     sizes = dict.fromkeys(buffer_types, 0)
     for nodes, leafs in graphs:
         allocator = GraphAllocator(buffer_types)
-        allocator.run(nodes, leafs,
-                      node_buffer or (lambda i, t: default),
-                      leaf_buffer or (lambda i, t: default))
+        allocator.run(nodes, leafs, node_buffer or (lambda i, t: default), leaf_buffer or (lambda i, t: default))
         for name, size in allocator.sizes.items():
             sizes[name] = max(sizes[name], size)
     return sizes

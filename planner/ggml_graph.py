@@ -21,11 +21,32 @@ FLAG_INPUT = 1
 FLAG_OUTPUT = 2
 
 # ops whose result may reuse the memory of a parent (ggml_op_can_inplace)
-INPLACE_OPS = frozenset({
-    "FILL", "SCALE", "DIAG_MASK_ZERO", "DIAG_MASK_INF", "ADD", "ADD_ID", "ADD1", "SUB", "MUL", "DIV",
-    "SQR", "SQRT", "LOG", "UNARY", "ROPE", "ROPE_BACK", "SILU_BACK", "RMS_NORM", "RMS_NORM_BACK",
-    "CLAMP", "SOFT_MAX", "SOFT_MAX_BACK",
-})
+INPLACE_OPS = frozenset(
+    {
+        "FILL",
+        "SCALE",
+        "DIAG_MASK_ZERO",
+        "DIAG_MASK_INF",
+        "ADD",
+        "ADD_ID",
+        "ADD1",
+        "SUB",
+        "MUL",
+        "DIV",
+        "SQR",
+        "SQRT",
+        "LOG",
+        "UNARY",
+        "ROPE",
+        "ROPE_BACK",
+        "SILU_BACK",
+        "RMS_NORM",
+        "RMS_NORM_BACK",
+        "CLAMP",
+        "SOFT_MAX",
+        "SOFT_MAX_BACK",
+    }
+)
 
 
 @dataclass(eq=False, slots=True)
@@ -122,8 +143,15 @@ class Graph:
         tensor.flags |= FLAG_INPUT
         return tensor
 
-    def weight(self, type_: GGMLType, ne: tuple[int, ...] | list[int], name: str = "",
-               backend: str | None = None, is_weight: bool = True, host_plain: bool = True) -> Tensor:
+    def weight(
+        self,
+        type_: GGMLType,
+        ne: tuple[int, ...] | list[int],
+        name: str = "",
+        backend: str | None = None,
+        is_weight: bool = True,
+        host_plain: bool = True,
+    ) -> Tensor:
         """A pre-allocated tensor: a model weight, or (is_weight=False) a KV cache tensor."""
         tensor = self.new_tensor(type_, ne, name)
         tensor.external = True
@@ -145,8 +173,15 @@ class Graph:
     def _view(self, a: Tensor, op: str, ne: tuple[int, ...], nb: tuple[int, ...] | None, offset: int) -> Tensor:
         base, offs = (a.view_src, a.view_offs + offset) if a.view_src is not None else (a, offset)
         ne4 = _ne4(ne)
-        result = Tensor(a.type, ne4, _contiguous_strides(a.type, ne4) if nb is None else nb,
-                        op=op, src=[a], view_src=base, view_offs=offs)
+        result = Tensor(
+            a.type,
+            ne4,
+            _contiguous_strides(a.type, ne4) if nb is None else nb,
+            op=op,
+            src=[a],
+            view_src=base,
+            view_offs=offs,
+        )
         return result
 
     # -- views -----------------------------------------------------------------------------
@@ -276,8 +311,9 @@ class Graph:
         # ggml keeps the destination as src[2] ("order is weird due to legacy reasons")
         return self.view_tensor(dst, "SET_ROWS", [values, idxs, dst])
 
-    def flash_attn_ext(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None,
-                       sinks: Tensor | None = None) -> Tensor:
+    def flash_attn_ext(
+        self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, sinks: Tensor | None = None
+    ) -> Tensor:
         result = self._op("FLASH_ATTN_EXT", F32, (v.ne[0], q.ne[2], q.ne[1], q.ne[3]), [q, k, v, mask])
         if sinks is not None:
             result.src.append(sinks)
@@ -308,8 +344,9 @@ class Graph:
         s, h, n_tokens = k.ne[0], k.ne[1], k.ne[2]
         return self._op("RWKV_WKV7", F32, (s * h, n_tokens + s * state.ne[1]), [r, w, k, v, a, b, state])
 
-    def gated_delta_net(self, q: Tensor, k: Tensor, v: Tensor, g: Tensor, beta: Tensor, state: Tensor,
-                        n_snapshots: int = 1) -> Tensor:
+    def gated_delta_net(
+        self, q: Tensor, k: Tensor, v: Tensor, g: Tensor, beta: Tensor, state: Tensor, n_snapshots: int = 1
+    ) -> Tensor:
         """ggml_gated_delta_net: the output rows, then `n_snapshots` states per sequence."""
         s_v, h, n_tokens, n_seqs = v.ne
         rows = n_tokens * n_seqs + n_snapshots * s_v * n_seqs

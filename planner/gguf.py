@@ -49,9 +49,19 @@ _SCALAR_FORMATS: dict[int, struct.Struct] = {
     _FLOAT64: struct.Struct("<d"),
 }
 _TYPE_NAMES = {
-    _UINT8: "u8", _INT8: "i8", _UINT16: "u16", _INT16: "i16", _UINT32: "u32", _INT32: "i32",
-    _FLOAT32: "f32", _BOOL: "bool", _STRING: "string", _ARRAY: "array", _UINT64: "u64",
-    _INT64: "i64", _FLOAT64: "f64",
+    _UINT8: "u8",
+    _INT8: "i8",
+    _UINT16: "u16",
+    _INT16: "i16",
+    _UINT32: "u32",
+    _INT32: "i32",
+    _FLOAT32: "f32",
+    _BOOL: "bool",
+    _STRING: "string",
+    _ARRAY: "array",
+    _UINT64: "u64",
+    _INT64: "i64",
+    _FLOAT64: "f64",
 }
 _U32 = struct.Struct("<I")
 _U64 = struct.Struct("<Q")
@@ -135,8 +145,9 @@ class _Cursor:
 
     def need(self, n: int, what: str) -> None:
         if n < 0 or self.pos + n > self.end:
-            raise self.fail(f"truncated file: {what} at byte {self.pos} needs {n} bytes, "
-                            f"{max(self.end - self.pos, 0)} left")
+            raise self.fail(
+                f"truncated file: {what} at byte {self.pos} needs {n} bytes, {max(self.end - self.pos, 0)} left"
+            )
 
     def u32(self, what: str) -> int:
         self.need(4, what)
@@ -164,7 +175,7 @@ class _Cursor:
         if limit is not None and length > limit:
             self.pos += length
             return SkippedArray("string bytes", length)
-        raw = bytes(self.buf[self.pos:self.pos + length])
+        raw = bytes(self.buf[self.pos : self.pos + length])
         self.pos += length
         return raw.decode("utf-8", errors="replace")
 
@@ -222,7 +233,7 @@ def _read_value(cur: _Cursor, type_id: int, key: str) -> Any:
     if count > MAX_KEPT_ARRAY:
         cur.pos += n_bytes
         return SkippedArray(_TYPE_NAMES[elem_type], count)
-    values = [value for (value,) in fmt.iter_unpack(cur.buf[cur.pos:cur.pos + n_bytes])]
+    values = [value for (value,) in fmt.iter_unpack(cur.buf[cur.pos : cur.pos + n_bytes])]
     cur.pos += n_bytes
     return values
 
@@ -284,8 +295,10 @@ def _parse(buf: Any, path: str, file_size: int, shard: int) -> GGUFFile:
         if ggml_t is None:
             raise cur.fail(f"tensor {name!r} has unknown ggml type {type_id}")
         if shape and shape[0] % ggml_t.block_size:
-            raise cur.fail(f"tensor {name!r} of type {ggml_t.name} has rows of {shape[0]} elements, "
-                           f"not a multiple of its block size {ggml_t.block_size}")
+            raise cur.fail(
+                f"tensor {name!r} of type {ggml_t.name} has rows of {shape[0]} elements, "
+                f"not a multiple of its block size {ggml_t.block_size}"
+            )
         offset = cur.u64(f"offset of {name!r}")
         infos.append((name, shape, ggml_t, offset))
 
@@ -298,12 +311,16 @@ def _parse(buf: Any, path: str, file_size: int, shard: int) -> GGUFFile:
     for name, shape, ggml_t, offset in infos:
         n_bytes = tensor_bytes(ggml_t, shape)
         if offset != expected:
-            raise cur.fail(f"tensor {name!r} data starts at offset {offset}, expected {expected} "
-                           "(tensor data must follow the previous tensor; overlapping or misplaced)")
+            raise cur.fail(
+                f"tensor {name!r} data starts at offset {offset}, expected {expected} "
+                "(tensor data must follow the previous tensor; overlapping or misplaced)"
+            )
         absolute = data_offset + offset
         if absolute + n_bytes > file_size:
-            raise cur.fail(f"tensor {name!r} data ({n_bytes} bytes at {absolute}) lies past the end of "
-                           f"the file ({file_size} bytes): the file is truncated")
+            raise cur.fail(
+                f"tensor {name!r} data ({n_bytes} bytes at {absolute}) lies past the end of "
+                f"the file ({file_size} bytes): the file is truncated"
+            )
         tensors.append(TensorInfo(name, shape, ggml_t, absolute, n_bytes, shard))
         expected = offset + n_bytes + (-n_bytes % alignment)
 
@@ -351,13 +368,17 @@ def read_gguf(path: str | os.PathLike[str]) -> GGUFModel:
     first = read_gguf_file(paths[0], 0)
     declared = first.metadata.get("split.count")
     if len(paths) == 1 and isinstance(declared, int) and declared > 1:
-        raise GGUFError(path, f"the header says the model is split into {declared} files, "
-                              "but the file name does not follow the -0000N-of-0000M.gguf pattern")
+        raise GGUFError(
+            path,
+            f"the header says the model is split into {declared} files, "
+            "but the file name does not follow the -0000N-of-0000M.gguf pattern",
+        )
     shards = [first]
     for index, shard_path in enumerate(paths[1:], start=1):
         if not os.path.exists(shard_path):
-            raise GGUFError(path, f"split model: shard {index + 1} of {len(paths)} is missing "
-                                  f"({os.path.basename(shard_path)})")
+            raise GGUFError(
+                path, f"split model: shard {index + 1} of {len(paths)} is missing ({os.path.basename(shard_path)})"
+            )
         shards.append(read_gguf_file(shard_path, index))
     model = GGUFModel(path=paths[0], shards=shards, metadata=dict(first.metadata))
     for shard in shards:

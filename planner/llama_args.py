@@ -7,20 +7,48 @@ from planner.config import LoadConfig
 from planner.memory import MemoryPlan
 
 # flags that take a value, as llama.cpp's common/arg.cpp names them -> LoadConfig field
-_VALUED = {"-ngl": "n_gpu_layers", "-c": "n_ctx", "-b": "n_batch", "-ub": "n_ubatch", "-ctk": "type_k",
-           "-ctv": "type_v", "-np": "n_seq_max", "--n-cpu-moe": "n_cpu_moe"}
-_SWITCHES = {"--swa-full": ("swa_full", True), "--kv-unified": ("kv_unified", True),
-             "--no-mmap": ("use_mmap", False), "-nkvo": ("offload_kqv", False),
-             "--no-op-offload": ("op_offload", False), "-nr": ("cpu_extra_buffers", False),
-             "--repack": ("cpu_extra_buffers", True)}
+_VALUED = {
+    "-ngl": "n_gpu_layers",
+    "-c": "n_ctx",
+    "-b": "n_batch",
+    "-ub": "n_ubatch",
+    "-ctk": "type_k",
+    "-ctv": "type_v",
+    "-np": "n_seq_max",
+    "--n-cpu-moe": "n_cpu_moe",
+}
+_SWITCHES = {
+    "--swa-full": ("swa_full", True),
+    "--kv-unified": ("kv_unified", True),
+    "--no-mmap": ("use_mmap", False),
+    "-nkvo": ("offload_kqv", False),
+    "--no-op-offload": ("op_offload", False),
+    "-nr": ("cpu_extra_buffers", False),
+    "--repack": ("cpu_extra_buffers", True),
+}
 
 
 def to_llama_args(plan: MemoryPlan, model_path: str, mmproj: str | None = None) -> list[str]:
     """llama-server / llama-cli flags for the plan's configuration (as resolved: the padded context)."""
     c, r = plan.config, plan.resolved
-    out = ["-m", model_path, "-ngl", str(r.n_gpu_layers if plan.gpus else 0), "-c", str(r.n_ctx),
-           "-b", str(c.n_batch), "-ub", str(c.n_ubatch), "-ctk", c.type_k, "-ctv", c.type_v,
-           "-fa", "on" if c.flash_attn else "off"]
+    out = [
+        "-m",
+        model_path,
+        "-ngl",
+        str(r.n_gpu_layers if plan.gpus else 0),
+        "-c",
+        str(r.n_ctx),
+        "-b",
+        str(c.n_batch),
+        "-ub",
+        str(c.n_ubatch),
+        "-ctk",
+        c.type_k,
+        "-ctv",
+        c.type_v,
+        "-fa",
+        "on" if c.flash_attn else "off",
+    ]
     if c.n_seq_max > 1:
         out += ["-np", str(c.n_seq_max)]
     if c.kv_unified:

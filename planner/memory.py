@@ -53,8 +53,9 @@ class DeviceUsage:
 
     @property
     def planned(self) -> int:
-        return (self.weights + self.weights_mapped + self.kv + self.recurrent + self.output + self.compute
-                + self.overhead)
+        return (
+            self.weights + self.weights_mapped + self.kv + self.recurrent + self.output + self.compute + self.overhead
+        )
 
     @property
     def available(self) -> int:
@@ -106,23 +107,33 @@ class MemoryPlan:
         return sum(t.nbytes for t in self.kv.tensors)
 
 
-def _add_projector(projector: Projector, config: LoadConfig, gpus: list[Device], gpu_usage: list[DeviceUsage],
-                   host_usage: DeviceUsage, buffers: list[Buffer], estimates: list[str]) -> None:
+def _add_projector(
+    projector: Projector,
+    config: LoadConfig,
+    gpus: list[Device],
+    gpu_usage: list[DeviceUsage],
+    host_usage: DeviceUsage,
+    buffers: list[Buffer],
+    estimates: list[str],
+) -> None:
     """libmtmd loads the projector on the first GPU when there is one, else on the host."""
     if gpus:
         rules = backend_rules(gpus[0].backend)
         target, name = gpu_usage[0], gpus[0].name
     else:
         rules, target, name = CPU, host_usage, "CPU"
-    weights = sum(rules.padded(rules.alloc_size(t.type, t.n_bytes, t.shape[0] if t.shape else 1))
-                  for t in projector.tensors)
+    weights = sum(
+        rules.padded(rules.alloc_size(t.type, t.n_bytes, t.shape[0] if t.shape else 1)) for t in projector.tensors
+    )
     compute = projector.compute_estimate(config.flash_attn)
     target.weights += weights
     target.compute += compute
     buffers.append(Buffer(name, "projector_weights", name, weights))
     buffers.append(Buffer(name, "projector_compute", name, compute))
-    estimates.append(f"{name}: the {projector.projector_type} projector's compute buffer "
-                     f"({compute // MiB} MiB for {projector.n_patches} patches) is estimated from the encoder's shape")
+    estimates.append(
+        f"{name}: the {projector.projector_type} projector's compute buffer "
+        f"({compute // MiB} MiB for {projector.n_patches} patches) is estimated from the encoder's shape"
+    )
 
 
 def default_margin(device: Device | Host) -> int:
@@ -132,9 +143,15 @@ def default_margin(device: Device | Host) -> int:
     return min(1024 * MiB, device.total // 10)
 
 
-def plan_memory(model: ModelAnatomy, config: LoadConfig, gpus: list[Device], host: Host,
-                margins: dict[str, int] | None = None, with_compute: bool = True,
-                projector: Projector | None = None) -> MemoryPlan:
+def plan_memory(
+    model: ModelAnatomy,
+    config: LoadConfig,
+    gpus: list[Device],
+    host: Host,
+    margins: dict[str, int] | None = None,
+    with_compute: bool = True,
+    projector: Projector | None = None,
+) -> MemoryPlan:
     """Every buffer llama.cpp will allocate for `config`, placed on `gpus` and the host.
 
     with_compute=False skips the compute buffers (the costly part): a lower bound the
@@ -146,12 +163,20 @@ def plan_memory(model: ModelAnatomy, config: LoadConfig, gpus: list[Device], hos
     except PlannerError:
         raise
     except (ArithmeticError, ValueError, IndexError, KeyError, AssertionError, TypeError, RecursionError) as exc:
-        raise ModelError(model.path, f"the model's tensors and hyper-parameters do not fit together "
-                                     f"({type(exc).__name__}: {exc})") from None
+        raise ModelError(
+            model.path, f"the model's tensors and hyper-parameters do not fit together ({type(exc).__name__}: {exc})"
+        ) from None
 
 
-def _plan_memory(model: ModelAnatomy, config: LoadConfig, gpus: list[Device], host: Host,
-                 margins: dict[str, int] | None, with_compute: bool, projector: Projector | None) -> MemoryPlan:
+def _plan_memory(
+    model: ModelAnatomy,
+    config: LoadConfig,
+    gpus: list[Device],
+    host: Host,
+    margins: dict[str, int] | None,
+    with_compute: bool,
+    projector: Projector | None,
+) -> MemoryPlan:
     margins = margins or {}
     r = resolve(model, config)
     # a GPU backend is created (and used for offloaded ops) unless nothing at all goes there
@@ -165,8 +190,7 @@ def _plan_memory(model: ModelAnatomy, config: LoadConfig, gpus: list[Device], ho
         try:
             if model.extra.get("no_cache"):
                 raise PlannerError("no graph builder for an architecture without a KV cache")
-            compute_sizes = compute_buffers(model, r, kv, placement, gpus_used, wb,
-                                            op_offload=config.op_offload).sizes
+            compute_sizes = compute_buffers(model, r, kv, placement, gpus_used, wb, op_offload=config.op_offload).sizes
         except PlannerError:
             if model.exact:
                 raise
@@ -176,8 +200,7 @@ def _plan_memory(model: ModelAnatomy, config: LoadConfig, gpus: list[Device], ho
             compute_sizes = {where: estimate_compute(model, r)}
 
     gpu_usage = [
-        DeviceUsage(d.name, "gpu", d.backend, d.total, d.free, margins.get(d.name, default_margin(d)))
-        for d in gpus
+        DeviceUsage(d.name, "gpu", d.backend, d.total, d.free, margins.get(d.name, default_margin(d))) for d in gpus
     ]
     host_usage = DeviceUsage("CPU", "host", "cpu", host.total, host.free, margins.get("CPU", default_margin(host)))
     buffers: list[Buffer] = []
@@ -240,11 +263,15 @@ def _plan_memory(model: ModelAnatomy, config: LoadConfig, gpus: list[Device], ho
     for idx, d in enumerate(gpus_used):
         overhead = BACKEND_OVERHEAD_ESTIMATE.get(d.backend, 256 * MiB)
         gpu_usage[idx].overhead = overhead
-        estimates.append(f"{d.name}: backend overhead (driver context, library workspaces) of "
-                         f"{overhead // MiB} MiB is an estimate: llama.cpp does not report it")
+        estimates.append(
+            f"{d.name}: backend overhead (driver context, library workspaces) of "
+            f"{overhead // MiB} MiB is an estimate: llama.cpp does not report it"
+        )
         if not backend_rules(d.backend).verified:
-            estimates.append(f"{d.name}: {d.backend} compute buffers come from a model of ggml's scheduler "
-                             "that has not yet been checked against a real GPU build")
+            estimates.append(
+                f"{d.name}: {d.backend} compute buffers come from a model of ggml's scheduler "
+                "that has not yet been checked against a real GPU build"
+            )
         if d.unified:
             host_usage.shared += gpu_usage[idx].planned
     if projector is not None:
@@ -252,6 +279,8 @@ def _plan_memory(model: ModelAnatomy, config: LoadConfig, gpus: list[Device], ho
     if not model.exact:
         estimates.extend(model.notes)
     if estimated_compute:
-        estimates.append("compute buffers are a rough estimate (logits, activations and attention of one "
-                         "micro-batch): this architecture's graph is not modelled yet")
+        estimates.append(
+            "compute buffers are a rough estimate (logits, activations and attention of one "
+            "micro-batch): this architecture's graph is not modelled yet"
+        )
     return MemoryPlan(model, config, r, placement, kv, gpu_usage, host_usage, buffers, estimates)

@@ -22,17 +22,55 @@ _LAYER_RE = re.compile(r"^blk\.(\d+)\.")
 INPUT_TENSOR_PREFIXES = ("token_embd.", "position_embd.", "token_types.", "per_layer_token_embd.")
 # Tensors of the output layer (LLM_TENSOR_LAYER_OUTPUT).
 OUTPUT_TENSOR_PREFIXES = (
-    "output.", "output_norm.", "cls.", "cls_out.", "cls_norm.", "dense_2.", "dense_3.",
-    "enc.output_norm.", "dec.output_norm.",
+    "output.",
+    "output_norm.",
+    "cls.",
+    "cls_out.",
+    "cls_norm.",
+    "dense_2.",
+    "dense_3.",
+    "enc.output_norm.",
+    "dec.output_norm.",
 )
 
 # llama_ftype (include/llama.h) as written in general.file_type
 FILE_TYPES = {
-    0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 7: "Q8_0", 8: "Q5_0", 9: "Q5_1", 10: "Q2_K", 11: "Q3_K_S",
-    12: "Q3_K_M", 13: "Q3_K_L", 14: "Q4_K_S", 15: "Q4_K_M", 16: "Q5_K_S", 17: "Q5_K_M", 18: "Q6_K",
-    19: "IQ2_XXS", 20: "IQ2_XS", 21: "Q2_K_S", 22: "IQ3_XS", 23: "IQ3_XXS", 24: "IQ1_S", 25: "IQ4_NL",
-    26: "IQ3_S", 27: "IQ3_M", 28: "IQ2_S", 29: "IQ2_M", 30: "IQ4_XS", 31: "IQ1_M", 32: "BF16", 36: "TQ1_0",
-    37: "TQ2_0", 38: "MXFP4_MOE", 39: "NVFP4", 40: "Q1_0", 41: "Q2_0",
+    0: "F32",
+    1: "F16",
+    2: "Q4_0",
+    3: "Q4_1",
+    7: "Q8_0",
+    8: "Q5_0",
+    9: "Q5_1",
+    10: "Q2_K",
+    11: "Q3_K_S",
+    12: "Q3_K_M",
+    13: "Q3_K_L",
+    14: "Q4_K_S",
+    15: "Q4_K_M",
+    16: "Q5_K_S",
+    17: "Q5_K_M",
+    18: "Q6_K",
+    19: "IQ2_XXS",
+    20: "IQ2_XS",
+    21: "Q2_K_S",
+    22: "IQ3_XS",
+    23: "IQ3_XXS",
+    24: "IQ1_S",
+    25: "IQ4_NL",
+    26: "IQ3_S",
+    27: "IQ3_M",
+    28: "IQ2_S",
+    29: "IQ2_M",
+    30: "IQ4_XS",
+    31: "IQ1_M",
+    32: "BF16",
+    36: "TQ1_0",
+    37: "TQ2_0",
+    38: "MXFP4_MOE",
+    39: "NVFP4",
+    40: "Q1_0",
+    41: "Q2_0",
 }
 
 SWA_NONE, SWA_STANDARD, SWA_CHUNKED, SWA_SYMMETRIC = "none", "standard", "chunked", "symmetric"
@@ -130,10 +168,12 @@ class ModelAnatomy:
 
     @property
     def weight_bytes(self) -> int:
-        return (sum(layer.weight_bytes for layer in self.layers if not layer.is_mtp)
-                + sum(t.n_bytes for t in self.input_tensors)
-                + sum(t.n_bytes for t in self.output_tensors)
-                + sum(t.n_bytes for t in self.other_tensors))
+        return (
+            sum(layer.weight_bytes for layer in self.layers if not layer.is_mtp)
+            + sum(t.n_bytes for t in self.input_tensors)
+            + sum(t.n_bytes for t in self.output_tensors)
+            + sum(t.n_bytes for t in self.other_tensors)
+        )
 
     @property
     def has_swa(self) -> bool:
@@ -269,8 +309,7 @@ def load_anatomy(gguf: GGUFModel) -> ModelAnatomy:
     head_v_swa = meta.int_or("attention.value_length_swa", head_v)
 
     layers = [
-        LayerAnatomy(index=il, n_head=n_head[il], n_head_kv=n_head_kv[il], n_ff=n_ff[il])
-        for il in range(n_layer)
+        LayerAnatomy(index=il, n_head=n_head[il], n_head_kv=n_head_kv[il], n_ff=n_ff[il]) for il in range(n_layer)
     ]
 
     input_tensors: list[TensorInfo] = []
@@ -281,8 +320,9 @@ def load_anatomy(gguf: GGUFModel) -> ModelAnatomy:
         if match:
             il = int(match.group(1))
             if il >= n_layer:
-                raise GGUFError(gguf.path, f"tensor {info.name!r} belongs to layer {il}, "
-                                           f"but the model has {n_layer} layers")
+                raise GGUFError(
+                    gguf.path, f"tensor {info.name!r} belongs to layer {il}, but the model has {n_layer} layers"
+                )
             layers[il].tensors.append(info)
         elif info.name.startswith(INPUT_TENSOR_PREFIXES):
             input_tensors.append(info)
@@ -315,7 +355,7 @@ def load_anatomy(gguf: GGUFModel) -> ModelAnatomy:
 
     n_nextn = meta.int_or("nextn_predict_layers", 0)
     if 0 < n_nextn < n_layer:
-        for layer in layers[n_layer - n_nextn:]:
+        for layer in layers[n_layer - n_nextn :]:
             layer.is_mtp = True
             layer.has_kv = False
         anatomy.notes.append(f"{n_nextn} multi-token-prediction layer(s) are not loaded (their weights are skipped)")

@@ -44,8 +44,9 @@ def n_embd_r(model: ModelAnatomy) -> int:
     if x.get("shortconv_l_cache"):
         return model.n_embd * (x["shortconv_l_cache"] - 1)
     d_conv = x.get("ssm_d_conv", 0)
-    return (d_conv - 1 if d_conv > 0 else 0) * (x.get("ssm_d_inner", 0) + 2 * x.get("ssm_n_group", 0)
-                                                  * x.get("ssm_d_state", 0))
+    return (d_conv - 1 if d_conv > 0 else 0) * (
+        x.get("ssm_d_inner", 0) + 2 * x.get("ssm_n_group", 0) * x.get("ssm_d_state", 0)
+    )
 
 
 def n_embd_s(model: ModelAnatomy) -> int:

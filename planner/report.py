@@ -35,17 +35,37 @@ def _config_json(plan: MemoryPlan) -> dict[str, Any]:
 
 def _device_json(d: DeviceUsage) -> dict[str, Any]:
     return {
-        "name": d.name, "kind": "gpu", "backend": d.backend, "total": d.total, "free": d.free, "margin": d.margin,
-        "weights": d.weights, "kv": d.kv, "recurrent": d.recurrent, "compute": d.compute,
-        "overhead": d.overhead, "planned": d.planned, "layers": d.layers, "fits": d.fits,
+        "name": d.name,
+        "kind": "gpu",
+        "backend": d.backend,
+        "total": d.total,
+        "free": d.free,
+        "margin": d.margin,
+        "weights": d.weights,
+        "kv": d.kv,
+        "recurrent": d.recurrent,
+        "compute": d.compute,
+        "overhead": d.overhead,
+        "planned": d.planned,
+        "layers": d.layers,
+        "fits": d.fits,
     }
 
 
 def _host_json(d: DeviceUsage) -> dict[str, Any]:
     return {
-        "total": d.total, "free": d.free, "margin": d.margin, "weights": d.weights,
-        "weights_mapped": d.weights_mapped, "kv": d.kv, "recurrent": d.recurrent, "output": d.output,
-        "compute": d.compute, "overhead": d.overhead, "planned": d.planned, "fits": d.fits,
+        "total": d.total,
+        "free": d.free,
+        "margin": d.margin,
+        "weights": d.weights,
+        "weights_mapped": d.weights_mapped,
+        "kv": d.kv,
+        "recurrent": d.recurrent,
+        "output": d.output,
+        "compute": d.compute,
+        "overhead": d.overhead,
+        "planned": d.planned,
+        "fits": d.fits,
     }
 
 
@@ -56,9 +76,16 @@ def plan_to_json(result: FitResult) -> dict[str, Any]:
         "schema": SCHEMA,
         "llama_cpp_build": LLAMA_CPP_BUILD,
         "model": {
-            "path": m.path, "architecture": m.architecture, "name": m.name, "n_layer": m.n_layer,
-            "n_ctx_train": m.n_ctx_train, "n_vocab": m.n_vocab, "n_params": m.n_params,
-            "file_bytes": m.file_bytes, "n_embd": m.n_embd, "quantization": m.quantization,
+            "path": m.path,
+            "architecture": m.architecture,
+            "name": m.name,
+            "n_layer": m.n_layer,
+            "n_ctx_train": m.n_ctx_train,
+            "n_vocab": m.n_vocab,
+            "n_params": m.n_params,
+            "file_bytes": m.file_bytes,
+            "n_embd": m.n_embd,
+            "quantization": m.quantization,
             "exact": m.exact,
         },
         "config": _config_json(plan),
@@ -66,14 +93,20 @@ def plan_to_json(result: FitResult) -> dict[str, Any]:
         "solved": result.solved,
         "devices": [_device_json(d) for d in plan.gpus],
         "host": _host_json(plan.host),
-        "buffers": [{"device": b.device, "kind": b.kind, "name": b.name, "bytes": b.bytes, "mapped": b.mapped}
-                    for b in plan.buffers],
+        "buffers": [
+            {"device": b.device, "kind": b.kind, "name": b.name, "bytes": b.bytes, "mapped": b.mapped}
+            for b in plan.buffers
+        ],
         "reasons": list(result.reasons),
         "estimates": list(plan.estimates),
         "alternatives": [
-            {"config": _config_json(a.plan), "verdict": a.plan.verdict, "note": a.note,
-             "devices": [{"name": d.name, "planned": d.planned} for d in a.plan.gpus],
-             "host": {"planned": a.plan.host.planned}}
+            {
+                "config": _config_json(a.plan),
+                "verdict": a.plan.verdict,
+                "note": a.note,
+                "devices": [{"name": d.name, "planned": d.planned} for d in a.plan.gpus],
+                "host": {"planned": a.plan.host.planned},
+            }
             for a in result.alternatives
         ],
     }
@@ -103,21 +136,32 @@ def plan_to_table(result: FitResult) -> str:
         "Settings",
         f"  GPU layers      {r.n_gpu_layers if plan.gpus else 0} of {m.n_layer + 1} (output layer included)",
         f"  context         {r.n_ctx:,} tokens (trained {m.n_ctx_train:,})",
-        f"  KV cache        K {r.type_k.name}, V {r.type_v.name}" if plan.kv.tensors else
-        "  KV cache        none (this architecture keeps none)",
+        f"  KV cache        K {r.type_k.name}, V {r.type_v.name}"
+        if plan.kv.tensors
+        else "  KV cache        none (this architecture keeps none)",
         f"  flash attention {'on' if r.config.flash_attn else 'off'}",
         f"  batch / ubatch  {r.n_batch} / {r.n_ubatch}",
     ]
     if m.has_swa:
-        lines.append(f"  sliding window  {m.n_swa} tokens, "
-                     f"{'full-size' if r.config.swa_full else 'window-sized'} SWA cache ({plan.kv.cells_swa:,} cells)")
+        lines.append(
+            f"  sliding window  {m.n_swa} tokens, "
+            f"{'full-size' if r.config.swa_full else 'window-sized'} SWA cache ({plan.kv.cells_swa:,} cells)"
+        )
     cols = ("weights", "kv", "compute", "other", "planned", "margin", "free", "spare")
     header = f"  {'device':<10}" + "".join(f"{c:>11}" for c in cols)
     lines += ["", "Memory", header]
 
     def row(name: str, d: DeviceUsage, other: int) -> str:
-        vals = (d.weights + d.weights_mapped, d.kv + d.recurrent, d.compute, other, d.planned, d.margin, d.free,
-                d.headroom)
+        vals = (
+            d.weights + d.weights_mapped,
+            d.kv + d.recurrent,
+            d.compute,
+            other,
+            d.planned,
+            d.margin,
+            d.free,
+            d.headroom,
+        )
         cells = "".join(f"{format_size(v):>11}" for v in vals)
         flag = "" if d.fits else "  <-- over"
         return f"  {name:<10}{cells}{flag}"

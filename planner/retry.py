@@ -46,8 +46,14 @@ class Retry:
         return "; ".join(self.changes)
 
 
-def safer_plan(model: ModelAnatomy, failed: MemoryPlan, gpus: list[Device], host: Host,
-               wishes: Wishes | None = None, failed_devices: set[str] | None = None) -> Retry | None:
+def safer_plan(
+    model: ModelAnatomy,
+    failed: MemoryPlan,
+    gpus: list[Device],
+    host: Host,
+    wishes: Wishes | None = None,
+    failed_devices: set[str] | None = None,
+) -> Retry | None:
     """The plan to retry with after `failed` could not be allocated, or None when nothing smaller fits.
 
     `failed_devices` names the pools that refused (CUDA0, CPU ...) when the log said so.
@@ -88,10 +94,18 @@ def wishes_for(plan: MemoryPlan) -> Wishes:
     flash attention and the solver's other KV types allowed, since they save memory."""
     c = plan.config
     kv_types = (c.type_k, *(t for t in Wishes().kv_types if t != c.type_k))
-    return Wishes(n_ctx=plan.resolved.n_ctx, kv_types=kv_types, flash_attn="auto", n_batch=c.n_batch,
-                  n_ubatch=c.n_ubatch, n_seq_max=c.n_seq_max, swa_full=c.swa_full, use_mmap=c.use_mmap,
-                  margins={d.name: d.margin for d in [*plan.gpus, plan.host]},
-                  cpu_extra_buffers=c.cpu_extra_buffers)
+    return Wishes(
+        n_ctx=plan.resolved.n_ctx,
+        kv_types=kv_types,
+        flash_attn="auto",
+        n_batch=c.n_batch,
+        n_ubatch=c.n_ubatch,
+        n_seq_max=c.n_seq_max,
+        swa_full=c.swa_full,
+        use_mmap=c.use_mmap,
+        margins={d.name: d.margin for d in [*plan.gpus, plan.host]},
+        cpu_extra_buffers=c.cpu_extra_buffers,
+    )
 
 
 def _shrunk(usage: DeviceUsage) -> int:
@@ -115,8 +129,7 @@ def describe_changes(before: MemoryPlan, after: MemoryPlan) -> list[str]:
     if after.layers_on_gpu != before.layers_on_gpu:
         changes.append(f"GPU layers {before.layers_on_gpu} → {after.layers_on_gpu} of {units}")
     if after.config.n_cpu_moe != before.config.n_cpu_moe:
-        changes.append(f"experts of {after.config.n_cpu_moe} layers in host memory "
-                       f"(was {before.config.n_cpu_moe})")
+        changes.append(f"experts of {after.config.n_cpu_moe} layers in host memory (was {before.config.n_cpu_moe})")
     if after.resolved.n_ctx != before.resolved.n_ctx:
         changes.append(f"context {before.resolved.n_ctx:,} → {after.resolved.n_ctx:,} tokens")
     kv_before, kv_after = _kv_name(before), _kv_name(after)

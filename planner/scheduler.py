@@ -167,9 +167,12 @@ class Scheduler:
                 continue
             best, best_n = -1, -1
             for b in range(len(self.backends)):
-                n = sum(1 for s in node.src
-                        if (get(s) != -1 or (s.view_src is not None and get(s.view_src) != -1))
-                        and self._buffer_supported(s, b))
+                n = sum(
+                    1
+                    for s in node.src
+                    if (get(s) != -1 or (s.view_src is not None and get(s.view_src) != -1))
+                    and self._buffer_supported(s, b)
+                )
                 if n > best_n:
                     best, best_n = b, n
             node.s_backend = best
@@ -177,8 +180,7 @@ class Scheduler:
         # pass 4: sources and views follow their consumers and their view sources
         for node in nodes:
             if node.view_src is not None and get(node) == -1:
-                node.s_backend = self._buffer_backend(node.view_src) if node.view_src.external \
-                    else get(node.view_src)
+                node.s_backend = self._buffer_backend(node.view_src) if node.view_src.external else get(node.view_src)
             for src in node.src:
                 if get(src) == -1:
                     if src.view_src is not None:
@@ -256,8 +258,19 @@ class Scheduler:
             if srcs is None:
                 final_nodes.append(node)
                 continue
-            clone = Tensor(node.type, node.ne, node.nb, node.op, srcs, node.view_src, node.view_offs,
-                           node.flags, node.external, node.name, node.backend)
+            clone = Tensor(
+                node.type,
+                node.ne,
+                node.nb,
+                node.op,
+                srcs,
+                node.view_src,
+                node.view_offs,
+                node.flags,
+                node.external,
+                node.name,
+                node.backend,
+            )
             rewritten[id(node)] = clone
             final_nodes.append(clone)
         if rewritten:
@@ -289,8 +302,9 @@ class Scheduler:
         leaf_backend = [self.backends[t.s_backend if t.s_backend != -1 else cpu].name for t in out_leafs]
         return ScheduledGraph(final_nodes, out_leafs, out_backend, leaf_backend, n_splits, all_copies)
 
-    def _insert_copies(self, out_nodes: list[Tensor], out_backend: list[str], at: int,
-                       pending: list[tuple[Tensor, Tensor, int]]) -> None:
+    def _insert_copies(
+        self, out_nodes: list[Tensor], out_backend: list[str], at: int, pending: list[tuple[Tensor, Tensor, int]]
+    ) -> None:
         """Put each input copy, preceded by a dependency on its source, at the split's start."""
         inserted: list[tuple[Tensor, str]] = []
         for src, copy, b in pending:

@@ -39,7 +39,7 @@ def place_layers(model: ModelAnatomy, r: Resolved, gpus: list[Device]) -> LayerP
     ngl = r.n_gpu_layers if gpus else 0
     i_gpu_start = max(n_layer + 1 - ngl, 0)
     act = min(ngl, n_layer + 1)
-    weights = list(r.config.tensor_split[:len(gpus)]) if r.config.tensor_split else []
+    weights = list(r.config.tensor_split[: len(gpus)]) if r.config.tensor_split else []
     if not weights or not any(weights):
         weights = [float(d.free) if (d.free or d.total) else 1.0 for d in gpus]
     total = sum(weights) or 1.0
@@ -57,6 +57,7 @@ def place_layers(model: ModelAnatomy, r: Resolved, gpus: list[Device]) -> LayerP
 
 
 # --- CPU extra buffer types (llama-model.cpp: make_cpu_buft_list, use_extra_bufts) ----------
+
 
 def has_amx(features: frozenset[str]) -> bool:
     """The CPU backend runs AMX kernels: its first extra buffer type is AMX (ggml-cpu.cpp)."""
@@ -77,6 +78,7 @@ def uses_cpu_extra_buffers(config_value: bool | None, features: frozenset[str]) 
 
 # --- CPU weight repacking (ggml-cpu/repack.cpp: ggml_repack_get_optimal_repack_type) ---------
 
+
 def repack_eligible(info: TensorInfo, features: frozenset[str]) -> bool:
     """Whether the CPU backend moves this matrix into its CPU_REPACK buffer."""
     dims = len([d for d in info.shape])
@@ -89,7 +91,7 @@ def repack_eligible(info: TensorInfo, features: frozenset[str]) -> bool:
     neon = "neon" in features
     dotprod, i8mm = "dotprod" in features, "i8mm" in features
     if t == "q4_0":
-        return ((avx2 and ne1 % 8 == 0) or (neon and (i8mm or dotprod) and ne1 % 4 == 0))
+        return (avx2 and ne1 % 8 == 0) or (neon and (i8mm or dotprod) and ne1 % 4 == 0)
     if t == "q4_K":
         return (avx2 or (neon and (i8mm or dotprod))) and ne1 % 8 == 0
     if t == "q2_K":
@@ -109,8 +111,16 @@ def repack_eligible(info: TensorInfo, features: frozenset[str]) -> bool:
 
 AMX_ALIGNMENT = 32  # TENSOR_ALIGNMENT: each tensor's size is padded to it in the buffer
 # type -> (row length ne[0] must be a multiple of, extra bytes per block in the packed layout)
-_AMX_TYPES = {"q4_0": (32, 0), "q4_1": (32, 0), "q8_0": (32, 4), "q4_K": (256, 4), "q5_K": (256, 4),
-              "q6_K": (256, 0), "iq4_xs": (256, 2), "f16": (16, 0)}
+_AMX_TYPES = {
+    "q4_0": (32, 0),
+    "q4_1": (32, 0),
+    "q8_0": (32, 4),
+    "q4_K": (256, 4),
+    "q5_K": (256, 4),
+    "q6_K": (256, 0),
+    "iq4_xs": (256, 2),
+    "f16": (16, 0),
+}
 # weights read with GET_ROWS (embedding tables), never through a matmul
 _LOOKUP_TABLES = ("token_embd.weight", "per_layer_token_embd.weight", "pos_embd.weight", "token_types.weight")
 
@@ -165,8 +175,9 @@ class WeightBuffers:
         return sum(self.host.values()) - self.host_mapped
 
 
-def weight_buffers(model: ModelAnatomy, r: Resolved, placement: LayerPlacement, gpus: list[Device],
-                   cpu_features: frozenset[str]) -> WeightBuffers:
+def weight_buffers(
+    model: ModelAnatomy, r: Resolved, placement: LayerPlacement, gpus: list[Device], cpu_features: frozenset[str]
+) -> WeightBuffers:
     out = WeightBuffers()
     gpu_rules: list[BackendRules] = [backend_rules(d.backend) for d in gpus]
     host_default: list[TensorInfo] = []
@@ -176,7 +187,8 @@ def weight_buffers(model: ModelAnatomy, r: Resolved, placement: LayerPlacement, 
     # With a CUDA/ROCm/Vulkan device, host weights select the device's pinned host buffer type first
     # (supported for every op), and with mmap that becomes the plain CPU buffer: nothing is repacked.
     can_repack = not any(d.backend in ("cuda", "rocm", "vulkan") for d in gpus) and uses_cpu_extra_buffers(
-        r.config.cpu_extra_buffers, cpu_features)
+        r.config.cpu_extra_buffers, cpu_features
+    )
     amx = can_repack and has_amx(cpu_features)
 
     def extra_buffer(info: TensorInfo) -> bool:
@@ -229,8 +241,7 @@ def weight_buffers(model: ModelAnatomy, r: Resolved, placement: LayerPlacement, 
             if placement.output == HOST:
                 # the duplicate (the output matmul's copy) shares the mapped range, unless it is
                 # repacked; to AMX it is a matmul weight like any other
-                output_copy = TensorInfo("output.weight", embd.shape, embd.type, embd.offset, embd.n_bytes,
-                                         embd.shard)
+                output_copy = TensorInfo("output.weight", embd.shape, embd.type, embd.offset, embd.n_bytes, embd.shard)
                 if can_repack and extra_buffer(output_copy):
                     pass
                 elif not use_mmap:

@@ -17,8 +17,15 @@ DEFAULT_REPLY = "The capital of France is **Paris**."
 
 
 class FakeEngine:
-    def __init__(self, reply: str = DEFAULT_REPLY, delay: float = 0.0, n_ctx: int | None = None,
-                 fail_load: str = "", out_of_memory_loads: int = 0, out_of_memory_after: int = -1) -> None:
+    def __init__(
+        self,
+        reply: str = DEFAULT_REPLY,
+        delay: float = 0.0,
+        n_ctx: int | None = None,
+        fail_load: str = "",
+        out_of_memory_loads: int = 0,
+        out_of_memory_after: int = -1,
+    ) -> None:
         """`fail_load`: every load fails with this message. `out_of_memory_loads`: the first N loads
         fail as llama.cpp does when a buffer cannot be allocated. `out_of_memory_after`: the next
         reply's decode runs out of memory after this many words (once)."""
@@ -37,8 +44,7 @@ class FakeEngine:
         self._stop = threading.Event()
         self.started = threading.Event()
 
-    def load(self, path: str, config: LoadConfig, progress: Callable[[float], bool | None] | None = None
-             ) -> LoadReport:
+    def load(self, path: str, config: LoadConfig, progress: Callable[[float], bool | None] | None = None) -> LoadReport:
         for f in (0.25, 0.5, 1.0):
             if progress is not None:
                 progress(f)
@@ -49,13 +55,16 @@ class FakeEngine:
             raise EngineError(self.fail_load)
         if self.out_of_memory_loads:
             self.out_of_memory_loads -= 1
-            lines = [f"ggml_backend_cpu_buffer_type_alloc_buffer: failed to allocate buffer of size {1 << 30}",
-                     f"alloc_tensor_range: failed to allocate CPU buffer of size {1 << 30}",
-                     "llama_init_from_model: failed to initialize the context: failed to allocate buffer for kv cache"]
+            lines = [
+                f"ggml_backend_cpu_buffer_type_alloc_buffer: failed to allocate buffer of size {1 << 30}",
+                f"alloc_tensor_range: failed to allocate CPU buffer of size {1 << 30}",
+                "llama_init_from_model: failed to initialize the context: failed to allocate buffer for kv cache",
+            ]
             raise EngineError("could not create the context: " + "; ".join(lines), lines)
         n_ctx = self.n_ctx_override or max(256, config.n_ctx)
-        m = Measurements(model={"CPU_Mapped": 1_000_000}, kv={"CPU": 2_097_152}, output={"CPU": 2048},
-                         compute={"CPU": 3_145_728})
+        m = Measurements(
+            model={"CPU_Mapped": 1_000_000}, kv={"CPU": 2_097_152}, output={"CPU": 2048}, compute={"CPU": 3_145_728}
+        )
         self.report = LoadReport(path, config, 0.5, m, n_ctx, 512, None)
         self._cells = 0
         return self.report
@@ -92,7 +101,7 @@ class FakeEngine:
         self.started.set()
         words = self.reply.split(" ")
         stats.stopped_by = "eos"
-        for i, word in enumerate(words[:params.max_tokens]):
+        for i, word in enumerate(words[: params.max_tokens]):
             if self._stop.is_set():
                 stats.stopped_by = "user"
                 break
@@ -128,8 +137,7 @@ class ElasticFakeEngine(FakeEngine):
         self.fail_growth = fail_growth
         self.resizes: list[int] = []
 
-    def load(self, path: str, config: LoadConfig, progress: Callable[[float], bool | None] | None = None
-             ) -> LoadReport:
+    def load(self, path: str, config: LoadConfig, progress: Callable[[float], bool | None] | None = None) -> LoadReport:
         report = super().load(path, config, progress)
         report.measurements.kv = {"CPU": report.n_ctx * self.CELL}
         return report
@@ -142,8 +150,10 @@ class ElasticFakeEngine(FakeEngine):
 
         assert self.report is not None
         if self.fail_growth and n_ctx > self.report.n_ctx:
-            raise EngineError(f"could not grow the context to {n_ctx:,} tokens: ggml_backend_cpu_buffer_type_alloc"
-                              f"_buffer: failed to allocate buffer of size {n_ctx * self.CELL}")
+            raise EngineError(
+                f"could not grow the context to {n_ctx:,} tokens: ggml_backend_cpu_buffer_type_alloc"
+                f"_buffer: failed to allocate buffer of size {n_ctx * self.CELL}"
+            )
         self.resizes.append(n_ctx)
         m = replace(self.report.measurements, kv={"CPU": n_ctx * self.CELL})
         self.report = replace(self.report, n_ctx=n_ctx, measurements=m)

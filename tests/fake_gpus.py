@@ -16,8 +16,8 @@ import pytest
 from app.devices import ggml
 from app.devices.ggml import GGMLDevice
 
-GiB = 1024 ** 3
-MiB = 1024 ** 2
+GiB = 1024**3
+MiB = 1024**2
 
 
 # the class names are pynvml's and pyrsmi's own: app.devices reads reasons from them
@@ -52,8 +52,9 @@ class FakeNvidia:
     process_lists_fail: bool = False
 
 
-def fake_pynvml(gpus: list[FakeNvidia], init_error: Exception | None = None,
-                count_error: Exception | None = None) -> types.ModuleType:
+def fake_pynvml(
+    gpus: list[FakeNvidia], init_error: Exception | None = None, count_error: Exception | None = None
+) -> types.ModuleType:
     nv = types.ModuleType("pynvml")
     nv.NVMLError = NVMLError  # type: ignore[attr-defined]
     nv.shutdowns = 0  # type: ignore[attr-defined]
@@ -83,6 +84,7 @@ def fake_pynvml(gpus: list[FakeNvidia], init_error: Exception | None = None,
             if h.process_lists_fail:
                 raise NVMLError("Not Supported")
             return [types.SimpleNamespace(pid=pid, usedGpuMemory=size) for pid, size in getattr(h, kind)]
+
         return get
 
     nv.nvmlInit = init  # type: ignore[attr-defined]
@@ -111,8 +113,9 @@ class FakeAmd:
     bdf: int = (0 << 32) | (0x03 << 8) | (0 << 3) | 0
 
 
-def fake_rocml(gpus: list[FakeAmd], init_error: Exception | None = None,
-               count_error: Exception | None = None) -> types.ModuleType:
+def fake_rocml(
+    gpus: list[FakeAmd], init_error: Exception | None = None, count_error: Exception | None = None
+) -> types.ModuleType:
     r = types.ModuleType("pyrsmi.rocml")
     r.shutdowns = 0  # type: ignore[attr-defined]
 
@@ -149,8 +152,7 @@ def install_nvml(monkeypatch: pytest.MonkeyPatch, module: types.ModuleType | Non
     monkeypatch.setitem(sys.modules, "pynvml", module)
 
 
-def install_rocml(monkeypatch: pytest.MonkeyPatch, module: types.ModuleType | None,
-                  driver_loaded: bool = True) -> None:
+def install_rocml(monkeypatch: pytest.MonkeyPatch, module: types.ModuleType | None, driver_loaded: bool = True) -> None:
     """Make `from pyrsmi import rocml` give `module` (None: as if pyrsmi were not installed)."""
     from app.devices import rocm
 
@@ -170,6 +172,7 @@ def cpu_device() -> GGMLDevice:
 
 def install_llama_devices(monkeypatch: pytest.MonkeyPatch, devices: list[GGMLDevice] | Exception) -> None:
     """Make llama.cpp's device list (and the telemetry's GPU read) answer with `devices`."""
+
     def listing() -> list[GGMLDevice]:
         if isinstance(devices, Exception):
             raise devices

@@ -46,10 +46,16 @@ def main(model: str, n_ctx: int, headroom_mib: int) -> None:
     session = ModelSession(lambda: engine, elastic=False)  # the whole context at load: that is what runs out
     out: dict[str, object] = {"planned_ctx": fit.plan.resolved.n_ctx, "planned_kv": fit.plan.kv_bytes}
     try:
-        loaded = session.load(model, anatomy, fit, devices,
-                              on_retry=lambda r, why: retries.append({"why": why, "changes": r.changes}))
-        out.update(loaded=True, n_ctx=loaded.n_ctx, kv=sum(loaded.report.measurements.kv.values()),
-                   planned_kv_after=loaded.plan.kv_bytes, changes=loaded.changes)
+        loaded = session.load(
+            model, anatomy, fit, devices, on_retry=lambda r, why: retries.append({"why": why, "changes": r.changes})
+        )
+        out.update(
+            loaded=True,
+            n_ctx=loaded.n_ctx,
+            kv=sum(loaded.report.measurements.kv.values()),
+            planned_kv_after=loaded.plan.kv_bytes,
+            changes=loaded.changes,
+        )
         reply = "".join(engine.generate(engine.tokenize("Hello"), None))
         out["generated"] = len(reply) >= 0
     except LoadFailed as exc:

@@ -23,8 +23,15 @@ class PtyApp:
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 45, 160, 0, 0))
         env = dict(os.environ, TERM="xterm-256color")
         vramchat = Path(sys.executable).with_name("vramchat")
-        self.proc = subprocess.Popen([str(vramchat), *args], stdin=slave, stdout=slave, stderr=slave, env=env,
-                                     close_fds=True, start_new_session=True)
+        self.proc = subprocess.Popen(
+            [str(vramchat), *args],
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            env=env,
+            close_fds=True,
+            start_new_session=True,
+        )
         os.close(slave)
         self.master = master
         self.screen = bytearray()  # what the app wrote, escape codes and all (the last MiB)
@@ -36,7 +43,7 @@ class PtyApp:
             while chunk := os.read(self.master, 65536):
                 self.screen += chunk
                 self.written += len(chunk)
-                del self.screen[:-(1 << 20)]
+                del self.screen[: -(1 << 20)]
         except OSError:
             pass
 

@@ -7,10 +7,22 @@ from planner.gguf import GGUFFile, GGUFModel, SkippedArray, TensorInfo
 from planner.model import ModelAnatomy, load_anatomy
 
 
-def llama_like(n_layer: int = 32, n_embd: int = 4096, n_head: int = 32, n_head_kv: int = 8, n_ff: int = 14336,
-               n_vocab: int = 128256, n_ctx_train: int = 131072, weight: str = "q4_K", embd: str = "q6_K",
-               arch: str = "llama", name: str = "Synthetic 8B", n_expert: int = 0, n_expert_used: int = 0,
-               n_ff_exp: int = 0) -> ModelAnatomy:
+def llama_like(
+    n_layer: int = 32,
+    n_embd: int = 4096,
+    n_head: int = 32,
+    n_head_kv: int = 8,
+    n_ff: int = 14336,
+    n_vocab: int = 128256,
+    n_ctx_train: int = 131072,
+    weight: str = "q4_K",
+    embd: str = "q6_K",
+    arch: str = "llama",
+    name: str = "Synthetic 8B",
+    n_expert: int = 0,
+    n_expert_used: int = 0,
+    n_ff_exp: int = 0,
+) -> ModelAnatomy:
     """A Llama-3-8B-shaped header (Q4_K_M-like types), 4.9 GB of weights it does not have."""
     head = n_embd // n_head
     shapes: list[tuple[str, tuple[int, ...], str]] = [("token_embd.weight", (n_embd, n_vocab), embd)]
@@ -46,14 +58,24 @@ def llama_like(n_layer: int = 32, n_embd: int = 4096, n_head: int = 32, n_head_k
         tensors[tname] = TensorInfo(tname, shape, t, offset, size)
         offset += size + (-size % 32)
     metadata = {
-        "general.architecture": arch, "general.name": name, "general.file_type": 15,
-        f"{arch}.block_count": n_layer, f"{arch}.context_length": n_ctx_train,
-        f"{arch}.embedding_length": n_embd, f"{arch}.feed_forward_length": n_ff,
-        f"{arch}.attention.head_count": n_head, f"{arch}.attention.head_count_kv": n_head_kv,
+        "general.architecture": arch,
+        "general.name": name,
+        "general.file_type": 15,
+        f"{arch}.block_count": n_layer,
+        f"{arch}.context_length": n_ctx_train,
+        f"{arch}.embedding_length": n_embd,
+        f"{arch}.feed_forward_length": n_ff,
+        f"{arch}.attention.head_count": n_head,
+        f"{arch}.attention.head_count_kv": n_head_kv,
         "tokenizer.ggml.tokens": SkippedArray("string", n_vocab),
     }
     if n_expert:
-        metadata.update({f"{arch}.expert_count": n_expert, f"{arch}.expert_used_count": n_expert_used,
-                         f"{arch}.expert_feed_forward_length": n_ff_exp})
+        metadata.update(
+            {
+                f"{arch}.expert_count": n_expert,
+                f"{arch}.expert_used_count": n_expert_used,
+                f"{arch}.expert_feed_forward_length": n_ff_exp,
+            }
+        )
     gfile = GGUFFile(f"/synthetic/{name}.gguf", 3, offset, 32, 4096, metadata, list(tensors.values()))
     return load_anatomy(GGUFModel(gfile.path, [gfile], metadata, tensors))

@@ -17,8 +17,11 @@ def _assert_exact(rows) -> None:
     assert rows
     for row in rows:
         # a configuration llama.cpp refuses must be refused by the planner too, and only those
-        assert bool(row.refused_by_llama) == bool(row.refused_by_planner), (row.config, row.refused_by_llama,
-                                                                           row.refused_by_planner)
+        assert bool(row.refused_by_llama) == bool(row.refused_by_planner), (
+            row.config,
+            row.refused_by_llama,
+            row.refused_by_planner,
+        )
         if row.refused_by_llama:
             continue
         for buf in row.buffers:
@@ -52,8 +55,7 @@ def test_parallel_sequences_pad_the_context_per_stream(zoo: dict[str, Path]) -> 
 
 
 def test_quantized_v_without_flash_attention_is_refused_by_both(zoo: dict[str, Path]) -> None:
-    rows = compare_cpu(zoo["llama-f16"], [{"n_ctx": 1024, "flash_attn": False, "type_k": "q8_0",
-                                            "type_v": "q8_0"}])
+    rows = compare_cpu(zoo["llama-f16"], [{"n_ctx": 1024, "flash_attn": False, "type_k": "q8_0", "type_v": "q8_0"}])
     assert rows[0].refused_by_llama
     assert rows[0].refused_by_planner and "flash attention" in rows[0].refused_by_planner
 

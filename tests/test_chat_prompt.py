@@ -24,8 +24,12 @@ def test_base_model_gets_a_transcript() -> None:
 
 
 def test_gguf_template_is_rendered_without_a_second_bos() -> None:
-    fmt = ChatFormat("gguf", "jinja", "{{ bos_token }}{% for m in messages %}<{{ m.role }}>{{ m.content }}"
-                     "{% endfor %}{% if add_generation_prompt %}<assistant>{% endif %}")
+    fmt = ChatFormat(
+        "gguf",
+        "jinja",
+        "{{ bos_token }}{% for m in messages %}<{{ m.role }}>{{ m.content }}"
+        "{% endfor %}{% if add_generation_prompt %}<assistant>{% endif %}",
+    )
     build = build_prompt(fmt, "Be brief.", [Message("user", "Hi")], 4096, 64, chars)
     assert build.text == "<system>Be brief.<user>Hi<assistant>"
 
@@ -53,8 +57,12 @@ def test_a_message_longer_than_the_context_is_a_clear_error() -> None:
 
 
 def test_empty_replies_are_left_out() -> None:
-    stored = [StoredMessage(1, 1, "user", "Hi"), StoredMessage(2, 1, "assistant", "", "partial"),
-              StoredMessage(3, 1, "user", "Again"), StoredMessage(4, 1, "assistant", "Half a", "partial")]
+    stored = [
+        StoredMessage(1, 1, "user", "Hi"),
+        StoredMessage(2, 1, "assistant", "", "partial"),
+        StoredMessage(3, 1, "user", "Again"),
+        StoredMessage(4, 1, "assistant", "Half a", "partial"),
+    ]
     assert to_messages(stored) == [Message("user", "Hi"), Message("user", "Again"), Message("assistant", "Half a")]
 
 

@@ -23,8 +23,9 @@ def shelf(tmp_path: Path, zoo: dict[str, Path]) -> Path:
     return root
 
 
-def test_list_prints_the_pickers_table(shelf: Path, capsys: pytest.CaptureFixture[str],
-                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_list_prints_the_pickers_table(
+    shelf: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("VRAMCHAT_DEVICES", "8GiB,ram=32GiB")
     monkeypatch.setattr(cli, "_demo_for_list", lambda: None)
     assert cli.main(["--list", "--models-dir", str(shelf)]) == 0
@@ -43,11 +44,14 @@ def test_list_prints_the_pickers_table(shelf: Path, capsys: pytest.CaptureFixtur
 
 
 def test_list_does_not_import_textual_or_llama(shelf: Path) -> None:
-    code = ("import sys; from app.cli import main; import app.cli as c; c._demo_for_list = lambda: None; "
-            f"rc = main(['--list', '--models-dir', {str(shelf)!r}]); "
-            "assert 'textual' not in sys.modules and 'llama_cpp' not in sys.modules, 'imported'; sys.exit(rc)")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            cwd=Path(__file__).resolve().parent.parent)
+    code = (
+        "import sys; from app.cli import main; import app.cli as c; c._demo_for_list = lambda: None; "
+        f"rc = main(['--list', '--models-dir', {str(shelf)!r}]); "
+        "assert 'textual' not in sys.modules and 'llama_cpp' not in sys.modules, 'imported'; sys.exit(rc)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=Path(__file__).resolve().parent.parent
+    )
     assert result.returncode == 0, result.stderr
 
 
@@ -72,14 +76,17 @@ def test_bad_simulated_devices_are_a_usage_error(capsys: pytest.CaptureFixture[s
     assert "error" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize(("make", "exit_code", "message"), [
-    (lambda root: root, 1, "is a folder, not a model; to list the models in it: vramchat --models-dir"),
-    (lambda root: root / "broken.gguf", 1, "broken.gguf:"),
-    (lambda root: root / "missing.gguf", 1, "missing.gguf: no such file"),
-])
-def test_a_bad_model_argument_stops_before_the_app(shelf: Path, capsys: pytest.CaptureFixture[str],
-                                                   monkeypatch: pytest.MonkeyPatch, make, exit_code: int,
-                                                   message: str) -> None:
+@pytest.mark.parametrize(
+    ("make", "exit_code", "message"),
+    [
+        (lambda root: root, 1, "is a folder, not a model; to list the models in it: vramchat --models-dir"),
+        (lambda root: root / "broken.gguf", 1, "broken.gguf:"),
+        (lambda root: root / "missing.gguf", 1, "missing.gguf: no such file"),
+    ],
+)
+def test_a_bad_model_argument_stops_before_the_app(
+    shelf: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, make, exit_code: int, message: str
+) -> None:
     import app.tui
 
     monkeypatch.setattr(app.tui, "run", lambda *_a, **_k: pytest.fail("the app must not start"))
@@ -94,8 +101,9 @@ def test_a_missing_models_dir_is_a_usage_error(tmp_path: Path, capsys: pytest.Ca
     assert "--models-dir" in err and "no such folder" in err
 
 
-def test_list_finds_the_demo_outside_the_models_folders(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                       monkeypatch: pytest.MonkeyPatch, gemma_path: Path) -> None:
+def test_list_finds_the_demo_outside_the_models_folders(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, gemma_path: Path
+) -> None:
     """The demo model assembled in the package's cache (vramchat's folder unwritable) is still listed."""
     monkeypatch.setattr(cli, "_demo_for_list", lambda: gemma_path)
     blocked = tmp_path / "home-is-a-file"
@@ -106,7 +114,8 @@ def test_list_finds_the_demo_outside_the_models_folders(tmp_path: Path, capsys: 
 
 
 def test_the_demo_assembles_in_the_package_cache_when_vramchats_folder_cannot_be_written(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gemma_path: Path) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gemma_path: Path
+) -> None:
     from app.demo import EXPECTED_BYTES, demo_model_path
 
     blocked = tmp_path / "home-is-a-file"
@@ -116,8 +125,9 @@ def test_the_demo_assembles_in_the_package_cache_when_vramchats_folder_cannot_be
     assert path.stat().st_size == EXPECTED_BYTES and not str(path).startswith(str(blocked))
 
 
-def test_a_model_that_cannot_chat_is_refused_with_the_reason(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_model_that_cannot_chat_is_refused_with_the_reason(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     import app.tui
     from tests.tiny_models import TinySpec, write_tiny_model
 

@@ -18,8 +18,9 @@ ROOT = Path(__file__).resolve().parent.parent
 def _run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     full_env = dict(os.environ)
     full_env.update(env or {})
-    return subprocess.run([sys.executable, "-m", "app", *args], capture_output=True, text=True, cwd=ROOT,
-                          env=full_env, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "app", *args], capture_output=True, text=True, cwd=ROOT, env=full_env, timeout=120
+    )
 
 
 def test_json_contract_on_gemma(gemma_path: Path) -> None:
@@ -32,18 +33,49 @@ def test_json_contract_on_gemma(gemma_path: Path) -> None:
     assert model["architecture"] == "gemma3" and model["n_layer"] == 18
     assert model["n_ctx_train"] == 32768 and model["n_vocab"] == 262144
     assert model["file_bytes"] == gemma_path.stat().st_size and model["n_params"] > 260_000_000
-    for key in ("n_gpu_layers", "n_ctx", "n_batch", "n_ubatch", "type_k", "type_v", "flash_attn", "swa_full",
-                "n_seq_max", "tensor_split"):
+    for key in (
+        "n_gpu_layers",
+        "n_ctx",
+        "n_batch",
+        "n_ubatch",
+        "type_k",
+        "type_v",
+        "flash_attn",
+        "swa_full",
+        "n_seq_max",
+        "tensor_split",
+    ):
         assert key in data["config"]
     assert data["verdict"] == "full_gpu"
     (gpu,) = data["devices"]
-    for key in ("name", "kind", "total", "free", "margin", "weights", "kv", "recurrent", "compute", "overhead",
-                "planned"):
+    for key in (
+        "name",
+        "kind",
+        "total",
+        "free",
+        "margin",
+        "weights",
+        "kv",
+        "recurrent",
+        "compute",
+        "overhead",
+        "planned",
+    ):
         assert isinstance(gpu[key], (int, str)), key
     assert gpu["planned"] == gpu["weights"] + gpu["kv"] + gpu["recurrent"] + gpu["compute"] + gpu["overhead"]
     host = data["host"]
-    for key in ("total", "free", "weights", "weights_mapped", "kv", "recurrent", "output", "compute", "overhead",
-                "planned"):
+    for key in (
+        "total",
+        "free",
+        "weights",
+        "weights_mapped",
+        "kv",
+        "recurrent",
+        "output",
+        "compute",
+        "overhead",
+        "planned",
+    ):
         assert isinstance(host[key], int), key
     assert host["output"] == 262144 * 4
     assert data["reasons"] and isinstance(data["alternatives"], list)
@@ -52,8 +84,22 @@ def test_json_contract_on_gemma(gemma_path: Path) -> None:
 
 
 def test_fixed_configuration_is_evaluated_as_given(gemma_path: Path) -> None:
-    proc = _run("--plan", str(gemma_path), "--json", "--cpu", "--ctx", "2048", "--fa", "off", "--ctk", "q8_0",
-                "--ubatch", "256", "--swa-full", "on")
+    proc = _run(
+        "--plan",
+        str(gemma_path),
+        "--json",
+        "--cpu",
+        "--ctx",
+        "2048",
+        "--fa",
+        "off",
+        "--ctk",
+        "q8_0",
+        "--ubatch",
+        "256",
+        "--swa-full",
+        "on",
+    )
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     cfg = data["config"]
@@ -69,16 +115,19 @@ def test_exit_status_3_when_it_does_not_fit(gemma_path: Path) -> None:
     assert json.loads(proc.stdout)["verdict"] == "no_fit"
 
 
-@pytest.mark.parametrize("args, code, message", [
-    (["--plan"], 2, "needs a MODEL"),
-    (["--plan", "x.gguf", "--vram", "lots"], 2, "unknown size unit"),
-    (["--plan", "x.gguf", "--vram", "0"], 2, "positive"),
-    (["--plan", "x.gguf", "--vram", "-3GiB"], 2, "size must be positive: '-3GiB'"),
-    (["--plan", "x.gguf", "--margin", "-1GiB"], 2, "size must be positive"),
-    (["--plan", "x.gguf", "--ctx", "-1"], 2, "must not be negative"),
-    (["--plan", "x.gguf", "--fa", "maybe"], 2, "invalid choice"),
-    (["--json"], 2, "--json goes with"),
-])
+@pytest.mark.parametrize(
+    "args, code, message",
+    [
+        (["--plan"], 2, "needs a MODEL"),
+        (["--plan", "x.gguf", "--vram", "lots"], 2, "unknown size unit"),
+        (["--plan", "x.gguf", "--vram", "0"], 2, "positive"),
+        (["--plan", "x.gguf", "--vram", "-3GiB"], 2, "size must be positive: '-3GiB'"),
+        (["--plan", "x.gguf", "--margin", "-1GiB"], 2, "size must be positive"),
+        (["--plan", "x.gguf", "--ctx", "-1"], 2, "must not be negative"),
+        (["--plan", "x.gguf", "--fa", "maybe"], 2, "invalid choice"),
+        (["--json"], 2, "--json goes with"),
+    ],
+)
 def test_usage_errors_exit_2(args: list[str], code: int, message: str) -> None:
     proc = _run(*args)
     assert proc.returncode == code
@@ -124,8 +173,9 @@ def test_plan_imports_neither_textual_nor_llama_cpp(zoo: dict[str, Path]) -> Non
     assert proc.returncode == 0, proc.stderr
 
 
-def test_simulated_devices_from_the_environment(zoo: dict[str, Path], capsys: pytest.CaptureFixture[str],
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_simulated_devices_from_the_environment(
+    zoo: dict[str, Path], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("VRAMCHAT_DEVICES", "6GiB/2GiB,ram=16GiB")
     assert main(["--plan", str(zoo["llama-f16"]), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)

@@ -56,8 +56,6 @@ def test_the_demo_on_an_amx_xeon_by_default_is_all_mapped(gemma_path: Path) -> N
     assert set(on_epyc) == {"CPU_Mapped", "CPU_REPACK"}
 
 
-
-
 @pytest.mark.parametrize("extra", [False, True])
 @pytest.mark.parametrize("name", ["llama-q4_k", "qwen2-q4_0", "deepseek2", "gemma3"])
 @pytest.mark.llama
@@ -68,8 +66,10 @@ def test_loads_with_and_without_extra_buffers_match_the_plan(zoo: dict[str, Path
     from app.devices.ggml import cpu_features
 
     if extra and name == "deepseek2" and "amx_int8" in cpu_features():
-        pytest.skip("this llama.cpp aborts creating a deepseek2 context with AMX buffers (GGML_ASSERT in the "
-                    "scheduler): the reason vramchat loads without extra buffer types on AMX CPUs")
+        pytest.skip(
+            "this llama.cpp aborts creating a deepseek2 context with AMX buffers (GGML_ASSERT in the "
+            "scheduler): the reason vramchat loads without extra buffer types on AMX CPUs"
+        )
     rows = compare_cpu(zoo[name], [{"n_ctx": 2048, "flash_attn": True}], cpu_extra_buffers=extra)
     assert rows and not rows[0].refused_by_llama
     for buf in rows[0].buffers:

@@ -35,8 +35,11 @@ async def test_kill_during_a_streamed_reply_loses_nothing(tmp_path: Path, _priva
         until(lambda: app.shown("loaded in"), 60, "the model to load (its notification)")
         app.type(QUESTION + "\r")
         until(lambda: any(r[0] == "user" for r in rows_of(db)), 30, "the question to be saved")
-        streaming = until(lambda: [r for r in rows_of(db) if r[0] == "assistant" and r[2] == "streaming" and r[1]],
-                           30, "the reply to be streaming")
+        streaming = until(
+            lambda: [r for r in rows_of(db) if r[0] == "assistant" and r[2] == "streaming" and r[1]],
+            30,
+            "the reply to be streaming",
+        )
         saved_before_kill = streaming[0][1]
         engine = engine_pid(app)
         ui = ui_pid(app)

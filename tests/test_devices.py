@@ -41,6 +41,7 @@ def reload_ggml():
 
 # -- llama.cpp's own devices (the real libggml of llama-cpp-python) -------------------------------
 
+
 def test_llama_cpp_lists_the_cpu_device_with_host_memory() -> None:
     devices = ggml.list_devices()
     cpu = [d for d in devices if d.type == "cpu"]
@@ -51,8 +52,9 @@ def test_llama_cpp_lists_the_cpu_device_with_host_memory() -> None:
     assert set(ggml.gpu_memory()) == {d.name for d in devices if d.is_gpu}
 
 
-def test_llama_cpp_missing_library_is_unavailable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                  reload_ggml: None) -> None:
+def test_llama_cpp_missing_library_is_unavailable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reload_ggml: None
+) -> None:
     monkeypatch.setenv("LLAMA_CPP_LIB_PATH", str(tmp_path))
     with pytest.raises(ggml.GGMLUnavailable, match="cannot load libggml"):
         ggml.list_devices()
@@ -77,10 +79,18 @@ def test_llama_cpp_probe_failing_mid_run_is_recorded(monkeypatch: pytest.MonkeyP
     assert probe is not None and probe.detail == "unavailable: device vanished"
 
 
-@pytest.mark.parametrize("name, type_, backend", [
-    ("CUDA0", "gpu", "cuda"), ("ROCm1", "gpu", "rocm"), ("MTL0", "gpu", "metal"), ("Vulkan0", "igpu", "vulkan"),
-    ("CPU", "cpu", "cpu"), ("SYCL0", "gpu", "sycl"), ("Foo0", "gpu", "unknown"),
-])
+@pytest.mark.parametrize(
+    "name, type_, backend",
+    [
+        ("CUDA0", "gpu", "cuda"),
+        ("ROCm1", "gpu", "rocm"),
+        ("MTL0", "gpu", "metal"),
+        ("Vulkan0", "igpu", "vulkan"),
+        ("CPU", "cpu", "cpu"),
+        ("SYCL0", "gpu", "sycl"),
+        ("Foo0", "gpu", "unknown"),
+    ],
+)
 def test_backend_from_device_name(name: str, type_: str, backend: str) -> None:
     assert GGMLDevice(name, "", type_, 0, 0).backend == backend
 
@@ -97,10 +107,19 @@ def test_unknown_gpu_backend_is_planned_with_borrowed_rules(monkeypatch: pytest.
 
 # -- PCI bus ids ------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("text, expected", [
-    ("00000000:01:00.0", "0000:01:00.0"), (b"00000000:C1:00.0", "0000:c1:00.0"), ("0000:c1:00.0", "0000:c1:00.0"),
-    ("01:00.0", "0000:01:00.0"), ("0000:01:00.0-v1", "0000:01:00.0"), ("garbage", None), (None, None),
-])
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("00000000:01:00.0", "0000:01:00.0"),
+        (b"00000000:C1:00.0", "0000:c1:00.0"),
+        ("0000:c1:00.0", "0000:c1:00.0"),
+        ("01:00.0", "0000:01:00.0"),
+        ("0000:01:00.0-v1", "0000:01:00.0"),
+        ("garbage", None),
+        (None, None),
+    ],
+)
 def test_pci_bus_ids_normalise(text: str | bytes | None, expected: str | None) -> None:
     assert pci.normalize(text) == expected
 
@@ -112,17 +131,21 @@ def test_rocm_bdf_becomes_a_bus_id() -> None:
 
 # -- NVML -------------------------------------------------------------------------------------------
 
+
 def test_nvml_not_installed(monkeypatch: pytest.MonkeyPatch) -> None:
     install_nvml(monkeypatch, None)
     with pytest.raises(RuntimeError, match="nvidia-ml-py is not installed"):
         nvml.list_gpus()
 
 
-@pytest.mark.parametrize("error, reason", [
-    (NVMLError_LibraryNotFound(), "no NVIDIA driver (libnvidia-ml not found)"),
-    (NVMLError_DriverNotLoaded(), "the NVIDIA driver is not loaded"),
-    (NVMLError("Unknown Error"), "NVML error: Unknown Error"),
-])
+@pytest.mark.parametrize(
+    "error, reason",
+    [
+        (NVMLError_LibraryNotFound(), "no NVIDIA driver (libnvidia-ml not found)"),
+        (NVMLError_DriverNotLoaded(), "the NVIDIA driver is not loaded"),
+        (NVMLError("Unknown Error"), "NVML error: Unknown Error"),
+    ],
+)
 def test_nvml_without_a_driver(monkeypatch: pytest.MonkeyPatch, error: Exception, reason: str) -> None:
     install_nvml(monkeypatch, fake_pynvml([FakeNvidia()], init_error=error))
     with pytest.raises(RuntimeError) as info:
@@ -144,10 +167,14 @@ def test_nvml_real_library_on_a_machine_without_nvidia_driver() -> None:
 
 
 def test_nvml_reads_memory_processes_and_bus_ids(monkeypatch: pytest.MonkeyPatch) -> None:
-    fake = fake_pynvml([
-        FakeNvidia(used=6 * GiB, compute=[(ME, 2 * GiB), (111, 3 * GiB)], graphics=[(222, 512 * MiB), (111, 3 * GiB)]),
-        FakeNvidia(name="NVIDIA RTX A2000", total=12 * GiB, bus_id="00000000:02:00.0"),
-    ])
+    fake = fake_pynvml(
+        [
+            FakeNvidia(
+                used=6 * GiB, compute=[(ME, 2 * GiB), (111, 3 * GiB)], graphics=[(222, 512 * MiB), (111, 3 * GiB)]
+            ),
+            FakeNvidia(name="NVIDIA RTX A2000", total=12 * GiB, bus_id="00000000:02:00.0"),
+        ]
+    )
     install_nvml(monkeypatch, fake)
     first, second = nvml.list_gpus()
     assert fake.shutdowns == 1
@@ -162,8 +189,15 @@ def test_nvml_reads_memory_processes_and_bus_ids(monkeypatch: pytest.MonkeyPatch
 
 def test_nvml_without_process_sizes_falls_back_to_memory_in_use(monkeypatch: pytest.MonkeyPatch) -> None:
     # Windows' WDDM gives no per-process sizes; some containers refuse the lists altogether
-    install_nvml(monkeypatch, fake_pynvml([FakeNvidia(used=5 * GiB, compute=[(ME, 1 * GiB), (7, None)]),
-                                           FakeNvidia(used=2 * GiB, process_lists_fail=True)]))
+    install_nvml(
+        monkeypatch,
+        fake_pynvml(
+            [
+                FakeNvidia(used=5 * GiB, compute=[(ME, 1 * GiB), (7, None)]),
+                FakeNvidia(used=2 * GiB, process_lists_fail=True),
+            ]
+        ),
+    )
     unknown_sizes, no_lists = nvml.list_gpus()
     assert unknown_sizes.held_by_others(ME) == (4 * GiB, False)  # in use, less what this process holds
     assert not no_lists.processes_known and no_lists.held_by_others(ME) == (2 * GiB, False)
@@ -188,6 +222,7 @@ def test_nvml_failing_after_init_is_unavailable_and_shut_down(monkeypatch: pytes
 
 # -- ROCm through pyrsmi ----------------------------------------------------------------------------
 
+
 def test_pyrsmi_not_installed(monkeypatch: pytest.MonkeyPatch) -> None:
     install_rocml(monkeypatch, None)
     with pytest.raises(RuntimeError, match="pyrsmi is not installed"):
@@ -208,8 +243,9 @@ def test_rocm_library_missing(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.skipif(os.path.exists("/opt/rocm") or "ROCM_PATH" in os.environ, reason="ROCm is installed here")
-def test_real_pyrsmi_without_rocm_library(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
-                                          capfd: pytest.CaptureFixture[str]) -> None:
+def test_real_pyrsmi_without_rocm_library(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
     """The real pyrsmi, told the driver is there: its missing library is a clean reason, in silence."""
     monkeypatch.setattr(rocm, "_AMDGPU_MODULE", str(tmp_path))
     with pytest.raises(RuntimeError, match="ROCm is not installed"):
@@ -242,6 +278,7 @@ def test_rocm_error_mid_run(monkeypatch: pytest.MonkeyPatch) -> None:
 
 # -- host ---------------------------------------------------------------------------------------------
 
+
 def test_host_failure_is_recorded_and_the_rest_goes_on(monkeypatch: pytest.MonkeyPatch) -> None:
     def broken() -> host.HostMemory:
         raise OSError("/proc is not mounted")
@@ -262,6 +299,7 @@ def test_host_reads_ram_swap_and_features() -> None:
 
 
 # -- this machine, every probe at once ------------------------------------------------------------
+
 
 def test_every_probe_reports_on_this_machine() -> None:
     report = probe_devices()

@@ -20,8 +20,9 @@ PROBES = ("llama.cpp", "NVML", "ROCm (pyrsmi)", "Metal", "host")
 def _run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     full_env = {k: v for k, v in os.environ.items() if k != "VRAMCHAT_DEVICES"}
     full_env.update(env or {})
-    return subprocess.run([sys.executable, "-m", "app", *args], capture_output=True, text=True, cwd=ROOT,
-                          env=full_env, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "app", *args], capture_output=True, text=True, cwd=ROOT, env=full_env, timeout=120
+    )
 
 
 def test_devices_on_this_machine_reports_every_probe_cleanly() -> None:
@@ -61,8 +62,9 @@ def test_bad_environment_is_a_usage_error_without_traceback() -> None:
         assert "VRAMCHAT_DEVICES" in proc.stderr and "Traceback" not in proc.stderr
 
 
-def test_plan_json_shows_memory_held_by_others(zoo: dict[str, Path], capsys: pytest.CaptureFixture[str],
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_plan_json_shows_memory_held_by_others(
+    zoo: dict[str, Path], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("VRAMCHAT_DEVICES", "6GiB/2GiB,ram=16GiB/3GiB")
     assert main(["--plan", str(zoo["llama-f16"]), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
@@ -73,12 +75,13 @@ def test_plan_json_shows_memory_held_by_others(zoo: dict[str, Path], capsys: pyt
     assert data["gpu_mismatch"] == [] and data["simulated_devices"] is True
 
 
-def test_plan_table_shows_memory_held_by_others(zoo: dict[str, Path], capsys: pytest.CaptureFixture[str],
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_plan_table_shows_memory_held_by_others(
+    zoo: dict[str, Path], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("VRAMCHAT_DEVICES", "6GiB/2GiB,ram=16GiB/3GiB")
     assert main(["--plan", str(zoo["llama-f16"])]) == 0
     out = capsys.readouterr().out
-    section = out[out.index("Held by other processes"):]
+    section = out[out.index("Held by other processes") :]
     assert "CUDA0" in section and "2.00 GiB  (simulated)" in section
     assert "host RAM" in section and "3.00 GiB" in section
 
@@ -89,20 +92,23 @@ def _cpu_build_with_nvidia_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
     install_rocml(monkeypatch, None)
 
 
-def test_plan_json_carries_the_mismatch_and_its_command(zoo: dict[str, Path], capsys: pytest.CaptureFixture[str],
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_plan_json_carries_the_mismatch_and_its_command(
+    zoo: dict[str, Path], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     _cpu_build_with_nvidia_gpu(monkeypatch)
     assert main(["--plan", str(zoo["llama-f16"]), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     (m,) = data["gpu_mismatch"]
     assert m["gpu"] == "NVIDIA GeForce RTX 4090" and m["backend"] == "cuda" and m["seen_by"] == "NVML"
-    assert m["command"] == ('CMAKE_ARGS="-DGGML_CUDA=on" pip install --force-reinstall --no-cache-dir '
-                            'llama-cpp-python==0.3.36')
+    assert m["command"] == (
+        'CMAKE_ARGS="-DGGML_CUDA=on" pip install --force-reinstall --no-cache-dir llama-cpp-python==0.3.36'
+    )
     assert data["verdict"] == "cpu_only" and m["command"] in data["warnings"][0]
 
 
-def test_plan_table_carries_the_mismatch_and_its_command(zoo: dict[str, Path], capsys: pytest.CaptureFixture[str],
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_plan_table_carries_the_mismatch_and_its_command(
+    zoo: dict[str, Path], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     _cpu_build_with_nvidia_gpu(monkeypatch)
     assert main(["--plan", str(zoo["llama-f16"])]) == 0
     out = capsys.readouterr().out
@@ -110,8 +116,7 @@ def test_plan_table_carries_the_mismatch_and_its_command(zoo: dict[str, Path], c
     assert 'CMAKE_ARGS="-DGGML_CUDA=on" pip install --force-reinstall' in out
 
 
-def test_devices_text_carries_the_mismatch(capsys: pytest.CaptureFixture[str],
-                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_devices_text_carries_the_mismatch(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     _cpu_build_with_nvidia_gpu(monkeypatch)
     assert main(["--devices"]) == 0
     out = capsys.readouterr().out

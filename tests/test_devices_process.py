@@ -29,13 +29,25 @@ def test_snapshot_on_this_machine() -> None:
 
 
 def test_snapshot_maps_nvml_process_memory_to_llama_cpp_devices(monkeypatch: pytest.MonkeyPatch) -> None:
-    install_llama_devices(monkeypatch, [
-        GGMLDevice("CUDA0", "RTX A2000", "gpu", 10 * GiB, 12 * GiB, "0000:02:00.0"),
-        GGMLDevice("CUDA1", "RTX 4090", "gpu", 20 * GiB, 24 * GiB, "0000:01:00.0"), cpu_device()])
-    install_nvml(monkeypatch, fake_pynvml([
-        FakeNvidia(used=4 * GiB, compute=[(ME, 3 * GiB), (17, 1 * GiB)]),
-        FakeNvidia(name="RTX A2000", total=12 * GiB, used=2 * GiB, bus_id="00000000:02:00.0", compute=[(17, 2 * GiB)]),
-    ]))
+    install_llama_devices(
+        monkeypatch,
+        [
+            GGMLDevice("CUDA0", "RTX A2000", "gpu", 10 * GiB, 12 * GiB, "0000:02:00.0"),
+            GGMLDevice("CUDA1", "RTX 4090", "gpu", 20 * GiB, 24 * GiB, "0000:01:00.0"),
+            cpu_device(),
+        ],
+    )
+    install_nvml(
+        monkeypatch,
+        fake_pynvml(
+            [
+                FakeNvidia(used=4 * GiB, compute=[(ME, 3 * GiB), (17, 1 * GiB)]),
+                FakeNvidia(
+                    name="RTX A2000", total=12 * GiB, used=2 * GiB, bus_id="00000000:02:00.0", compute=[(17, 2 * GiB)]
+                ),
+            ]
+        ),
+    )
     snap = process.snapshot(ME)
     assert snap.gpu == {"CUDA1": 3 * GiB}  # this process holds nothing on CUDA0
     assert snap.device_used == {"CUDA0": 2 * GiB, "CUDA1": 4 * GiB}

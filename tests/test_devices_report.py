@@ -41,8 +41,12 @@ def no_vendors(monkeypatch: pytest.MonkeyPatch) -> None:
     install_rocml(monkeypatch, None)
 
 
-def _probe(monkeypatch: pytest.MonkeyPatch, llama: list[GGMLDevice], nvidia: list[FakeNvidia] | None = None,
-           amd: list[FakeAmd] | None = None) -> DeviceReport:
+def _probe(
+    monkeypatch: pytest.MonkeyPatch,
+    llama: list[GGMLDevice],
+    nvidia: list[FakeNvidia] | None = None,
+    amd: list[FakeAmd] | None = None,
+) -> DeviceReport:
     install_llama_devices(monkeypatch, llama)
     install_nvml(monkeypatch, fake_pynvml(nvidia or [], init_error=None if nvidia else NVMLError_LibraryNotFound()))
     install_rocml(monkeypatch, fake_rocml(amd) if amd else None)
@@ -51,13 +55,15 @@ def _probe(monkeypatch: pytest.MonkeyPatch, llama: list[GGMLDevice], nvidia: lis
 
 # -- the mismatch ------------------------------------------------------------------------------------
 
+
 def test_nvidia_gpu_with_a_cpu_only_build_says_how_to_rebuild(monkeypatch: pytest.MonkeyPatch) -> None:
     report = _probe(monkeypatch, [cpu_device()], nvidia=[FakeNvidia()])
     assert report.gpus == []
     (m,) = report.mismatches
     assert (m.gpu, m.seen_by, m.backend) == ("NVIDIA GeForce RTX 4090", "NVML", "cuda")
-    assert m.command == ('CMAKE_ARGS="-DGGML_CUDA=on" pip install --force-reinstall --no-cache-dir '
-                         'llama-cpp-python==0.3.36')
+    assert m.command == (
+        'CMAKE_ARGS="-DGGML_CUDA=on" pip install --force-reinstall --no-cache-dir llama-cpp-python==0.3.36'
+    )
     assert m.command in report.warnings[0]
     notice = mismatch_notice(report)
     assert notice is not None and "NVIDIA GeForce RTX 4090" in notice and m.command in notice
@@ -79,12 +85,14 @@ def test_apple_silicon_without_metal_gets_the_metal_command(monkeypatch: pytest.
     assert metal is not None and not metal.available and "built without Metal" in metal.detail
 
 
-@pytest.mark.parametrize("llama", [
-    [_cuda(0, "0000:01:00.0"), cpu_device()],
-    [GGMLDevice("Vulkan0", "NVIDIA GeForce RTX 4090", "gpu", 20 * GiB, 24 * GiB, "0000:01:00.0"), cpu_device()],
-])
-def test_no_mismatch_when_llama_cpp_can_drive_the_gpu(monkeypatch: pytest.MonkeyPatch,
-                                                      llama: list[GGMLDevice]) -> None:
+@pytest.mark.parametrize(
+    "llama",
+    [
+        [_cuda(0, "0000:01:00.0"), cpu_device()],
+        [GGMLDevice("Vulkan0", "NVIDIA GeForce RTX 4090", "gpu", 20 * GiB, 24 * GiB, "0000:01:00.0"), cpu_device()],
+    ],
+)
+def test_no_mismatch_when_llama_cpp_can_drive_the_gpu(monkeypatch: pytest.MonkeyPatch, llama: list[GGMLDevice]) -> None:
     report = _probe(monkeypatch, llama, nvidia=[FakeNvidia()])
     assert report.mismatches == [] and report.warnings == [] and mismatch_notice(report) is None
     assert [g.name for g in report.gpus] == [llama[0].name]
@@ -100,12 +108,16 @@ def test_no_mismatch_claimed_when_llama_cpp_cannot_be_asked(monkeypatch: pytest.
 
 # -- memory held by others ------------------------------------------------------------------------
 
+
 def test_held_by_others_comes_from_nvml_matched_by_bus_id(monkeypatch: pytest.MonkeyPatch) -> None:
     # CUDA orders GPUs fastest first, NVML by bus: the lists disagree and the bus ids settle it
     llama = [_cuda(0, "0000:02:00.0", free=11 * GiB, total=12 * GiB), _cuda(1, "0000:01:00.0"), cpu_device()]
-    nvidia = [FakeNvidia(used=4 * GiB, compute=[(ME, 1 * GiB), (4242, 3 * GiB)]),
-              FakeNvidia(name="NVIDIA RTX A2000", total=12 * GiB, used=1 * GiB, bus_id="00000000:02:00.0",
-                         graphics=[(99, 700 * MiB)])]
+    nvidia = [
+        FakeNvidia(used=4 * GiB, compute=[(ME, 1 * GiB), (4242, 3 * GiB)]),
+        FakeNvidia(
+            name="NVIDIA RTX A2000", total=12 * GiB, used=1 * GiB, bus_id="00000000:02:00.0", graphics=[(99, 700 * MiB)]
+        ),
+    ]
     report = _probe(monkeypatch, llama, nvidia=nvidia)
     assert report.held["CUDA1"] == held.HeldMemory(3 * GiB, held.FROM_PROCESSES, 1)
     assert report.held["CUDA0"] == held.HeldMemory(700 * MiB, held.FROM_PROCESSES, 1)
@@ -122,9 +134,12 @@ def test_devices_without_bus_ids_match_in_order(monkeypatch: pytest.MonkeyPatch)
 
 
 def test_held_falls_back_to_memory_in_use(monkeypatch: pytest.MonkeyPatch) -> None:
-    llama = [_cuda(0, "0000:01:00.0", free=18 * GiB), GGMLDevice("ROCm0", "RX 7900", "gpu", 20 * GiB, 24 * GiB,
-                                                                   "0000:03:00.0"),
-             GGMLDevice("Vulkan0", "Arc", "gpu", 7 * GiB, 8 * GiB, "0000:09:00.0"), cpu_device()]
+    llama = [
+        _cuda(0, "0000:01:00.0", free=18 * GiB),
+        GGMLDevice("ROCm0", "RX 7900", "gpu", 20 * GiB, 24 * GiB, "0000:03:00.0"),
+        GGMLDevice("Vulkan0", "Arc", "gpu", 7 * GiB, 8 * GiB, "0000:09:00.0"),
+        cpu_device(),
+    ]
     report = _probe(monkeypatch, llama, amd=[FakeAmd(vram_used=4 * GiB)])
     assert report.held["CUDA0"] == held.HeldMemory(6 * GiB, held.FROM_DEVICE)  # no NVML here
     assert report.held["ROCm0"] == held.HeldMemory(4 * GiB, held.FROM_ROCM)
@@ -133,12 +148,14 @@ def test_held_falls_back_to_memory_in_use(monkeypatch: pytest.MonkeyPatch) -> No
 
 
 def test_lost_nvidia_gpu_is_not_matched(monkeypatch: pytest.MonkeyPatch) -> None:
-    report = _probe(monkeypatch, [_cuda(0, "0000:01:00.0", free=20 * GiB), cpu_device()],
-                    nvidia=[FakeNvidia(lost=True)])
+    report = _probe(
+        monkeypatch, [_cuda(0, "0000:01:00.0", free=20 * GiB), cpu_device()], nvidia=[FakeNvidia(lost=True)]
+    )
     assert report.held["CUDA0"] == held.HeldMemory(4 * GiB, held.FROM_DEVICE)
 
 
 # -- Apple unified memory: one pool ---------------------------------------------------------------
+
 
 def test_metal_shares_host_ram_and_is_counted_once(monkeypatch: pytest.MonkeyPatch, zoo) -> None:
     monkeypatch.setattr(host, "read_host", lambda: host.HostMemory(32 * GiB, 24 * GiB, 0, 0, "Apple M2", True))
@@ -152,8 +169,12 @@ def test_metal_shares_host_ram_and_is_counted_once(monkeypatch: pytest.MonkeyPat
 
     model = load_anatomy(read_gguf(zoo["llama-f16"]))
     plan = plan_memory(model, LoadConfig(n_gpu_layers=99, n_ctx=1024), report.gpus, report.host)
-    separate = plan_memory(model, LoadConfig(n_gpu_layers=99, n_ctx=1024),
-                           [gpu.__class__(**{**gpu.__dict__, "unified": False})], report.host)
+    separate = plan_memory(
+        model,
+        LoadConfig(n_gpu_layers=99, n_ctx=1024),
+        [gpu.__class__(**{**gpu.__dict__, "unified": False})],
+        report.host,
+    )
     # the GPU's buffers come out of the host's RAM too: the host has that much less to offer
     assert plan.host.shared == plan.gpus[0].planned > 0
     assert plan.host.available == separate.host.available - plan.gpus[0].planned

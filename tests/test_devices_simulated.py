@@ -14,7 +14,9 @@ def test_parse_sizes_backends_and_ram() -> None:
     assert spec.gpus == [(24 * GiB, 6 * GiB), (12000 * MiB, 0)]
     assert spec.ram == (64 * GiB, 16 * GiB) and spec.backend == "rocm"
     assert [(d.name, d.backend, d.free, d.simulated) for d in spec.devices()] == [
-        ("ROCm0", "rocm", 18 * GiB, True), ("ROCm1", "rocm", 12000 * MiB, True)]
+        ("ROCm0", "rocm", 18 * GiB, True),
+        ("ROCm1", "rocm", 12000 * MiB, True),
+    ]
 
 
 def test_metal_is_named_as_llama_cpp_names_it_and_shares_host_ram() -> None:
@@ -26,10 +28,16 @@ def test_none_means_a_cpu_only_machine() -> None:
     assert parse_devices("none,ram=8GiB").devices() == []
 
 
-@pytest.mark.parametrize("text, message", [
-    ("lots", "unknown size unit"), ("8GiB/9GiB", "more memory in use than the device has"),
-    ("backend=tpu", "unknown backend"), ("vram=8GiB", "unknown setting"), ("0", "positive"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("lots", "unknown size unit"),
+        ("8GiB/9GiB", "more memory in use than the device has"),
+        ("backend=tpu", "unknown backend"),
+        ("vram=8GiB", "unknown setting"),
+        ("0", "positive"),
+    ],
+)
 def test_bad_values_say_why(text: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         parse_devices(text)

@@ -64,8 +64,11 @@ def test_known_caches_follow_the_environment(tmp_path: Path, monkeypatch: pytest
     for folder in (tmp_path / ".lmstudio" / "models", tmp_path / "hf" / "hub", tmp_path / "llama"):
         folder.mkdir(parents=True)
     found = {(f.source, f.path) for f in known_cache_folders()}
-    assert found == {("LM Studio", tmp_path / ".lmstudio" / "models"), ("Hugging Face", tmp_path / "hf" / "hub"),
-                     ("llama.cpp", tmp_path / "llama")}
+    assert found == {
+        ("LM Studio", tmp_path / ".lmstudio" / "models"),
+        ("Hugging Face", tmp_path / "hf" / "hub"),
+        ("llama.cpp", tmp_path / "llama"),
+    }
     folders = folders_to_scan([str(tmp_path / "llama")], [], known_caches=True)
     assert [f.source for f in folders].count("llama.cpp") == 0  # given on the command line first: listed once
     assert folders[0].source == "vramchat"
@@ -103,7 +106,9 @@ def test_badges_and_rows() -> None:
     assert fit_badge(None) == ("planning…", "pending")
     assert fit_badge(ModelSummary(error="bad"))[1] == "error"
     assert fit_badge(ModelSummary(verdict="partial_gpu", layers_on_gpu=10, n_layer=32)) == (
-        "partial · 10/33 layers", "partial")
+        "partial · 10/33 layers",
+        "partial",
+    )
     assert fit_badge(ModelSummary(verdict="no_fit"))[0] == "won't fit"
     assert fit_badge(ModelSummary(verdict="cpu_only", n_ctx=4096))[0] == "CPU only · 4,096 tok"
     assert format_params(268_098_176) == "268M" and format_params(7_241_732_096) == "7.2B"

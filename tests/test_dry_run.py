@@ -42,15 +42,21 @@ def _host() -> Host:
 def _allocated(report) -> dict[tuple[str, str], int]:
     m = report.measurements
     out = {}
-    for kind, table in (("kv", m.kv), ("kv_swa", m.kv_swa), ("rs", m.recurrent), ("output", m.output),
-                        ("compute", m.compute)):
+    for kind, table in (
+        ("kv", m.kv),
+        ("kv_swa", m.kv_swa),
+        ("rs", m.recurrent),
+        ("output", m.output),
+        ("compute", m.compute),
+    ):
         for _name, size in table.items():
             out[(kind, "CPU")] = out.get((kind, "CPU"), 0) + size
     return out
 
 
-@pytest.mark.parametrize("name", ["llama-q4_k", "gemma3", "qwen3moe", "deepseek2", "mamba2", "granitehybrid",
-                                  "rwkv7", "qwen3next"])
+@pytest.mark.parametrize(
+    "name", ["llama-q4_k", "gemma3", "qwen3moe", "deepseek2", "mamba2", "granitehybrid", "rwkv7", "qwen3next"]
+)
 def test_planned_equals_dry_run_equals_allocated(engine: EngineProcess, zoo: dict[str, Path], name: str) -> None:
     path = str(zoo[name])
     plan = plan_memory(load_anatomy(read_gguf(path)), LoadConfig(n_ctx=2048, flash_attn=True), [], _host())
@@ -73,13 +79,15 @@ def test_the_demo_is_confirmed_in_about_a_second(engine: EngineProcess, gemma_pa
 
 
 def test_the_log_of_a_cache_spanning_two_devices_is_one_total() -> None:
-    lines = ["llama_kv_cache:        CPU KV buffer size =     0.00 MiB",
-             "llama_kv_cache:      CUDA0 KV buffer size =     0.00 MiB",
-             "llama_kv_cache: size =  256.00 MiB (  4096 cells,  32 layers,  1/1 seqs), K (f16): 128.00 MiB, "
-             "V (f16): 128.00 MiB",
-             "llama_context:  CUDA_Host  output buffer size =     0.58 MiB",
-             "sched_reserve:      CUDA0 compute buffer size =   300.01 MiB",
-             "sched_reserve:  CUDA_Host compute buffer size =    16.01 MiB"]
+    lines = [
+        "llama_kv_cache:        CPU KV buffer size =     0.00 MiB",
+        "llama_kv_cache:      CUDA0 KV buffer size =     0.00 MiB",
+        "llama_kv_cache: size =  256.00 MiB (  4096 cells,  32 layers,  1/1 seqs), K (f16): 128.00 MiB, "
+        "V (f16): 128.00 MiB",
+        "llama_context:  CUDA_Host  output buffer size =     0.58 MiB",
+        "sched_reserve:      CUDA0 compute buffer size =   300.01 MiB",
+        "sched_reserve:  CUDA_Host compute buffer size =    16.01 MiB",
+    ]
     dry = parse(lines)
     assert dry.kv == {"CPU+CUDA0": 256 * MiB}
     assert dry.compute == {"CUDA0": round(300.01 * MiB), "CUDA_Host": round(16.01 * MiB)}
@@ -90,8 +98,9 @@ def test_the_log_of_a_cache_spanning_two_devices_is_one_total() -> None:
 BIG_KV = TinySpec("llama", n_embd=1024, n_head=8, n_head_kv=8, n_ff=256, n_ctx_train=131072)
 
 
-def test_a_wrong_rule_is_caught_and_the_solver_plans_what_fits(engine: EngineProcess, tmp_path: Path,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_wrong_rule_is_caught_and_the_solver_plans_what_fits(
+    engine: EngineProcess, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The KV rule is broken on purpose (half the bytes). With 900 MiB of RAM the broken plan keeps
     the full 65,536-token context; llama.cpp's dry run says the KV cache needs twice that, and the
     plan that comes back is one whose real figures fit."""

@@ -32,8 +32,9 @@ def _notes(n: int, words: int) -> str:
     return " ".join(f"Note {n}.{i}: the parcel number {i * 7919 % 1000} went to shelf {i % 13}." for i in range(words))
 
 
-def _conversation(path: str, max_ctx: int, elastic: bool, turns: int, words: int
-                  ) -> tuple[list[str], list[Growth], list[int], ModelSession]:
+def _conversation(
+    path: str, max_ctx: int, elastic: bool, turns: int, words: int
+) -> tuple[list[str], list[Growth], list[int], ModelSession]:
     devices = probe_devices(cpu_only=True)
     anatomy = load_anatomy(read_gguf(path))
     fit = evaluate(anatomy, LoadConfig(n_ctx=max_ctx, flash_attn=True), [], devices.host)
@@ -45,8 +46,19 @@ def _conversation(path: str, max_ctx: int, elastic: bool, turns: int, words: int
     sizes: list[int] = []
     for n in range(turns):
         history.append(Message("user", _notes(n, words) + " Which shelf did parcel 7 go to?"))
-        outcome = write_reply(session, None, 0, list(history), "", GREEDY, [], threading.Event(),
-                              on_fitted=lambda b: None, on_piece=lambda p: None, on_growth=growths.append)
+        outcome = write_reply(
+            session,
+            None,
+            0,
+            list(history),
+            "",
+            GREEDY,
+            [],
+            threading.Event(),
+            on_fitted=lambda b: None,
+            on_piece=lambda p: None,
+            on_growth=growths.append,
+        )
         assert outcome.kind == OK, outcome.error
         replies.append(outcome.text)
         history.append(Message("assistant", outcome.text))
@@ -56,8 +68,9 @@ def _conversation(path: str, max_ctx: int, elastic: bool, turns: int, words: int
 
 # steps to 8,192: 4,096 -> 6,144 -> 8,192; the tiny model's vocabulary splits text finely
 @pytest.mark.parametrize("name, words", [("demo", 90), ("granitehybrid", 25)])
-def test_a_growing_context_gives_the_replies_of_a_fixed_one(name: str, words: int, zoo: dict[str, Path],
-                                                          gemma_path: Path) -> None:
+def test_a_growing_context_gives_the_replies_of_a_fixed_one(
+    name: str, words: int, zoo: dict[str, Path], gemma_path: Path
+) -> None:
     path = str(gemma_path if name == "demo" else zoo[name])
     grown, growths, sizes, session = _conversation(path, 8192, True, turns=4, words=words)
     try:

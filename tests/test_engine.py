@@ -33,12 +33,16 @@ def engine():
     e.close()
 
 
-@pytest.mark.parametrize("name, config", [
-    ("llama-q4_k", LoadConfig(n_ctx=1024)),
-    ("gemma3", LoadConfig(n_ctx=2048, flash_attn=True)),  # a sliding-window cache of its own
-])
-def test_load_measures_every_buffer_as_planned(engine: EngineProcess, zoo: dict[str, Path], name: str,
-                                               config: LoadConfig) -> None:
+@pytest.mark.parametrize(
+    "name, config",
+    [
+        ("llama-q4_k", LoadConfig(n_ctx=1024)),
+        ("gemma3", LoadConfig(n_ctx=2048, flash_attn=True)),  # a sliding-window cache of its own
+    ],
+)
+def test_load_measures_every_buffer_as_planned(
+    engine: EngineProcess, zoo: dict[str, Path], name: str, config: LoadConfig
+) -> None:
     report = engine.load(zoo[name], config)
     m = report.measurements
     assert m.model and m.kv and m.output and m.compute
@@ -101,8 +105,9 @@ sched_reserve:  CUDA_Host compute buffer size =     {compute_host:.2f} MiB
 
 def _gpu_plan(zoo: dict[str, Path]) -> MemoryPlan:
     model = load_anatomy(read_gguf(zoo["llama-f16"]))
-    return plan_memory(model, LoadConfig(n_gpu_layers=2, n_ctx=1024), simulated_gpus([8 * GiB]),
-                       Host(64 * GiB, 64 * GiB))
+    return plan_memory(
+        model, LoadConfig(n_gpu_layers=2, n_ctx=1024), simulated_gpus([8 * GiB]), Host(64 * GiB, 64 * GiB)
+    )
 
 
 def _mib(plan: MemoryPlan, kind: str, device: str) -> float:
@@ -112,15 +117,27 @@ def _mib(plan: MemoryPlan, kind: str, device: str) -> float:
 def test_gpu_buffers_land_on_their_devices(zoo: dict[str, Path]) -> None:
     plan = _gpu_plan(zoo)
     log = LogCapture()
-    text = GPU_LOG.format(weights_gpu=_mib(plan, "model", "CUDA0"), weights_cpu=_mib(plan, "model", "CPU"),
-                          output=_mib(plan, "output", "CPU"), kv=_mib(plan, "kv", "CUDA0"),
-                          kv_cpu=_mib(plan, "kv", "CPU"),
-                          compute_gpu=_mib(plan, "compute", "CUDA0"), compute_host=_mib(plan, "compute", "CPU"))
+    text = GPU_LOG.format(
+        weights_gpu=_mib(plan, "model", "CUDA0"),
+        weights_cpu=_mib(plan, "model", "CPU"),
+        output=_mib(plan, "output", "CPU"),
+        kv=_mib(plan, "kv", "CUDA0"),
+        kv_cpu=_mib(plan, "kv", "CPU"),
+        compute_gpu=_mib(plan, "compute", "CUDA0"),
+        compute_host=_mib(plan, "compute", "CPU"),
+    )
     for line in text.splitlines():
         log.feed(line)
     rows = {(r.kind, r.device): r for r in compare(plan, log.measurements)}
-    assert set(rows) == {("weights", "CUDA0"), ("kv", "CUDA0"), ("compute", "CUDA0"), ("weights", "CPU"),
-                         ("kv", "CPU"), ("output", "CPU"), ("compute", "CPU")}
+    assert set(rows) == {
+        ("weights", "CUDA0"),
+        ("kv", "CUDA0"),
+        ("compute", "CUDA0"),
+        ("weights", "CPU"),
+        ("kv", "CPU"),
+        ("output", "CPU"),
+        ("compute", "CPU"),
+    }
     assert all(r.matches for r in rows.values()), rows
     assert [r.device for r in compare(plan, log.measurements)][:3] == ["CUDA0"] * 3  # GPUs first
 
@@ -134,20 +151,31 @@ def test_nothing_measured_reads_as_unknown(zoo: dict[str, Path]) -> None:
     assert rows and all(r.measured is None and r.delta is None and not r.matches for r in rows)
 
 
-@pytest.mark.parametrize("buffer, device", [
-    ("CUDA0", "CUDA0"), ("CUDA_Host", "CPU"), ("CPU_Mapped", "CPU"), ("CPU_REPACK", "CPU"), ("MTL0_Mapped", "MTL0"),
-    ("ROCm_Host", "CPU"), ("Vulkan0", "Vulkan0"), ("CPU", "CPU"),
-])
+@pytest.mark.parametrize(
+    "buffer, device",
+    [
+        ("CUDA0", "CUDA0"),
+        ("CUDA_Host", "CPU"),
+        ("CPU_Mapped", "CPU"),
+        ("CPU_REPACK", "CPU"),
+        ("MTL0_Mapped", "MTL0"),
+        ("ROCm_Host", "CPU"),
+        ("Vulkan0", "Vulkan0"),
+        ("CPU", "CPU"),
+    ],
+)
 def test_buffer_names_map_to_devices(buffer: str, device: str) -> None:
     assert device_of(buffer, ["CUDA0", "MTL0", "Vulkan0"]) == device
 
 
 def test_swa_cache_lines_are_told_apart() -> None:
     log = LogCapture()
-    for line in ("llama_kv_cache_iswa: creating non-SWA KV cache, size = 2048 cells",
-                 "llama_kv_cache:        CPU KV buffer size =     2.00 MiB",
-                 "llama_kv_cache_iswa: creating     SWA KV cache, size = 768 cells",
-                 "llama_kv_cache:        CPU KV buffer size =     1.50 MiB"):
+    for line in (
+        "llama_kv_cache_iswa: creating non-SWA KV cache, size = 2048 cells",
+        "llama_kv_cache:        CPU KV buffer size =     2.00 MiB",
+        "llama_kv_cache_iswa: creating     SWA KV cache, size = 768 cells",
+        "llama_kv_cache:        CPU KV buffer size =     1.50 MiB",
+    ):
         log.feed(line)
     assert log.measurements.kv == {"CPU": 2 * 1024 * 1024}
     assert log.measurements.kv_swa == {"CPU": 3 * 512 * 1024}

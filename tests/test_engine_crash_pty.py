@@ -21,8 +21,10 @@ import pytest
 
 from tests.pty_app import alive, endless_app, engine_pid, rows_of, until
 
-pytestmark = [pytest.mark.llama,
-              pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal and signals")]
+pytestmark = [
+    pytest.mark.llama,
+    pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal and signals"),
+]
 
 QUESTION = "Tell me everything"
 NEXT = "And then?"
@@ -53,21 +55,37 @@ def test_the_app_survives_its_engine_dying_mid_reply(tmp_path: Path, _private_ho
             assert app.proc.poll() is None, "the app itself died"
             until(lambda m=killed: app.shown_since(m, "The engine stopped"), 10, "the dialog that says so")
             # the partial reply is kept, marked cut short by the engine
-            cut = until(lambda b=before: [r for r in _assistant(db)[b:] if r[2] == "partial"], 30,
-                        "the partial reply to be saved")
+            cut = until(
+                lambda b=before: [r for r in _assistant(db)[b:] if r[2] == "partial"],
+                30,
+                "the partial reply to be saved",
+            )
             assert cut[0][1].startswith(streaming[0][1].strip()[:20])
             assert not alive(pid)
             app.type("\r")  # the dialog's Reload has the focus (Enter again if it came before the focus did)
-            until(lambda p=pid: engine_pid(app) not in (None, p), 120, "the reload in a new engine process",
-                  every=2.0, action=lambda: app.type("\r"))
+            until(
+                lambda p=pid: engine_pid(app) not in (None, p),
+                120,
+                "the reload in a new engine process",
+                every=2.0,
+                action=lambda: app.type("\r"),
+            )
             answered = len(_assistant(db))
             # a question typed while the model still loads stays in the input: Enter again sends it
             app.type(NEXT + "\r")
-            until(lambda a=answered: _streaming(db, a), 60, "the next question's answer to stream",
-                  every=1.0, action=lambda: app.type("\r"))
+            until(
+                lambda a=answered: _streaming(db, a),
+                60,
+                "the next question's answer to stream",
+                every=1.0,
+                action=lambda: app.type("\r"),
+            )
             app.type("\x1b")  # Esc stops it: the engine that answers is the new one, and it obeys
-            replies = until(lambda a=answered: [r for r in _assistant(db)[a:] if r[2] == "partial"], 30,
-                            "the stopped answer to be saved")
+            replies = until(
+                lambda a=answered: [r for r in _assistant(db)[a:] if r[2] == "partial"],
+                30,
+                "the stopped answer to be saved",
+            )
             assert replies[0][1].strip()
         assert app.proc.poll() is None
         app.type("\x11")  # Ctrl+Q

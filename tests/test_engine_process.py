@@ -88,8 +88,9 @@ def test_the_same_prompt_twice_gives_the_same_greedy_reply(engine: EngineProcess
 
 
 @pytest.mark.parametrize("sig", [signal.SIGSEGV, signal.SIGKILL, signal.SIGABRT])
-def test_a_crash_mid_reply_becomes_a_message(engine: EngineProcess, zoo: dict[str, Path], endless: Path,
-                                             sig: int) -> None:
+def test_a_crash_mid_reply_becomes_a_message(
+    engine: EngineProcess, zoo: dict[str, Path], endless: Path, sig: int
+) -> None:
     engine.load(endless, LoadConfig(n_ctx=4096))
     pid = engine.pid
     assert pid is not None
@@ -128,8 +129,9 @@ def test_a_crash_while_loading_is_an_engine_error(engine: EngineProcess, zoo: di
 def test_stop_ends_a_reply_at_once_and_keeps_the_engine(engine: EngineProcess, endless: Path) -> None:
     engine.load(endless, LoadConfig(n_ctx=4096))
     started = time.monotonic()
-    for count, _ in enumerate(engine.generate(engine.tokenize("hello"), GenerationParams(max_tokens=3000,
-                                                                                          temperature=0)), 1):
+    for count, _ in enumerate(
+        engine.generate(engine.tokenize("hello"), GenerationParams(max_tokens=3000, temperature=0)), 1
+    ):
         if count == 3:
             engine.stop()
     assert engine.last_stats.stopped_by == "user" and time.monotonic() - started < 30
@@ -146,8 +148,7 @@ def test_a_caller_that_stops_reading_leaves_the_engine_usable(engine: EngineProc
     assert len(engine.tokenize("a b c")) >= 3
 
 
-def test_cancelling_a_load_is_an_engine_error_and_ends_the_process(engine: EngineProcess,
-                                                                    zoo: dict[str, Path]) -> None:
+def test_cancelling_a_load_is_an_engine_error_and_ends_the_process(engine: EngineProcess, zoo: dict[str, Path]) -> None:
     with pytest.raises(EngineError, match="cancelled"):
         engine.load(zoo["llama-f16"], LoadConfig(n_ctx=512), lambda fraction: False)
     assert not engine.loaded and engine.pid is None
@@ -184,6 +185,7 @@ def test_the_engine_ends_when_the_app_is_killed(zoo: dict[str, Path]) -> None:
 
 # -- what the evidence points to (the exit's words, no process needed) --------------------------------
 
+
 def test_an_oom_kill_points_to_memory() -> None:
     info = EngineExit(-9, "decode", ("llama_context: n_ctx = 4096",), oom_killed=True)
     assert info.memory and "out-of-memory killer" in info.message()
@@ -191,15 +193,20 @@ def test_an_oom_kill_points_to_memory() -> None:
 
 
 def test_an_allocation_failure_in_the_last_words_points_to_memory() -> None:
-    lines = ("ggml_backend_cuda_buffer_type_alloc_buffer: allocating 512.00 MiB on device 0: cudaMalloc failed: "
-             "out of memory", "CUDA error: out of memory")
+    lines = (
+        "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 512.00 MiB on device 0: cudaMalloc failed: "
+        "out of memory",
+        "CUDA error: out of memory",
+    )
     info = EngineExit(-6, "decode", lines)
     assert info.memory and "SIGABRT" in info.message() and "cudaMalloc failed" in info.message()
 
 
 def test_a_crash_in_a_cpu_extra_buffer_kernel_points_to_it() -> None:
-    lines = ("llama_context: graph splits = 1",
-             "/vendor/llama.cpp/ggml/src/ggml-cpu/amx/mmq.cpp:2414: GGML_ASSERT(false) failed")
+    lines = (
+        "llama_context: graph splits = 1",
+        "/vendor/llama.cpp/ggml/src/ggml-cpu/amx/mmq.cpp:2414: GGML_ASSERT(false) failed",
+    )
     info = EngineExit(-6, "decode", lines, extra_buffers=("AMX",))
     assert info.cpu_extra_buffer and not info.memory
     assert "GGML_ASSERT" in info.message()

@@ -9,23 +9,42 @@ from app.engine.failure import classify
 GPUS = ["CUDA0", "CUDA1"]
 
 
-@pytest.mark.parametrize(("lines", "pools"), [
-    # ggml-cuda.cu, then llama-model.cpp when the weights do not fit
-    (["ggml_backend_cuda_buffer_type_alloc_buffer: allocating 9216.00 MiB on device 1: cudaMalloc failed: "
-      "out of memory", "alloc_tensor_range: failed to allocate CUDA1 buffer of size 9663676416",
-      "llama_model_load: error loading model: unable to allocate CUDA1 buffer"], {"CUDA1"}),
-    # the compute arena (ggml-alloc.c) at context creation
-    (["ggml_gallocr_reserve_n: failed to allocate CUDA0 buffer of size 1610612736",
-      "llama_init_from_model: failed to initialize the context: failed to allocate compute pp buffers"], {"CUDA0"}),
-    # pinned host memory is host RAM
-    (["alloc_tensor_range: failed to allocate CUDA_Host buffer of size 536870912"], {"CPU"}),
-    # the CPU backend (ggml-backend.cpp) and the KV cache (llama-kv-cache.cpp)
-    (["ggml_backend_cpu_buffer_type_alloc_buffer: failed to allocate buffer of size 1073741824",
-      "llama_init_from_model: failed to initialize the context: failed to allocate buffer for kv cache"], {"CPU"}),
-    # no pool named: the retry shrinks every GPU in use
-    (["llama_init_from_model: failed to initialize the context: failed to allocate buffer for kv cache"], set()),
-    (["llama_context: failed to allocate output buffer of size 0.98 MiB"], set()),
-])
+@pytest.mark.parametrize(
+    ("lines", "pools"),
+    [
+        # ggml-cuda.cu, then llama-model.cpp when the weights do not fit
+        (
+            [
+                "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 9216.00 MiB on device 1: cudaMalloc failed: "
+                "out of memory",
+                "alloc_tensor_range: failed to allocate CUDA1 buffer of size 9663676416",
+                "llama_model_load: error loading model: unable to allocate CUDA1 buffer",
+            ],
+            {"CUDA1"},
+        ),
+        # the compute arena (ggml-alloc.c) at context creation
+        (
+            [
+                "ggml_gallocr_reserve_n: failed to allocate CUDA0 buffer of size 1610612736",
+                "llama_init_from_model: failed to initialize the context: failed to allocate compute pp buffers",
+            ],
+            {"CUDA0"},
+        ),
+        # pinned host memory is host RAM
+        (["alloc_tensor_range: failed to allocate CUDA_Host buffer of size 536870912"], {"CPU"}),
+        # the CPU backend (ggml-backend.cpp) and the KV cache (llama-kv-cache.cpp)
+        (
+            [
+                "ggml_backend_cpu_buffer_type_alloc_buffer: failed to allocate buffer of size 1073741824",
+                "llama_init_from_model: failed to initialize the context: failed to allocate buffer for kv cache",
+            ],
+            {"CPU"},
+        ),
+        # no pool named: the retry shrinks every GPU in use
+        (["llama_init_from_model: failed to initialize the context: failed to allocate buffer for kv cache"], set()),
+        (["llama_context: failed to allocate output buffer of size 0.98 MiB"], set()),
+    ],
+)
 def test_memory_failures_name_the_pool(lines: list[str], pools: set[str]) -> None:
     failure = classify("could not create the context: " + lines[-1], lines, GPUS)
     assert failure.memory
@@ -42,12 +61,15 @@ def test_decode_out_of_memory_by_status() -> None:
     assert not classify("llama.cpp could not decode (the computation failed)", [], GPUS, status=-3).memory
 
 
-@pytest.mark.parametrize("message", [
-    "could not load the model: llama_model_load: error loading model: unknown model architecture: 'zz'",
-    "could not load the model: llama_model_load: error loading model: tensor 'blk.0.attn_q.weight' data is "
-    "not within the file bounds",
-    "the prompt is empty",
-])
+@pytest.mark.parametrize(
+    "message",
+    [
+        "could not load the model: llama_model_load: error loading model: unknown model architecture: 'zz'",
+        "could not load the model: llama_model_load: error loading model: tensor 'blk.0.attn_q.weight' data is "
+        "not within the file bounds",
+        "the prompt is empty",
+    ],
+)
 def test_other_failures_are_not_retried(message: str) -> None:
     assert not classify(message, [message], GPUS).memory
 

@@ -56,8 +56,12 @@ def test_split_models_are_read_across_all_shards(tmp_path: Path) -> None:
         else:
             writer.add_key_value(field.name, value, vtype)
     for t in reader.tensors:
-        writer.add_tensor(t.name, np.array(t.data), raw_shape=None if t.tensor_type in (0, 1) else t.data.shape,
-                          raw_dtype=None if t.tensor_type in (0, 1) else t.tensor_type)
+        writer.add_tensor(
+            t.name,
+            np.array(t.data),
+            raw_shape=None if t.tensor_type in (0, 1) else t.data.shape,
+            raw_dtype=None if t.tensor_type in (0, 1) else t.tensor_type,
+        )
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
@@ -74,6 +78,7 @@ def test_split_models_are_read_across_all_shards(tmp_path: Path) -> None:
 
 
 # -- malformed files -------------------------------------------------------------------------
+
 
 def _header(version: int = 3, n_tensors: int = 0, n_kv: int = 0) -> bytes:
     return b"GGUF" + struct.pack("<IQQ", version, n_tensors, n_kv)
@@ -94,24 +99,27 @@ def _write(tmp_path: Path, data: bytes, name: str = "bad.gguf") -> Path:
     return path
 
 
-@pytest.mark.parametrize("data, message", [
-    (b"", "empty"),
-    (b"GGU", "truncated"),
-    (b"GGML" + b"\0" * 20, "not a GGUF file"),
-    (_header(version=1), "version 1"),
-    (_header(version=99), "unsupported GGUF version 99"),
-    (_header()[:10], "truncated"),
-    (_header(n_kv=1 << 60), "metadata count"),
-    (_header(n_tensors=1 << 60), "tensor count"),
-    (_header(n_kv=1) + struct.pack("<Q", 1 << 40) + b"key", "claims"),
-    (_header(n_kv=1) + _kv("k", 77, b"\0" * 8), "unknown value type 77"),
-    (_header(n_kv=1) + _kv("k", 9, struct.pack("<IQ", 4, 1 << 40)), "array 'k' of"),
-    (_header(n_kv=1) + _kv("k", 9, struct.pack("<IQ", 8, 1 << 40)), "more than the file can hold"),
-    (_header(n_kv=1) + _kv("k", 9, struct.pack("<IQ", 9, 1)), "array of arrays"),
-    (_header(n_kv=2) + _kv("k", 4, b"\1\0\0\0") + _kv("k", 4, b"\1\0\0\0"), "duplicate metadata key"),
-    (_header(n_kv=1) + _kv("general.alignment", 4, struct.pack("<I", 3)), "power of two"),
-    (_header(n_kv=1) + _kv("", 4, b"\1\0\0\0"), "empty"),
-])
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        (b"", "empty"),
+        (b"GGU", "truncated"),
+        (b"GGML" + b"\0" * 20, "not a GGUF file"),
+        (_header(version=1), "version 1"),
+        (_header(version=99), "unsupported GGUF version 99"),
+        (_header()[:10], "truncated"),
+        (_header(n_kv=1 << 60), "metadata count"),
+        (_header(n_tensors=1 << 60), "tensor count"),
+        (_header(n_kv=1) + struct.pack("<Q", 1 << 40) + b"key", "claims"),
+        (_header(n_kv=1) + _kv("k", 77, b"\0" * 8), "unknown value type 77"),
+        (_header(n_kv=1) + _kv("k", 9, struct.pack("<IQ", 4, 1 << 40)), "array 'k' of"),
+        (_header(n_kv=1) + _kv("k", 9, struct.pack("<IQ", 8, 1 << 40)), "more than the file can hold"),
+        (_header(n_kv=1) + _kv("k", 9, struct.pack("<IQ", 9, 1)), "array of arrays"),
+        (_header(n_kv=2) + _kv("k", 4, b"\1\0\0\0") + _kv("k", 4, b"\1\0\0\0"), "duplicate metadata key"),
+        (_header(n_kv=1) + _kv("general.alignment", 4, struct.pack("<I", 3)), "power of two"),
+        (_header(n_kv=1) + _kv("", 4, b"\1\0\0\0"), "empty"),
+    ],
+)
 def test_malformed_headers_give_one_clear_error(tmp_path: Path, data: bytes, message: str) -> None:
     # enough trailing bytes that the counts are plausible, so the reader gets to the broken part
     padding = b"" if len(data) <= 24 else b"\0" * 64
@@ -122,8 +130,12 @@ def test_malformed_headers_give_one_clear_error(tmp_path: Path, data: bytes, mes
 
 
 def _tensor_info(name: str, shape: tuple[int, ...], type_id: int, offset: int) -> bytes:
-    return (_string(name) + struct.pack("<I", len(shape)) + b"".join(struct.pack("<q", d) for d in shape)
-            + struct.pack("<IQ", type_id, offset))
+    return (
+        _string(name)
+        + struct.pack("<I", len(shape))
+        + b"".join(struct.pack("<q", d) for d in shape)
+        + struct.pack("<IQ", type_id, offset)
+    )
 
 
 def _with_tensors(infos: list[bytes], data_bytes: int) -> bytes:
@@ -132,20 +144,24 @@ def _with_tensors(infos: list[bytes], data_bytes: int) -> bytes:
     return head + b"\0" * data_bytes
 
 
-@pytest.mark.parametrize("infos, data_bytes, message", [
-    ([_tensor_info("a", (8,), 99, 0)], 64, "unknown ggml type 99"),
-    ([_tensor_info("a", (8,), 4, 0)], 64, "unknown ggml type 4"),
-    ([_tensor_info("a", (33,), 8, 0)], 64, "not a multiple of its block size 32"),
-    ([_tensor_info("a", (8, -2), 0, 0)], 64, "negative dimension"),
-    ([_tensor_info("a", (1, 1, 1, 1, 1), 0, 0)], 64, "5 dimensions"),
-    ([_tensor_info("a", (8,), 0, 0), _tensor_info("a", (8,), 0, 32)], 64, "duplicate tensor name"),
-    ([_tensor_info("a", (8,), 0, 0), _tensor_info("b", (8,), 0, 0)], 64, "overlapping or misplaced"),
-    ([_tensor_info("a", (8,), 0, 64)], 64, "expected 0"),
-    ([_tensor_info("a", (1024,), 0, 0)], 64, "past the end of the file"),
-    ([_tensor_info("x" * 80, (8,), 0, 0)], 64, "longer than 63 bytes"),
-])
-def test_malformed_tensor_tables_give_one_clear_error(tmp_path: Path, infos: list[bytes], data_bytes: int,
-                                                      message: str) -> None:
+@pytest.mark.parametrize(
+    "infos, data_bytes, message",
+    [
+        ([_tensor_info("a", (8,), 99, 0)], 64, "unknown ggml type 99"),
+        ([_tensor_info("a", (8,), 4, 0)], 64, "unknown ggml type 4"),
+        ([_tensor_info("a", (33,), 8, 0)], 64, "not a multiple of its block size 32"),
+        ([_tensor_info("a", (8, -2), 0, 0)], 64, "negative dimension"),
+        ([_tensor_info("a", (1, 1, 1, 1, 1), 0, 0)], 64, "5 dimensions"),
+        ([_tensor_info("a", (8,), 0, 0), _tensor_info("a", (8,), 0, 32)], 64, "duplicate tensor name"),
+        ([_tensor_info("a", (8,), 0, 0), _tensor_info("b", (8,), 0, 0)], 64, "overlapping or misplaced"),
+        ([_tensor_info("a", (8,), 0, 64)], 64, "expected 0"),
+        ([_tensor_info("a", (1024,), 0, 0)], 64, "past the end of the file"),
+        ([_tensor_info("x" * 80, (8,), 0, 0)], 64, "longer than 63 bytes"),
+    ],
+)
+def test_malformed_tensor_tables_give_one_clear_error(
+    tmp_path: Path, infos: list[bytes], data_bytes: int, message: str
+) -> None:
     path = _write(tmp_path, _with_tensors(infos, data_bytes))
     with pytest.raises(GGUFError, match=message):
         read_gguf_file(path)

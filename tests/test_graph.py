@@ -17,10 +17,14 @@ def test_bar_rows_scale_to_the_ceiling() -> None:
 
 
 def test_planned_vs_actual() -> None:
-    buffers = [Buffer("CPU", "model", "CPU_Mapped", 1000), Buffer("CPU", "kv", "CPU", 2_000_000),
-               Buffer("CPU", "compute", "CPU", 5_000_000)]
-    m = Measurements(model={"CPU_Mapped": 1000}, kv={"CPU": 2_004_000}, compute={"CPU": 6_000_000},
-                     output={"CPU": 4096})
+    buffers = [
+        Buffer("CPU", "model", "CPU_Mapped", 1000),
+        Buffer("CPU", "kv", "CPU", 2_000_000),
+        Buffer("CPU", "compute", "CPU", 5_000_000),
+    ]
+    m = Measurements(
+        model={"CPU_Mapped": 1000}, kv={"CPU": 2_004_000}, compute={"CPU": 6_000_000}, output={"CPU": 4096}
+    )
     rows = {(r.kind, r.name): r for r in planned_vs_actual(buffers, m)}
     assert rows[("model", "CPU_Mapped")].matches
     assert rows[("kv", "CPU")].matches  # within the log's 0.01 MiB

@@ -25,8 +25,13 @@ CHILD = Path(__file__).with_name("oom_child.py")
 
 def _run_child(model: Path, n_ctx: int, headroom_mib: int) -> dict:
     env = dict(os.environ, MALLOC_ARENA_MAX="1")
-    proc = subprocess.run([sys.executable, str(CHILD), str(model), str(n_ctx), str(headroom_mib)],
-                          capture_output=True, text=True, timeout=300, env=env)
+    proc = subprocess.run(
+        [sys.executable, str(CHILD), str(model), str(n_ctx), str(headroom_mib)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -57,5 +62,9 @@ def test_a_load_that_cannot_fit_gives_up_with_the_reason(big_kv_model: Path) -> 
     assert not out["loaded"]
     assert "failed to allocate" in out["error"] and f"after {MAX_RETRIES} smaller plans" in out["error"]
     steps = [r["changes"][0] for r in out["retries"]]
-    assert steps == ["context 65,536 → 32,768 tokens", "context 32,768 → 16,384 tokens",
-                     "context 16,384 → 8,192 tokens"][:MAX_RETRIES]
+    assert (
+        steps
+        == ["context 65,536 → 32,768 tokens", "context 32,768 → 16,384 tokens", "context 16,384 → 8,192 tokens"][
+            :MAX_RETRIES
+        ]
+    )

@@ -16,7 +16,10 @@ else:  # pragma: no cover
 def test_every_package_is_listed() -> None:
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())
     listed = set(config["tool"]["setuptools"]["packages"])
-    found = {".".join(p.parent.relative_to(ROOT).parts) for top in ("app", "planner")
-             for p in (ROOT / top).rglob("__init__.py")}
+    found = {
+        ".".join(p.parent.relative_to(ROOT).parts)
+        for top in ("app", "planner")
+        for p in (ROOT / top).rglob("__init__.py")
+    }
     assert found - listed == set(), "add these to [tool.setuptools] packages"
     assert "app.assets" in listed and (ROOT / "assets" / "app.tcss").exists()

@@ -31,8 +31,9 @@ def _check_result(result) -> None:
     assert result.reasons and all(isinstance(r, str) and r for r in result.reasons)
     for alt in result.alternatives:
         # each alternative is a configuration the memory model itself says fits
-        again = plan_memory(alt.plan.model, alt.plan.config, [d for d in simulated_gpus(
-            [g.total for g in alt.plan.gpus])], HOST)
+        again = plan_memory(
+            alt.plan.model, alt.plan.config, [d for d in simulated_gpus([g.total for g in alt.plan.gpus])], HOST
+        )
         assert again.fits, alt.note
         assert alt.note
 

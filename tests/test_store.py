@@ -86,7 +86,11 @@ def test_a_reply_cut_by_a_crash_is_kept(tmp_path: Path) -> None:
     conv = store.conversation(store.conversations()[0].id)
     reply = conv.messages[-1]
     assert (reply.role, reply.content, reply.state, reply.stopped_by) == (
-        "assistant", "one two three", "partial", "crash")
+        "assistant",
+        "one two three",
+        "partial",
+        "crash",
+    )
     # recovered once: the next open finds nothing to recover
     store.close()
     assert Store(path).recovered == 0

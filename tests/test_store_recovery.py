@@ -42,7 +42,7 @@ def test_a_malformed_database_gives_back_what_it_can(tmp_path: Path) -> None:
     data = bytearray(path.read_bytes())
     n_pages = len(data) // PAGE
     for page in range(n_pages * 2 // 3, n_pages - 4):  # some of the messages' pages
-        data[page * PAGE:(page + 1) * PAGE] = os.urandom(PAGE)
+        data[page * PAGE : (page + 1) * PAGE] = os.urandom(PAGE)
     path.write_bytes(bytes(data))
 
     store, notes = open_store(path)

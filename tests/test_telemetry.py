@@ -41,15 +41,21 @@ class FakeEngine:
 
 
 def _telemetry(**changes: object) -> Telemetry:
-    fields: dict[str, object] = dict(memory=lambda: {"CUDA0": (3 * GiB, 8 * GiB)}, rss=lambda: 123,
-                                     host_memory=lambda: {"CPU": (5 * GiB, 32 * GiB)}, engine=FakeEngine(7),
-                                     kv_allocated=4096, compute={"CUDA0": 1000, "CPU": 10},
-                                     speed=lambda: (42.5, True))
+    fields: dict[str, object] = dict(
+        memory=lambda: {"CUDA0": (3 * GiB, 8 * GiB)},
+        rss=lambda: 123,
+        host_memory=lambda: {"CPU": (5 * GiB, 32 * GiB)},
+        engine=FakeEngine(7),
+        kv_allocated=4096,
+        compute={"CUDA0": 1000, "CPU": 10},
+        speed=lambda: (42.5, True),
+    )
     fields.update(changes)
     return Telemetry(**fields)  # type: ignore[arg-type]
 
 
 # -- KV in use ------------------------------------------------------------------------------------------
+
 
 def test_kv_in_use_grows_with_the_conversation_and_stops_at_the_window(zoo: dict[str, Path]) -> None:
     model = load_anatomy(read_gguf(zoo["gemma3"]))
@@ -68,6 +74,7 @@ def test_kv_in_use_grows_with_the_conversation_and_stops_at_the_window(zoo: dict
 
 
 # -- one sample -------------------------------------------------------------------------------------------
+
 
 def test_a_sample_holds_every_reading() -> None:
     s = _telemetry().sample_once()
@@ -104,6 +111,7 @@ def test_each_failing_reading_is_counted_and_the_rest_kept() -> None:
 
 
 # -- the thread -------------------------------------------------------------------------------------------
+
 
 def test_a_probe_raising_mid_run_does_not_kill_the_sampler() -> None:
     calls = {"n": 0}
@@ -173,6 +181,7 @@ def test_history_is_bounded() -> None:
 
 
 # -- wired to a real engine ------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def engine():

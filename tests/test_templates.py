@@ -26,8 +26,10 @@ def test_the_models_own_template_is_rendered() -> None:
     fmt = choose_format({"tokenizer.chat_template": CHATML}, "qwen2")
     assert fmt.kind == "jinja"
     out = render(fmt, CONVERSATION)
-    assert out == "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nWhat is 2+2?<|im_end|>\n" \
-                  "<|im_start|>assistant\n"
+    assert (
+        out == "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nWhat is 2+2?<|im_end|>\n"
+        "<|im_start|>assistant\n"
+    )
 
 
 def test_a_base_model_without_template_gets_the_qa_transcript() -> None:
@@ -45,15 +47,20 @@ def test_an_instruction_tuned_model_without_template_gets_its_family_format() ->
     assert out.endswith("<start_of_turn>model\n") and "Be brief.\n\nWhat is 2+2?" in out
 
 
-@pytest.mark.parametrize("template, message", [
-    ("{% for i in range(10**9) %}x{% endfor %}", "range|stopped|too much|failed"),
-    ("{% for a in range(9000) %}{% for b in range(9000) %}{{ a }}{% endfor %}{% endfor %}",
-     "too much work|absurdly long"),
-    ("{{ messages.__class__.__mro__[1].__subclasses__() }}", "stopped|unsafe|failed"),
-    ("{{ raise_exception('only user and assistant roles are supported') }}", "refused: only user"),
-    ("{% for m in messages %}{{ m.content", "failed"),
-    ("x" * (300 * 1024), "larger than"),
-])
+@pytest.mark.parametrize(
+    "template, message",
+    [
+        ("{% for i in range(10**9) %}x{% endfor %}", "range|stopped|too much|failed"),
+        (
+            "{% for a in range(9000) %}{% for b in range(9000) %}{{ a }}{% endfor %}{% endfor %}",
+            "too much work|absurdly long",
+        ),
+        ("{{ messages.__class__.__mro__[1].__subclasses__() }}", "stopped|unsafe|failed"),
+        ("{{ raise_exception('only user and assistant roles are supported') }}", "refused: only user"),
+        ("{% for m in messages %}{{ m.content", "failed"),
+        ("x" * (300 * 1024), "larger than"),
+    ],
+)
 def test_hostile_or_broken_templates_end_in_a_clear_error_quickly(template: str, message: str) -> None:
     started = time.perf_counter()
     with pytest.raises(TemplateError, match=message):

@@ -86,7 +86,8 @@ async def test_picker_lists_models_with_badges_and_warnings(shelf: Path) -> None
         assert fits["zz-broken.gguf"] == "unreadable"
         assert "built without CUDA" in str(screen.query_one("#device-warnings").render())
         assert "CUDA0 7.00 GiB free of 8.00 GiB (1.00 GiB held by other processes)" in str(
-            screen.query_one("#device-line").render())
+            screen.query_one("#device-line").render()
+        )
         assert screen.result is not None and "Memory" in str(screen.query_one("#plan-text").render())
 
 
@@ -143,8 +144,10 @@ async def test_chat_send_retry_copy_new_and_past_chats(shelf: Path) -> None:
         chat = await open_chat(app, pilot)
         await send(app, pilot, "What is the capital of France?", typed=True)
         views = list(chat.query(MessageView))
-        assert [(v.role, v.text) for v in views] == [("user", "What is the capital of France?"),
-                                                     ("assistant", "The capital of France is **Paris**.")]
+        assert [(v.role, v.text) for v in views] == [
+            ("user", "What is the capital of France?"),
+            ("assistant", "The capital of France is **Paris**."),
+        ]
         assert "tok/s" in views[1].note
         # written to the store as sent and completed
         conv = app.store.conversation(chat.conversation.id)  # type: ignore[union-attr]

@@ -67,7 +67,8 @@ async def test_demo_model_loads_answers_and_the_dashboard_shows_kv_grow(gemma_pa
         kv_graph = chat.query_one("#g-kv", MemoryGraph)
         assert kv_graph.values[-1] > kv_before and max(kv_graph.values) == kv_graph.values[-1]
         assert kv_graph.ceiling == sum(model.report.measurements.kv.values()) + sum(
-            model.report.measurements.kv_swa.values())
+            model.report.measurements.kv_swa.values()
+        )
 
         # saved as sent and completed
         conv = app.store.conversation(chat.conversation.id)  # type: ignore[union-attr]
@@ -85,8 +86,9 @@ async def test_demo_model_loads_answers_and_the_dashboard_shows_kv_grow(gemma_pa
         assert diffs and all(d.startswith("=") for d in diffs), diffs
         # llama.cpp's dry run before the load gave the same figures (weights: it allocates none)
         dry = {str(row[1]): str(row[3]) for row in rows}
-        assert dry["weights"] == "-" and all(dry[k] == str(row[2]) for row in rows
-                                             for k in [str(row[1])] if k != "weights"), dry
+        assert dry["weights"] == "-" and all(
+            dry[k] == str(row[2]) for row in rows for k in [str(row[1])] if k != "weights"
+        ), dry
         await pilot.press("escape")
         await pilot.pause()
 
@@ -100,8 +102,9 @@ async def test_demo_model_loads_answers_and_the_dashboard_shows_kv_grow(gemma_pa
         engine = app.session.engine
         previous = engine.last_stats
         await pilot.press("enter")
-        await wait_for(pilot, lambda: engine.last_stats is not previous and engine.last_stats.generated_tokens >= 3,
-                       timeout=60)
+        await wait_for(
+            pilot, lambda: engine.last_stats is not previous and engine.last_stats.generated_tokens >= 3, timeout=60
+        )
         await pilot.press("escape")
         await wait_for(pilot, reply_done(app), timeout=30)
         assert engine.last_stats.stopped_by == "user"

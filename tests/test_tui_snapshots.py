@@ -54,8 +54,15 @@ def fixed_telemetry(app) -> Telemetry:
             return min(step["i"], 20) * 3
 
     m = model.report.measurements
-    t = Telemetry(memory=memory, rss=lambda: 400 * MiB + step["i"] * MiB, engine=Cells(), kv_layout=model.plan.kv,
-                  kv_allocated=sum(m.kv.values()), compute=dict(m.compute), speed=speed)
+    t = Telemetry(
+        memory=memory,
+        rss=lambda: 400 * MiB + step["i"] * MiB,
+        engine=Cells(),
+        kv_layout=model.plan.kv,
+        kv_allocated=sum(m.kv.values()),
+        compute=dict(m.compute),
+        speed=speed,
+    )
     for i in range(30):
         step["i"] = i
         t.sample_once()

@@ -17,8 +17,18 @@ from gguf import GGMLQuantizationType as Q
 # Byte offsets of the f16 scale fields in each block, set to a small value so
 # random blocks dequantize to finite numbers.
 _F16_FIELDS: dict[Q, tuple[int, ...]] = {
-    Q.Q4_K: (0, 2), Q.Q5_K: (0, 2), Q.Q6_K: (208,), Q.Q2_K: (80, 82), Q.Q3_K: (108,),
-    Q.IQ4_NL: (0,), Q.IQ4_XS: (0,), Q.Q8_0: (0,), Q.Q4_0: (0,), Q.Q4_1: (0, 2), Q.Q5_0: (0,), Q.Q5_1: (0, 2),
+    Q.Q4_K: (0, 2),
+    Q.Q5_K: (0, 2),
+    Q.Q6_K: (208,),
+    Q.Q2_K: (80, 82),
+    Q.Q3_K: (108,),
+    Q.IQ4_NL: (0,),
+    Q.IQ4_XS: (0,),
+    Q.Q8_0: (0,),
+    Q.Q4_0: (0,),
+    Q.Q4_1: (0, 2),
+    Q.Q5_0: (0,),
+    Q.Q5_1: (0, 2),
 }
 _SMALL_F16 = np.float16(0.01).tobytes()
 
@@ -80,7 +90,7 @@ def _random_tensor(rng: np.random.Generator, shape: tuple[int, ...], t: Q) -> tu
     row_bytes = shape[0] // block * size
     raw = rng.integers(0, 256, size=(n_rows, shape[0] // block, size), dtype=np.uint8)
     for offset in _F16_FIELDS.get(t, ()):
-        raw[:, :, offset:offset + 2] = np.frombuffer(_SMALL_F16, dtype=np.uint8)
+        raw[:, :, offset : offset + 2] = np.frombuffer(_SMALL_F16, dtype=np.uint8)
     raw = raw.reshape(*np_shape[:-1], row_bytes)
     return raw, t
 
@@ -110,24 +120,43 @@ def _deepseek2_layer(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...]
     rope = x[f"{a}.rope.dimension_count"]
     nope, nh = hk - rope, spec.n_head
     p = f"blk.{il}."
-    out = [(p + "attn_norm.weight", (e,), f32), (p + "attn_q_a_norm.weight", (q_lora,), f32),
-           (p + "attn_kv_a_norm.weight", (kv_lora,), f32), (p + "attn_q_a.weight", (e, q_lora), w),
-           (p + "attn_q_b.weight", (q_lora, nh * hk), w), (p + "attn_kv_a_mqa.weight", (e, kv_lora + rope), w),
-           (p + "attn_k_b.weight", (nope, kv_lora, nh), Q.F16), (p + "attn_v_b.weight", (kv_lora, hv, nh), Q.F16),
-           (p + "attn_output.weight", (nh * hv, e), w), (p + "ffn_norm.weight", (e,), f32)]
+    out = [
+        (p + "attn_norm.weight", (e,), f32),
+        (p + "attn_q_a_norm.weight", (q_lora,), f32),
+        (p + "attn_kv_a_norm.weight", (kv_lora,), f32),
+        (p + "attn_q_a.weight", (e, q_lora), w),
+        (p + "attn_q_b.weight", (q_lora, nh * hk), w),
+        (p + "attn_kv_a_mqa.weight", (e, kv_lora + rope), w),
+        (p + "attn_k_b.weight", (nope, kv_lora, nh), Q.F16),
+        (p + "attn_v_b.weight", (kv_lora, hv, nh), Q.F16),
+        (p + "attn_output.weight", (nh * hv, e), w),
+        (p + "ffn_norm.weight", (e,), f32),
+    ]
     if il < x[f"{a}.leading_dense_block_count"]:
-        return out + [(p + "ffn_gate.weight", (e, spec.n_ff), w), (p + "ffn_up.weight", (e, spec.n_ff), w),
-                      (p + "ffn_down.weight", (spec.n_ff, e), w)]
+        return out + [
+            (p + "ffn_gate.weight", (e, spec.n_ff), w),
+            (p + "ffn_up.weight", (e, spec.n_ff), w),
+            (p + "ffn_down.weight", (spec.n_ff, e), w),
+        ]
     ne, fe, ns = spec.n_expert, spec.n_ff_exp, x[f"{a}.expert_shared_count"]
-    out += [(p + "ffn_gate_inp.weight", (e, ne), f32), (p + "ffn_gate_exps.weight", (e, fe, ne), w),
-            (p + "ffn_up_exps.weight", (e, fe, ne), w), (p + "ffn_down_exps.weight", (fe, e, ne), w),
-            (p + "ffn_gate_shexp.weight", (e, fe * ns), w), (p + "ffn_up_shexp.weight", (e, fe * ns), w),
-            (p + "ffn_down_shexp.weight", (fe * ns, e), w)]
+    out += [
+        (p + "ffn_gate_inp.weight", (e, ne), f32),
+        (p + "ffn_gate_exps.weight", (e, fe, ne), w),
+        (p + "ffn_up_exps.weight", (e, fe, ne), w),
+        (p + "ffn_down_exps.weight", (fe, e, ne), w),
+        (p + "ffn_gate_shexp.weight", (e, fe * ns), w),
+        (p + "ffn_up_shexp.weight", (e, fe * ns), w),
+        (p + "ffn_down_shexp.weight", (fe * ns, e), w),
+    ]
     if x.get(f"{a}.expert_gating_func") == 2:
         out.append((p + "exp_probs_b.bias", (ne,), f32))
     if il >= spec.n_layer - x.get(f"{a}.nextn_predict_layers", 0):
-        out += [(p + "nextn.eh_proj.weight", (2 * e, e), w), (p + "nextn.enorm.weight", (e,), f32),
-                (p + "nextn.hnorm.weight", (e,), f32), (p + "nextn.shared_head_norm.weight", (e,), f32)]
+        out += [
+            (p + "nextn.eh_proj.weight", (2 * e, e), w),
+            (p + "nextn.enorm.weight", (e,), f32),
+            (p + "nextn.hnorm.weight", (e,), f32),
+            (p + "nextn.shared_head_norm.weight", (e,), f32),
+        ]
     return out
 
 
@@ -141,21 +170,34 @@ def _ssm_layer(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], Q]]:
     out = [(p + "attn_norm.weight", (e,), f32)]
     if a in ("mamba", "jamba"):  # Mamba-1; Mamba-2 and the hybrids' SSM layers follow below
         if a == "jamba":  # RMS norms on dt, B and C
-            out += [(p + "ssm_dt_norm.weight", (dt_rank,), f32), (p + "ssm_b_norm.weight", (d_state,), f32),
-                    (p + "ssm_c_norm.weight", (d_state,), f32)]
-        return out + [(p + "ssm_in.weight", (e, 2 * d_inner), w),
-                      (p + "ssm_conv1d.weight", (d_conv, d_inner), f32), (p + "ssm_conv1d.bias", (d_inner,), f32),
-                      (p + "ssm_x.weight", (d_inner, dt_rank + 2 * d_state), w),
-                      (p + "ssm_dt.weight", (dt_rank, d_inner), w), (p + "ssm_dt.bias", (d_inner,), f32),
-                      (p + "ssm_a", (d_state, d_inner), f32), (p + "ssm_d", (d_inner,), f32),
-                      (p + "ssm_out.weight", (d_inner, e), w)]
+            out += [
+                (p + "ssm_dt_norm.weight", (dt_rank,), f32),
+                (p + "ssm_b_norm.weight", (d_state,), f32),
+                (p + "ssm_c_norm.weight", (d_state,), f32),
+            ]
+        return out + [
+            (p + "ssm_in.weight", (e, 2 * d_inner), w),
+            (p + "ssm_conv1d.weight", (d_conv, d_inner), f32),
+            (p + "ssm_conv1d.bias", (d_inner,), f32),
+            (p + "ssm_x.weight", (d_inner, dt_rank + 2 * d_state), w),
+            (p + "ssm_dt.weight", (dt_rank, d_inner), w),
+            (p + "ssm_dt.bias", (d_inner,), f32),
+            (p + "ssm_a", (d_state, d_inner), f32),
+            (p + "ssm_d", (d_inner,), f32),
+            (p + "ssm_out.weight", (d_inner, e), w),
+        ]
     n_group = x[f"{a}.ssm.group_count"]
     conv_dim = d_inner + 2 * n_group * d_state
-    return out + [(p + "ssm_in.weight", (e, d_inner + conv_dim + dt_rank), w),
-                  (p + "ssm_conv1d.weight", (d_conv, conv_dim), f32), (p + "ssm_conv1d.bias", (conv_dim,), f32),
-                  (p + "ssm_dt.bias", (dt_rank,), f32), (p + "ssm_a", (1, dt_rank), f32),
-                  (p + "ssm_d", (1, dt_rank), f32), (p + "ssm_norm.weight", (d_inner // n_group, n_group), f32),
-                  (p + "ssm_out.weight", (d_inner, e), w)]
+    return out + [
+        (p + "ssm_in.weight", (e, d_inner + conv_dim + dt_rank), w),
+        (p + "ssm_conv1d.weight", (d_conv, conv_dim), f32),
+        (p + "ssm_conv1d.bias", (conv_dim,), f32),
+        (p + "ssm_dt.bias", (dt_rank,), f32),
+        (p + "ssm_a", (1, dt_rank), f32),
+        (p + "ssm_d", (1, dt_rank), f32),
+        (p + "ssm_norm.weight", (d_inner // n_group, n_group), f32),
+        (p + "ssm_out.weight", (d_inner, e), w),
+    ]
 
 
 def _hybrid_layer(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], Q]]:
@@ -164,26 +206,42 @@ def _hybrid_layer(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], Q
     p = f"blk.{il}."
     kv = spec.kv_heads[il]
     hk = spec.head_k
-    out: list[tuple[str, tuple[int, ...], Q]] = [(p + "attn_norm.weight", (e,), f32),
-                                                 (p + "ffn_norm.weight", (e,), f32)]
+    out: list[tuple[str, tuple[int, ...], Q]] = [
+        (p + "attn_norm.weight", (e,), f32),
+        (p + "ffn_norm.weight", (e,), f32),
+    ]
     if kv == 0:
         if a == "lfm2":
             l_cache = spec.extra_kv["lfm2.shortconv.l_cache"]
-            out += [(p + "shortconv.conv.weight", (l_cache, e), f32), (p + "shortconv.in_proj.weight", (e, 3 * e), w),
-                    (p + "shortconv.out_proj.weight", (e, e), w)]
+            out += [
+                (p + "shortconv.conv.weight", (l_cache, e), f32),
+                (p + "shortconv.in_proj.weight", (e, 3 * e), w),
+                (p + "shortconv.out_proj.weight", (e, e), w),
+            ]
         else:
             out += [t for t in _ssm_layer(spec, il) if "attn_norm" not in t[0]]
     else:
-        out += [(p + "attn_q.weight", (e, hk * spec.n_head), w), (p + "attn_k.weight", (e, hk * kv), w),
-                (p + "attn_v.weight", (e, hk * kv), w), (p + "attn_output.weight", (hk * spec.n_head, e), w)]
+        out += [
+            (p + "attn_q.weight", (e, hk * spec.n_head), w),
+            (p + "attn_k.weight", (e, hk * kv), w),
+            (p + "attn_v.weight", (e, hk * kv), w),
+            (p + "attn_output.weight", (hk * spec.n_head, e), w),
+        ]
         if a == "lfm2":
             out += [(p + "attn_q_norm.weight", (hk,), f32), (p + "attn_k_norm.weight", (hk,), f32)]
     if a == "jamba" and spec.n_expert and il % 2 == 1:  # experts on every other layer
         ne, ff = spec.n_expert, spec.n_ff
-        return out + [(p + "ffn_gate_inp.weight", (e, ne), f32), (p + "ffn_gate_exps.weight", (e, ff, ne), w),
-                      (p + "ffn_up_exps.weight", (e, ff, ne), w), (p + "ffn_down_exps.weight", (ff, e, ne), w)]
-    out += [(p + "ffn_gate.weight", (e, spec.n_ff), w), (p + "ffn_up.weight", (e, spec.n_ff), w),
-            (p + "ffn_down.weight", (spec.n_ff, e), w)]
+        return out + [
+            (p + "ffn_gate_inp.weight", (e, ne), f32),
+            (p + "ffn_gate_exps.weight", (e, ff, ne), w),
+            (p + "ffn_up_exps.weight", (e, ff, ne), w),
+            (p + "ffn_down_exps.weight", (ff, e, ne), w),
+        ]
+    out += [
+        (p + "ffn_gate.weight", (e, spec.n_ff), w),
+        (p + "ffn_up.weight", (e, spec.n_ff), w),
+        (p + "ffn_down.weight", (spec.n_ff, e), w),
+    ]
     return out
 
 
@@ -192,19 +250,32 @@ def _rwkv_layer(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], Q]]
     x, a = spec.extra_kv, spec.arch
     e, w, f32, ff = spec.n_embd, spec.weight_type, Q.F32, spec.n_ff
     p = f"blk.{il}.time_mix_"
-    out = [(f"blk.{il}.{n}.{s}", (e,), f32)
-           for n in ("attn_norm", "attn_norm_2", "time_mix_ln") for s in ("weight", "bias")]
+    out = [
+        (f"blk.{il}.{n}.{s}", (e,), f32)
+        for n in ("attn_norm", "attn_norm_2", "time_mix_ln")
+        for s in ("weight", "bias")
+    ]
     out += [(p + n + ".weight", (e, e), w) for n in ("key", "value", "receptance", "output")]
-    out += [(f"blk.{il}.channel_mix_lerp_k.weight", (e, 1, 1), f32), (f"blk.{il}.channel_mix_key.weight", (e, ff), w),
-            (f"blk.{il}.channel_mix_value.weight", (ff, e), w)]
+    out += [
+        (f"blk.{il}.channel_mix_lerp_k.weight", (e, 1, 1), f32),
+        (f"blk.{il}.channel_mix_key.weight", (e, ff), w),
+        (f"blk.{il}.channel_mix_value.weight", (ff, e), w),
+    ]
     if a == "rwkv6":
         mix, decay, head = x["rwkv6.time_mix_extra_dim"], x["rwkv6.time_decay_extra_dim"], x["rwkv6.wkv.head_size"]
-        return out + [(p + "gate.weight", (e, e), w), (p + "w1.weight", (e, mix * 5), f32),
-                      (p + "w2.weight", (mix, e, 5), f32), (p + "lerp_x.weight", (e, 1, 1), f32),
-                      (p + "lerp_fused.weight", (e, 1, 1, 5), f32), (p + "first.weight", (head, e // head), f32),
-                      (p + "decay.weight", (e,), f32), (p + "decay_w1.weight", (e, decay), f32),
-                      (p + "decay_w2.weight", (decay, e), f32), (f"blk.{il}.channel_mix_lerp_r.weight", (e, 1, 1), f32),
-                      (f"blk.{il}.channel_mix_receptance.weight", (e, e), w)]
+        return out + [
+            (p + "gate.weight", (e, e), w),
+            (p + "w1.weight", (e, mix * 5), f32),
+            (p + "w2.weight", (mix, e, 5), f32),
+            (p + "lerp_x.weight", (e, 1, 1), f32),
+            (p + "lerp_fused.weight", (e, 1, 1, 5), f32),
+            (p + "first.weight", (head, e // head), f32),
+            (p + "decay.weight", (e,), f32),
+            (p + "decay_w1.weight", (e, decay), f32),
+            (p + "decay_w2.weight", (decay, e), f32),
+            (f"blk.{il}.channel_mix_lerp_r.weight", (e, 1, 1), f32),
+            (f"blk.{il}.channel_mix_receptance.weight", (e, e), w),
+        ]
     ranks = {n: x[f"rwkv7.attention.{n}_lora_rank"] for n in ("decay", "iclr", "value_residual_mix", "gate")}
     v_rank = ranks["iclr"] if il == 0 else ranks["value_residual_mix"]
     out += [(p + n + ".weight", (e,), f32) for n in ("w0", "a0", "v0", "k_k", "k_a", "r_k")]
@@ -221,21 +292,38 @@ def _qwen3next_layer(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...]
     out = [(p + "attn_norm.weight", (e,), f32), (p + "post_attention_norm.weight", (e,), f32)]
     if (il + 1) % x.get(f"{a}.full_attention_interval", 4) == 0:
         hd, nh, nkv = spec.head_k, spec.n_head, spec.n_head_kv
-        out += [(p + "attn_q.weight", (e, hd * nh * 2), w), (p + "attn_k.weight", (e, hd * nkv), w),
-                (p + "attn_v.weight", (e, hd * nkv), w), (p + "attn_output.weight", (hd * nh, e), w),
-                (p + "attn_q_norm.weight", (hd,), f32), (p + "attn_k_norm.weight", (hd,), f32)]
+        out += [
+            (p + "attn_q.weight", (e, hd * nh * 2), w),
+            (p + "attn_k.weight", (e, hd * nkv), w),
+            (p + "attn_v.weight", (e, hd * nkv), w),
+            (p + "attn_output.weight", (hd * nh, e), w),
+            (p + "attn_q_norm.weight", (hd,), f32),
+            (p + "attn_k_norm.weight", (hd,), f32),
+        ]
     else:
         d_state, n_k, n_v = x[f"{a}.ssm.state_size"], x[f"{a}.ssm.group_count"], x[f"{a}.ssm.time_step_rank"]
         key_dim, value_dim = d_state * n_k, x[f"{a}.ssm.inner_size"]
-        out += [(p + "attn_qkv.weight", (e, 2 * key_dim + value_dim), w), (p + "attn_gate.weight", (e, value_dim), w),
-                (p + "ssm_conv1d.weight", (x[f"{a}.ssm.conv_kernel"], 2 * key_dim + value_dim), f32),
-                (p + "ssm_dt.bias", (n_v,), f32), (p + "ssm_a", (n_v,), f32), (p + "ssm_ba.weight", (e, 2 * n_v), w),
-                (p + "ssm_norm.weight", (value_dim // n_v,), f32), (p + "ssm_out.weight", (value_dim, e), w)]
+        out += [
+            (p + "attn_qkv.weight", (e, 2 * key_dim + value_dim), w),
+            (p + "attn_gate.weight", (e, value_dim), w),
+            (p + "ssm_conv1d.weight", (x[f"{a}.ssm.conv_kernel"], 2 * key_dim + value_dim), f32),
+            (p + "ssm_dt.bias", (n_v,), f32),
+            (p + "ssm_a", (n_v,), f32),
+            (p + "ssm_ba.weight", (e, 2 * n_v), w),
+            (p + "ssm_norm.weight", (value_dim // n_v,), f32),
+            (p + "ssm_out.weight", (value_dim, e), w),
+        ]
     ne, fe, fs = spec.n_expert, spec.n_ff_exp, spec.n_ff_shexp
-    return out + [(p + "ffn_gate_inp.weight", (e, ne), f32), (p + "ffn_gate_exps.weight", (e, fe, ne), w),
-                  (p + "ffn_up_exps.weight", (e, fe, ne), w), (p + "ffn_down_exps.weight", (fe, e, ne), w),
-                  (p + "ffn_gate_inp_shexp.weight", (e,), f32), (p + "ffn_gate_shexp.weight", (e, fs), w),
-                  (p + "ffn_up_shexp.weight", (e, fs), w), (p + "ffn_down_shexp.weight", (fs, e), w)]
+    return out + [
+        (p + "ffn_gate_inp.weight", (e, ne), f32),
+        (p + "ffn_gate_exps.weight", (e, fe, ne), w),
+        (p + "ffn_up_exps.weight", (e, fe, ne), w),
+        (p + "ffn_down_exps.weight", (fe, e, ne), w),
+        (p + "ffn_gate_inp_shexp.weight", (e,), f32),
+        (p + "ffn_gate_shexp.weight", (e, fs), w),
+        (p + "ffn_up_shexp.weight", (e, fs), w),
+        (p + "ffn_down_shexp.weight", (fs, e), w),
+    ]
 
 
 def _global_tensors(spec: TinySpec) -> list[tuple[str, tuple[int, ...], Q]]:
@@ -249,16 +337,27 @@ def _global_tensors(spec: TinySpec) -> list[tuple[str, tuple[int, ...], Q]]:
 def _attn_tensors(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], Q]]:
     e, w, hk, p = spec.n_embd, spec.weight_type, spec.head_k, f"blk.{il}."
     kv = spec.kv_heads[il] if spec.kv_heads else spec.n_head_kv
-    return [(p + "attn_q.weight", (e, hk * spec.n_head), w), (p + "attn_k.weight", (e, hk * kv), w),
-            (p + "attn_v.weight", (e, hk * kv), w), (p + "attn_output.weight", (hk * spec.n_head, e), w)]
+    return [
+        (p + "attn_q.weight", (e, hk * spec.n_head), w),
+        (p + "attn_k.weight", (e, hk * kv), w),
+        (p + "attn_v.weight", (e, hk * kv), w),
+        (p + "attn_output.weight", (hk * spec.n_head, e), w),
+    ]
 
 
 def _falcon_h1_layer(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], Q]]:
     """Attention and a Mamba-2 mixer in every layer; llama.cpp names the FFN norm without ".weight"."""
     e, w, f32, p = spec.n_embd, spec.weight_type, Q.F32, f"blk.{il}."
-    return (_ssm_layer(spec, il) + _attn_tensors(spec, il)
-            + [(p + "ffn_norm", (e,), f32), (p + "ffn_gate.weight", (e, spec.n_ff), w),
-               (p + "ffn_up.weight", (e, spec.n_ff), w), (p + "ffn_down.weight", (spec.n_ff, e), w)])
+    return (
+        _ssm_layer(spec, il)
+        + _attn_tensors(spec, il)
+        + [
+            (p + "ffn_norm", (e,), f32),
+            (p + "ffn_gate.weight", (e, spec.n_ff), w),
+            (p + "ffn_up.weight", (e, spec.n_ff), w),
+            (p + "ffn_down.weight", (spec.n_ff, e), w),
+        ]
+    )
 
 
 def _nemotron_h_experts(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], Q]]:
@@ -266,9 +365,14 @@ def _nemotron_h_experts(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, .
     e, w, p, ne = spec.n_embd, spec.weight_type, f"blk.{il}.", spec.n_expert
     latent = int(spec.extra_kv.get(f"{spec.arch}.moe_latent_size", 0))  # type: ignore[call-overload]
     me, fe, fs = latent or e, spec.n_ff_exp, spec.n_ff_shexp
-    out = [(p + "ffn_gate_inp.weight", (e, ne), Q.F32), (p + "exp_probs_b.bias", (ne,), Q.F32),
-           (p + "ffn_up_exps.weight", (me, fe, ne), w), (p + "ffn_down_exps.weight", (fe, me, ne), w),
-           (p + "ffn_up_shexp.weight", (e, fs), w), (p + "ffn_down_shexp.weight", (fs, e), w)]
+    out = [
+        (p + "ffn_gate_inp.weight", (e, ne), Q.F32),
+        (p + "exp_probs_b.bias", (ne,), Q.F32),
+        (p + "ffn_up_exps.weight", (me, fe, ne), w),
+        (p + "ffn_down_exps.weight", (fe, me, ne), w),
+        (p + "ffn_up_shexp.weight", (e, fs), w),
+        (p + "ffn_down_shexp.weight", (fs, e), w),
+    ]
     if latent:
         out += [(p + "ffn_latent_down.weight", (e, latent), w), (p + "ffn_latent_up.weight", (latent, e), w)]
     return out
@@ -280,15 +384,24 @@ def _nemotron_h_layer(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...
     n_ff = spec.ff_lengths[il]
     if il >= spec.n_layer - int(spec.extra_kv.get(f"{spec.arch}.nextn_predict_layers", 0)):  # type: ignore[call-overload]
         # the multi-token-prediction block: NextN fusion, attention and experts in one
-        return [(p + "nextn.enorm.weight", (e,), Q.F32), (p + "nextn.hnorm.weight", (e,), Q.F32),
-                (p + "nextn.eh_proj.weight", (2 * e, e), w), (p + "nextn.shared_head_norm.weight", (e,), Q.F32),
-                (p + "attn_norm.weight", (e,), Q.F32), *_attn_tensors(spec, il),
-                (p + "post_attention_norm.weight", (e,), Q.F32), *_nemotron_h_experts(spec, il)]
+        return [
+            (p + "nextn.enorm.weight", (e,), Q.F32),
+            (p + "nextn.hnorm.weight", (e,), Q.F32),
+            (p + "nextn.eh_proj.weight", (2 * e, e), w),
+            (p + "nextn.shared_head_norm.weight", (e,), Q.F32),
+            (p + "attn_norm.weight", (e,), Q.F32),
+            *_attn_tensors(spec, il),
+            (p + "post_attention_norm.weight", (e,), Q.F32),
+            *_nemotron_h_experts(spec, il),
+        ]
     if n_ff and spec.n_expert:
         return [(p + "attn_norm.weight", (e,), Q.F32), *_nemotron_h_experts(spec, il)]
     if n_ff:
-        return [(p + "attn_norm.weight", (e,), Q.F32), (p + "ffn_up.weight", (e, n_ff), w),
-                (p + "ffn_down.weight", (n_ff, e), w)]
+        return [
+            (p + "attn_norm.weight", (e,), Q.F32),
+            (p + "ffn_up.weight", (e, n_ff), w),
+            (p + "ffn_down.weight", (n_ff, e), w),
+        ]
     if spec.kv_heads[il]:
         return [(p + "attn_norm.weight", (e,), Q.F32), *_attn_tensors(spec, il)]
     return _ssm_layer(spec, il)
@@ -303,19 +416,35 @@ def _plamo2_layer(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], Q
     if spec.kv_heads[il] == 0:
         d_conv, d_inner, d_state = x[f"{a}.ssm.conv_kernel"], x[f"{a}.ssm.inner_size"], x[f"{a}.ssm.state_size"]
         n_heads, dt_dim = x[f"{a}.ssm.time_step_rank"], max(64, e // 16)
-        out += [(p + "ssm_in.weight", (e, 2 * d_inner), w), (p + "ssm_conv1d.weight", (d_conv, d_inner), f32),
-                (p + "ssm_x.weight", (d_inner, dt_dim + 2 * d_state), w), (p + "ssm_dt.weight", (dt_dim, n_heads), w),
-                (p + "ssm_dt.bias", (n_heads,), f32), (p + "ssm_a", (n_heads,), f32), (p + "ssm_d", (n_heads,), f32),
-                (p + "ssm_out.weight", (d_inner, e), w), (p + "ssm_dt_norm", (dt_dim,), f32),
-                (p + "ssm_b_norm", (d_state,), f32), (p + "ssm_c_norm", (d_state,), f32)]
+        out += [
+            (p + "ssm_in.weight", (e, 2 * d_inner), w),
+            (p + "ssm_conv1d.weight", (d_conv, d_inner), f32),
+            (p + "ssm_x.weight", (d_inner, dt_dim + 2 * d_state), w),
+            (p + "ssm_dt.weight", (dt_dim, n_heads), w),
+            (p + "ssm_dt.bias", (n_heads,), f32),
+            (p + "ssm_a", (n_heads,), f32),
+            (p + "ssm_d", (n_heads,), f32),
+            (p + "ssm_out.weight", (d_inner, e), w),
+            (p + "ssm_dt_norm", (dt_dim,), f32),
+            (p + "ssm_b_norm", (d_state,), f32),
+            (p + "ssm_c_norm", (d_state,), f32),
+        ]
     else:
         hk, kv = spec.head_k, spec.kv_heads[il]
         nh = spec.q_heads[il] if spec.q_heads else spec.n_head
-        out += [(p + "attn_qkv.weight", (e, hk * (nh + 2 * kv)), w), (p + "attn_q_norm.weight", (hk, nh), f32),
-                (p + "attn_k_norm.weight", (hk, kv), f32), (p + "attn_output.weight", (hk * nh, e), w)]
-    return out + [(p + "post_attention_norm", (e,), f32), (p + "ffn_norm.weight", (e,), f32),
-                  (p + "ffn_down.weight", (spec.n_ff, e), w), (p + "ffn_up.weight", (e, 2 * spec.n_ff), w),
-                  (p + "post_ffw_norm", (e,), f32)]
+        out += [
+            (p + "attn_qkv.weight", (e, hk * (nh + 2 * kv)), w),
+            (p + "attn_q_norm.weight", (hk, nh), f32),
+            (p + "attn_k_norm.weight", (hk, kv), f32),
+            (p + "attn_output.weight", (hk * nh, e), w),
+        ]
+    return out + [
+        (p + "post_attention_norm", (e,), f32),
+        (p + "ffn_norm.weight", (e,), f32),
+        (p + "ffn_down.weight", (spec.n_ff, e), w),
+        (p + "ffn_up.weight", (e, 2 * spec.n_ff), w),
+        (p + "post_ffw_norm", (e,), f32),
+    ]
 
 
 def _layer_tensors(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], Q]]:
@@ -343,43 +472,68 @@ def _layer_tensors(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], 
     if spec.arch == "phi3":
         out.append((p + "attn_qkv.weight", (e, q_dim + 2 * kv_dim), w))
     else:
-        out += [(p + "attn_q.weight", (e, q_dim), w), (p + "attn_k.weight", (e, kv_dim), w),
-                (p + "attn_v.weight", (e, kv_dim), w)]
+        out += [
+            (p + "attn_q.weight", (e, q_dim), w),
+            (p + "attn_k.weight", (e, kv_dim), w),
+            (p + "attn_v.weight", (e, kv_dim), w),
+        ]
     if spec.arch in ("qwen2", "gpt-oss", "dream"):
-        out += [(p + "attn_q.bias", (q_dim,), f32), (p + "attn_k.bias", (kv_dim,), f32),
-                (p + "attn_v.bias", (kv_dim,), f32)]
+        out += [
+            (p + "attn_q.bias", (q_dim,), f32),
+            (p + "attn_k.bias", (kv_dim,), f32),
+            (p + "attn_v.bias", (kv_dim,), f32),
+        ]
     if spec.arch in ("qwen3", "gemma3", "qwen3moe"):
         out += [(p + "attn_q_norm.weight", (hk,), f32), (p + "attn_k_norm.weight", (hk,), f32)]
     if spec.arch == "olmoe":
         out += [(p + "attn_q_norm.weight", (q_dim,), f32), (p + "attn_k_norm.weight", (kv_dim,), f32)]
     out.append((p + "attn_output.weight", (q_dim, e), w))
     if spec.arch == "gpt-oss":
-        out += [(p + "attn_output.bias", (e,), f32), (p + "attn_sinks.weight", (spec.n_head,), f32),
-                (p + "post_attention_norm.weight", (e,), f32)]
+        out += [
+            (p + "attn_output.bias", (e,), f32),
+            (p + "attn_sinks.weight", (spec.n_head,), f32),
+            (p + "post_attention_norm.weight", (e,), f32),
+        ]
         ne, fe = spec.n_expert, spec.n_ff_exp
-        return out + [(p + "ffn_gate_inp.weight", (e, ne), f32), (p + "ffn_gate_inp.bias", (ne,), f32),
-                      (p + "ffn_gate_exps.weight", (e, fe, ne), w), (p + "ffn_gate_exps.bias", (fe, ne), f32),
-                      (p + "ffn_up_exps.weight", (e, fe, ne), w), (p + "ffn_up_exps.bias", (fe, ne), f32),
-                      (p + "ffn_down_exps.weight", (fe, e, ne), w), (p + "ffn_down_exps.bias", (e, ne), f32)]
+        return out + [
+            (p + "ffn_gate_inp.weight", (e, ne), f32),
+            (p + "ffn_gate_inp.bias", (ne,), f32),
+            (p + "ffn_gate_exps.weight", (e, fe, ne), w),
+            (p + "ffn_gate_exps.bias", (fe, ne), f32),
+            (p + "ffn_up_exps.weight", (e, fe, ne), w),
+            (p + "ffn_up_exps.bias", (fe, ne), f32),
+            (p + "ffn_down_exps.weight", (fe, e, ne), w),
+            (p + "ffn_down_exps.bias", (e, ne), f32),
+        ]
     if spec.arch in ("gemma2", "gemma3"):
         out.append((p + "post_attention_norm.weight", (e,), f32))
     out.append((p + "ffn_norm.weight", (e,), f32))
     if spec.n_expert:
         ne, fe = spec.n_expert, spec.n_ff_exp or ff
-        out += [(p + "ffn_gate_inp.weight", (e, ne), f32), (p + "ffn_gate_exps.weight", (e, fe, ne), w),
-                (p + "ffn_up_exps.weight", (e, fe, ne), w), (p + "ffn_down_exps.weight", (fe, e, ne), w)]
+        out += [
+            (p + "ffn_gate_inp.weight", (e, ne), f32),
+            (p + "ffn_gate_exps.weight", (e, fe, ne), w),
+            (p + "ffn_up_exps.weight", (e, fe, ne), w),
+            (p + "ffn_down_exps.weight", (fe, e, ne), w),
+        ]
         if spec.n_ff_shexp:
             fs = spec.n_ff_shexp
             if spec.arch != "granitemoe":  # Granite's shared experts have no gate of their own
                 out.append((p + "ffn_gate_inp_shexp.weight", (e,), f32))
-            out += [(p + "ffn_gate_shexp.weight", (e, fs), w), (p + "ffn_up_shexp.weight", (e, fs), w),
-                    (p + "ffn_down_shexp.weight", (fs, e), w)]
+            out += [
+                (p + "ffn_gate_shexp.weight", (e, fs), w),
+                (p + "ffn_up_shexp.weight", (e, fs), w),
+                (p + "ffn_down_shexp.weight", (fs, e), w),
+            ]
         return out
     if spec.arch == "phi3":
         out += [(p + "ffn_up.weight", (e, 2 * ff), w), (p + "ffn_down.weight", (ff, e), w)]
     else:
-        out += [(p + "ffn_gate.weight", (e, ff), w), (p + "ffn_up.weight", (e, ff), w),
-                (p + "ffn_down.weight", (ff, e), w)]
+        out += [
+            (p + "ffn_gate.weight", (e, ff), w),
+            (p + "ffn_up.weight", (e, ff), w),
+            (p + "ffn_down.weight", (ff, e), w),
+        ]
     if spec.arch in ("gemma2", "gemma3"):
         out.append((p + "post_ffw_norm.weight", (e,), f32))
     return out
@@ -468,20 +622,34 @@ def write_tiny_model(path: str | Path, spec: TinySpec, seed: int = 0) -> Path:
 
 def _granite_scales(arch: str) -> dict[str, object]:
     """Granite's embedding, residual, attention and logit scales (logit_scale is required)."""
-    return {f"{arch}.logit_scale": 8.0, f"{arch}.residual_scale": 0.22, f"{arch}.embedding_scale": 12.0,
-            f"{arch}.attention.scale": 0.0078125}
+    return {
+        f"{arch}.logit_scale": 8.0,
+        f"{arch}.residual_scale": 0.22,
+        f"{arch}.embedding_scale": 12.0,
+        f"{arch}.attention.scale": 0.0078125,
+    }
 
 
 # A zoo of small models covering the architectures and tensor types the planner supports.
-ENDLESS = TinySpec("llama", n_layer=4, n_embd=256, n_head=4, n_head_kv=4, n_ff=512, n_ctx_train=32768,
-                   never_ends=True, name="Endless tiny")
+ENDLESS = TinySpec(
+    "llama",
+    n_layer=4,
+    n_embd=256,
+    n_head=4,
+    n_head_kv=4,
+    n_ff=512,
+    n_ctx_train=32768,
+    never_ends=True,
+    name="Endless tiny",
+)
 """A model that practically never ends a reply by itself: for tests that need a long stream."""
 
 ZOO: dict[str, TinySpec] = {
     "llama-f16": TinySpec("llama"),
     "llama-q8_0": TinySpec("llama", weight_type=Q.Q8_0, embd_type=Q.Q8_0, output_type=Q.Q8_0, n_vocab=1024),
-    "llama-q4_k": TinySpec("llama", n_embd=256, n_ff=512, weight_type=Q.Q4_K, embd_type=Q.Q6_K,
-                           output_type=Q.Q6_K, n_head=8, n_head_kv=4),
+    "llama-q4_k": TinySpec(
+        "llama", n_embd=256, n_ff=512, weight_type=Q.Q4_K, embd_type=Q.Q6_K, output_type=Q.Q6_K, n_head=8, n_head_kv=4
+    ),
     "qwen2-q4_0": TinySpec("qwen2", weight_type=Q.Q4_0, output_type=Q.Q8_0),
     "qwen3-hd": TinySpec("qwen3", n_embd=128, n_head=4, n_head_kv=2, head_dim=64, output_type=None),
     "phi3": TinySpec("phi3", n_head_kv=4, weight_type=Q.Q8_0),
@@ -491,104 +659,308 @@ ZOO: dict[str, TinySpec] = {
     "qwen2moe": TinySpec("qwen2moe", n_expert=8, n_expert_used=2, n_ff_exp=64, n_ff_shexp=128),
     "qwen3moe": TinySpec("qwen3moe", n_expert=8, n_expert_used=2, n_ff_exp=64, head_dim=64, weight_type=Q.Q4_0),
     "olmoe": TinySpec("olmoe", n_expert=8, n_expert_used=2, n_ff=64, n_head_kv=4),
-    "gpt-oss": TinySpec("gpt-oss", n_expert=4, n_expert_used=2, n_ff_exp=64, head_dim=64, n_swa=128,
-                        weight_type=Q.MXFP4, n_vocab=1024),
-    "deepseek2": TinySpec("deepseek2", n_head=4, n_head_kv=1, head_dim=96, n_expert=8, n_expert_used=2,
-                          n_ff_exp=32, n_ff=128, extra_kv={
-                              "deepseek2.attention.kv_lora_rank": 64, "deepseek2.attention.q_lora_rank": 32,
-                              "deepseek2.attention.key_length_mla": 64, "deepseek2.attention.value_length_mla": 32,
-                              "deepseek2.rope.dimension_count": 32, "deepseek2.leading_dense_block_count": 1,
-                              "deepseek2.expert_shared_count": 1}),
-    "deepseek2-mtp": TinySpec("deepseek2", n_layer=5, n_head=4, n_head_kv=1, head_dim=96, n_expert=8,
-                              n_expert_used=2, n_ff_exp=32, n_ff=128, name="tiny-glm-mtp", extra_kv={
-                                  "deepseek2.attention.kv_lora_rank": 64, "deepseek2.attention.q_lora_rank": 32,
-                                  "deepseek2.attention.key_length_mla": 64,
-                                  "deepseek2.attention.value_length_mla": 32,
-                                  "deepseek2.rope.dimension_count": 32, "deepseek2.leading_dense_block_count": 1,
-                                  "deepseek2.expert_shared_count": 1, "deepseek2.nextn_predict_layers": 1}),
-    "deepseek3": TinySpec("deepseek2", n_head=4, n_head_kv=1, head_dim=96, n_expert=8, n_expert_used=2,
-                          n_ff_exp=32, n_ff=128, name="tiny-deepseek-v3", extra_kv={
-                              "deepseek2.attention.kv_lora_rank": 64, "deepseek2.attention.q_lora_rank": 32,
-                              "deepseek2.attention.key_length_mla": 64, "deepseek2.attention.value_length_mla": 32,
-                              "deepseek2.rope.dimension_count": 32, "deepseek2.leading_dense_block_count": 1,
-                              "deepseek2.expert_shared_count": 1, "deepseek2.expert_gating_func": 2,
-                              "deepseek2.expert_weights_norm": True, "deepseek2.expert_weights_scale": 2.5,
-                              "deepseek2.expert_group_count": 4, "deepseek2.expert_group_used_count": 2}),
-    "mamba": TinySpec("mamba", n_head=0, n_head_kv=0, n_ff=0, extra_kv={
-        "mamba.ssm.conv_kernel": 4, "mamba.ssm.inner_size": 256, "mamba.ssm.state_size": 16,
-        "mamba.ssm.time_step_rank": 8}),
-    "mamba2": TinySpec("mamba2", n_head=0, n_head_kv=0, n_ff=0, weight_type=Q.Q8_0, extra_kv={
-        "mamba2.ssm.conv_kernel": 4, "mamba2.ssm.inner_size": 256, "mamba2.ssm.state_size": 64,
-        "mamba2.ssm.time_step_rank": 8, "mamba2.ssm.group_count": 2}),
-    "lfm2": TinySpec("lfm2", n_layer=6, n_head_kv=2, kv_heads=(0, 0, 2, 0, 0, 2), output_type=None,
-                     extra_kv={"lfm2.shortconv.l_cache": 3}),
-    "granitehybrid": TinySpec("granitehybrid", n_layer=6, n_head_kv=2, kv_heads=(0, 0, 0, 2, 0, 0),
-                              weight_type=Q.Q8_0, extra_kv={
-                                  "granitehybrid.ssm.conv_kernel": 4, "granitehybrid.ssm.inner_size": 256,
-                                  "granitehybrid.ssm.state_size": 32, "granitehybrid.ssm.time_step_rank": 8,
-                                  "granitehybrid.ssm.group_count": 1, "granitehybrid.residual_scale": 0.22,
-                                  "granitehybrid.embedding_scale": 12.0, "granitehybrid.logit_scale": 8.0,
-                                  "granitehybrid.attention.scale": 0.015625}),
+    "gpt-oss": TinySpec(
+        "gpt-oss", n_expert=4, n_expert_used=2, n_ff_exp=64, head_dim=64, n_swa=128, weight_type=Q.MXFP4, n_vocab=1024
+    ),
+    "deepseek2": TinySpec(
+        "deepseek2",
+        n_head=4,
+        n_head_kv=1,
+        head_dim=96,
+        n_expert=8,
+        n_expert_used=2,
+        n_ff_exp=32,
+        n_ff=128,
+        extra_kv={
+            "deepseek2.attention.kv_lora_rank": 64,
+            "deepseek2.attention.q_lora_rank": 32,
+            "deepseek2.attention.key_length_mla": 64,
+            "deepseek2.attention.value_length_mla": 32,
+            "deepseek2.rope.dimension_count": 32,
+            "deepseek2.leading_dense_block_count": 1,
+            "deepseek2.expert_shared_count": 1,
+        },
+    ),
+    "deepseek2-mtp": TinySpec(
+        "deepseek2",
+        n_layer=5,
+        n_head=4,
+        n_head_kv=1,
+        head_dim=96,
+        n_expert=8,
+        n_expert_used=2,
+        n_ff_exp=32,
+        n_ff=128,
+        name="tiny-glm-mtp",
+        extra_kv={
+            "deepseek2.attention.kv_lora_rank": 64,
+            "deepseek2.attention.q_lora_rank": 32,
+            "deepseek2.attention.key_length_mla": 64,
+            "deepseek2.attention.value_length_mla": 32,
+            "deepseek2.rope.dimension_count": 32,
+            "deepseek2.leading_dense_block_count": 1,
+            "deepseek2.expert_shared_count": 1,
+            "deepseek2.nextn_predict_layers": 1,
+        },
+    ),
+    "deepseek3": TinySpec(
+        "deepseek2",
+        n_head=4,
+        n_head_kv=1,
+        head_dim=96,
+        n_expert=8,
+        n_expert_used=2,
+        n_ff_exp=32,
+        n_ff=128,
+        name="tiny-deepseek-v3",
+        extra_kv={
+            "deepseek2.attention.kv_lora_rank": 64,
+            "deepseek2.attention.q_lora_rank": 32,
+            "deepseek2.attention.key_length_mla": 64,
+            "deepseek2.attention.value_length_mla": 32,
+            "deepseek2.rope.dimension_count": 32,
+            "deepseek2.leading_dense_block_count": 1,
+            "deepseek2.expert_shared_count": 1,
+            "deepseek2.expert_gating_func": 2,
+            "deepseek2.expert_weights_norm": True,
+            "deepseek2.expert_weights_scale": 2.5,
+            "deepseek2.expert_group_count": 4,
+            "deepseek2.expert_group_used_count": 2,
+        },
+    ),
+    "mamba": TinySpec(
+        "mamba",
+        n_head=0,
+        n_head_kv=0,
+        n_ff=0,
+        extra_kv={
+            "mamba.ssm.conv_kernel": 4,
+            "mamba.ssm.inner_size": 256,
+            "mamba.ssm.state_size": 16,
+            "mamba.ssm.time_step_rank": 8,
+        },
+    ),
+    "mamba2": TinySpec(
+        "mamba2",
+        n_head=0,
+        n_head_kv=0,
+        n_ff=0,
+        weight_type=Q.Q8_0,
+        extra_kv={
+            "mamba2.ssm.conv_kernel": 4,
+            "mamba2.ssm.inner_size": 256,
+            "mamba2.ssm.state_size": 64,
+            "mamba2.ssm.time_step_rank": 8,
+            "mamba2.ssm.group_count": 2,
+        },
+    ),
+    "lfm2": TinySpec(
+        "lfm2",
+        n_layer=6,
+        n_head_kv=2,
+        kv_heads=(0, 0, 2, 0, 0, 2),
+        output_type=None,
+        extra_kv={"lfm2.shortconv.l_cache": 3},
+    ),
+    "granitehybrid": TinySpec(
+        "granitehybrid",
+        n_layer=6,
+        n_head_kv=2,
+        kv_heads=(0, 0, 0, 2, 0, 0),
+        weight_type=Q.Q8_0,
+        extra_kv={
+            "granitehybrid.ssm.conv_kernel": 4,
+            "granitehybrid.ssm.inner_size": 256,
+            "granitehybrid.ssm.state_size": 32,
+            "granitehybrid.ssm.time_step_rank": 8,
+            "granitehybrid.ssm.group_count": 1,
+            "granitehybrid.residual_scale": 0.22,
+            "granitehybrid.embedding_scale": 12.0,
+            "granitehybrid.logit_scale": 8.0,
+            "granitehybrid.attention.scale": 0.015625,
+        },
+    ),
     "granite": TinySpec("granite", weight_type=Q.Q8_0, output_type=None, extra_kv=_granite_scales("granite")),
-    "granitemoe": TinySpec("granitemoe", n_expert=4, n_expert_used=2, n_ff=64,
-                           extra_kv=_granite_scales("granitemoe")),
-    "granitemoe-shared": TinySpec("granitemoe", n_expert=8, n_expert_used=2, n_ff=64, n_ff_shexp=128,
-                                  weight_type=Q.Q4_0, name="tiny-granitemoe-shared",
-                                  extra_kv=_granite_scales("granitemoe")),
-    "jamba": TinySpec("jamba", n_layer=6, n_head_kv=2, kv_heads=(0, 0, 0, 2, 0, 0), n_expert=4, n_expert_used=2,
-                      n_ff=128, extra_kv={"jamba.ssm.conv_kernel": 4, "jamba.ssm.inner_size": 256,
-                                          "jamba.ssm.state_size": 16, "jamba.ssm.time_step_rank": 8}),
-    "rwkv6": TinySpec("rwkv6", n_head=0, n_head_kv=0, n_ff=448, weight_type=Q.Q8_0, extra_kv={
-        "rwkv6.wkv.head_size": 32, "rwkv6.time_mix_extra_dim": 32, "rwkv6.time_decay_extra_dim": 64,
-        "rwkv6.rescale_every_n_layers": 2, "rwkv6.token_shift_count": 2}),
-    "rwkv7": TinySpec("rwkv7", n_head=0, n_head_kv=0, n_ff=512, extra_kv={
-        "rwkv7.wkv.head_size": 64, "rwkv7.attention.decay_lora_rank": 32, "rwkv7.attention.iclr_lora_rank": 16,
-        "rwkv7.attention.value_residual_mix_lora_rank": 8, "rwkv7.attention.gate_lora_rank": 32}),
-    "qwen3next": TinySpec("qwen3next", n_head=4, n_head_kv=2, head_dim=64, n_expert=8, n_expert_used=2, n_ff_exp=64,
-                          n_ff_shexp=64, n_ff=64, weight_type=Q.Q8_0, extra_kv={
-                              "qwen3next.ssm.conv_kernel": 4, "qwen3next.ssm.inner_size": 128,
-                              "qwen3next.ssm.state_size": 32, "qwen3next.ssm.time_step_rank": 4,
-                              "qwen3next.ssm.group_count": 2, "qwen3next.full_attention_interval": 2,
-                              "qwen3next.rope.dimension_count": 16}),
-    "falcon-h1": TinySpec("falcon-h1", n_head=4, n_head_kv=2, head_dim=64, weight_type=Q.Q8_0, extra_kv={
-        "falcon-h1.ssm.conv_kernel": 4, "falcon-h1.ssm.inner_size": 256, "falcon-h1.ssm.state_size": 32,
-        "falcon-h1.ssm.time_step_rank": 8, "falcon-h1.ssm.group_count": 1}),
-    "nemotron-h": TinySpec("nemotron_h", n_layer=6, kv_heads=(0, 2, 0, 0, 0, 0), ff_lengths=(0, 0, 256, 0, 256, 0),
-                           output_type=None, extra_kv={
-                               "nemotron_h.ssm.conv_kernel": 4, "nemotron_h.ssm.inner_size": 256,
-                               "nemotron_h.ssm.state_size": 32, "nemotron_h.ssm.time_step_rank": 8,
-                               "nemotron_h.ssm.group_count": 2, "nemotron_h.attention.layer_norm_epsilon": 1e-5}),
-    "nemotron-h-moe": TinySpec("nemotron_h_moe", n_layer=6, kv_heads=(0, 0, 2, 0, 0, 0),
-                               ff_lengths=(0, 64, 0, 64, 0, 64), n_expert=8, n_expert_used=2, n_ff_exp=64,
-                               n_ff_shexp=128, extra_kv={
-                                   "nemotron_h_moe.ssm.conv_kernel": 4, "nemotron_h_moe.ssm.inner_size": 256,
-                                   "nemotron_h_moe.ssm.state_size": 32, "nemotron_h_moe.ssm.time_step_rank": 8,
-                                   "nemotron_h_moe.ssm.group_count": 2,
-                                   "nemotron_h_moe.attention.layer_norm_epsilon": 1e-5,
-                                   "nemotron_h_moe.expert_weights_norm": True,
-                                   "nemotron_h_moe.expert_weights_scale": 2.5}),
+    "granitemoe": TinySpec("granitemoe", n_expert=4, n_expert_used=2, n_ff=64, extra_kv=_granite_scales("granitemoe")),
+    "granitemoe-shared": TinySpec(
+        "granitemoe",
+        n_expert=8,
+        n_expert_used=2,
+        n_ff=64,
+        n_ff_shexp=128,
+        weight_type=Q.Q4_0,
+        name="tiny-granitemoe-shared",
+        extra_kv=_granite_scales("granitemoe"),
+    ),
+    "jamba": TinySpec(
+        "jamba",
+        n_layer=6,
+        n_head_kv=2,
+        kv_heads=(0, 0, 0, 2, 0, 0),
+        n_expert=4,
+        n_expert_used=2,
+        n_ff=128,
+        extra_kv={
+            "jamba.ssm.conv_kernel": 4,
+            "jamba.ssm.inner_size": 256,
+            "jamba.ssm.state_size": 16,
+            "jamba.ssm.time_step_rank": 8,
+        },
+    ),
+    "rwkv6": TinySpec(
+        "rwkv6",
+        n_head=0,
+        n_head_kv=0,
+        n_ff=448,
+        weight_type=Q.Q8_0,
+        extra_kv={
+            "rwkv6.wkv.head_size": 32,
+            "rwkv6.time_mix_extra_dim": 32,
+            "rwkv6.time_decay_extra_dim": 64,
+            "rwkv6.rescale_every_n_layers": 2,
+            "rwkv6.token_shift_count": 2,
+        },
+    ),
+    "rwkv7": TinySpec(
+        "rwkv7",
+        n_head=0,
+        n_head_kv=0,
+        n_ff=512,
+        extra_kv={
+            "rwkv7.wkv.head_size": 64,
+            "rwkv7.attention.decay_lora_rank": 32,
+            "rwkv7.attention.iclr_lora_rank": 16,
+            "rwkv7.attention.value_residual_mix_lora_rank": 8,
+            "rwkv7.attention.gate_lora_rank": 32,
+        },
+    ),
+    "qwen3next": TinySpec(
+        "qwen3next",
+        n_head=4,
+        n_head_kv=2,
+        head_dim=64,
+        n_expert=8,
+        n_expert_used=2,
+        n_ff_exp=64,
+        n_ff_shexp=64,
+        n_ff=64,
+        weight_type=Q.Q8_0,
+        extra_kv={
+            "qwen3next.ssm.conv_kernel": 4,
+            "qwen3next.ssm.inner_size": 128,
+            "qwen3next.ssm.state_size": 32,
+            "qwen3next.ssm.time_step_rank": 4,
+            "qwen3next.ssm.group_count": 2,
+            "qwen3next.full_attention_interval": 2,
+            "qwen3next.rope.dimension_count": 16,
+        },
+    ),
+    "falcon-h1": TinySpec(
+        "falcon-h1",
+        n_head=4,
+        n_head_kv=2,
+        head_dim=64,
+        weight_type=Q.Q8_0,
+        extra_kv={
+            "falcon-h1.ssm.conv_kernel": 4,
+            "falcon-h1.ssm.inner_size": 256,
+            "falcon-h1.ssm.state_size": 32,
+            "falcon-h1.ssm.time_step_rank": 8,
+            "falcon-h1.ssm.group_count": 1,
+        },
+    ),
+    "nemotron-h": TinySpec(
+        "nemotron_h",
+        n_layer=6,
+        kv_heads=(0, 2, 0, 0, 0, 0),
+        ff_lengths=(0, 0, 256, 0, 256, 0),
+        output_type=None,
+        extra_kv={
+            "nemotron_h.ssm.conv_kernel": 4,
+            "nemotron_h.ssm.inner_size": 256,
+            "nemotron_h.ssm.state_size": 32,
+            "nemotron_h.ssm.time_step_rank": 8,
+            "nemotron_h.ssm.group_count": 2,
+            "nemotron_h.attention.layer_norm_epsilon": 1e-5,
+        },
+    ),
+    "nemotron-h-moe": TinySpec(
+        "nemotron_h_moe",
+        n_layer=6,
+        kv_heads=(0, 0, 2, 0, 0, 0),
+        ff_lengths=(0, 64, 0, 64, 0, 64),
+        n_expert=8,
+        n_expert_used=2,
+        n_ff_exp=64,
+        n_ff_shexp=128,
+        extra_kv={
+            "nemotron_h_moe.ssm.conv_kernel": 4,
+            "nemotron_h_moe.ssm.inner_size": 256,
+            "nemotron_h_moe.ssm.state_size": 32,
+            "nemotron_h_moe.ssm.time_step_rank": 8,
+            "nemotron_h_moe.ssm.group_count": 2,
+            "nemotron_h_moe.attention.layer_norm_epsilon": 1e-5,
+            "nemotron_h_moe.expert_weights_norm": True,
+            "nemotron_h_moe.expert_weights_scale": 2.5,
+        },
+    ),
     # Nemotron 3 Super's shape: experts in a latent space, a multi-token-prediction block (not loaded)
-    "nemotron-h-super": TinySpec("nemotron_h_moe", n_layer=7, n_embd=256, kv_heads=(0, 0, 2, 0, 0, 0, 2),
-                                 ff_lengths=(0, 64, 0, 64, 0, 64, 64), n_expert=8, n_expert_used=2, n_ff_exp=64,
-                                 n_ff_shexp=128, weight_type=Q.Q8_0, extra_kv={
-                                     "nemotron_h_moe.ssm.conv_kernel": 4, "nemotron_h_moe.ssm.inner_size": 512,
-                                     "nemotron_h_moe.ssm.state_size": 32, "nemotron_h_moe.ssm.time_step_rank": 8,
-                                     "nemotron_h_moe.ssm.group_count": 2,
-                                     "nemotron_h_moe.attention.layer_norm_epsilon": 1e-5,
-                                     "nemotron_h_moe.moe_latent_size": 64, "nemotron_h_moe.nextn_predict_layers": 1,
-                                     "nemotron_h_moe.expert_weights_norm": True,
-                                     "nemotron_h_moe.expert_weights_scale": 2.5}),
-    "plamo2": TinySpec("plamo2", n_layer=6, head_dim=64, kv_heads=(0, 2, 0, 2, 0, 2), q_heads=(0, 4, 0, 4, 0, 4),
-                       weight_type=Q.Q8_0, extra_kv={
-                           "plamo2.ssm.conv_kernel": 4, "plamo2.ssm.inner_size": 256, "plamo2.ssm.state_size": 16,
-                           "plamo2.ssm.time_step_rank": 4, "plamo2.ssm.group_count": 0}),
-    "gemma3": TinySpec("gemma3", n_layer=6, n_swa=512, head_dim=64, n_head_kv=1, output_type=None,
-                       weight_type=Q.Q4_0, embd_type=Q.Q8_0, n_vocab=4096),
+    "nemotron-h-super": TinySpec(
+        "nemotron_h_moe",
+        n_layer=7,
+        n_embd=256,
+        kv_heads=(0, 0, 2, 0, 0, 0, 2),
+        ff_lengths=(0, 64, 0, 64, 0, 64, 64),
+        n_expert=8,
+        n_expert_used=2,
+        n_ff_exp=64,
+        n_ff_shexp=128,
+        weight_type=Q.Q8_0,
+        extra_kv={
+            "nemotron_h_moe.ssm.conv_kernel": 4,
+            "nemotron_h_moe.ssm.inner_size": 512,
+            "nemotron_h_moe.ssm.state_size": 32,
+            "nemotron_h_moe.ssm.time_step_rank": 8,
+            "nemotron_h_moe.ssm.group_count": 2,
+            "nemotron_h_moe.attention.layer_norm_epsilon": 1e-5,
+            "nemotron_h_moe.moe_latent_size": 64,
+            "nemotron_h_moe.nextn_predict_layers": 1,
+            "nemotron_h_moe.expert_weights_norm": True,
+            "nemotron_h_moe.expert_weights_scale": 2.5,
+        },
+    ),
+    "plamo2": TinySpec(
+        "plamo2",
+        n_layer=6,
+        head_dim=64,
+        kv_heads=(0, 2, 0, 2, 0, 2),
+        q_heads=(0, 4, 0, 4, 0, 4),
+        weight_type=Q.Q8_0,
+        extra_kv={
+            "plamo2.ssm.conv_kernel": 4,
+            "plamo2.ssm.inner_size": 256,
+            "plamo2.ssm.state_size": 16,
+            "plamo2.ssm.time_step_rank": 4,
+            "plamo2.ssm.group_count": 0,
+        },
+    ),
+    "gemma3": TinySpec(
+        "gemma3",
+        n_layer=6,
+        n_swa=512,
+        head_dim=64,
+        n_head_kv=1,
+        output_type=None,
+        weight_type=Q.Q4_0,
+        embd_type=Q.Q8_0,
+        n_vocab=4096,
+    ),
 }
 
 
-def write_tiny_projector(path: str | Path, image_size: int = 224, patch_size: int = 14, n_embd: int = 128,
-                         n_layer: int = 2, seed: int = 0) -> Path:
+def write_tiny_projector(
+    path: str | Path, image_size: int = 224, patch_size: int = 14, n_embd: int = 128, n_layer: int = 2, seed: int = 0
+) -> Path:
     """A small CLIP-style vision projector (mmproj) header with random weights."""
     path = Path(path)
     rng = np.random.default_rng(seed)
@@ -604,9 +976,11 @@ def write_tiny_projector(path: str | Path, image_size: int = 224, patch_size: in
     shapes = [("v.patch_embd.weight", (patch_size, patch_size, 3, n_embd), Q.F16)]
     for il in range(n_layer):
         p = f"v.blk.{il}."
-        shapes += [(p + "attn_qkv.weight", (n_embd, 3 * n_embd), Q.F16),
-                   (p + "ffn_up.weight", (n_embd, 4 * n_embd), Q.F16),
-                   (p + "ffn_down.weight", (4 * n_embd, n_embd), Q.F16)]
+        shapes += [
+            (p + "attn_qkv.weight", (n_embd, 3 * n_embd), Q.F16),
+            (p + "ffn_up.weight", (n_embd, 4 * n_embd), Q.F16),
+            (p + "ffn_down.weight", (4 * n_embd, n_embd), Q.F16),
+        ]
     shapes.append(("mm.0.weight", (n_embd, 256), Q.F16))
     for name, shape, t in shapes:
         data, _ = _random_tensor(rng, shape, t)

@@ -11,11 +11,15 @@ from app.tui.app import AppOptions, VramchatApp
 from tests.fake_engine import FakeEngine
 
 
-def make_app(models_dir: Path | None = None, engine: FakeEngine | None = None, model: str | None = None,
-             settings: Settings | None = None, include_demo: bool = False, real_engine: bool = False
-             ) -> VramchatApp:
-    options = AppOptions(model=model, models_dirs=[str(models_dir)] if models_dir else [],
-                         include_demo=include_demo)
+def make_app(
+    models_dir: Path | None = None,
+    engine: FakeEngine | None = None,
+    model: str | None = None,
+    settings: Settings | None = None,
+    include_demo: bool = False,
+    real_engine: bool = False,
+) -> VramchatApp:
+    options = AppOptions(model=model, models_dirs=[str(models_dir)] if models_dir else [], include_demo=include_demo)
     if not real_engine:
         fake = engine or FakeEngine()
         options.engine_factory = lambda: fake
@@ -38,6 +42,7 @@ def picker_ready(app: VramchatApp) -> Callable[[], bool]:
     def ready() -> bool:
         screen = app.screen
         return isinstance(screen, PickerScreen) and not screen._scanning and screen.plan_state in ("ready", "error")
+
     return ready
 
 
@@ -47,6 +52,7 @@ def model_loaded(app: VramchatApp) -> Callable[[], bool]:
     def ready() -> bool:
         screen = app.screen
         return isinstance(screen, ChatScreen) and not screen.loading and app.session.model is not None
+
     return ready
 
 
@@ -54,4 +60,5 @@ def reply_done(app: VramchatApp) -> Callable[[], bool]:
     def done() -> bool:
         screen = app.chat_screen()
         return not screen.generating  # type: ignore[attr-defined]
+
     return done

@@ -40,12 +40,25 @@ def _probe_host(probes: list[Probe]) -> tuple[Host, host.HostMemory | None]:
         features = ggml.cpu_features()
     except (ggml.GGMLUnavailable, OSError):
         features = host.cpuinfo_features()
-    probes.append(Probe("host", True,
-                        f"{format_size(mem.available)} available of {format_size(mem.total)} RAM, "
-                        f"swap {format_size(mem.swap_free)} free; {mem.cpu_name}",
-                        [{"total": mem.total, "available": mem.available, "swap_total": mem.swap_total,
-                          "swap_free": mem.swap_free, "cpu": mem.cpu_name, "features": sorted(features),
-                          "unified": mem.unified}]))
+    probes.append(
+        Probe(
+            "host",
+            True,
+            f"{format_size(mem.available)} available of {format_size(mem.total)} RAM, "
+            f"swap {format_size(mem.swap_free)} free; {mem.cpu_name}",
+            [
+                {
+                    "total": mem.total,
+                    "available": mem.available,
+                    "swap_total": mem.swap_total,
+                    "swap_free": mem.swap_free,
+                    "cpu": mem.cpu_name,
+                    "features": sorted(features),
+                    "unified": mem.unified,
+                }
+            ],
+        )
+    )
     return Host(mem.total, mem.available, features, mem.swap_free), mem
 
 
@@ -56,13 +69,31 @@ def _probe_llama(probes: list[Probe]) -> list[ggml.GGMLDevice] | None:
         probes.append(_unavailable("llama.cpp", exc))
         return None
     gpus = [d for d in devices if d.is_gpu]
-    detail = ", ".join(f"{d.name} ({d.description}, {format_size(d.free)} free of {format_size(d.total)})"
-                       for d in devices) or "no devices"
+    detail = (
+        ", ".join(f"{d.name} ({d.description}, {format_size(d.free)} free of {format_size(d.total)})" for d in devices)
+        or "no devices"
+    )
     if not gpus:
         detail += "; built for the CPU only"
-    probes.append(Probe("llama.cpp", True, detail,
-                        [{"name": d.name, "description": d.description, "type": d.type, "backend": d.backend,
-                          "free": d.free, "total": d.total, "device_id": d.device_id} for d in devices]))
+    probes.append(
+        Probe(
+            "llama.cpp",
+            True,
+            detail,
+            [
+                {
+                    "name": d.name,
+                    "description": d.description,
+                    "type": d.type,
+                    "backend": d.backend,
+                    "free": d.free,
+                    "total": d.total,
+                    "device_id": d.device_id,
+                }
+                for d in devices
+            ],
+        )
+    )
     return devices
 
 
@@ -77,13 +108,31 @@ def _probe_nvml(probes: list[Probe]) -> list[nvml.NvmlGpu]:
         if g.error:
             return f"GPU{g.index}: {g.error}"
         h = held.from_nvml(g)
-        return (f"GPU{g.index} {g.name}: {format_size(g.free)} free of {format_size(g.total)}, "
-                f"{format_size(h.bytes)} held by others ({h.source})")
+        return (
+            f"GPU{g.index} {g.name}: {format_size(g.free)} free of {format_size(g.total)}, "
+            f"{format_size(h.bytes)} held by others ({h.source})"
+        )
 
-    probes.append(Probe("NVML", True, ", ".join(line(g) for g in gpus) or "no NVIDIA GPUs",
-                        [{"index": g.index, "name": g.name, "total": g.total, "free": g.free, "used": g.used,
-                          "pci_bus_id": g.pci_bus_id, "processes": {str(p): s for p, s in g.processes.items()},
-                          "error": g.error or None} for g in gpus]))
+    probes.append(
+        Probe(
+            "NVML",
+            True,
+            ", ".join(line(g) for g in gpus) or "no NVIDIA GPUs",
+            [
+                {
+                    "index": g.index,
+                    "name": g.name,
+                    "total": g.total,
+                    "free": g.free,
+                    "used": g.used,
+                    "pci_bus_id": g.pci_bus_id,
+                    "processes": {str(p): s for p, s in g.processes.items()},
+                    "error": g.error or None,
+                }
+                for g in gpus
+            ],
+        )
+    )
     return gpus
 
 
@@ -93,11 +142,30 @@ def _probe_rocm(probes: list[Probe]) -> list[rocm.RocmGpu]:
     except Exception as exc:
         probes.append(_unavailable("ROCm (pyrsmi)", exc))
         return []
-    probes.append(Probe("ROCm (pyrsmi)", True, ", ".join(
-        f"GPU{g.index} {g.name}: VRAM {format_size(g.vram_used)} used of {format_size(g.vram_total)}, "
-        f"GTT {format_size(g.gtt_used)} of {format_size(g.gtt_total)}" for g in gpus) or "no AMD GPUs",
-        [{"index": g.index, "name": g.name, "vram_total": g.vram_total, "vram_used": g.vram_used,
-          "gtt_total": g.gtt_total, "gtt_used": g.gtt_used, "pci_bus_id": g.pci_bus_id} for g in gpus]))
+    probes.append(
+        Probe(
+            "ROCm (pyrsmi)",
+            True,
+            ", ".join(
+                f"GPU{g.index} {g.name}: VRAM {format_size(g.vram_used)} used of {format_size(g.vram_total)}, "
+                f"GTT {format_size(g.gtt_used)} of {format_size(g.gtt_total)}"
+                for g in gpus
+            )
+            or "no AMD GPUs",
+            [
+                {
+                    "index": g.index,
+                    "name": g.name,
+                    "vram_total": g.vram_total,
+                    "vram_used": g.vram_used,
+                    "gtt_total": g.gtt_total,
+                    "gtt_used": g.gtt_used,
+                    "pci_bus_id": g.pci_bus_id,
+                }
+                for g in gpus
+            ],
+        )
+    )
     return gpus
 
 
@@ -114,23 +182,33 @@ def _probe_metal(probes: list[Probe], devices: list[ggml.GGMLDevice] | None, mem
         probes.append(Probe("Metal", False, f"unavailable: {why}"))
         return
     if unified and mem is not None:
-        detail = ", ".join(f"{d.name}: GPU working-set limit {format_size(d.total)} of {format_size(mem.total)} "
-                           f"unified memory ({format_size(d.free)} free); one pool with host RAM, counted once"
-                           for d in metal)
+        detail = ", ".join(
+            f"{d.name}: GPU working-set limit {format_size(d.total)} of {format_size(mem.total)} "
+            f"unified memory ({format_size(d.free)} free); one pool with host RAM, counted once"
+            for d in metal
+        )
     else:  # an Intel Mac's discrete GPU has memory of its own
-        detail = ", ".join(f"{d.name}: {format_size(d.free)} free of {format_size(d.total)} (discrete GPU)"
-                           for d in metal)
-    probes.append(Probe("Metal", True, detail,
-                        [{"name": d.name, "working_set_limit": d.total, "free": d.free, "unified": unified}
-                         for d in metal]))
+        detail = ", ".join(
+            f"{d.name}: {format_size(d.free)} free of {format_size(d.total)} (discrete GPU)" for d in metal
+        )
+    probes.append(
+        Probe(
+            "Metal",
+            True,
+            detail,
+            [{"name": d.name, "working_set_limit": d.total, "free": d.free, "unified": unified} for d in metal],
+        )
+    )
 
 
 def _planner_device(d: ggml.GGMLDevice, apple_silicon: bool, warnings: list[str]) -> Device:
     backend = d.backend
     if backend not in _PLANNER_BACKENDS:
         rules = _BORROWED_RULES.get(backend, "vulkan")
-        warnings.append(f"{d.name}: vramchat has no buffer rules for the {backend} backend; its figures use "
-                        f"{rules}'s rules and are estimates")
+        warnings.append(
+            f"{d.name}: vramchat has no buffer rules for the {backend} backend; its figures use "
+            f"{rules}'s rules and are estimates"
+        )
         backend = rules
     # Apple silicon's GPU and an integrated GPU take their memory out of host RAM
     unified = (d.backend == "metal" and apple_silicon) or d.type == "igpu"
@@ -149,8 +227,15 @@ def _simulated_report(spec: SimulatedSpec, source: str) -> DeviceReport:
         host_dev = real_host
         held_map[HOST] = HeldMemory(max(real_host.total - real_host.free, 0), held.FROM_HOST)
     gpus = spec.devices()
-    probes.insert(0, Probe("simulated", True, f"{source}: " + (", ".join(
-        f"{d.name} {format_size(d.free)} free of {format_size(d.total)}" for d in gpus) or "no GPU")))
+    probes.insert(
+        0,
+        Probe(
+            "simulated",
+            True,
+            f"{source}: "
+            + (", ".join(f"{d.name} {format_size(d.free)} free of {format_size(d.total)}" for d in gpus) or "no GPU"),
+        ),
+    )
     for d in gpus:
         held_map[d.name] = HeldMemory(d.total - d.free, held.SIMULATED)
     return DeviceReport(gpus, host_dev, probes, held=held_map, simulated=True)
@@ -202,7 +287,10 @@ def probe_devices(vram: str | None = None, ram: str | None = None, cpu_only: boo
     held_map.update(held.held_on_gpus(llama_gpus, nvidia, amd))
     mismatches = advice.find_mismatches(
         None if llama_devices is None else [d.backend for d in llama_gpus],
-        [g.name for g in nvidia], [g.name for g in amd], apple_silicon)
+        [g.name for g in nvidia],
+        [g.name for g in amd],
+        apple_silicon,
+    )
     warnings = [m.message for m in mismatches] + warnings
     if cpu_only:
         gpus = []

@@ -25,13 +25,14 @@ BACKEND_NAMES = {"cuda": "CUDA", "rocm": "ROCm/HIP", "metal": "Metal", "vulkan":
 def reinstall_command(backend: str) -> str:
     """The pip command that rebuilds llama-cpp-python for a GPU backend."""
     flags = REINSTALL_FLAGS[backend]
-    return (f'CMAKE_ARGS="{flags}" pip install --force-reinstall --no-cache-dir '
-            f'llama-cpp-python=={LLAMA_CPP_VERSION}')
+    return f'CMAKE_ARGS="{flags}" pip install --force-reinstall --no-cache-dir llama-cpp-python=={LLAMA_CPP_VERSION}'
 
 
 def mismatch_message(gpu_name: str, backend: str) -> str:
-    return (f"{gpu_name} is present, but this llama-cpp-python was built without {BACKEND_NAMES[backend]} "
-            f"support, so every layer would run on the CPU. Rebuild it with:\n  {reinstall_command(backend)}")
+    return (
+        f"{gpu_name} is present, but this llama-cpp-python was built without {BACKEND_NAMES[backend]} "
+        f"support, so every layer would run on the CPU. Rebuild it with:\n  {reinstall_command(backend)}"
+    )
 
 
 @dataclass(frozen=True)
@@ -56,12 +57,18 @@ class Mismatch:
         return f"{self.gpu} unused: llama-cpp-python has no {BACKEND_NAMES[self.backend]} support"
 
     def to_json(self) -> dict[str, Any]:
-        return {"gpu": self.gpu, "seen_by": self.seen_by, "backend": self.backend, "command": self.command,
-                "message": self.message}
+        return {
+            "gpu": self.gpu,
+            "seen_by": self.seen_by,
+            "backend": self.backend,
+            "command": self.command,
+            "message": self.message,
+        }
 
 
-def find_mismatches(llama_backends: Sequence[str] | None, nvidia: Sequence[str], amd: Sequence[str],
-                    apple_silicon: bool) -> list[Mismatch]:
+def find_mismatches(
+    llama_backends: Sequence[str] | None, nvidia: Sequence[str], amd: Sequence[str], apple_silicon: bool
+) -> list[Mismatch]:
     """GPUs a vendor probe sees that no llama.cpp device can drive.
 
     llama_backends: the backends of llama.cpp's GPU devices (None when llama.cpp could not be

@@ -19,9 +19,20 @@ DEVICE_TYPES = {0: "cpu", 1: "gpu", 2: "igpu", 3: "accel", 4: "meta"}
 GPU_TYPES = ("gpu", "igpu")
 
 # llama.cpp's device names start with the backend's name (GGML_CUDA_NAME is "ROCm" in a HIP build)
-_NAME_PREFIXES = (("cuda", "cuda"), ("rocm", "rocm"), ("hip", "rocm"), ("mtl", "metal"), ("metal", "metal"),
-                  ("vulkan", "vulkan"), ("sycl", "sycl"), ("opencl", "opencl"), ("musa", "musa"),
-                  ("cann", "cann"), ("webgpu", "webgpu"), ("rpc", "rpc"))
+_NAME_PREFIXES = (
+    ("cuda", "cuda"),
+    ("rocm", "rocm"),
+    ("hip", "rocm"),
+    ("mtl", "metal"),
+    ("metal", "metal"),
+    ("vulkan", "vulkan"),
+    ("sycl", "sycl"),
+    ("opencl", "opencl"),
+    ("musa", "musa"),
+    ("cann", "cann"),
+    ("webgpu", "webgpu"),
+    ("rpc", "rpc"),
+)
 
 
 @dataclass(frozen=True)
@@ -56,16 +67,27 @@ class GGMLUnavailable(RuntimeError):
 
 
 class _Caps(ctypes.Structure):
-    _fields_ = [("async_", ctypes.c_bool), ("host_buffer", ctypes.c_bool),
-                ("buffer_from_host_ptr", ctypes.c_bool), ("events", ctypes.c_bool), ("mmap_support", ctypes.c_bool)]
+    _fields_ = [
+        ("async_", ctypes.c_bool),
+        ("host_buffer", ctypes.c_bool),
+        ("buffer_from_host_ptr", ctypes.c_bool),
+        ("events", ctypes.c_bool),
+        ("mmap_support", ctypes.c_bool),
+    ]
 
 
 class _Props(ctypes.Structure):
     """struct ggml_backend_dev_props of the pinned ggml (ggml-backend.h)."""
 
-    _fields_ = [("name", ctypes.c_char_p), ("description", ctypes.c_char_p), ("memory_free", ctypes.c_size_t),
-                ("memory_total", ctypes.c_size_t), ("type", ctypes.c_int), ("device_id", ctypes.c_char_p),
-                ("caps", _Caps)]
+    _fields_ = [
+        ("name", ctypes.c_char_p),
+        ("description", ctypes.c_char_p),
+        ("memory_free", ctypes.c_size_t),
+        ("memory_total", ctypes.c_size_t),
+        ("type", ctypes.c_int),
+        ("device_id", ctypes.c_char_p),
+        ("caps", _Caps),
+    ]
 
 
 def library_dir() -> str:
@@ -111,8 +133,11 @@ def _declare(ggml: ctypes.CDLL) -> None:
     ggml.ggml_backend_dev_name.argtypes = [ctypes.c_void_p]
     ggml.ggml_backend_dev_type.restype = ctypes.c_int
     ggml.ggml_backend_dev_type.argtypes = [ctypes.c_void_p]
-    ggml.ggml_backend_dev_memory.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_size_t),
-                                             ctypes.POINTER(ctypes.c_size_t)]
+    ggml.ggml_backend_dev_memory.argtypes = [
+        ctypes.c_void_p,
+        ctypes.POINTER(ctypes.c_size_t),
+        ctypes.POINTER(ctypes.c_size_t),
+    ]
     ggml.ggml_backend_dev_memory.restype = None
     ggml.ggml_backend_dev_get_props.argtypes = [ctypes.c_void_p, ctypes.POINTER(_Props)]
     ggml.ggml_backend_dev_get_props.restype = None
@@ -162,8 +187,16 @@ def _device(ggml: ctypes.CDLL, index: int) -> GGMLDevice:
 # the app asks llama.cpp about devices in a short-lived child process, and reads GPU memory for the
 # telemetry through the vendor libraries (NVML, pyrsmi); only the engine process loads backends.
 
-GPU_BACKEND_LIBRARIES = ("ggml-cuda", "ggml-hip", "ggml-vulkan", "ggml-metal", "ggml-sycl", "ggml-opencl",
-                         "ggml-musa", "ggml-cann")
+GPU_BACKEND_LIBRARIES = (
+    "ggml-cuda",
+    "ggml-hip",
+    "ggml-vulkan",
+    "ggml-metal",
+    "ggml-sycl",
+    "ggml-opencl",
+    "ggml-musa",
+    "ggml-cann",
+)
 IN_PROCESS_ENV = "VRAMCHAT_GGML_IN_PROCESS"  # set in the engine and probe processes: load backends here
 
 
@@ -173,8 +206,11 @@ def gpu_backend_libraries() -> list[str]:
         folder = library_dir()
     except GGMLUnavailable:
         return []
-    return [base for base in GPU_BACKEND_LIBRARIES
-            if any(os.path.exists(os.path.join(folder, name)) for name in library_names(base))]
+    return [
+        base
+        for base in GPU_BACKEND_LIBRARIES
+        if any(os.path.exists(os.path.join(folder, name)) for name in library_names(base))
+    ]
 
 
 def probe_out_of_process() -> bool:
@@ -194,8 +230,14 @@ def _probe_child() -> tuple[list[GGMLDevice], frozenset[str]]:
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH", "")]))
     try:
-        proc = subprocess.run([sys.executable, "-m", "app.devices.ggml"], capture_output=True, text=True,
-                              timeout=60, env=env, stdin=subprocess.DEVNULL)
+        proc = subprocess.run(
+            [sys.executable, "-m", "app.devices.ggml"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env,
+            stdin=subprocess.DEVNULL,
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise GGMLUnavailable(f"the device probe process failed: {exc}") from None
     if proc.returncode != 0 or not proc.stdout.strip():
@@ -236,8 +278,20 @@ def gpu_memory() -> dict[str, tuple[int, int]]:
     return out
 
 
-_FEATURES = ("avx", "avx2", "avx512", "fma", "f16c", "neon", "dotprod", "matmul_int8", "sve", "avx512_vnni",
-             "avx512_bf16", "amx_int8")
+_FEATURES = (
+    "avx",
+    "avx2",
+    "avx512",
+    "fma",
+    "f16c",
+    "neon",
+    "dotprod",
+    "matmul_int8",
+    "sve",
+    "avx512_vnni",
+    "avx512_bf16",
+    "amx_int8",
+)
 
 
 _features_cache: list[frozenset[str]] = []
@@ -280,8 +334,7 @@ def _main() -> None:
     import dataclasses
     import json
 
-    print(json.dumps({"devices": [dataclasses.asdict(d) for d in list_devices()],
-                      "features": sorted(cpu_features())}))
+    print(json.dumps({"devices": [dataclasses.asdict(d) for d in list_devices()], "features": sorted(cpu_features())}))
 
 
 if __name__ == "__main__":

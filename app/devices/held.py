@@ -80,8 +80,9 @@ def from_device(device: GGMLDevice) -> HeldMemory:
     return HeldMemory(device.used, FROM_DEVICE)
 
 
-def held_on_gpus(devices: Sequence[GGMLDevice], nvidia: Sequence[NvmlGpu],
-                 amd: Sequence[RocmGpu]) -> dict[str, HeldMemory]:
+def held_on_gpus(
+    devices: Sequence[GGMLDevice], nvidia: Sequence[NvmlGpu], amd: Sequence[RocmGpu]
+) -> dict[str, HeldMemory]:
     """Per llama.cpp GPU: the best figure a probe gives. Unified-memory GPUs (Metal, integrated)
     are left out: what others hold there is host RAM, reported with the host."""
     nv = match(devices, [g for g in nvidia if not g.error], "cuda")

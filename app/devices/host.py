@@ -27,8 +27,14 @@ def read_host() -> HostMemory:
         swap_total, swap_free = int(sw.total), int(sw.free)
     except (RuntimeError, OSError):
         swap_total = swap_free = 0
-    return HostMemory(int(vm.total), int(vm.available), swap_total, swap_free, cpu_name(),
-                      platform.system() == "Darwin" and platform.machine() == "arm64")
+    return HostMemory(
+        int(vm.total),
+        int(vm.available),
+        swap_total,
+        swap_free,
+        cpu_name(),
+        platform.system() == "Darwin" and platform.machine() == "arm64",
+    )
 
 
 def cpu_name() -> str:
@@ -55,9 +61,20 @@ def cpuinfo_features() -> frozenset[str]:
             flags.update(line.split(":", 1)[1].split())
             break
     out = set()
-    mapping = {"avx": "avx", "avx2": "avx2", "avx512f": "avx512", "fma": "fma", "f16c": "f16c",
-               "asimd": "neon", "asimddp": "dotprod", "i8mm": "i8mm", "sve": "sve",
-               "avx512_vnni": "avx512_vnni", "avx512_bf16": "avx512_bf16", "amx_int8": "amx_int8"}
+    mapping = {
+        "avx": "avx",
+        "avx2": "avx2",
+        "avx512f": "avx512",
+        "fma": "fma",
+        "f16c": "f16c",
+        "asimd": "neon",
+        "asimddp": "dotprod",
+        "i8mm": "i8mm",
+        "sve": "sve",
+        "avx512_vnni": "avx512_vnni",
+        "avx512_bf16": "avx512_bf16",
+        "amx_int8": "amx_int8",
+    }
     for flag, feature in mapping.items():
         if flag in flags:
             out.add(feature)

@@ -25,8 +25,9 @@ def _never_loaded() -> bool:
 class GpuMemory:
     """The report's GPUs as llama.cpp sees them now, or as simulated."""
 
-    def __init__(self, report: DeviceReport, plan: MemoryPlan | None = None,
-                 loaded: Callable[[], bool] = _never_loaded) -> None:
+    def __init__(
+        self, report: DeviceReport, plan: MemoryPlan | None = None, loaded: Callable[[], bool] = _never_loaded
+    ) -> None:
         self.names = [d.name for d in report.gpus]
         self.simulated = report.simulated
         self._base = {d.name: (d.total - d.free, d.total) for d in report.gpus}
@@ -46,8 +47,9 @@ class GpuMemory:
 class HostMemory:
     """Host RAM: psutil's view, or the simulated RAM plus the plan's host usage once loaded."""
 
-    def __init__(self, report: DeviceReport, plan: MemoryPlan | None = None,
-                 loaded: Callable[[], bool] = _never_loaded) -> None:
+    def __init__(
+        self, report: DeviceReport, plan: MemoryPlan | None = None, loaded: Callable[[], bool] = _never_loaded
+    ) -> None:
         self.simulated = report.host.simulated
         self._base = (report.host.total - report.host.free, report.host.total)
         self._planned = plan.host.planned if plan is not None else 0

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import re
 
-_BUS_ID = re.compile(r"^(?:(?P<domain>[0-9a-fA-F]{1,8}):)?(?P<bus>[0-9a-fA-F]{1,2}):(?P<dev>[0-9a-fA-F]{1,2})"
-                     r"\.(?P<fn>[0-7])")
+_BUS_ID = re.compile(
+    r"^(?:(?P<domain>[0-9a-fA-F]{1,8}):)?(?P<bus>[0-9a-fA-F]{1,2}):(?P<dev>[0-9a-fA-F]{1,2})"
+    r"\.(?P<fn>[0-7])"
+)
 
 
 def normalize(text: str | bytes | None) -> str | None:

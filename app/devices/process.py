@@ -29,8 +29,12 @@ class ProcessMemory:
     sources: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return {"rss": self.rss, "gpu": dict(self.gpu), "device_used": dict(self.device_used),
-                "sources": dict(self.sources)}
+        return {
+            "rss": self.rss,
+            "gpu": dict(self.gpu),
+            "device_used": dict(self.device_used),
+            "sources": dict(self.sources),
+        }
 
 
 def delta(before: ProcessMemory, after: ProcessMemory) -> dict[str, int]:

@@ -65,12 +65,15 @@ def devices_text(report: DeviceReport) -> str:
         h = report.held.get(d.name)
         extra = f", {format_size(h.bytes)} held by others: {h.source}" if h and h.bytes else ""
         shared = ", shares host RAM" if d.unified else ""
-        lines.append(f"  {d.name:<8} {d.backend:<7} {format_size(d.free)} free of {format_size(d.total)}"
-                     f"{shared}{extra}")
+        lines.append(
+            f"  {d.name:<8} {d.backend:<7} {format_size(d.free)} free of {format_size(d.total)}{shared}{extra}"
+        )
     h, held = report.host, report.held.get(HOST)
-    lines.append(f"  host     RAM     {format_size(h.free)} available of {format_size(h.total)}"
-                 + (f", {format_size(held.bytes)} held by others: {held.source}" if held and held.bytes else "")
-                 + (f"; CPU features: {', '.join(sorted(h.cpu_features))}" if h.cpu_features else ""))
+    lines.append(
+        f"  host     RAM     {format_size(h.free)} available of {format_size(h.total)}"
+        + (f", {format_size(held.bytes)} held by others: {held.source}" if held and held.bytes else "")
+        + (f"; CPU features: {', '.join(sorted(h.cpu_features))}" if h.cpu_features else "")
+    )
     for warning in report.warnings:
         lines += ["", f"Warning: {warning}"]
     return "\n".join(lines)

@@ -46,13 +46,30 @@ class DeviceReport:
 
         return {
             "simulated": self.simulated,
-            "gpus": [{"name": d.name, "backend": d.backend, "total": d.total, "free": d.free,
-                      "unified": d.unified, "description": d.description,
-                      "held_by_others": self.held_by_others.get(d.name), "held": held(d.name)} for d in self.gpus],
-            "host": {"total": self.host.total, "free": self.host.free, "swap_free": self.host.swap_free,
-                     "cpu_features": sorted(self.host.cpu_features), "held": held(HOST)},
-            "probes": [{"name": p.name, "available": p.available, "detail": p.detail, "devices": p.devices}
-                       for p in self.probes],
+            "gpus": [
+                {
+                    "name": d.name,
+                    "backend": d.backend,
+                    "total": d.total,
+                    "free": d.free,
+                    "unified": d.unified,
+                    "description": d.description,
+                    "held_by_others": self.held_by_others.get(d.name),
+                    "held": held(d.name),
+                }
+                for d in self.gpus
+            ],
+            "host": {
+                "total": self.host.total,
+                "free": self.host.free,
+                "swap_free": self.host.swap_free,
+                "cpu_features": sorted(self.host.cpu_features),
+                "held": held(HOST),
+            },
+            "probes": [
+                {"name": p.name, "available": p.available, "detail": p.detail, "devices": p.devices}
+                for p in self.probes
+            ],
             "mismatches": [m.to_json() for m in self.mismatches],
             "warnings": list(self.warnings),
         }

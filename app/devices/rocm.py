@@ -78,8 +78,17 @@ def _read(rocml: Any) -> list[RocmGpu]:
             name = str(rocml.smi_get_device_name(i))
         except Exception:
             name = f"AMD GPU {i}"
-        out.append(RocmGpu(i, name, _size(total, i, "VRAM"), _size(used, i, "VRAM"), _size(total, i, "GTT"),
-                           _size(used, i, "GTT"), bus_id))
+        out.append(
+            RocmGpu(
+                i,
+                name,
+                _size(total, i, "VRAM"),
+                _size(used, i, "VRAM"),
+                _size(total, i, "GTT"),
+                _size(used, i, "GTT"),
+                bus_id,
+            )
+        )
     return out
 
 

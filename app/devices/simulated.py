@@ -36,8 +36,18 @@ class SimulatedSpec:
         unified = self.backend == "metal"
         out = []
         for i, (total, used) in enumerate(self.gpus):
-            out.append(Device(f"{prefix}{i}", "gpu", self.backend, total, max(total - used, 0), unified=unified,
-                              description=f"simulated {format_size(total)} GPU", simulated=True))
+            out.append(
+                Device(
+                    f"{prefix}{i}",
+                    "gpu",
+                    self.backend,
+                    total,
+                    max(total - used, 0),
+                    unified=unified,
+                    description=f"simulated {format_size(total)} GPU",
+                    simulated=True,
+                )
+            )
         return out
 
 

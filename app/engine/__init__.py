@@ -4,5 +4,12 @@ from app.engine.engine import Engine, EngineError, GenerationParams, GenerationS
 from app.engine.llama_log import Measurements
 from app.engine.planned_actual import BufferComparison
 
-__all__ = ["BufferComparison", "Engine", "EngineError", "GenerationParams", "GenerationStats", "LoadReport",
-           "Measurements"]
+__all__ = [
+    "BufferComparison",
+    "Engine",
+    "EngineError",
+    "GenerationParams",
+    "GenerationStats",
+    "LoadReport",
+    "Measurements",
+]

@@ -38,8 +38,17 @@ _SIGNAL_WORDS = {
     "SIGTERM": "terminated",
 }
 _CRASH_SIGNALS = ("SIGSEGV", "SIGILL", "SIGBUS", "SIGABRT", "SIGFPE")
-_MEMORY_WORDS = ("out of memory", "cudamalloc failed", "hipmalloc failed", "failed to allocate", "bad_alloc",
-                 "erroroutofdevicememory", "cuda error: out of memory", "std::bad_alloc", "memoryerror")
+_MEMORY_WORDS = (
+    "out of memory",
+    "cudamalloc failed",
+    "hipmalloc failed",
+    "failed to allocate",
+    "bad_alloc",
+    "erroroutofdevicememory",
+    "cuda error: out of memory",
+    "std::bad_alloc",
+    "memoryerror",
+)
 # CPU extra buffer types and the sources of their kernels, as they show in an assert or a stack
 _EXTRA_BUFFER_WORDS = re.compile(r"\b(amx|repack|kleidiai|cpu_repack)\b|ggml-cpu/(amx|repack|kleidiai)", re.I)
 # what a crash's last words look like: assertions and errors first, then anything
@@ -85,8 +94,11 @@ class EngineExit:
             return f"exited with status {self.returncode}"
         words = _SIGNAL_WORDS.get(name)
         if name == "SIGKILL":
-            return "was killed by the kernel's out-of-memory killer (SIGKILL)" if self.oom_killed else \
-                "was killed (SIGKILL)"
+            return (
+                "was killed by the kernel's out-of-memory killer (SIGKILL)"
+                if self.oom_killed
+                else "was killed (SIGKILL)"
+            )
         return f"crashed with {words} ({name})" if words else f"ended by {name}"
 
     @property

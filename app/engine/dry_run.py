@@ -23,10 +23,14 @@ from planner.config import LoadConfig
 
 _MiB = 1024 * 1024
 _BUFFER = re.compile(r"^\s*(?P<func>\w+):\s+(?P<name>\S+)\s+(?P<what>KV|RS|output|compute) buffer size\s*=")
-_SIZED = re.compile(r"^\s*(?P<func>\w+):\s+(?P<name>\S+)\s+(?P<what>output|compute) buffer size\s*=\s*"
-                    r"(?P<mib>[0-9.]+) MiB")
-_CACHE_SIZE = re.compile(r"^\s*(?P<func>llama_kv_cache|llama_memory_recurrent):\s+size\s*=\s*(?P<mib>[0-9.]+) MiB"
-                         r"\s*\(\s*(?P<cells>\d+) cells,\s*(?P<layers>\d+) layers")
+_SIZED = re.compile(
+    r"^\s*(?P<func>\w+):\s+(?P<name>\S+)\s+(?P<what>output|compute) buffer size\s*=\s*"
+    r"(?P<mib>[0-9.]+) MiB"
+)
+_CACHE_SIZE = re.compile(
+    r"^\s*(?P<func>llama_kv_cache|llama_memory_recurrent):\s+size\s*=\s*(?P<mib>[0-9.]+) MiB"
+    r"\s*\(\s*(?P<cells>\d+) cells,\s*(?P<layers>\d+) layers"
+)
 _SWA = re.compile(r"creating\s+(?P<non>non-)?SWA KV cache")
 
 
@@ -48,8 +52,13 @@ class DryRun:
     errors: list[str] = field(default_factory=list)
 
     def by_kind(self) -> dict[str, dict[str, int]]:
-        return {"kv": self.kv, "kv_swa": self.kv_swa, "recurrent": self.recurrent, "output": self.output,
-                "compute": self.compute}
+        return {
+            "kv": self.kv,
+            "kv_swa": self.kv_swa,
+            "recurrent": self.recurrent,
+            "output": self.output,
+            "compute": self.compute,
+        }
 
 
 def parse(lines: list[str]) -> DryRun:
@@ -75,7 +84,8 @@ def parse(lines: list[str]) -> DryRun:
         total = _CACHE_SIZE.match(line)
         if total:
             target = {"base": result.kv, "swa": result.kv_swa, "rs": result.recurrent}[
-                "rs" if total["func"] == "llama_memory_recurrent" else cache]
+                "rs" if total["func"] == "llama_memory_recurrent" else cache
+            ]
             key = "+".join(names) or "CPU"
             target[key] = target.get(key, 0) + round(float(total["mib"]) * _MiB)
             names = []
@@ -116,4 +126,3 @@ def dry_run(path: str, config: LoadConfig) -> DryRun:
         return result
     finally:
         llama_cpp.llama_model_free(model)
-

@@ -27,8 +27,7 @@ from app.engine.planned_actual import BufferComparison, compare
 from planner.config import LoadConfig
 from planner.memory import MemoryPlan
 
-_TYPE_IDS = {"f32": 0, "f16": 1, "q4_0": 2, "q4_1": 3, "q5_0": 6, "q5_1": 7, "q8_0": 8, "iq4_nl": 20,
-             "bf16": 30}
+_TYPE_IDS = {"f32": 0, "f16": 1, "q4_0": 2, "q4_1": 3, "q5_0": 6, "q5_1": 7, "q8_0": 8, "iq4_nl": 20, "bf16": 30}
 
 
 class EngineError(RuntimeError):
@@ -71,7 +70,7 @@ class GenerationStats:
         """Generation speed so far, while the reply is still streaming."""
         if not self.generation_started or not self.generated_tokens:
             return 0.0
-        elapsed = (self.generation_seconds or (time.perf_counter() - self.generation_started))
+        elapsed = self.generation_seconds or (time.perf_counter() - self.generation_started)
         return self.generated_tokens / elapsed if elapsed > 0 else 0.0
 
     @property
@@ -181,8 +180,9 @@ class Engine:
     def loaded(self) -> bool:
         return self._ctx is not None
 
-    def load(self, path: str | os.PathLike[str], config: LoadConfig,
-             progress: Callable[[float], bool | None] | None = None) -> LoadReport:
+    def load(
+        self, path: str | os.PathLike[str], config: LoadConfig, progress: Callable[[float], bool | None] | None = None
+    ) -> LoadReport:
         """Load the model and create its context exactly as `config` says.
 
         `progress(fraction)` is called while the weights load; returning False cancels.
@@ -228,10 +228,16 @@ class Engine:
         template = llama_cpp.llama_model_chat_template(model, None)
         seconds = time.perf_counter() - start
         self.report = LoadReport(
-            path=path, config=config, seconds=seconds, measurements=log.measurements,
-            n_ctx=llama_cpp.llama_n_ctx(ctx), n_vocab=llama_cpp.llama_vocab_n_tokens(self._vocab),
+            path=path,
+            config=config,
+            seconds=seconds,
+            measurements=log.measurements,
+            n_ctx=llama_cpp.llama_n_ctx(ctx),
+            n_vocab=llama_cpp.llama_vocab_n_tokens(self._vocab),
             chat_template=template.decode("utf-8", errors="replace") if template else None,
-            log_tail=log.tail(60), process_before=before, process=snapshot(),
+            log_tail=log.tail(60),
+            process_before=before,
+            process=snapshot(),
         )
         return self.report
 
@@ -285,12 +291,14 @@ class Engine:
             self._tokens = tokens
         measurements = log.measurements
         measurements.model = model_buffers
-        self.report = dataclasses.replace(self.report, config=new, n_ctx=llama_cpp.llama_n_ctx(ctx),
-                                          measurements=measurements)
+        self.report = dataclasses.replace(
+            self.report, config=new, n_ctx=llama_cpp.llama_n_ctx(ctx), measurements=measurements
+        )
         if error is not None:
             raise error
-        return ResizeReport(self.report.n_ctx, time.perf_counter() - start, len(self._tokens),
-                            len(state) if state is not None else 0)
+        return ResizeReport(
+            self.report.n_ctx, time.perf_counter() - start, len(self._tokens), len(state) if state is not None else 0
+        )
 
     def _save_state(self) -> bytes:
         import llama_cpp
@@ -367,7 +375,7 @@ class Engine:
 
         buf = ctypes.create_string_buffer(128)
         n = llama_cpp.llama_token_to_piece(self._vocab, token, buf, len(buf), 0, True)
-        return buf.raw[:max(n, 0)]
+        return buf.raw[: max(n, 0)]
 
     @property
     def n_ctx(self) -> int:
@@ -399,8 +407,10 @@ class Engine:
         chain = llama_cpp.llama_sampler_chain_init(llama_cpp.llama_sampler_chain_default_params())
         if params.repeat_penalty != 1.0:
             n_vocab = llama_cpp.llama_vocab_n_tokens(self._vocab)
-            llama_cpp.llama_sampler_chain_add(chain, llama_cpp.llama_sampler_init_penalties(
-                n_vocab, params.repeat_last_n, params.repeat_penalty, 0.0, 0.0))
+            llama_cpp.llama_sampler_chain_add(
+                chain,
+                llama_cpp.llama_sampler_init_penalties(n_vocab, params.repeat_last_n, params.repeat_penalty, 0.0, 0.0),
+            )
         if params.temperature <= 0:
             llama_cpp.llama_sampler_chain_add(chain, llama_cpp.llama_sampler_init_greedy())
         else:
@@ -417,17 +427,21 @@ class Engine:
 
         n_batch = self.report.config.n_batch if self.report else 512
         for i in range(0, len(tokens), n_batch):
-            chunk = tokens[i:i + n_batch]
+            chunk = tokens[i : i + n_batch]
             arr = (llama_cpp.llama_token * len(chunk))(*chunk)
             rc = llama_cpp.llama_decode(self._ctx, llama_cpp.llama_batch_get_one(arr, len(chunk)))
             if rc == 2:
                 raise _Stopped
             if rc != 0:
-                reason = {1: "the KV cache is full (no slot for the batch)", -2: "out of memory",
-                          -3: "the computation failed"}
+                reason = {
+                    1: "the KV cache is full (no slot for the batch)",
+                    -2: "out of memory",
+                    -3: "the computation failed",
+                }
                 errors = capture().errors()
-                raise EngineError(_failure(f"llama.cpp could not decode ({reason.get(rc, f'error {rc}')})", errors),
-                                  errors, rc)
+                raise EngineError(
+                    _failure(f"llama.cpp could not decode ({reason.get(rc, f'error {rc}')})", errors), errors, rc
+                )
             self._tokens.extend(chunk)
 
     def _reuse_prefix(self, tokens: list[int]) -> int:
@@ -459,8 +473,7 @@ class Engine:
         if not tokens:
             raise EngineError("the prompt is empty")
         if len(tokens) >= self.n_ctx:
-            raise EngineError(f"the prompt has {len(tokens):,} tokens, more than the context holds "
-                              f"({self.n_ctx:,})")
+            raise EngineError(f"the prompt has {len(tokens):,} tokens, more than the context holds ({self.n_ctx:,})")
         stats = GenerationStats(prompt_tokens=len(tokens))
         self.last_stats = stats
         self._stop.clear()

@@ -22,8 +22,15 @@ DECODE_ALLOC_FAILED = -2
 _BUFFER = re.compile(r"(?:failed to allocate|unable to allocate) (\S+) buffer")
 _CUDA_DEVICE = re.compile(r"allocating [\d.]+ MiB on device (\d+): (?:cudaMalloc|hipMalloc) failed")
 _MEMORY_WORDS = (
-    "failed to allocate", "unable to allocate", "out of memory", "outofdevicememory", "could not reserve space",
-    "cudamalloc failed", "hipmalloc failed", "erroroutofdevicememory", "bad_alloc",
+    "failed to allocate",
+    "unable to allocate",
+    "out of memory",
+    "outofdevicememory",
+    "could not reserve space",
+    "cudamalloc failed",
+    "hipmalloc failed",
+    "erroroutofdevicememory",
+    "bad_alloc",
 )
 
 
@@ -36,8 +43,9 @@ class Failure:
     cancelled: bool = False
 
 
-def classify(message: str, log: Iterable[str] = (), gpu_names: Iterable[str] = (),
-             status: int | None = None) -> Failure:
+def classify(
+    message: str, log: Iterable[str] = (), gpu_names: Iterable[str] = (), status: int | None = None
+) -> Failure:
     """Read a failure from the engine's message, llama.cpp's error lines and a decode status."""
     if "cancelled" in message:
         return Failure(memory=False, cancelled=True)

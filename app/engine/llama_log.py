@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 
 _BUFFER_LINE = re.compile(
     r"^\s*(?P<func>\w+):\s+(?P<name>\S+)\s+(?P<what>model|KV|RS|output|compute) buffer size\s*=\s*"
-    r"(?P<mib>[0-9.]+) MiB")
+    r"(?P<mib>[0-9.]+) MiB"
+)
 _CACHE_LINE = re.compile(r"creating\s+(?P<non>non-)?SWA KV cache")
 _MiB = 1024 * 1024
 
@@ -34,13 +35,18 @@ class Measurements:
     compute: dict[str, int] = field(default_factory=dict)
 
     def total(self) -> int:
-        return sum(sum(d.values()) for d in (self.model, self.kv, self.kv_swa, self.recurrent, self.output,
-                                               self.compute))
+        return sum(
+            sum(d.values()) for d in (self.model, self.kv, self.kv_swa, self.recurrent, self.output, self.compute)
+        )
 
     def by_kind(self) -> dict[str, int]:
-        return {"weights": sum(self.model.values()), "kv": sum(self.kv.values()) + sum(self.kv_swa.values()),
-                "recurrent": sum(self.recurrent.values()), "output": sum(self.output.values()),
-                "compute": sum(self.compute.values())}
+        return {
+            "weights": sum(self.model.values()),
+            "kv": sum(self.kv.values()) + sum(self.kv_swa.values()),
+            "recurrent": sum(self.recurrent.values()),
+            "output": sum(self.output.values()),
+            "compute": sum(self.compute.values()),
+        }
 
 
 class LogCapture:

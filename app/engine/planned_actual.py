@@ -19,8 +19,14 @@ HOST = "CPU"
 LOG_ROUNDING = (1024 * 1024 + 199) // 200
 
 KINDS = ("weights", "kv", "kv_swa", "recurrent", "output", "compute")
-_PLANNED_KIND = {"model": "weights", "kv": "kv", "kv_swa": "kv_swa", "rs": "recurrent", "output": "output",
-                 "compute": "compute"}
+_PLANNED_KIND = {
+    "model": "weights",
+    "kv": "kv",
+    "kv_swa": "kv_swa",
+    "rs": "recurrent",
+    "output": "output",
+    "compute": "compute",
+}
 
 
 @dataclass(frozen=True)
@@ -50,12 +56,22 @@ def device_of(buffer: str, gpu_names: list[str]) -> str:
 
 
 def _measured(m: Measurements) -> dict[str, dict[str, int]]:
-    return {"weights": m.model, "kv": m.kv, "kv_swa": m.kv_swa, "recurrent": m.recurrent, "output": m.output,
-            "compute": m.compute}
+    return {
+        "weights": m.model,
+        "kv": m.kv,
+        "kv_swa": m.kv_swa,
+        "recurrent": m.recurrent,
+        "output": m.output,
+        "compute": m.compute,
+    }
 
 
-def compare(plan: MemoryPlan, measurements: Measurements, before: ProcessMemory | None = None,
-            after: ProcessMemory | None = None) -> list[BufferComparison]:
+def compare(
+    plan: MemoryPlan,
+    measurements: Measurements,
+    before: ProcessMemory | None = None,
+    after: ProcessMemory | None = None,
+) -> list[BufferComparison]:
     """One row per (kind, device) either side has bytes for, GPUs first, host last. With process
     snapshots, a "process" row per device adds the plan's total beside what the load took there
     (NVML's figure for this process, else the device's memory in use; RSS on the host)."""

@@ -53,8 +53,13 @@ class _Child:
         self.oom_kills_before = oom_kills()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "app.engine.child", str(child.fileno())],
-            pass_fds=(child.fileno(),), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE, env=environ, start_new_session=True)
+            pass_fds=(child.fileno(),),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            env=environ,
+            start_new_session=True,
+        )
         child.close()
         self.conn = Connection(os.dup(parent.fileno()))
         parent.close()
@@ -145,8 +150,11 @@ class EngineProcess:
     def _crashed(self) -> None:
         child = self._child
         assert child is not None
-        extra = tuple(n for n in (self.report.measurements.model if self.report else {})
-                      if (n.startswith("CPU") and n not in _CPU_BUFFERS) or n == "AMX")
+        extra = tuple(
+            n
+            for n in (self.report.measurements.model if self.report else {})
+            if (n.startswith("CPU") and n not in _CPU_BUFFERS) or n == "AMX"
+        )
         info = child.exit_info(self.phase, extra)
         child.conn.close()
         self._child = None
@@ -195,8 +203,9 @@ class EngineProcess:
 
     # -- lifecycle --------------------------------------------------------------------------
 
-    def load(self, path: str | os.PathLike[str], config: LoadConfig,
-             progress: Callable[[float], bool | None] | None = None) -> LoadReport:
+    def load(
+        self, path: str | os.PathLike[str], config: LoadConfig, progress: Callable[[float], bool | None] | None = None
+    ) -> LoadReport:
         """Load the model in the engine process (a new one, or the one a dry run started);
         `progress(fraction)` returning False cancels."""
         if self.report is not None:
@@ -214,6 +223,8 @@ class EngineProcess:
                         if progress is not None and progress(args[0]) is False and not self._stop_requested:
                             self.stop()
                     elif kind == p.LOADED:
+                        if self._stop_requested:  # the load ended before the cancel reached it: undo it
+                            raise EngineError("loading was cancelled")
                         self.report = args[0]
                         self._cells = 0
                         self._special = {}

@@ -41,6 +41,7 @@ class ChatFormat:
 
 # --- sandboxed Jinja ---------------------------------------------------------------------------
 
+
 def _sandbox():  # imported lazily: jinja2 is only needed once a model with a template is loaded
     import time
 
@@ -76,8 +77,7 @@ def _sandbox():  # imported lazily: jinja2 is only needed once a model with a te
     return BoundedSandbox, SecurityError
 
 
-def render_jinja(template: str, messages: list[Message], bos: str, eos: str,
-                 add_generation_prompt: bool = True) -> str:
+def render_jinja(template: str, messages: list[Message], bos: str, eos: str, add_generation_prompt: bool = True) -> str:
     if len(template.encode("utf-8", errors="replace")) > MAX_TEMPLATE_BYTES:
         raise TemplateError(f"the chat template is larger than {MAX_TEMPLATE_BYTES // 1024} KiB")
     from jinja2 import TemplateError as JinjaError
@@ -113,15 +113,28 @@ def render_jinja(template: str, messages: list[Message], bos: str, eos: str,
     env.globals.update(raise_exception=raise_exception, strftime_now=strftime_now, range=counted_range)
     try:
         compiled = env.from_string(template)
-        out = compiled.render(messages=[{"role": m.role, "content": m.content} for m in messages],
-                              add_generation_prompt=add_generation_prompt, bos_token=bos, eos_token=eos,
-                              tools=None)
+        out = compiled.render(
+            messages=[{"role": m.role, "content": m.content} for m in messages],
+            add_generation_prompt=add_generation_prompt,
+            bos_token=bos,
+            eos_token=eos,
+            tools=None,
+        )
     except TemplateError:
         raise
     except security_error as exc:
         raise TemplateError(f"the chat template was stopped: {exc}") from None
-    except (JinjaError, TypeError, ValueError, KeyError, IndexError, AttributeError, RecursionError,
-            OverflowError, MemoryError) as exc:
+    except (
+        JinjaError,
+        TypeError,
+        ValueError,
+        KeyError,
+        IndexError,
+        AttributeError,
+        RecursionError,
+        OverflowError,
+        MemoryError,
+    ) as exc:
         raise TemplateError(f"the chat template failed: {exc}") from None
     if len(out) > MAX_RENDER_CHARS:
         raise TemplateError("the chat template produced an absurdly long prompt")
@@ -129,6 +142,7 @@ def render_jinja(template: str, messages: list[Message], bos: str, eos: str,
 
 
 # --- built-in formats ----------------------------------------------------------------------------
+
 
 def _gemma(messages: list[Message]) -> str:
     out, system = [], ""
@@ -176,8 +190,16 @@ BUILTIN = {
     "phi3": (_phi3, ("<|end|>",)),
 }
 TRANSCRIPT_STOPS = ("\nQ:", "\n\nQ", "\nA:")
-_FAMILY = {"gemma": "gemma", "gemma2": "gemma", "gemma3": "gemma", "qwen2": "chatml", "qwen3": "chatml",
-           "qwen2moe": "chatml", "qwen3moe": "chatml", "phi3": "phi3"}
+_FAMILY = {
+    "gemma": "gemma",
+    "gemma2": "gemma",
+    "gemma3": "gemma",
+    "qwen2": "chatml",
+    "qwen3": "chatml",
+    "qwen2moe": "chatml",
+    "qwen3moe": "chatml",
+    "phi3": "phi3",
+}
 _INSTRUCT_HINTS = ("instruct", "-it", "_it", " it ", "chat", "-sft", "assistant")
 
 
@@ -193,10 +215,15 @@ def choose_format(metadata: dict[str, Any], architecture: str, file_name: str = 
         family = "llama3"
     if family and any(hint in name for hint in _INSTRUCT_HINTS):
         _, stops = BUILTIN[family]
-        return ChatFormat(family, "builtin", stop=stops,
-                          description=f"no template in the file: the {family} format of its family")
-    return ChatFormat("transcript", "transcript", stop=TRANSCRIPT_STOPS,
-                      description="a base model without a chat template: a plain Q/A transcript")
+        return ChatFormat(
+            family, "builtin", stop=stops, description=f"no template in the file: the {family} format of its family"
+        )
+    return ChatFormat(
+        "transcript",
+        "transcript",
+        stop=TRANSCRIPT_STOPS,
+        description="a base model without a chat template: a plain Q/A transcript",
+    )
 
 
 def render(fmt: ChatFormat, messages: list[Message], bos: str = "", eos: str = "") -> str:

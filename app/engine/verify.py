@@ -25,8 +25,13 @@ from planner.model import ModelAnatomy
 
 MAX_ROUNDS = 3
 _PLANNER_KIND = {"kv": "kv", "kv_swa": "kv_swa", "recurrent": "rs", "output": "output", "compute": "compute"}
-_WORDS = {"kv": "KV cache", "kv_swa": "sliding-window KV cache", "rs": "recurrent state", "output": "output buffer",
-          "compute": "compute"}
+_WORDS = {
+    "kv": "KV cache",
+    "kv_swa": "sliding-window KV cache",
+    "rs": "recurrent state",
+    "output": "output buffer",
+    "compute": "compute",
+}
 
 
 class DryRunner(Protocol):
@@ -62,8 +67,7 @@ class Verification:
             if g.matches:
                 continue
             more = "more" if g.delta > 0 else "less"
-            parts.append(f"{abs(g.delta) / MiB:,.0f} MiB {more} {_WORDS.get(g.kind, g.kind)} on "
-                         f"{'+'.join(g.devices)}")
+            parts.append(f"{abs(g.delta) / MiB:,.0f} MiB {more} {_WORDS.get(g.kind, g.kind)} on {'+'.join(g.devices)}")
         return "; ".join(parts)
 
 
@@ -93,8 +97,14 @@ class Confirmed:
     rounds: int = 1
 
 
-def confirm_plan(runner: DryRunner, path: str, plan: MemoryPlan, gpus: list[Device], host: Host,
-                 replan: Callable[[list[Device], Host], MemoryPlan | None]) -> Confirmed:
+def confirm_plan(
+    runner: DryRunner,
+    path: str,
+    plan: MemoryPlan,
+    gpus: list[Device],
+    host: Host,
+    replan: Callable[[list[Device], Host], MemoryPlan | None],
+) -> Confirmed:
     """Dry-run `plan` and take llama.cpp's figures; while the plan then no longer fits, plan again
     with the shortfall taken from the devices concerned and check that plan the same way.
     `replan(gpus, host)` is the solver with the user's wishes (None: nothing fits)."""
@@ -174,13 +184,17 @@ def table(plan: MemoryPlan, confirmed: Confirmed) -> str:
     if not v.dry_run.ok:
         detail = "; ".join(v.dry_run.errors[-2:]) or "no reason given"
         return f"Dry run: llama.cpp could not build this configuration ({detail})"
-    lines = [f"Dry run (llama.cpp on this machine, nothing allocated, {v.seconds:.2f} s): "
-             + ("every figure as planned" if v.verified else "llama.cpp's figures differ")]
+    lines = [
+        f"Dry run (llama.cpp on this machine, nothing allocated, {v.seconds:.2f} s): "
+        + ("every figure as planned" if v.verified else "llama.cpp's figures differ")
+    ]
     lines.append(f"  {'buffer':<26}{'device':<14}{'planned':>12}{'dry run':>12}")
     for g in v.gaps:
         mark = "" if g.matches else "  <-- differs"
-        lines.append(f"  {_WORDS.get(g.kind, g.kind):<26}{'+'.join(g.devices):<14}{format_size(g.planned):>12}"
-                     f"{format_size(g.measured):>12}{mark}")
+        lines.append(
+            f"  {_WORDS.get(g.kind, g.kind):<26}{'+'.join(g.devices):<14}{format_size(g.planned):>12}"
+            f"{format_size(g.measured):>12}{mark}"
+        )
     if confirmed.message:
         lines.append(f"  {confirmed.message}")
     return "\n".join(lines)

@@ -114,8 +114,12 @@ class VramchatApp(App):
         Worker messages do not bubble: each screen passes its own here."""
         if event.state == WorkerState.ERROR:
             error = event.worker.error
-            self.notify(f"{type(error).__name__}: {error}" if error else "a background task failed",
-                        title=f"Something went wrong ({event.worker.group})", severity="error", timeout=15)
+            self.notify(
+                f"{type(error).__name__}: {error}" if error else "a background task failed",
+                title=f"Something went wrong ({event.worker.group})",
+                severity="error",
+                timeout=15,
+            )
 
     def _theme_changed(self, theme: object) -> None:
         name = getattr(theme, "name", None)
@@ -150,8 +154,9 @@ class VramchatApp(App):
         except OSError:
             where = "no crash log could be written"
         self.bell()
-        self._exit_renderables.append(Text(f"vramchat stopped on an unexpected error ({where}). "
-                                           "Your chats are saved. Please report this."))
+        self._exit_renderables.append(
+            Text(f"vramchat stopped on an unexpected error ({where}). Your chats are saved. Please report this.")
+        )
         self._close_messages_no_wait()
 
     # -- services for screens and workers -------------------------------------------------------
@@ -198,8 +203,9 @@ class VramchatApp(App):
         name = anatomy.name or Path(path).name
         self.run_worker(self._switch_and_load(chat, path, anatomy, fit, name), group="switch")
 
-    async def _switch_and_load(self, chat: ChatScreen, path: str, anatomy: ModelAnatomy, fit: FitResult,
-                               name: str) -> None:
+    async def _switch_and_load(
+        self, chat: ChatScreen, path: str, anatomy: ModelAnatomy, fit: FitResult, name: str
+    ) -> None:
         if self.screen is not chat:
             await self.switch_screen(self.chat_screen())
         chat.begin_load(path, anatomy, fit, name)
@@ -259,17 +265,19 @@ class VramchatApp(App):
             yield SystemCommand("Retry the last reply", "Ask the model again", screen.action_retry)
             yield SystemCommand("Copy the last reply", "Copy it to the clipboard", screen.action_copy_reply)
             yield SystemCommand("Export this chat", "Save it as a Markdown file", screen.action_export_chat)
-            yield SystemCommand("Reload the model", "Load the model again (after the engine stopped, say)",
-                                screen.action_reload_model)
+            yield SystemCommand(
+                "Reload the model", "Load the model again (after the engine stopped, say)", screen.action_reload_model
+            )
             yield SystemCommand("Stop the reply", "Stop generating at once", screen.action_stop)
-            yield SystemCommand("Chat settings", "System prompt, temperature, max tokens",
-                                screen.action_chat_settings)
+            yield SystemCommand("Chat settings", "System prompt, temperature, max tokens", screen.action_chat_settings)
             yield SystemCommand("Show or hide the chats list", "Past conversations", screen.action_toggle_chats)
             yield SystemCommand("Show or hide the memory graphs", "Beside the chat", screen.action_toggle_dashboard)
             yield SystemCommand("Choose another model", "Switch to the model list", self.action_show_picker)
         yield SystemCommand("Memory dashboard", "Live graphs and planned vs actual buffers", self.action_dashboard)
         yield SystemCommand("Help", "Keys and what the badges mean", self.action_help)
-        yield SystemCommand("Theme: vramchat dark", "For dark terminals",
-                            lambda: self.action_set_theme("vramchat-dark"))
-        yield SystemCommand("Theme: vramchat light", "For light terminals",
-                            lambda: self.action_set_theme("vramchat-light"))
+        yield SystemCommand(
+            "Theme: vramchat dark", "For dark terminals", lambda: self.action_set_theme("vramchat-dark")
+        )
+        yield SystemCommand(
+            "Theme: vramchat light", "For light terminals", lambda: self.action_set_theme("vramchat-light")
+        )

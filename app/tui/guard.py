@@ -78,7 +78,9 @@ def run_guarded(run: Callable[[], int]) -> int:
     except ValueError:
         name = f"signal {sig}"
     sys.stdout.write(RESTORE + "\n")
-    sys.stdout.write(f"vramchat was stopped by {name}; the terminal has been restored. Your chats are saved: "
-                     "run vramchat again to carry on.\n")
+    sys.stdout.write(
+        f"vramchat was stopped by {name}; the terminal has been restored. Your chats are saved: "
+        "run vramchat again to carry on.\n"
+    )
     sys.stdout.flush()
     return 128 + sig

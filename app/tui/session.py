@@ -43,8 +43,9 @@ class EngineLike(Protocol):
     @property
     def loaded(self) -> bool: ...
 
-    def load(self, path: str, config: LoadConfig, progress: Callable[[float], bool | None] | None = None
-             ) -> LoadReport: ...
+    def load(
+        self, path: str, config: LoadConfig, progress: Callable[[float], bool | None] | None = None
+    ) -> LoadReport: ...
     def generate(self, prompt: list[int] | str, params: GenerationParams | None = None) -> Iterator[str]: ...
     def stop(self) -> None: ...
     def unload(self) -> None: ...
@@ -119,8 +120,9 @@ def default_engine() -> EngineLike:
 
 
 class ModelSession:
-    def __init__(self, engine_factory: Callable[[], EngineLike] = default_engine, verify: bool = True,
-                 elastic: bool = True) -> None:
+    def __init__(
+        self, engine_factory: Callable[[], EngineLike] = default_engine, verify: bool = True, elastic: bool = True
+    ) -> None:
         self._factory = engine_factory
         self.verify = verify  # ask llama.cpp's dry run before every load
         self.elastic = elastic  # start with a small context and grow it with the conversation
@@ -136,9 +138,16 @@ class ModelSession:
             self._engine = self._factory()
         return self._engine
 
-    def load(self, path: str, anatomy: ModelAnatomy, fit: FitResult, devices: DeviceReport,
-             progress: Callable[[float], bool | None] | None = None, on_retry: RetryCallback | None = None,
-             reprobe: Callable[[], DeviceReport] | None = None) -> LoadedModel:
+    def load(
+        self,
+        path: str,
+        anatomy: ModelAnatomy,
+        fit: FitResult,
+        devices: DeviceReport,
+        progress: Callable[[float], bool | None] | None = None,
+        on_retry: RetryCallback | None = None,
+        reprobe: Callable[[], DeviceReport] | None = None,
+    ) -> LoadedModel:
         """Load the plan's configuration (worker thread); on a memory failure, the next smaller plan.
 
         `on_retry(retry, why)` is told before each retry; `reprobe()` reads the devices again,
@@ -151,14 +160,24 @@ class ModelSession:
         for attempt in range(MAX_RETRIES + 1):
             try:
                 if self.verify and hasattr(engine, "dry_run"):
-                    confirmed = confirm_plan(engine, path, fit.plan, devices.gpus, devices.host,  # type: ignore
-                                             lambda g, h, plan=fit.plan: replan(anatomy, plan, g, h))
+                    confirmed = confirm_plan(
+                        engine,
+                        path,
+                        fit.plan,
+                        devices.gpus,
+                        devices.host,  # type: ignore
+                        lambda g, h, plan=fit.plan: replan(anatomy, plan, g, h),
+                    )
                     fit = replace(fit, plan=confirmed.plan)
                 report = engine.load(path, self._load_config(fit.plan), progress=progress)
                 break
             except EngineError as exc:
-                if (isinstance(exc, EngineCrashed) and exc.exit.cpu_extra_buffer and attempt < MAX_RETRIES
-                        and fit.plan.config.cpu_extra_buffers is not False):
+                if (
+                    isinstance(exc, EngineCrashed)
+                    and exc.exit.cpu_extra_buffer
+                    and attempt < MAX_RETRIES
+                    and fit.plan.config.cpu_extra_buffers is not False
+                ):
                     if on_retry is not None:
                         on_retry(None, f"{exc} Loading again without the CPU's extra buffer types.")
                     fit = with_extra_buffers(anatomy, fit, devices, False)
@@ -171,10 +190,18 @@ class ModelSession:
                 fit = self._smaller(anatomy, fit.plan, devices, failure, exc, on_retry)
         fmt = choose_format(anatomy.metadata, anatomy.architecture, path.rsplit("/", 1)[-1])
         changes = describe_changes(first, fit.plan) if fit.plan.config != first.config else []
-        self.model = LoadedModel(path, anatomy, fit, report, fmt, engine.special_text("eos"), changes,
-                                 confirmed.verification if confirmed else None,
-                                 confirmed.message if confirmed else "",
-                                 committed_plan(fit.plan, report.n_ctx, devices.gpus, devices.host))
+        self.model = LoadedModel(
+            path,
+            anatomy,
+            fit,
+            report,
+            fmt,
+            engine.special_text("eos"),
+            changes,
+            confirmed.verification if confirmed else None,
+            confirmed.message if confirmed else "",
+            committed_plan(fit.plan, report.n_ctx, devices.gpus, devices.host),
+        )
         self._devices = devices
         self.telemetry = for_engine(engine, devices, fit.plan, speed=self._speed)  # type: ignore[arg-type]
         self.telemetry.start()
@@ -232,10 +259,14 @@ class ModelSession:
             m = report.measurements
             self.telemetry.set_allocation(sum(m.kv.values()) + sum(m.kv_swa.values()), m.compute)
 
-    def reload_smaller(self, error: EngineError, devices: DeviceReport,
-                       progress: Callable[[float], bool | None] | None = None,
-                       on_retry: RetryCallback | None = None,
-                       reprobe: Callable[[], DeviceReport] | None = None) -> LoadedModel:
+    def reload_smaller(
+        self,
+        error: EngineError,
+        devices: DeviceReport,
+        progress: Callable[[float], bool | None] | None = None,
+        on_retry: RetryCallback | None = None,
+        reprobe: Callable[[], DeviceReport] | None = None,
+    ) -> LoadedModel:
         """After a decode ran out of memory: load the same model again with the next smaller plan."""
         model = self.model
         if model is None:
@@ -249,8 +280,14 @@ class ModelSession:
         return loaded
 
     @staticmethod
-    def _smaller(anatomy: ModelAnatomy, failed: MemoryPlan, devices: DeviceReport, failure: Failure,
-                 error: Exception, on_retry: RetryCallback | None) -> FitResult:
+    def _smaller(
+        anatomy: ModelAnatomy,
+        failed: MemoryPlan,
+        devices: DeviceReport,
+        failure: Failure,
+        error: Exception,
+        on_retry: RetryCallback | None,
+    ) -> FitResult:
         retry = safer_plan(anatomy, failed, devices.gpus, devices.host, failed_devices=set(failure.devices) or None)
         if retry is None:
             raise LoadFailed(f"{error}. No smaller plan fits in the memory that is free now.", failure)

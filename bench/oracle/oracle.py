@@ -34,14 +34,22 @@ def shim_path() -> str:
         raise OracleUnavailable("no C compiler to build the buffer size shim")
     out_dir = Path(tempfile.mkdtemp(prefix="vramchat-oracle-"))
     out = out_dir / "size_shim.so"
-    subprocess.run([compiler, "-shared", "-fPIC", "-O2", "-o", str(out), str(HERE / "size_shim.c"), "-ldl"],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [compiler, "-shared", "-fPIC", "-O2", "-o", str(out), str(HERE / "size_shim.c"), "-ldl"],
+        check=True,
+        capture_output=True,
+    )
     return str(out)
 
 
-def measure(model: str | os.PathLike[str], configs: list[dict[str, Any]], n_gpu_layers: int = 0,
-            use_mmap: bool = True, timeout: float = 600, cpu_extra_buffers: bool | None = None,
-            ) -> tuple[dict[str, int], list[dict[str, Any]]]:
+def measure(
+    model: str | os.PathLike[str],
+    configs: list[dict[str, Any]],
+    n_gpu_layers: int = 0,
+    use_mmap: bool = True,
+    timeout: float = 600,
+    cpu_extra_buffers: bool | None = None,
+) -> tuple[dict[str, int], list[dict[str, Any]]]:
     """Model buffers and, per configuration, the KV, RS, output and compute buffers.
 
     `cpu_extra_buffers` None loads as the app does on this CPU (planner.weights.uses_cpu_extra_buffers)."""
@@ -52,11 +60,22 @@ def measure(model: str | os.PathLike[str], configs: list[dict[str, Any]], n_gpu_
     extra = uses_cpu_extra_buffers(cpu_extra_buffers, ggml.cpu_features())
     env = dict(os.environ)
     env["LD_PRELOAD"] = shim + (":" + env["LD_PRELOAD"] if env.get("LD_PRELOAD") else "")
-    spec = {"shim": shim, "model": os.fspath(model), "n_gpu_layers": n_gpu_layers, "use_mmap": use_mmap,
-            "use_extra_bufts": extra}
+    spec = {
+        "shim": shim,
+        "model": os.fspath(model),
+        "n_gpu_layers": n_gpu_layers,
+        "use_mmap": use_mmap,
+        "use_extra_bufts": extra,
+    }
     stdin = "\n".join(json.dumps(x) for x in [spec, *configs]) + "\n"
-    proc = subprocess.run([sys.executable, str(HERE / "measure.py")], input=stdin, capture_output=True,
-                          text=True, env=env, timeout=timeout)
+    proc = subprocess.run(
+        [sys.executable, str(HERE / "measure.py")],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+    )
     lines = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     if not lines or "fatal" in lines[0]:
         raise RuntimeError(f"llama.cpp could not load {model}: {lines[0] if lines else proc.stderr[-2000:]}")

@@ -77,8 +77,9 @@ class GraphContext:
 
     # -- common blocks ---------------------------------------------------------------------
 
-    def build_norm(self, cur: Tensor, weight: Tensor | None, bias: Tensor | None = None, rms: bool = True,
-                   il: int = -1) -> Tensor:
+    def build_norm(
+        self, cur: Tensor, weight: Tensor | None, bias: Tensor | None = None, rms: bool = True, il: int = -1
+    ) -> Tensor:
         g = self.g
         cur = g.rms_norm(cur) if rms else g.norm(cur)
         if (weight is not None or bias is not None) and il >= 0:
@@ -96,9 +97,17 @@ class GraphContext:
             res = self.g.mul(res, scale)
         return res
 
-    def build_qkv(self, layer: LayerAnatomy, cur: Tensor, head_q: int, n_head: int,
-                  head_k: int, n_head_kv: int, head_v: int | None = None,
-                  reshape: bool = True) -> tuple[Tensor, Tensor, Tensor]:
+    def build_qkv(
+        self,
+        layer: LayerAnatomy,
+        cur: Tensor,
+        head_q: int,
+        n_head: int,
+        head_k: int,
+        n_head_kv: int,
+        head_v: int | None = None,
+        reshape: bool = True,
+    ) -> tuple[Tensor, Tensor, Tensor]:
         g, w, il = self.g, self.w, layer.index
         head_v = head_k if head_v is None else head_v
         n_embd_q, n_embd_k = head_q * n_head, head_k * n_head_kv
@@ -139,9 +148,18 @@ class GraphContext:
         q, k, v = (g.reshape(t, head, heads, n_tok) for t, head, heads in outs)
         return q, k, v
 
-    def build_ffn(self, cur: Tensor, up: Tensor | None, gate: Tensor | None, down: Tensor | None,
-                  act: str = "silu", parallel: bool = True, up_b: Tensor | None = None,
-                  gate_b: Tensor | None = None, down_b: Tensor | None = None) -> Tensor:
+    def build_ffn(
+        self,
+        cur: Tensor,
+        up: Tensor | None,
+        gate: Tensor | None,
+        down: Tensor | None,
+        act: str = "silu",
+        parallel: bool = True,
+        up_b: Tensor | None = None,
+        gate_b: Tensor | None = None,
+        down_b: Tensor | None = None,
+    ) -> Tensor:
         """build_ffn: act is silu, gelu, relu, relu_sqr, swiglu (fused), geglu (fused)."""
         g = self.g
         tmp = self.mm(up, cur) if up is not None else cur
@@ -174,10 +192,22 @@ class GraphContext:
             cur = g.add(cur, down_b)
         return cur
 
-    def build_moe_ffn(self, cur: Tensor, il: int, n_expert: int, n_expert_used: int, act: str = "silu",
-                      norm_w: bool = True, w_scale: float = 0.0, gating: str = "softmax",
-                      gate_inp_b: Tensor | None = None, exp_probs_b: Tensor | None = None,
-                      n_expert_groups: int = 0, n_group_used: int = 0, logits: Tensor | None = None) -> Tensor:
+    def build_moe_ffn(
+        self,
+        cur: Tensor,
+        il: int,
+        n_expert: int,
+        n_expert_used: int,
+        act: str = "silu",
+        norm_w: bool = True,
+        w_scale: float = 0.0,
+        gating: str = "softmax",
+        gate_inp_b: Tensor | None = None,
+        exp_probs_b: Tensor | None = None,
+        n_expert_groups: int = 0,
+        n_group_used: int = 0,
+        logits: Tensor | None = None,
+    ) -> Tensor:
         """build_moe_ffn: router, top-k experts, expert matmuls, weighted sum of the experts.
         `logits` are router logits the caller computed (probs_in), e.g. from the input before a latent projection."""
         g, w = self.g, self.w
@@ -303,8 +333,16 @@ class GraphContext:
         inp["v_rot"] = None
         return inp
 
-    def build_attn_k(self, inp: dict[str, Tensor | None], layer: LayerAnatomy, wo: Tensor | None,
-                     q: Tensor, k: Tensor, v: Tensor, v_mla: Tensor | None = None) -> Tensor:
+    def build_attn_k(
+        self,
+        inp: dict[str, Tensor | None],
+        layer: LayerAnatomy,
+        wo: Tensor | None,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        v_mla: Tensor | None = None,
+    ) -> Tensor:
         """build_attn for a K-only cache: V is a view of the cached K (its first v.ne[0] values)."""
         g = self.g
         g.expand(q)
@@ -331,16 +369,26 @@ class GraphContext:
     def hadamard(self, cur: Tensor, rot: Tensor) -> Tensor:
         g = self.g
         n = rot.ne[0]
-        res = g.cont(cur, (n, cur.n_elements() // n, 1, 1)) if not cur.is_contiguous() \
+        res = (
+            g.cont(cur, (n, cur.n_elements() // n, 1, 1))
+            if not cur.is_contiguous()
             else g.reshape(cur, n, cur.n_elements() // n)
+        )
         res = g.mul_mat(rot, res)
         return g.reshape(res, *cur.ne)
 
     def kv_cache_tensors(self, layer: LayerAnatomy, swa: bool) -> tuple[Tensor, Tensor | None]:
         return self.w.kv(layer.index, swa)
 
-    def build_plain_attn(self, inp: dict[str, Tensor | None], layer: LayerAnatomy, cur: Tensor,
-                         pos: Tensor | None, wo_b: Tensor | None = None, freqs: Tensor | None = None) -> Tensor:
+    def build_plain_attn(
+        self,
+        inp: dict[str, Tensor | None],
+        layer: LayerAnatomy,
+        cur: Tensor,
+        pos: Tensor | None,
+        wo_b: Tensor | None = None,
+        freqs: Tensor | None = None,
+    ) -> Tensor:
         """Q/K/V, RoPE when the model has positions, attention: the block many builders share."""
         hd = layer.head_dim_k
         q, k, v = self.build_qkv(layer, cur, hd, layer.n_head, hd, layer.n_head_kv)
@@ -349,10 +397,20 @@ class GraphContext:
             k = self.g.rope(k, pos, freqs)
         return self.build_attn(inp, layer, self.w.layer(layer.index, "attn_output.weight"), wo_b, q, k, v)
 
-    def build_attn(self, inp: dict[str, Tensor | None], layer: LayerAnatomy, wo: Tensor | None,
-                   wo_b: Tensor | None, q: Tensor, k: Tensor, v: Tensor,
-                   kq_b: Tensor | None = None, sinks: Tensor | None = None,
-                   iswa: bool = False, softcap: bool = False) -> Tensor:
+    def build_attn(
+        self,
+        inp: dict[str, Tensor | None],
+        layer: LayerAnatomy,
+        wo: Tensor | None,
+        wo_b: Tensor | None,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        kq_b: Tensor | None = None,
+        sinks: Tensor | None = None,
+        iswa: bool = False,
+        softcap: bool = False,
+    ) -> Tensor:
         g, s = self.g, self.shape
         k_rot, v_rot = inp["k_rot"], inp["v_rot"]
         if k_rot is not None:
@@ -420,9 +478,12 @@ class GraphContext:
         kv_size = k_cache.ne[1]
         n_embd_k_gqa = k_cache.ne[0]
         ns = k_cache.ne[2]
-        return self.g.view(k_cache, (layer.head_dim_k, layer.n_head_kv, n_kv, ns),
-                           (row_size(t, layer.head_dim_k), row_size(t, n_embd_k_gqa),
-                            row_size(t, n_embd_k_gqa * kv_size)), 0)
+        return self.g.view(
+            k_cache,
+            (layer.head_dim_k, layer.n_head_kv, n_kv, ns),
+            (row_size(t, layer.head_dim_k), row_size(t, n_embd_k_gqa), row_size(t, n_embd_k_gqa * kv_size)),
+            0,
+        )
 
     def get_v(self, v_cache: Tensor, layer: LayerAnatomy, n_kv: int) -> Tensor:
         t = v_cache.type
@@ -430,21 +491,37 @@ class GraphContext:
         n_embd_v_gqa = v_cache.ne[0]
         ns = v_cache.ne[2]
         if not self.shape.v_trans:
-            return self.g.view(v_cache, (layer.head_dim_v, layer.n_head_kv, n_kv, ns),
-                               (row_size(t, layer.head_dim_v), row_size(t, n_embd_v_gqa),
-                                row_size(t, n_embd_v_gqa * kv_size)), 0)
-        view = self.g.view(v_cache, (n_kv, layer.n_head_kv, layer.head_dim_v, ns),
-                           (row_size(t, kv_size * layer.head_dim_v), row_size(t, kv_size),
-                            row_size(t, kv_size * n_embd_v_gqa)), 0)
+            return self.g.view(
+                v_cache,
+                (layer.head_dim_v, layer.n_head_kv, n_kv, ns),
+                (row_size(t, layer.head_dim_v), row_size(t, n_embd_v_gqa), row_size(t, n_embd_v_gqa * kv_size)),
+                0,
+            )
+        view = self.g.view(
+            v_cache,
+            (n_kv, layer.n_head_kv, layer.head_dim_v, ns),
+            (row_size(t, kv_size * layer.head_dim_v), row_size(t, kv_size), row_size(t, kv_size * n_embd_v_gqa)),
+            0,
+        )
         return view
 
-    def build_attn_mha(self, q: Tensor, k: Tensor, v: Tensor, kq_b: Tensor | None, mask: Tensor | None,
-                       sinks: Tensor | None, v_mla: Tensor | None = None, softcap: bool = False) -> Tensor:
+    def build_attn_mha(
+        self,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        kq_b: Tensor | None,
+        mask: Tensor | None,
+        sinks: Tensor | None,
+        v_mla: Tensor | None = None,
+        softcap: bool = False,
+    ) -> Tensor:
         g = self.g
         v_trans = v.nb[1] > v.nb[2]
         n_stream = k.ne[3]
-        q = g.view(q, (q.ne[0], q.ne[1], q.ne[2] // n_stream, n_stream),
-                   (q.nb[1], q.nb[2], q.nb[2] * (q.ne[2] // n_stream)), 0)
+        q = g.view(
+            q, (q.ne[0], q.ne[1], q.ne[2] // n_stream, n_stream), (q.nb[1], q.nb[2], q.nb[2] * (q.ne[2] // n_stream)), 0
+        )
         q = g.permute(q, 0, 2, 1, 3)
         k = g.permute(k, 0, 2, 1, 3)
         v = g.permute(v, 0, 2, 1, 3)
@@ -492,8 +569,14 @@ class GraphContext:
         extra = g.view(s_copy, (n_rs - n_seqs,), (), n_seqs * s_copy.nb[0])
         return {"s_copy": s_copy, "main": main, "extra": extra}
 
-    def build_rs(self, inp: dict[str, Tensor], s: Tensor, state_size: int, n_seqs: int,
-                 get_rows: Callable[[Tensor, Tensor], Tensor] | None = None) -> Tensor:
+    def build_rs(
+        self,
+        inp: dict[str, Tensor],
+        s: Tensor,
+        state_size: int,
+        n_seqs: int,
+        get_rows: Callable[[Tensor, Tensor], Tensor] | None = None,
+    ) -> Tensor:
         """llm_graph_context::build_rs: zero a state, gather the sequences' states, keep the others."""
         g = self.g
         n_rs = self.shape.n_rs
@@ -527,8 +610,13 @@ class GraphContext:
 class WeightSet:
     """Weight and cache tensors as graph leaves, created on first use."""
 
-    def __init__(self, model: ModelAnatomy, kv: dict[tuple[int, bool], tuple[Tensor, Tensor | None]],
-                 graph: Graph, locate: Callable[[str, bool], tuple[str, bool]] | None = None) -> None:
+    def __init__(
+        self,
+        model: ModelAnatomy,
+        kv: dict[tuple[int, bool], tuple[Tensor, Tensor | None]],
+        graph: Graph,
+        locate: Callable[[str, bool], tuple[str, bool]] | None = None,
+    ) -> None:
         """`locate(name, duplicate)` gives a weight's backend ("host" or a GPU name) and whether
         a host weight sits in a plain host buffer (not CPU_REPACK)."""
         self.model = model
@@ -560,8 +648,11 @@ class WeightSet:
     def get(self, name: str, duplicate: bool = False) -> Tensor:
         tensor = self.get_optional(name, duplicate)
         if tensor is None:
-            raise ModelError(self.model.path, f"required tensor {name!r} is missing: not a complete "
-                                              f"{self.model.architecture} model (llama.cpp would refuse it)")
+            raise ModelError(
+                self.model.path,
+                f"required tensor {name!r} is missing: not a complete "
+                f"{self.model.architecture} model (llama.cpp would refuse it)",
+            )
         return tensor
 
     def layer(self, il: int, suffix: str) -> Tensor | None:

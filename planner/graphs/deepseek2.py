@@ -56,8 +56,15 @@ def build_deepseek2(ctx: GraphContext) -> None:
             v_cur = kv_cmpr
             if attn_scale is not None:
                 q_cur = g.mul(q_cur, attn_scale)
-            cur = ctx.build_attn_k(inp_attn, layer, w.layer(il, "attn_output.weight"), q_cur, k_cur, v_cur,
-                                   v_mla=w.layer_req(il, "attn_v_b.weight"))
+            cur = ctx.build_attn_k(
+                inp_attn,
+                layer,
+                w.layer(il, "attn_output.weight"),
+                q_cur,
+                k_cur,
+                v_cur,
+                v_mla=w.layer_req(il, "attn_v_b.weight"),
+            )
         else:
             kv = g.mul_mat(w.layer_req(il, "attn_kv_b.weight"), kv_cmpr)
             stride_kv = row_size(kv.type, nope + hd_v)
@@ -75,19 +82,39 @@ def build_deepseek2(ctx: GraphContext) -> None:
         ffn_inp = g.add(cur, inp_sa)
         cur = ctx.build_norm(ffn_inp, w.layer(il, "ffn_norm.weight"), il=il)
         if il < x.get("n_layer_dense_lead", 0):
-            cur = ctx.build_ffn(cur, w.layer(il, "ffn_up.weight"), w.layer(il, "ffn_gate.weight"),
-                                w.layer(il, "ffn_down.weight"), "silu", True)
+            cur = ctx.build_ffn(
+                cur,
+                w.layer(il, "ffn_up.weight"),
+                w.layer(il, "ffn_gate.weight"),
+                w.layer(il, "ffn_down.weight"),
+                "silu",
+                True,
+            )
         else:
             gating = {1: "softmax", 2: "sigmoid", 3: "softmax_weight", 4: "sqrt_softplus"}.get(
-                x.get("expert_gating_func", 1), "softmax")
-            moe = ctx.build_moe_ffn(cur, il, x["n_expert"], x["n_expert_used"], "silu",
-                                    norm_w=x.get("expert_weights_norm", False),
-                                    w_scale=x.get("expert_weights_scale", 0.0), gating=gating,
-                                    exp_probs_b=w.layer(il, "exp_probs_b.bias"),
-                                    n_expert_groups=x.get("n_expert_groups", 0),
-                                    n_group_used=x.get("n_group_used", 0))
-            shared = ctx.build_ffn(cur, w.layer(il, "ffn_up_shexp.weight"), w.layer(il, "ffn_gate_shexp.weight"),
-                                   w.layer(il, "ffn_down_shexp.weight"), "silu", True)
+                x.get("expert_gating_func", 1), "softmax"
+            )
+            moe = ctx.build_moe_ffn(
+                cur,
+                il,
+                x["n_expert"],
+                x["n_expert_used"],
+                "silu",
+                norm_w=x.get("expert_weights_norm", False),
+                w_scale=x.get("expert_weights_scale", 0.0),
+                gating=gating,
+                exp_probs_b=w.layer(il, "exp_probs_b.bias"),
+                n_expert_groups=x.get("n_expert_groups", 0),
+                n_group_used=x.get("n_group_used", 0),
+            )
+            shared = ctx.build_ffn(
+                cur,
+                w.layer(il, "ffn_up_shexp.weight"),
+                w.layer(il, "ffn_gate_shexp.weight"),
+                w.layer(il, "ffn_down_shexp.weight"),
+                "silu",
+                True,
+            )
             cur = g.add(moe, shared)
         inp_l = g.add(cur, ffn_inp)
     cur = ctx.build_norm(inp_l, w.get_optional("output_norm.weight"))

@@ -63,26 +63,47 @@ def build_llama(ctx: GraphContext) -> None:
         if qk_norm and not qk_norm_flat:
             k = ctx.build_norm(k, w.layer(il, "attn_k_norm.weight"), il=il)
         k = g.rope(k, inp_pos, freqs)
-        cur = ctx.build_attn(inp_attn, layer, w.layer(il, "attn_output.weight"), w.layer(il, "attn_output.bias"),
-                             q, k, v)
+        cur = ctx.build_attn(
+            inp_attn, layer, w.layer(il, "attn_output.weight"), w.layer(il, "attn_output.bias"), q, k, v
+        )
         if il == m.n_trunk - 1:
             cur = g.get_rows(cur, out_ids)
             inp_sa = g.get_rows(inp_sa, out_ids)
         ffn_inp = g.add(cur, inp_sa)
         cur = ctx.build_norm(ffn_inp, w.layer(il, "ffn_norm.weight"), il=il)
         if w.layer(il, "ffn_gate_inp.weight") is None:
-            cur = ctx.build_ffn(cur, w.layer(il, "ffn_up.weight"), w.layer(il, "ffn_gate.weight"),
-                                w.layer(il, "ffn_down.weight"), "silu", True,
-                                up_b=w.layer(il, "ffn_up.bias"), gate_b=w.layer(il, "ffn_gate.bias"),
-                                down_b=w.layer(il, "ffn_down.bias"))
+            cur = ctx.build_ffn(
+                cur,
+                w.layer(il, "ffn_up.weight"),
+                w.layer(il, "ffn_gate.weight"),
+                w.layer(il, "ffn_down.weight"),
+                "silu",
+                True,
+                up_b=w.layer(il, "ffn_up.bias"),
+                gate_b=w.layer(il, "ffn_gate.bias"),
+                down_b=w.layer(il, "ffn_down.bias"),
+            )
         else:
-            moe = ctx.build_moe_ffn(cur, il, n_expert, m.extra.get("n_expert_used", 1), "silu", moe_norm_w,
-                                    m.extra.get("expert_weights_scale", 0.0))
+            moe = ctx.build_moe_ffn(
+                cur,
+                il,
+                n_expert,
+                m.extra.get("n_expert_used", 1),
+                "silu",
+                moe_norm_w,
+                m.extra.get("expert_weights_scale", 0.0),
+            )
             if w.layer(il, "ffn_gate_inp_shexp.weight") is not None:
                 gate_inp = ctx.mm(w.layer_req(il, "ffn_gate_inp_shexp.weight"), cur)
                 gate = g.div(g.unary(gate_inp), gate_inp)
-                shared = ctx.build_ffn(cur, w.layer(il, "ffn_up_shexp.weight"), w.layer(il, "ffn_gate_shexp.weight"),
-                                       w.layer(il, "ffn_down_shexp.weight"), "silu", True)
+                shared = ctx.build_ffn(
+                    cur,
+                    w.layer(il, "ffn_up_shexp.weight"),
+                    w.layer(il, "ffn_gate_shexp.weight"),
+                    w.layer(il, "ffn_down_shexp.weight"),
+                    "silu",
+                    True,
+                )
                 moe = g.add(moe, g.mul(shared, gate))
             cur = moe
         inp_l = g.add(cur, ffn_inp)
@@ -104,8 +125,9 @@ def build_phi3(ctx: GraphContext) -> None:
         q = g.rope(q, inp_pos, factors)
         k = g.rope(k, inp_pos, factors)
         q = g.scale(q)
-        cur = ctx.build_attn(inp_attn, layer, w.layer(il, "attn_output.weight"), w.layer(il, "attn_output.bias"),
-                             q, k, v)
+        cur = ctx.build_attn(
+            inp_attn, layer, w.layer(il, "attn_output.weight"), w.layer(il, "attn_output.bias"), q, k, v
+        )
         if il == m.n_trunk - 1:
             cur = g.get_rows(cur, out_ids)
             residual = g.get_rows(residual, out_ids)
@@ -138,8 +160,14 @@ def build_gemma(ctx: GraphContext) -> None:
             inp_l = g.get_rows(inp_l, out_ids)
         sa_out = g.add(cur, inp_l)
         cur = ctx.build_norm(sa_out, w.layer(il, "ffn_norm.weight"), il=il)
-        cur = ctx.build_ffn(cur, w.layer(il, "ffn_up.weight"), w.layer(il, "ffn_gate.weight"),
-                            w.layer(il, "ffn_down.weight"), "gelu", True)
+        cur = ctx.build_ffn(
+            cur,
+            w.layer(il, "ffn_up.weight"),
+            w.layer(il, "ffn_gate.weight"),
+            w.layer(il, "ffn_down.weight"),
+            "gelu",
+            True,
+        )
         inp_l = g.add(cur, sa_out)
     _final(ctx, inp_l)
 
@@ -170,16 +198,23 @@ def build_gemma2_3(ctx: GraphContext) -> None:
         k = g.rope(k, inp_pos)
         q = g.scale(q)
         inp = inp_swa if layer.is_swa else inp_full
-        cur = ctx.build_attn(inp, layer, w.layer(il, "attn_output.weight"), None, q, k, v,
-                             iswa=iswa, softcap=m.f_attn_softcap > 0)
+        cur = ctx.build_attn(
+            inp, layer, w.layer(il, "attn_output.weight"), None, q, k, v, iswa=iswa, softcap=m.f_attn_softcap > 0
+        )
         if il == m.n_trunk - 1:
             cur = g.get_rows(cur, out_ids)
             inp_l = g.get_rows(inp_l, out_ids)
         cur = ctx.build_norm(cur, w.layer(il, "post_attention_norm.weight"), il=il)
         sa_out = g.add(cur, inp_l)
         cur = ctx.build_norm(sa_out, w.layer(il, "ffn_norm.weight"), il=il)
-        cur = ctx.build_ffn(cur, w.layer(il, "ffn_up.weight"), w.layer(il, "ffn_gate.weight"),
-                            w.layer(il, "ffn_down.weight"), "gelu", True)
+        cur = ctx.build_ffn(
+            cur,
+            w.layer(il, "ffn_up.weight"),
+            w.layer(il, "ffn_gate.weight"),
+            w.layer(il, "ffn_down.weight"),
+            "gelu",
+            True,
+        )
         cur = ctx.build_norm(cur, w.layer(il, "post_ffw_norm.weight"))  # il = -1 in llama.cpp: not pinned
         inp_l = g.add(cur, sa_out)
     _final(ctx, inp_l, softcap=m.f_final_softcap > 0)

@@ -22,13 +22,30 @@ def build_gpt_oss(ctx: GraphContext) -> None:
         q = g.rope(q, inp_pos)
         k = g.rope(k, inp_pos)
         inp = inp_swa if layer.is_swa else inp_full
-        cur = ctx.build_attn(inp, layer, w.layer(il, "attn_output.weight"), w.layer(il, "attn_output.bias"),
-                             q, k, v, sinks=w.layer(il, "attn_sinks.weight"), iswa=True)
+        cur = ctx.build_attn(
+            inp,
+            layer,
+            w.layer(il, "attn_output.weight"),
+            w.layer(il, "attn_output.bias"),
+            q,
+            k,
+            v,
+            sinks=w.layer(il, "attn_sinks.weight"),
+            iswa=True,
+        )
         ffn_inp = g.add(cur, inp_sa)
         cur = ctx.build_norm(ffn_inp, w.layer(il, "post_attention_norm.weight"), il=il)
-        cur = ctx.build_moe_ffn(cur, il, m.extra["n_expert"], m.extra["n_expert_used"], "swiglu_oai",
-                                norm_w=False, w_scale=m.extra.get("expert_weights_scale", 0.0),
-                                gating="softmax_weight", gate_inp_b=w.layer(il, "ffn_gate_inp.bias"))
+        cur = ctx.build_moe_ffn(
+            cur,
+            il,
+            m.extra["n_expert"],
+            m.extra["n_expert_used"],
+            "swiglu_oai",
+            norm_w=False,
+            w_scale=m.extra.get("expert_weights_scale", 0.0),
+            gating="softmax_weight",
+            gate_inp_b=w.layer(il, "ffn_gate_inp.bias"),
+        )
         inp_l = g.add(cur, ffn_inp)
     inp_l.flags |= FLAG_OUTPUT  # t_h_nextn: the last hidden state is kept as an output
     cur = g.get_rows(inp_l, out_ids)

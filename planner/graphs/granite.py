@@ -11,8 +11,9 @@ from planner.graphs.context import GraphContext
 from planner.model import LayerAnatomy
 
 
-def granite_attention(ctx: GraphContext, inp_attn: dict[str, Tensor | None], inp_pos: Tensor | None,
-                      layer: LayerAnatomy, cur: Tensor) -> Tensor:
+def granite_attention(
+    ctx: GraphContext, inp_attn: dict[str, Tensor | None], inp_pos: Tensor | None, layer: LayerAnatomy, cur: Tensor
+) -> Tensor:
     """build_attention_layer: Q/K/V, RoPE when enabled, attention (the kq scale is no extra node)."""
     w, il = ctx.w, layer.index
     freqs = w.get_optional("rope_freqs.weight") if inp_pos is not None else None
@@ -27,15 +28,30 @@ def granite_ffn(ctx: GraphContext, cur: Tensor, inp_sa: Tensor, il: int) -> Tens
     ffn_inp = g.add(cur, inp_sa)
     cur = ctx.build_norm(ffn_inp, w.layer(il, "ffn_norm.weight"), il=il)
     if w.layer(il, "ffn_gate_inp.weight") is None:
-        cur = ctx.build_ffn(cur, w.layer(il, "ffn_up.weight"), w.layer(il, "ffn_gate.weight"),
-                            w.layer(il, "ffn_down.weight"), "silu", True, up_b=w.layer(il, "ffn_up.bias"),
-                            gate_b=w.layer(il, "ffn_gate.bias"), down_b=w.layer(il, "ffn_down.bias"))
+        cur = ctx.build_ffn(
+            cur,
+            w.layer(il, "ffn_up.weight"),
+            w.layer(il, "ffn_gate.weight"),
+            w.layer(il, "ffn_down.weight"),
+            "silu",
+            True,
+            up_b=w.layer(il, "ffn_up.bias"),
+            gate_b=w.layer(il, "ffn_gate.bias"),
+            down_b=w.layer(il, "ffn_down.bias"),
+        )
     else:
-        moe = ctx.build_moe_ffn(cur, il, x["n_expert"], x["n_expert_used"], "silu", True,
-                                x.get("expert_weights_scale", 0.0))
+        moe = ctx.build_moe_ffn(
+            cur, il, x["n_expert"], x["n_expert_used"], "silu", True, x.get("expert_weights_scale", 0.0)
+        )
         if w.layer(il, "ffn_up_shexp.weight") is not None:
-            shared = ctx.build_ffn(cur, w.layer(il, "ffn_up_shexp.weight"), w.layer(il, "ffn_gate_shexp.weight"),
-                                   w.layer(il, "ffn_down_shexp.weight"), "silu", True)
+            shared = ctx.build_ffn(
+                cur,
+                w.layer(il, "ffn_up_shexp.weight"),
+                w.layer(il, "ffn_gate_shexp.weight"),
+                w.layer(il, "ffn_down_shexp.weight"),
+                "silu",
+                True,
+            )
             moe = g.add(moe, shared)
         cur = moe
     if x.get("f_residual_scale"):

@@ -28,8 +28,9 @@ def _shortconv(ctx: GraphContext, inp: dict[str, Tensor], cur: Tensor, il: int) 
     bx = g.concat(conv, bx, 0)
     snap = g.view(bx, (d_conv, bx.ne[1], bx.ne[2]), (bx.nb[1], bx.nb[2]), (bx.ne[0] - d_conv) * bx.type.type_size)
     g.expand(g.cpy(snap, g.view(r_l, (d_conv * m.n_embd, n_seqs), (r_l.nb[1],), 0)))
-    conv_out = g.op("SSM_CONV", F32, (bx.ne[1], bx.ne[0] - l_cache + 1, bx.ne[2]),
-                    [bx, w.layer_req(il, "shortconv.conv.weight")])
+    conv_out = g.op(
+        "SSM_CONV", F32, (bx.ne[1], bx.ne[0] - l_cache + 1, bx.ne[2]), [bx, w.layer_req(il, "shortconv.conv.weight")]
+    )
     y = g.mul(c, conv_out)
     y = ctx.mm(w.layer_req(il, "shortconv.out_proj.weight"), y)
     return g.reshape(y, y.ne[0], n_seq_tokens * n_seqs)
@@ -68,13 +69,26 @@ def build_lfm2(ctx: GraphContext) -> None:
         cur = g.add(prev, cur)
         normed = ctx.build_norm(cur, w.layer(il, "ffn_norm.weight"), il=il)
         if w.layer(il, "ffn_gate_inp.weight") is not None:
-            out = ctx.build_moe_ffn(normed, il, m.extra["n_expert"], m.extra["n_expert_used"], "silu", True,
-                                    m.extra.get("expert_weights_scale", 0.0),
-                                    {2: "sigmoid"}.get(m.extra.get("expert_gating_func", 1), "softmax"),
-                                    exp_probs_b=w.layer(il, "exp_probs_b.bias"))
+            out = ctx.build_moe_ffn(
+                normed,
+                il,
+                m.extra["n_expert"],
+                m.extra["n_expert_used"],
+                "silu",
+                True,
+                m.extra.get("expert_weights_scale", 0.0),
+                {2: "sigmoid"}.get(m.extra.get("expert_gating_func", 1), "softmax"),
+                exp_probs_b=w.layer(il, "exp_probs_b.bias"),
+            )
         else:
-            out = ctx.build_ffn(normed, w.layer(il, "ffn_up.weight"), w.layer(il, "ffn_gate.weight"),
-                                w.layer(il, "ffn_down.weight"), "silu", True)
+            out = ctx.build_ffn(
+                normed,
+                w.layer(il, "ffn_up.weight"),
+                w.layer(il, "ffn_gate.weight"),
+                w.layer(il, "ffn_down.weight"),
+                "silu",
+                True,
+            )
         cur = g.add(cur, out)
     cur = ctx.build_norm(cur, w.get_optional("token_embd_norm.weight"))
     ctx.set_outputs(cur, ctx.mm(ctx.output_weight(), cur))
@@ -123,11 +137,18 @@ def build_jamba(ctx: GraphContext) -> None:
         ffn_inp = g.add(inp_l, cur)
         cur = ctx.build_norm(ffn_inp, w.layer(il, "ffn_norm.weight"), il=il)
         if w.layer(il, "ffn_gate_inp.weight") is None:
-            cur = ctx.build_ffn(cur, w.layer(il, "ffn_up.weight"), w.layer(il, "ffn_gate.weight"),
-                                w.layer(il, "ffn_down.weight"), "silu", True)
+            cur = ctx.build_ffn(
+                cur,
+                w.layer(il, "ffn_up.weight"),
+                w.layer(il, "ffn_gate.weight"),
+                w.layer(il, "ffn_down.weight"),
+                "silu",
+                True,
+            )
         else:
-            cur = ctx.build_moe_ffn(cur, il, x["n_expert"], x["n_expert_used"], "silu", False,
-                                    x.get("expert_weights_scale", 0.0))
+            cur = ctx.build_moe_ffn(
+                cur, il, x["n_expert"], x["n_expert_used"], "silu", False, x.get("expert_weights_scale", 0.0)
+            )
         inp_l = g.add(ffn_inp, cur)
     cur = ctx.build_norm(inp_l, w.get_optional("output_norm.weight"))
     ctx.set_outputs(cur, ctx.mm(ctx.output_weight(), cur, w.get_optional("output.scale")))

@@ -30,10 +30,13 @@ def mamba_layer(ctx: GraphContext, inp: dict[str, Tensor], cur: Tensor, il: int)
     x_db = ctx.mm(w.layer_req(il, "ssm_x.weight"), xs)
     es = x_db.type.type_size
     dt = g.view(x_db, (dt_rank, n_seq_tokens, n_seqs), (x_db.nb[1], x_db.nb[2]), 0)
-    bb = g.view(x_db, (d_state, 1, n_seq_tokens, n_seqs), (d_state * x_db.nb[0], x_db.nb[1], x_db.nb[2]),
-                es * dt_rank)
-    cc = g.view(x_db, (d_state, 1, n_seq_tokens, n_seqs), (d_state * x_db.nb[0], x_db.nb[1], x_db.nb[2]),
-                es * (dt_rank + d_state))
+    bb = g.view(x_db, (d_state, 1, n_seq_tokens, n_seqs), (d_state * x_db.nb[0], x_db.nb[1], x_db.nb[2]), es * dt_rank)
+    cc = g.view(
+        x_db,
+        (d_state, 1, n_seq_tokens, n_seqs),
+        (d_state * x_db.nb[0], x_db.nb[1], x_db.nb[2]),
+        es * (dt_rank + d_state),
+    )
     dt_norm, b_norm, c_norm = (w.layer(il, f"ssm_{n}_norm.weight") for n in ("dt", "b", "c"))
     if x.get("ssm_dt_b_c_rms") or (dt_norm is not None and b_norm is not None and c_norm is not None):
         dt = ctx.build_norm(dt, dt_norm, il=il)
@@ -54,8 +57,12 @@ def mamba_layer(ctx: GraphContext, inp: dict[str, Tensor], cur: Tensor, il: int)
         return g.op("SSM_SCAN", F32, (n,), [ssm, xs, dt, a, bb, cc, ids])
 
     y_ssm = ctx.build_rs(inp, s_l, n_embd_s(ctx.model), n_seqs, scan)
-    g.expand(g.cpy(g.view(y_ssm, (d_state * d_inner * n_seqs,), (), xs.nb[3] * xs.ne[3]),
-                   g.view(s_l, (d_state * d_inner * n_seqs,), (), 0)))
+    g.expand(
+        g.cpy(
+            g.view(y_ssm, (d_state * d_inner * n_seqs,), (), xs.nb[3] * xs.ne[3]),
+            g.view(s_l, (d_state * d_inner * n_seqs,), (), 0),
+        )
+    )
     y = g.view(y_ssm, (d_inner, n_seq_tokens, n_seqs), (xs.nb[2], xs.nb[3]), 0)
     y = g.add(y, g.mul(cur, w.layer_req(il, "ssm_d")))
     y = g.glu_split(g.cont(z), y)
@@ -93,10 +100,18 @@ def mamba2_layer(ctx: GraphContext, inp: dict[str, Tensor], cur: Tensor, il: int
     xbc = g.add(xbc, w.layer_req(il, "ssm_conv1d.bias"))
     xbc = g.unary(xbc)
     xs = g.view(xbc, (head_dim, n_head, n_seq_tokens, n_seqs), (head_dim * xbc.nb[0], xbc.nb[1], xbc.nb[2]), 0)
-    bb = g.view(xbc, (d_state, n_group, n_seq_tokens, n_seqs), (d_state * xbc.nb[0], xbc.nb[1], xbc.nb[2]),
-                d_inner * xbc.type.type_size)
-    cc = g.view(xbc, (d_state, n_group, n_seq_tokens, n_seqs), (d_state * xbc.nb[0], xbc.nb[1], xbc.nb[2]),
-                (d_inner + n_group * d_state) * xbc.type.type_size)
+    bb = g.view(
+        xbc,
+        (d_state, n_group, n_seq_tokens, n_seqs),
+        (d_state * xbc.nb[0], xbc.nb[1], xbc.nb[2]),
+        d_inner * xbc.type.type_size,
+    )
+    cc = g.view(
+        xbc,
+        (d_state, n_group, n_seq_tokens, n_seqs),
+        (d_state * xbc.nb[0], xbc.nb[1], xbc.nb[2]),
+        (d_inner + n_group * d_state) * xbc.type.type_size,
+    )
     dt = g.add(g.cont(dt), w.layer_req(il, "ssm_dt.bias"))
     a = w.layer_req(il, "ssm_a")
     slots = s_l.ne[1]
@@ -110,10 +125,18 @@ def mamba2_layer(ctx: GraphContext, inp: dict[str, Tensor], cur: Tensor, il: int
     d = d_state * d_inner
     y_row = d * y_ssm.type.type_size
     s_row = d * s_l.type.type_size
-    g.expand(g.cpy(g.view(y_ssm, (d, n_seqs, 1), (y_row, y_row * n_seqs), xs.n_elements() * 4),
-                   g.view(s_l, (d, n_seqs, 1), (s_l.nb[1], mem_size * s_row), 0)))
-    y = g.view(y_ssm, (head_dim, n_head, n_seq_tokens, n_seqs),
-               (xs.nb[1], n_head * xs.nb[1], n_seq_tokens * n_head * xs.nb[1]), 0)
+    g.expand(
+        g.cpy(
+            g.view(y_ssm, (d, n_seqs, 1), (y_row, y_row * n_seqs), xs.n_elements() * 4),
+            g.view(s_l, (d, n_seqs, 1), (s_l.nb[1], mem_size * s_row), 0),
+        )
+    )
+    y = g.view(
+        y_ssm,
+        (head_dim, n_head, n_seq_tokens, n_seqs),
+        (xs.nb[1], n_head * xs.nb[1], n_seq_tokens * n_head * xs.nb[1]),
+        0,
+    )
     y = g.add(y, g.mul(xs, w.layer_req(il, "ssm_d")))
     y = g.glu_split(g.cont(z), y)
     norm = w.layer(il, "ssm_norm.weight")

@@ -62,8 +62,12 @@ def _conv_state(ctx: GraphContext, inp: dict[str, Tensor], qkv: Tensor, il: int)
     states = ctx.build_rs(inp, r_l, n_embd_r(ctx.model), n_seqs)
     states = g.reshape(states, d_conv - 1, channels, n_seqs)
     conv_input = g.concat(states, g.transpose(qkv), 0)
-    last = g.view(conv_input, (d_conv - 1, channels, n_seqs), (conv_input.nb[1], conv_input.nb[2]),
-                  (conv_input.ne[0] - states.ne[0]) * conv_input.type.type_size)
+    last = g.view(
+        conv_input,
+        (d_conv - 1, channels, n_seqs),
+        (conv_input.nb[1], conv_input.nb[2]),
+        (conv_input.ne[0] - states.ne[0]) * conv_input.type.type_size,
+    )
     g.expand(g.cpy(last, g.view(r_l, ((d_conv - 1) * channels, n_seqs), (r_l.nb[1],), 0)))
     return conv_input
 
@@ -82,8 +86,17 @@ def _repeat_heads(ctx: GraphContext, t: Tensor, n_k: int, n_v: int) -> Tensor:
     return g.reshape(t, head, n_v, n_seq_tokens, n_seqs)
 
 
-def _delta_net(ctx: GraphContext, inp: dict[str, Tensor], q: Tensor, k: Tensor, v: Tensor, gate: Tensor,
-               beta: Tensor, state: Tensor, il: int) -> Tensor:
+def _delta_net(
+    ctx: GraphContext,
+    inp: dict[str, Tensor],
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    gate: Tensor,
+    beta: Tensor,
+    state: Tensor,
+    il: int,
+) -> Tensor:
     """build_recurrent_attn with the fused op: the output view; the new state is copied into s."""
     g = ctx.g
     _, s_l = ctx.w.rs(il)
@@ -91,8 +104,12 @@ def _delta_net(ctx: GraphContext, inp: dict[str, Tensor], q: Tensor, k: Tensor, 
     out = g.gated_delta_net(q, k, v, gate, beta, state)
     es = out.type.type_size
     output = g.view(out, (s_v, h_v, n_seq_tokens, n_seqs), (es * s_v, es * s_v * h_v, es * s_v * h_v * n_seq_tokens), 0)
-    new_state = g.view(out, (s_v, s_v, h_v, n_seqs), (es * s_v, es * s_v * s_v, es * s_v * s_v * h_v),
-                       es * s_v * h_v * n_seq_tokens * n_seqs)
+    new_state = g.view(
+        out,
+        (s_v, s_v, h_v, n_seqs),
+        (es * s_v, es * s_v * s_v, es * s_v * s_v * h_v),
+        es * s_v * h_v * n_seq_tokens * n_seqs,
+    )
     g.expand(g.cpy(new_state, g.view(s_l, (n_embd_s(ctx.model), n_seqs), (s_l.nb[1],), 0)))
     return output
 
@@ -117,15 +134,20 @@ def _linear_attn(ctx: GraphContext, inp: dict[str, Tensor], cur: Tensor, il: int
     state = ctx.build_rs(inp, s_l, n_embd_s(ctx.model), n_seqs)
     state = g.reshape(state, head_v, head_v, n_v, n_seqs)
     kernel = w.layer_req(il, "ssm_conv1d.weight")
-    conv = g.op("SSM_CONV", F32, (kernel.ne[1], conv_input.ne[0] - kernel.ne[0] + 1, conv_input.ne[2]),
-                [conv_input, kernel])
+    conv = g.op(
+        "SSM_CONV", F32, (kernel.ne[1], conv_input.ne[0] - kernel.ne[0] + 1, conv_input.ne[2]), [conv_input, kernel]
+    )
     conv = g.unary(conv)
     row = conv.type.type_size * (2 * head_k * n_k + head_v * n_v)
     strides = (conv.type.type_size * head_k, row, row * n_seq_tokens)
     q = g.view(conv, (head_k, n_k, n_seq_tokens, n_seqs), strides, 0)
     k = g.view(conv, (head_k, n_k, n_seq_tokens, n_seqs), strides, head_k * n_k * conv.type.type_size)
-    v = g.view(conv, (head_v, n_v, n_seq_tokens, n_seqs), (conv.type.type_size * head_v, row, row * n_seq_tokens),
-               2 * head_k * n_k * conv.type.type_size)
+    v = g.view(
+        conv,
+        (head_v, n_v, n_seq_tokens, n_seqs),
+        (conv.type.type_size * head_v, row, row * n_seq_tokens),
+        2 * head_k * n_k * conv.type.type_size,
+    )
     q, k = _l2_norm(ctx, q), _l2_norm(ctx, k)
     if n_k != n_v:
         q, k = _repeat_heads(ctx, q, n_k, n_v), _repeat_heads(ctx, k, n_k, n_v)
@@ -137,8 +159,9 @@ def _linear_attn(ctx: GraphContext, inp: dict[str, Tensor], cur: Tensor, il: int
     return g.reshape(out, ctx.n_embd, n_seq_tokens * n_seqs)
 
 
-def _gated_attn(ctx: GraphContext, inp: dict[str, Tensor | None], layer: LayerAnatomy, cur: Tensor,
-                inp_pos: Tensor) -> Tensor:
+def _gated_attn(
+    ctx: GraphContext, inp: dict[str, Tensor | None], layer: LayerAnatomy, cur: Tensor, inp_pos: Tensor
+) -> Tensor:
     """build_layer_attn: one projection gives the queries and a sigmoid output gate."""
     g, w, il = ctx.g, ctx.w, layer.index
     hd, n_head, n_kv, n_tok = layer.head_dim_k, layer.n_head, layer.n_head_kv, ctx.n_tokens
@@ -161,14 +184,26 @@ def _ffn(ctx: GraphContext, cur: Tensor, il: int) -> Tensor:
     """build_layer_ffn: routed experts (softmax, normalised weights) plus the sigmoid-gated shared expert."""
     g, w, x = ctx.g, ctx.w, ctx.model.extra
     if w.layer(il, "ffn_gate_inp.weight") is None:
-        return ctx.build_ffn(cur, w.layer(il, "ffn_up.weight"), w.layer(il, "ffn_gate.weight"),
-                             w.layer(il, "ffn_down.weight"), "silu", True)
+        return ctx.build_ffn(
+            cur,
+            w.layer(il, "ffn_up.weight"),
+            w.layer(il, "ffn_gate.weight"),
+            w.layer(il, "ffn_down.weight"),
+            "silu",
+            True,
+        )
     # qwen3next does not read expert_weights_scale: the weights are never scaled
     moe = ctx.build_moe_ffn(cur, il, x["n_expert"], x["n_expert_used"], "silu", True, 0.0)
     if w.layer(il, "ffn_up_shexp.weight") is None:
         return moe
-    shared = ctx.build_ffn(cur, w.layer(il, "ffn_up_shexp.weight"), w.layer(il, "ffn_gate_shexp.weight"),
-                           w.layer(il, "ffn_down_shexp.weight"), "silu", True)
+    shared = ctx.build_ffn(
+        cur,
+        w.layer(il, "ffn_up_shexp.weight"),
+        w.layer(il, "ffn_gate_shexp.weight"),
+        w.layer(il, "ffn_down_shexp.weight"),
+        "silu",
+        True,
+    )
     shared_gate = g.unary(ctx.mm(w.layer_req(il, "ffn_gate_inp_shexp.weight"), cur))
     return g.add(moe, g.mul(shared, shared_gate))
 

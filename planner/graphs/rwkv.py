@@ -66,8 +66,9 @@ def _lerp_views(ctx: GraphContext, xxx: Tensor, count: int) -> list[Tensor]:
     return [ctx.g.view(xxx, (ctx.n_embd, ctx.n_tokens), (xxx.nb[1],), i * step) for i in range(count)]
 
 
-def _rwkv6_time_mix(ctx: GraphContext, inp: dict[str, Tensor], cur: Tensor, x_prev: Tensor,
-                    first_value: Tensor | None, il: int) -> tuple[Tensor, Tensor | None]:
+def _rwkv6_time_mix(
+    ctx: GraphContext, inp: dict[str, Tensor], cur: Tensor, x_prev: Tensor, first_value: Tensor | None, il: int
+) -> tuple[Tensor, Tensor | None]:
     """llm_build_rwkv6_base::build_rwkv6_time_mix (RWKV-6, not the QRWKV variant)."""
     g, w, n_embd, n_tokens = ctx.g, ctx.w, ctx.n_embd, ctx.n_tokens
     n_seq_tokens, n_seqs = _seq_shape(ctx)
@@ -88,15 +89,18 @@ def _rwkv6_time_mix(ctx: GraphContext, inp: dict[str, Tensor], cur: Tensor, x_pr
         xw, xk, xv, xr, xg = _lerp_views(ctx, xxx, 5)
     else:
         views = _lerp_views(ctx, xxx, 5)
-        xw, xk, xv, xr, xg = (g.add(g.mul(g.add(x, w.layer_req(il, f"time_mix_lerp_{n}.weight")), sx), cur)
-                              for x, n in zip(views, "wkvrg"))
+        xw, xk, xv, xr, xg = (
+            g.add(g.mul(g.add(x, w.layer_req(il, f"time_mix_lerp_{n}.weight")), sx), cur)
+            for x, n in zip(views, "wkvrg")
+        )
     r = ctx.mm(w.layer_req(il, "time_mix_receptance.weight"), xr)
     k = ctx.mm(w.layer_req(il, "time_mix_key.weight"), xk)
     v = ctx.mm(w.layer_req(il, "time_mix_value.weight"), xv)
     gate = g.unary(ctx.mm(w.layer_req(il, "time_mix_gate.weight"), xg))
     k, v, r = (g.reshape(t, head_size, n_head, n_tokens) for t in (k, v, r))
-    decay = g.mul_mat(w.layer_req(il, "time_mix_decay_w2.weight"),
-                      g.unary(g.mul_mat(w.layer_req(il, "time_mix_decay_w1.weight"), xw)))
+    decay = g.mul_mat(
+        w.layer_req(il, "time_mix_decay_w2.weight"), g.unary(g.mul_mat(w.layer_req(il, "time_mix_decay_w1.weight"), xw))
+    )
     decay = g.add(decay, w.layer_req(il, "time_mix_decay.weight"))
     decay = g.reshape(g.unary(g.unary(g.unary(decay))), head_size, n_head, n_tokens)
     _, s_l = w.rs(il)
@@ -117,8 +121,9 @@ def _rwkv6_channel_mix(ctx: GraphContext, cur: Tensor, x_prev: Tensor, il: int) 
     return g.mul(r, ctx.mm(w.layer_req(il, "channel_mix_value.weight"), k))
 
 
-def _rwkv7_time_mix(ctx: GraphContext, inp: dict[str, Tensor], cur: Tensor, x_prev: Tensor,
-                    first_value: Tensor | None, il: int) -> tuple[Tensor, Tensor | None]:
+def _rwkv7_time_mix(
+    ctx: GraphContext, inp: dict[str, Tensor], cur: Tensor, x_prev: Tensor, first_value: Tensor | None, il: int
+) -> tuple[Tensor, Tensor | None]:
     """llm_build_rwkv7_base::build_rwkv7_time_mix."""
     g, w, n_embd, n_tokens = ctx.g, ctx.w, ctx.n_embd, ctx.n_tokens
     n_seq_tokens, n_seqs = _seq_shape(ctx)
@@ -131,8 +136,9 @@ def _rwkv7_time_mix(ctx: GraphContext, inp: dict[str, Tensor], cur: Tensor, x_pr
     xxx = g.add(g.mul(sx, w.layer_req(il, "time_mix_lerp_fused.weight")), cur)
     xr, xw, xk, xv, xa, *rest = _lerp_views(ctx, xxx, 6 if gating else 5)
     r = ctx.mm(w.layer_req(il, "time_mix_receptance.weight"), xr)
-    decay = g.mul_mat(w.layer_req(il, "time_mix_w2.weight"),
-                      g.unary(g.mul_mat(w.layer_req(il, "time_mix_w1.weight"), xw)))
+    decay = g.mul_mat(
+        w.layer_req(il, "time_mix_w2.weight"), g.unary(g.mul_mat(w.layer_req(il, "time_mix_w1.weight"), xw))
+    )
     decay = g.add(decay, w.layer_req(il, "time_mix_w0.weight"))
     decay = g.unary(g.scale(g.unary(decay)))
     k = ctx.mm(w.layer_req(il, "time_mix_key.weight"), xk)
@@ -182,8 +188,12 @@ def _shifted(ctx: GraphContext, shift: Tensor, normed: Tensor) -> Tensor:
 
 def _last_token(ctx: GraphContext, normed: Tensor) -> Tensor:
     n_seq_tokens, n_seqs = _seq_shape(ctx)
-    return ctx.g.view(normed, (ctx.n_embd, 1, n_seqs), (normed.nb[1], normed.nb[2]),
-                      (n_seq_tokens - 1) * ctx.n_embd * normed.type.type_size)
+    return ctx.g.view(
+        normed,
+        (ctx.n_embd, 1, n_seqs),
+        (normed.nb[1], normed.nb[2]),
+        (n_seq_tokens - 1) * ctx.n_embd * normed.type.type_size,
+    )
 
 
 def _build_rwkv(ctx: GraphContext, time_mix: TimeMix, channel_mix: ChannelMix, rwkv6: bool) -> None:
@@ -203,12 +213,14 @@ def _build_rwkv(ctx: GraphContext, time_mix: TimeMix, channel_mix: ChannelMix, r
         shift = _token_shift_load(ctx, rs_inp, il)
         att_shift = g.view(shift, (n_embd, 1, n_seqs), (shift.nb[1], shift.nb[2]), 0)
         ffn_shift = g.view(shift, (n_embd, 1, n_seqs), (shift.nb[1], shift.nb[2]), n_embd * shift.type.type_size)
-        att_norm = ctx.build_norm(inp_l, w.layer(il, "attn_norm.weight"), w.layer(il, "attn_norm.bias"),
-                                  rms=False, il=il)
+        att_norm = ctx.build_norm(
+            inp_l, w.layer(il, "attn_norm.weight"), w.layer(il, "attn_norm.bias"), rms=False, il=il
+        )
         cur, first_value = time_mix(ctx, rs_inp, att_norm, _shifted(ctx, att_shift, att_norm), first_value, il)
         ffn_inp = g.add(cur, inp_l)
-        ffn_norm = ctx.build_norm(ffn_inp, w.layer(il, "attn_norm_2.weight"), w.layer(il, "attn_norm_2.bias"),
-                                  rms=False, il=il)
+        ffn_norm = ctx.build_norm(
+            ffn_inp, w.layer(il, "attn_norm_2.weight"), w.layer(il, "attn_norm_2.bias"), rms=False, il=il
+        )
         x_prev = _shifted(ctx, ffn_shift, ffn_norm)
         shift = g.concat(_last_token(ctx, att_norm), _last_token(ctx, ffn_norm), 1)
         g.expand(_token_shift_store(ctx, shift, il))

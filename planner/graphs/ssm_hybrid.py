@@ -32,9 +32,17 @@ def build_falcon_h1(ctx: GraphContext) -> None:
         if il == m.n_trunk - 1:
             inp_sa = g.get_rows(inp_sa, out_ids)  # the layer output's get_rows is never used
         cur = ctx.build_norm(inp_sa, w.layer(il, "ffn_norm"), il=il)
-        cur = ctx.build_ffn(cur, w.layer(il, "ffn_up.weight"), w.layer(il, "ffn_gate.weight"),
-                            w.layer(il, "ffn_down.weight"), "silu", True, up_b=w.layer(il, "ffn_up.bias"),
-                            gate_b=w.layer(il, "ffn_gate.bias"), down_b=w.layer(il, "ffn_down.bias"))
+        cur = ctx.build_ffn(
+            cur,
+            w.layer(il, "ffn_up.weight"),
+            w.layer(il, "ffn_gate.weight"),
+            w.layer(il, "ffn_down.weight"),
+            "silu",
+            True,
+            up_b=w.layer(il, "ffn_up.bias"),
+            gate_b=w.layer(il, "ffn_gate.bias"),
+            down_b=w.layer(il, "ffn_down.bias"),
+        )
         inp_l = g.add(cur, inp_sa)
     cur = ctx.build_norm(inp_l, w.get_optional("output_norm.weight"))
     ctx.set_outputs(cur, ctx.mm(ctx.output_weight(), cur, w.get_optional("output.scale")))
@@ -46,14 +54,25 @@ def _nemotron_h_moe(ctx: GraphContext, cur: Tensor, il: int) -> Tensor:
     latent_down, latent_up = w.layer(il, "ffn_latent_down.weight"), w.layer(il, "ffn_latent_up.weight")
     inp_latent = g.mul_mat(latent_down, cur) if latent_down is not None else cur
     logits = ctx.mm(w.layer_req(il, "ffn_gate_inp.weight"), cur)
-    moe = ctx.build_moe_ffn(inp_latent, il, x["n_expert"], x["n_expert_used_layers"][il], "relu_sqr",
-                            x.get("expert_weights_norm", False), x.get("expert_weights_scale", 0.0), "sigmoid",
-                            exp_probs_b=w.layer(il, "exp_probs_b.bias"), n_expert_groups=x["n_expert_groups"],
-                            n_group_used=x["n_group_used"], logits=logits)
+    moe = ctx.build_moe_ffn(
+        inp_latent,
+        il,
+        x["n_expert"],
+        x["n_expert_used_layers"][il],
+        "relu_sqr",
+        x.get("expert_weights_norm", False),
+        x.get("expert_weights_scale", 0.0),
+        "sigmoid",
+        exp_probs_b=w.layer(il, "exp_probs_b.bias"),
+        n_expert_groups=x["n_expert_groups"],
+        n_group_used=x["n_group_used"],
+        logits=logits,
+    )
     if latent_up is not None:
         moe = g.mul_mat(latent_up, moe)
-    shared = ctx.build_ffn(cur, w.layer(il, "ffn_up_shexp.weight"), None, w.layer(il, "ffn_down_shexp.weight"),
-                           "relu_sqr", True)
+    shared = ctx.build_ffn(
+        cur, w.layer(il, "ffn_up_shexp.weight"), None, w.layer(il, "ffn_down_shexp.weight"), "relu_sqr", True
+    )
     return g.add(moe, shared)
 
 
@@ -72,8 +91,16 @@ def build_nemotron_h(ctx: GraphContext) -> None:
         elif layer.n_ff == 0:
             cur = ctx.build_plain_attn(inp_attn, layer, cur, None, w.layer(il, "attn_output.bias"))
         elif w.layer(il, "ffn_gate_inp.weight") is None:
-            cur = ctx.build_ffn(cur, w.layer(il, "ffn_up.weight"), None, w.layer(il, "ffn_down.weight"), "relu_sqr",
-                                True, up_b=w.layer(il, "ffn_up.bias"), down_b=w.layer(il, "ffn_down.bias"))
+            cur = ctx.build_ffn(
+                cur,
+                w.layer(il, "ffn_up.weight"),
+                None,
+                w.layer(il, "ffn_down.weight"),
+                "relu_sqr",
+                True,
+                up_b=w.layer(il, "ffn_up.bias"),
+                down_b=w.layer(il, "ffn_down.bias"),
+            )
         else:
             cur = _nemotron_h_moe(ctx, cur, il)
         # embeddings_nextn_masked is off by default: the rows are picked after the output norm
@@ -104,8 +131,12 @@ def _plamo2_mixer(ctx: GraphContext, inp: dict[str, Tensor], cur: Tensor, il: in
     conv_x = g.concat(conv, g.transpose(x), 0)
     last = g.view(conv_x, (d_conv - 1, d_inner, n_seqs), (conv_x.nb[1], conv_x.nb[2]), n_seq_tokens * conv_x.nb[0])
     g.expand(g.cpy(last, g.view(r_l, ((d_conv - 1) * d_inner * n_seqs,), (), 0)))
-    x = g.op("SSM_CONV", F32, (d_inner, conv_x.ne[0] - d_conv + 1, conv_x.ne[2]),
-             [conv_x, w.layer_req(il, "ssm_conv1d.weight")])
+    x = g.op(
+        "SSM_CONV",
+        F32,
+        (d_inner, conv_x.ne[0] - d_conv + 1, conv_x.ne[2]),
+        [conv_x, w.layer_req(il, "ssm_conv1d.weight")],
+    )
     x = g.unary(x)
     x_bcdt = ctx.mm(w.layer_req(il, "ssm_x.weight"), x)
     es = x_bcdt.type.type_size
@@ -119,8 +150,12 @@ def _plamo2_mixer(ctx: GraphContext, inp: dict[str, Tensor], cur: Tensor, il: in
     dt = g.add(ctx.mm(w.layer_req(il, "ssm_dt.weight"), dt), w.layer_req(il, "ssm_dt.bias"))
     a = g.reshape(w.layer_req(il, "ssm_a"), 1, n_heads)
     es = x.type.type_size
-    x = g.view(x, (head_dim, n_heads, n_seq_tokens, n_seqs),
-               (head_dim * es, head_dim * n_heads * es, head_dim * n_heads * n_seq_tokens * es), 0)
+    x = g.view(
+        x,
+        (head_dim, n_heads, n_seq_tokens, n_seqs),
+        (head_dim * es, head_dim * n_heads * es, head_dim * n_heads * n_seq_tokens * es),
+        0,
+    )
     bb = g.view(bb, (d_state, 1, n_seq_tokens, n_seqs), (d_state * bb.nb[0], bb.nb[1], bb.nb[2]), 0)
     cc = g.view(cc, (d_state, 1, n_seq_tokens, n_seqs), (d_state * cc.nb[0], cc.nb[1], cc.nb[2]), 0)
 
@@ -131,10 +166,18 @@ def _plamo2_mixer(ctx: GraphContext, inp: dict[str, Tensor], cur: Tensor, il: in
 
     y_ssm = ctx.build_rs(inp, s_l, n_embd_s(m), n_seqs, scan)
     n_state = n_heads * head_dim * d_state * n_seqs
-    g.expand(g.cpy(g.view(y_ssm, (n_state,), (), n_heads * head_dim * n_seq_tokens * n_seqs * y_ssm.type.type_size),
-                   g.view(s_l, (n_state,), (), 0)))
-    y = g.view(y_ssm, (head_dim, n_heads, n_seq_tokens, n_seqs),
-               (head_dim * es, head_dim * n_heads * es, head_dim * n_heads * n_seq_tokens * es), 0)
+    g.expand(
+        g.cpy(
+            g.view(y_ssm, (n_state,), (), n_heads * head_dim * n_seq_tokens * n_seqs * y_ssm.type.type_size),
+            g.view(s_l, (n_state,), (), 0),
+        )
+    )
+    y = g.view(
+        y_ssm,
+        (head_dim, n_heads, n_seq_tokens, n_seqs),
+        (head_dim * es, head_dim * n_heads * es, head_dim * n_heads * n_seq_tokens * es),
+        0,
+    )
     y = g.add(y, g.mul(x, g.reshape(w.layer_req(il, "ssm_d"), 1, n_heads)))
     y = g.glu_split(g.cont(z), y)
     y = g.view(y, (head_dim * n_heads, n_seq_tokens, n_seqs), (y.nb[2], y.nb[3]), 0)
@@ -142,8 +185,9 @@ def _plamo2_mixer(ctx: GraphContext, inp: dict[str, Tensor], cur: Tensor, il: in
     return g.reshape(cur, cur.ne[0], n_seq_tokens * n_seqs)
 
 
-def _plamo2_attention(ctx: GraphContext, inp: dict[str, Tensor | None], layer: LayerAnatomy, cur: Tensor,
-                      pos: Tensor) -> Tensor:
+def _plamo2_attention(
+    ctx: GraphContext, inp: dict[str, Tensor | None], layer: LayerAnatomy, cur: Tensor, pos: Tensor
+) -> Tensor:
     """build_plamo2_attn_layer: fused QKV, per-head Q/K norms, RoPE."""
     g, w, il = ctx.g, ctx.w, layer.index
     hd = layer.head_dim_k

@@ -145,14 +145,22 @@ class ChatScreen(Screen):
             return
         info = crash.exit
         if info.memory:
-            self.app.notify(f"{info.message()}\nWhat was written is kept. Reloading with a smaller plan…",
-                            title="The engine ran out of memory", severity="error", timeout=15)
+            self.app.notify(
+                f"{info.message()}\nWhat was written is kept. Reloading with a smaller plan…",
+                title="The engine ran out of memory",
+                severity="error",
+                timeout=15,
+            )
             self.begin_reload(crash)
             return
         if info.cpu_extra_buffer and model.plan.config.cpu_extra_buffers is not False:
-            self.app.notify(f"{info.message()}\nWhat was written is kept. Reloading without the CPU's extra "
-                            f"buffer types ({', '.join(info.extra_buffers)})…",
-                            title="The engine crashed", severity="error", timeout=15)
+            self.app.notify(
+                f"{info.message()}\nWhat was written is kept. Reloading without the CPU's extra "
+                f"buffer types ({', '.join(info.extra_buffers)})…",
+                title="The engine crashed",
+                severity="error",
+                timeout=15,
+            )
             self._reload_same(extra_buffers=False)
             return
 
@@ -162,14 +170,23 @@ class ChatScreen(Screen):
             if reload:
                 self._reload_same()
             else:
-                self.app.notify("The model is not loaded: press F5 to reload it, F2 for the model list.",
-                                severity="warning", timeout=8)
+                self.app.notify(
+                    "The model is not loaded: press F5 to reload it, F2 for the model list.",
+                    severity="warning",
+                    timeout=8,
+                )
                 self.update_context_line()
 
-        self.app.push_screen(ConfirmDialog(
-            "The engine stopped", f"{info.message()}\n\nThe conversation and what the model had written are "
-            "kept. vramchat itself is unharmed. Reload the model and carry on?", confirm="Reload",
-            focus_confirm=True), answer)
+        self.app.push_screen(
+            ConfirmDialog(
+                "The engine stopped",
+                f"{info.message()}\n\nThe conversation and what the model had written are "
+                "kept. vramchat itself is unharmed. Reload the model and carry on?",
+                confirm="Reload",
+                focus_confirm=True,
+            ),
+            answer,
+        )
 
     def _reload_same(self, extra_buffers: bool | None = None) -> None:
         """Load the model again with the plan it had (without the CPU's extra buffer types if asked)."""
@@ -206,11 +223,23 @@ class ChatScreen(Screen):
 
         try:
             if after is not None:
-                session.reload_smaller(after, app.devices, progress, on_retry,  # type: ignore[attr-defined]
-                                       app.probe_devices)  # type: ignore[attr-defined]
+                session.reload_smaller(
+                    after,
+                    app.devices,
+                    progress,
+                    on_retry,  # type: ignore[attr-defined]
+                    app.probe_devices,
+                )  # type: ignore[attr-defined]
             else:
-                session.load(path, anatomy, fit, app.devices, progress, on_retry,  # type: ignore[attr-defined]
-                             app.probe_devices)  # type: ignore[attr-defined]
+                session.load(
+                    path,
+                    anatomy,
+                    fit,
+                    app.devices,
+                    progress,
+                    on_retry,  # type: ignore[attr-defined]
+                    app.probe_devices,
+                )  # type: ignore[attr-defined]
         except Exception as exc:  # LoadFailed, or anything llama.cpp throws: shown, never a traceback
             self.post_message(LoadFinished(str(exc) or type(exc).__name__))
             return
@@ -236,30 +265,45 @@ class ChatScreen(Screen):
             self.app.notify(f"{message.why}", title="The engine crashed", severity="warning", timeout=15)
             return
         self.query_one("#load-status", Label).update(f"Out of memory: retrying with {changes}…")
-        self.app.notify(f"{_first_line(message.why)}\nTrying a smaller plan: {changes}.",
-                        title="Not enough memory", severity="warning", timeout=10)
+        self.app.notify(
+            f"{_first_line(message.why)}\nTrying a smaller plan: {changes}.",
+            title="Not enough memory",
+            severity="warning",
+            timeout=10,
+        )
 
     def on_load_finished(self, message: LoadFinished) -> None:
         self.loading = False
         self.query_one("#load-bar").display = False
         if message.error:
             self.sub_title = "no model loaded"
-            self.app.push_screen(_error_dialog("The model did not load",
-                                               f"{message.error}\n\nBack to the model list: a shorter context, "
-                                               "fewer GPU layers or a smaller file may fit."),
-                                 lambda _ok: self.app.action_show_picker())  # type: ignore[attr-defined]
+            self.app.push_screen(
+                _error_dialog(
+                    "The model did not load",
+                    f"{message.error}\n\nBack to the model list: a shorter context, "
+                    "fewer GPU layers or a smaller file may fit.",
+                ),
+                lambda _ok: self.app.action_show_picker(),
+            )  # type: ignore[attr-defined]
             self.update_context_line()
             return
         model = self.app.session.model  # type: ignore[attr-defined]
-        self.sub_title = f"{model.name} · {model.n_ctx:,} tokens" if model.n_ctx >= model.max_ctx else \
-            f"{model.name} · {model.n_ctx:,} of {model.max_ctx:,} tokens"
+        self.sub_title = (
+            f"{model.name} · {model.n_ctx:,} tokens"
+            if model.n_ctx >= model.max_ctx
+            else f"{model.name} · {model.n_ctx:,} of {model.max_ctx:,} tokens"
+        )
         if model.dry_run_message:
             self.app.notify(model.dry_run_message, title="Checked by llama.cpp", severity="warning", timeout=15)
         if model.changes:
-            self.app.notify(f"{model.name} loaded with a smaller plan than the one chosen: "
-                            f"{'; '.join(model.changes)}." + (" The conversation is kept: carry on."
-                                                             if self.conversation is not None else ""),
-                            title="Loaded with less memory", severity="warning", timeout=15)
+            self.app.notify(
+                f"{model.name} loaded with a smaller plan than the one chosen: "
+                f"{'; '.join(model.changes)}."
+                + (" The conversation is kept: carry on." if self.conversation is not None else ""),
+                title="Loaded with less memory",
+                severity="warning",
+                timeout=15,
+            )
         else:
             self.app.notify(f"{model.name} loaded in {model.report.seconds:.1f} s", title="Ready", timeout=3)
         self._show_hint()
@@ -295,8 +339,7 @@ class ChatScreen(Screen):
         store = app.store  # type: ignore[attr-defined]
         if self.conversation is None:
             model = app.session.model  # type: ignore[attr-defined]
-            self.conversation = store.new_conversation(model.path, model.name,
-                                                       app.settings.system_prompt)  # type: ignore[attr-defined]
+            self.conversation = store.new_conversation(model.path, model.name, app.settings.system_prompt)  # type: ignore[attr-defined]
         msg = store.add_message(self.conversation.id, "user", text)  # written before it is shown
         await self._remove_hint()
         await self.query_one("#messages").mount(MessageView("user", text, msg_id=msg.id))
@@ -317,21 +360,35 @@ class ChatScreen(Screen):
         self.generating = True
         self._cancel.clear()
         await self.query_one("#messages").mount(view)
-        params = GenerationParams(max_tokens=settings.max_tokens, temperature=settings.temperature,
-                                  stop=model.fmt.stop)
+        params = GenerationParams(max_tokens=settings.max_tokens, temperature=settings.temperature, stop=model.fmt.stop)
         self._generate(msg_id, turns, conv.system_prompt, params)
 
     @work(thread=True, exclusive=True, group="generate", exit_on_error=False)
     def _generate(self, msg_id: int, turns: list[ChatMessage], system: str, params: GenerationParams) -> None:
         gpus = [g.name for g in getattr(self.app.devices, "gpus", [])]
         outcome = write_reply(
-            self.app.session, self.app.store, msg_id, turns, system, params, gpus, self._cancel,  # type: ignore
+            self.app.session,
+            self.app.store,
+            msg_id,
+            turns,
+            system,
+            params,
+            gpus,
+            self._cancel,  # type: ignore
             on_fitted=lambda b: self.post_message(PromptFitted(len(b.tokens), b.n_ctx, b.dropped, b.near_limit)),
             on_piece=lambda piece: self.post_message(ReplyPiece(msg_id, piece)),
-            on_growth=lambda growth: self.post_message(ContextResized(growth)))
-        self.post_message(ReplyFinished(msg_id, outcome.text, outcome.stats, outcome.error,
-                                        outcome.engine_error if outcome.kind == OUT_OF_MEMORY else None,
-                                        outcome.crash))
+            on_growth=lambda growth: self.post_message(ContextResized(growth)),
+        )
+        self.post_message(
+            ReplyFinished(
+                msg_id,
+                outcome.text,
+                outcome.stats,
+                outcome.error,
+                outcome.engine_error if outcome.kind == OUT_OF_MEMORY else None,
+                outcome.crash,
+            )
+        )
 
     def on_context_resized(self, message: ContextResized) -> None:
         growth = message.growth
@@ -342,22 +399,35 @@ class ChatScreen(Screen):
         if error and not getattr(growth, "after", 0):
             self.app.notify(_first_line(error), title="The context could not be resized", severity="warning")
         elif error:
-            self.app.notify(f"The context could not grow beyond {growth.after:,} tokens: another program may "  # type: ignore[attr-defined]
-                            "have taken the memory. The oldest turns are left out of the prompt instead.\n"
-                            f"{_first_line(error)}", title="Context kept", severity="warning", timeout=10)
+            self.app.notify(
+                f"The context could not grow beyond {growth.after:,} tokens: another program may "  # type: ignore[attr-defined]
+                "have taken the memory. The oldest turns are left out of the prompt instead.\n"
+                f"{_first_line(error)}",
+                title="Context kept",
+                severity="warning",
+                timeout=10,
+            )
         self.sub_title = f"{model.name} · {model.n_ctx:,} of {model.max_ctx:,} tokens"
         self.update_context_line()
 
     def on_prompt_fitted(self, message: PromptFitted) -> None:
         if message.dropped:
-            self.app.notify(f"The conversation is nearly as long as the context ({message.n_ctx:,} tokens): the "
-                            f"oldest {message.dropped} message{'s' if message.dropped != 1 else ''} "
-                            "were left out of the prompt; the system prompt is kept.",
-                            title="Context nearly full", severity="warning", timeout=8)
+            self.app.notify(
+                f"The conversation is nearly as long as the context ({message.n_ctx:,} tokens): the "
+                f"oldest {message.dropped} message{'s' if message.dropped != 1 else ''} "
+                "were left out of the prompt; the system prompt is kept.",
+                title="Context nearly full",
+                severity="warning",
+                timeout=8,
+            )
         elif message.near_limit:
-            self.app.notify(f"This conversation uses {message.tokens:,} of {message.n_ctx:,} tokens: the "
-                            "oldest turns will soon be left out of the prompt.", title="Context filling up",
-                            severity="warning", timeout=6)
+            self.app.notify(
+                f"This conversation uses {message.tokens:,} of {message.n_ctx:,} tokens: the "
+                "oldest turns will soon be left out of the prompt.",
+                title="Context filling up",
+                severity="warning",
+                timeout=6,
+            )
 
     async def on_reply_piece(self, message: ReplyPiece) -> None:
         if self._reply is not None and message.msg_id == self._reply_id:
@@ -378,8 +448,12 @@ class ChatScreen(Screen):
         if isinstance(message.crash, EngineCrashed):
             self.engine_crashed(message.crash)
         elif isinstance(message.out_of_memory, EngineError):
-            self.app.notify(f"{_first_line(message.error)}\nWhat was written is kept. Reloading the model with a "
-                            "smaller plan…", title="Out of memory", severity="error", timeout=10)
+            self.app.notify(
+                f"{_first_line(message.error)}\nWhat was written is kept. Reloading the model with a smaller plan…",
+                title="Out of memory",
+                severity="error",
+                timeout=10,
+            )
             self.begin_reload(message.out_of_memory)
         elif message.error:
             self.app.notify(message.error, title="The reply failed", severity="error", timeout=10)
@@ -473,8 +547,7 @@ class ChatScreen(Screen):
             self.update_context_line()
             self.app.notify("Chat settings saved.", timeout=2)
 
-        self.app.push_screen(ChatSettingsDialog(ChatSettings(system, settings.temperature, settings.max_tokens)),
-                             done)
+        self.app.push_screen(ChatSettingsDialog(ChatSettings(system, settings.temperature, settings.max_tokens)), done)
 
     # -- past chats -----------------------------------------------------------------------------
 
@@ -532,16 +605,26 @@ class ChatScreen(Screen):
         self.conversation = conv
         box = self.query_one("#messages")
         await box.remove_children()
-        views = [MessageView(m.role, m.content, author=conv.model_name if m.role == "assistant" else "",
-                             note=stored_note(m), msg_id=m.id) for m in conv.messages if m.role != "system"]
+        views = [
+            MessageView(
+                m.role,
+                m.content,
+                author=conv.model_name if m.role == "assistant" else "",
+                note=stored_note(m),
+                msg_id=m.id,
+            )
+            for m in conv.messages
+            if m.role != "system"
+        ]
         if views:
             await box.mount_all(views)
         else:
             self._show_hint()
         model = self.app.session.model  # type: ignore[attr-defined]
         if model is not None and conv.model_path and conv.model_path != model.path:
-            self.app.notify(f"This chat was held with {conv.model_name}; replies now come from {model.name}.",
-                            timeout=5)
+            self.app.notify(
+                f"This chat was held with {conv.model_name}; replies now come from {model.name}.", timeout=5
+            )
         self.update_context_line()
         self.query_one("#input", ChatInput).focus()
 
@@ -557,8 +640,10 @@ class ChatScreen(Screen):
         if model is None:
             text = "No model loaded yet." if not self.loading else "Loading the model…"
         elif model.fmt.kind == "transcript":
-            text = (f"{model.name} is a base model without a chat template, so vramchat talks to it as a plain "
-                    "Q/A transcript. Short factual questions work best, for example: What is the capital of France?")
+            text = (
+                f"{model.name} is a base model without a chat template, so vramchat talks to it as a plain "
+                "Q/A transcript. Short factual questions work best, for example: What is the capital of France?"
+            )
         else:
             text = f"Ask {model.name} anything. ({model.fmt.description})"
         if hints:
@@ -582,9 +667,10 @@ class ChatScreen(Screen):
         share = used / model.n_ctx if model.n_ctx else 0
         system = self.conversation.system_prompt if self.conversation else settings.system_prompt
         grows = f" (grows to {model.max_ctx:,})" if model.n_ctx < model.max_ctx else ""
-        line.update(f"{model.fmt.name} format · context {used:,} / {model.n_ctx:,}{grows} ({share:.0%}) · "
-                    f"temp {settings.temperature:g} · max {settings.max_tokens} tokens"
-                    + (" · system prompt" if system else ""))
+        line.update(
+            f"{model.fmt.name} format · context {used:,} / {model.n_ctx:,}{grows} ({share:.0%}) · "
+            f"temp {settings.temperature:g} · max {settings.max_tokens} tokens" + (" · system prompt" if system else "")
+        )
 
 
 class _Failed:

@@ -43,23 +43,30 @@ class DashboardScreen(Screen):
         r = plan.resolved
         self.query_one("#dash-model", Static).update(
             f"{model.name} · {r.n_ctx:,} tokens · KV {r.type_k.name} · {plan.layers_on_gpu}/{plan.model.n_layer + 1} "
-            f"layers on GPU · loaded in {model.report.seconds:.1f} s")
+            f"layers on GPU · loaded in {model.report.seconds:.1f} s"
+        )
         now = model.now  # the plan for the context held now (it grows towards `plan`)
         dry = model.verification if now is plan else None
         table.fill(planned_vs_actual(now.buffers, model.report.measurements, dry))
         devices = getattr(self.app, "devices", None)
         notes = ["Actual sizes are read from llama.cpp's log (0.01 MiB precision)."]
         if model.n_ctx < model.max_ctx:
-            notes.append(f"The context grows with the conversation: {model.n_ctx:,} tokens committed now, up to "
-                         f"{model.max_ctx:,} (planned and reserved). The table is for what is allocated now.")
+            notes.append(
+                f"The context grows with the conversation: {model.n_ctx:,} tokens committed now, up to "
+                f"{model.max_ctx:,} (planned and reserved). The table is for what is allocated now."
+            )
         if model.verification is not None:
             v = model.verification
             agreed = "every figure agreed with the plan" if v.verified else v.differences()
-            notes.append(f"Dry run: llama.cpp sized the buffers of the {model.max_ctx:,}-token plan without "
-                         f"allocating, before the load ({v.seconds:.2f} s); {agreed}.")
+            notes.append(
+                f"Dry run: llama.cpp sized the buffers of the {model.max_ctx:,}-token plan without "
+                f"allocating, before the load ({v.seconds:.2f} s); {agreed}."
+            )
         if devices is not None and devices.simulated:
-            notes.append("Devices are simulated: a GPU in the plan is not really used; llama.cpp puts what it "
-                         "cannot place on a GPU on the CPU.")
+            notes.append(
+                "Devices are simulated: a GPU in the plan is not really used; llama.cpp puts what it "
+                "cannot place on a GPU on the CPU."
+            )
         overhead = sum(d.overhead for d in plan.gpus)
         if overhead:
             notes.append(f"GPU backend overhead ({format_size(overhead)}) is an estimate and has no buffer.")

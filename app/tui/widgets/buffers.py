@@ -14,8 +14,14 @@ from planner.devices import format_size
 from planner.memory import Buffer
 
 LOG_PRECISION = 10_486  # llama.cpp logs sizes in MiB with two decimals: 0.01 MiB
-_KIND_WORDS = {"model": "weights", "kv": "KV cache", "kv_swa": "KV cache (SWA)", "rs": "recurrent state",
-               "output": "output", "compute": "compute"}
+_KIND_WORDS = {
+    "model": "weights",
+    "kv": "KV cache",
+    "kv_swa": "KV cache (SWA)",
+    "rs": "recurrent state",
+    "output": "output",
+    "compute": "compute",
+}
 
 
 @dataclass(frozen=True)
@@ -40,15 +46,22 @@ class BufferRow:
 
 def _measured(m: Measurements) -> dict[tuple[str, str], int]:
     out: dict[tuple[str, str], int] = {}
-    for kind, table in (("model", m.model), ("kv", m.kv), ("kv_swa", m.kv_swa), ("rs", m.recurrent),
-                        ("output", m.output), ("compute", m.compute)):
+    for kind, table in (
+        ("model", m.model),
+        ("kv", m.kv),
+        ("kv_swa", m.kv_swa),
+        ("rs", m.recurrent),
+        ("output", m.output),
+        ("compute", m.compute),
+    ):
         for name, size in table.items():
             out[(kind, name)] = size
     return out
 
 
-def planned_vs_actual(buffers: list[Buffer], measurements: Measurements | None,
-                      verification: Verification | None = None) -> list[BufferRow]:
+def planned_vs_actual(
+    buffers: list[Buffer], measurements: Measurements | None, verification: Verification | None = None
+) -> list[BufferRow]:
     """One row per buffer the plan or llama.cpp names; a side that lacks it shows None."""
     actual = _measured(measurements) if measurements is not None else {}
     rows: list[BufferRow] = []
@@ -94,8 +107,21 @@ class BufferTable(DataTable):
             else:
                 sign = "+" if r.delta > 0 else "-"
                 diff = Text(f"{sign}{format_size(abs(r.delta))}", style=theme.warning or "")
-            self.add_row(r.name, _KIND_WORDS.get(r.kind, r.kind), Text(_size(r.planned), justify="right"),
-                         Text(_size(r.dry_run), justify="right"), Text(_size(r.actual), justify="right"), diff)
-        self.add_row(Text("total", style="bold"), "", Text(format_size(total_p), justify="right", style="bold"), "",
-                     Text(format_size(total_a) if any(r.actual is not None for r in rows) else "-",
-                          justify="right", style="bold"), "")
+            self.add_row(
+                r.name,
+                _KIND_WORDS.get(r.kind, r.kind),
+                Text(_size(r.planned), justify="right"),
+                Text(_size(r.dry_run), justify="right"),
+                Text(_size(r.actual), justify="right"),
+                diff,
+            )
+        self.add_row(
+            Text("total", style="bold"),
+            "",
+            Text(format_size(total_p), justify="right", style="bold"),
+            "",
+            Text(
+                format_size(total_a) if any(r.actual is not None for r in rows) else "-", justify="right", style="bold"
+            ),
+            "",
+        )

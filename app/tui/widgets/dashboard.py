@@ -36,8 +36,9 @@ class Dashboard(VerticalScroll):
     """
 
     def compose(self) -> ComposeResult:
-        yield Static("No model loaded: the graphs start when a model is loaded.", id="dash-status",
-                     classes="dash-status")
+        yield Static(
+            "No model loaded: the graphs start when a model is loaded.", id="dash-status", classes="dash-status"
+        )
         yield MemoryGraph("KV cache", _mem, id="g-kv")
         yield MemoryGraph("Compute arena", _mem, id="g-compute")
         yield MemoryGraph("Process RSS", _mem, id="g-rss")
@@ -81,16 +82,15 @@ class Dashboard(VerticalScroll):
         kv = self.query_one("#g-kv", MemoryGraph)
         caption = f"{_mem(last.kv_used)} / {_mem(last.kv_allocated)} · {last.kv_cells_used:,} cells"
         if last.kv_maximum > last.kv_allocated:  # the context grows with the conversation
-            caption = (f"in use {_mem(last.kv_used)} · committed {_mem(last.kv_allocated)} · "
-                       f"max {_mem(last.kv_maximum)}")
+            caption = f"in use {_mem(last.kv_used)} · committed {_mem(last.kv_allocated)} · max {_mem(last.kv_maximum)}"
         kv.update_series([s.kv_used for s in history], last.kv_allocated, caption)
         compute = sum(last.compute.values())
         where = ", ".join(sorted(last.compute)) or "-"
         self.query_one("#g-compute", MemoryGraph).update_series(
-            [sum(s.compute.values()) for s in history], compute, f"{_mem(compute)} ({where})")
+            [sum(s.compute.values()) for s in history], compute, f"{_mem(compute)} ({where})"
+        )
         ram_total = last.devices.get(HOST, (0, 0))[1] or max(s.rss for s in history)
-        self.query_one("#g-rss", MemoryGraph).update_series([s.rss for s in history], ram_total,
-                                                           f"{_mem(last.rss)}")
+        self.query_one("#g-rss", MemoryGraph).update_series([s.rss for s in history], ram_total, f"{_mem(last.rss)}")
         speeds = [s.tokens_per_second for s in history]
         if last.generating:
             caption = f"{last.tokens_per_second:.1f} tok/s"

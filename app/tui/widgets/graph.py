@@ -46,8 +46,9 @@ class MemoryGraph(Widget):
     MemoryGraph > .graph--floor { color: $foreground 25%; }
     """
 
-    def __init__(self, title: str, formatter: Callable[[float], str], *, id: str | None = None,
-                 classes: str | None = None) -> None:
+    def __init__(
+        self, title: str, formatter: Callable[[float], str], *, id: str | None = None, classes: str | None = None
+    ) -> None:
         super().__init__(id=id, classes=classes)
         self.title = title
         self.formatter = formatter

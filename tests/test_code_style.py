@@ -1,0 +1,28 @@
+"""The tree stays `ruff` clean and `ruff format`ted: checked in every test run."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _ruff() -> str:
+    found = Path(sys.executable).with_name("ruff")
+    if found.exists():
+        return str(found)
+    path = shutil.which("ruff")
+    if path is None:
+        pytest.fail("ruff is not installed: pip install -e '.[test]'")
+    return path
+
+
+@pytest.mark.parametrize("command", [["check", "."], ["format", "--check", "."]], ids=["check", "format"])
+def test_ruff(command: list[str]) -> None:
+    proc = subprocess.run([_ruff(), *command], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-1000:]
