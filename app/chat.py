@@ -2,9 +2,9 @@
 
 `build_prompt` renders the conversation in the model's chat format and, when it
 would not leave room for the reply in the context, drops the oldest turns (the
-system prompt stays). `stream_reply` runs one generation, hands each piece of text
-to the caller and saves the growing reply to the store every `save_interval`
-seconds, so a crash keeps what was already shown. Neither touches Textual.
+system prompt stays). `ReplySink` collects a streaming reply and saves it to the
+store every `interval` seconds, so a crash keeps what was already shown; the reply
+itself is run by `app.reply.write_reply`. Neither touches Textual.
 """
 
 from __future__ import annotations
@@ -14,13 +14,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from app.engine.templates import ChatFormat, Message, render
+from app.errors import VramchatError
 from app.store import Store, StoredMessage
 
 NEAR_LIMIT = 0.85  # warn when prompt + reply room passes this share of the context
 
 
-class ChatError(RuntimeError):
+class ChatError(VramchatError, RuntimeError):
     """A message cannot be sent as it is (the text says why, in a user's words)."""
+
+    title = "The message cannot be sent"
 
 
 @dataclass(frozen=True)

@@ -16,11 +16,14 @@ import sys
 from collections.abc import Sequence
 
 from app import __version__
+from app.errors import VramchatError
+from planner import LLAMA_CPP_BUILD
 
 EXIT_OK, EXIT_BAD_FILE, EXIT_USAGE, EXIT_NO_FIT, EXIT_LOAD_FAILED = 0, 1, 2, 3, 4
 
 
-class UsageError(Exception):
+class UsageError(VramchatError):
+    title = "Usage"
     pass
 
 
@@ -69,7 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
         "Simulate devices for the whole app with VRAMCHAT_DEVICES (see --devices).",
     )
     p.add_argument("model", nargs="?", help="a .gguf file (the first shard of a split model), or 'demo'")
-    p.add_argument("--version", action="version", version=f"vramchat {__version__} (llama-cpp-python 0.3.36)")
+    p.add_argument("--version", action="version", version=f"vramchat {__version__} ({LLAMA_CPP_BUILD})")
 
     modes = p.add_argument_group("what to do")
     modes.add_argument("--plan", action="store_true", help="print the memory plan for MODEL and exit")
@@ -647,11 +650,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(str(exc), EXIT_BAD_FILE)
     except KeyboardInterrupt:
         return 130
+    except VramchatError as exc:  # a message meant for the user (the demo missing, a store that fails ...)
+        return _fail(str(exc), EXIT_BAD_FILE)
     except Exception as exc:
-        from app.demo import DemoUnavailable
-
-        if isinstance(exc, DemoUnavailable):
-            return _fail(str(exc), EXIT_BAD_FILE)
         return _fail(f"unexpected {type(exc).__name__}: {exc} (please report this)", EXIT_BAD_FILE)
 
 

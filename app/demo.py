@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from app.errors import VramchatError
 from app.paths import models_dir
 
 DEMO_NAMES = ("demo", ":demo")
 EXPECTED_BYTES = 253_113_024
 
 
-class DemoUnavailable(RuntimeError):
+class DemoUnavailable(VramchatError, RuntimeError):
+    title = "The demo model is not available"
     pass
 
 

@@ -20,6 +20,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from app.errors import VramchatError
 from app.paths import data_dir
 
 DB_FILE = "conversations.sqlite3"
@@ -56,13 +57,15 @@ MIGRATIONS: dict[int, str] = {
 }
 
 
-class StoreError(RuntimeError):
+class StoreError(VramchatError, RuntimeError):
     """The conversation database cannot be used; the message says why.
 
     `reason`: damaged (not a database, or malformed), locked (another program holds it),
     newer (written by a later vramchat), unwritable (the folder or file cannot be written),
     missing (no such conversation).
     """
+
+    title = "The chat history"
 
     def __init__(self, message: str, reason: str) -> None:
         super().__init__(message)

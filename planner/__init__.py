@@ -3,4 +3,6 @@
 Pure library: no Textual, no llama-cpp-python, no device probing.
 """
 
-LLAMA_CPP_BUILD = "llama-cpp-python 0.3.36"
+# the llama-cpp-python release whose vendored llama.cpp the rules are keyed to (pyproject pins the same)
+LLAMA_CPP_VERSION = "0.3.36"
+LLAMA_CPP_BUILD = f"llama-cpp-python {LLAMA_CPP_VERSION}"

@@ -1,8 +1,9 @@
 """Per-architecture rules from llama.cpp's `load_arch_hparams` (src/models/*.cpp).
 
 Each rule fills what the generic reader cannot know: which layers use a sliding
-window, logit soft-capping, and which graph builder computes the arena. An
-architecture without a rule still gets a plan, marked as an estimate.
+window, logit soft-capping, recurrent and expert layers, and which graph builder
+computes the arena. An architecture without a rule still gets a plan, marked as an
+estimate until llama.cpp's dry run confirms it at load (app.engine.verify).
 """
 
 from __future__ import annotations

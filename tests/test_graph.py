@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from app.engine import Measurements
-from app.tui.widgets.buffers import planned_vs_actual
+from app.engine.planned_actual import per_buffer
 from app.tui.widgets.graph import bar_rows
 from planner.memory import Buffer
 
@@ -16,7 +16,7 @@ def test_bar_rows_scale_to_the_ceiling() -> None:
     assert bar_rows(range(10), 10, 4, 1)[0][-1] == "▇"  # newest on the right, clipped to the width
 
 
-def test_planned_vs_actual() -> None:
+def test_per_buffer() -> None:
     buffers = [
         Buffer("CPU", "model", "CPU_Mapped", 1000),
         Buffer("CPU", "kv", "CPU", 2_000_000),
@@ -25,9 +25,9 @@ def test_planned_vs_actual() -> None:
     m = Measurements(
         model={"CPU_Mapped": 1000}, kv={"CPU": 2_004_000}, compute={"CPU": 6_000_000}, output={"CPU": 4096}
     )
-    rows = {(r.kind, r.name): r for r in planned_vs_actual(buffers, m)}
+    rows = {(r.kind, r.name): r for r in per_buffer(buffers, m)}
     assert rows[("model", "CPU_Mapped")].matches
     assert rows[("kv", "CPU")].matches  # within the log's 0.01 MiB
     assert rows[("compute", "CPU")].delta == 1_000_000 and not rows[("compute", "CPU")].matches
     assert rows[("output", "CPU")].planned is None  # measured but not planned: shown, not hidden
-    assert all(r.actual is None for r in planned_vs_actual(buffers, None))
+    assert all(r.actual is None for r in per_buffer(buffers, None))

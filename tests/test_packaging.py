@@ -23,3 +23,10 @@ def test_every_package_is_listed() -> None:
     }
     assert found - listed == set(), "add these to [tool.setuptools] packages"
     assert "app.assets" in listed and (ROOT / "assets" / "app.tcss").exists()
+
+
+def test_the_pin_is_the_build_the_rules_are_keyed_to() -> None:
+    from planner import LLAMA_CPP_VERSION
+
+    text = (Path(__file__).resolve().parent.parent / "pyproject.toml").read_text()
+    assert f'"llama-cpp-python=={LLAMA_CPP_VERSION}"' in text

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-LLAMA_CPP_VERSION = "0.3.36"
+from planner import LLAMA_CPP_VERSION
 
 REINSTALL_FLAGS = {
     "cuda": "-DGGML_CUDA=on",

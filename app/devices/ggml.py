@@ -15,6 +15,8 @@ import sys
 from dataclasses import dataclass
 from functools import lru_cache
 
+from app.errors import VramchatError
+
 DEVICE_TYPES = {0: "cpu", 1: "gpu", 2: "igpu", 3: "accel", 4: "meta"}
 GPU_TYPES = ("gpu", "igpu")
 
@@ -62,7 +64,8 @@ class GGMLDevice:
         return max(self.total - self.free, 0)
 
 
-class GGMLUnavailable(RuntimeError):
+class GGMLUnavailable(VramchatError, RuntimeError):
+    title = "llama.cpp's devices"
     pass
 
 

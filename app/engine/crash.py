@@ -136,6 +136,8 @@ class EngineExit:
 class EngineCrashed(EngineError):
     """The engine process died; `exit` says how. The app's own process is unharmed."""
 
+    title = "The engine stopped"
+
     def __init__(self, exit_: EngineExit) -> None:
         super().__init__(exit_.message(), list(exit_.last_lines[-20:]))
         self.exit = exit_

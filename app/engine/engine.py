@@ -24,18 +24,21 @@ from dataclasses import dataclass, field
 from app.devices.process import ProcessMemory, snapshot
 from app.engine.llama_log import Measurements, capture
 from app.engine.planned_actual import BufferComparison, compare
+from app.errors import VramchatError
 from planner.config import LoadConfig
 from planner.memory import MemoryPlan
 
 _TYPE_IDS = {"f32": 0, "f16": 1, "q4_0": 2, "q4_1": 3, "q5_0": 6, "q5_1": 7, "q8_0": 8, "iq4_nl": 20, "bf16": 30}
 
 
-class EngineError(RuntimeError):
+class EngineError(VramchatError, RuntimeError):
     """Loading or running the model failed; the message says why in a user's words.
 
     `log` keeps llama.cpp's error lines and `status` llama_decode's return value, so that
     `app.engine.failure.classify` can tell a memory failure (worth a smaller plan) from the rest.
     """
+
+    title = "llama.cpp failed"
 
     def __init__(self, message: str, log: Iterable[str] = (), status: int | None = None) -> None:
         super().__init__(message)
@@ -568,9 +571,13 @@ def _expert_overrides(n_cpu_moe: int):
     (what llama.cpp's --n-cpu-moe does)."""
     if n_cpu_moe <= 0:
         return None
-    from app.devices.ggml import library_dir
+    from app.devices.ggml import library_dir, library_names
 
-    cpu = ctypes.CDLL(os.path.join(library_dir(), "libggml-cpu.so"))
+    folder = library_dir()
+    name = next((n for n in library_names("ggml-cpu") if os.path.exists(os.path.join(folder, n))), None)
+    if name is None:
+        raise EngineError(f"--n-cpu-moe needs llama.cpp's CPU library, which is not in {folder}")
+    cpu = ctypes.CDLL(os.path.join(folder, name))
     cpu.ggml_backend_cpu_buffer_type.restype = ctypes.c_void_p
     buft = cpu.ggml_backend_cpu_buffer_type()
     patterns = [f"blk\\.{il}\\.ffn_(up|down|gate|gate_up)_(ch|)exps".encode() for il in range(n_cpu_moe)]

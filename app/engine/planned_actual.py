@@ -1,4 +1,7 @@
-"""Planned vs actual, buffer by buffer: the rows of the dashboard's comparison view.
+"""Planned vs actual, buffer by buffer: the one model of that comparison in the app.
+
+`compare` sums per buffer kind and device (what the tests and the retry logic check); `per_buffer`
+keeps llama.cpp's buffer names (the dashboard's table). Both use the log's rounding as tolerance.
 
 The planned side is the planner's `MemoryPlan`; the measured side is what
 llama.cpp's log reported while the engine loaded the model (`Measurements`),
@@ -9,10 +12,14 @@ plus, per device, what the process took as the OS or the driver sees it
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from app.devices.process import ProcessMemory, delta
 from app.engine.llama_log import Measurements
-from planner.memory import MemoryPlan
+from planner.memory import Buffer, MemoryPlan
+
+if TYPE_CHECKING:
+    from app.engine.verify import Verification
 
 HOST = "CPU"
 # llama.cpp logs buffer sizes in MiB with two decimals: each figure is within half a hundredth
@@ -106,3 +113,66 @@ def _process_row(plan: MemoryPlan, device: str, before: ProcessMemory, after: Pr
     change = delta(before, after)
     key = "rss" if device == HOST else device
     return BufferComparison("process", device, usage.planned, change.get(key))
+
+
+# -- per buffer, by llama.cpp's name (the dashboard's table) --------------------------------------
+
+
+@dataclass(frozen=True)
+class BufferLine:
+    """One buffer: the plan's bytes, the dry run's and the allocated ones (None where a side has none)."""
+
+    name: str
+    kind: str
+    planned: int | None
+    actual: int | None
+    dry_run: int | None = None  # llama.cpp's no_alloc dry run, where it gave a figure for this buffer
+
+    @property
+    def delta(self) -> int | None:
+        if self.planned is None or self.actual is None:
+            return None
+        return self.actual - self.planned
+
+    @property
+    def matches(self) -> bool:
+        d = self.delta
+        return d is not None and abs(d) <= LOG_ROUNDING
+
+
+def _by_name(m: Measurements) -> dict[tuple[str, str], int]:
+    out: dict[tuple[str, str], int] = {}
+    for kind, table in (
+        ("model", m.model),
+        ("kv", m.kv),
+        ("kv_swa", m.kv_swa),
+        ("rs", m.recurrent),
+        ("output", m.output),
+        ("compute", m.compute),
+    ):
+        for name, size in table.items():
+            out[(kind, name)] = size
+    return out
+
+
+def per_buffer(
+    buffers: list[Buffer], measurements: Measurements | None, verification: Verification | None = None
+) -> list[BufferLine]:
+    """One row per buffer the plan or llama.cpp names; a side that lacks it shows None."""
+    actual = _by_name(measurements) if measurements is not None else {}
+    rows: list[BufferLine] = []
+    seen: set[tuple[str, str]] = set()
+    per_device: dict[tuple[str, str], int] = {}
+    for b in buffers:
+        per_device[(b.kind, b.device)] = per_device.get((b.kind, b.device), 0) + 1
+    for b in buffers:
+        key = (b.kind, b.name)
+        seen.add(key)
+        dry = None
+        if verification is not None and per_device[(b.kind, b.device)] == 1:
+            dry = verification.measured(b.kind, b.device)
+        rows.append(BufferLine(b.name, b.kind, b.bytes, actual.get(key) if measurements is not None else None, dry))
+    for (kind, name), size in actual.items():
+        if (kind, name) not in seen:
+            rows.append(BufferLine(name, kind, None, size))
+    return rows

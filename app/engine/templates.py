@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.errors import VramchatError
+
 MAX_TEMPLATE_BYTES = 256 * 1024
 MAX_RENDER_CHARS = 4 * 1024 * 1024
 MAX_RENDER_STEPS = 200_000
@@ -18,8 +20,10 @@ MAX_RENDER_SECONDS = 2.0
 MAX_TEMPLATE_RANGE = 10_000
 
 
-class TemplateError(RuntimeError):
+class TemplateError(VramchatError, RuntimeError):
     """A chat template that cannot be rendered safely (too large, broken, or too much work)."""
+
+    title = "The chat template failed"
 
 
 @dataclass(frozen=True)

@@ -113,13 +113,10 @@ class VramchatApp(App):
         """A worker that failed unexpectedly is reported, never left silent (nor a traceback).
         Worker messages do not bubble: each screen passes its own here."""
         if event.state == WorkerState.ERROR:
-            error = event.worker.error
-            self.notify(
-                f"{type(error).__name__}: {error}" if error else "a background task failed",
-                title=f"Something went wrong ({event.worker.group})",
-                severity="error",
-                timeout=15,
-            )
+            from app.errors import describe
+
+            title, text = describe(event.worker.error)
+            self.notify(text, title=f"{title} ({event.worker.group})", severity="error", timeout=15)
 
     def _theme_changed(self, theme: object) -> None:
         name = getattr(theme, "name", None)

@@ -1,8 +1,10 @@
 """The loaded model: engine, plan, chat format, telemetry. Driven from worker threads.
 
-The app holds one session. `load` runs in a worker (it takes seconds); `generate`
-runs in a worker too and streams through `app.chat`. Only `stop()` is called from
-the UI thread while a worker runs.
+The app holds one session. `load` runs in a worker (it takes seconds): llama.cpp's dry
+run confirms the plan, then the engine (a process of its own) loads it, at the start
+size when the context grows with the conversation (`grow_for`, `shrink`). Replies run
+in a worker too, through `app.reply.write_reply`. Only `stop()` is called from the UI
+thread while a worker runs.
 
 A load that fails for want of memory (the plan was wrong, another process took
 memory, the driver refused) is retried with the planner's next, smaller plan
@@ -23,6 +25,7 @@ from app.engine.crash import EngineCrashed
 from app.engine.failure import Failure, classify
 from app.engine.templates import ChatFormat, choose_format
 from app.engine.verify import Confirmed, Verification, confirm_plan, replan
+from app.errors import VramchatError
 from app.telemetry import Telemetry, for_engine
 from planner.config import LoadConfig
 from planner.elastic import committed_plan, next_size, start_size
@@ -104,8 +107,10 @@ class Growth:
     error: str = ""
 
 
-class LoadFailed(Exception):
+class LoadFailed(VramchatError):
     """The model could not be loaded, even with the smaller plans tried; the message says why."""
+
+    title = "The model did not load"
 
     def __init__(self, message: str, failure: Failure | None = None) -> None:
         super().__init__(message)

@@ -10,7 +10,8 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Header, Static
 
-from app.tui.widgets.buffers import BufferTable, planned_vs_actual
+from app.engine.planned_actual import per_buffer
+from app.tui.widgets.buffers import BufferTable
 from app.tui.widgets.dashboard import Dashboard
 from planner.devices import format_size
 
@@ -37,7 +38,7 @@ class DashboardScreen(Screen):
         table = self.query_one(BufferTable)
         if model is None:
             self.query_one("#dash-model", Static).update("No model loaded.")
-            table.fill(planned_vs_actual([], None))
+            table.fill(per_buffer([], None))
             return
         plan = model.plan
         r = plan.resolved
@@ -47,7 +48,7 @@ class DashboardScreen(Screen):
         )
         now = model.now  # the plan for the context held now (it grows towards `plan`)
         dry = model.verification if now is plan else None
-        table.fill(planned_vs_actual(now.buffers, model.report.measurements, dry))
+        table.fill(per_buffer(now.buffers, model.report.measurements, dry))
         devices = getattr(self.app, "devices", None)
         notes = ["Actual sizes are read from llama.cpp's log (0.01 MiB precision)."]
         if model.n_ctx < model.max_ctx:

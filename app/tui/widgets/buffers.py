@@ -1,19 +1,13 @@
-"""Planned, dry run and actual, per buffer: the plan's buffers beside what llama.cpp's dry run computed
-before the load and the sizes it logged while loading."""
+"""The planned, dry run and actual table, per buffer (the rows come from app.engine.planned_actual)."""
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 from rich.text import Text
 from textual.widgets import DataTable
 
-from app.engine import Measurements
-from app.engine.verify import Verification
+from app.engine.planned_actual import BufferLine
 from planner.devices import format_size
-from planner.memory import Buffer
 
-LOG_PRECISION = 10_486  # llama.cpp logs sizes in MiB with two decimals: 0.01 MiB
 _KIND_WORDS = {
     "model": "weights",
     "kv": "KV cache",
@@ -22,64 +16,6 @@ _KIND_WORDS = {
     "output": "output",
     "compute": "compute",
 }
-
-
-@dataclass(frozen=True)
-class BufferRow:
-    name: str
-    kind: str
-    planned: int | None
-    actual: int | None
-    dry_run: int | None = None  # llama.cpp's no_alloc dry run, where it gave a figure for this buffer
-
-    @property
-    def delta(self) -> int | None:
-        if self.planned is None or self.actual is None:
-            return None
-        return self.actual - self.planned
-
-    @property
-    def matches(self) -> bool:
-        d = self.delta
-        return d is not None and abs(d) <= LOG_PRECISION
-
-
-def _measured(m: Measurements) -> dict[tuple[str, str], int]:
-    out: dict[tuple[str, str], int] = {}
-    for kind, table in (
-        ("model", m.model),
-        ("kv", m.kv),
-        ("kv_swa", m.kv_swa),
-        ("rs", m.recurrent),
-        ("output", m.output),
-        ("compute", m.compute),
-    ):
-        for name, size in table.items():
-            out[(kind, name)] = size
-    return out
-
-
-def planned_vs_actual(
-    buffers: list[Buffer], measurements: Measurements | None, verification: Verification | None = None
-) -> list[BufferRow]:
-    """One row per buffer the plan or llama.cpp names; a side that lacks it shows None."""
-    actual = _measured(measurements) if measurements is not None else {}
-    rows: list[BufferRow] = []
-    seen: set[tuple[str, str]] = set()
-    per_device: dict[tuple[str, str], int] = {}
-    for b in buffers:
-        per_device[(b.kind, b.device)] = per_device.get((b.kind, b.device), 0) + 1
-    for b in buffers:
-        key = (b.kind, b.name)
-        seen.add(key)
-        dry = None
-        if verification is not None and per_device[(b.kind, b.device)] == 1:
-            dry = verification.measured(b.kind, b.device)
-        rows.append(BufferRow(b.name, b.kind, b.bytes, actual.get(key) if measurements is not None else None, dry))
-    for (kind, name), size in actual.items():
-        if (kind, name) not in seen:
-            rows.append(BufferRow(name, kind, None, size))
-    return rows
 
 
 def _size(n: int | None) -> str:
@@ -94,7 +30,7 @@ class BufferTable(DataTable):
         self.zebra_stripes = True
         self.add_columns("buffer", "what", "planned", "dry run", "actual", "difference")
 
-    def fill(self, rows: list[BufferRow]) -> None:
+    def fill(self, rows: list[BufferLine]) -> None:
         self.clear()
         theme = self.app.current_theme
         total_p = sum(r.planned or 0 for r in rows)
