@@ -125,18 +125,23 @@ def format_params(n: int) -> str:
 
 
 def fit_badge(summary: ModelSummary | None) -> tuple[str, str]:
-    """(text, kind) where kind is full, partial, cpu, none, error or pending."""
+    """(text, kind) where kind is full, partial, cpu, none, error or pending; the text says "estimate"
+    for an architecture the planner has no exact rules for."""
     if summary is None:
         return "planning…", "pending"
     if summary.error:
         return "unreadable", "error"
     units = summary.n_layer + 1
-    return {
+    text, kind = {
         "full_gpu": (f"full GPU · {summary.n_ctx:,} tok", "full"),
         "partial_gpu": (f"partial · {summary.layers_on_gpu}/{units} layers", "partial"),
         "cpu_only": (f"CPU only · {summary.n_ctx:,} tok", "cpu"),
         "no_fit": ("won't fit", "none"),
     }.get(summary.verdict, (summary.verdict or "?", "error"))
+    if not summary.exact and kind != "error":
+        # no exact rules for this architecture: llama.cpp's dry run confirms the figures at load
+        text += " · estimate"
+    return text, kind
 
 
 def table_rows(entries: list[CatalogEntry]) -> list[tuple[str, ...]]:

@@ -172,3 +172,13 @@ def test_an_architecture_without_exact_rules_loads_with_llama_cpps_figures(tmp_p
             assert planned == sum(allocated.values()), kind  # the same figure, to the byte of the log
     finally:
         session.close()
+
+
+def test_an_estimate_says_so_in_the_list_until_the_dry_run(tmp_path: Path) -> None:
+    from app.catalog import fit_badge, summarize
+
+    path = str(write_tiny_model(tmp_path / "tiny-exaone.gguf", TinySpec("exaone")))
+    host = probe_devices(cpu_only=True).host
+    assert fit_badge(summarize(path, [], host))[0].endswith("· estimate")
+    known = str(write_tiny_model(tmp_path / "tiny-llama.gguf", TinySpec("llama")))
+    assert "estimate" not in fit_badge(summarize(known, [], host))[0]
