@@ -1,4 +1,4 @@
-"""Peak RSS of the app's UI process and of its engine process, with the demo loaded and one answer given.
+"""Peak RSS of the app's processes (guardian, UI, engine), with the demo loaded and one answer given.
 
     python bench/engine_memory.py [MODEL]
 
@@ -31,7 +31,7 @@ def _status(pid: int) -> dict[str, int]:
 
 
 def main() -> None:
-    from tests.pty_app import PtyApp, engine_pid, rows_of, until
+    from tests.pty_app import PtyApp, engine_pid, rows_of, ui_pid, until
 
     model = sys.argv[1] if len(sys.argv) > 1 else None
     if model is None:
@@ -51,12 +51,13 @@ def main() -> None:
             answer = until(
                 lambda: [r for r in rows_of(db_path()) if r[0] == "assistant" and r[2] == "complete"], 120, "the answer"
             )
-            engine = engine_pid(app)
-            assert engine is not None
-            ui, eng = _status(app.proc.pid), _status(engine)
+            engine, ui_process = engine_pid(app), ui_pid(app)
+            assert engine is not None and ui_process is not None
+            guard, ui, eng = _status(app.proc.pid), _status(ui_process), _status(engine)
         finally:
             app.kill()
     print(f"model   {Path(model).name}; answer: {answer[0][1]!r}")
+    print(f"guardian process peak RSS {guard['VmHWM'] / MiB:7.1f} MiB   now {guard['VmRSS'] / MiB:7.1f} MiB")
     print(f"UI process       peak RSS {ui['VmHWM'] / MiB:7.1f} MiB   now {ui['VmRSS'] / MiB:7.1f} MiB")
     print(f"engine process   peak RSS {eng['VmHWM'] / MiB:7.1f} MiB   now {eng['VmRSS'] / MiB:7.1f} MiB")
 
