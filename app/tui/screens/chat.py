@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
 from textual import on, work
@@ -65,7 +65,13 @@ def stored_note(m: StoredMessage) -> str:
     return ""
 
 
+if TYPE_CHECKING:
+    from app.tui.app import VramchatApp
+
+
 class ChatScreen(Screen):
+    app: VramchatApp  # typed handle: session, store, settings, devices
+
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "stop", "Stop"),
         Binding("ctrl+n", "new_chat", "New chat"),
@@ -108,7 +114,7 @@ class ChatScreen(Screen):
         self.query_one("#chat-list-pane").border_title = "Chats"
         self.query_one("#dashboard").border_title = "Memory"
         self.query_one("#load-bar").display = False
-        self.query_one("#dashboard").display = self.app.settings.show_dashboard  # type: ignore[attr-defined]
+        self.query_one("#dashboard").display = self.app.settings.show_dashboard
         self.query_one("#messages", VerticalScroll).anchor()
         self.refresh_chat_list()
         self._show_hint()
@@ -128,7 +134,7 @@ class ChatScreen(Screen):
 
     def begin_reload(self, error: EngineError) -> None:
         """The decode ran out of memory: load the model again with a smaller plan; the chat stays."""
-        model = self.app.session.model  # type: ignore[attr-defined]
+        model = self.app.session.model
         if model is None:
             return
         self.loading = True
@@ -140,7 +146,7 @@ class ChatScreen(Screen):
 
     def engine_crashed(self, crash: EngineCrashed) -> None:
         """The engine process died mid-reply: say how, keep the chat, and reload as the evidence says."""
-        model = self.app.session.model  # type: ignore[attr-defined]
+        model = self.app.session.model
         if model is None:
             return
         info = crash.exit
@@ -190,21 +196,21 @@ class ChatScreen(Screen):
 
     def _reload_same(self, extra_buffers: bool | None = None) -> None:
         """Load the model again with the plan it had (without the CPU's extra buffer types if asked)."""
-        model = self.app.session.model  # type: ignore[attr-defined]
+        model = self.app.session.model
         if model is None:
             return
         fit = model.fit
         if extra_buffers is not None:
             from app.tui.session import with_extra_buffers
 
-            fit = with_extra_buffers(model.anatomy, fit, self.app.devices, extra_buffers)  # type: ignore
+            fit = with_extra_buffers(model.anatomy, fit, self.app.devices, extra_buffers)
         self.begin_load(model.path, model.anatomy, fit, model.name)
 
     def action_reload_model(self) -> None:
         if self.loading or self.generating:
             self.app.notify("Wait for the load or the reply to end (Esc stops a reply).", severity="warning")
             return
-        if self.app.session.model is None:  # type: ignore[attr-defined]
+        if self.app.session.model is None:
             self.app.notify("No model to reload: F2 opens the model list.", severity="warning")
             return
         self._reload_same()
@@ -212,7 +218,7 @@ class ChatScreen(Screen):
     @work(thread=True, exclusive=True, group="load", exit_on_error=False)
     def _load(self, path: str, anatomy: ModelAnatomy, fit: FitResult, after: EngineError | None = None) -> None:
         app = self.app
-        session = app.session  # type: ignore[attr-defined]
+        session = app.session
 
         def progress(fraction: float) -> None:
             self.post_message(LoadProgress(fraction))
@@ -227,9 +233,9 @@ class ChatScreen(Screen):
                     after,
                     app.devices,
                     progress,
-                    on_retry,  # type: ignore[attr-defined]
+                    on_retry,
                     app.probe_devices,
-                )  # type: ignore[attr-defined]
+                )
             else:
                 session.load(
                     path,
@@ -237,9 +243,9 @@ class ChatScreen(Screen):
                     fit,
                     app.devices,
                     progress,
-                    on_retry,  # type: ignore[attr-defined]
+                    on_retry,
                     app.probe_devices,
-                )  # type: ignore[attr-defined]
+                )
         except Exception as exc:  # LoadFailed, or anything llama.cpp throws: shown, never a traceback
             self.post_message(LoadFinished(str(exc) or type(exc).__name__))
             return
@@ -252,7 +258,7 @@ class ChatScreen(Screen):
                 self.query_one("#load-bar").display = False
             elif event.worker.group == "generate":
                 self.generating = False
-        self.app.report_worker_error(event)  # type: ignore[attr-defined]
+        self.app.report_worker_error(event)
 
     def on_load_progress(self, message: LoadProgress) -> None:
         self.query_one("#load-progress", ProgressBar).update(progress=message.fraction)
@@ -284,10 +290,10 @@ class ChatScreen(Screen):
                     "fewer GPU layers or a smaller file may fit.",
                 ),
                 lambda _ok: self.app.action_show_picker(),
-            )  # type: ignore[attr-defined]
+            )
             self.update_context_line()
             return
-        model = self.app.session.model  # type: ignore[attr-defined]
+        model = self.app.session.model
         self.sub_title = (
             f"{model.name} · {model.n_ctx:,} tokens"
             if model.n_ctx >= model.max_ctx
@@ -323,10 +329,10 @@ class ChatScreen(Screen):
         if self.loading:
             self.app.notify("The model is still loading.", severity="warning")
             return False
-        if self.app.session.model is None:  # type: ignore[attr-defined]
+        if self.app.session.model is None:
             self.app.notify("Load a model first (F2 opens the model list).", severity="warning")
             return False
-        if not self.app.session.engine.loaded:  # type: ignore[attr-defined]
+        if not self.app.session.engine.loaded:
             self.app.notify("The engine stopped: press F5 to reload the model.", severity="warning")
             return False
         if self.generating:
@@ -336,10 +342,10 @@ class ChatScreen(Screen):
 
     async def _send(self, text: str) -> None:
         app = self.app
-        store = app.store  # type: ignore[attr-defined]
+        store = app.store
         if self.conversation is None:
-            model = app.session.model  # type: ignore[attr-defined]
-            self.conversation = store.new_conversation(model.path, model.name, app.settings.system_prompt)  # type: ignore[attr-defined]
+            model = app.session.model
+            self.conversation = store.new_conversation(model.path, model.name, app.settings.system_prompt)
         msg = store.add_message(self.conversation.id, "user", text)  # written before it is shown
         await self._remove_hint()
         await self.query_one("#messages").mount(MessageView("user", text, msg_id=msg.id))
@@ -349,11 +355,11 @@ class ChatScreen(Screen):
     async def _start_reply(self) -> None:
         app = self.app
         assert self.conversation is not None
-        store = app.store  # type: ignore[attr-defined]
+        store = app.store
         conv = store.conversation(self.conversation.id)
         turns = to_messages(conv.messages)
-        model = app.session.model  # type: ignore[attr-defined]
-        settings = app.settings  # type: ignore[attr-defined]
+        model = app.session.model
+        settings = app.settings
         msg_id = store.begin_reply(conv.id)
         view = MessageView("assistant", "", author=model.name, note="…", msg_id=msg_id)
         self._reply, self._reply_id = view, msg_id
@@ -374,7 +380,7 @@ class ChatScreen(Screen):
             system,
             params,
             gpus,
-            self._cancel,  # type: ignore
+            self._cancel,
             on_fitted=lambda b: self.post_message(PromptFitted(len(b.tokens), b.n_ctx, b.dropped, b.near_limit)),
             on_piece=lambda piece: self.post_message(ReplyPiece(msg_id, piece)),
             on_growth=lambda growth: self.post_message(ContextResized(growth)),
@@ -392,7 +398,7 @@ class ChatScreen(Screen):
 
     def on_context_resized(self, message: ContextResized) -> None:
         growth = message.growth
-        model = self.app.session.model  # type: ignore[attr-defined]
+        model = self.app.session.model
         if model is None:
             return
         error = getattr(growth, "error", "")
@@ -400,7 +406,7 @@ class ChatScreen(Screen):
             self.app.notify(_first_line(error), title="The context could not be resized", severity="warning")
         elif error:
             self.app.notify(
-                f"The context could not grow beyond {growth.after:,} tokens: another program may "  # type: ignore[attr-defined]
+                f"The context could not grow beyond {growth.after:,} tokens: another program may "
                 "have taken the memory. The oldest turns are left out of the prompt instead.\n"
                 f"{_first_line(error)}",
                 title="Context kept",
@@ -441,7 +447,7 @@ class ChatScreen(Screen):
             if not message.text:
                 await view.remove()
                 if not message.error:
-                    self.app.store.delete_message(message.msg_id)  # type: ignore[attr-defined]
+                    self.app.store.delete_message(message.msg_id)
                     self.app.notify("Stopped before the model wrote anything.", timeout=3)
             else:
                 await view.finish(message.text, reply_note(message.stats, message.error))
@@ -465,9 +471,9 @@ class ChatScreen(Screen):
     def action_stop(self) -> None:
         if self.generating:
             self._cancel.set()
-            self.app.session.stop()  # type: ignore[attr-defined]
+            self.app.session.stop()
         elif self.loading:
-            self.app.session.stop()  # type: ignore[attr-defined]
+            self.app.session.stop()
             self.app.notify("Cancelling the load…", timeout=2)
 
     async def action_new_chat(self) -> None:
@@ -479,14 +485,14 @@ class ChatScreen(Screen):
         self._show_hint()
         self.update_context_line()
         self.query_one("#input", ChatInput).focus()
-        if self.app.session.model is not None and not self.loading:  # type: ignore[attr-defined]
+        if self.app.session.model is not None and not self.loading:
             self._shrink()
 
     @work(thread=True, exclusive=True, group="generate", exit_on_error=False)
     def _shrink(self) -> None:
         """A new chat gives the memory a long conversation took back: the context returns to its start."""
         try:
-            growth = self.app.session.shrink()  # type: ignore[attr-defined]
+            growth = self.app.session.shrink()
         except Exception as exc:  # the engine is gone, say: the next reply or F5 says so
             self.post_message(ContextResized(_Failed(str(exc))))
             return
@@ -496,7 +502,7 @@ class ChatScreen(Screen):
     async def action_retry(self) -> None:
         if not self._ready_to_generate() or self.conversation is None:
             return
-        store = self.app.store  # type: ignore[attr-defined]
+        store = self.app.store
         conv = store.conversation(self.conversation.id)
         if not conv.messages:
             return
@@ -525,13 +531,13 @@ class ChatScreen(Screen):
     def action_toggle_dashboard(self) -> None:
         dash = self.query_one("#dashboard")
         dash.display = not dash.display
-        self.app.settings.show_dashboard = bool(dash.display)  # type: ignore[attr-defined]
-        self.app.save_settings()  # type: ignore[attr-defined]
+        self.app.settings.show_dashboard = bool(dash.display)
+        self.app.save_settings()
 
     def action_chat_settings(self) -> None:
         from app.tui.screens.dialogs import ChatSettings, ChatSettingsDialog
 
-        settings = self.app.settings  # type: ignore[attr-defined]
+        settings = self.app.settings
         system = self.conversation.system_prompt if self.conversation else settings.system_prompt
 
         def done(result: ChatSettings | None) -> None:
@@ -540,9 +546,9 @@ class ChatScreen(Screen):
             settings.system_prompt = result.system_prompt
             settings.temperature = result.temperature
             settings.max_tokens = result.max_tokens
-            self.app.save_settings()  # type: ignore[attr-defined]
+            self.app.save_settings()
             if self.conversation is not None:
-                self.app.store.set_system_prompt(self.conversation.id, result.system_prompt)  # type: ignore
+                self.app.store.set_system_prompt(self.conversation.id, result.system_prompt)
                 self.conversation.system_prompt = result.system_prompt
             self.update_context_line()
             self.app.notify("Chat settings saved.", timeout=2)
@@ -582,7 +588,7 @@ class ChatScreen(Screen):
         if self.conversation is None:
             self.app.notify("There is no chat to export yet.", severity="warning")
             return
-        store = self.app.store  # type: ignore[attr-defined]
+        store = self.app.store
         try:
             path = export(store.conversation(self.conversation.id))
         except OSError as exc:
@@ -600,7 +606,7 @@ class ChatScreen(Screen):
         await self.open_conversation(int(event.option.id))
 
     async def open_conversation(self, conv_id: int) -> None:
-        store = self.app.store  # type: ignore[attr-defined]
+        store = self.app.store
         conv = store.conversation(conv_id)
         self.conversation = conv
         box = self.query_one("#messages")
@@ -620,7 +626,7 @@ class ChatScreen(Screen):
             await box.mount_all(views)
         else:
             self._show_hint()
-        model = self.app.session.model  # type: ignore[attr-defined]
+        model = self.app.session.model
         if model is not None and conv.model_path and conv.model_path != model.path:
             self.app.notify(
                 f"This chat was held with {conv.model_name}; replies now come from {model.name}.", timeout=5
@@ -636,7 +642,7 @@ class ChatScreen(Screen):
         hints = list(box.query("#hint").results(Static))
         if box.children and not hints:
             return
-        model = self.app.session.model  # type: ignore[attr-defined]
+        model = self.app.session.model
         if model is None:
             text = "No model loaded yet." if not self.loading else "Loading the model…"
         elif model.fmt.kind == "transcript":
@@ -657,13 +663,13 @@ class ChatScreen(Screen):
 
     def update_context_line(self) -> None:
         app = self.app
-        model = app.session.model  # type: ignore[attr-defined]
-        settings = app.settings  # type: ignore[attr-defined]
+        model = app.session.model
+        settings = app.settings
         line = self.query_one("#context-line", Static)
         if model is None:
             line.update("no model loaded · F2 opens the model list")
             return
-        used = app.session.engine.kv_cells_used()  # type: ignore[attr-defined]
+        used = app.session.engine.kv_cells_used()
         share = used / model.n_ctx if model.n_ctx else 0
         system = self.conversation.system_prompt if self.conversation else settings.system_prompt
         grows = f" (grows to {model.max_ctx:,})" if model.n_ctx < model.max_ctx else ""

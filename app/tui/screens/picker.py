@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
 from textual import on, work
@@ -58,7 +58,13 @@ def device_line(report) -> str:
     return f"{line} · simulated devices" if report.simulated else line
 
 
+if TYPE_CHECKING:
+    from app.tui.app import VramchatApp
+
+
 class PickerScreen(Screen):
+    app: VramchatApp  # typed handle: session, store, settings, devices
+
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+l", "load", "Load"),
         Binding("f5", "rescan", "Rescan"),
@@ -142,16 +148,16 @@ class PickerScreen(Screen):
         worker = get_current_worker()
         self.post_message(ScanStatus("Probing devices…"))
         try:
-            report = app.probe_devices()  # type: ignore[attr-defined]
+            report = app.probe_devices()
         except ValueError as exc:
             self.post_message(DevicesProbed(None, str(exc)))
             return
         self.post_message(DevicesProbed(report))
-        demo = app.demo_path(lambda text: self.post_message(ScanStatus(text)))  # type: ignore[attr-defined]
-        options = app.options  # type: ignore[attr-defined]
-        settings = app.settings  # type: ignore[attr-defined]
+        demo = app.demo_path(lambda text: self.post_message(ScanStatus(text)))
+        options = app.options
+        settings = app.settings
         folders = folders_to_scan(options.models_dirs, settings.models_dirs, settings.scan_known_caches)
-        catalog = Catalog(report.gpus, report.host, app.plan_cache)  # type: ignore[attr-defined]
+        catalog = Catalog(report.gpus, report.host, app.plan_cache)
         entries = catalog.scan(folders, demo, progress=lambda f: self.post_message(ScanStatus(f"Looking in {f}")))
         if self.preselect and not any(
             os.path.realpath(e.file.path) == os.path.realpath(self.preselect) for e in entries
@@ -182,7 +188,7 @@ class PickerScreen(Screen):
             self._scanning = False
             self.query_one("#scan-status", Label).update("Looking for models failed (see the notification)")
             self.query_one("#scan-progress", ProgressBar).display = False
-        self.app.report_worker_error(event)  # type: ignore[attr-defined]
+        self.app.report_worker_error(event)
 
     def on_scan_status(self, message: ScanStatus) -> None:
         self.query_one("#scan-status", Label).update(message.text)
@@ -350,7 +356,7 @@ class PickerScreen(Screen):
         from planner.gguf import read_gguf
         from planner.model import load_anatomy
 
-        report = self.app.devices  # type: ignore[attr-defined]
+        report = self.app.devices
         try:
             model = self.anatomies.get(path)
             if model is None:
@@ -459,7 +465,7 @@ class PickerScreen(Screen):
             )
             return
         if result.plan.fits:
-            self.app.load_model(path, anatomy, result)  # type: ignore[attr-defined]
+            self.app.load_model(path, anatomy, result)
             return
         from app.tui.screens.dialogs import ConfirmDialog
 
@@ -472,7 +478,7 @@ class PickerScreen(Screen):
                 confirm="Load anyway",
                 danger=True,
             ),
-            lambda yes: self.app.load_model(path, anatomy, result) if yes else None,  # type: ignore[attr-defined]
+            lambda yes: self.app.load_model(path, anatomy, result) if yes else None,
         )
 
     def action_focus_table(self) -> None:
