@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from planner.config import LoadConfig
 from planner.devices import Device, Host
 from planner.errors import ConfigError
-from planner.fit import FitResult, Wishes, evaluate, solve
+from planner.fit import FitResult, Wishes, evaluate, fixed_config, solve
 from planner.model import ModelAnatomy
 
 KV_CHOICES = ("auto", "f16", "q8_0", "q4_0")
@@ -61,12 +60,11 @@ def plan_for(model: ModelAnatomy, gpus: list[Device], host: Host, choice: PlanCh
     if choice.n_gpu_layers is None:
         kv_types = (choice.kv,) if choice.kv != "auto" else Wishes().kv_types
         return solve(model, gpus, host, Wishes(n_ctx=choice.n_ctx, kv_types=kv_types, flash_attn=choice.flash_attn))
-    fa = choice.flash_attn != "off"
+    fa = None if choice.flash_attn == "auto" else choice.flash_attn == "on"
     kv = "f16" if choice.kv == "auto" else choice.kv
-    if choice.n_ctx is not None:
-        n_ctx = choice.n_ctx
-    else:
-        n_ctx = solve(model, gpus, host, Wishes(kv_types=(kv,), flash_attn="on" if fa else "off")).plan.resolved.n_ctx
-    ngl = min(choice.n_gpu_layers, model.n_layer + 1) if gpus else 0
-    config = LoadConfig(n_gpu_layers=ngl, n_ctx=n_ctx, type_k=kv, type_v=kv if fa else "f16", flash_attn=fa)
+    n_ctx = choice.n_ctx
+    if n_ctx is None:  # the longest context the solver finds for this KV type
+        wished = "off" if fa is False else "on"
+        n_ctx = solve(model, gpus, host, Wishes(kv_types=(kv,), flash_attn=wished)).plan.resolved.n_ctx
+    config = fixed_config(model, gpus, n_gpu_layers=choice.n_gpu_layers, n_ctx=n_ctx, type_k=kv, flash_attn=fa)
     return evaluate(model, config, gpus, host)

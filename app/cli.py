@@ -187,9 +187,8 @@ def _make_plan(args: argparse.Namespace):
     """The plan for MODEL and the command line's wishes or fixed configuration: (path, anatomy, device
     report, FitResult, fixed)."""
     from app.devices import probe_devices
-    from planner.config import LoadConfig
     from planner.errors import ConfigError, PlannerError
-    from planner.fit import Wishes, evaluate, solve
+    from planner.fit import Wishes, evaluate, fixed_config, solve
     from planner.gguf import read_gguf
     from planner.model import load_anatomy
 
@@ -214,21 +213,19 @@ def _make_plan(args: argparse.Namespace):
     ) or args.fa in ("on", "off")
     try:
         if fixed:
-            ngl = args.ngl if args.ngl is not None else (model.n_layer + 1 if report.gpus else 0)
-            fa = args.fa == "on" if args.fa in ("on", "off") else bool(report.gpus)
-            ctk = args.ctk or "f16"
-            ctv = args.ctv or ("f16" if not fa else ctk)
-            config = LoadConfig(
-                n_gpu_layers=ngl if report.gpus else 0,
-                n_ctx=args.ctx if args.ctx is not None else min(model.n_ctx_train or 4096, 32768),
-                n_batch=args.batch or 512,
-                n_ubatch=args.ubatch or 512,
-                type_k=ctk,
-                type_v=ctv,
-                flash_attn=fa,
-                swa_full=bool(args.swa_full),
-                n_seq_max=args.parallel or 1,
-                n_cpu_moe=args.n_cpu_moe or 0,
+            config = fixed_config(
+                model,
+                report.gpus,
+                n_gpu_layers=args.ngl if args.ngl is None or args.ngl >= 0 else model.n_layer + 1,
+                n_ctx=args.ctx,
+                type_k=args.ctk,
+                type_v=args.ctv,
+                flash_attn=None if args.fa in (None, "auto") else args.fa == "on",
+                n_batch=args.batch,
+                n_ubatch=args.ubatch,
+                swa_full=args.swa_full,
+                n_seq_max=args.parallel,
+                n_cpu_moe=args.n_cpu_moe,
                 cpu_extra_buffers=args.repack,
             )
             result = evaluate(model, config, report.gpus, report.host, margins, projector)

@@ -69,6 +69,43 @@ def desired_context(model: ModelAnatomy, wishes: Wishes) -> int:
     return min(trained, DEFAULT_CONTEXT_CAP)
 
 
+def fixed_config(
+    model: ModelAnatomy,
+    gpus: list[Device],
+    *,
+    n_gpu_layers: int | None = None,
+    n_ctx: int | None = None,
+    type_k: str | None = None,
+    type_v: str | None = None,
+    flash_attn: bool | None = None,
+    n_batch: int | None = None,
+    n_ubatch: int | None = None,
+    swa_full: bool | None = None,
+    n_seq_max: int | None = None,
+    n_cpu_moe: int | None = None,
+    cpu_extra_buffers: bool | None = None,
+) -> LoadConfig:
+    """A configuration fixed by the user (CLI flags, picker knobs), with one set of defaults for what
+    they leave out: every layer on the GPUs there are, the desired context, f16 K, flash attention on
+    (as the solver prefers it), V as K with flash attention and f16 without."""
+    fa = True if flash_attn is None else flash_attn
+    ctk = type_k or "f16"
+    ngl = model.n_layer + 1 if n_gpu_layers is None else min(n_gpu_layers, model.n_layer + 1)
+    return LoadConfig(
+        n_gpu_layers=ngl if gpus else 0,
+        n_ctx=n_ctx if n_ctx is not None else desired_context(model, Wishes()),
+        n_batch=n_batch or 512,
+        n_ubatch=n_ubatch or 512,
+        type_k=ctk,
+        type_v=type_v or (ctk if fa else "f16"),
+        flash_attn=fa,
+        swa_full=bool(swa_full),
+        n_seq_max=n_seq_max or 1,
+        n_cpu_moe=n_cpu_moe or 0,
+        cpu_extra_buffers=cpu_extra_buffers,
+    )
+
+
 class _Pricer:
     """Memoised plan_memory for the solver's candidates."""
 

@@ -37,3 +37,32 @@ def test_plan_for(zoo: dict[str, Path]) -> None:
     # a tiny host: nothing fits, and the verdict says so
     tiny = plan_for(model, [], Host(64 * 1024 * 1024, 16 * 1024 * 1024), PlanChoice(n_ctx=4096, n_gpu_layers=0))
     assert tiny.plan.verdict == "no_fit"
+
+
+@pytest.mark.parametrize("gpus", [[], simulated_gpus([8 * GiB])], ids=["cpu", "gpu"])
+def test_the_picker_and_the_command_line_fix_a_configuration_alike(
+    zoo: dict[str, Path], gpus, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """GPU layers fixed, the rest left out: the same configuration from the picker's knobs and from
+    `vramchat --plan --ngl N` (flash attention, KV types, context)."""
+    import json
+
+    from app.cli import main
+
+    path = zoo["llama-f16"]
+    model = load_anatomy(read_gguf(path))
+    host = Host(64 * GiB, 64 * GiB)
+    picked = plan_for(model, gpus, host, PlanChoice(n_ctx=2048, n_gpu_layers=2)).plan.config
+    if gpus:
+        monkeypatch.setenv("VRAMCHAT_DEVICES", "8GiB,ram=64GiB")
+    else:
+        monkeypatch.setenv("VRAMCHAT_DEVICES", "ram=64GiB")
+    assert main(["--plan", str(path), "--ngl", "2", "--ctx", "2048", "--json"]) == 0
+    config = json.loads(capsys.readouterr().out)["config"]
+    assert (config["flash_attn"], config["type_k"], config["type_v"], config["n_ctx"]) == (
+        picked.flash_attn,
+        picked.type_k,
+        picked.type_v,
+        picked.n_ctx,
+    )
+    assert config["n_gpu_layers"] == picked.n_gpu_layers
