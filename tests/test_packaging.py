@@ -1,4 +1,4 @@
-"""A regular (not editable) install ships every package: none missing from pyproject.toml."""
+"""A regular (not editable) install ships every package and the stylesheet."""
 
 from __future__ import annotations
 
@@ -13,16 +13,22 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 
-def test_every_package_is_listed() -> None:
+def test_every_package_and_the_stylesheet_ship() -> None:
+    """Packages are found automatically (no list to forget one in), the stylesheet ships as app.tui's data."""
+    from setuptools import find_namespace_packages
+
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    listed = set(config["tool"]["setuptools"]["packages"])
+    tool = config["tool"]["setuptools"]
+    include = tool["packages"]["find"]["include"]
+    shipped = set(find_namespace_packages(str(ROOT), include=include))
     found = {
         ".".join(p.parent.relative_to(ROOT).parts)
         for top in ("app", "planner")
         for p in (ROOT / top).rglob("__init__.py")
     }
-    assert found - listed == set(), "add these to [tool.setuptools] packages"
-    assert "app.assets" in listed and (ROOT / "assets" / "app.tcss").exists()
+    assert found and found <= shipped
+    assert tool["package-data"]["app.tui"] == ["*.tcss"] and (ROOT / "app" / "tui" / "app.tcss").exists()
+    assert "package-dir" not in tool
 
 
 def test_the_pin_is_the_build_the_rules_are_keyed_to() -> None:

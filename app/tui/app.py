@@ -35,7 +35,8 @@ if TYPE_CHECKING:
 
 
 def css_path() -> str:
-    return str(files("app.assets").joinpath("app.tcss"))
+    """The stylesheet, beside this module (shipped as package data of app.tui)."""
+    return str(files("app.tui").joinpath("app.tcss"))
 
 
 @dataclass
