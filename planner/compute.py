@@ -20,7 +20,7 @@ from planner.graphs.context import GraphContext, GraphShape, WeightSet
 from planner.kv import KVLayout
 from planner.model import ModelAnatomy
 from planner.scheduler import SchedBackend, Scheduler
-from planner.weights import HOST, LayerPlacement, WeightBuffers
+from planner.weights import HOST_INDEX, LayerPlacement, WeightBuffers
 
 HOST_BUFFER = "CPU"
 
@@ -108,7 +108,7 @@ def _rs_tensors(model: ModelAnatomy, r: Resolved, g: Graph, locate_layer) -> dic
 
 
 def _backend_name(gpus: list[Device], device: int) -> str:
-    return HOST_BUFFER if device == HOST else gpus[device].name
+    return HOST_BUFFER if device == HOST_INDEX else gpus[device].name
 
 
 def compute_buffers(
@@ -122,19 +122,21 @@ def compute_buffers(
 ) -> ComputeBuffers:
     """Compute buffer per backend for this configuration and device mix."""
     gpus = gpus or []
-    placement = placement or LayerPlacement(tuple([HOST] * model.n_layer), HOST)
+    placement = placement or LayerPlacement(tuple([HOST_INDEX] * model.n_layer), HOST_INDEX)
     tensor_device = weights.tensor_device if weights else {}
     repacked = weights.repacked if weights else frozenset()
 
     def locate_weight(name: str, duplicate: bool) -> tuple[str, bool]:
-        device = placement.output if duplicate else tensor_device.get(name, HOST)
-        return ("host" if device == HOST else gpus[device].name), name not in repacked or duplicate
+        device = placement.output if duplicate else tensor_device.get(name, HOST_INDEX)
+        return ("host" if device == HOST_INDEX else gpus[device].name), name not in repacked or duplicate
 
     def locate_layer(il: int) -> str:
         device = placement.layers[il]
-        return "host" if device == HOST else gpus[device].name
+        return "host" if device == HOST_INDEX else gpus[device].name
 
-    backends = [SchedBackend(d.name, False, i) for i, d in enumerate(gpus)] + [SchedBackend(HOST_BUFFER, True, HOST)]
+    backends = [SchedBackend(d.name, False, i) for i, d in enumerate(gpus)] + [
+        SchedBackend(HOST_BUFFER, True, HOST_INDEX)
+    ]
     # llama_context: pipeline parallelism needs several GPUs holding every layer, the KV cache offloaded,
     # no tensor overrides, and devices with async compute and events (CUDA and ROCm have them)
     pipeline = (

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 GiB = 1024**3
 MiB = 1024**2
+HOST = "CPU"  # the host's memory, named as llama.cpp names it (its buffers and its device)
 
 
 @dataclass(frozen=True)

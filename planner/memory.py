@@ -13,7 +13,7 @@ from planner.kv import KVLayout, kv_layout
 from planner.model import ModelAnatomy
 from planner.projector import Projector
 from planner.recurrent import rs_layout
-from planner.weights import HOST, LayerPlacement, place_layers, weight_buffers
+from planner.weights import HOST_INDEX, LayerPlacement, place_layers, weight_buffers
 
 # Memory a GPU backend takes that llama.cpp does not report (CUDA context, cuBLAS and
 # pool workspaces). Public measurements put the CUDA primary context alone between about
@@ -196,7 +196,7 @@ def _plan_memory(
                 raise
             # no graph builder fits this architecture: a rough figure, on the device of the output layer
             estimated_compute = True
-            where = HOST_BUFFER if placement.output == HOST or not gpus_used else gpus_used[placement.output].name
+            where = HOST_BUFFER if placement.output == HOST_INDEX or not gpus_used else gpus_used[placement.output].name
             compute_sizes = {where: estimate_compute(model, r)}
 
     gpu_usage = [
@@ -223,26 +223,26 @@ def _plan_memory(
     # KV cache: one buffer per device and cache (the sliding-window layers have their own cache)
     kv_by: dict[tuple[int, bool], int] = {}
     for t in kv.tensors:
-        device = placement.layers[t.layer] if (r.config.offload_kqv and gpus_used) else HOST
-        rules = CPU if device == HOST else backend_rules(gpus[device].backend)
+        device = placement.layers[t.layer] if (r.config.offload_kqv and gpus_used) else HOST_INDEX
+        rules = CPU if device == HOST_INDEX else backend_rules(gpus[device].backend)
         size = rules.padded(rules.alloc_size(t.type, t.nbytes, t.ne[0]))
         kv_by[(device, t.swa)] = kv_by.get((device, t.swa), 0) + size
     for (device, swa), size in sorted(kv_by.items()):
-        target = host_usage if device == HOST else gpu_usage[device]
+        target = host_usage if device == HOST_INDEX else gpu_usage[device]
         target.kv += size
-        name = "CPU" if device == HOST else gpus[device].name
+        name = "CPU" if device == HOST_INDEX else gpus[device].name
         buffers.append(Buffer(name, "kv_swa" if swa else "kv", name, size))
 
     # recurrent state: F32 per recurrent layer, on the layer's device
     rs_by: dict[int, int] = {}
     for t in rs_layout(model, r).tensors:
-        device = placement.layers[t.layer] if (r.config.offload_kqv and gpus_used) else HOST
-        rules = CPU if device == HOST else backend_rules(gpus[device].backend)
+        device = placement.layers[t.layer] if (r.config.offload_kqv and gpus_used) else HOST_INDEX
+        rules = CPU if device == HOST_INDEX else backend_rules(gpus[device].backend)
         rs_by[device] = rs_by.get(device, 0) + rules.padded(rules.alloc_size(t.type, t.nbytes, t.ne[0]))
     for device, size in sorted(rs_by.items()):
-        target = host_usage if device == HOST else gpu_usage[device]
+        target = host_usage if device == HOST_INDEX else gpu_usage[device]
         target.recurrent += size
-        name = "CPU" if device == HOST else gpus[device].name
+        name = "CPU" if device == HOST_INDEX else gpus[device].name
         buffers.append(Buffer(name, "rs", name, size))
 
     # output (logits) buffer: host, pinned when a GPU backend exists

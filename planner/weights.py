@@ -20,7 +20,7 @@ from planner.devices import Device
 from planner.gguf import TensorInfo
 from planner.model import ModelAnatomy
 
-HOST = -1  # device index of the host
+HOST_INDEX = -1  # the host among device indices (the layer placement's "not on a GPU")
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ def place_layers(model: ModelAnatomy, r: Resolved, gpus: list[Device]) -> LayerP
 
     def device_of(il: int) -> int:
         if il < i_gpu_start or il - i_gpu_start >= act:
-            return HOST
+            return HOST_INDEX
         return min(bisect.bisect_right(cumulative, (il - i_gpu_start) / act), len(gpus) - 1)
 
     return LayerPlacement(tuple(device_of(il) for il in range(n_layer)), device_of(n_layer))
@@ -205,7 +205,7 @@ def weight_buffers(
 
     def put(info: TensorInfo, device: int, matmul: bool) -> None:
         out.tensor_device.setdefault(info.name, device)
-        if device == HOST:
+        if device == HOST_INDEX:
             if matmul and can_repack and extra_buffer(info):
                 out.repacked.add(info.name)
             else:
@@ -216,7 +216,7 @@ def weight_buffers(
         out.gpu[device] = out.gpu.get(device, 0) + rules.padded(size)
 
     for info in model.input_tensors:
-        put(info, HOST, matmul=False)
+        put(info, HOST_INDEX, matmul=False)
     for layer in model.layers:
         if layer.is_mtp:
             continue  # TENSOR_SKIP: multi-token-prediction weights are not loaded
@@ -225,20 +225,20 @@ def weight_buffers(
         for info in layer.tensors:
             if keep_experts_on_host and _EXPERT_RE.search(info.name):
                 # llama.cpp's --n-cpu-moe: a tensor override to the CPU buffer types
-                put(info, HOST, True)
+                put(info, HOST_INDEX, True)
             else:
                 put(info, device, _is_matmul_weight(info))
     # tensors outside blk.N that belong to the repeating layers (rope frequency tables)
     layer_devices = sorted(set(placement.layers))
     for info in model.other_tensors:
-        for device in layer_devices or [HOST]:
+        for device in layer_devices or [HOST_INDEX]:
             put(info, device, matmul=False)
     for info in model.output_tensors:
         put(info, placement.output, _is_matmul_weight(info))
     if model.tied_output:
         embd = model.tensor("token_embd.weight")
         if embd is not None:
-            if placement.output == HOST:
+            if placement.output == HOST_INDEX:
                 # the duplicate (the output matmul's copy) shares the mapped range, unless it is
                 # repacked; to AMX it is a matmul weight like any other
                 output_copy = TensorInfo("output.weight", embd.shape, embd.type, embd.offset, embd.n_bytes, embd.shard)

@@ -7,9 +7,9 @@ from typing import Any
 
 from app.devices.advice import Mismatch
 from app.devices.held import HeldMemory
-from planner.devices import Device, Host
+from planner.devices import HOST, Device, Host
 
-HOST = "CPU"  # the host's key in `held`, as llama.cpp names it
+__all__ = ["HOST", "DeviceReport", "Probe"]  # HOST: the host's key in `held`, as llama.cpp names it
 
 
 @dataclass

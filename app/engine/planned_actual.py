@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING
 
 from app.devices.process import ProcessMemory, delta
 from app.engine.llama_log import Measurements
+from planner.devices import HOST
 from planner.memory import Buffer, MemoryPlan
 
 if TYPE_CHECKING:
     from app.engine.verify import Verification
 
-HOST = "CPU"
 # llama.cpp logs buffer sizes in MiB with two decimals: each figure is within half a hundredth
 LOG_ROUNDING = (1024 * 1024 + 199) // 200
 
