@@ -26,9 +26,8 @@ from app.engine.llama_log import Measurements, capture
 from app.engine.planned_actual import BufferComparison, compare
 from app.errors import VramchatError
 from planner.config import LoadConfig
+from planner.ggml_types import ggml_type
 from planner.memory import MemoryPlan
-
-_TYPE_IDS = {"f32": 0, "f16": 1, "q4_0": 2, "q4_1": 3, "q5_0": 6, "q5_1": 7, "q8_0": 8, "iq4_nl": 20, "bf16": 30}
 
 
 class EngineError(VramchatError, RuntimeError):
@@ -141,8 +140,8 @@ def apply_context_params(cparams, config: LoadConfig) -> None:
     cparams.n_batch = config.n_batch
     cparams.n_ubatch = config.n_ubatch
     cparams.n_seq_max = config.n_seq_max
-    cparams.type_k = _TYPE_IDS[config.type_k]
-    cparams.type_v = _TYPE_IDS[config.type_v]
+    cparams.type_k = ggml_type(config.type_k).id
+    cparams.type_v = ggml_type(config.type_v).id
     cparams.flash_attn_type = 1 if config.flash_attn else 0
     cparams.swa_full = config.swa_full
     cparams.kv_unified = config.kv_unified

@@ -16,8 +16,12 @@ import ctypes
 import json
 import re
 import sys
+from pathlib import Path
 
 import llama_cpp
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the planner, run as a script or not
+from planner.ggml_types import ggml_type
 
 _BUFFER_LINE = re.compile(r"^\s*(?P<func>\w+):\s+(?P<name>\S+)\s+(?P<what>model|KV|RS|output|compute) buffer size")
 
@@ -64,9 +68,6 @@ class _Collector:
             self.compute[name] = self.last_sched.value
 
 
-_TYPES = {"f32": 0, "f16": 1, "q4_0": 2, "q4_1": 3, "q5_0": 6, "q5_1": 7, "q8_0": 8, "iq4_nl": 20, "bf16": 30}
-
-
 def main() -> None:
     spec = json.loads(sys.stdin.readline())
     shim = ctypes.CDLL(spec["shim"])
@@ -95,8 +96,8 @@ def main() -> None:
         cparams.n_ubatch = cfg.get("n_ubatch", 512)
         cparams.n_seq_max = cfg.get("n_seq_max", 1)
         cparams.flash_attn_type = 1 if cfg.get("flash_attn") else 0
-        cparams.type_k = _TYPES[cfg.get("type_k", "f16")]
-        cparams.type_v = _TYPES[cfg.get("type_v", "f16")]
+        cparams.type_k = ggml_type(cfg.get("type_k", "f16")).id
+        cparams.type_v = ggml_type(cfg.get("type_v", "f16")).id
         cparams.swa_full = bool(cfg.get("swa_full", False))
         cparams.kv_unified = bool(cfg.get("kv_unified", False))
         cparams.n_threads = cparams.n_threads_batch = 1
