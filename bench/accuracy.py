@@ -27,8 +27,28 @@ from planner import LLAMA_CPP_BUILD  # noqa: E402
 from tests.tiny_models import ZOO, write_tiny_model  # noqa: E402
 
 FAMILIES: list[tuple[str, list[str]]] = [
-    ("Dense", ["llama-f16", "llama-q8_0", "llama-q4_k", "qwen2-q4_0", "qwen3-hd", "phi3", "gemma", "granite"]),
-    ("Sliding window (SWA)", ["gemma2", "gemma3", "gemma3-270m"]),
+    (
+        "Dense",
+        [
+            "llama-f16",
+            "llama-q8_0",
+            "llama-q4_k",
+            "qwen2-q4_0",
+            "qwen3-hd",
+            "phi3",
+            "gemma",
+            "granite",
+            "exaone",
+            "smollm3",
+            "ernie4_5",
+            "minicpm",
+            "internlm2",
+            "xverse",
+            "seed_oss",
+            "olmo2",
+        ],
+    ),
+    ("Sliding window (SWA)", ["gemma2", "gemma3", "gemma3-270m", "olmo3"]),
     (
         "Mixture of experts",
         ["llama-moe", "qwen2moe", "qwen3moe", "olmoe", "gpt-oss", "granitemoe", "granitemoe-shared"],
@@ -86,7 +106,7 @@ def _config_label(cfg: dict) -> str:
 
 
 def _configs(name: str, quick: bool) -> list[dict]:
-    swa = name.startswith("gemma2") or name.startswith("gemma3") or name == "gpt-oss"
+    swa = name.startswith("gemma2") or name.startswith("gemma3") or name in ("gpt-oss", "olmo3")
     configs = grid(swa=swa, n_ctx=(512, 4096) if quick else (512, 2048, 8192))
     if not quick:
         configs += [

@@ -70,6 +70,15 @@ def _gemma3(anatomy: ModelAnatomy, meta: _Meta) -> None:
     anatomy.f_final_softcap = meta.float_or("final_logit_softcapping", 0.0)
 
 
+def _olmo2(anatomy: ModelAnatomy, meta: _Meta) -> None:
+    # Olmo 3 declares a sliding window: 3 of every 4 layers use it (llama_model_olmo2::load_arch_hparams)
+    n_swa = meta.int_or("attention.sliding_window", 0)
+    if n_swa > 0:
+        anatomy.swa_type = SWA_STANDARD
+        anatomy.n_swa = n_swa
+        _load_swa_pattern(anatomy, meta, 4)
+
+
 def _gpt_oss(anatomy: ModelAnatomy, meta: _Meta) -> None:
     _experts(anatomy, meta)
     anatomy.swa_type = SWA_STANDARD
@@ -271,6 +280,16 @@ def _phi3(anatomy: ModelAnatomy, meta: _Meta) -> None:
 
 ARCH_RULES: dict[str, ArchRule] = {
     "llama": _plain,
+    # llama's tensors and graph shape (llama.cpp: exaone, smollm3 with its RoPE-less layers, ernie4_5,
+    # minicpm with its scales, internlm2, xverse, seed_oss); matched byte for byte on tiny models
+    "exaone": _plain,
+    "smollm3": _plain,
+    "ernie4_5": _plain,
+    "minicpm": _plain,
+    "internlm2": _plain,
+    "xverse": _plain,
+    "seed_oss": _plain,  # its FFN pre-norm is named post_attention_norm
+    "olmo2": _olmo2,
     "mistral3": _plain,
     "qwen2": _plain,
     "qwen3": _plain,

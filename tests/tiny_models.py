@@ -468,6 +468,20 @@ def _layer_tensors(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], 
     q_dim, kv_dim = hk * spec.n_head, hk * spec.n_head_kv
     w, f32 = spec.weight_type, Q.F32
     p = f"blk.{il}."
+    if spec.arch == "olmo2":  # no pre-norms: full-width Q/K norms and post-norms (llama_model_olmo2)
+        return [
+            (p + "attn_q.weight", (e, q_dim), w),
+            (p + "attn_k.weight", (e, kv_dim), w),
+            (p + "attn_v.weight", (e, kv_dim), w),
+            (p + "attn_output.weight", (q_dim, e), w),
+            (p + "attn_q_norm.weight", (q_dim,), f32),
+            (p + "attn_k_norm.weight", (kv_dim,), f32),
+            (p + "post_attention_norm.weight", (e,), f32),
+            (p + "ffn_gate.weight", (e, ff), w),
+            (p + "ffn_up.weight", (e, ff), w),
+            (p + "ffn_down.weight", (ff, e), w),
+            (p + "post_ffw_norm.weight", (e,), f32),
+        ]
     out: list[tuple[str, tuple[int, ...], Q]] = [(p + "attn_norm.weight", (e,), f32)]
     if spec.arch == "phi3":
         out.append((p + "attn_qkv.weight", (e, q_dim + 2 * kv_dim), w))
@@ -507,7 +521,8 @@ def _layer_tensors(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], 
         ]
     if spec.arch in ("gemma2", "gemma3"):
         out.append((p + "post_attention_norm.weight", (e,), f32))
-    out.append((p + "ffn_norm.weight", (e,), f32))
+    # Seed-OSS names the FFN's pre-norm "post_attention_norm"
+    out.append((p + ("post_attention_norm.weight" if spec.arch == "seed_oss" else "ffn_norm.weight"), (e,), f32))
     if spec.n_expert:
         ne, fe = spec.n_expert, spec.n_ff_exp or ff
         out += [
@@ -651,6 +666,15 @@ ZOO: dict[str, TinySpec] = {
         "llama", n_embd=256, n_ff=512, weight_type=Q.Q4_K, embd_type=Q.Q6_K, output_type=Q.Q6_K, n_head=8, n_head_kv=4
     ),
     "qwen2-q4_0": TinySpec("qwen2", weight_type=Q.Q4_0, output_type=Q.Q8_0),
+    "exaone": TinySpec("exaone", weight_type=Q.Q8_0),
+    "smollm3": TinySpec("smollm3", n_layer=8),  # every 4th layer without RoPE
+    "ernie4_5": TinySpec("ernie4_5", output_type=None),
+    "minicpm": TinySpec("minicpm", weight_type=Q.Q8_0, output_type=None),
+    "internlm2": TinySpec("internlm2", n_head_kv=4),
+    "xverse": TinySpec("xverse", weight_type=Q.Q8_0),
+    "seed_oss": TinySpec("seed_oss", n_head=4, n_head_kv=2, output_type=None),
+    "olmo2": TinySpec("olmo2", n_head_kv=4, weight_type=Q.Q8_0),
+    "olmo3": TinySpec("olmo2", n_head_kv=2, n_swa=256, n_layer=8),  # Olmo 3: 3 of 4 layers windowed
     "qwen3-hd": TinySpec("qwen3", n_embd=128, n_head=4, n_head_kv=2, head_dim=64, output_type=None),
     "phi3": TinySpec("phi3", n_head_kv=4, weight_type=Q.Q8_0),
     "gemma": TinySpec("gemma", n_head_kv=1, output_type=None, n_vocab=2048),

@@ -16,6 +16,9 @@ Builder = Callable[[GraphContext], None]
 # architecture -> (module in planner.graphs, builder function)
 BUILDERS: dict[str, tuple[str, str]] = {
     "llama": ("dense", "build_llama"),
+    **dict.fromkeys(
+        ("exaone", "smollm3", "ernie4_5", "minicpm", "internlm2", "xverse", "seed_oss"), ("dense", "build_llama")
+    ),
     "mistral3": ("dense", "build_llama"),
     "qwen2": ("dense", "build_llama"),
     "qwen3": ("dense", "build_llama"),
@@ -23,6 +26,7 @@ BUILDERS: dict[str, tuple[str, str]] = {
     "qwen3moe": ("dense", "build_llama"),
     "olmoe": ("dense", "build_llama"),
     "phi3": ("dense", "build_phi3"),
+    "olmo2": ("dense", "build_olmo2"),
     "gemma": ("dense", "build_gemma"),
     "gemma2": ("dense", "build_gemma2_3"),
     "gemma3": ("dense", "build_gemma2_3"),

@@ -218,3 +218,48 @@ def build_gemma2_3(ctx: GraphContext) -> None:
         cur = ctx.build_norm(cur, w.layer(il, "post_ffw_norm.weight"))  # il = -1 in llama.cpp: not pinned
         inp_l = g.add(cur, sa_out)
     _final(ctx, inp_l, softcap=m.f_final_softcap > 0)
+
+
+def build_olmo2(ctx: GraphContext) -> None:
+    """olmo2 (and Olmo 3's sliding-window layers): no pre-norms; Q/K normed over the whole projection,
+    then RoPE; the attention and FFN outputs are normed before each residual (llama_model_olmo2)."""
+    g, w, m = ctx.g, ctx.w, ctx.model
+    iswa = m.has_swa
+    inp_l = ctx.build_inp_embd()
+    inp_pos = ctx.build_inp_pos()
+    if iswa:
+        inp_full = ctx.build_attn_inp_kv(swa=False)
+        inp_swa = ctx.build_attn_inp_kv(swa=True)
+    else:
+        inp_full = inp_swa = ctx.build_attn_inp_kv()
+    out_ids = ctx.build_inp_out_ids()
+    for layer in m.trunk_layers:
+        il = layer.index
+        inp_sa = inp_l
+        hd = layer.head_dim_k
+        q, k, v = ctx.build_qkv(layer, inp_l, hd, layer.n_head, hd, layer.n_head_kv, reshape=False)
+        q = ctx.build_norm(q, w.layer(il, "attn_q_norm.weight"), il=il)
+        k = ctx.build_norm(k, w.layer(il, "attn_k_norm.weight"), il=il)
+        q = g.reshape(q, hd, layer.n_head, ctx.n_tokens)
+        k = g.reshape(k, hd, layer.n_head_kv, ctx.n_tokens)
+        v = g.reshape(v, hd, layer.n_head_kv, ctx.n_tokens)
+        q = g.rope(q, inp_pos)
+        k = g.rope(k, inp_pos)
+        inp = inp_swa if layer.is_swa else inp_full
+        cur = ctx.build_attn(inp, layer, w.layer(il, "attn_output.weight"), None, q, k, v, iswa=iswa)
+        if il == m.n_trunk - 1:
+            cur = g.get_rows(cur, out_ids)
+            inp_sa = g.get_rows(inp_sa, out_ids)
+        cur = ctx.build_norm(cur, w.layer(il, "post_attention_norm.weight"), il=il)
+        ffn_inp = g.add(cur, inp_sa)
+        cur = ctx.build_ffn(
+            ffn_inp,
+            w.layer(il, "ffn_up.weight"),
+            w.layer(il, "ffn_gate.weight"),
+            w.layer(il, "ffn_down.weight"),
+            "silu",
+            True,
+        )
+        cur = ctx.build_norm(cur, w.layer(il, "post_ffw_norm.weight"), il=il)
+        inp_l = g.add(cur, ffn_inp)
+    _final(ctx, inp_l)
