@@ -79,6 +79,14 @@ def _olmo2(anatomy: ModelAnatomy, meta: _Meta) -> None:
         _load_swa_pattern(anatomy, meta, 4)
 
 
+def _exaone4(anatomy: ModelAnatomy, meta: _Meta) -> None:
+    # only the 64-layer (32B) model has windowed layers, 3 of every 4 (llama_model_exaone4::load_arch_hparams)
+    if anatomy.n_layer == 64:
+        anatomy.swa_type = SWA_STANDARD
+        anatomy.n_swa = meta.int_or("attention.sliding_window", 4096)
+        _load_swa_pattern(anatomy, meta, 4)
+
+
 def _gpt_oss(anatomy: ModelAnatomy, meta: _Meta) -> None:
     _experts(anatomy, meta)
     anatomy.swa_type = SWA_STANDARD
@@ -290,6 +298,7 @@ ARCH_RULES: dict[str, ArchRule] = {
     "xverse": _plain,
     "seed_oss": _plain,  # its FFN pre-norm is named post_attention_norm
     "olmo2": _olmo2,
+    "exaone4": _exaone4,
     "mistral3": _plain,
     "qwen2": _plain,
     "qwen3": _plain,

@@ -468,14 +468,15 @@ def _layer_tensors(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], 
     q_dim, kv_dim = hk * spec.n_head, hk * spec.n_head_kv
     w, f32 = spec.weight_type, Q.F32
     p = f"blk.{il}."
-    if spec.arch == "olmo2":  # no pre-norms: full-width Q/K norms and post-norms (llama_model_olmo2)
+    if spec.arch in ("olmo2", "exaone4"):  # no pre-norms: Q/K norms and post-norms (llama_model_olmo2)
+        qn, kn = (q_dim, kv_dim) if spec.arch == "olmo2" else (hk, hk)  # exaone4: per head
         return [
             (p + "attn_q.weight", (e, q_dim), w),
             (p + "attn_k.weight", (e, kv_dim), w),
             (p + "attn_v.weight", (e, kv_dim), w),
             (p + "attn_output.weight", (q_dim, e), w),
-            (p + "attn_q_norm.weight", (q_dim,), f32),
-            (p + "attn_k_norm.weight", (kv_dim,), f32),
+            (p + "attn_q_norm.weight", (qn,), f32),
+            (p + "attn_k_norm.weight", (kn,), f32),
             (p + "post_attention_norm.weight", (e,), f32),
             (p + "ffn_gate.weight", (e, ff), w),
             (p + "ffn_up.weight", (e, ff), w),
@@ -675,6 +676,9 @@ ZOO: dict[str, TinySpec] = {
     "seed_oss": TinySpec("seed_oss", n_head=4, n_head_kv=2, output_type=None),
     "olmo2": TinySpec("olmo2", n_head_kv=4, weight_type=Q.Q8_0),
     "olmo3": TinySpec("olmo2", n_head_kv=2, n_swa=256, n_layer=8),  # Olmo 3: 3 of 4 layers windowed
+    "exaone4": TinySpec("exaone4", n_head_kv=2, weight_type=Q.Q8_0),
+    # the 64-layer shape is the one llama.cpp gives windowed layers (3 of 4, RoPE on those only)
+    "exaone4-swa": TinySpec("exaone4", n_head_kv=2, n_swa=256, n_layer=64, n_ff=128),
     "qwen3-hd": TinySpec("qwen3", n_embd=128, n_head=4, n_head_kv=2, head_dim=64, output_type=None),
     "phi3": TinySpec("phi3", n_head_kv=4, weight_type=Q.Q8_0),
     "gemma": TinySpec("gemma", n_head_kv=1, output_type=None, n_vocab=2048),

@@ -221,10 +221,12 @@ def build_gemma2_3(ctx: GraphContext) -> None:
 
 
 def build_olmo2(ctx: GraphContext) -> None:
-    """olmo2 (and Olmo 3's sliding-window layers): no pre-norms; Q/K normed over the whole projection,
-    then RoPE; the attention and FFN outputs are normed before each residual (llama_model_olmo2)."""
+    """olmo2 (and Olmo 3's sliding-window layers) and exaone4: no pre-norms; Q/K normed (olmo2 over the
+    whole projection, exaone4 per head), then RoPE (exaone4 with a window: on the windowed layers only);
+    the attention and FFN outputs are normed before each residual (llama_model_olmo2, _exaone4)."""
     g, w, m = ctx.g, ctx.w, ctx.model
     iswa = m.has_swa
+    per_head = m.architecture == "exaone4"
     inp_l = ctx.build_inp_embd()
     inp_pos = ctx.build_inp_pos()
     if iswa:
@@ -237,14 +239,17 @@ def build_olmo2(ctx: GraphContext) -> None:
         il = layer.index
         inp_sa = inp_l
         hd = layer.head_dim_k
-        q, k, v = ctx.build_qkv(layer, inp_l, hd, layer.n_head, hd, layer.n_head_kv, reshape=False)
+        q, k, v = ctx.build_qkv(layer, inp_l, hd, layer.n_head, hd, layer.n_head_kv, reshape=per_head)
         q = ctx.build_norm(q, w.layer(il, "attn_q_norm.weight"), il=il)
         k = ctx.build_norm(k, w.layer(il, "attn_k_norm.weight"), il=il)
-        q = g.reshape(q, hd, layer.n_head, ctx.n_tokens)
-        k = g.reshape(k, hd, layer.n_head_kv, ctx.n_tokens)
-        v = g.reshape(v, hd, layer.n_head_kv, ctx.n_tokens)
-        q = g.rope(q, inp_pos)
-        k = g.rope(k, inp_pos)
+        if not per_head:
+            q = g.reshape(q, hd, layer.n_head, ctx.n_tokens)
+            k = g.reshape(k, hd, layer.n_head_kv, ctx.n_tokens)
+            v = g.reshape(v, hd, layer.n_head_kv, ctx.n_tokens)
+        if not (per_head and iswa and not layer.is_swa):
+            freqs = w.get_optional("rope_freqs.weight")
+            q = g.rope(q, inp_pos, freqs)
+            k = g.rope(k, inp_pos, freqs)
         inp = inp_swa if layer.is_swa else inp_full
         cur = ctx.build_attn(inp, layer, w.layer(il, "attn_output.weight"), None, q, k, v, iswa=iswa)
         if il == m.n_trunk - 1:
