@@ -49,7 +49,7 @@ FAMILIES: list[tuple[str, list[str]]] = [
             "exaone4",
         ],
     ),
-    ("Sliding window (SWA)", ["gemma2", "gemma3", "gemma3-270m", "olmo3", "exaone4-swa"]),
+    ("Sliding window (SWA)", ["gemma2", "gemma3", "gemma3-270m", "olmo3", "exaone4-swa", "cohere2"]),
     (
         "Mixture of experts",
         ["llama-moe", "qwen2moe", "qwen3moe", "olmoe", "gpt-oss", "granitemoe", "granitemoe-shared"],
@@ -107,7 +107,9 @@ def _config_label(cfg: dict) -> str:
 
 
 def _configs(name: str, quick: bool) -> list[dict]:
-    swa = name.startswith("gemma2") or name.startswith("gemma3") or name in ("gpt-oss", "olmo3", "exaone4-swa")
+    swa = (
+        name.startswith("gemma2") or name.startswith("gemma3") or name in ("gpt-oss", "olmo3", "exaone4-swa", "cohere2")
+    )
     configs = grid(swa=swa, n_ctx=(512, 4096) if quick else (512, 2048, 8192))
     if not quick:
         configs += [

@@ -87,6 +87,14 @@ def _exaone4(anatomy: ModelAnatomy, meta: _Meta) -> None:
         _load_swa_pattern(anatomy, meta, 4)
 
 
+def _cohere2(anatomy: ModelAnatomy, meta: _Meta) -> None:
+    # every 4th layer is global (no RoPE), the rest windowed; logits scaled (llama_model_cohere2)
+    anatomy.swa_type = SWA_STANDARD
+    anatomy.n_swa = meta.int_or("attention.sliding_window", 4096)
+    _load_swa_pattern(anatomy, meta, 4)
+    anatomy.extra["f_logit_scale"] = meta.float_or("logit_scale", 0.0)
+
+
 def _gpt_oss(anatomy: ModelAnatomy, meta: _Meta) -> None:
     _experts(anatomy, meta)
     anatomy.swa_type = SWA_STANDARD
@@ -299,6 +307,7 @@ ARCH_RULES: dict[str, ArchRule] = {
     "seed_oss": _plain,  # its FFN pre-norm is named post_attention_norm
     "olmo2": _olmo2,
     "exaone4": _exaone4,
+    "cohere2": _cohere2,
     "mistral3": _plain,
     "qwen2": _plain,
     "qwen3": _plain,

@@ -522,6 +522,12 @@ def _layer_tensors(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], 
         ]
     if spec.arch in ("gemma2", "gemma3"):
         out.append((p + "post_attention_norm.weight", (e,), f32))
+    if spec.arch == "cohere2":  # one norm before attention and FFN side by side: no ffn_norm
+        return out + [
+            (p + "ffn_gate.weight", (e, ff), w),
+            (p + "ffn_up.weight", (e, ff), w),
+            (p + "ffn_down.weight", (ff, e), w),
+        ]
     # Seed-OSS names the FFN's pre-norm "post_attention_norm"
     out.append((p + ("post_attention_norm.weight" if spec.arch == "seed_oss" else "ffn_norm.weight"), (e,), f32))
     if spec.n_expert:
@@ -677,6 +683,14 @@ ZOO: dict[str, TinySpec] = {
     "olmo2": TinySpec("olmo2", n_head_kv=4, weight_type=Q.Q8_0),
     "olmo3": TinySpec("olmo2", n_head_kv=2, n_swa=256, n_layer=8),  # Olmo 3: 3 of 4 layers windowed
     "exaone4": TinySpec("exaone4", n_head_kv=2, weight_type=Q.Q8_0),
+    "cohere2": TinySpec(
+        "cohere2",
+        n_head_kv=2,
+        n_swa=256,
+        n_layer=8,
+        output_type=None,
+        extra_kv={"cohere2.logit_scale": 0.0625, "cohere2.attention.layer_norm_epsilon": 1e-5},
+    ),
     # the 64-layer shape is the one llama.cpp gives windowed layers (3 of 4, RoPE on those only)
     "exaone4-swa": TinySpec("exaone4", n_head_kv=2, n_swa=256, n_layer=64, n_ff=128),
     "qwen3-hd": TinySpec("qwen3", n_embd=128, n_head=4, n_head_kv=2, head_dim=64, output_type=None),

@@ -268,3 +268,46 @@ def build_olmo2(ctx: GraphContext) -> None:
         cur = ctx.build_norm(cur, w.layer(il, "post_ffw_norm.weight"), il=il)
         inp_l = g.add(cur, ffn_inp)
     _final(ctx, inp_l)
+
+
+def build_cohere2(ctx: GraphContext) -> None:
+    """cohere2 (Command R7B): one layer norm feeds attention and the FFN side by side; RoPE on the
+    windowed layers only; both added to the residual; the logits scaled (llama_model_cohere2)."""
+    from planner.graphs.granite import granite_output
+
+    g, w, m = ctx.g, ctx.w, ctx.model
+    inp_l = ctx.build_inp_embd()
+    inp_pos = ctx.build_inp_pos()
+    inp_full = ctx.build_attn_inp_kv(swa=False)
+    inp_swa = ctx.build_attn_inp_kv(swa=True)
+    out_ids = ctx.build_inp_out_ids()
+    for layer in m.trunk_layers:
+        il = layer.index
+        cur = ctx.build_norm(inp_l, w.layer(il, "attn_norm.weight"), il=il)
+        ffn_inp = cur
+        hd = layer.head_dim_k
+        q, k, v = ctx.build_qkv(layer, cur, hd, layer.n_head, hd, layer.n_head_kv)
+        if layer.is_swa:
+            freqs = w.get_optional("rope_freqs.weight")
+            q = g.rope(q, inp_pos, freqs)
+            k = g.rope(k, inp_pos, freqs)
+        inp = inp_swa if layer.is_swa else inp_full
+        cur = ctx.build_attn(
+            inp, layer, w.layer(il, "attn_output.weight"), w.layer(il, "attn_output.bias"), q, k, v, iswa=True
+        )
+        if il == m.n_trunk - 1:
+            cur = g.get_rows(cur, out_ids)
+            inp_l = g.get_rows(inp_l, out_ids)
+            ffn_inp = g.get_rows(ffn_inp, out_ids)
+        attn_out = cur
+        cur = ctx.build_ffn(
+            ffn_inp,
+            w.layer(il, "ffn_up.weight"),
+            w.layer(il, "ffn_gate.weight"),
+            w.layer(il, "ffn_down.weight"),
+            "silu",
+            True,
+        )
+        cur = g.add(cur, inp_l)
+        inp_l = g.add(cur, attn_out)
+    granite_output(ctx, inp_l, logit_scale=bool(m.extra.get("f_logit_scale")))
