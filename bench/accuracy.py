@@ -47,6 +47,8 @@ FAMILIES: list[tuple[str, list[str]]] = [
             "seed_oss",
             "olmo2",
             "exaone4",
+            "arcee",
+            "orion",
         ],
     ),
     ("Sliding window (SWA)", ["gemma2", "gemma3", "gemma3-270m", "olmo3", "exaone4-swa", "cohere2"]),

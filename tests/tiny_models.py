@@ -331,6 +331,8 @@ def _global_tensors(spec: TinySpec) -> list[tuple[str, tuple[int, ...], Q]]:
     e = spec.n_embd
     if spec.arch in ("rwkv6", "rwkv7"):
         return [(f"{n}.{s}", (e,), Q.F32) for n in ("token_embd_norm", "output_norm") for s in ("weight", "bias")]
+    if spec.arch == "orion":
+        return [("output_norm.weight", (e,), Q.F32), ("output_norm.bias", (e,), Q.F32)]
     return [("token_embd_norm.weight" if spec.arch == "lfm2" else "output_norm.weight", (e,), Q.F32)]
 
 
@@ -484,6 +486,8 @@ def _layer_tensors(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], 
             (p + "post_ffw_norm.weight", (e,), f32),
         ]
     out: list[tuple[str, tuple[int, ...], Q]] = [(p + "attn_norm.weight", (e,), f32)]
+    if spec.arch == "orion":  # layer norms with biases
+        out.append((p + "attn_norm.bias", (e,), f32))
     if spec.arch == "phi3":
         out.append((p + "attn_qkv.weight", (e, q_dim + 2 * kv_dim), w))
     else:
@@ -530,6 +534,8 @@ def _layer_tensors(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], 
         ]
     # Seed-OSS names the FFN's pre-norm "post_attention_norm"
     out.append((p + ("post_attention_norm.weight" if spec.arch == "seed_oss" else "ffn_norm.weight"), (e,), f32))
+    if spec.arch == "orion":
+        out.append((p + "ffn_norm.bias", (e,), f32))
     if spec.n_expert:
         ne, fe = spec.n_expert, spec.n_ff_exp or ff
         out += [
@@ -550,6 +556,8 @@ def _layer_tensors(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], 
         return out
     if spec.arch == "phi3":
         out += [(p + "ffn_up.weight", (e, 2 * ff), w), (p + "ffn_down.weight", (ff, e), w)]
+    elif spec.arch == "arcee":  # ReLU² without a gate
+        out += [(p + "ffn_up.weight", (e, ff), w), (p + "ffn_down.weight", (ff, e), w)]
     else:
         out += [
             (p + "ffn_gate.weight", (e, ff), w),
@@ -681,6 +689,8 @@ ZOO: dict[str, TinySpec] = {
     "xverse": TinySpec("xverse", weight_type=Q.Q8_0),
     "seed_oss": TinySpec("seed_oss", n_head=4, n_head_kv=2, output_type=None),
     "olmo2": TinySpec("olmo2", n_head_kv=4, weight_type=Q.Q8_0),
+    "arcee": TinySpec("arcee", n_head_kv=2),
+    "orion": TinySpec("orion", weight_type=Q.Q8_0, extra_kv={"orion.attention.layer_norm_epsilon": 1e-5}),
     "olmo3": TinySpec("olmo2", n_head_kv=2, n_swa=256, n_layer=8),  # Olmo 3: 3 of 4 layers windowed
     "exaone4": TinySpec("exaone4", n_head_kv=2, weight_type=Q.Q8_0),
     "cohere2": TinySpec(

@@ -45,7 +45,7 @@ def build_llama(ctx: GraphContext) -> None:
     for layer in m.trunk_layers:
         il = layer.index
         inp_sa = inp_l
-        cur = ctx.build_norm(inp_l, w.layer(il, "attn_norm.weight"), il=il)
+        cur = ctx.build_norm(inp_l, w.layer(il, "attn_norm.weight"), w.layer(il, "attn_norm.bias"), il=il)
         hd = layer.head_dim_k
         if qk_norm_flat:
             q, k, v = ctx.build_qkv(layer, cur, hd, layer.n_head, hd, layer.n_head_kv, reshape=False)
@@ -70,15 +70,16 @@ def build_llama(ctx: GraphContext) -> None:
             cur = g.get_rows(cur, out_ids)
             inp_sa = g.get_rows(inp_sa, out_ids)
         ffn_inp = g.add(cur, inp_sa)
-        cur = ctx.build_norm(ffn_inp, w.layer(il, "ffn_norm.weight"), il=il)
+        cur = ctx.build_norm(ffn_inp, w.layer(il, "ffn_norm.weight"), w.layer(il, "ffn_norm.bias"), il=il)
         if w.layer(il, "ffn_gate_inp.weight") is None:
+            gate = w.layer(il, "ffn_gate.weight")
             cur = ctx.build_ffn(
                 cur,
                 w.layer(il, "ffn_up.weight"),
-                w.layer(il, "ffn_gate.weight"),
+                gate,
                 w.layer(il, "ffn_down.weight"),
-                "silu",
-                True,
+                "silu" if gate is not None else "relu_sqr",  # arcee: no gate, ReLU²
+                gate is not None,
                 up_b=w.layer(il, "ffn_up.bias"),
                 gate_b=w.layer(il, "ffn_gate.bias"),
                 down_b=w.layer(il, "ffn_down.bias"),
