@@ -49,6 +49,7 @@ FAMILIES: list[tuple[str, list[str]]] = [
             "exaone4",
             "arcee",
             "orion",
+            "starcoder2",
         ],
     ),
     ("Sliding window (SWA)", ["gemma2", "gemma3", "gemma3-270m", "olmo3", "exaone4-swa", "cohere2"]),

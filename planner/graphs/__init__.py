@@ -17,7 +17,7 @@ Builder = Callable[[GraphContext], None]
 BUILDERS: dict[str, tuple[str, str]] = {
     "llama": ("dense", "build_llama"),
     **dict.fromkeys(
-        ("exaone", "smollm3", "ernie4_5", "minicpm", "internlm2", "xverse", "seed_oss", "arcee", "orion"),
+        ("exaone", "smollm3", "ernie4_5", "minicpm", "internlm2", "xverse", "seed_oss", "arcee", "orion", "starcoder2"),
         ("dense", "build_llama"),
     ),
     "mistral3": ("dense", "build_llama"),

@@ -32,6 +32,10 @@ _LLAMA_LIKE = {
 }
 
 
+# the activation of the architectures whose FFN has no gate (arcee's ReLU², starcoder2's GELU)
+_NO_GATE_ACTIVATION = {"arcee": "relu_sqr", "starcoder2": "gelu"}
+
+
 def build_llama(ctx: GraphContext) -> None:
     """The llama shape shared by llama (dense or Mixtral-style MoE), mistral3, qwen2/3 and their
     MoE variants, and OLMoE: pre-norm attention, RoPE, SwiGLU or routed experts."""
@@ -78,7 +82,7 @@ def build_llama(ctx: GraphContext) -> None:
                 w.layer(il, "ffn_up.weight"),
                 gate,
                 w.layer(il, "ffn_down.weight"),
-                "silu" if gate is not None else "relu_sqr",  # arcee: no gate, ReLU²
+                "silu" if gate is not None else _NO_GATE_ACTIVATION.get(m.architecture, "relu_sqr"),
                 gate is not None,
                 up_b=w.layer(il, "ffn_up.bias"),
                 gate_b=w.layer(il, "ffn_gate.bias"),
