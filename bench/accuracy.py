@@ -50,6 +50,7 @@ FAMILIES: list[tuple[str, list[str]]] = [
             "arcee",
             "orion",
             "starcoder2",
+            "stablelm",
         ],
     ),
     ("Sliding window (SWA)", ["gemma2", "gemma3", "gemma3-270m", "olmo3", "exaone4-swa", "cohere2"]),

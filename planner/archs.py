@@ -297,8 +297,8 @@ def _phi3(anatomy: ModelAnatomy, meta: _Meta) -> None:
 ARCH_RULES: dict[str, ArchRule] = {
     "llama": _plain,
     # llama's tensors and graph shape (llama.cpp: exaone, smollm3 with its RoPE-less layers, ernie4_5,
-    # minicpm with its scales, internlm2, xverse, seed_oss, arcee, orion, starcoder2); matched byte for
-    # byte on tiny models
+    # minicpm with its scales, internlm2, xverse, seed_oss, arcee, orion, starcoder2, stablelm); matched
+    # byte for byte on tiny models
     "exaone": _plain,
     "smollm3": _plain,
     "ernie4_5": _plain,
@@ -309,6 +309,7 @@ ARCH_RULES: dict[str, ArchRule] = {
     "arcee": _plain,  # a ReLU² FFN without a gate
     "orion": _plain,  # layer norms with biases
     "starcoder2": _plain,  # biases everywhere, a GELU FFN without a gate
+    "stablelm": _plain,  # layer norms with biases, partial RoPE (same sizes)
     "olmo2": _olmo2,
     "exaone4": _exaone4,
     "cohere2": _cohere2,

@@ -331,7 +331,7 @@ def _global_tensors(spec: TinySpec) -> list[tuple[str, tuple[int, ...], Q]]:
     e = spec.n_embd
     if spec.arch in ("rwkv6", "rwkv7"):
         return [(f"{n}.{s}", (e,), Q.F32) for n in ("token_embd_norm", "output_norm") for s in ("weight", "bias")]
-    if spec.arch in ("orion", "starcoder2"):
+    if spec.arch in ("orion", "starcoder2", "stablelm"):
         return [("output_norm.weight", (e,), Q.F32), ("output_norm.bias", (e,), Q.F32)]
     return [("token_embd_norm.weight" if spec.arch == "lfm2" else "output_norm.weight", (e,), Q.F32)]
 
@@ -486,7 +486,7 @@ def _layer_tensors(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], 
             (p + "post_ffw_norm.weight", (e,), f32),
         ]
     out: list[tuple[str, tuple[int, ...], Q]] = [(p + "attn_norm.weight", (e,), f32)]
-    if spec.arch in ("orion", "starcoder2"):  # layer norms with biases
+    if spec.arch in ("orion", "starcoder2", "stablelm"):  # layer norms with biases
         out.append((p + "attn_norm.bias", (e,), f32))
     if spec.arch == "phi3":
         out.append((p + "attn_qkv.weight", (e, q_dim + 2 * kv_dim), w))
@@ -544,7 +544,7 @@ def _layer_tensors(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], 
         ]
     # Seed-OSS names the FFN's pre-norm "post_attention_norm"
     out.append((p + ("post_attention_norm.weight" if spec.arch == "seed_oss" else "ffn_norm.weight"), (e,), f32))
-    if spec.arch == "orion":
+    if spec.arch in ("orion", "stablelm"):
         out.append((p + "ffn_norm.bias", (e,), f32))
     if spec.n_expert:
         ne, fe = spec.n_expert, spec.n_ff_exp or ff
@@ -702,6 +702,7 @@ ZOO: dict[str, TinySpec] = {
     "arcee": TinySpec("arcee", n_head_kv=2),
     "orion": TinySpec("orion", weight_type=Q.Q8_0, extra_kv={"orion.attention.layer_norm_epsilon": 1e-5}),
     "starcoder2": TinySpec("starcoder2", n_head_kv=2, extra_kv={"starcoder2.attention.layer_norm_epsilon": 1e-5}),
+    "stablelm": TinySpec("stablelm", weight_type=Q.Q8_0, extra_kv={"stablelm.attention.layer_norm_epsilon": 1e-5}),
     "olmo3": TinySpec("olmo2", n_head_kv=2, n_swa=256, n_layer=8),  # Olmo 3: 3 of 4 layers windowed
     "exaone4": TinySpec("exaone4", n_head_kv=2, weight_type=Q.Q8_0),
     "cohere2": TinySpec(

@@ -17,7 +17,19 @@ Builder = Callable[[GraphContext], None]
 BUILDERS: dict[str, tuple[str, str]] = {
     "llama": ("dense", "build_llama"),
     **dict.fromkeys(
-        ("exaone", "smollm3", "ernie4_5", "minicpm", "internlm2", "xverse", "seed_oss", "arcee", "orion", "starcoder2"),
+        (
+            "exaone",
+            "smollm3",
+            "ernie4_5",
+            "minicpm",
+            "internlm2",
+            "xverse",
+            "seed_oss",
+            "arcee",
+            "orion",
+            "starcoder2",
+            "stablelm",
+        ),
         ("dense", "build_llama"),
     ),
     "mistral3": ("dense", "build_llama"),
