@@ -51,6 +51,7 @@ FAMILIES: list[tuple[str, list[str]]] = [
             "orion",
             "starcoder2",
             "stablelm",
+            "phi2",
         ],
     ),
     ("Sliding window (SWA)", ["gemma2", "gemma3", "gemma3-270m", "olmo3", "exaone4-swa", "cohere2"]),

@@ -313,6 +313,7 @@ ARCH_RULES: dict[str, ArchRule] = {
     "olmo2": _olmo2,
     "exaone4": _exaone4,
     "cohere2": _cohere2,
+    "phi2": _plain,  # attention and FFN side by side (planner.graphs.dense.build_cohere2)
     "mistral3": _plain,
     "qwen2": _plain,
     "qwen3": _plain,

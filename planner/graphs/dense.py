@@ -11,7 +11,7 @@ def _final(ctx: GraphContext, cur: Tensor, softcap: bool = False, output_bias: b
     cur = ctx.build_norm(cur, w.get_optional("output_norm.weight"), w.get_optional("output_norm.bias"))
     embd = cur
     cur = ctx.mm(ctx.output_weight(), cur, w.get_optional("output.scale"))
-    if output_bias and w.get_optional("output.bias") is not None:
+    if output_bias and w.get_optional("output.bias") is not None:  # qwen2, phi2
         cur = g.add(cur, w.get("output.bias"))
     if softcap:
         cur = g.scale(cur)
@@ -276,43 +276,58 @@ def build_olmo2(ctx: GraphContext) -> None:
 
 
 def build_cohere2(ctx: GraphContext) -> None:
-    """cohere2 (Command R7B): one layer norm feeds attention and the FFN side by side; RoPE on the
-    windowed layers only; both added to the residual; the logits scaled (llama_model_cohere2)."""
+    """cohere2 (Command R7B) and phi2: one layer norm feeds attention and the FFN side by side, both
+    added to the residual. cohere2: RoPE on the windowed layers only, a SwiGLU FFN, scaled logits
+    (llama_model_cohere2); phi2: RoPE everywhere, Q scaled, biases, a GELU FFN, an output bias."""
     from planner.graphs.granite import granite_output
 
     g, w, m = ctx.g, ctx.w, ctx.model
+    phi2 = m.architecture == "phi2"
     inp_l = ctx.build_inp_embd()
     inp_pos = ctx.build_inp_pos()
-    inp_full = ctx.build_attn_inp_kv(swa=False)
-    inp_swa = ctx.build_attn_inp_kv(swa=True)
+    if m.has_swa:
+        inp_full = ctx.build_attn_inp_kv(swa=False)
+        inp_swa = ctx.build_attn_inp_kv(swa=True)
+    else:
+        inp_full = inp_swa = ctx.build_attn_inp_kv()
     out_ids = ctx.build_inp_out_ids()
     for layer in m.trunk_layers:
         il = layer.index
-        cur = ctx.build_norm(inp_l, w.layer(il, "attn_norm.weight"), il=il)
+        cur = ctx.build_norm(inp_l, w.layer(il, "attn_norm.weight"), w.layer(il, "attn_norm.bias"), il=il)
         ffn_inp = cur
         hd = layer.head_dim_k
         q, k, v = ctx.build_qkv(layer, cur, hd, layer.n_head, hd, layer.n_head_kv)
-        if layer.is_swa:
+        if layer.is_swa or not m.has_swa:
             freqs = w.get_optional("rope_freqs.weight")
             q = g.rope(q, inp_pos, freqs)
             k = g.rope(k, inp_pos, freqs)
+        if phi2:
+            q = g.scale(q)
         inp = inp_swa if layer.is_swa else inp_full
         cur = ctx.build_attn(
-            inp, layer, w.layer(il, "attn_output.weight"), w.layer(il, "attn_output.bias"), q, k, v, iswa=True
+            inp, layer, w.layer(il, "attn_output.weight"), w.layer(il, "attn_output.bias"), q, k, v, iswa=m.has_swa
         )
         if il == m.n_trunk - 1:
             cur = g.get_rows(cur, out_ids)
             inp_l = g.get_rows(inp_l, out_ids)
             ffn_inp = g.get_rows(ffn_inp, out_ids)
         attn_out = cur
-        cur = ctx.build_ffn(
+        gate = w.layer(il, "ffn_gate.weight")
+        ffn = ctx.build_ffn(
             ffn_inp,
             w.layer(il, "ffn_up.weight"),
-            w.layer(il, "ffn_gate.weight"),
+            gate,
             w.layer(il, "ffn_down.weight"),
-            "silu",
-            True,
+            "silu" if gate is not None else "gelu",
+            gate is not None,
+            up_b=w.layer(il, "ffn_up.bias"),
+            down_b=w.layer(il, "ffn_down.bias"),
         )
-        cur = g.add(cur, inp_l)
-        inp_l = g.add(cur, attn_out)
-    granite_output(ctx, inp_l, logit_scale=bool(m.extra.get("f_logit_scale")))
+        if phi2:  # attention + FFN, then the residual
+            inp_l = g.add(g.add(attn_out, ffn), inp_l)
+        else:  # FFN + residual, then attention
+            inp_l = g.add(g.add(ffn, inp_l), attn_out)
+    if phi2:
+        _final(ctx, inp_l, output_bias=True)
+    else:
+        granite_output(ctx, inp_l, logit_scale=bool(m.extra.get("f_logit_scale")))
