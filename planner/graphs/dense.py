@@ -323,10 +323,8 @@ def build_cohere2(ctx: GraphContext) -> None:
             up_b=w.layer(il, "ffn_up.bias"),
             down_b=w.layer(il, "ffn_down.bias"),
         )
-        if phi2:  # attention + FFN, then the residual
-            inp_l = g.add(g.add(attn_out, ffn), inp_l)
-        else:  # FFN + residual, then attention
-            inp_l = g.add(g.add(ffn, inp_l), attn_out)
+        # phi2 adds attention + FFN, then the residual; cohere2 FFN + residual, then attention
+        inp_l = g.add(g.add(attn_out, ffn), inp_l) if phi2 else g.add(g.add(ffn, inp_l), attn_out)
     if phi2:
         _final(ctx, inp_l, output_bias=True)
     else:
