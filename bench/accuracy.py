@@ -52,6 +52,7 @@ FAMILIES: list[tuple[str, list[str]]] = [
             "starcoder2",
             "stablelm",
             "phi2",
+            "command-r",
         ],
     ),
     ("Sliding window (SWA)", ["gemma2", "gemma3", "gemma3-270m", "olmo3", "exaone4-swa", "cohere2"]),

@@ -95,6 +95,11 @@ def _cohere2(anatomy: ModelAnatomy, meta: _Meta) -> None:
     anatomy.extra["f_logit_scale"] = meta.float_or("logit_scale", 0.0)
 
 
+def _command_r(anatomy: ModelAnatomy, meta: _Meta) -> None:
+    # cohere2's parallel layer without the window, logits scaled when the header says so
+    anatomy.extra["f_logit_scale"] = meta.float_or("logit_scale", 0.0)
+
+
 def _gpt_oss(anatomy: ModelAnatomy, meta: _Meta) -> None:
     _experts(anatomy, meta)
     anatomy.swa_type = SWA_STANDARD
@@ -313,6 +318,7 @@ ARCH_RULES: dict[str, ArchRule] = {
     "olmo2": _olmo2,
     "exaone4": _exaone4,
     "cohere2": _cohere2,
+    "command-r": _command_r,
     "phi2": _plain,  # attention and FFN side by side (planner.graphs.dense.build_cohere2)
     "mistral3": _plain,
     "qwen2": _plain,

@@ -547,7 +547,7 @@ def _layer_tensors(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], 
         ]
     if spec.arch in ("gemma2", "gemma3"):
         out.append((p + "post_attention_norm.weight", (e,), f32))
-    if spec.arch == "cohere2":  # one norm before attention and FFN side by side: no ffn_norm
+    if spec.arch in ("cohere2", "command-r"):  # one norm before attention and FFN side by side
         return out + [
             (p + "ffn_gate.weight", (e, ff), w),
             (p + "ffn_up.weight", (e, ff), w),
@@ -714,6 +714,12 @@ ZOO: dict[str, TinySpec] = {
     "orion": TinySpec("orion", weight_type=Q.Q8_0, extra_kv={"orion.attention.layer_norm_epsilon": 1e-5}),
     "starcoder2": TinySpec("starcoder2", n_head_kv=2, extra_kv={"starcoder2.attention.layer_norm_epsilon": 1e-5}),
     "phi2": TinySpec("phi2", extra_kv={"phi2.attention.layer_norm_epsilon": 1e-5}),
+    "command-r": TinySpec(
+        "command-r",
+        n_head_kv=2,
+        output_type=None,
+        extra_kv={"command-r.logit_scale": 0.0625, "command-r.attention.layer_norm_epsilon": 1e-5},
+    ),
     "stablelm": TinySpec("stablelm", weight_type=Q.Q8_0, extra_kv={"stablelm.attention.layer_norm_epsilon": 1e-5}),
     "olmo3": TinySpec("olmo2", n_head_kv=2, n_swa=256, n_layer=8),  # Olmo 3: 3 of 4 layers windowed
     "exaone4": TinySpec("exaone4", n_head_kv=2, weight_type=Q.Q8_0),

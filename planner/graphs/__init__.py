@@ -43,6 +43,7 @@ BUILDERS: dict[str, tuple[str, str]] = {
     "exaone4": ("dense", "build_olmo2"),
     "cohere2": ("dense", "build_cohere2"),
     "phi2": ("dense", "build_cohere2"),
+    "command-r": ("dense", "build_cohere2"),
     "gemma": ("dense", "build_gemma"),
     "gemma2": ("dense", "build_gemma2_3"),
     "gemma3": ("dense", "build_gemma2_3"),
