@@ -53,6 +53,7 @@ FAMILIES: list[tuple[str, list[str]]] = [
             "stablelm",
             "phi2",
             "command-r",
+            "falcon",
         ],
     ),
     ("Sliding window (SWA)", ["gemma2", "gemma3", "gemma3-270m", "olmo3", "exaone4-swa", "cohere2"]),

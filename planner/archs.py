@@ -319,6 +319,7 @@ ARCH_RULES: dict[str, ArchRule] = {
     "exaone4": _exaone4,
     "cohere2": _cohere2,
     "command-r": _command_r,
+    "falcon": _plain,  # attention and FFN side by side (planner.graphs.dense.build_cohere2)
     "phi2": _plain,  # attention and FFN side by side (planner.graphs.dense.build_cohere2)
     "mistral3": _plain,
     "qwen2": _plain,

@@ -331,7 +331,7 @@ def _global_tensors(spec: TinySpec) -> list[tuple[str, tuple[int, ...], Q]]:
     e = spec.n_embd
     if spec.arch in ("rwkv6", "rwkv7"):
         return [(f"{n}.{s}", (e,), Q.F32) for n in ("token_embd_norm", "output_norm") for s in ("weight", "bias")]
-    if spec.arch in ("orion", "starcoder2", "stablelm", "phi2"):
+    if spec.arch in ("orion", "starcoder2", "stablelm", "phi2", "falcon"):
         out = [("output_norm.weight", (e,), Q.F32), ("output_norm.bias", (e,), Q.F32)]
         return [*out, ("output.bias", (spec.n_vocab,), Q.F32)] if spec.arch == "phi2" else out
     return [("token_embd_norm.weight" if spec.arch == "lfm2" else "output_norm.weight", (e,), Q.F32)]
@@ -487,9 +487,9 @@ def _layer_tensors(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], 
             (p + "post_ffw_norm.weight", (e,), f32),
         ]
     out: list[tuple[str, tuple[int, ...], Q]] = [(p + "attn_norm.weight", (e,), f32)]
-    if spec.arch in ("orion", "starcoder2", "stablelm", "phi2"):  # layer norms with biases
+    if spec.arch in ("orion", "starcoder2", "stablelm", "phi2", "falcon"):  # layer norms with biases
         out.append((p + "attn_norm.bias", (e,), f32))
-    if spec.arch in ("phi3", "phi2"):
+    if spec.arch in ("phi3", "phi2", "falcon"):
         out.append((p + "attn_qkv.weight", (e, q_dim + 2 * kv_dim), w))
         if spec.arch == "phi2":
             out.append((p + "attn_qkv.bias", (q_dim + 2 * kv_dim,), f32))
@@ -510,6 +510,8 @@ def _layer_tensors(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], 
     if spec.arch == "olmoe":
         out += [(p + "attn_q_norm.weight", (q_dim,), f32), (p + "attn_k_norm.weight", (kv_dim,), f32)]
     out.append((p + "attn_output.weight", (q_dim, e), w))
+    if spec.arch == "falcon":  # attention and a GELU FFN side by side off one norm, no biases
+        return out + [(p + "ffn_up.weight", (e, ff), w), (p + "ffn_down.weight", (ff, e), w)]
     if spec.arch == "phi2":  # attention and a GELU FFN side by side off one norm, biases
         return out + [
             (p + "attn_output.bias", (e,), f32),
@@ -714,6 +716,7 @@ ZOO: dict[str, TinySpec] = {
     "orion": TinySpec("orion", weight_type=Q.Q8_0, extra_kv={"orion.attention.layer_norm_epsilon": 1e-5}),
     "starcoder2": TinySpec("starcoder2", n_head_kv=2, extra_kv={"starcoder2.attention.layer_norm_epsilon": 1e-5}),
     "phi2": TinySpec("phi2", extra_kv={"phi2.attention.layer_norm_epsilon": 1e-5}),
+    "falcon": TinySpec("falcon", n_head_kv=1, extra_kv={"falcon.attention.layer_norm_epsilon": 1e-5}),
     "command-r": TinySpec(
         "command-r",
         n_head_kv=2,

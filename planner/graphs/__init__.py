@@ -44,6 +44,7 @@ BUILDERS: dict[str, tuple[str, str]] = {
     "cohere2": ("dense", "build_cohere2"),
     "phi2": ("dense", "build_cohere2"),
     "command-r": ("dense", "build_cohere2"),
+    "falcon": ("dense", "build_cohere2"),
     "gemma": ("dense", "build_gemma"),
     "gemma2": ("dense", "build_gemma2_3"),
     "gemma3": ("dense", "build_gemma2_3"),

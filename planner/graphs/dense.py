@@ -276,13 +276,14 @@ def build_olmo2(ctx: GraphContext) -> None:
 
 
 def build_cohere2(ctx: GraphContext) -> None:
-    """cohere2 (Command R7B) and phi2: one layer norm feeds attention and the FFN side by side, both
-    added to the residual. cohere2: RoPE on the windowed layers only, a SwiGLU FFN, scaled logits
+    """cohere2 (Command R7B), command-r, phi2 and falcon: one layer norm feeds attention and the FFN side
+    by side, both added to the residual. cohere2: RoPE on the windowed layers only, a SwiGLU FFN, scaled logits
     (llama_model_cohere2); phi2: RoPE everywhere, Q scaled, biases, a GELU FFN, an output bias."""
     from planner.graphs.granite import granite_output
 
     g, w, m = ctx.g, ctx.w, ctx.model
     phi2 = m.architecture == "phi2"
+    falcon = m.architecture == "falcon"
     inp_l = ctx.build_inp_embd()
     inp_pos = ctx.build_inp_pos()
     if m.has_swa:
@@ -323,9 +324,11 @@ def build_cohere2(ctx: GraphContext) -> None:
             up_b=w.layer(il, "ffn_up.bias"),
             down_b=w.layer(il, "ffn_down.bias"),
         )
-        # phi2 adds attention + FFN, then the residual; cohere2 FFN + residual, then attention
-        inp_l = g.add(g.add(attn_out, ffn), inp_l) if phi2 else g.add(g.add(ffn, inp_l), attn_out)
-    if phi2:
+        if falcon:  # FFN + attention, then the residual
+            inp_l = g.add(g.add(ffn, attn_out), inp_l)
+        else:  # phi2: attention + FFN, then the residual; cohere2: FFN + residual, then attention
+            inp_l = g.add(g.add(attn_out, ffn), inp_l) if phi2 else g.add(g.add(ffn, inp_l), attn_out)
+    if phi2 or falcon:
         _final(ctx, inp_l, output_bias=True)
     else:
         granite_output(ctx, inp_l, logit_scale=bool(m.extra.get("f_logit_scale")))
