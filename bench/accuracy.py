@@ -54,6 +54,8 @@ FAMILIES: list[tuple[str, list[str]]] = [
             "phi2",
             "command-r",
             "falcon",
+            "gpt2",
+            "starcoder",
         ],
     ),
     ("Sliding window (SWA)", ["gemma2", "gemma3", "gemma3-270m", "olmo3", "exaone4-swa", "cohere2"]),

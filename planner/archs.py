@@ -315,6 +315,8 @@ ARCH_RULES: dict[str, ArchRule] = {
     "orion": _plain,  # layer norms with biases
     "starcoder2": _plain,  # biases everywhere, a GELU FFN without a gate
     "stablelm": _plain,  # layer norms with biases, partial RoPE (same sizes)
+    "gpt2": _plain,  # learned position embeddings instead of RoPE, biases, a GELU FFN
+    "starcoder": _plain,  # GPT-2's shape with multi-query attention
     "olmo2": _olmo2,
     "exaone4": _exaone4,
     "cohere2": _cohere2,

@@ -122,7 +122,7 @@ _AMX_TYPES = {
     "f16": (16, 0),
 }
 # weights read with GET_ROWS (embedding tables), never through a matmul
-_LOOKUP_TABLES = ("token_embd.weight", "per_layer_token_embd.weight", "pos_embd.weight", "token_types.weight")
+_LOOKUP_TABLES = ("token_embd.weight", "per_layer_token_embd.weight", "position_embd.weight", "token_types.weight")
 
 
 def amx_bytes(info: TensorInfo) -> int | None:

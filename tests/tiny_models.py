@@ -331,6 +331,12 @@ def _global_tensors(spec: TinySpec) -> list[tuple[str, tuple[int, ...], Q]]:
     e = spec.n_embd
     if spec.arch in ("rwkv6", "rwkv7"):
         return [(f"{n}.{s}", (e,), Q.F32) for n in ("token_embd_norm", "output_norm") for s in ("weight", "bias")]
+    if spec.arch in ("gpt2", "starcoder"):  # learned position embeddings
+        return [
+            ("position_embd.weight", (e, spec.n_ctx_train), Q.F32),
+            ("output_norm.weight", (e,), Q.F32),
+            ("output_norm.bias", (e,), Q.F32),
+        ]
     if spec.arch in ("orion", "starcoder2", "stablelm", "phi2", "falcon"):
         out = [("output_norm.weight", (e,), Q.F32), ("output_norm.bias", (e,), Q.F32)]
         return [*out, ("output.bias", (spec.n_vocab,), Q.F32)] if spec.arch == "phi2" else out
@@ -487,11 +493,11 @@ def _layer_tensors(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], 
             (p + "post_ffw_norm.weight", (e,), f32),
         ]
     out: list[tuple[str, tuple[int, ...], Q]] = [(p + "attn_norm.weight", (e,), f32)]
-    if spec.arch in ("orion", "starcoder2", "stablelm", "phi2", "falcon"):  # layer norms with biases
+    if spec.arch in ("orion", "starcoder2", "stablelm", "phi2", "falcon", "gpt2", "starcoder"):  # norm biases
         out.append((p + "attn_norm.bias", (e,), f32))
-    if spec.arch in ("phi3", "phi2", "falcon"):
+    if spec.arch in ("phi3", "phi2", "falcon", "gpt2", "starcoder"):
         out.append((p + "attn_qkv.weight", (e, q_dim + 2 * kv_dim), w))
-        if spec.arch == "phi2":
+        if spec.arch in ("phi2", "gpt2", "starcoder"):
             out.append((p + "attn_qkv.bias", (q_dim + 2 * kv_dim,), f32))
     else:
         out += [
@@ -520,7 +526,7 @@ def _layer_tensors(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], 
             (p + "ffn_down.weight", (ff, e), w),
             (p + "ffn_down.bias", (e,), f32),
         ]
-    if spec.arch == "starcoder2":  # biases everywhere, a GELU FFN without a gate
+    if spec.arch in ("starcoder2", "gpt2", "starcoder"):  # biases everywhere, a GELU FFN without a gate
         return out + [
             (p + "attn_output.bias", (e,), f32),
             (p + "ffn_norm.weight", (e,), f32),
@@ -717,6 +723,10 @@ ZOO: dict[str, TinySpec] = {
     "starcoder2": TinySpec("starcoder2", n_head_kv=2, extra_kv={"starcoder2.attention.layer_norm_epsilon": 1e-5}),
     "phi2": TinySpec("phi2", extra_kv={"phi2.attention.layer_norm_epsilon": 1e-5}),
     "falcon": TinySpec("falcon", n_head_kv=1, extra_kv={"falcon.attention.layer_norm_epsilon": 1e-5}),
+    "gpt2": TinySpec("gpt2", n_ctx_train=4096, extra_kv={"gpt2.attention.layer_norm_epsilon": 1e-5}),
+    "starcoder": TinySpec(
+        "starcoder", n_head_kv=1, n_ctx_train=8192, extra_kv={"starcoder.attention.layer_norm_epsilon": 1e-5}
+    ),
     "command-r": TinySpec(
         "command-r",
         n_head_kv=2,

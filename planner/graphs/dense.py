@@ -33,7 +33,8 @@ _LLAMA_LIKE = {
 
 
 # the activation of the architectures whose FFN has no gate (arcee's ReLU², starcoder2's GELU)
-_NO_GATE_ACTIVATION = {"arcee": "relu_sqr", "starcoder2": "gelu"}
+_NO_GATE_ACTIVATION = {"arcee": "relu_sqr", "starcoder2": "gelu", "gpt2": "gelu", "starcoder": "gelu"}
+_LEARNED_POSITIONS = ("gpt2", "starcoder")
 
 
 def build_llama(ctx: GraphContext) -> None:
@@ -45,6 +46,9 @@ def build_llama(ctx: GraphContext) -> None:
     inp_l = ctx.build_inp_embd()
     inp_pos = ctx.build_inp_pos()
     inp_attn = ctx.build_attn_inp_kv()
+    learned_positions = m.architecture in _LEARNED_POSITIONS
+    if learned_positions:  # gpt2, starcoder: a table of position embeddings instead of RoPE
+        inp_l = g.add(inp_l, g.get_rows(w.get("position_embd.weight"), inp_pos))
     out_ids = ctx.build_inp_out_ids()
     for layer in m.trunk_layers:
         il = layer.index
@@ -63,10 +67,12 @@ def build_llama(ctx: GraphContext) -> None:
         freqs = w.get_optional("rope_freqs.weight")
         if qk_norm and not qk_norm_flat:
             q = ctx.build_norm(q, w.layer(il, "attn_q_norm.weight"), il=il)
-        q = g.rope(q, inp_pos, freqs)
+        if not learned_positions:
+            q = g.rope(q, inp_pos, freqs)
         if qk_norm and not qk_norm_flat:
             k = ctx.build_norm(k, w.layer(il, "attn_k_norm.weight"), il=il)
-        k = g.rope(k, inp_pos, freqs)
+        if not learned_positions:
+            k = g.rope(k, inp_pos, freqs)
         cur = ctx.build_attn(
             inp_attn, layer, w.layer(il, "attn_output.weight"), w.layer(il, "attn_output.bias"), q, k, v
         )
