@@ -100,6 +100,16 @@ def _command_r(anatomy: ModelAnatomy, meta: _Meta) -> None:
     anatomy.extra["f_logit_scale"] = meta.float_or("logit_scale", 0.0)
 
 
+def _qwen3vl(anatomy: ModelAnatomy, meta: _Meta) -> None:
+    # the text model of Qwen3-VL: qwen3 (or qwen3moe) whose first layers add "deepstack" slices of a
+    # wider input embedding (n_embd x (1 + n_deepstack_layers)); multi-section RoPE keeps the sizes
+    _plain(anatomy, meta)
+    n_deepstack = meta.int_or("n_deepstack_layers", 0)
+    anatomy.extra["n_deepstack"] = n_deepstack
+    anatomy.extra["n_embd_inp"] = anatomy.n_embd * (1 + n_deepstack)
+    anatomy.extra["n_pos_per_embd"] = 4  # multi-section RoPE: four positions a token
+
+
 def _gpt_oss(anatomy: ModelAnatomy, meta: _Meta) -> None:
     _experts(anatomy, meta)
     anatomy.swa_type = SWA_STANDARD
@@ -328,6 +338,8 @@ ARCH_RULES: dict[str, ArchRule] = {
     "qwen3": _plain,
     "qwen2moe": _plain,
     "qwen3moe": _plain,
+    "qwen3vl": _qwen3vl,
+    "qwen3vlmoe": _qwen3vl,
     "olmoe": _plain,
     "phi3": _phi3,
     "gpt-oss": _gpt_oss,

@@ -511,7 +511,7 @@ def _layer_tensors(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], 
             (p + "attn_k.bias", (kv_dim,), f32),
             (p + "attn_v.bias", (kv_dim,), f32),
         ]
-    if spec.arch in ("qwen3", "gemma3", "qwen3moe"):
+    if spec.arch in ("qwen3", "gemma3", "qwen3moe", "qwen3vl", "qwen3vlmoe"):
         out += [(p + "attn_q_norm.weight", (hk,), f32), (p + "attn_k_norm.weight", (hk,), f32)]
     if spec.arch == "olmoe":
         out += [(p + "attn_q_norm.weight", (q_dim,), f32), (p + "attn_k_norm.weight", (kv_dim,), f32)]
@@ -746,6 +746,23 @@ ZOO: dict[str, TinySpec] = {
     ),
     # the 64-layer shape is the one llama.cpp gives windowed layers (3 of 4, RoPE on those only)
     "exaone4-swa": TinySpec("exaone4", n_head_kv=2, n_swa=256, n_layer=64, n_ff=128),
+    "qwen3vl": TinySpec(
+        "qwen3vl",
+        n_head=4,
+        n_head_kv=2,
+        head_dim=32,
+        extra_kv={"qwen3vl.n_deepstack_layers": 2, "qwen3vl.rope.dimension_sections": [8, 4, 4, 0]},
+    ),
+    "qwen3vlmoe": TinySpec(
+        "qwen3vlmoe",
+        n_head=4,
+        n_head_kv=2,
+        head_dim=32,
+        n_expert=8,
+        n_expert_used=2,
+        n_ff_exp=64,
+        extra_kv={"qwen3vlmoe.n_deepstack_layers": 3, "qwen3vlmoe.rope.dimension_sections": [8, 4, 4, 0]},
+    ),
     "qwen3-hd": TinySpec("qwen3", n_embd=128, n_head=4, n_head_kv=2, head_dim=64, output_type=None),
     "phi3": TinySpec("phi3", n_head_kv=4, weight_type=Q.Q8_0),
     "gemma": TinySpec("gemma", n_head_kv=1, output_type=None, n_vocab=2048),

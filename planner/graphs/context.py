@@ -55,21 +55,39 @@ class GraphContext:
     # -- inputs ----------------------------------------------------------------------------
 
     def build_inp_embd(self) -> Tensor:
+        """Token embeddings; models with deepstack layers (qwen3vl) take wider inputs, padded, of which
+        the layers see a view (llm_graph_context::build_inp_embd, hparams.n_embd_inp)."""
         g = self.g
         tok_embd = self.w.get("token_embd.weight")
+        n_inp = int(self.model.extra.get("n_embd_inp") or self.n_embd)
         tokens = g.input(I32, (self.n_tokens,), "inp_tokens")
-        embd = g.input(F32, (self.n_embd, self.n_tokens), "inp_embd")
+        embd = g.input(F32, (n_inp, self.n_tokens), "inp_embd")
         cur = g.get_rows(tok_embd, tokens)
+        if n_inp != self.n_embd:
+            cur = g.pad(cur, n_inp - self.n_embd)
         # ggml_build_forward_select(gf, {cur, embd}, 0): both are visited
         g.expand(cur)
         g.expand(embd)
+        if n_inp != self.n_embd:
+            cur = g.view(cur, (self.n_embd, self.n_tokens), (cur.nb[1],), 0)
+        self.inp_embd = cur
         if self.model.extra.get("f_embedding_scale"):
             cur = g.scale(cur)
         g.expand(cur)
         return cur
 
+    def deepstack(self, cur: Tensor, il: int) -> Tensor:
+        """qwen3vl: the first n_deepstack layers add their slice of the wide input to their output."""
+        if il >= int(self.model.extra.get("n_deepstack", 0)):
+            return cur
+        src = self.inp_embd
+        ds = self.g.view(src, (self.n_embd, self.n_tokens), (src.nb[1],), (il + 1) * self.n_embd * 4)
+        return self.g.add(cur, ds)
+
     def build_inp_pos(self) -> Tensor:
-        self._inp_pos = self.g.input(I32, (self.n_tokens,), "inp_pos")
+        """Positions: four per token with multi-section RoPE (hparams.n_pos_per_embd)."""
+        n_pos = int(self.model.extra.get("n_pos_per_embd", 1))
+        self._inp_pos = self.g.input(I32, (self.n_tokens * n_pos,), "inp_pos")
         return self._inp_pos
 
     def build_inp_out_ids(self) -> Tensor:

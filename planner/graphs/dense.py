@@ -28,6 +28,8 @@ _LLAMA_LIKE = {
     "qwen3": (True, False, True),
     "qwen2moe": (False, False, False),
     "qwen3moe": (True, False, True),
+    "qwen3vl": (True, False, True),
+    "qwen3vlmoe": (True, False, True),
     "olmoe": (True, True, False),
 }
 
@@ -117,7 +119,7 @@ def build_llama(ctx: GraphContext) -> None:
                 )
                 moe = g.add(moe, g.mul(shared, gate))
             cur = moe
-        inp_l = g.add(cur, ffn_inp)
+        inp_l = ctx.deepstack(g.add(cur, ffn_inp), il)
     _final(ctx, inp_l, output_bias=m.architecture == "qwen2")
 
 
