@@ -370,14 +370,7 @@ def _answer_json(session, outcome) -> dict:
     m = model.report.measurements
     allocated: dict[str, int] = {}
     kv_committed: dict[str, int] = {}
-    for kind, table in (
-        ("model", m.model),
-        ("kv", m.kv),
-        ("kv_swa", m.kv_swa),
-        ("rs", m.recurrent),
-        ("output", m.output),
-        ("compute", m.compute),
-    ):
+    for kind, table in m.tables():
         for name, size in table.items():
             device = device_of(name, gpu_names)
             allocated[device] = allocated.get(device, 0) + size

@@ -39,6 +39,17 @@ class Measurements:
             sum(d.values()) for d in (self.model, self.kv, self.kv_swa, self.recurrent, self.output, self.compute)
         )
 
+    def tables(self) -> list[tuple[str, dict[str, int]]]:
+        """(kind, sizes per buffer name) in the planner's words: model, kv, kv_swa, rs, output, compute."""
+        return [
+            ("model", self.model),
+            ("kv", self.kv),
+            ("kv_swa", self.kv_swa),
+            ("rs", self.recurrent),
+            ("output", self.output),
+            ("compute", self.compute),
+        ]
+
     def by_kind(self) -> dict[str, int]:
         return {
             "weights": sum(self.model.values()),

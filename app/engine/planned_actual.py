@@ -141,18 +141,7 @@ class BufferLine:
 
 
 def _by_name(m: Measurements) -> dict[tuple[str, str], int]:
-    out: dict[tuple[str, str], int] = {}
-    for kind, table in (
-        ("model", m.model),
-        ("kv", m.kv),
-        ("kv_swa", m.kv_swa),
-        ("rs", m.recurrent),
-        ("output", m.output),
-        ("compute", m.compute),
-    ):
-        for name, size in table.items():
-            out[(kind, name)] = size
-    return out
+    return {(kind, name): size for kind, table in m.tables() for name, size in table.items()}
 
 
 def per_buffer(

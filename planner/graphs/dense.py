@@ -20,6 +20,14 @@ def _final(ctx: GraphContext, cur: Tensor, softcap: bool = False, output_bias: b
     ctx.set_outputs(embd, cur)
 
 
+def _attention_inputs(ctx: GraphContext, iswa: bool) -> tuple[Tensor, Tensor]:
+    """The KV inputs of full and windowed layers (build_attn_inp_kv_iswa), or one for every layer."""
+    if iswa:
+        return ctx.build_attn_inp_kv(swa=False), ctx.build_attn_inp_kv(swa=True)
+    inp = ctx.build_attn_inp_kv()
+    return inp, inp
+
+
 # per architecture: (q/k norm, q/k norm over the whole projection before the reshape, MoE norm_w)
 _LLAMA_LIKE = {
     "llama": (False, False, True),
@@ -193,11 +201,7 @@ def build_gemma2_3(ctx: GraphContext) -> None:
     inp_l = ctx.build_inp_embd()
     inp_l = g.scale(inp_l)
     inp_pos = ctx.build_inp_pos()
-    if iswa:
-        inp_full = ctx.build_attn_inp_kv(swa=False)
-        inp_swa = ctx.build_attn_inp_kv(swa=True)
-    else:
-        inp_full = inp_swa = ctx.build_attn_inp_kv()
+    inp_full, inp_swa = _attention_inputs(ctx, iswa)
     out_ids = ctx.build_inp_out_ids()
     for layer in m.trunk_layers:
         il = layer.index
@@ -242,11 +246,7 @@ def build_olmo2(ctx: GraphContext) -> None:
     per_head = m.architecture == "exaone4"
     inp_l = ctx.build_inp_embd()
     inp_pos = ctx.build_inp_pos()
-    if iswa:
-        inp_full = ctx.build_attn_inp_kv(swa=False)
-        inp_swa = ctx.build_attn_inp_kv(swa=True)
-    else:
-        inp_full = inp_swa = ctx.build_attn_inp_kv()
+    inp_full, inp_swa = _attention_inputs(ctx, iswa)
     out_ids = ctx.build_inp_out_ids()
     for layer in m.trunk_layers:
         il = layer.index
@@ -294,11 +294,7 @@ def build_cohere2(ctx: GraphContext) -> None:
     falcon = m.architecture == "falcon"
     inp_l = ctx.build_inp_embd()
     inp_pos = ctx.build_inp_pos()
-    if m.has_swa:
-        inp_full = ctx.build_attn_inp_kv(swa=False)
-        inp_swa = ctx.build_attn_inp_kv(swa=True)
-    else:
-        inp_full = inp_swa = ctx.build_attn_inp_kv()
+    inp_full, inp_swa = _attention_inputs(ctx, m.has_swa)
     out_ids = ctx.build_inp_out_ids()
     for layer in m.trunk_layers:
         il = layer.index
