@@ -187,10 +187,9 @@ def _make_plan(args: argparse.Namespace):
     """The plan for MODEL and the command line's wishes or fixed configuration: (path, anatomy, device
     report, FitResult, fixed)."""
     from app.devices import probe_devices
+    from app.header_cache import load_anatomy_cached
     from planner.errors import ConfigError, PlannerError
     from planner.fit import Wishes, evaluate, fixed_config, solve
-    from planner.gguf import read_gguf
-    from planner.model import load_anatomy
 
     path = _resolve_model(args.model)
     if args.ctx is not None and args.ctx > 10_000_000:
@@ -200,7 +199,7 @@ def _make_plan(args: argparse.Namespace):
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     margins = {d.name: args.margin for d in report.gpus} if args.margin is not None else {}
-    model = load_anatomy(read_gguf(path))
+    model = load_anatomy_cached(path)
     projector = None
     if args.mmproj:
         from planner.projector import read_projector
