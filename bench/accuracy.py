@@ -73,6 +73,8 @@ FAMILIES: list[tuple[str, list[str]]] = [
             "granitehybrid",
             "jamba",
             "qwen3next",
+            "qwen35",
+            "qwen35moe",
             "falcon-h1",
             "nemotron-h",
             "nemotron-h-moe",

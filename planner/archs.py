@@ -268,6 +268,12 @@ def _qwen3next(anatomy: ModelAnatomy, meta: _Meta) -> None:
         layer.has_kv = layer.has_kv and not is_recurrent
 
 
+def _qwen35(anatomy: ModelAnatomy, meta: _Meta) -> None:
+    """Qwen3.5: Qwen3-Next's layers (dense FFN in qwen35, experts in qwen35moe), multi-section RoPE."""
+    _qwen3next(anatomy, meta)
+    anatomy.extra["n_pos_per_embd"] = 4
+
+
 def _falcon_h1(anatomy: ModelAnatomy, meta: _Meta) -> None:
     """Every layer runs attention and a Mamba-2 mixer side by side: a KV cache and a recurrent state each."""
     _ssm(anatomy, meta)
@@ -339,6 +345,8 @@ ARCH_RULES: dict[str, ArchRule] = {
     "qwen2moe": _plain,
     "qwen3moe": _plain,
     "qwen3vl": _qwen3vl,
+    "qwen35": _qwen35,
+    "qwen35moe": _qwen35,
     "qwen3vlmoe": _qwen3vl,
     "olmoe": _plain,
     "phi3": _phi3,

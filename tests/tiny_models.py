@@ -309,9 +309,20 @@ def _qwen3next_layer(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...]
             (p + "ssm_conv1d.weight", (x[f"{a}.ssm.conv_kernel"], 2 * key_dim + value_dim), f32),
             (p + "ssm_dt.bias", (n_v,), f32),
             (p + "ssm_a", (n_v,), f32),
-            (p + "ssm_ba.weight", (e, 2 * n_v), w),
+            *(
+                [(p + "ssm_beta.weight", (e, n_v), w), (p + "ssm_alpha.weight", (e, n_v), w)]
+                if a.startswith("qwen35")  # Qwen3.5: beta and alpha projected apart
+                else [(p + "ssm_ba.weight", (e, 2 * n_v), w)]
+            ),
             (p + "ssm_norm.weight", (value_dim // n_v,), f32),
             (p + "ssm_out.weight", (value_dim, e), w),
+        ]
+    if a == "qwen35":  # dense FFN
+        ff = spec.n_ff
+        return out + [
+            (p + "ffn_gate.weight", (e, ff), w),
+            (p + "ffn_up.weight", (e, ff), w),
+            (p + "ffn_down.weight", (ff, e), w),
         ]
     ne, fe, fs = spec.n_expert, spec.n_ff_exp, spec.n_ff_shexp
     return out + [
@@ -471,7 +482,7 @@ def _layer_tensors(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], 
         return _deepseek2_layer(spec, il)
     if spec.arch in ("rwkv6", "rwkv7"):
         return _rwkv_layer(spec, il)
-    if spec.arch == "qwen3next":
+    if spec.arch in ("qwen3next", "qwen35", "qwen35moe"):
         return _qwen3next_layer(spec, il)
     e, hk, ff = spec.n_embd, spec.head_k, spec.n_ff
     q_dim, kv_dim = hk * spec.n_head, hk * spec.n_head_kv
@@ -944,6 +955,43 @@ ZOO: dict[str, TinySpec] = {
             "rwkv7.attention.iclr_lora_rank": 16,
             "rwkv7.attention.value_residual_mix_lora_rank": 8,
             "rwkv7.attention.gate_lora_rank": 32,
+        },
+    ),
+    "qwen35": TinySpec(
+        "qwen35",
+        n_head=4,
+        n_head_kv=2,
+        head_dim=64,
+        n_ff=128,
+        weight_type=Q.Q8_0,
+        extra_kv={
+            "qwen35.ssm.conv_kernel": 4,
+            "qwen35.ssm.inner_size": 128,
+            "qwen35.ssm.state_size": 32,
+            "qwen35.ssm.time_step_rank": 4,
+            "qwen35.ssm.group_count": 2,
+            "qwen35.full_attention_interval": 4,
+            "qwen35.rope.dimension_sections": [16, 8, 8, 0],
+        },
+    ),
+    "qwen35moe": TinySpec(
+        "qwen35moe",
+        n_head=4,
+        n_head_kv=2,
+        head_dim=64,
+        n_expert=8,
+        n_expert_used=2,
+        n_ff_exp=64,
+        n_ff_shexp=64,
+        n_ff=64,
+        extra_kv={
+            "qwen35moe.ssm.conv_kernel": 4,
+            "qwen35moe.ssm.inner_size": 128,
+            "qwen35moe.ssm.state_size": 32,
+            "qwen35moe.ssm.time_step_rank": 4,
+            "qwen35moe.ssm.group_count": 4,
+            "qwen35moe.full_attention_interval": 4,
+            "qwen35moe.rope.dimension_sections": [16, 8, 8, 0],
         },
     ),
     "qwen3next": TinySpec(

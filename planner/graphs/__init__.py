@@ -62,6 +62,8 @@ BUILDERS: dict[str, tuple[str, str]] = {
     "rwkv6": ("rwkv", "build_rwkv6"),
     "rwkv7": ("rwkv", "build_rwkv7"),
     "qwen3next": ("qwen3next", "build_qwen3next"),
+    "qwen35": ("qwen3next", "build_qwen3next"),
+    "qwen35moe": ("qwen3next", "build_qwen3next"),
     "falcon-h1": ("ssm_hybrid", "build_falcon_h1"),
     "nemotron_h": ("ssm_hybrid", "build_nemotron_h"),
     "nemotron_h_moe": ("ssm_hybrid", "build_nemotron_h"),

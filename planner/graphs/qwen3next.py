@@ -1,4 +1,6 @@
-"""Qwen3-Next (src/models/qwen3next.cpp, delta-net-base.cpp): gated delta-net and gated attention layers, MoE.
+"""Qwen3-Next and Qwen3.5 (src/models/qwen3next.cpp, qwen35.cpp, qwen35moe.cpp, delta-net-base.cpp): gated
+delta-net and gated attention layers, MoE (Qwen3.5: dense or MoE, separate beta/alpha projections,
+multi-section RoPE with four positions a token).
 
 The delta-net layers keep a convolution state (r) and a recurrent state (s) per
 sequence; every `full_attention_interval`-th layer is full attention with a KV
@@ -121,14 +123,21 @@ def _linear_attn(ctx: GraphContext, inp: dict[str, Tensor], cur: Tensor, il: int
     n_seq_tokens = ctx.n_tokens // n_seqs
     head_k, n_k, head_v, n_v = _dims(ctx)
     qkv, z = _qkvz(ctx, cur, il)
-    ba = g.reshape(ctx.mm(w.layer_req(il, "ssm_ba.weight"), cur), 2 * n_v // n_k, n_k, n_seq_tokens, n_seqs)
-    b = _split4(ctx, ba, n_v // n_k, n_k, 0)
-    a = _split4(ctx, ba, n_v // n_k, n_k, n_v // n_k * ba.type.type_size)
-    beta = g.unary(g.cont(b))
-    alpha = g.cont(a, (n_v, n_seq_tokens, n_seqs))
-    gate = g.mul(g.unary(g.add(alpha, w.layer_req(il, "ssm_dt.bias"))), w.layer_req(il, "ssm_a"))
-    beta = g.reshape(beta, 1, n_v, n_seq_tokens, n_seqs)
-    gate = g.reshape(gate, 1, n_v, n_seq_tokens, n_seqs)
+    qwen35 = w.layer(il, "ssm_beta.weight") is not None
+    if qwen35:  # Qwen3.5: beta and alpha from projections of their own
+        beta = g.unary(g.reshape(ctx.mm(w.layer_req(il, "ssm_beta.weight"), cur), 1, n_v, n_seq_tokens, n_seqs))
+        alpha = g.reshape(ctx.mm(w.layer_req(il, "ssm_alpha.weight"), cur), n_v, n_seq_tokens, n_seqs)
+        gate = g.mul(g.unary(g.add(alpha, w.layer_req(il, "ssm_dt.bias"))), w.layer_req(il, "ssm_a"))
+        gate = g.reshape(gate, 1, n_v, n_seq_tokens, n_seqs)
+    else:  # Qwen3-Next: one projection split in two
+        ba = g.reshape(ctx.mm(w.layer_req(il, "ssm_ba.weight"), cur), 2 * n_v // n_k, n_k, n_seq_tokens, n_seqs)
+        b = _split4(ctx, ba, n_v // n_k, n_k, 0)
+        a = _split4(ctx, ba, n_v // n_k, n_k, n_v // n_k * ba.type.type_size)
+        beta = g.unary(g.cont(b))
+        alpha = g.cont(a, (n_v, n_seq_tokens, n_seqs))
+        gate = g.mul(g.unary(g.add(alpha, w.layer_req(il, "ssm_dt.bias"))), w.layer_req(il, "ssm_a"))
+        beta = g.reshape(beta, 1, n_v, n_seq_tokens, n_seqs)
+        gate = g.reshape(gate, 1, n_v, n_seq_tokens, n_seqs)
     conv_input = _conv_state(ctx, inp, qkv, il)
     _, s_l = w.rs(il)
     state = ctx.build_rs(inp, s_l, n_embd_s(ctx.model), n_seqs)
@@ -149,7 +158,7 @@ def _linear_attn(ctx: GraphContext, inp: dict[str, Tensor], cur: Tensor, il: int
         2 * head_k * n_k * conv.type.type_size,
     )
     q, k = _l2_norm(ctx, q), _l2_norm(ctx, k)
-    if n_k != n_v:
+    if n_k != n_v and not qwen35:  # Qwen3.5's fused delta-net op broadcasts the heads itself
         q, k = _repeat_heads(ctx, q, n_k, n_v), _repeat_heads(ctx, k, n_k, n_v)
     out = _delta_net(ctx, inp, q, k, v, gate, beta, state, il)
     z = g.reshape(z, head_v, n_v, n_seq_tokens, n_seqs)
