@@ -70,6 +70,7 @@ FAMILIES: list[tuple[str, list[str]]] = [
         "Hybrid (attention + recurrent)",
         [
             "lfm2",
+            "lfm2moe",
             "granitehybrid",
             "jamba",
             "qwen3next",

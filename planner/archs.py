@@ -355,6 +355,7 @@ ARCH_RULES: dict[str, ArchRule] = {
     "mamba": _mamba,
     "mamba2": _mamba,
     "lfm2": _lfm2,
+    "lfm2moe": _lfm2,  # LFM2 with routed experts after the leading dense layers
     "granitehybrid": _granite_hybrid,
     "granite": _granite,
     "granitemoe": _granite_moe,

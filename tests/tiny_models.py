@@ -211,8 +211,8 @@ def _hybrid_layer(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], Q
         (p + "ffn_norm.weight", (e,), f32),
     ]
     if kv == 0:
-        if a == "lfm2":
-            l_cache = spec.extra_kv["lfm2.shortconv.l_cache"]
+        if a in ("lfm2", "lfm2moe"):
+            l_cache = spec.extra_kv[f"{a}.shortconv.l_cache"]
             out += [
                 (p + "shortconv.conv.weight", (l_cache, e), f32),
                 (p + "shortconv.in_proj.weight", (e, 3 * e), w),
@@ -227,8 +227,17 @@ def _hybrid_layer(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], Q
             (p + "attn_v.weight", (e, hk * kv), w),
             (p + "attn_output.weight", (hk * spec.n_head, e), w),
         ]
-        if a == "lfm2":
+        if a in ("lfm2", "lfm2moe"):
             out += [(p + "attn_q_norm.weight", (hk,), f32), (p + "attn_k_norm.weight", (hk,), f32)]
+    if a == "lfm2moe" and il >= spec.extra_kv.get("lfm2moe.leading_dense_block_count", 0):
+        ne, fe = spec.n_expert, spec.n_ff_exp
+        return out + [
+            (p + "ffn_gate_inp.weight", (e, ne), f32),
+            (p + "ffn_gate_exps.weight", (e, fe, ne), w),
+            (p + "ffn_up_exps.weight", (e, fe, ne), w),
+            (p + "ffn_down_exps.weight", (fe, e, ne), w),
+            (p + "exp_probs_b.bias", (ne,), f32),
+        ]
     if a == "jamba" and spec.n_expert and il % 2 == 1:  # experts on every other layer
         ne, ff = spec.n_expert, spec.n_ff
         return out + [
@@ -351,7 +360,7 @@ def _global_tensors(spec: TinySpec) -> list[tuple[str, tuple[int, ...], Q]]:
     if spec.arch in ("orion", "starcoder2", "stablelm", "phi2", "falcon"):
         out = [("output_norm.weight", (e,), Q.F32), ("output_norm.bias", (e,), Q.F32)]
         return [*out, ("output.bias", (spec.n_vocab,), Q.F32)] if spec.arch == "phi2" else out
-    return [("token_embd_norm.weight" if spec.arch == "lfm2" else "output_norm.weight", (e,), Q.F32)]
+    return [("token_embd_norm.weight" if spec.arch in ("lfm2", "lfm2moe") else "output_norm.weight", (e,), Q.F32)]
 
 
 def _attn_tensors(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], Q]]:
@@ -474,7 +483,7 @@ def _layer_tensors(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], 
         return _falcon_h1_layer(spec, il)
     if spec.arch in ("nemotron_h", "nemotron_h_moe"):
         return _nemotron_h_layer(spec, il)
-    if spec.arch in ("lfm2", "granitehybrid", "jamba"):
+    if spec.arch in ("lfm2", "lfm2moe", "granitehybrid", "jamba"):
         return _hybrid_layer(spec, il)
     if spec.arch in ("mamba", "mamba2"):
         return _ssm_layer(spec, il)
@@ -884,6 +893,21 @@ ZOO: dict[str, TinySpec] = {
         kv_heads=(0, 0, 2, 0, 0, 2),
         output_type=None,
         extra_kv={"lfm2.shortconv.l_cache": 3},
+    ),
+    "lfm2moe": TinySpec(
+        "lfm2moe",
+        n_layer=6,
+        n_head_kv=2,
+        kv_heads=(0, 0, 2, 0, 0, 2),
+        output_type=None,
+        n_expert=8,
+        n_expert_used=2,
+        n_ff_exp=64,
+        extra_kv={
+            "lfm2moe.shortconv.l_cache": 3,
+            "lfm2moe.leading_dense_block_count": 2,
+            "lfm2moe.expert_gating_func": 2,  # sigmoid, with a per-expert selection bias
+        },
     ),
     "granitehybrid": TinySpec(
         "granitehybrid",

@@ -55,6 +55,7 @@ BUILDERS: dict[str, tuple[str, str]] = {
     "mamba": ("mamba", "build_mamba"),
     "mamba2": ("mamba", "build_mamba"),
     "lfm2": ("hybrid", "build_lfm2"),
+    "lfm2moe": ("hybrid", "build_lfm2"),
     "granitehybrid": ("hybrid", "build_granite_hybrid"),
     "jamba": ("hybrid", "build_jamba"),
     "granite": ("granite", "build_granite"),
