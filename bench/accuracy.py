@@ -62,7 +62,17 @@ FAMILIES: list[tuple[str, list[str]]] = [
     ("Sliding window (SWA)", ["gemma2", "gemma3", "gemma3-270m", "olmo3", "exaone4-swa", "cohere2"]),
     (
         "Mixture of experts",
-        ["llama-moe", "qwen2moe", "qwen3moe", "olmoe", "gpt-oss", "granitemoe", "granitemoe-shared", "qwen3vlmoe"],
+        [
+            "llama-moe",
+            "qwen2moe",
+            "qwen3moe",
+            "olmoe",
+            "gpt-oss",
+            "granitemoe",
+            "granitemoe-shared",
+            "qwen3vlmoe",
+            "ernie4_5-moe",
+        ],
     ),
     ("Multi-head latent attention (MLA)", ["deepseek2", "deepseek3", "deepseek2-mtp"]),
     ("Recurrent", ["mamba", "mamba2", "rwkv6", "rwkv7"]),

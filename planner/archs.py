@@ -344,6 +344,7 @@ ARCH_RULES: dict[str, ArchRule] = {
     "qwen3": _plain,
     "qwen2moe": _plain,
     "qwen3moe": _plain,
+    "ernie4_5-moe": _plain,  # softmax routing with a selection bias, an ungated shared expert
     "qwen3vl": _qwen3vl,
     "qwen35": _qwen35,
     "qwen35moe": _qwen35,

@@ -593,9 +593,11 @@ def _layer_tensors(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], 
             (p + "ffn_up_exps.weight", (e, fe, ne), w),
             (p + "ffn_down_exps.weight", (fe, e, ne), w),
         ]
+        if spec.arch == "ernie4_5-moe":  # a per-expert selection bias
+            out.append((p + "exp_probs_b.bias", (ne,), f32))
         if spec.n_ff_shexp:
             fs = spec.n_ff_shexp
-            if spec.arch != "granitemoe":  # Granite's shared experts have no gate of their own
+            if spec.arch not in ("granitemoe", "ernie4_5-moe"):  # shared experts with no gate of their own
                 out.append((p + "ffn_gate_inp_shexp.weight", (e,), f32))
             out += [
                 (p + "ffn_gate_shexp.weight", (e, fs), w),
@@ -766,6 +768,15 @@ ZOO: dict[str, TinySpec] = {
     ),
     # the 64-layer shape is the one llama.cpp gives windowed layers (3 of 4, RoPE on those only)
     "exaone4-swa": TinySpec("exaone4", n_head_kv=2, n_swa=256, n_layer=64, n_ff=128),
+    "ernie4_5-moe": TinySpec(
+        "ernie4_5-moe",
+        n_head_kv=2,
+        n_expert=8,
+        n_expert_used=2,
+        n_ff_exp=64,
+        n_ff_shexp=128,
+        extra_kv={"ernie4_5-moe.interleave_moe_layer_step": 1},
+    ),
     "qwen3vl": TinySpec(
         "qwen3vl",
         n_head=4,

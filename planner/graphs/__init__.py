@@ -37,6 +37,7 @@ BUILDERS: dict[str, tuple[str, str]] = {
     "qwen3": ("dense", "build_llama"),
     "qwen2moe": ("dense", "build_llama"),
     "qwen3moe": ("dense", "build_llama"),
+    "ernie4_5-moe": ("dense", "build_llama"),
     "qwen3vl": ("dense", "build_llama"),
     "qwen3vlmoe": ("dense", "build_llama"),
     "olmoe": ("dense", "build_llama"),

@@ -38,6 +38,7 @@ _LLAMA_LIKE = {
     "qwen3moe": (True, False, True),
     "qwen3vl": (True, False, True),
     "qwen3vlmoe": (True, False, True),
+    "ernie4_5-moe": (False, False, True),
     "olmoe": (True, True, False),
 }
 
@@ -113,8 +114,22 @@ def build_llama(ctx: GraphContext) -> None:
                 "silu",
                 moe_norm_w,
                 m.extra.get("expert_weights_scale", 0.0),
+                exp_probs_b=w.layer(il, "exp_probs_b.bias"),
             )
-            if w.layer(il, "ffn_gate_inp_shexp.weight") is not None:
+            if w.layer(il, "ffn_gate_inp_shexp.weight") is None and w.layer(il, "ffn_up_shexp.weight") is not None:
+                # ernie4_5-moe: the shared expert added as it is, no gate of its own
+                moe = g.add(
+                    moe,
+                    ctx.build_ffn(
+                        cur,
+                        w.layer(il, "ffn_up_shexp.weight"),
+                        w.layer(il, "ffn_gate_shexp.weight"),
+                        w.layer(il, "ffn_down_shexp.weight"),
+                        "silu",
+                        True,
+                    ),
+                )
+            elif w.layer(il, "ffn_gate_inp_shexp.weight") is not None:
                 gate_inp = ctx.mm(w.layer_req(il, "ffn_gate_inp_shexp.weight"), cur)
                 gate = g.div(g.unary(gate_inp), gate_inp)
                 shared = ctx.build_ffn(
