@@ -72,6 +72,7 @@ FAMILIES: list[tuple[str, list[str]]] = [
             "granitemoe-shared",
             "qwen3vlmoe",
             "ernie4_5-moe",
+            "glm4moe",
         ],
     ),
     ("Multi-head latent attention (MLA)", ["deepseek2", "deepseek3", "deepseek2-mtp"]),

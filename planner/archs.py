@@ -274,6 +274,14 @@ def _qwen35(anatomy: ModelAnatomy, meta: _Meta) -> None:
     anatomy.extra["n_pos_per_embd"] = 4
 
 
+def _glm4moe(anatomy: ModelAnatomy, meta: _Meta) -> None:
+    """GLM-4.5: llama's attention (biases), sigmoid-routed experts after the leading dense layers, plus
+    an ungated shared expert; multi-token-prediction layers are skipped."""
+    _experts(anatomy, meta)
+    if not anatomy.extra.get("expert_gating_func"):
+        anatomy.extra["expert_gating_func"] = 2  # llama.cpp's default for glm4moe: sigmoid
+
+
 def _falcon_h1(anatomy: ModelAnatomy, meta: _Meta) -> None:
     """Every layer runs attention and a Mamba-2 mixer side by side: a KV cache and a recurrent state each."""
     _ssm(anatomy, meta)
@@ -345,6 +353,7 @@ ARCH_RULES: dict[str, ArchRule] = {
     "qwen2moe": _plain,
     "qwen3moe": _plain,
     "ernie4_5-moe": _plain,  # softmax routing with a selection bias, an ungated shared expert
+    "glm4moe": _glm4moe,
     "qwen3vl": _qwen3vl,
     "qwen35": _qwen35,
     "qwen35moe": _qwen35,

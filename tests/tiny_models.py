@@ -476,6 +476,42 @@ def _plamo2_layer(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], Q
     ]
 
 
+def _glm4moe_layer(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], Q]]:
+    """GLM-4.5 layers: attention with biases, post_attention_norm before the FFN, dense leading layers,
+    then sigmoid-routed experts with a selection bias and an ungated shared expert."""
+    e, w, f32, p = spec.n_embd, spec.weight_type, Q.F32, f"blk.{il}."
+    q_dim, kv_dim = spec.head_k * spec.n_head, spec.head_k * spec.n_head_kv
+    out = [
+        (p + "attn_norm.weight", (e,), f32),
+        (p + "attn_q.weight", (e, q_dim), w),
+        (p + "attn_k.weight", (e, kv_dim), w),
+        (p + "attn_v.weight", (e, kv_dim), w),
+        (p + "attn_q.bias", (q_dim,), f32),
+        (p + "attn_k.bias", (kv_dim,), f32),
+        (p + "attn_v.bias", (kv_dim,), f32),
+        (p + "attn_output.weight", (q_dim, e), w),
+        (p + "post_attention_norm.weight", (e,), f32),
+    ]
+    if il < spec.extra_kv.get("glm4moe.leading_dense_block_count", 0):
+        ff = spec.n_ff
+        return out + [
+            (p + "ffn_gate.weight", (e, ff), w),
+            (p + "ffn_up.weight", (e, ff), w),
+            (p + "ffn_down.weight", (ff, e), w),
+        ]
+    ne, fe, fs = spec.n_expert, spec.n_ff_exp, spec.n_ff_shexp
+    return out + [
+        (p + "ffn_gate_inp.weight", (e, ne), f32),
+        (p + "exp_probs_b.bias", (ne,), f32),
+        (p + "ffn_gate_exps.weight", (e, fe, ne), w),
+        (p + "ffn_up_exps.weight", (e, fe, ne), w),
+        (p + "ffn_down_exps.weight", (fe, e, ne), w),
+        (p + "ffn_gate_shexp.weight", (e, fs), w),
+        (p + "ffn_up_shexp.weight", (e, fs), w),
+        (p + "ffn_down_shexp.weight", (fs, e), w),
+    ]
+
+
 def _layer_tensors(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], Q]]:
     if spec.arch == "plamo2":
         return _plamo2_layer(spec, il)
@@ -493,6 +529,8 @@ def _layer_tensors(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], 
         return _rwkv_layer(spec, il)
     if spec.arch in ("qwen3next", "qwen35", "qwen35moe"):
         return _qwen3next_layer(spec, il)
+    if spec.arch == "glm4moe":
+        return _glm4moe_layer(spec, il)
     e, hk, ff = spec.n_embd, spec.head_k, spec.n_ff
     q_dim, kv_dim = hk * spec.n_head, hk * spec.n_head_kv
     w, f32 = spec.weight_type, Q.F32
@@ -776,6 +814,22 @@ ZOO: dict[str, TinySpec] = {
         n_ff_exp=64,
         n_ff_shexp=128,
         extra_kv={"ernie4_5-moe.interleave_moe_layer_step": 1},
+    ),
+    "glm4moe": TinySpec(
+        "glm4moe",
+        n_head_kv=2,
+        n_expert=8,
+        n_expert_used=2,
+        n_ff_exp=64,
+        n_ff_shexp=64,
+        n_ff=256,
+        extra_kv={
+            "glm4moe.expert_shared_count": 1,
+            "glm4moe.leading_dense_block_count": 1,
+            "glm4moe.expert_weights_norm": True,
+            "glm4moe.expert_weights_scale": 2.5,
+            "glm4moe.expert_gating_func": 2,
+        },
     ),
     "qwen3vl": TinySpec(
         "qwen3vl",

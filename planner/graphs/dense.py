@@ -39,6 +39,7 @@ _LLAMA_LIKE = {
     "qwen3vl": (True, False, True),
     "qwen3vlmoe": (True, False, True),
     "ernie4_5-moe": (False, False, True),
+    "glm4moe": (False, False, True),
     "olmoe": (True, True, False),
 }
 
@@ -91,7 +92,11 @@ def build_llama(ctx: GraphContext) -> None:
             cur = g.get_rows(cur, out_ids)
             inp_sa = g.get_rows(inp_sa, out_ids)
         ffn_inp = g.add(cur, inp_sa)
-        cur = ctx.build_norm(ffn_inp, w.layer(il, "ffn_norm.weight"), w.layer(il, "ffn_norm.bias"), il=il)
+        # seed_oss and glm4moe name the FFN's pre-norm post_attention_norm
+        ffn_norm = w.layer(il, "ffn_norm.weight")
+        if ffn_norm is None:
+            ffn_norm = w.layer(il, "post_attention_norm.weight")
+        cur = ctx.build_norm(ffn_inp, ffn_norm, w.layer(il, "ffn_norm.bias"), il=il)
         if w.layer(il, "ffn_gate_inp.weight") is None:
             gate = w.layer(il, "ffn_gate.weight")
             cur = ctx.build_ffn(
@@ -114,6 +119,7 @@ def build_llama(ctx: GraphContext) -> None:
                 "silu",
                 moe_norm_w,
                 m.extra.get("expert_weights_scale", 0.0),
+                {2: "sigmoid"}.get(m.extra.get("expert_gating_func", 0), "softmax"),
                 exp_probs_b=w.layer(il, "exp_probs_b.bias"),
             )
             if w.layer(il, "ffn_gate_inp_shexp.weight") is None and w.layer(il, "ffn_up_shexp.weight") is not None:
