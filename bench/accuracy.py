@@ -73,6 +73,7 @@ FAMILIES: list[tuple[str, list[str]]] = [
             "qwen3vlmoe",
             "ernie4_5-moe",
             "glm4moe",
+            "minimax-m2",
         ],
     ),
     ("Multi-head latent attention (MLA)", ["deepseek2", "deepseek3", "deepseek2-mtp"]),

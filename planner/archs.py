@@ -354,6 +354,7 @@ ARCH_RULES: dict[str, ArchRule] = {
     "qwen3moe": _plain,
     "ernie4_5-moe": _plain,  # softmax routing with a selection bias, an ungated shared expert
     "glm4moe": _glm4moe,
+    "minimax-m2": _plain,  # OLMoE's flat Q/K norms, routing from the header with a selection bias
     "qwen3vl": _qwen3vl,
     "qwen35": _qwen35,
     "qwen35moe": _qwen35,

@@ -571,7 +571,7 @@ def _layer_tensors(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], 
         ]
     if spec.arch in ("qwen3", "gemma3", "qwen3moe", "qwen3vl", "qwen3vlmoe"):
         out += [(p + "attn_q_norm.weight", (hk,), f32), (p + "attn_k_norm.weight", (hk,), f32)]
-    if spec.arch == "olmoe":
+    if spec.arch in ("olmoe", "minimax-m2"):  # Q/K norms over the whole projection
         out += [(p + "attn_q_norm.weight", (q_dim,), f32), (p + "attn_k_norm.weight", (kv_dim,), f32)]
     out.append((p + "attn_output.weight", (q_dim, e), w))
     if spec.arch == "falcon":  # attention and a GELU FFN side by side off one norm, no biases
@@ -631,7 +631,7 @@ def _layer_tensors(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], 
             (p + "ffn_up_exps.weight", (e, fe, ne), w),
             (p + "ffn_down_exps.weight", (fe, e, ne), w),
         ]
-        if spec.arch == "ernie4_5-moe":  # a per-expert selection bias
+        if spec.arch in ("ernie4_5-moe", "minimax-m2"):  # a per-expert selection bias
             out.append((p + "exp_probs_b.bias", (ne,), f32))
         if spec.n_ff_shexp:
             fs = spec.n_ff_shexp
@@ -830,6 +830,15 @@ ZOO: dict[str, TinySpec] = {
             "glm4moe.expert_weights_scale": 2.5,
             "glm4moe.expert_gating_func": 2,
         },
+    ),
+    "minimax-m2": TinySpec(
+        "minimax-m2",
+        n_head_kv=2,
+        n_expert=8,
+        n_expert_used=2,
+        n_ff=64,
+        n_ff_exp=64,
+        extra_kv={"minimax-m2.expert_gating_func": 2},
     ),
     "qwen3vl": TinySpec(
         "qwen3vl",

@@ -39,6 +39,7 @@ BUILDERS: dict[str, tuple[str, str]] = {
     "qwen3moe": ("dense", "build_llama"),
     "ernie4_5-moe": ("dense", "build_llama"),
     "glm4moe": ("dense", "build_llama"),
+    "minimax-m2": ("dense", "build_llama"),
     "qwen3vl": ("dense", "build_llama"),
     "qwen3vlmoe": ("dense", "build_llama"),
     "olmoe": ("dense", "build_llama"),

@@ -40,6 +40,7 @@ _LLAMA_LIKE = {
     "qwen3vlmoe": (True, False, True),
     "ernie4_5-moe": (False, False, True),
     "glm4moe": (False, False, True),
+    "minimax-m2": (True, True, True),
     "olmoe": (True, True, False),
 }
 
