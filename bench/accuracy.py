@@ -76,7 +76,7 @@ FAMILIES: list[tuple[str, list[str]]] = [
             "minimax-m2",
         ],
     ),
-    ("Multi-head latent attention (MLA)", ["deepseek2", "deepseek3", "deepseek2-mtp"]),
+    ("Multi-head latent attention (MLA)", ["deepseek2", "deepseek3", "deepseek2-mtp", "mistral4"]),
     ("Recurrent", ["mamba", "mamba2", "rwkv6", "rwkv7"]),
     (
         "Hybrid (attention + recurrent)",

@@ -363,6 +363,7 @@ ARCH_RULES: dict[str, ArchRule] = {
     "phi3": _phi3,
     "gpt-oss": _gpt_oss,
     "deepseek2": _deepseek2,
+    "mistral4": _deepseek2,  # llama.cpp builds it as deepseek2 (latent attention, experts), plain RoPE
     "mamba": _mamba,
     "mamba2": _mamba,
     "lfm2": _lfm2,

@@ -523,7 +523,7 @@ def _layer_tensors(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], 
         return _hybrid_layer(spec, il)
     if spec.arch in ("mamba", "mamba2"):
         return _ssm_layer(spec, il)
-    if spec.arch == "deepseek2":
+    if spec.arch in ("deepseek2", "mistral4"):
         return _deepseek2_layer(spec, il)
     if spec.arch in ("rwkv6", "rwkv7"):
         return _rwkv_layer(spec, il)
@@ -885,6 +885,25 @@ ZOO: dict[str, TinySpec] = {
             "deepseek2.rope.dimension_count": 32,
             "deepseek2.leading_dense_block_count": 1,
             "deepseek2.expert_shared_count": 1,
+        },
+    ),
+    "mistral4": TinySpec(
+        "mistral4",
+        n_head=4,
+        n_head_kv=1,
+        head_dim=96,
+        n_expert=8,
+        n_expert_used=2,
+        n_ff_exp=32,
+        n_ff=128,
+        extra_kv={
+            "mistral4.attention.kv_lora_rank": 64,
+            "mistral4.attention.q_lora_rank": 32,
+            "mistral4.attention.key_length_mla": 64,
+            "mistral4.attention.value_length_mla": 32,
+            "mistral4.rope.dimension_count": 32,
+            "mistral4.leading_dense_block_count": 1,
+            "mistral4.expert_shared_count": 1,
         },
     ),
     "deepseek2-mtp": TinySpec(

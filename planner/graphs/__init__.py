@@ -55,6 +55,7 @@ BUILDERS: dict[str, tuple[str, str]] = {
     "gemma3": ("dense", "build_gemma2_3"),
     "gpt-oss": ("gpt_oss", "build_gpt_oss"),
     "deepseek2": ("deepseek2", "build_deepseek2"),
+    "mistral4": ("deepseek2", "build_deepseek2"),
     "mamba": ("mamba", "build_mamba"),
     "mamba2": ("mamba", "build_mamba"),
     "lfm2": ("hybrid", "build_lfm2"),
