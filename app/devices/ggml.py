@@ -229,9 +229,9 @@ def _probe_child() -> tuple[list[GGMLDevice], frozenset[str]]:
     import json
     import subprocess
 
-    env = dict(os.environ, **{IN_PROCESS_ENV: "1"})
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH", "")]))
+    from app.children import child_env
+
+    env = child_env(**{IN_PROCESS_ENV: "1"})
     try:
         proc = subprocess.run(
             [sys.executable, "-m", "app.devices.ggml"],

@@ -13,8 +13,6 @@ takes the process down, the app reads its last words there.
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import faulthandler
 import os
 import queue
@@ -25,19 +23,10 @@ import traceback
 from multiprocessing.connection import Connection
 from typing import Any
 
+from app.children import die_with_parent
 from app.engine import protocol as p
 
 PIECE_INTERVAL = 0.05  # seconds: at most 20 messages a second while a reply streams
-
-
-def _die_with_parent() -> None:
-    """Linux: have the kernel end this process when the app's process dies, even by SIGKILL."""
-    if not sys.platform.startswith("linux"):
-        return
-    with contextlib.suppress(OSError, AttributeError):
-        libc = ctypes.CDLL(None, use_errno=True)
-        pr_set_pdeathsig, sigkill = 1, 9
-        libc.prctl(pr_set_pdeathsig, sigkill, 0, 0, 0)
 
 
 class _Server:
@@ -133,15 +122,13 @@ class _Server:
             except EngineError as exc:  # the old size is back (or nothing is): the app needs the report
                 resized, failure = None, (str(exc), exc.log)
             self.send(p.RESULT, (resized, engine.report, engine.kv_cells_used(), failure))
-        elif op == p.PING:
-            self.send(p.RESULT, os.getpid())
         else:
             raise ValueError(f"unknown request {op!r}")
 
 
 def main(argv: list[str]) -> int:
     fd = int(argv[1])
-    _die_with_parent()
+    die_with_parent()
     faulthandler.enable(file=sys.stderr, all_threads=False)  # a native crash leaves the Python stack
     conn = Connection(fd)
     from app.engine.llama_log import capture

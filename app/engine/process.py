@@ -24,9 +24,9 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from multiprocessing.connection import Connection
-from pathlib import Path
 from typing import Any
 
+from app.children import child_env
 from app.devices.ggml import IN_PROCESS_ENV
 from app.engine import protocol as p
 from app.engine.crash import EngineCrashed, EngineExit, oom_kills
@@ -45,11 +45,8 @@ class _Child:
 
     def __init__(self, env: dict[str, str] | None = None) -> None:
         parent, child = socket.socketpair()
-        root = str(Path(__file__).resolve().parents[2])
-        environ = dict(os.environ if env is None else env)
-        environ["PYTHONPATH"] = os.pathsep.join(filter(None, [root, environ.get("PYTHONPATH", "")]))
-        environ.setdefault("PYTHONUNBUFFERED", "1")
-        environ[IN_PROCESS_ENV] = "1"  # the engine is where llama.cpp's backends belong
+        # the engine is where llama.cpp's backends belong
+        environ = child_env(env, PYTHONUNBUFFERED="1", **{IN_PROCESS_ENV: "1"})
         self.oom_kills_before = oom_kills()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "app.engine.child", str(child.fileno())],
@@ -288,9 +285,6 @@ class EngineProcess:
         if failure is not None:
             raise EngineError(failure[0], failure[1])
         return resized
-
-    def ping(self) -> int:
-        return self._call("idle", p.PING)
 
     def kv_cells_used(self) -> int:
         return self._cells

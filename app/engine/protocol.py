@@ -3,8 +3,7 @@
 App to engine: LOAD (path, LoadConfig), GENERATE (tokens or text, GenerationParams),
 TOKENIZE (text, add_special, parse_special), SPECIAL_TEXT (which), DRY_RUN (path, LoadConfig),
 RESIZE (n_ctx, keep: a new context, the conversation carried over; answered with the
-ResizeReport, the LoadReport now and the KV cells in use),
-PING, STOP (acted on at once, even mid-decode) and EXIT.
+ResizeReport, the LoadReport now and the KV cells in use), STOP (acted on at once, even mid-decode) and EXIT.
 
 Engine to app: READY (pid) once started; PROGRESS (fraction) while loading; LOADED (LoadReport);
 PREFILLED (reused tokens, prompt seconds, KV cells) when the prompt is in the cache; PIECE (text,
@@ -18,7 +17,6 @@ TOKENIZE = "tokenize"
 SPECIAL_TEXT = "special_text"
 DRY_RUN = "dry_run"
 RESIZE = "resize"
-PING = "ping"
 STOP = "stop"
 EXIT = "exit"
 

@@ -17,18 +17,11 @@ import signal
 import sys
 from collections.abc import Callable
 
+from app.children import die_with_parent
+
 # leave the alternate screen, show the cursor, mouse reporting and bracketed paste off, colours reset
 RESTORE = "\x1b[?1049l\x1b[?25h\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?1015l\x1b[?2004l\x1b[0m"
 GUARD_ENV = "VRAMCHAT_NO_GUARD"  # set to 1 to run the app without the guardian
-
-
-def _die_with_parent() -> None:
-    if not sys.platform.startswith("linux"):
-        return
-    import ctypes
-
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
 
 
 def run_guarded(run: Callable[[], int]) -> int:
@@ -46,7 +39,7 @@ def run_guarded(run: Callable[[], int]) -> int:
     sys.stderr.flush()
     pid = os.fork()
     if pid == 0:  # the app
-        _die_with_parent()
+        die_with_parent()
         code = 1
         try:
             code = run()
