@@ -12,7 +12,7 @@ with one line telling the user what differed.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from app.engine.dry_run import DryRun
@@ -135,14 +135,10 @@ def _on(plan: MemoryPlan, gpus: list[Device], host: Host) -> MemoryPlan:
 
 
 def _less(gpus: list[Device], extra: dict[str, int]) -> list[Device]:
-    from dataclasses import replace
-
     return [replace(d, free=max(d.free - extra.get(d.name, 0), 0)) for d in gpus]
 
 
 def _less_host(host: Host, extra: dict[str, int]) -> Host:
-    from dataclasses import replace
-
     return replace(host, free=max(host.free - extra.get("CPU", 0), 0))
 
 
