@@ -134,7 +134,7 @@ def compute_buffers(
         device = placement.layers[il]
         return "host" if device == HOST_INDEX else gpus[device].name
 
-    backends = [SchedBackend(d.name, False, i) for i, d in enumerate(gpus)] + [
+    backends = [SchedBackend(d.name, False, i, kind=d.backend) for i, d in enumerate(gpus)] + [
         SchedBackend(HOST_BUFFER, True, HOST_INDEX)
     ]
     # llama_context: pipeline parallelism needs several GPUs holding every layer, the KV cache offloaded,

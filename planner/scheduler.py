@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from planner.ggml_graph import FLAG_INPUT, FLAG_OUTPUT, Tensor
+from planner.gpu_ops import supports_op
 
 VIEW_OPS = frozenset({"VIEW", "RESHAPE", "PERMUTE", "TRANSPOSE"})
 # ops excluded from "run where the weights are" (ggml_backend_sched_backend_id_from_cur)
@@ -31,6 +32,11 @@ class SchedBackend:
     # CUDA/ROCm: minimum batch for offloading an op whose weights are in host memory
     offload_min_batch: int = 32
     supports_offload: bool = True
+    kind: str = ""  # cuda, rocm, metal, vulkan; "" for the CPU
+
+    def supports(self, node: Tensor) -> bool:
+        """ggml_backend_supports_op: the CPU runs everything; GPUs per planner.gpu_ops."""
+        return self.is_cpu or supports_op(self.kind, node)
 
 
 def op_batch_size(node: Tensor) -> int:
@@ -108,7 +114,11 @@ class Scheduler:
                     if self.op_offload and src_backend == self.cpu and src.host_plain:
                         for b in range(self.cpu):
                             backend = self.backends[b]
-                            if backend.supports_offload and op_batch_size(t) >= backend.offload_min_batch:
+                            if (
+                                backend.supports_offload
+                                and backend.supports(t)
+                                and op_batch_size(t) >= backend.offload_min_batch
+                            ):
                                 return b
                     return src_backend
         return -1
@@ -153,7 +163,7 @@ class Scheduler:
                 b = get(node)
                 if b != -1:
                     cur = -1 if (skip_cpu and b == cpu) else b
-                elif cur != -1:
+                elif cur != -1 and self.backends[cur].supports(node):
                     node.s_backend = cur
 
         expand(compute_nodes, True)
@@ -167,6 +177,8 @@ class Scheduler:
                 continue
             best, best_n = -1, -1
             for b in range(len(self.backends)):
+                if not self.backends[b].supports(node):
+                    continue
                 n = sum(
                     1
                     for s in node.src

@@ -18,6 +18,7 @@ from planner.backends import CPU, BackendRules, backend_rules
 from planner.config import Resolved
 from planner.devices import Device
 from planner.gguf import TensorInfo
+from planner.gpu_ops import weight_supported
 from planner.model import ModelAnatomy
 
 HOST_INDEX = -1  # the host among device indices (the layer placement's "not on a GPU")
@@ -210,6 +211,11 @@ def weight_buffers(
                 out.repacked.add(info.name)
             else:
                 host_default.append(info)
+            return
+        if not weight_supported(gpus[device].backend, model.architecture, info.name, info.shape, model.extra):
+            # the GPU cannot run the op that reads it: llama.cpp keeps it in host memory
+            host_default.append(info)
+            out.tensor_device[info.name] = HOST_INDEX
             return
         rules = gpu_rules[device]
         size = rules.alloc_size(info.type, info.n_bytes, info.shape[0] if info.shape else 1)

@@ -1,0 +1,99 @@
+"""Which ops and weights a GPU backend takes (ggml-cuda's supports_op, for CUDA and ROCm).
+
+An op the GPU does not support runs on the CPU: the scheduler leaves it to the backend that
+supports it (ggml-backend.cpp, pass 2 and 3), with copies of its inputs in the host compute
+buffer. A weight whose op the GPU does not support is loaded into host memory even on an
+offloaded layer (llama-model-loader.cpp, weight_buft_supported). The rules are ggml-cuda's,
+for the shapes the planner's graphs produce; other GPU backends are taken to support all.
+"""
+
+from __future__ import annotations
+
+from planner.ggml_graph import Tensor
+
+FATTN_KQ_STRIDE = 256  # ggml-cuda/fattn-common.cuh
+_FATTN_KV_TYPES = frozenset({"f16", "f32", "bf16", "q4_0", "q4_1", "q5_0", "q5_1", "q8_0"})
+_SAME_HEAD = frozenset({40, 64, 72, 80, 96, 112, 128, 256})
+# K head size -> (V head size, the GQA ratio's required divisor); these need the GQA optimisation
+_WIDE_HEADS = {192: (128, 8), 320: (256, 32), 512: (512, 1), 576: (512, 1)}
+
+CUDA_LIKE = frozenset({"cuda", "rocm"})
+
+
+def _flash_attn_supported(node: Tensor) -> bool:
+    """ggml_cuda_get_best_fattn_kernel != NONE (ggml-cuda/fattn.cu), for a mask without ALiBi."""
+    q, k, v = node.src[0], node.src[1], node.src[2]
+    mask = node.src[3] if len(node.src) > 3 else None
+    if k.ne[2] == 0 or q.ne[2] % k.ne[2]:
+        return False
+    gqa_ratio = q.ne[2] // k.ne[2]
+    gqa_opt = gqa_ratio >= 2 and mask is not None and k.ne[1] % FATTN_KQ_STRIDE == 0
+    for t in (q, k, v, mask):
+        if t is not None and not t.type.is_quantized and any(nb % 16 for nb in t.nb[1:]):
+            gqa_opt = False
+    dk, dv = k.ne[0], v.ne[0]
+    if dk in _SAME_HEAD:
+        if dv != dk:
+            return False
+    elif dk in _WIDE_HEADS:
+        want_v, divisor = _WIDE_HEADS[dk]
+        if dv != want_v or not gqa_opt or gqa_ratio % divisor:
+            return False
+    else:
+        return False
+    if k.type.name not in _FATTN_KV_TYPES or v.type.name not in _FATTN_KV_TYPES:
+        return False
+    return mask is None or mask.ne[2] == 1
+
+
+def _ssm_scan_supported(node: Tensor) -> bool:
+    s, a, b = node.src[0], node.src[3], node.src[4]
+    if a.ne[0] == 1:  # Mamba-2: d_state 96, 128 or 256 and a head size divisible by 16
+        return s.ne[0] in (96, 128, 256) and s.ne[1] % 16 == 0
+    return s.ne[0] == 16 and s.ne[1] == 1 and s.ne[2] % 128 == 0 and b.ne[1] == 1
+
+
+def supports_op(backend: str, node: Tensor) -> bool:
+    """Whether a GPU backend (cuda, rocm, metal, vulkan) runs `node`."""
+    if backend not in CUDA_LIKE:
+        return True
+    if node.op == "FLASH_ATTN_EXT":
+        return _flash_attn_supported(node)
+    if node.op == "SSM_SCAN" and len(node.src) >= 5:
+        return _ssm_scan_supported(node)
+    if node.op == "SSM_CONV":
+        return node.src[0].ne[1] % 128 == 0
+    return True
+
+
+# architectures whose ssm_a multiplies (LLM_TENSOR_SSM_A_NOSCAN) rather than feeding SSM_SCAN
+_SSM_A_NOSCAN = frozenset(
+    {"qwen3next", "qwen35", "qwen35moe", "qwen4exp", "kimi-linear", "kimi-k3", "bailingmoe3", "glm5-next"}
+)
+
+
+def weight_supported(
+    backend: str, architecture: str, name: str, shape: tuple[int, ...], hparams: dict[str, object]
+) -> bool:
+    """weight_buft_supported for a GPU: whether the op that uses this weight runs there.
+
+    Only the SSM weights have shape-dependent support in ggml-cuda: ssm_a (SSM_SCAN, tested with
+    the layer's state sizes) and ssm_conv1d (SSM_CONV, channels a multiple of 128)."""
+    if backend not in CUDA_LIKE:
+        return True
+    if name.endswith(".ssm_a") and architecture not in _SSM_A_NOSCAN:
+        d_inner = int(hparams.get("ssm_d_inner", 0) or 0)
+        n_head = shape[1] if len(shape) > 1 else 1
+        if shape[0] == 1:  # Mamba-2
+            d_state = int(hparams.get("ssm_d_state", 0) or 0)
+            head_dim = d_inner // n_head if n_head else 0
+            return d_state in (96, 128, 256) and head_dim % 16 == 0
+        n_group = int(hparams.get("ssm_n_group", 0) or 0) or 1
+        head_dim = d_inner // n_head if n_head else 0
+        return shape[0] == 16 and head_dim == 1 and n_head % 128 == 0 and n_group == 1
+    if name.endswith((".ssm_conv1d.weight", ".shortconv.conv.weight")):
+        return len(shape) > 1 and shape[1] % 128 == 0
+    return True
+
+
+__all__ = ["CUDA_LIKE", "supports_op", "weight_supported"]
