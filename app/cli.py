@@ -125,7 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--vram", metavar="SIZE[,SIZE...]", help="plan for simulated GPUs with these sizes instead of this machine's"
     )
     devs.add_argument("--ram", metavar="SIZE", help="plan for this much host RAM")
-    devs.add_argument("--margin", metavar="SIZE", type=_size, help="memory to keep free on each GPU (default 512MiB)")
+    devs.add_argument("--margin", metavar="SIZE", type=_size, help="memory to keep free on each GPU (default 256MiB)")
     devs.add_argument("--cpu", action="store_true", help="plan for the host alone (no GPU)")
 
     wish = p.add_argument_group("wishes (the solver honours them)")

@@ -33,7 +33,7 @@ class BackendRules:
 
 
 CPU = BackendRules("cpu", 32, verified=True)
-CUDA = BackendRules("cuda", 128, pads_quantized_rows=True)
+CUDA = BackendRules("cuda", 128, pads_quantized_rows=True, verified=True)  # bench/gpu: H100 record
 ROCM = BackendRules("rocm", 128, pads_quantized_rows=True)
 METAL = BackendRules("metal", 32)
 VULKAN = BackendRules("vulkan", 256)

@@ -9,16 +9,12 @@ from planner.compute import HOST_BUFFER, compute_buffers, estimate_compute
 from planner.config import LoadConfig, Resolved, resolve
 from planner.devices import Device, Host, MiB
 from planner.errors import ModelError, PlannerError
+from planner.gpu_overhead import gpu_overhead, on_pages
 from planner.kv import KVLayout, kv_layout
 from planner.model import ModelAnatomy
 from planner.projector import Projector
 from planner.recurrent import rs_layout
 from planner.weights import HOST_INDEX, LayerPlacement, place_layers, weight_buffers
-
-# Memory a GPU backend takes that llama.cpp does not report (CUDA context, cuBLAS and
-# pool workspaces). Public measurements put the CUDA primary context alone between about
-# 100 MiB (RTX 4060 Ti) and 555 MiB (RTX PRO 6000); these are estimates until measured.
-BACKEND_OVERHEAD_ESTIMATE = {"cuda": 400 * MiB, "rocm": 400 * MiB, "vulkan": 200 * MiB, "metal": 64 * MiB}
 
 
 @dataclass
@@ -137,9 +133,10 @@ def _add_projector(
 
 
 def default_margin(device: Device | Host) -> int:
-    """Safety margin kept free: 512 MiB on a GPU, 1 GiB (or 10% if smaller) of host RAM."""
+    """Safety margin kept free: 256 MiB on a GPU (room for other programs' growth: the backend's own
+    overhead is planned, see planner.gpu_overhead), 1 GiB (or 10% if smaller) of host RAM."""
     if isinstance(device, Device) and device.is_gpu:
-        return 512 * MiB
+        return 256 * MiB
     return min(1024 * MiB, device.total // 10)
 
 
@@ -260,13 +257,23 @@ def _plan_memory(
             gpu_usage[idx].compute += size
             buffers.append(Buffer(name, "compute", name, size))
 
+    experts = int(model.extra.get("n_expert", 0) or 0) > 0
     for idx, d in enumerate(gpus_used):
-        overhead = BACKEND_OVERHEAD_ESTIMATE.get(d.backend, 256 * MiB)
-        gpu_usage[idx].overhead = overhead
-        estimates.append(
-            f"{d.name}: backend overhead (driver context, library workspaces) of "
-            f"{overhead // MiB} MiB is an estimate: llama.cpp does not report it"
-        )
+        ovh = gpu_overhead(d.backend, r.config.flash_attn, experts)
+        usage = gpu_usage[idx]
+        # the driver holds each buffer in whole pages: what it takes beyond the buffers' bytes
+        paging = sum(on_pages(b.bytes) - b.bytes for b in buffers if b.device == d.name) if ovh.measured else 0
+        usage.overhead = ovh.total + paging
+        if ovh.measured:
+            estimates.append(
+                f"{d.name}: CUDA context and runtime workspaces ({ovh.total // MiB} MiB) are {ovh.source}; "
+                "other GPUs and drivers differ by tens of MiB"
+            )
+        else:
+            estimates.append(
+                f"{d.name}: backend overhead (driver context, library workspaces) of "
+                f"{ovh.total // MiB} MiB is an estimate: llama.cpp does not report it"
+            )
         if not backend_rules(d.backend).verified:
             estimates.append(
                 f"{d.name}: {d.backend} compute buffers come from a model of ggml's scheduler "

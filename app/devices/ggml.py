@@ -12,7 +12,7 @@ import ctypes
 import importlib.util
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from app.errors import VramchatError
@@ -257,11 +257,23 @@ def list_devices() -> list[GGMLDevice]:
     if probe_out_of_process():
         devices, features = _probe_child()
         _features_cache[:] = [features]
+        _last_devices = devices
+        devices = _free_without_probe_context(devices)
     else:
         ggml, _ = _libs()
         devices = [_device(ggml, i) for i in range(ggml.ggml_backend_dev_count())]
     _last_devices = devices
     return devices
+
+
+def _free_without_probe_context(devices: list[GGMLDevice]) -> list[GGMLDevice]:
+    """The probe child counted its own CUDA context (518 MiB on an H100) as used while it asked; NVML
+    and pyrsmi read the GPU without a context of ours, so their free memory is what a load can have."""
+    try:
+        vendor = _vendor_gpu_memory()
+    except Exception:  # a vendor library that misbehaves: llama.cpp's own figure stands
+        return devices
+    return [replace(d, free=vendor[d.name][0]) if d.name in vendor and d.is_gpu else d for d in devices]
 
 
 def gpu_memory() -> dict[str, tuple[int, int]]:

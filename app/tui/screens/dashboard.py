@@ -70,5 +70,7 @@ class DashboardScreen(Screen):
             )
         overhead = sum(d.overhead for d in plan.gpus)
         if overhead:
-            notes.append(f"GPU backend overhead ({format_size(overhead)}) is an estimate and has no buffer.")
+            measured = all(d.backend == "cuda" for d in plan.gpus if d.overhead)
+            source = "measured on an H100 (driver context, cuBLAS, pool)" if measured else "an estimate"
+            notes.append(f"GPU backend overhead ({format_size(overhead)}) is {source} and has no buffer.")
         self.query_one("#dash-note", Static).update("\n".join(notes))
