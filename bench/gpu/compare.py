@@ -1,0 +1,168 @@
+"""Planned vs allocated on CUDA, from a recorded GPU measurement (bench/gpu/measure.py).
+
+The record holds what llama.cpp allocated, buffer by buffer and device by device; this module
+prices the same configurations with the planner of this checkout, for the GPU the record names,
+so the comparison runs on any machine, GPU or not.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench.compare import DRY_RUN_TOLERANCE, BufferRow, _load_config
+from planner.devices import Device, GiB, Host
+from planner.errors import ConfigError
+from planner.gguf import read_gguf
+from planner.memory import MemoryPlan, plan_memory
+from planner.model import ModelAnatomy, load_anatomy
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+RECORD = DATA / "cuda_h100.json.gz"
+GPU = "CUDA0"
+
+
+@dataclass
+class GpuRow:
+    model: str
+    architecture: str
+    ngl: int
+    config: dict[str, Any]
+    buffers: list[BufferRow] = field(default_factory=list)
+    refused_by_llama: str | None = None
+    refused_by_planner: str | None = None
+    # llama.cpp's dry run and the load's allocation, per kind summed over devices
+    dry_run: dict[str, int] = field(default_factory=dict)
+
+    def buffer(self, key: str) -> BufferRow | None:
+        return next((b for b in self.buffers if b.kind == key), None)
+
+    def actual_total(self, kind: str) -> int:
+        return sum(b.actual for b in self.buffers if b.kind.split()[0] == kind)
+
+    def dry_run_off(self) -> list[str]:
+        """Kinds where the dry run missed the allocation by more than the log's rounding (one line per buffer)."""
+        off = []
+        for kind, figure in self.dry_run.items():
+            n_lines = max(1, sum(1 for b in self.buffers if b.kind.split()[0] == kind))
+            if abs(figure - self.actual_total(kind)) > n_lines * DRY_RUN_TOLERANCE:
+                off.append(kind)
+        return off
+
+
+def load_record(path: str | Path = RECORD) -> dict[str, Any]:
+    """A record of bench/gpu/measure.py (gzipped in bench/data)."""
+    raw = Path(path).read_bytes()
+    return json.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
+
+
+def record_cpu_features(record: dict[str, Any]) -> frozenset[str]:
+    """The GPU machine's CPU features, from llama.cpp's system info ("AVX2 = 1 | AMX_INT8 = 1 | ...")."""
+    info = record["machine"]["system_info"].split("CPU :", 1)[-1]
+    return frozenset(m[1].lower() for m in re.finditer(r"(\w+) = (\d+)", info) if m[2] == "1")
+
+
+def record_gpu(record: dict[str, Any]) -> Device:
+    """The recorded GPU, as the planner sees it (all of its memory free: the oracle measures buffers)."""
+    name, _driver, total, *_ = (x.strip() for x in record["machine"]["nvidia_smi"].split(","))
+    size = int(total.split()[0]) * 1024 * 1024
+    return Device(GPU, "gpu", "cuda", size, size, description=name)
+
+
+def plan_for(model: ModelAnatomy, ngl: int, cfg: dict[str, Any], record: dict[str, Any]) -> MemoryPlan:
+    host = Host(64 * GiB, 64 * GiB, record_cpu_features(record))
+    config = _load_config(cfg).with_(n_gpu_layers=min(ngl, model.n_layer + 1))
+    return plan_memory(model, config, [record_gpu(record)], host)
+
+
+def _planned(plan: MemoryPlan) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for b in plan.buffers:
+        where = GPU if b.device == GPU else "host"
+        kind = {"model": "weights", "rs": "rs"}.get(b.kind, b.kind)
+        out[f"{kind} {where}"] = out.get(f"{kind} {where}", 0) + b.bytes
+    return out
+
+
+def _actual(item: dict[str, Any], row: dict[str, Any]) -> dict[str, int]:
+    out: dict[str, int] = {}
+
+    def add(key: str, size: int) -> None:
+        out[key] = out.get(key, 0) + size
+
+    for name, size in item["weights"].items():
+        add(f"weights {GPU if name == GPU else 'host'}", size)
+    for kv in row["kv"]:
+        add(f"{'kv_swa' if kv['cache'] == 'swa' else 'kv'} {GPU if kv['name'] == GPU else 'host'}", kv["bytes"])
+    for rs in row["rs"]:
+        add(f"rs {GPU if rs['name'] == GPU else 'host'}", rs["bytes"])
+    for name, size in row["output"].items():
+        add(f"output {GPU if name == GPU else 'host'}", size)
+    for name, size in row["compute"].items():
+        add(f"compute {GPU if name == GPU else 'host'}", size)
+    return out
+
+
+def _dry(record: dict[str, Any]) -> dict[tuple[str, int, str], dict[str, int]]:
+    """The dry run's figures per (model, ngl, config), per kind summed over devices (the log gives
+    one figure per cache, also for a cache that spans the GPU and the host)."""
+    out: dict[tuple[str, int, str], dict[str, int]] = {}
+    for d in record.get("dry_runs", []):
+        if not d.get("ok"):
+            continue
+        figures = {
+            key: sum(d.get(kind, {}).values())
+            for kind, key in (("kv", "kv"), ("kv_swa", "kv_swa"), ("recurrent", "rs"), ("compute", "compute"))
+        }
+        out[(d["model"], d["ngl"], json.dumps(d["config"], sort_keys=True))] = figures
+    return out
+
+
+def compare_record(record: dict[str, Any], model_path: dict[str, str]) -> list[GpuRow]:
+    """One row per recorded configuration whose model file is in `model_path` (name -> .gguf)."""
+    dry = _dry(record)
+    rows: list[GpuRow] = []
+    anatomies: dict[str, ModelAnatomy] = {}
+    for item in record.get("buffers", []):
+        name = item["model"]
+        if "rows" not in item or name not in model_path:
+            continue
+        if name not in anatomies:
+            anatomies[name] = load_anatomy(read_gguf(model_path[name]))
+        model = anatomies[name]
+        for result in item["rows"]:
+            row = GpuRow(name, model.architecture, item["ngl"], result["config"])
+            rows.append(row)
+            try:
+                plan = plan_for(model, item["ngl"], result["config"], record)
+            except ConfigError as exc:
+                row.refused_by_planner = str(exc)
+            if not result["ok"]:
+                row.refused_by_llama = (result["errors"] or ["refused"])[-1]
+            if row.refused_by_llama or row.refused_by_planner:
+                continue
+            planned, actual = _planned(plan), _actual(item, result)
+            row.dry_run = dry.get((name, item["ngl"], json.dumps(result["config"], sort_keys=True)), {})
+            for key in sorted(set(planned) | set(actual), key=_order):
+                row.buffers.append(BufferRow(key, planned.get(key, 0), actual.get(key, 0)))
+    return rows
+
+
+def _order(key: str) -> tuple[int, str]:
+    kinds = ("weights", "kv", "kv_swa", "rs", "output", "compute")
+    kind, where = key.split()
+    return (kinds.index(kind) if kind in kinds else len(kinds), where)
+
+
+def within(buf: BufferRow) -> bool:
+    """The issue's bar: weights, caches and output exact; compute within 2% or 4 MiB."""
+    if buf.kind.startswith("compute"):
+        return abs(buf.error) <= max(4 * 1024 * 1024, 0.02 * buf.actual)
+    return buf.error == 0
+
+
+__all__ = ["DRY_RUN_TOLERANCE", "GpuRow", "compare_record", "load_record", "record_cpu_features", "within"]
