@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.gpu.compare import DATA, compare_record, load_record, record_gpu, within
+from bench.gpu.compare import DATA, compare_record, load_record, planned_for_run, record_gpu, within
 from bench.gpu.header_clone import write
-from planner.config import LoadConfig
 from planner.devices import Device, GiB, Host, MiB
 from planner.fit import Wishes, solve
 from planner.ggml_graph import Graph
@@ -22,7 +21,6 @@ from planner.ggml_types import ggml_type
 from planner.gguf import read_gguf
 from planner.gpu_ops import supports_op, weight_supported
 from planner.gpu_overhead import CUDA_CONTEXT, CUDA_RUNTIME_CUBLAS, CUDA_RUNTIME_FLASH_ATTN, on_pages
-from planner.memory import plan_memory
 from planner.model import load_anatomy
 
 RECORD = load_record()
@@ -78,20 +76,6 @@ def test_weights_and_caches_are_exact_on_cuda(models: dict[str, str]) -> None:
     assert host is not None and host.planned == host.actual > 4 * embeddings.n_bytes
 
 
-def _plan_total(models: dict[str, str], spec: dict, name: str) -> int:
-    model = load_anatomy(read_gguf(models[name]))
-    config = LoadConfig(
-        n_gpu_layers=min(spec["ngl"], model.n_layer + 1),
-        n_ctx=spec["n_ctx"],
-        n_batch=spec.get("n_batch", 512),
-        n_ubatch=spec.get("n_ubatch", 512),
-        flash_attn=spec["flash_attn"],
-        swa_full=spec.get("swa_full", False),
-    )
-    host = Host(64 * GiB, 64 * GiB)
-    return plan_memory(model, config, [record_gpu(RECORD)], host).gpus[0].planned
-
-
 @pytest.mark.parametrize("key", ["nvml", "nvml_check"])
 def test_plan_total_is_what_nvml_saw_after_a_2000_token_reply(models: dict[str, str], key: str) -> None:
     runs = [r for r in RECORD[key] if r["rc"] == 0]
@@ -99,7 +83,7 @@ def test_plan_total_is_what_nvml_saw_after_a_2000_token_reply(models: dict[str, 
     for run in runs:
         nvml = run["steps"][-1]["proc"]
         assert run["steps"][-1]["step"] == "generation"
-        planned = _plan_total(models, run["spec"], run["model"])
+        planned = planned_for_run(RECORD, run, models[run["model"]])
         assert abs(planned - nvml) <= _tolerance(nvml), (run["model"], run["spec"], planned - nvml)
         assert planned >= nvml - 32 * MiB, "the plan must not promise memory the process then takes"
 

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.compare import DRY_RUN_TOLERANCE, BufferRow, _load_config
+from bench.compare import DRY_RUN_TOLERANCE, BufferRow, ConfigRow, _load_config
+from planner.config import LoadConfig
 from planner.devices import Device, GiB, Host
 from planner.errors import ConfigError
 from planner.gguf import read_gguf
@@ -27,19 +28,12 @@ GPU = "CUDA0"
 
 
 @dataclass
-class GpuRow:
-    model: str
-    architecture: str
-    ngl: int
-    config: dict[str, Any]
-    buffers: list[BufferRow] = field(default_factory=list)
-    refused_by_llama: str | None = None
-    refused_by_planner: str | None = None
-    # llama.cpp's dry run and the load's allocation, per kind summed over devices
-    dry_run: dict[str, int] = field(default_factory=dict)
+class GpuRow(ConfigRow):
+    """A ConfigRow of the GPU record: buffers keyed "kind device" (weights CUDA0, kv host ...)."""
 
-    def buffer(self, key: str) -> BufferRow | None:
-        return next((b for b in self.buffers if b.kind == key), None)
+    ngl: int = 0
+    # llama.cpp's dry run, per kind summed over devices
+    dry_run: dict[str, int] = field(default_factory=dict)
 
     def actual_total(self, kind: str) -> int:
         return sum(b.actual for b in self.buffers if b.kind.split()[0] == kind)
@@ -77,6 +71,21 @@ def plan_for(model: ModelAnatomy, ngl: int, cfg: dict[str, Any], record: dict[st
     host = Host(64 * GiB, 64 * GiB, record_cpu_features(record))
     config = _load_config(cfg).with_(n_gpu_layers=min(ngl, model.n_layer + 1))
     return plan_memory(model, config, [record_gpu(record)], host)
+
+
+def planned_for_run(record: dict[str, Any], run: dict[str, Any], path: str) -> int:
+    """The plan's CUDA0 total for one of the record's NVML runs (its spec, as nvml_run read it)."""
+    spec = run["spec"]
+    model = load_anatomy(read_gguf(path))
+    config = LoadConfig(
+        n_gpu_layers=min(spec["ngl"], model.n_layer + 1),
+        n_ctx=spec["n_ctx"],
+        n_batch=spec.get("n_batch", 512),
+        n_ubatch=spec.get("n_ubatch", 512),
+        flash_attn=spec["flash_attn"],
+        swa_full=spec.get("swa_full", False),
+    )
+    return plan_memory(model, config, [record_gpu(record)], Host(64 * GiB, 64 * GiB)).gpus[0].planned
 
 
 def _planned(plan: MemoryPlan) -> dict[str, int]:
@@ -135,7 +144,7 @@ def compare_record(record: dict[str, Any], model_path: dict[str, str]) -> list[G
             anatomies[name] = load_anatomy(read_gguf(model_path[name]))
         model = anatomies[name]
         for result in item["rows"]:
-            row = GpuRow(name, model.architecture, item["ngl"], result["config"])
+            row = GpuRow(name, model.architecture, result["config"], ngl=item["ngl"])
             rows.append(row)
             try:
                 plan = plan_for(model, item["ngl"], result["config"], record)
@@ -165,4 +174,12 @@ def within(buf: BufferRow) -> bool:
     return buf.error == 0
 
 
-__all__ = ["DRY_RUN_TOLERANCE", "GpuRow", "compare_record", "load_record", "record_cpu_features", "within"]
+__all__ = [
+    "DRY_RUN_TOLERANCE",
+    "GpuRow",
+    "compare_record",
+    "load_record",
+    "planned_for_run",
+    "record_cpu_features",
+    "within",
+]

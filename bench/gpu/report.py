@@ -20,13 +20,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from bench.gpu.compare import DATA, GpuRow, compare_record, load_record, record_gpu, within  # noqa: E402
+from bench.gpu.compare import DATA, GpuRow, compare_record, load_record, planned_for_run, within  # noqa: E402
 from bench.gpu.header_clone import write  # noqa: E402
-from planner.config import LoadConfig  # noqa: E402
 from planner.devices import Device, GiB, Host, MiB  # noqa: E402
 from planner.fit import Wishes, solve  # noqa: E402
 from planner.gguf import read_gguf  # noqa: E402
-from planner.memory import plan_memory  # noqa: E402
 from planner.model import load_anatomy  # noqa: E402
 
 BEGIN, END = "<!-- cuda:begin -->", "<!-- cuda:end -->"
@@ -89,21 +87,13 @@ def _nvml_table(record: dict, paths: dict[str, str]) -> tuple[list[str], int]:
         if run["rc"] != 0:
             continue
         s = run["spec"]
-        model = load_anatomy(read_gguf(paths[run["model"]]))
-        config = LoadConfig(
-            n_gpu_layers=min(s["ngl"], model.n_layer + 1),
-            n_ctx=s["n_ctx"],
-            n_batch=s.get("n_batch", 512),
-            n_ubatch=s.get("n_ubatch", 512),
-            flash_attn=s["flash_attn"],
-            swa_full=s.get("swa_full", False),
-        )
-        planned = plan_memory(model, config, [record_gpu(record)], Host(64 * GiB, 64 * GiB)).gpus[0].planned
+        planned = planned_for_run(record, run, paths[run["model"]])
+        ngl = min(s["ngl"], load_anatomy(read_gguf(paths[run["model"]])).n_layer + 1)
         nvml = run["steps"][-1]["proc"]
         worst = max(worst, abs(planned - nvml))
         out.append(
-            f"| {run['model']} | {config.n_gpu_layers} | {s['n_ctx']} | {'on' if s['flash_attn'] else 'off'} | "
-            f"{config.n_ubatch} | {planned / MiB:,.0f} MiB | {nvml / MiB:,.0f} MiB | "
+            f"| {run['model']} | {ngl} | {s['n_ctx']} | {'on' if s['flash_attn'] else 'off'} | "
+            f"{s.get('n_ubatch', 512)} | {planned / MiB:,.0f} MiB | {nvml / MiB:,.0f} MiB | "
             f"{(planned - nvml) / MiB:+.0f} MiB |"
         )
     return out, worst
