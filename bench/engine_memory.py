@@ -31,7 +31,7 @@ def _status(pid: int) -> dict[str, int]:
 
 
 def main() -> None:
-    from tests.pty_app import PtyApp, engine_pid, rows_of, ui_pid, until
+    from tests.support.pty_app import PtyApp, engine_pid, rows_of, ui_pid, until
 
     model = sys.argv[1] if len(sys.argv) > 1 else None
     if model is None:

@@ -27,7 +27,7 @@ async def shoot(out: Path) -> None:
     from app.settings import Settings
     from app.tui.app import AppOptions, VramchatApp
     from app.tui.widgets.chat_input import ChatInput
-    from tests.tui_helpers import model_loaded, picker_ready, reply_done, wait_for
+    from tests.support.tui_helpers import model_loaded, picker_ready, reply_done, wait_for
 
     app = VramchatApp(AppOptions(), Settings(scan_known_caches=False, temperature=0.0, max_tokens=64))
     async with app.run_test(size=SIZE) as pilot:

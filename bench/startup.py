@@ -32,7 +32,7 @@ if str(ROOT) not in sys.path:
 
 
 def write_models(folder: Path, count: int) -> None:
-    from tests.tiny_models import ZOO, write_tiny_model
+    from tests.support.tiny_models import ZOO, write_tiny_model
 
     folder.mkdir(parents=True, exist_ok=True)
     specs = list(ZOO.items())

@@ -2,7 +2,7 @@
 
 llama.cpp does not report it; NVML does. Measured on a lent H100 80GB HBM3 (driver 580.159.04,
 CUDA 13.0, llama.cpp of llama-cpp-python 0.3.36; bench/gpu/measure.py, record in
-bench/data/cuda_h100.json), as the process's GPU memory minus its buffers (each rounded up to
+tests/data/cuda_h100.json), as the process's GPU memory minus its buffers (each rounded up to
 cudaMalloc's 2 MiB pages), over 14 loads of 5 models:
 
 - after the model load: 518 MiB in every run, whatever the model and the layers offloaded: the

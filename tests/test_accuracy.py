@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from bench.compare import compare_cpu, grid
 from tests.conftest import has_compiler
-from tests.tiny_models import ZOO
+from tests.support.compare import compare_cpu, grid
+from tests.support.tiny_models import ZOO
 
 pytestmark = [pytest.mark.llama, pytest.mark.skipif(not has_compiler(), reason="the oracle needs a C compiler")]
 
@@ -66,7 +66,7 @@ def test_an_architecture_without_kv_cache(tmp_path: Path) -> None:
     from planner.archs import not_for_chat
     from planner.gguf import read_gguf
     from planner.model import load_anatomy
-    from tests.tiny_models import TinySpec, write_tiny_model
+    from tests.support.tiny_models import TinySpec, write_tiny_model
 
     path = write_tiny_model(tmp_path / "dream.gguf", TinySpec("dream"))
     rows = compare_cpu(path, grid(swa=False, n_ctx=(512, 2048)))
@@ -86,11 +86,11 @@ def test_an_architecture_without_kv_cache(tmp_path: Path) -> None:
 def test_granite_without_logit_scale_and_jamba_with_odd_inner_size_are_refused(tmp_path: Path) -> None:
     """llama.cpp requires granite's logit_scale (it refuses the model) and asserts jamba's
     d_inner == 2 * n_embd (it aborts): the planner refuses both headers up front."""
-    from bench.oracle.oracle import measure
     from planner.errors import GGUFError
     from planner.gguf import read_gguf
     from planner.model import load_anatomy
-    from tests.tiny_models import write_tiny_model
+    from tests.support.oracle.oracle import measure
+    from tests.support.tiny_models import write_tiny_model
 
     extra = {k: v for k, v in ZOO["granite"].extra_kv.items() if not k.endswith("logit_scale")}
     granite = write_tiny_model(tmp_path / "granite.gguf", ZOO["granite"].with_(extra_kv=extra))

@@ -185,7 +185,7 @@ def test_simulated_devices_from_the_environment(
 
 
 def test_a_vision_projector_adds_its_weights_and_compute(tmp_path: Path, zoo: dict[str, Path]) -> None:
-    from tests.tiny_models import write_tiny_projector
+    from tests.support.tiny_models import write_tiny_projector
 
     mmproj = write_tiny_projector(tmp_path / "mmproj-tiny.gguf")
     base = _run("--plan", str(zoo["llama-f16"]), "--json", "--vram", "8GiB")
@@ -204,7 +204,7 @@ def test_a_vision_projector_adds_its_weights_and_compute(tmp_path: Path, zoo: di
 def test_an_unknown_architecture_gets_an_estimate_not_a_crash(tmp_path: Path) -> None:
     import gguf as gguf_lib
 
-    from tests.tiny_models import ZOO, write_tiny_model
+    from tests.support.tiny_models import ZOO, write_tiny_model
 
     # Mamba's tensors under an architecture name the planner has never heard of
     src = write_tiny_model(tmp_path / "mamba.gguf", ZOO["mamba"])

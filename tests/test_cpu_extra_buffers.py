@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from bench.compare import compare_cpu
 from planner.config import LoadConfig
 from planner.devices import GiB, Host
 from planner.gguf import read_gguf
@@ -20,6 +19,7 @@ from planner.memory import plan_memory
 from planner.model import load_anatomy
 from planner.weights import uses_cpu_extra_buffers
 from tests.conftest import has_compiler
+from tests.support.compare import compare_cpu
 
 EPYC = frozenset({"avx", "avx2", "avx512", "fma", "f16c", "avx512_vnni", "avx512_bf16"})
 XEON_AMX = EPYC | {"amx_int8"}

@@ -19,8 +19,8 @@ import pytest
 from app.settings import Settings
 from app.tui.screens.chat import ChatScreen
 from app.tui.widgets.message_view import MessageView
-from tests.pty_app import alive, endless_app, engine_pid, rows_of, ui_pid, until
-from tests.tui_helpers import make_app, picker_ready, wait_for
+from tests.support.pty_app import alive, endless_app, engine_pid, rows_of, ui_pid, until
+from tests.support.tui_helpers import make_app, picker_ready, wait_for
 
 QUESTION = "Tell me everything"
 

@@ -1,6 +1,6 @@
 """The planner against a real CUDA build, from the record made on a lent H100 (bench/gpu/measure.py).
 
-No GPU is needed here: bench/data/cuda_h100.json.gz holds the exact bytes llama.cpp allocated in
+No GPU is needed here: tests/data/cuda_h100.json.gz holds the exact bytes llama.cpp allocated in
 every buffer on each device, and NVML's reading of the process through a load and a 2,000-token
 reply. The planner of this checkout prices the same configurations for the same GPU, so a change
 that breaks the CUDA figures fails here, on any machine.
@@ -12,8 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from bench.gpu.compare import DATA, compare_record, load_record, planned_for_run, record_gpu, within
-from bench.gpu.header_clone import write
 from planner.devices import Device, GiB, Host, MiB
 from planner.fit import Wishes, solve
 from planner.ggml_graph import Graph
@@ -22,6 +20,8 @@ from planner.gguf import read_gguf
 from planner.gpu_ops import supports_op, weight_supported
 from planner.gpu_overhead import CUDA_CONTEXT, CUDA_RUNTIME_CUBLAS, CUDA_RUNTIME_FLASH_ATTN, on_pages
 from planner.model import load_anatomy
+from tests.support.gpu_record import DATA, compare_record, load_record, planned_for_run, record_gpu, within
+from tests.support.header_clone import write
 
 RECORD = load_record()
 

@@ -11,7 +11,7 @@ import pytest
 
 from app.devices import ggml, host, nvml, pci, probe_devices, rocm
 from app.devices.ggml import GGMLDevice
-from tests.fake_gpus import (
+from tests.support.fake_gpus import (
     FakeAmd,
     FakeNvidia,
     GiB,

@@ -11,7 +11,15 @@ from pathlib import Path
 import pytest
 
 from app.cli import main
-from tests.fake_gpus import FakeNvidia, GiB, cpu_device, fake_pynvml, install_llama_devices, install_nvml, install_rocml
+from tests.support.fake_gpus import (
+    FakeNvidia,
+    GiB,
+    cpu_device,
+    fake_pynvml,
+    install_llama_devices,
+    install_nvml,
+    install_rocml,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 PROBES = ("llama.cpp", "NVML", "ROCm (pyrsmi)", "Metal", "host")

@@ -8,7 +8,7 @@ import pytest
 
 from app.devices import host, process
 from app.devices.ggml import GGMLDevice
-from tests.fake_gpus import (
+from tests.support.fake_gpus import (
     FakeNvidia,
     GiB,
     NVMLError_DriverNotLoaded,

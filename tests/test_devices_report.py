@@ -14,7 +14,7 @@ from planner.devices import Host
 from planner.gguf import read_gguf
 from planner.memory import plan_memory
 from planner.model import load_anatomy
-from tests.fake_gpus import (
+from tests.support.fake_gpus import (
     FakeAmd,
     FakeNvidia,
     GiB,

@@ -6,7 +6,7 @@ import pytest
 
 from app.devices import held, probe_devices
 from app.devices.simulated import parse_devices
-from tests.fake_gpus import GiB, MiB, install_llama_devices
+from tests.support.fake_gpus import GiB, MiB, install_llama_devices
 
 
 def test_parse_sizes_backends_and_ram() -> None:

@@ -12,7 +12,7 @@ from app.catalog import Catalog, fit_badge, format_params, table_rows
 from app.discovery import Folder, folders_to_scan, known_cache_folders, scan
 from app.plan_cache import ModelSummary, PlanCache, device_fingerprint
 from planner.devices import GiB, Host, simulated_gpus
-from tests.tiny_models import ZOO, write_tiny_model
+from tests.support.tiny_models import ZOO, write_tiny_model
 
 
 @pytest.fixture

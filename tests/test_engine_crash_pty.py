@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.pty_app import alive, endless_app, engine_pid, rows_of, until
+from tests.support.pty_app import alive, endless_app, engine_pid, rows_of, until
 
 pytestmark = [
     pytest.mark.llama,

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from planner.fuzzing import header_length, mutate, run_case
-from tests.tiny_models import ZOO, write_tiny_model
+from tests.support.fuzzing import header_length, mutate, run_case
+from tests.support.tiny_models import ZOO, write_tiny_model
 
 SEEDS = ("llama-f16", "gemma3", "qwen3moe", "deepseek2", "mamba2", "lfm2", "gpt-oss")
 

@@ -11,7 +11,7 @@ from planner.fit import Wishes, solve
 from planner.gguf import read_gguf
 from planner.model import load_anatomy
 from planner.retry import MAX_RETRIES, safer_plan
-from tests.synthetic import llama_like
+from tests.support.synthetic import llama_like
 
 HOST = Host(32 * GiB, 28 * GiB, frozenset({"avx2"}))
 

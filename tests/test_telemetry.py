@@ -20,7 +20,7 @@ from planner.gguf import read_gguf
 from planner.kv import kv_layout
 from planner.memory import plan_memory
 from planner.model import load_anatomy
-from tests.fake_gpus import GiB, cpu_device, install_llama_devices, install_nvml, install_rocml
+from tests.support.fake_gpus import GiB, cpu_device, install_llama_devices, install_nvml, install_rocml
 
 
 def _wait_for(condition: Callable[[], bool], what: str, limit: float = 10.0) -> None:

@@ -22,8 +22,8 @@ from app.tui.widgets.buffers import BufferTable
 from app.tui.widgets.chat_input import ChatInput
 from app.tui.widgets.message_view import MessageView
 from planner.retry import MAX_RETRIES
-from tests.fake_engine import FakeEngine
-from tests.tui_helpers import make_app, model_loaded, picker_ready, reply_done, wait_for
+from tests.support.fake_engine import FakeEngine
+from tests.support.tui_helpers import make_app, model_loaded, picker_ready, reply_done, wait_for
 
 SIZE = (160, 45)
 
@@ -415,7 +415,7 @@ async def test_a_failing_scan_is_reported(shelf: Path) -> None:
 
 
 async def test_a_model_that_cannot_chat_is_not_loaded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from tests.tiny_models import TinySpec, write_tiny_model
+    from tests.support.tiny_models import TinySpec, write_tiny_model
 
     monkeypatch.setenv("VRAMCHAT_DEVICES", "8GiB,ram=32GiB")
     shelf = tmp_path / "shelf"
@@ -434,7 +434,7 @@ async def test_a_model_that_cannot_chat_is_not_loaded(tmp_path: Path, monkeypatc
 
 
 async def test_the_context_grows_with_the_chat_and_a_new_chat_gives_memory_back(shelf: Path) -> None:
-    from tests.fake_engine import ElasticFakeEngine
+    from tests.support.fake_engine import ElasticFakeEngine
 
     engine = ElasticFakeEngine(reply="ok")
     app = make_app(shelf, engine, settings=Settings(scan_known_caches=False, max_tokens=64))
@@ -458,7 +458,7 @@ async def test_the_context_grows_with_the_chat_and_a_new_chat_gives_memory_back(
 
 
 async def test_a_context_that_cannot_grow_keeps_its_size_and_drops_old_turns(shelf: Path) -> None:
-    from tests.fake_engine import ElasticFakeEngine
+    from tests.support.fake_engine import ElasticFakeEngine
 
     engine = ElasticFakeEngine(reply="ok", fail_growth=True)
     app = make_app(shelf, engine, settings=Settings(scan_known_caches=False, max_tokens=64))

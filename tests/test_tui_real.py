@@ -14,7 +14,7 @@ from app.tui.widgets.buffers import BufferTable
 from app.tui.widgets.chat_input import ChatInput
 from app.tui.widgets.graph import MemoryGraph
 from app.tui.widgets.message_view import MessageView
-from tests.tui_helpers import make_app, model_loaded, reply_done, wait_for
+from tests.support.tui_helpers import make_app, model_loaded, reply_done, wait_for
 
 pytestmark = pytest.mark.llama
 

