@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from app.engine.templates import ChatFormat, Message, render
+from app.engine.templates import ChatFormat, ChatMessage, render
 from app.errors import VramchatError
 from app.store import Store, StoredMessage
 
@@ -44,10 +44,10 @@ class PromptBuild:
         return len(self.tokens) / self.n_ctx if self.n_ctx else 0.0
 
 
-def to_messages(stored: Sequence[StoredMessage]) -> list[Message]:
+def to_messages(stored: Sequence[StoredMessage]) -> list[ChatMessage]:
     """The conversation as the chat format sees it: empty replies (a stop before the first
     token) are left out; partial replies stay, as the user saw them."""
-    return [Message(m.role, m.content) for m in stored if m.role in ("user", "assistant") and m.content.strip()]
+    return [ChatMessage(m.role, m.content) for m in stored if m.role in ("user", "assistant") and m.content.strip()]
 
 
 def reply_room(n_ctx: int, max_tokens: int) -> int:
@@ -57,7 +57,7 @@ def reply_room(n_ctx: int, max_tokens: int) -> int:
 def build_prompt(
     fmt: ChatFormat,
     system: str,
-    turns: list[Message],
+    turns: list[ChatMessage],
     n_ctx: int,
     max_tokens: int,
     tokenize: Callable[[str], list[int]],
@@ -69,7 +69,7 @@ def build_prompt(
         raise ChatError("there is no question to answer")
     room = reply_room(n_ctx, max_tokens)
     budget = n_ctx - room
-    head = [Message("system", system)] if system.strip() else []
+    head = [ChatMessage("system", system)] if system.strip() else []
     starts = [i for i, m in enumerate(turns) if m.role == "user"]  # where a turn may begin
     for start in starts:
         # BOS comes from the tokenizer (add_special), not the template, so it is never doubled

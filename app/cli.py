@@ -289,7 +289,7 @@ def run_prompt(args: argparse.Namespace) -> int:
 
     from app.chat import ChatError
     from app.engine import EngineError, GenerationParams
-    from app.engine.templates import Message
+    from app.engine.templates import ChatMessage
     from app.reply import OK, write_reply
     from app.settings import load_settings
     from app.tui.session import LoadFailed, ModelSession
@@ -336,7 +336,7 @@ def run_prompt(args: argparse.Namespace) -> int:
             session,
             None,
             0,
-            [Message("user", args.prompt)],
+            [ChatMessage("user", args.prompt)],
             settings.system_prompt,
             params,
             [g.name for g in report.gpus],

@@ -17,7 +17,7 @@ from app.chat import ChatError, PromptBuild, ReplySink, build_prompt
 from app.engine.crash import EngineCrashed
 from app.engine.engine import EngineError, GenerationParams, GenerationStats
 from app.engine.failure import classify
-from app.engine.templates import Message
+from app.engine.templates import ChatMessage
 from app.store import Store
 
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ def write_reply(
     session: ModelSession,
     store: Store | None,
     msg_id: int,
-    turns: list[Message],
+    turns: list[ChatMessage],
     system: str,
     params: GenerationParams,
     gpu_names: list[str],

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 from planner.kv import KVLayout
 
 if TYPE_CHECKING:
-    from app.devices.report import DeviceReport
+    from app.devices.probes import DeviceReport
     from app.engine.engine import Engine
     from planner.memory import MemoryPlan
 
@@ -194,7 +194,7 @@ def for_engine(
     plan's figures when the log said nothing), KV in use from the plan's layout. `speed` replaces
     the engine's own tokens/s reading (the app shows zero between replies)."""
     from app.devices.host import process_rss, rss_reader
-    from app.devices.live import GpuMemory, HostMemory
+    from app.devices.live import GpuMemoryReader, HostMemoryReader
 
     def loaded() -> bool:
         return engine.loaded
@@ -217,7 +217,7 @@ def for_engine(
     except Exception:  # psutil unusable: the sampler records each failed read instead
         rss = process_rss
     return Telemetry(
-        memory=GpuMemory(report, plan, loaded),
+        memory=GpuMemoryReader(report, plan, loaded),
         rss=rss,
         engine=engine,
         kv_layout=plan.kv if plan is not None else None,
@@ -226,6 +226,6 @@ def for_engine(
         kv_maximum=kv_maximum,
         speed=speed or engine_speed,
         config=config or TelemetryConfig(),
-        host_memory=HostMemory(report, plan, loaded),
+        host_memory=HostMemoryReader(report, plan, loaded),
         unified=frozenset(d.name for d in report.gpus if d.unified),
     )

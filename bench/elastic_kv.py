@@ -64,7 +64,7 @@ def main() -> None:
     args.model = model_path(args.model)
 
     from app.engine import GenerationParams
-    from app.engine.templates import Message
+    from app.engine.templates import ChatMessage
     from app.reply import write_reply
 
     elastic, fixed = _load(args.model, args.max, True), _load(args.model, args.max, False)
@@ -76,12 +76,12 @@ def main() -> None:
         )
     fixed.close()
 
-    history: list[Message] = []
+    history: list[ChatMessage] = []
     steps: list[tuple[int, int, float, int]] = []  # before, after, seconds, tokens carried
     params = GenerationParams(max_tokens=24, temperature=0.0)
     for n in range(args.turns):
         notes = " ".join(f"Note {n}.{i}: parcel {i * 7919 % 1000} went to shelf {i % 13}." for i in range(args.words))
-        history.append(Message("user", notes + " Which shelf did parcel 7 go to?"))
+        history.append(ChatMessage("user", notes + " Which shelf did parcel 7 go to?"))
 
         def grew(g) -> None:
             steps.append((g.before, g.after, g.seconds, elastic.engine.kv_cells_used()))
@@ -99,7 +99,7 @@ def main() -> None:
             on_piece=lambda p: None,
             on_growth=grew,
         )
-        history.append(Message("assistant", outcome.text))
+        history.append(ChatMessage("assistant", outcome.text))
         print(
             f"turn {n + 1}: context {elastic.model.n_ctx:>6,} tokens, {elastic.engine.kv_cells_used():,} cells "
             f"in use, KV committed {_kv(elastic) / MiB:.2f} MiB"

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from app.chat import ChatError, ReplySink, build_prompt, to_messages
-from app.engine.templates import ChatFormat, Message, choose_format
+from app.engine.templates import ChatFormat, ChatMessage, choose_format
 from app.store import Store, StoredMessage
 
 TRANSCRIPT = choose_format({}, "gemma3", "gemma-3-270m-q4_k_m.gguf")
@@ -18,7 +18,7 @@ def chars(text: str) -> list[int]:
 
 
 def test_base_model_gets_a_transcript() -> None:
-    build = build_prompt(TRANSCRIPT, "", [Message("user", "What is the capital of France?")], 4096, 64, chars)
+    build = build_prompt(TRANSCRIPT, "", [ChatMessage("user", "What is the capital of France?")], 4096, 64, chars)
     assert build.text == "Q: What is the capital of France?\nA:"
     assert build.dropped == 0 and build.tokens == chars(build.text)
 
@@ -30,15 +30,15 @@ def test_gguf_template_is_rendered_without_a_second_bos() -> None:
         "{{ bos_token }}{% for m in messages %}<{{ m.role }}>{{ m.content }}"
         "{% endfor %}{% if add_generation_prompt %}<assistant>{% endif %}",
     )
-    build = build_prompt(fmt, "Be brief.", [Message("user", "Hi")], 4096, 64, chars)
+    build = build_prompt(fmt, "Be brief.", [ChatMessage("user", "Hi")], 4096, 64, chars)
     assert build.text == "<system>Be brief.<user>Hi<assistant>"
 
 
 def test_oldest_turns_are_dropped_and_the_system_prompt_kept() -> None:
     turns = []
     for i in range(10):
-        turns += [Message("user", f"question {i} " + "x" * 40), Message("assistant", f"answer {i} " + "y" * 40)]
-    turns.append(Message("user", "last question"))
+        turns += [ChatMessage("user", f"question {i} " + "x" * 40), ChatMessage("assistant", f"answer {i} " + "y" * 40)]
+    turns.append(ChatMessage("user", "last question"))
     build = build_prompt(TRANSCRIPT, "SYSTEM", turns, 512, 128, chars)
     assert build.text.startswith("SYSTEM\nQ: question ")
     assert build.text.endswith("Q: last question\nA:")
@@ -51,7 +51,7 @@ def test_oldest_turns_are_dropped_and_the_system_prompt_kept() -> None:
 
 def test_a_message_longer_than_the_context_is_a_clear_error() -> None:
     with pytest.raises(ChatError, match="context of 512 tokens cannot hold it"):
-        build_prompt(TRANSCRIPT, "", [Message("user", "x" * 1000)], 512, 64, chars)
+        build_prompt(TRANSCRIPT, "", [ChatMessage("user", "x" * 1000)], 512, 64, chars)
     with pytest.raises(ChatError, match="no question"):
         build_prompt(TRANSCRIPT, "", [], 512, 64, chars)
 
@@ -63,7 +63,11 @@ def test_empty_replies_are_left_out() -> None:
         StoredMessage(3, 1, "user", "Again"),
         StoredMessage(4, 1, "assistant", "Half a", "partial"),
     ]
-    assert to_messages(stored) == [Message("user", "Hi"), Message("user", "Again"), Message("assistant", "Half a")]
+    assert to_messages(stored) == [
+        ChatMessage("user", "Hi"),
+        ChatMessage("user", "Again"),
+        ChatMessage("assistant", "Half a"),
+    ]
 
 
 def test_reply_sink_saves_while_streaming(tmp_path: Path) -> None:

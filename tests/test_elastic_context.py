@@ -13,7 +13,7 @@ import pytest
 
 from app.devices import probe_devices
 from app.engine import GenerationParams
-from app.engine.templates import Message
+from app.engine.templates import ChatMessage
 from app.reply import OK, write_reply
 from app.tui.session import Growth, ModelSession
 from planner.config import LoadConfig
@@ -40,12 +40,12 @@ def _conversation(
     fit = evaluate(anatomy, LoadConfig(n_ctx=max_ctx, flash_attn=True), [], devices.host)
     session = ModelSession(elastic=elastic)
     session.load(path, anatomy, fit, devices)
-    history: list[Message] = []
+    history: list[ChatMessage] = []
     replies: list[str] = []
     growths: list[Growth] = []
     sizes: list[int] = []
     for n in range(turns):
-        history.append(Message("user", _notes(n, words) + " Which shelf did parcel 7 go to?"))
+        history.append(ChatMessage("user", _notes(n, words) + " Which shelf did parcel 7 go to?"))
         outcome = write_reply(
             session,
             None,
@@ -61,7 +61,7 @@ def _conversation(
         )
         assert outcome.kind == OK, outcome.error
         replies.append(outcome.text)
-        history.append(Message("assistant", outcome.text))
+        history.append(ChatMessage("assistant", outcome.text))
         sizes.append(session.model.n_ctx)  # type: ignore[union-attr]
     return replies, growths, sizes, session
 

@@ -8,7 +8,7 @@ import pytest
 
 from app.engine.templates import (
     TRANSCRIPT_STOPS,
-    Message,
+    ChatMessage,
     TemplateError,
     choose_format,
     render,
@@ -19,7 +19,7 @@ CHATML = (
     "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
     "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 )
-CONVERSATION = [Message("system", "Be brief."), Message("user", "What is 2+2?")]
+CONVERSATION = [ChatMessage("system", "Be brief."), ChatMessage("user", "What is 2+2?")]
 
 
 def test_the_models_own_template_is_rendered() -> None:
@@ -36,7 +36,7 @@ def test_a_base_model_without_template_gets_the_qa_transcript() -> None:
     fmt = choose_format({"general.name": "Gemma 3 270m"}, "gemma3", "gemma-3-270m-q4_k_m.gguf")
     assert fmt.kind == "transcript"
     assert fmt.stop == TRANSCRIPT_STOPS and "\nQ:" in fmt.stop
-    prompt = render(fmt, [Message("user", "What is the capital of France?")])
+    prompt = render(fmt, [ChatMessage("user", "What is the capital of France?")])
     assert prompt == "Q: What is the capital of France?\nA:"
 
 

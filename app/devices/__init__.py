@@ -14,7 +14,7 @@ import sys
 from app.devices import advice, ggml, held, host, nvml, rocm
 from app.devices.advice import Mismatch
 from app.devices.held import HeldMemory
-from app.devices.report import HOST, DeviceReport, Probe
+from app.devices.probes import HOST, DeviceReport, Probe
 from app.devices.simulated import ENV_VAR, SimulatedSpec, parse_devices
 from planner.devices import Device, Host, format_size
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from app.devices import ggml, host
-from app.devices.report import HOST, DeviceReport
+from app.devices.probes import HOST, DeviceReport
 from planner.memory import MemoryPlan
 
 Reading = dict[str, tuple[int, int]]
@@ -22,7 +22,7 @@ def _never_loaded() -> bool:
     return False
 
 
-class GpuMemory:
+class GpuMemoryReader:
     """The report's GPUs as llama.cpp sees them now, or as simulated."""
 
     def __init__(
@@ -44,7 +44,7 @@ class GpuMemory:
         return {name: (total - free, total) for name, (free, total) in memory.items() if name in self.names}
 
 
-class HostMemory:
+class HostMemoryReader:
     """Host RAM: psutil's view, or the simulated RAM plus the plan's host usage once loaded."""
 
     def __init__(

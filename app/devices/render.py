@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from app.devices.report import HOST, DeviceReport
+from app.devices.probes import HOST, DeviceReport
 from planner.devices import format_size
 
 

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from app.devices.report import HOST
+from app.devices.probes import HOST
 
 # llama_decode's return values (llama-context.cpp): -2 an allocation failed, -3 the compute failed
 DECODE_ALLOC_FAILED = -2

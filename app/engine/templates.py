@@ -27,7 +27,7 @@ class TemplateError(VramchatError, RuntimeError):
 
 
 @dataclass(frozen=True)
-class Message:
+class ChatMessage:
     role: str  # system, user, assistant
     content: str
 
@@ -81,7 +81,9 @@ def _sandbox():  # imported lazily: jinja2 is only needed once a model with a te
     return BoundedSandbox, SecurityError
 
 
-def render_jinja(template: str, messages: list[Message], bos: str, eos: str, add_generation_prompt: bool = True) -> str:
+def render_jinja(
+    template: str, messages: list[ChatMessage], bos: str, eos: str, add_generation_prompt: bool = True
+) -> str:
     if len(template.encode("utf-8", errors="replace")) > MAX_TEMPLATE_BYTES:
         raise TemplateError(f"the chat template is larger than {MAX_TEMPLATE_BYTES // 1024} KiB")
     from jinja2 import TemplateError as JinjaError
@@ -148,7 +150,7 @@ def render_jinja(template: str, messages: list[Message], bos: str, eos: str, add
 # --- built-in formats ----------------------------------------------------------------------------
 
 
-def _gemma(messages: list[Message]) -> str:
+def _gemma(messages: list[ChatMessage]) -> str:
     out, system = [], ""
     for m in messages:
         if m.role == "system":
@@ -161,20 +163,20 @@ def _gemma(messages: list[Message]) -> str:
     return "".join(out) + "<start_of_turn>model\n"
 
 
-def _chatml(messages: list[Message]) -> str:
+def _chatml(messages: list[ChatMessage]) -> str:
     return "".join(f"<|im_start|>{m.role}\n{m.content}<|im_end|>\n" for m in messages) + "<|im_start|>assistant\n"
 
 
-def _llama3(messages: list[Message]) -> str:
+def _llama3(messages: list[ChatMessage]) -> str:
     body = "".join(f"<|start_header_id|>{m.role}<|end_header_id|>\n\n{m.content}<|eot_id|>" for m in messages)
     return body + "<|start_header_id|>assistant<|end_header_id|>\n\n"
 
 
-def _phi3(messages: list[Message]) -> str:
+def _phi3(messages: list[ChatMessage]) -> str:
     return "".join(f"<|{m.role}|>\n{m.content}<|end|>\n" for m in messages) + "<|assistant|>\n"
 
 
-def transcript(messages: list[Message]) -> str:
+def transcript(messages: list[ChatMessage]) -> str:
     """A plain Q/A transcript for base models: the system prompt leads, each turn is Q:/A:."""
     lines: list[str] = []
     for m in messages:
@@ -230,7 +232,7 @@ def choose_format(metadata: dict[str, Any], architecture: str, file_name: str = 
     )
 
 
-def render(fmt: ChatFormat, messages: list[Message], bos: str = "", eos: str = "") -> str:
+def render(fmt: ChatFormat, messages: list[ChatMessage], bos: str = "", eos: str = "") -> str:
     if fmt.kind == "jinja":
         return render_jinja(fmt.template, messages, bos, eos)
     if fmt.kind == "builtin":

@@ -24,7 +24,7 @@ from textual.worker import Worker, WorkerState
 from app.chat import stop_note, to_messages
 from app.engine import EngineError, GenerationParams, GenerationStats
 from app.engine.crash import EngineCrashed
-from app.engine.templates import Message as ChatMessage
+from app.engine.templates import ChatMessage
 from app.reply import ENGINE_CRASH, OUT_OF_MEMORY, write_reply
 from app.store import Conversation, StoredMessage
 from app.tui.messages import (

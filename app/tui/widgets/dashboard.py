@@ -11,7 +11,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from app.devices.report import HOST
+from app.devices.probes import HOST
 from app.telemetry import Sample
 from app.tui.widgets.graph import MemoryGraph
 from planner.devices import GiB, MiB, format_size
