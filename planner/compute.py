@@ -198,8 +198,3 @@ def estimate_compute(model: ModelAnatomy, r: Resolved) -> int:
     span = n_tok if model.extra.get("no_cache") else r.n_ctx_seq
     attn = 0 if r.config.flash_attn else span * n_tok * max(n_head, 1) * 4
     return max(logits + 3 * hidden, attn + 4 * hidden, 3 * ffn + 2 * hidden)
-
-
-def compute_buffers_cpu(model: ModelAnatomy, r: Resolved, kv: KVLayout) -> ComputeBuffers:
-    """Compute buffer of a CPU-only run (one backend, one buffer)."""
-    return compute_buffers(model, r, kv)

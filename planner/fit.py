@@ -10,6 +10,7 @@ says fits.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from planner.config import CTX_PAD, LoadConfig
 from planner.devices import Device, Host, format_size
@@ -106,12 +107,23 @@ def fixed_config(
     )
 
 
+class Candidate(NamedTuple):
+    """One configuration the solver prices: GPU layers, context, KV type, flash attention, and the
+    layers whose experts stay on the CPU."""
+
+    ngl: int
+    ctx: int
+    kv: str
+    fa: bool
+    moe: int = 0
+
+
 class _Pricer:
     """Memoised plan_memory for the solver's candidates."""
 
     def __init__(self, model: ModelAnatomy, gpus: list[Device], host: Host, wishes: Wishes) -> None:
         self.model, self.gpus, self.host, self.wishes = model, gpus, host, wishes
-        self.cache: dict[tuple[int, int, str, bool, int], MemoryPlan | None] = {}
+        self.cache: dict[Candidate, MemoryPlan | None] = {}
 
     def config(self, ngl: int, ctx: int, kv: str, fa: bool, op_offload: bool = True, moe: int = 0) -> LoadConfig:
         w = self.wishes
@@ -132,12 +144,13 @@ class _Pricer:
         )
 
     def plan(self, ngl: int, ctx: int, kv: str, fa: bool, moe: int = 0) -> MemoryPlan | None:
-        key = (ngl, ctx, kv, fa, moe)
+        key = Candidate(ngl, ctx, kv, fa, moe)
         if key not in self.cache:
-            self.cache[key] = self._price(ngl, ctx, kv, fa, moe)
+            self.cache[key] = self._price(key)
         return self.cache[key]
 
-    def _price(self, ngl: int, ctx: int, kv: str, fa: bool, moe: int = 0) -> MemoryPlan | None:
+    def _price(self, c: Candidate) -> MemoryPlan | None:
+        ngl, ctx, kv, fa, moe = c
         try:
             plan = plan_memory(
                 self.model,
@@ -162,14 +175,15 @@ class _Pricer:
             return None
 
     def fits(self, ngl: int, ctx: int, kv: str, fa: bool, moe: int = 0) -> bool:
-        key = (ngl, ctx, kv, fa, moe)
-        if key not in self.cache and not self._may_fit(ngl, ctx, kv, fa, moe):
+        key = Candidate(ngl, ctx, kv, fa, moe)
+        if key not in self.cache and not self._may_fit(key):
             return False
         plan = self.plan(ngl, ctx, kv, fa, moe)
         return plan is not None and plan.fits
 
-    def _may_fit(self, ngl: int, ctx: int, kv: str, fa: bool, moe: int = 0) -> bool:
+    def _may_fit(self, c: Candidate) -> bool:
         """Weights, KV and output alone (no compute buffers): cheap, and a lower bound."""
+        ngl, ctx, kv, fa, moe = c
         try:
             bound = plan_memory(
                 self.model,
