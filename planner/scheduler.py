@@ -60,6 +60,10 @@ class ScheduledGraph:
     copies: list[Tensor] = field(default_factory=list)
 
 
+def _get(t: Tensor) -> int:
+    return t.s_backend
+
+
 class Scheduler:
     def __init__(self, backends: list[SchedBackend], op_offload: bool = True, n_copies: int = 1) -> None:
         self.backends = backends
@@ -126,7 +130,24 @@ class Scheduler:
     # -- the passes --------------------------------------------------------------------------
 
     def split(self, nodes: list[Tensor], leafs: list[Tensor], pinned: Callable[[Tensor], int | None]) -> ScheduledGraph:
+        """ggml_backend_sched_split_graph: assign every node a backend, then cut the graph into splits
+        and copy each split's inputs into its backend. The passes are llama.cpp's, in its order."""
+        self._reset(nodes, leafs)
+        self._pin(nodes, pinned)
+        self._pass1_where_the_weights_are(nodes, leafs)
+        compute_nodes = [n for n in nodes if n.op not in VIEW_OPS]
+        self._pass2_expand(compute_nodes)
+        self._pass3_most_supported_inputs(compute_nodes)
+        self._pass4_sources_follow(nodes)
+        out_nodes, out_backend, n_splits, new_src, all_copies = self._pass5_splits_and_copies(nodes)
+        final_nodes = self._with_rewritten_sources(out_nodes, new_src)
+        out_leafs = self._leafs_with_copies(leafs, all_copies)
         cpu = self.cpu
+        leaf_backend = [self.backends[t.s_backend if t.s_backend != -1 else cpu].name for t in out_leafs]
+        return ScheduledGraph(final_nodes, out_leafs, out_backend, leaf_backend, n_splits, all_copies)
+
+    @staticmethod
+    def _reset(nodes: list[Tensor], leafs: list[Tensor]) -> None:
         for group in (leafs, nodes):
             for t in group:
                 t.s_backend = -1
@@ -137,30 +158,31 @@ class Scheduler:
                 if t.view_src is not None:
                     t.view_src.s_backend = -1
 
-        def get(t: Tensor) -> int:
-            return t.s_backend
-
-        # user assignments (llama.cpp's graph callback pins some norms to their layer's device)
+    @staticmethod
+    def _pin(nodes: list[Tensor], pinned: Callable[[Tensor], int | None]) -> None:
+        """User assignments: llama.cpp's graph callback pins some norms to their layer's device."""
         for node in nodes:
             pin = pinned(node)
             if pin is not None:
                 node.s_backend = pin
 
+    def _pass1_where_the_weights_are(self, nodes: list[Tensor], leafs: list[Tensor]) -> None:
         # pass 1
         for leaf in leafs:
-            if get(leaf) == -1:
+            if _get(leaf) == -1:
                 leaf.s_backend = self._from_cur(leaf)
         for node in nodes:
-            if get(node) == -1:
+            if _get(node) == -1:
                 node.s_backend = self._from_cur(node)
 
-        compute_nodes = [n for n in nodes if n.op not in VIEW_OPS]
+    def _pass2_expand(self, compute_nodes: list[Tensor]) -> None:
+        cpu = self.cpu
 
         # pass 2: expand GPU assignments down and up, then any assignment down and up
         def expand(order: list[Tensor], skip_cpu: bool) -> None:
             cur = -1
             for node in order:
-                b = get(node)
+                b = _get(node)
                 if b != -1:
                     cur = -1 if (skip_cpu and b == cpu) else b
                 elif cur != -1 and self.backends[cur].supports(node):
@@ -171,9 +193,10 @@ class Scheduler:
         expand(compute_nodes, False)
         expand(list(reversed(compute_nodes)), False)
 
+    def _pass3_most_supported_inputs(self, compute_nodes: list[Tensor]) -> None:
         # pass 3: unassigned nodes go to the backend that can read most of their inputs
         for node in compute_nodes:
-            if get(node) != -1:
+            if _get(node) != -1:
                 continue
             best, best_n = -1, -1
             for b in range(len(self.backends)):
@@ -182,27 +205,32 @@ class Scheduler:
                 n = sum(
                     1
                     for s in node.src
-                    if (get(s) != -1 or (s.view_src is not None and get(s.view_src) != -1))
+                    if (_get(s) != -1 or (s.view_src is not None and _get(s.view_src) != -1))
                     and self._buffer_supported(s, b)
                 )
                 if n > best_n:
                     best, best_n = b, n
             node.s_backend = best
 
+    def _pass4_sources_follow(self, nodes: list[Tensor]) -> None:
         # pass 4: sources and views follow their consumers and their view sources
         for node in nodes:
-            if node.view_src is not None and get(node) == -1:
-                node.s_backend = self._buffer_backend(node.view_src) if node.view_src.external else get(node.view_src)
+            if node.view_src is not None and _get(node) == -1:
+                node.s_backend = self._buffer_backend(node.view_src) if node.view_src.external else _get(node.view_src)
             for src in node.src:
-                if get(src) == -1:
+                if _get(src) == -1:
                     if src.view_src is not None:
                         vs = src.view_src
-                        src.s_backend = self._buffer_backend(vs) if vs.external else get(vs)
+                        src.s_backend = self._buffer_backend(vs) if vs.external else _get(vs)
                     else:
-                        src.s_backend = get(node)
-            if get(node) == -1:
+                        src.s_backend = _get(node)
+            if _get(node) == -1:
                 node.s_backend = 0
 
+    def _pass5_splits_and_copies(
+        self, nodes: list[Tensor]
+    ) -> tuple[list[Tensor], list[str], int, dict[int, list[Tensor]], list[Tensor]]:
+        cpu = self.cpu
         # pass 5: splits and input copies
         copies: dict[tuple[int, int], Tensor] = {}
         out_nodes: list[Tensor] = []
@@ -215,20 +243,20 @@ class Scheduler:
         all_copies: list[Tensor] = []
 
         first = next((n for n in nodes if n.op not in VIEW_OPS), None)
-        cur = get(first) if first is not None else cpu
+        cur = _get(first) if first is not None else cpu
         n_splits = 1
         split_inputs = 0
         for node in nodes:
             if node.op in VIEW_OPS:
                 out_nodes.append(node)
-                out_backend.append(self.backends[get(node) if get(node) != -1 else cur].name)
+                out_backend.append(self.backends[_get(node) if _get(node) != -1 else cur].name)
                 continue
-            b = get(node)
+            b = _get(node)
             need_new = False
             if b == cur and split_inputs > 0:
                 for src in node.src:
                     if src.external and src.weight:
-                        sb = get(src)
+                        sb = _get(src)
                         if sb != cur and not self._buffer_supported(src, cur):
                             need_new = True
                             break
@@ -242,7 +270,7 @@ class Scheduler:
                 split_inputs = 0
             srcs = list(node.src)
             for j, src in enumerate(srcs):
-                sb = get(src)
+                sb = _get(src)
                 if sb != cur and not self._buffer_supported(src, cur):
                     key = (id(src), cur)
                     copy = copies.get(key)
@@ -262,6 +290,10 @@ class Scheduler:
             out_backend.append(self.backends[b].name)
         self._insert_copies(out_nodes, out_backend, split_start, pending)
 
+        return out_nodes, out_backend, n_splits, new_src, all_copies
+
+    @staticmethod
+    def _with_rewritten_sources(out_nodes: list[Tensor], new_src: dict[int, list[Tensor]]) -> list[Tensor]:
         # apply the rewritten sources on shallow clones, leaving the built graph untouched
         rewritten: dict[int, Tensor] = {}
         final_nodes: list[Tensor] = []
@@ -292,6 +324,9 @@ class Scheduler:
                 if node.view_src is not None and id(node.view_src) in rewritten:
                     node.view_src = rewritten[id(node.view_src)]
 
+        return final_nodes
+
+    def _leafs_with_copies(self, leafs: list[Tensor], all_copies: list[Tensor]) -> list[Tensor]:
         out_leafs: list[Tensor] = []
         if self.n_copies > 1:
             # inputs and split-input copies, n_copies of each, allocated first and never freed
@@ -302,7 +337,7 @@ class Scheduler:
                 out_leafs.append(leaf)
                 for _ in range(self.n_copies - 1):
                     extra = Tensor(leaf.type, leaf.ne, leaf.nb, flags=FLAG_INPUT | FLAG_OUTPUT, name=leaf.name + "#c")
-                    extra.s_backend = get(leaf)
+                    extra.s_backend = _get(leaf)
                     out_leafs.append(extra)
             for copy in all_copies:
                 out_leafs.append(copy)
@@ -311,8 +346,7 @@ class Scheduler:
                     extra.s_backend = copy.s_backend
                     out_leafs.append(extra)
         out_leafs.extend(leafs)
-        leaf_backend = [self.backends[t.s_backend if t.s_backend != -1 else cpu].name for t in out_leafs]
-        return ScheduledGraph(final_nodes, out_leafs, out_backend, leaf_backend, n_splits, all_copies)
+        return out_leafs
 
     def _insert_copies(
         self, out_nodes: list[Tensor], out_backend: list[str], at: int, pending: list[tuple[Tensor, Tensor, int]]
