@@ -24,6 +24,8 @@ from app.plan_cache import PlanCache
 from app.settings import Settings, load_settings, save_settings
 from app.store import Store
 from app.store_recovery import open_store
+from app.tui import bench_hook
+from app.tui.messages import ScanFinished, ScanListed
 from app.tui.screens.picker import PickerScreen
 from app.tui.session import EngineLike, ModelSession, default_engine
 from app.tui.themes import THEMES
@@ -107,6 +109,12 @@ class VramchatApp(App):
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.add_signal_handler(sig, self.exit)
 
+    def on_scan_listed(self, message: ScanListed) -> None:
+        bench_hook.mark(self, "listed")
+
+    def on_scan_finished(self, message: ScanFinished) -> None:
+        bench_hook.mark(self, "planned", quit_after=True)
+
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         self.report_worker_error(event)
 
@@ -160,10 +168,9 @@ class VramchatApp(App):
     # -- services for screens and workers -------------------------------------------------------
 
     def probe_devices(self) -> DeviceReport:
-        """Probe (or simulate) the devices; called from the scan worker."""
-        report = probe_devices(self.options.vram, self.options.ram, cpu_only=self.options.cpu)
-        self.devices = report
-        return report
+        """Probe (or simulate) the devices; called from the scan worker, which posts the report (the
+        picker stores it in `devices` on the UI thread)."""
+        return probe_devices(self.options.vram, self.options.ram, cpu_only=self.options.cpu)
 
     def demo_path(self, progress: Callable[[str], None]) -> Path | None:
         """The demo model's file, assembled on first use; None when it is not installed."""

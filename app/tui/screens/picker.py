@@ -31,8 +31,6 @@ from planner.fit import FitResult
 from planner.model import ModelAnatomy
 
 PLAN_DEBOUNCE = 0.2
-# bench/startup.py: a file to append "<event> <time.time()>" lines to; the app quits once scanning is done
-BENCH_ENV = "VRAMCHAT_BENCH_READY"
 _BADGE_COLOR = {
     "full": "success",
     "partial": "accent",
@@ -202,27 +200,13 @@ class PickerScreen(Screen):
             self.app.notify(message.error, title="Devices", severity="error", timeout=10)
             return
         report = message.report
+        self.app.devices = report  # here, on the UI thread: the scan worker only posts it
         self.query_one("#device-line", Static).update(device_line(report))
         warnings = self.query_one("#device-warnings", Static)
         warnings.update("\n".join(f"⚠ {w}" for w in report.warnings))
         warnings.display = bool(report.warnings)
 
-    def _bench_mark(self, event: str, quit_after: bool = False) -> None:
-        target = os.environ.get(BENCH_ENV)
-        if not target:
-            return
-        import time
-
-        def mark() -> None:
-            with open(target, "a", encoding="utf-8") as handle:
-                handle.write(f"{event} {time.time():.6f}\n")
-            if quit_after:
-                self.app.exit()
-
-        self.call_after_refresh(mark)  # after the frame that shows it is drawn
-
     def on_scan_listed(self, message: ScanListed) -> None:
-        self._bench_mark("listed")
         table = self.query_one("#models", DataTable)
         table.clear()
         self.entries = {}
@@ -255,7 +239,6 @@ class PickerScreen(Screen):
         self.query_one("#scan-bar").display = False
         count = len(self.entries)
         self.sub_title = f"{count} model{'s' if count != 1 else ''}"
-        self._bench_mark("planned", quit_after=True)
 
     def _cells(self, entry: CatalogEntry) -> tuple[object, ...]:
         s = entry.summary
