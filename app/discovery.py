@@ -9,16 +9,16 @@ snapshot files to blobs: files are deduplicated by their real path.
 from __future__ import annotations
 
 import os
-import re
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from app.paths import models_dir
+from planner.units import SPLIT_NAME
 
 MAX_DEPTH = 8
-_SPLIT = re.compile(r"^(?P<stem>.+)-(?P<index>\d{5})-of-(?P<count>\d{5})\.gguf$", re.IGNORECASE)
+_SPLIT = SPLIT_NAME
 
 
 @dataclass(frozen=True)
@@ -150,7 +150,7 @@ def scan(
         match = _SPLIT.match(name)
         if match and int(match["count"]) > 1:
             key = (folder, match["stem"], int(match["count"]))
-            splits.setdefault(key, {})[int(match["index"])] = path
+            splits.setdefault(key, {})[int(match["idx"])] = path
         else:
             singles.append((path, source))
 

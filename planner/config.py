@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, replace
 from planner.errors import ConfigError
 from planner.ggml_types import KV_CACHE_TYPES, GGMLType, ggml_type
 from planner.model import ModelAnatomy
+from planner.units import round_up
 
 CTX_PAD = 256
 
@@ -66,10 +67,6 @@ class Resolved:
         return min(self.n_ctx, self.n_ubatch)
 
 
-def _pad(n: int, to: int) -> int:
-    return (n + to - 1) // to * to
-
-
 def resolve(model: ModelAnatomy, config: LoadConfig) -> Resolved:
     """Apply llama.cpp's rules, refusing what llama.cpp refuses, with its reason."""
     for name, value in (("type_k", config.type_k), ("type_v", config.type_v)):
@@ -109,12 +106,12 @@ def resolve(model: ModelAnatomy, config: LoadConfig) -> Resolved:
     n_ctx = config.n_ctx or model.n_ctx_train or 4096
     n_batch = min(n_ctx, config.n_batch)
     n_ubatch = min(n_batch, config.n_ubatch)
-    n_ctx = _pad(n_ctx, CTX_PAD)
+    n_ctx = round_up(n_ctx, CTX_PAD)
     n_seq = config.n_seq_max
     if config.kv_unified:
         n_ctx_seq = n_ctx
     else:
-        n_ctx_seq = _pad(n_ctx // n_seq, CTX_PAD)
+        n_ctx_seq = round_up(n_ctx // n_seq, CTX_PAD)
         n_ctx = n_ctx_seq * n_seq
     n_gpu_layers = model.n_layer + 1 if config.n_gpu_layers < 0 else min(config.n_gpu_layers, model.n_layer + 1)
     return Resolved(

@@ -13,12 +13,13 @@ from __future__ import annotations
 from planner.config import CTX_PAD
 from planner.devices import Device, Host
 from planner.memory import MemoryPlan, plan_memory
+from planner.units import round_up
 
 START_CTX = 4096
 
 
 def _pad(n: int) -> int:
-    return (n + CTX_PAD - 1) // CTX_PAD * CTX_PAD
+    return round_up(n, CTX_PAD)
 
 
 def steps(maximum: int, start: int = START_CTX) -> list[int]:

@@ -18,6 +18,7 @@ from planner.errors import ConfigError
 from planner.memory import MemoryPlan, plan_memory
 from planner.model import ModelAnatomy
 from planner.projector import Projector
+from planner.units import round_up
 
 # Without --ctx the planner aims for the trained context, but at most this many tokens.
 DEFAULT_CONTEXT_CAP = 32768
@@ -235,7 +236,8 @@ class _Pricer:
 
 
 def _pad(n: int) -> int:
-    return max(CTX_PAD, (n + CTX_PAD - 1) // CTX_PAD * CTX_PAD)
+    """A context the solver tries: a multiple of llama.cpp's padding, at least one step."""
+    return max(CTX_PAD, round_up(n, CTX_PAD))
 
 
 def _flash_attn_options(wishes: Wishes, gpus: list[Device]) -> list[bool]:

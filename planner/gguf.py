@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import mmap
 import os
-import re
 import struct
 from dataclasses import dataclass, field
 from typing import Any
 
 from planner.errors import GGUFError
 from planner.ggml_types import TYPES_BY_ID, GGMLType, tensor_bytes
+from planner.units import SPLIT_NAME
 
 GGUF_MAGIC = b"GGUF"
 SUPPORTED_VERSIONS = (2, 3)
@@ -67,7 +67,7 @@ _U32 = struct.Struct("<I")
 _U64 = struct.Struct("<Q")
 _I64 = struct.Struct("<q")
 
-_SPLIT_RE = re.compile(r"^(?P<stem>.*)-(?P<idx>\d{5})-of-(?P<count>\d{5})\.gguf$")
+_SPLIT_RE = SPLIT_NAME
 
 
 @dataclass(frozen=True)

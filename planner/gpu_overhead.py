@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from planner.devices import MiB
+from planner.units import round_up
 
 PAGE = 2 * MiB  # cudaMalloc rounds large allocations up to 2 MiB pages
 
@@ -58,4 +59,4 @@ def gpu_overhead(backend: str, flash_attn: bool, experts: bool) -> Overhead:
 
 def on_pages(size: int) -> int:
     """A buffer as the driver holds it: whole 2 MiB pages."""
-    return -(-size // PAGE) * PAGE if size else 0
+    return round_up(size, PAGE)

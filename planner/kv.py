@@ -14,10 +14,7 @@ from dataclasses import dataclass
 from planner.config import Resolved
 from planner.ggml_types import GGMLType
 from planner.model import LayerAnatomy, ModelAnatomy
-
-
-def _pad(n: int, to: int) -> int:
-    return (n + to - 1) // to * to
+from planner.units import round_up
 
 
 @dataclass(frozen=True)
@@ -54,7 +51,7 @@ def swa_cells(model: ModelAnatomy, r: Resolved) -> int:
     if r.config.swa_full:
         return r.n_ctx_seq
     per_seq = model.n_swa * (r.n_seq_max if r.config.kv_unified else 1)
-    return _pad(min(r.n_ctx_seq, per_seq + r.n_ubatch), 256)
+    return round_up(min(r.n_ctx_seq, per_seq + r.n_ubatch), 256)
 
 
 def kv_layout(model: ModelAnatomy, r: Resolved) -> KVLayout:

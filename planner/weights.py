@@ -20,6 +20,7 @@ from planner.devices import Device
 from planner.gguf import TensorInfo
 from planner.gpu_ops import weight_supported
 from planner.model import ModelAnatomy
+from planner.units import EXPERT_TENSOR
 
 HOST_INDEX = -1  # the host among device indices (the layer placement's "not on a GPU")
 
@@ -150,7 +151,7 @@ def amx_bytes(info: TensorInfo) -> int | None:
 
 
 # common.h's LLM_FFN_EXPS_REGEX: the routed experts' matrices
-_EXPERT_RE = re.compile(r"\.ffn_(up|down|gate|gate_up)_(ch|)exps")
+_EXPERT_RE = re.compile(EXPERT_TENSOR)
 
 
 def _is_matmul_weight(info: TensorInfo) -> bool:

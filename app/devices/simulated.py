@@ -19,10 +19,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from planner.devices import Device, format_size, parse_size
+from planner.units import DEVICE_PREFIX
 
 ENV_VAR = "VRAMCHAT_DEVICES"
-# the names llama.cpp gives its devices (GGML_CUDA_NAME, GGML_METAL_NAME, ...)
-_PREFIX = {"cuda": "CUDA", "rocm": "ROCm", "metal": "MTL", "vulkan": "Vulkan"}
+_PREFIX = DEVICE_PREFIX
 
 
 @dataclass

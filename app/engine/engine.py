@@ -28,6 +28,7 @@ from app.errors import VramchatError
 from planner.config import LoadConfig
 from planner.ggml_types import ggml_type
 from planner.memory import MemoryPlan
+from planner.units import expert_tensor_pattern
 
 
 class EngineError(VramchatError, RuntimeError):
@@ -579,7 +580,7 @@ def _expert_overrides(n_cpu_moe: int):
     cpu = ctypes.CDLL(os.path.join(folder, name))
     cpu.ggml_backend_cpu_buffer_type.restype = ctypes.c_void_p
     buft = cpu.ggml_backend_cpu_buffer_type()
-    patterns = [f"blk\\.{il}\\.ffn_(up|down|gate|gate_up)_(ch|)exps".encode() for il in range(n_cpu_moe)]
+    patterns = [expert_tensor_pattern(il).encode() for il in range(n_cpu_moe)]
     array = (_BuftOverride * (len(patterns) + 1))()
     for i, pattern in enumerate(patterns):
         array[i].pattern = pattern
