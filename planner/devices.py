@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from planner.units import DEVICE_PREFIX
-
 GiB = 1024**3
 MiB = 1024**2
 HOST = "CPU"  # the host's memory, named as llama.cpp names it (its buffers and its device)
@@ -89,14 +87,3 @@ def format_size(n: int | float) -> str:
     if n >= 1024:
         return f"{sign}{n / 1024:.0f} KiB"
     return f"{sign}{int(n)} B"
-
-
-def simulated_gpus(sizes: list[int], backend: str = "cuda") -> list[Device]:
-    """What-if GPUs with all their memory free."""
-    prefix = DEVICE_PREFIX.get(backend, "GPU")
-    return [
-        Device(
-            f"{prefix}{i}", "gpu", backend, size, size, description=f"simulated {format_size(size)} GPU", simulated=True
-        )
-        for i, size in enumerate(sizes)
-    ]

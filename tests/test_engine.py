@@ -13,10 +13,11 @@ from app.engine.llama_log import LogCapture, Measurements
 from app.engine.planned_actual import LOG_ROUNDING, compare, device_of
 from app.engine.process import EngineProcess
 from planner.config import LoadConfig
-from planner.devices import GiB, Host, simulated_gpus
+from planner.devices import GiB, Host
 from planner.gguf import read_gguf
 from planner.memory import MemoryPlan, plan_memory
 from planner.model import load_anatomy
+from tests.support.fake_gpus import simulated_gpus
 
 pytestmark = pytest.mark.llama
 

@@ -6,11 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from planner.devices import GiB, Host, simulated_gpus
+from planner.devices import GiB, Host
 from planner.fit import Wishes, solve
 from planner.gguf import read_gguf
 from planner.model import load_anatomy
 from planner.retry import MAX_RETRIES, safer_plan
+from tests.support.fake_gpus import simulated_gpus
 from tests.support.synthetic import llama_like
 
 HOST = Host(32 * GiB, 28 * GiB, frozenset({"avx2"}))

@@ -15,6 +15,8 @@ import pytest
 
 from app.devices import ggml
 from app.devices.ggml import GGMLDevice
+from planner.devices import Device, format_size
+from planner.units import DEVICE_PREFIX
 
 GiB = 1024**3
 MiB = 1024**2
@@ -183,3 +185,14 @@ def install_llama_devices(monkeypatch: pytest.MonkeyPatch, devices: list[GGMLDev
 
     monkeypatch.setattr(ggml, "list_devices", listing)
     monkeypatch.setattr(ggml, "gpu_memory", gpu_memory)
+
+
+def simulated_gpus(sizes: list[int], backend: str = "cuda") -> list[Device]:
+    """What-if GPUs with all their memory free."""
+    prefix = DEVICE_PREFIX.get(backend, "GPU")
+    return [
+        Device(
+            f"{prefix}{i}", "gpu", backend, size, size, description=f"simulated {format_size(size)} GPU", simulated=True
+        )
+        for i, size in enumerate(sizes)
+    ]
