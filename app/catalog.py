@@ -32,10 +32,10 @@ class CatalogEntry:
 
 def summarize(path: str, gpus: list[Device], host: Host) -> ModelSummary:
     """Read the header and solve the default wishes; any failure becomes the summary's error."""
+    from planner.anatomy import load_anatomy
     from planner.errors import PlannerError
     from planner.fit import Wishes, solve
     from planner.gguf import read_gguf
-    from planner.model import load_anatomy
 
     try:
         model = load_anatomy(read_gguf(path))

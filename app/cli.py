@@ -540,9 +540,9 @@ def run_app(args: argparse.Namespace) -> int:
                 f"{model}: is a folder, not a model; to list the models in it: vramchat --models-dir {model}",
                 EXIT_BAD_FILE,
             )
+        from planner.anatomy import load_anatomy
         from planner.archs import not_for_chat
         from planner.gguf import read_gguf
-        from planner.model import load_anatomy
 
         # missing, unreadable, not GGUF or not a chat model: one clear error before the app starts
         anatomy = load_anatomy(read_gguf(model))

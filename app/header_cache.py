@@ -51,8 +51,8 @@ def _entry(path: str) -> Path | None:
 
 def load_anatomy_cached(path: str) -> ModelAnatomy:
     """The model's anatomy: from the cache when this file was read before, else from its header."""
+    from planner.anatomy import load_anatomy
     from planner.gguf import read_gguf
-    from planner.model import load_anatomy
 
     entry = _entry(path)
     if entry is not None:

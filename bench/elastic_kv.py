@@ -37,10 +37,10 @@ def _rss(pid: int) -> int:
 def _load(path: str, max_ctx: int, elastic: bool):
     from app.devices import probe_devices
     from app.tui.session import ModelSession
+    from planner.anatomy import load_anatomy
     from planner.config import LoadConfig
     from planner.fit import evaluate
     from planner.gguf import read_gguf
-    from planner.model import load_anatomy
 
     devices = probe_devices(cpu_only=True)
     anatomy = load_anatomy(read_gguf(path))

@@ -31,10 +31,10 @@ import psutil
 from app.devices import DeviceReport, probe_devices
 from app.engine import Engine, GenerationParams
 from app.telemetry import Telemetry, TelemetryConfig, for_engine
+from planner.anatomy import load_anatomy
 from planner.fit import Wishes, solve
 from planner.gguf import read_gguf
 from planner.memory import MemoryPlan
-from planner.model import load_anatomy
 
 PROMPT = (
     "The history of the lighthouse begins in the ancient world, when fires were lit on hilltops to guide "

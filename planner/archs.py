@@ -15,7 +15,8 @@ from planner.errors import GGUFError
 from planner.model import SWA_STANDARD, swa_pattern
 
 if TYPE_CHECKING:
-    from planner.model import ModelAnatomy, _Meta
+    from planner.anatomy import _Meta
+    from planner.model import ModelAnatomy
 
 ArchRule = Callable[["ModelAnatomy", "_Meta"], None]
 

@@ -63,9 +63,9 @@ def test_quantized_v_without_flash_attention_is_refused_by_both(zoo: dict[str, P
 def test_an_architecture_without_kv_cache(tmp_path: Path) -> None:
     """A diffusion model (dream): llama.cpp creates no KV cache; weights and output stay exact,
     the compute buffer is a named estimate, and it is not offered for chat."""
+    from planner.anatomy import load_anatomy
     from planner.archs import not_for_chat
     from planner.gguf import read_gguf
-    from planner.model import load_anatomy
     from tests.support.tiny_models import TinySpec, write_tiny_model
 
     path = write_tiny_model(tmp_path / "dream.gguf", TinySpec("dream"))
@@ -86,9 +86,9 @@ def test_an_architecture_without_kv_cache(tmp_path: Path) -> None:
 def test_granite_without_logit_scale_and_jamba_with_odd_inner_size_are_refused(tmp_path: Path) -> None:
     """llama.cpp requires granite's logit_scale (it refuses the model) and asserts jamba's
     d_inner == 2 * n_embd (it aborts): the planner refuses both headers up front."""
+    from planner.anatomy import load_anatomy
     from planner.errors import GGUFError
     from planner.gguf import read_gguf
-    from planner.model import load_anatomy
     from tests.support.oracle.oracle import measure
     from tests.support.tiny_models import write_tiny_model
 

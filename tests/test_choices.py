@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from app.choices import PlanChoice, parse_choice, plan_for
+from planner.anatomy import load_anatomy
 from planner.devices import GiB, Host
 from planner.errors import ConfigError
 from planner.gguf import read_gguf
-from planner.model import load_anatomy
 from tests.support.fake_gpus import simulated_gpus
 
 

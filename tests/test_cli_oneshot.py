@@ -13,11 +13,11 @@ import pytest
 
 from app.devices import probe_devices
 from app.engine.process import EngineProcess
+from planner.anatomy import load_anatomy
 from planner.config import LoadConfig
 from planner.gguf import read_gguf
 from planner.llama_args import from_llama_args, to_llama_args
 from planner.memory import plan_memory
-from planner.model import load_anatomy
 
 pytestmark = pytest.mark.llama
 VRAMCHAT = str(Path(sys.executable).with_name("vramchat"))

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from planner.anatomy import load_anatomy
 from planner.config import LoadConfig
 from planner.devices import GiB, Host
 from planner.gguf import read_gguf
 from planner.memory import plan_memory
-from planner.model import load_anatomy
 from planner.weights import uses_cpu_extra_buffers
 from tests.conftest import has_compiler
 from tests.support.compare import compare_cpu

@@ -9,11 +9,11 @@ import pytest
 
 from app.devices import DeviceReport, held, host, mismatch_notice, probe_devices
 from app.devices.ggml import GGMLDevice
+from planner.anatomy import load_anatomy
 from planner.config import LoadConfig
 from planner.devices import Host
 from planner.gguf import read_gguf
 from planner.memory import plan_memory
-from planner.model import load_anatomy
 from tests.support.fake_gpus import (
     FakeAmd,
     FakeNvidia,

@@ -17,12 +17,12 @@ from app.engine.planned_actual import LOG_ROUNDING
 from app.engine.process import EngineProcess
 from app.engine.verify import confirm_plan, replan, verify
 from app.tui.session import ModelSession
+from planner.anatomy import load_anatomy
 from planner.config import LoadConfig
 from planner.devices import GiB, Host, MiB
 from planner.fit import Wishes, solve
 from planner.gguf import read_gguf
 from planner.memory import plan_memory
-from planner.model import load_anatomy
 from tests.support.tiny_models import TinySpec, write_tiny_model
 
 pytestmark = pytest.mark.llama

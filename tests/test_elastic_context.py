@@ -16,11 +16,11 @@ from app.engine import GenerationParams
 from app.engine.templates import ChatMessage
 from app.reply import OK, write_reply
 from app.tui.session import Growth, ModelSession
+from planner.anatomy import load_anatomy
 from planner.config import LoadConfig
 from planner.elastic import START_CTX
 from planner.fit import evaluate
 from planner.gguf import read_gguf
-from planner.model import load_anatomy
 
 pytestmark = pytest.mark.llama
 

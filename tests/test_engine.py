@@ -12,11 +12,11 @@ from app.engine import EngineError, GenerationParams
 from app.engine.llama_log import LogCapture, Measurements
 from app.engine.planned_actual import LOG_ROUNDING, compare, device_of
 from app.engine.process import EngineProcess
+from planner.anatomy import load_anatomy
 from planner.config import LoadConfig
 from planner.devices import GiB, Host
 from planner.gguf import read_gguf
 from planner.memory import MemoryPlan, plan_memory
-from planner.model import load_anatomy
 from tests.support.fake_gpus import simulated_gpus
 
 pytestmark = pytest.mark.llama

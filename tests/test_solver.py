@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from planner.anatomy import load_anatomy
 from planner.devices import GiB, Host, MiB
 from planner.fit import DEFAULT_CONTEXT_CAP, Wishes, solve
 from planner.gguf import read_gguf
 from planner.memory import plan_memory
-from planner.model import load_anatomy
 from tests.support.fake_gpus import simulated_gpus
 from tests.support.synthetic import llama_like
 

@@ -15,11 +15,11 @@ from app.devices.ggml import GGMLDevice
 from app.engine import GenerationParams
 from app.engine.process import EngineProcess
 from app.telemetry import Sample, Telemetry, TelemetryConfig, for_engine, kv_bytes_in_use
+from planner.anatomy import load_anatomy
 from planner.config import LoadConfig, resolve
 from planner.gguf import read_gguf
 from planner.kv import kv_layout
 from planner.memory import plan_memory
-from planner.model import load_anatomy
 from tests.support.fake_gpus import GiB, cpu_device, install_llama_devices, install_nvml, install_rocml
 
 

@@ -324,9 +324,9 @@ class Harness:
         """What vramchat's solver picks on this GPU as the app probes it (other processes' load included)."""
         try:
             from app.devices import probe_devices
+            from planner.anatomy import load_anatomy
             from planner.fit import Wishes, solve
             from planner.gguf import read_gguf
-            from planner.model import load_anatomy
 
             report = probe_devices()
             model = load_anatomy(read_gguf(path))

@@ -11,12 +11,12 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from planner.anatomy import load_anatomy
 from planner.config import LoadConfig
 from planner.devices import GiB, Host
 from planner.errors import ConfigError
 from planner.gguf import read_gguf
 from planner.memory import plan_memory
-from planner.model import load_anatomy
 from tests.support.oracle.oracle import measure
 
 DRY_RUN_TOLERANCE = 2 * ((1024 * 1024 + 199) // 200)  # two log lines' rounding (0.005 MiB each)

@@ -14,12 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from planner.anatomy import load_anatomy
 from planner.config import LoadConfig
 from planner.devices import Device, GiB, Host
 from planner.errors import ConfigError
 from planner.gguf import read_gguf
 from planner.memory import MemoryPlan, plan_memory
-from planner.model import ModelAnatomy, load_anatomy
+from planner.model import ModelAnatomy
 from tests.support.compare import DRY_RUN_TOLERANCE, BufferRow, ConfigRow, _load_config
 
 DATA = Path(__file__).resolve().parents[1] / "data"

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from planner.anatomy import load_anatomy
 from planner.ggml_types import ggml_type, tensor_bytes
 from planner.gguf import GGUFFile, GGUFModel, SkippedArray, TensorInfo
-from planner.model import ModelAnatomy, load_anatomy
+from planner.model import ModelAnatomy
 
 
 def llama_like(

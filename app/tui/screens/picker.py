@@ -336,8 +336,8 @@ class PickerScreen(Screen):
 
     @work(thread=True, exclusive=True, group="plan", exit_on_error=False)
     def _plan(self, path: str, choice: PlanChoice, request: int) -> None:
+        from planner.anatomy import load_anatomy
         from planner.gguf import read_gguf
-        from planner.model import load_anatomy
 
         report = self.app.devices
         try:
