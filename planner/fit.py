@@ -15,6 +15,7 @@ from typing import NamedTuple
 from planner.config import CTX_PAD, LoadConfig
 from planner.devices import Device, Host, format_size
 from planner.errors import ConfigError
+from planner.explain import no_fit_reasons, over_budget, summary
 from planner.memory import MemoryPlan, plan_memory
 from planner.model import ModelAnatomy
 from planner.projector import Projector
@@ -279,7 +280,7 @@ def solve(model: ModelAnatomy, gpus: list[Device], host: Host, wishes: Wishes | 
         plan = pricer.plan(model.n_layer + 1 if gpus else 0, floor, kv_types[0], fa)
         if plan is None:
             plan = plan_memory(model, pricer.config(0, floor, "f16", False), gpus, host, wishes.margins)
-        reasons = _no_fit_reasons(plan, SMALLEST_CONTEXT)
+        reasons = no_fit_reasons(plan, SMALLEST_CONTEXT)
         return FitResult(plan, reasons, [], want)
 
     plan = pricer.plan(*best_key)
@@ -362,56 +363,15 @@ def evaluate(
 ) -> FitResult:
     """A fixed configuration, priced as is (no solver)."""
     plan = plan_memory(model, config, gpus, host, margins, projector=projector)
-    reasons = [_summary(plan)]
+    reasons = [summary(plan)]
     if not plan.fits:
-        reasons += _over_budget(plan)
+        reasons += over_budget(plan)
     return FitResult(plan, reasons, [], config.n_ctx, solved=False)
-
-
-# -- explanations ------------------------------------------------------------------------------
-
-
-def _summary(plan: MemoryPlan) -> str:
-    m, r = plan.model, plan.resolved
-    units = m.n_layer + 1
-    gpus = ", ".join(d.name for d in plan.gpus if d.layers)
-    where = {
-        "full_gpu": f"all {units} layers (the output layer included) on {gpus}",
-        "partial_gpu": (
-            f"all {units} layers on {gpus}, the experts of {r.config.n_cpu_moe} of them in host memory"
-            if r.config.n_cpu_moe and plan.layers_on_gpu >= units
-            else f"{plan.layers_on_gpu} of {units} layers on the GPU, {units - plan.layers_on_gpu} on the CPU"
-        ),
-        "cpu_only": "every layer on the CPU",
-        "no_fit": "does not fit",
-    }[plan.verdict]
-    kv = r.type_k.name if r.type_k is r.type_v else f"{r.type_k.name}/{r.type_v.name}"
-    kv_words = f"KV cache {kv} ({format_size(plan.kv_bytes)})" if plan.kv.tensors else "no KV cache"
-    return f"{where}; context {r.n_ctx:,} tokens, {kv_words}, flash attention {'on' if r.config.flash_attn else 'off'}"
-
-
-def _over_budget(plan: MemoryPlan) -> list[str]:
-    out = []
-    for d in [*plan.gpus, plan.host]:
-        if d.planned and not d.fits:
-            out.append(
-                f"{d.name} needs {format_size(d.planned)} but only {format_size(max(d.available, 0))} "
-                f"is available ({format_size(d.free)} free, {format_size(d.margin)} kept as margin)"
-            )
-    return out
-
-
-def _no_fit_reasons(plan: MemoryPlan, floor: int) -> list[str]:
-    return [
-        f"Nothing fits: even {floor:,} tokens with every layer on the CPU is too large.",
-        *_over_budget(plan),
-        "Free memory (close other programs), pick a smaller quantization, or load anyway at your own risk.",
-    ]
 
 
 def _reasons(plan: MemoryPlan, want: int, wishes: Wishes, pricer: _Pricer, kv_types: list[str]) -> list[str]:
     m, r = plan.model, plan.resolved
-    reasons = [_summary(plan)]
+    reasons = [summary(plan)]
     if not wishes.n_ctx and m.n_ctx_train > want:
         reasons.append(
             f"Context aims at {want:,} tokens (the model was trained for {m.n_ctx_train:,}); ask for more with --ctx"

@@ -14,6 +14,7 @@ from app.engine.planned_actual import per_buffer
 from app.tui.widgets.buffers import BufferTable
 from app.tui.widgets.dashboard import Dashboard
 from planner.devices import format_size
+from planner.explain import headline
 
 
 class DashboardScreen(Screen):
@@ -41,10 +42,8 @@ class DashboardScreen(Screen):
             table.fill(per_buffer([], None))
             return
         plan = model.plan
-        r = plan.resolved
         self.query_one("#dash-model", Static).update(
-            f"{model.name} · {r.n_ctx:,} tokens · KV {r.type_k.name} · {plan.layers_on_gpu}/{plan.model.n_layer + 1} "
-            f"layers on GPU · loaded in {model.report.seconds:.1f} s"
+            f"{model.name} · {headline(plan)} · loaded in {model.report.seconds:.1f} s"
         )
         now = model.now  # the plan for the context held now (it grows towards `plan`)
         dry = model.verification if now is plan else None

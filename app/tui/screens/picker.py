@@ -383,6 +383,7 @@ class PickerScreen(Screen):
         self.query_one("#load", Button).disabled = True
 
     def _show_plan(self, result: FitResult) -> None:
+        from planner.explain import headline
         from planner.report import plan_to_table, verdict_words
 
         plan = result.plan
@@ -394,12 +395,7 @@ class PickerScreen(Screen):
             "no_fit": theme.error,
         }.get(plan.verdict) or ""
         verdict = Text(verdict_words(plan.verdict), style=f"bold {color}".strip())
-        r = plan.resolved
-        verdict.append(
-            f"   {r.n_ctx:,} tokens · KV {r.type_k.name} · {plan.layers_on_gpu}/{plan.model.n_layer + 1} "
-            f"layers on GPU · flash attention {'on' if r.config.flash_attn else 'off'}",
-            style="dim",
-        )
+        verdict.append(f"   {headline(plan)}", style="dim")
         entry = self.entries.get(self.selected or "")
         if entry is not None and entry.file.projectors:
             names = ", ".join(os.path.basename(p) for p in entry.file.projectors)
@@ -414,7 +410,7 @@ class PickerScreen(Screen):
             )
         self.query_one("#plan-verdict", Static).update(verdict)
         self.query_one("#plan-text", Static).update(Text(plan_to_table(result)))
-        self.query_one("#ctx", Input).placeholder = f"auto ({r.n_ctx:,})"
+        self.query_one("#ctx", Input).placeholder = f"auto ({plan.resolved.n_ctx:,})"
         self.query_one("#ngl", Input).placeholder = f"auto ({plan.layers_on_gpu})"
         button = self.query_one("#load", Button)
         button.disabled = False

@@ -1,0 +1,53 @@
+"""Plans in words: the headline the picker, the dashboard and the solver's reasons share."""
+
+from __future__ import annotations
+
+from planner.devices import format_size
+from planner.memory import MemoryPlan
+
+
+def headline(plan: MemoryPlan) -> str:
+    """The configuration in one line: context, KV type, layers on the GPU, flash attention."""
+    r = plan.resolved
+    return (
+        f"{r.n_ctx:,} tokens · KV {r.type_k.name} · {plan.layers_on_gpu}/{plan.model.n_layer + 1} layers on GPU · "
+        f"flash attention {'on' if r.config.flash_attn else 'off'}"
+    )
+
+
+def summary(plan: MemoryPlan) -> str:
+    m, r = plan.model, plan.resolved
+    units = m.n_layer + 1
+    gpus = ", ".join(d.name for d in plan.gpus if d.layers)
+    where = {
+        "full_gpu": f"all {units} layers (the output layer included) on {gpus}",
+        "partial_gpu": (
+            f"all {units} layers on {gpus}, the experts of {r.config.n_cpu_moe} of them in host memory"
+            if r.config.n_cpu_moe and plan.layers_on_gpu >= units
+            else f"{plan.layers_on_gpu} of {units} layers on the GPU, {units - plan.layers_on_gpu} on the CPU"
+        ),
+        "cpu_only": "every layer on the CPU",
+        "no_fit": "does not fit",
+    }[plan.verdict]
+    kv = r.type_k.name if r.type_k is r.type_v else f"{r.type_k.name}/{r.type_v.name}"
+    kv_words = f"KV cache {kv} ({format_size(plan.kv_bytes)})" if plan.kv.tensors else "no KV cache"
+    return f"{where}; context {r.n_ctx:,} tokens, {kv_words}, flash attention {'on' if r.config.flash_attn else 'off'}"
+
+
+def over_budget(plan: MemoryPlan) -> list[str]:
+    out = []
+    for d in [*plan.gpus, plan.host]:
+        if d.planned and not d.fits:
+            out.append(
+                f"{d.name} needs {format_size(d.planned)} but only {format_size(max(d.available, 0))} "
+                f"is available ({format_size(d.free)} free, {format_size(d.margin)} kept as margin)"
+            )
+    return out
+
+
+def no_fit_reasons(plan: MemoryPlan, floor: int) -> list[str]:
+    return [
+        f"Nothing fits: even {floor:,} tokens with every layer on the CPU is too large.",
+        *over_budget(plan),
+        "Free memory (close other programs), pick a smaller quantization, or load anyway at your own risk.",
+    ]
