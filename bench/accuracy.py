@@ -256,7 +256,7 @@ def main() -> int:
         "(`GGML_ASSERT(*cur_backend_id != -1)`: a 3-D MLA weight placed in AMX, used by an op AMX refuses), so "
         "vramchat loads without extra buffer types on AMX CPUs unless `--repack on`; the planner follows either "
         "way. Its AMX figures for the demo (213.91 MiB AMX + 235.16 MiB mapped) equal the sizes measured on a "
-        "Xeon with AMX (tests/test_cpu_extra_buffers.py).",
+        "Xeon with AMX (tests/planner/test_cpu_extra_buffers.py).",
         "",
         "Buffers: *weights* = every model buffer (mapped file range + CPU_REPACK), *kv* / *kv_swa* = the "
         "full-attention and sliding-window KV caches, *rs* = recurrent state, *output* = logits buffer, "

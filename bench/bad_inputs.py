@@ -294,7 +294,7 @@ def load_rows(base: Path) -> list[Row]:
             "out of memory while writing a reply",
             "chatting",
             "\u201cOut of memory\u201d: what was written is kept, the model is reloaded with a smaller plan "
-            "(same rule), and the chat carries on (tests/test_tui_pilot.py)",
+            "(same rule), and the chat carries on (tests/tui/test_tui_pilot.py)",
         )
     )
     rows.append(
@@ -302,7 +302,7 @@ def load_rows(base: Path) -> list[Row]:
             "SIGKILL during a streamed reply",
             "restarting the app",
             "\u201c1 reply was cut short when vramchat last stopped; what was written is kept.\u201d; the "
-            "reply shows \u201ccut short: the app stopped\u201d (tests/test_crash_kill.py)",
+            "reply shows \u201ccut short: the app stopped\u201d (tests/tui/test_crash_kill.py)",
         )
     )
     return rows
@@ -337,7 +337,7 @@ def main(argv: list[str] | None = None) -> int:
             "",
             "Every row was produced by running the input for real: `python bench/bad_inputs.py` regenerates "
             "this file. Exit status: 0 the plan fits, 3 it does not, 2 a usage error, 1 a bad or missing file. "
-            "Hostile headers beyond these are fuzzed (`bench/fuzz_gguf.py`, `tests/test_fuzz_gguf.py`).",
+            "Hostile headers beyond these are fuzzed (`bench/fuzz_gguf.py`, `tests/planner/test_fuzz_gguf.py`).",
             "",
         ]
         for title, make, with_status in sections:

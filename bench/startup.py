@@ -2,7 +2,7 @@
 
     python bench/startup.py [--models N] [--runs N]
 
-Writes N tiny models (tests/tiny_models.py) into a fresh vramchat home, then starts
+Writes N tiny models (tests/support/tiny_models.py) into a fresh vramchat home, then starts
 the real `vramchat` command in a pseudo-terminal (160x45) several times. The first
 start plans every model; later starts read the plan cache. For each start it prints
 the time until the model list is drawn ("listed") and until every badge is fresh

@@ -148,7 +148,7 @@ def render(record: dict, paths: dict[str, str]) -> tuple[list[str], int]:
         f"llama-cpp-python {machine['llama_cpp_python']} built with `-DGGML_CUDA=on -DCMAKE_CUDA_ARCHITECTURES=90`) "
         "by `python -m bench.gpu.measure`; this section is rendered from that record "
         "(`tests/data/cuda_h100.json.gz`) by `python -m bench.gpu.report` with the planner of this checkout, "
-        "and `tests/test_cuda_record.py` checks the same figures on every test run.",
+        "and `tests/planner/test_cuda_record.py` checks the same figures on every test run.",
         "",
         f"Summary: {len(rows):,} configurations of {len({r.model for r in rows})} models "
         f"({len({r.architecture for r in rows})} architectures) at full offload, partial offload and none, flash "

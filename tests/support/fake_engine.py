@@ -1,7 +1,7 @@
 """A fake engine for fast UI tests: deterministic replies, timings and buffer sizes.
 
 It never stands alone: every feature it exercises is also tested with the real
-engine and the real demo model (tests/test_tui_real.py).
+engine and the real demo model (tests/tui/test_tui_real.py).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -34,5 +34,5 @@ def test_every_package_and_the_stylesheet_ship() -> None:
 def test_the_pin_is_the_build_the_rules_are_keyed_to() -> None:
     from planner import LLAMA_CPP_VERSION
 
-    text = (Path(__file__).resolve().parent.parent / "pyproject.toml").read_text()
+    text = (Path(__file__).resolve().parents[2] / "pyproject.toml").read_text()
     assert f'"llama-cpp-python=={LLAMA_CPP_VERSION}"' in text

@@ -50,7 +50,7 @@ def test_list_does_not_import_textual_or_llama(shelf: Path) -> None:
         "assert 'textual' not in sys.modules and 'llama_cpp' not in sys.modules, 'imported'; sys.exit(rc)"
     )
     result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, cwd=Path(__file__).resolve().parent.parent
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=Path(__file__).resolve().parents[2]
     )
     assert result.returncode == 0, result.stderr
 

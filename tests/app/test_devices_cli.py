@@ -21,7 +21,7 @@ from tests.support.fake_gpus import (
     install_rocml,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PROBES = ("llama.cpp", "NVML", "ROCm (pyrsmi)", "Metal", "host")
 
 

@@ -20,7 +20,7 @@ from tests.support.tiny_models import TinySpec, write_tiny_model
 
 # 4 layers x 8 KV heads x 128 x (K + V) x f16 = 16 KiB per token: 1 GiB at 65,536 tokens
 BIG_KV = TinySpec("llama", n_embd=1024, n_head=8, n_head_kv=8, n_ff=256, n_ctx_train=131072)
-CHILD = Path(__file__).parent / "support" / "oom_child.py"
+CHILD = Path(__file__).resolve().parents[1] / "support" / "oom_child.py"
 
 
 def _run_child(model: Path, n_ctx: int, headroom_mib: int) -> dict:

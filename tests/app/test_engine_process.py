@@ -177,7 +177,7 @@ os.kill(os.getpid(), 9)
 
 
 def test_the_engine_ends_when_the_app_is_killed(zoo: dict[str, Path]) -> None:
-    root = str(Path(__file__).resolve().parent.parent)
+    root = str(Path(__file__).resolve().parents[2])
     code = CHILD_OF_A_DYING_APP.format(root=root, model=str(zoo["llama-f16"]))
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]

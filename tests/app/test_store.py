@@ -69,7 +69,7 @@ def test_a_reply_cut_by_a_crash_is_kept(tmp_path: Path) -> None:
     path = tmp_path / "c.sqlite3"
     code = textwrap.dedent(f"""
         import os, sys
-        sys.path.insert(0, {str(Path(__file__).resolve().parent.parent)!r})
+        sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})
         from app.store import Store
         store = Store({str(path)!r})
         conv = store.new_conversation("/m.gguf", "Model")

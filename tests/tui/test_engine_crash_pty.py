@@ -7,7 +7,7 @@ kernel does), then with SIGKILL (what the kernel's OOM killer does). Each time t
 must stay up, say what happened, keep the partial reply, reload when asked (Enter on the
 dialog's Reload), and answer the next question from the new engine process. The demo's
 answer after a crash and a reload is checked through the engine itself in
-tests/test_engine_process.py.
+tests/app/test_engine_process.py.
 """
 
 from __future__ import annotations
