@@ -74,6 +74,7 @@ FAMILIES: list[tuple[str, list[str]]] = [
             "ernie4_5-moe",
             "glm4moe",
             "minimax-m2",
+            "llama4",
         ],
     ),
     ("Multi-head latent attention (MLA)", ["deepseek2", "deepseek3", "deepseek2-mtp", "mistral4"]),
@@ -133,9 +134,13 @@ def _config_label(cfg: dict) -> str:
 
 def _configs(name: str, quick: bool) -> list[dict]:
     swa = (
-        name.startswith("gemma2") or name.startswith("gemma3") or name in ("gpt-oss", "olmo3", "exaone4-swa", "cohere2")
+        name.startswith("gemma2")
+        or name.startswith("gemma3")
+        or name in ("gpt-oss", "olmo3", "exaone4-swa", "cohere2", "llama4")
     )
     configs = grid(swa=swa, n_ctx=(512, 4096) if quick else (512, 2048, 8192))
+    if name == "llama4":  # past its 8,192-token chunks, where the chunked cache stops growing
+        configs += [{"n_ctx": 16384, "flash_attn": fa} for fa in (False, True)]
     if not quick:
         configs += [
             {"n_ctx": 4096, "n_seq_max": 3, "flash_attn": True},

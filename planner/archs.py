@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from planner.errors import GGUFError
-from planner.model import SWA_STANDARD, swa_pattern
+from planner.model import SWA_CHUNKED, SWA_STANDARD, swa_pattern
 
 if TYPE_CHECKING:
     from planner.anatomy import _Meta
@@ -109,6 +109,28 @@ def _qwen3vl(anatomy: ModelAnatomy, meta: _Meta) -> None:
     anatomy.extra["n_deepstack"] = n_deepstack
     anatomy.extra["n_embd_inp"] = anatomy.n_embd * (1 + n_deepstack)
     anatomy.extra["n_pos_per_embd"] = 4  # multi-section RoPE: four positions a token
+
+
+def _llama4(anatomy: ModelAnatomy, meta: _Meta) -> None:
+    """llama_model_llama4::load_arch_hparams: experts every n-th layer; without a sliding-window key (or
+    with one that is not 0) three of every four layers attend within 8,192-token chunks and every
+    fourth has no RoPE; a window of 0 turns both off."""
+    _experts(anatomy, meta)
+    if not anatomy.extra.get("n_expert"):
+        raise GGUFError(meta.path, "llama4 model cannot have zero experts (llama.cpp refuses it)")
+    step = meta.get("interleave_moe_layer_step")
+    if isinstance(step, bool) or not isinstance(step, int):
+        raise GGUFError(meta.path, "required metadata llama4.interleave_moe_layer_step is missing")
+    anatomy.extra["n_moe_layer_step"] = step
+    window = meta.get("attention.sliding_window")
+    if window is not None and meta.int_or("attention.sliding_window", 0) == 0:
+        anatomy.extra["n_no_rope_layer_step"] = anatomy.n_layer  # RoPE on every layer but the last
+    else:
+        anatomy.swa_type = SWA_CHUNKED
+        anatomy.n_swa = 8192
+        anatomy.extra["n_no_rope_layer_step"] = 4
+        _load_swa_pattern(anatomy, meta, 4)
+    anatomy.extra["use_kq_norm"] = anatomy.extra["n_expert"] != 128  # LLM_TYPE_17B_128E has none
 
 
 def _gpt_oss(anatomy: ModelAnatomy, meta: _Meta) -> None:
@@ -363,6 +385,7 @@ ARCH_RULES: dict[str, ArchRule] = {
     "olmoe": _plain,
     "phi3": _phi3,
     "gpt-oss": _gpt_oss,
+    "llama4": _llama4,
     "deepseek2": _deepseek2,
     "mistral4": _deepseek2,  # llama.cpp builds it as deepseek2 (latent attention, experts), plain RoPE
     "mamba": _mamba,

@@ -54,6 +54,7 @@ BUILDERS: dict[str, tuple[str, str]] = {
     "gemma2": ("dense", "build_gemma2_3"),
     "gemma3": ("dense", "build_gemma2_3"),
     "gpt-oss": ("gpt_oss", "build_gpt_oss"),
+    "llama4": ("llama4", "build_llama4"),
     "deepseek2": ("deepseek2", "build_deepseek2"),
     "mistral4": ("deepseek2", "build_deepseek2"),
     "mamba": ("mamba", "build_mamba"),

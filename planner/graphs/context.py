@@ -225,6 +225,7 @@ class GraphContext:
         n_expert_groups: int = 0,
         n_group_used: int = 0,
         logits: Tensor | None = None,
+        weight_before_ffn: bool = False,
     ) -> Tensor:
         """build_moe_ffn: router, top-k experts, expert matmuls, weighted sum of the experts.
         `logits` are router logits the caller computed (probs_in), e.g. from the input before a latent projection."""
@@ -245,6 +246,8 @@ class GraphContext:
         selection = probs
         if exp_probs_b is not None:
             selection = g.add(probs, exp_probs_b)
+        if weight_before_ffn:  # llama4: top-k on the raw logits, the sigmoid only weighs the picked experts
+            selection = logits
         if n_expert_groups > 1 and n_tokens > 0:
             per_group = n_expert // n_expert_groups
             groups = g.reshape(selection, per_group, n_expert_groups, n_tokens)
@@ -274,6 +277,8 @@ class GraphContext:
             weights = g.scale(weights)
         g.expand(weights)
         cur = g.reshape(cur, n_embd, 1, n_tokens)
+        if weight_before_ffn:  # llama4 weighs each expert's input, not its output
+            cur = g.mul(g.repeat(cur, (n_embd, n_expert_used, n_tokens, 1)), weights)
         gate_up_exps = w.layer(il, "ffn_gate_up_exps.weight")
         gate_exps = w.layer(il, "ffn_gate_exps.weight")
         if gate_up_exps is not None:
@@ -304,7 +309,8 @@ class GraphContext:
         b = w.layer(il, "ffn_down_exps.bias")
         if b is not None:
             experts = g.add_id(experts, b, selected)
-        experts = g.mul(experts, weights)
+        if not weight_before_ffn:
+            experts = g.mul(experts, weights)
         g.expand(experts)
         views = []
         for i in range(n_expert_used):

@@ -47,6 +47,13 @@ def test_gemma3_270m_matches_llama_cpp(gemma_path: Path) -> None:
     assert row.buffer("compute").actual >= 262144 * 512 * 4
 
 
+def test_llama4_chunked_layers_stop_growing_past_their_chunk(zoo: dict[str, Path]) -> None:
+    rows = compare_cpu(zoo["llama4"], [{"n_ctx": 16384, "flash_attn": fa, "n_ubatch": 512} for fa in (False, True)])
+    _assert_exact(rows)
+    chunked = rows[0].buffer("kv_swa")
+    assert chunked is not None and chunked.actual == 6 * (8192 + 512) * 2 * 64 * 2  # 6 chunked layers, K and V
+
+
 def test_parallel_sequences_pad_the_context_per_stream(zoo: dict[str, Path]) -> None:
     configs = [{"n_ctx": 4096, "n_seq_max": 3, "flash_attn": fa} for fa in (False, True)]
     configs += [{"n_ctx": 4096, "n_seq_max": 2, "kv_unified": True, "flash_attn": True}]

@@ -51,7 +51,7 @@ def test_record_names_its_gpu_and_build() -> None:
 
 def test_every_buffer_on_every_device_matches_the_cuda_build(models: dict[str, str]) -> None:
     rows = compare_record(RECORD, models)
-    assert len(rows) > 2000  # 65 models x 4 layer counts x 9 configurations
+    assert len(rows) > 2000  # 66 models x 4 layer counts x 9 configurations
     ngls = {r.ngl for r in rows}
     assert 0 in ngls and len(ngls) > 4  # full and partial offload, and none
     off = []

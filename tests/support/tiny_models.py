@@ -623,6 +623,23 @@ def _layer_tensors(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], 
     out.append((p + ("post_attention_norm.weight" if spec.arch == "seed_oss" else "ffn_norm.weight"), (e,), f32))
     if spec.arch in ("orion", "stablelm"):
         out.append((p + "ffn_norm.bias", (e,), f32))
+    if spec.arch == "llama4":  # experts every n-th layer, with a shared expert as wide as one of them
+        if (il + 1) % int(spec.extra_kv.get("llama4.interleave_moe_layer_step", 1)):
+            return out + [
+                (p + "ffn_gate.weight", (e, ff), w),
+                (p + "ffn_up.weight", (e, ff), w),
+                (p + "ffn_down.weight", (ff, e), w),
+            ]
+        ne, fe = spec.n_expert, spec.n_ff_exp
+        return out + [
+            (p + "ffn_gate_inp.weight", (e, ne), f32),
+            (p + "ffn_gate_exps.weight", (e, fe, ne), w),
+            (p + "ffn_up_exps.weight", (e, fe, ne), w),
+            (p + "ffn_down_exps.weight", (fe, e, ne), w),
+            (p + "ffn_gate_shexp.weight", (e, fe), w),
+            (p + "ffn_up_shexp.weight", (e, fe), w),
+            (p + "ffn_down_shexp.weight", (fe, e), w),
+        ]
     if spec.n_expert:
         ne, fe = spec.n_expert, spec.n_ff_exp or ff
         out += [
@@ -859,6 +876,20 @@ ZOO: dict[str, TinySpec] = {
     ),
     "qwen3-hd": TinySpec("qwen3", n_embd=128, n_head=4, n_head_kv=2, head_dim=64, output_type=None),
     "phi3": TinySpec("phi3", n_head_kv=4, weight_type=Q.Q8_0),
+    # Llama 4 Scout's shape in small: 3 of 4 layers chunked (8,192 tokens), every 2nd layer routed (1 of 4
+    # experts) with a shared expert; head size 64 so that CUDA runs its flash attention
+    "llama4": TinySpec(
+        "llama4",
+        n_layer=8,
+        n_head=2,
+        n_head_kv=1,
+        n_expert=4,
+        n_expert_used=1,
+        n_ff_exp=64,
+        n_ctx_train=32768,
+        weight_type=Q.Q8_0,
+        extra_kv={"llama4.interleave_moe_layer_step": 2},
+    ),
     "gemma": TinySpec("gemma", n_head_kv=1, output_type=None, n_vocab=2048),
     "gemma2": TinySpec("gemma2", n_swa=256, output_type=None, n_layer=4),
     "llama-moe": TinySpec("llama", n_expert=4, n_expert_used=2, weight_type=Q.Q8_0, name="tiny-mixtral"),
