@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from app.limits import DEFAULT_MAX_TOKENS, MAX_TOKENS
 from app.paths import config_dir
 
 SETTINGS_FILE = "settings.json"
@@ -25,7 +26,7 @@ class Settings:
     scan_known_caches: bool = True  # LM Studio, llama.cpp and Hugging Face caches
     system_prompt: str = ""
     temperature: float = 0.2  # low: small and base models wander at higher temperatures
-    max_tokens: int = 512
+    max_tokens: int = DEFAULT_MAX_TOKENS
     theme: str = "vramchat-dark"
     show_dashboard: bool = True
     # load a small context and grow it with the conversation (False: the whole context at load)
@@ -34,7 +35,7 @@ class Settings:
     def clamp(self) -> Settings:
         """Bring values into sane ranges (a hand-edited file may hold anything)."""
         self.temperature = min(max(float(self.temperature), 0.0), 2.0)
-        self.max_tokens = min(max(int(self.max_tokens), 1), 32768)
+        self.max_tokens = min(max(int(self.max_tokens), 1), MAX_TOKENS)
         self.models_dirs = [str(d) for d in self.models_dirs if str(d).strip()]
         return self
 

@@ -25,6 +25,7 @@ from app.devices.process import ProcessMemory, snapshot
 from app.engine.llama_log import Measurements, capture
 from app.engine.planned_actual import BufferComparison, compare
 from app.errors import VramchatError
+from app.limits import DEFAULT_MAX_TOKENS
 from planner.config import LoadConfig
 from planner.ggml_types import ggml_type
 from planner.memory import MemoryPlan
@@ -48,7 +49,7 @@ class EngineError(VramchatError, RuntimeError):
 
 @dataclass(frozen=True)
 class GenerationParams:
-    max_tokens: int = 512
+    max_tokens: int = DEFAULT_MAX_TOKENS
     temperature: float = 0.7
     top_k: int = 40
     top_p: float = 0.95

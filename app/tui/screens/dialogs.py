@@ -12,6 +12,8 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static, TextArea
 
+from app.limits import MAX_TOKENS
+
 
 class ConfirmDialog(ModalScreen[bool]):
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
@@ -92,8 +94,8 @@ class ChatSettingsDialog(ModalScreen["ChatSettings | None"]):
             max_tokens = int(self.query_one("#max-tokens", Input).value or "0")
         except ValueError:
             max_tokens = 0
-        if not 1 <= max_tokens <= 32768:
-            error.update("Max tokens must be between 1 and 32,768")
+        if not 1 <= max_tokens <= MAX_TOKENS:
+            error.update(f"Max tokens must be between 1 and {MAX_TOKENS:,}")
             return
         self.dismiss(ChatSettings(self.query_one("#system-prompt", TextArea).text.strip(), temperature, max_tokens))
 
