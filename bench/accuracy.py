@@ -98,7 +98,7 @@ FAMILIES: list[tuple[str, list[str]]] = [
     ),
 ]
 MiB = 1024 * 1024
-KINDS = ("weights", "kv", "kv_swa", "rs", "output", "compute")
+KINDS = ("weights", "kv", "kv_swa", "recurrent", "output", "compute")
 
 
 def _features() -> frozenset[str]:

@@ -19,10 +19,10 @@ from dataclasses import dataclass
 
 from planner.memory import Buffer, DeviceUsage, MemoryPlan
 
-KINDS = ("kv", "kv_swa", "rs", "output", "compute")
+KINDS = ("kv", "kv_swa", "recurrent", "output", "compute")
 # estimate notes about what a dry run measures
 _COVERED = ("compute", "KV", "no exact rules", "not been checked")
-_USAGE_FIELD = {"kv": "kv", "kv_swa": "kv", "rs": "recurrent", "output": "output", "compute": "compute"}
+_USAGE_FIELD = {"kv": "kv", "kv_swa": "kv", "recurrent": "recurrent", "output": "output", "compute": "compute"}
 
 
 @dataclass(frozen=True)

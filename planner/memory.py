@@ -22,7 +22,7 @@ class Buffer:
     """One buffer llama.cpp allocates, named as in its log."""
 
     device: str  # CUDA0 ... or CPU (host)
-    kind: str  # model, kv, kv_swa, rs, output, compute
+    kind: str  # weights, kv, kv_swa, recurrent, output, compute (projector_weights, projector_compute)
     name: str
     bytes: int
     mapped: bool = False
@@ -206,14 +206,14 @@ def _plan_memory(
     # weights
     for idx, size in wb.gpu.items():
         gpu_usage[idx].weights += size
-        buffers.append(Buffer(gpus[idx].name, "model", gpus[idx].name, size))
+        buffers.append(Buffer(gpus[idx].name, "weights", gpus[idx].name, size))
     for name, size in wb.host.items():
         mapped = name.startswith("CPU_Mapped")
         if mapped:
             host_usage.weights_mapped += size
         else:
             host_usage.weights += size
-        buffers.append(Buffer("CPU", "model", name, size, mapped=mapped))
+        buffers.append(Buffer("CPU", "weights", name, size, mapped=mapped))
     for idx, usage in enumerate(gpu_usage):
         usage.layers = placement.layers_on(idx) if gpus_used else 0
 
@@ -240,7 +240,7 @@ def _plan_memory(
         target = host_usage if device == HOST_INDEX else gpu_usage[device]
         target.recurrent += size
         name = "CPU" if device == HOST_INDEX else gpus[device].name
-        buffers.append(Buffer(name, "rs", name, size))
+        buffers.append(Buffer(name, "recurrent", name, size))
 
     # output (logits) buffer: host, pinned when a GPU backend exists
     output = model.n_vocab * 4 * max(1, r.n_seq_max)

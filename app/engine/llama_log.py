@@ -40,12 +40,12 @@ class Measurements:
         )
 
     def tables(self) -> list[tuple[str, dict[str, int]]]:
-        """(kind, sizes per buffer name) in the planner's words: model, kv, kv_swa, rs, output, compute."""
+        """(kind, sizes per buffer name) in the planner's words: weights, kv, kv_swa, recurrent, output, compute."""
         return [
-            ("model", self.model),
+            ("weights", self.model),
             ("kv", self.kv),
             ("kv_swa", self.kv_swa),
-            ("rs", self.recurrent),
+            ("recurrent", self.recurrent),
             ("output", self.output),
             ("compute", self.compute),
         ]

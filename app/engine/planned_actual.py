@@ -26,14 +26,6 @@ if TYPE_CHECKING:
 LOG_ROUNDING = (1024 * 1024 + 199) // 200
 
 KINDS = ("weights", "kv", "kv_swa", "recurrent", "output", "compute")
-_PLANNED_KIND = {
-    "model": "weights",
-    "kv": "kv",
-    "kv_swa": "kv_swa",
-    "rs": "recurrent",
-    "output": "output",
-    "compute": "compute",
-}
 
 
 @dataclass(frozen=True)
@@ -85,7 +77,7 @@ def compare(
     gpu_names = [d.name for d in plan.gpus]
     planned: dict[tuple[str, str], int] = {}
     for b in plan.buffers:
-        key = (_PLANNED_KIND.get(b.kind, b.kind), device_of(b.device, gpu_names))
+        key = (b.kind, device_of(b.device, gpu_names))
         planned[key] = planned.get(key, 0) + b.bytes
     measured: dict[tuple[str, str], int] = {}
     lines: dict[tuple[str, str], int] = {}

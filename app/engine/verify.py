@@ -24,11 +24,10 @@ from planner.memory import MemoryPlan
 from planner.model import ModelAnatomy
 
 MAX_ROUNDS = 3
-_PLANNER_KIND = {"kv": "kv", "kv_swa": "kv_swa", "recurrent": "rs", "output": "output", "compute": "compute"}
 _WORDS = {
     "kv": "KV cache",
     "kv_swa": "sliding-window KV cache",
-    "rs": "recurrent state",
+    "recurrent": "recurrent state",
     "output": "output buffer",
     "compute": "compute",
 }
@@ -77,7 +76,7 @@ def figures(dry: DryRun, gpu_names: list[str]) -> dict[tuple[str, str], int]:
     for kind, sizes in dry.by_kind().items():
         for names, size in sizes.items():
             devices = sorted({device_of(n, gpu_names) for n in names.split("+")})
-            key = (_PLANNER_KIND[kind], "+".join(devices))
+            key = (kind, "+".join(devices))
             out[key] = out.get(key, 0) + size
     return out
 

@@ -28,7 +28,7 @@ from tests.support.gpu_record import DATA, GpuRow, compare_record, load_record, 
 from tests.support.header_clone import write  # noqa: E402
 
 BEGIN, END = "<!-- cuda:begin -->", "<!-- cuda:end -->"
-_KINDS = ("weights", "kv", "kv_swa", "rs", "output", "compute")
+_KINDS = ("weights", "kv", "kv_swa", "recurrent", "output", "compute")
 
 
 def model_paths(folder: Path) -> dict[str, str]:

@@ -45,7 +45,7 @@ def _allocated(report) -> dict[tuple[str, str], int]:
     for kind, table in (
         ("kv", m.kv),
         ("kv_swa", m.kv_swa),
-        ("rs", m.recurrent),
+        ("recurrent", m.recurrent),
         ("output", m.output),
         ("compute", m.compute),
     ):

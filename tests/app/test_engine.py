@@ -119,8 +119,8 @@ def test_gpu_buffers_land_on_their_devices(zoo: dict[str, Path]) -> None:
     plan = _gpu_plan(zoo)
     log = LogCapture()
     text = GPU_LOG.format(
-        weights_gpu=_mib(plan, "model", "CUDA0"),
-        weights_cpu=_mib(plan, "model", "CPU"),
+        weights_gpu=_mib(plan, "weights", "CUDA0"),
+        weights_cpu=_mib(plan, "weights", "CPU"),
         output=_mib(plan, "output", "CPU"),
         kv=_mib(plan, "kv", "CUDA0"),
         kv_cpu=_mib(plan, "kv", "CPU"),

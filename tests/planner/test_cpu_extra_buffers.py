@@ -30,7 +30,7 @@ LOG_ROUNDING = (MiB + 199) // 200  # llama.cpp prints two decimals of a MiB
 def _host_buffers(path: Path, features: frozenset[str], extra: bool | None = None) -> dict[str, int]:
     model = load_anatomy(read_gguf(path))
     plan = plan_memory(model, LoadConfig(n_ctx=2048, cpu_extra_buffers=extra), [], Host(64 * GiB, 64 * GiB, features))
-    return {b.name: b.bytes for b in plan.buffers if b.kind == "model"}
+    return {b.name: b.bytes for b in plan.buffers if b.kind == "weights"}
 
 
 def test_amx_cpus_load_without_extra_buffers_unless_asked() -> None:

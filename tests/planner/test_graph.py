@@ -18,7 +18,7 @@ def test_bar_rows_scale_to_the_ceiling() -> None:
 
 def test_per_buffer() -> None:
     buffers = [
-        Buffer("CPU", "model", "CPU_Mapped", 1000),
+        Buffer("CPU", "weights", "CPU_Mapped", 1000),
         Buffer("CPU", "kv", "CPU", 2_000_000),
         Buffer("CPU", "compute", "CPU", 5_000_000),
     ]
@@ -26,7 +26,7 @@ def test_per_buffer() -> None:
         model={"CPU_Mapped": 1000}, kv={"CPU": 2_004_000}, compute={"CPU": 6_000_000}, output={"CPU": 4096}
     )
     rows = {(r.kind, r.name): r for r in per_buffer(buffers, m)}
-    assert rows[("model", "CPU_Mapped")].matches
+    assert rows[("weights", "CPU_Mapped")].matches
     assert rows[("kv", "CPU")].matches  # within the log's 0.01 MiB
     assert rows[("compute", "CPU")].delta == 1_000_000 and not rows[("compute", "CPU")].matches
     assert rows[("output", "CPU")].planned is None  # measured but not planned: shown, not hidden

@@ -24,7 +24,7 @@ DRY_RUN_TOLERANCE = 2 * ((1024 * 1024 + 199) // 200)  # two log lines' rounding 
 
 @dataclass
 class BufferRow:
-    kind: str  # weights, kv, kv_swa, rs, output, compute
+    kind: str  # weights, kv, kv_swa, recurrent, output, compute
     planned: int
     actual: int
     dry_run: int | None = None  # llama.cpp's no_alloc dry run (0.01 MiB precision); None: not asked or not given
@@ -112,7 +112,7 @@ def compare_cpu(
         if row.refused_by_planner:
             rows.append(row)
             continue
-        planned_weights = sum(b.bytes for b in plan.buffers if b.kind == "model")
+        planned_weights = sum(b.bytes for b in plan.buffers if b.kind == "weights")
         row.buffers.append(BufferRow("weights", planned_weights, sum(model_buffers.values())))
         actual_kv = {"base": 0, "swa": 0}
         for kv in result["kv"]:
@@ -125,9 +125,9 @@ def compare_cpu(
         if actual_kv["swa"] or planned_kv["swa"]:
             row.buffers.append(BufferRow("kv_swa", planned_kv["swa"], actual_kv["swa"]))
         actual_rs = sum(x["bytes"] for x in result["rs"])
-        planned_rs = sum(b.bytes for b in plan.buffers if b.kind == "rs")
+        planned_rs = sum(b.bytes for b in plan.buffers if b.kind == "recurrent")
         if actual_rs or planned_rs:
-            row.buffers.append(BufferRow("rs", planned_rs, actual_rs))
+            row.buffers.append(BufferRow("recurrent", planned_rs, actual_rs))
         row.buffers.append(BufferRow("output", plan.host.output, sum(result["output"].values())))
         row.buffers.append(BufferRow("compute", plan.host.compute, sum(result["compute"].values())))
         rows.append(row)
@@ -149,7 +149,7 @@ def _add_dry_runs(path: str | os.PathLike[str], rows: list[ConfigRow], cpu_extra
             figures = {
                 "kv": dry.kv,
                 "kv_swa": dry.kv_swa,
-                "rs": dry.recurrent,
+                "recurrent": dry.recurrent,
                 "output": dry.output,
                 "compute": dry.compute,
             }

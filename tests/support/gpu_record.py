@@ -93,7 +93,7 @@ def _planned(plan: MemoryPlan) -> dict[str, int]:
     out: dict[str, int] = {}
     for b in plan.buffers:
         where = GPU if b.device == GPU else "host"
-        kind = {"model": "weights", "rs": "rs"}.get(b.kind, b.kind)
+        kind = b.kind
         out[f"{kind} {where}"] = out.get(f"{kind} {where}", 0) + b.bytes
     return out
 
@@ -109,7 +109,7 @@ def _actual(item: dict[str, Any], row: dict[str, Any]) -> dict[str, int]:
     for kv in row["kv"]:
         add(f"{'kv_swa' if kv['cache'] == 'swa' else 'kv'} {GPU if kv['name'] == GPU else 'host'}", kv["bytes"])
     for rs in row["rs"]:
-        add(f"rs {GPU if rs['name'] == GPU else 'host'}", rs["bytes"])
+        add(f"recurrent {GPU if rs['name'] == GPU else 'host'}", rs["bytes"])
     for name, size in row["output"].items():
         add(f"output {GPU if name == GPU else 'host'}", size)
     for name, size in row["compute"].items():
@@ -126,7 +126,7 @@ def _dry(record: dict[str, Any]) -> dict[tuple[str, int, str], dict[str, int]]:
             continue
         figures = {
             key: sum(d.get(kind, {}).values())
-            for kind, key in (("kv", "kv"), ("kv_swa", "kv_swa"), ("recurrent", "rs"), ("compute", "compute"))
+            for kind, key in (("kv", "kv"), ("kv_swa", "kv_swa"), ("recurrent", "recurrent"), ("compute", "compute"))
         }
         out[(d["model"], d["ngl"], json.dumps(d["config"], sort_keys=True))] = figures
     return out
@@ -163,7 +163,7 @@ def compare_record(record: dict[str, Any], model_path: dict[str, str]) -> list[G
 
 
 def _order(key: str) -> tuple[int, str]:
-    kinds = ("weights", "kv", "kv_swa", "rs", "output", "compute")
+    kinds = ("weights", "kv", "kv_swa", "recurrent", "output", "compute")
     kind, where = key.split()
     return (kinds.index(kind) if kind in kinds else len(kinds), where)
 

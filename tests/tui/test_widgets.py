@@ -28,7 +28,7 @@ async def test_buffer_table_names_differences_and_totals() -> None:
     async with _Host(table).run_test(size=(100, 12)) as pilot:
         table.fill(
             [
-                BufferLine("CUDA0", "model", 100 * MiB, 100 * MiB),
+                BufferLine("CUDA0", "weights", 100 * MiB, 100 * MiB),
                 BufferLine("CUDA0", "kv", 8 * MiB, 10 * MiB, dry_run=10 * MiB),
                 BufferLine("CUDA_Host", "compute", 4 * MiB, None),
             ]

@@ -9,10 +9,10 @@ from app.engine.planned_actual import BufferLine
 from planner.devices import format_size
 
 _KIND_WORDS = {
-    "model": "weights",
+    "weights": "weights",
     "kv": "KV cache",
     "kv_swa": "KV cache (SWA)",
-    "rs": "recurrent state",
+    "recurrent": "recurrent state",
     "output": "output",
     "compute": "compute",
 }
