@@ -11,7 +11,7 @@ from pathlib import Path
 
 from app.discovery import Folder, ModelFile, scan
 from app.plan_cache import ModelSummary, PlanCache, device_fingerprint, file_key
-from planner.devices import Device, Host, format_size
+from planner.hardware import Device, Host, format_size
 
 
 @dataclass

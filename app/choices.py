@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from planner.devices import Device, Host
 from planner.errors import ConfigError
 from planner.fit import FitResult, Wishes, evaluate, fixed_config, solve
+from planner.hardware import Device, Host
 from planner.model import ModelAnatomy
 
 KV_CHOICES = ("auto", "f16", "q8_0", "q4_0")

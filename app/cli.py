@@ -56,7 +56,7 @@ def _on_off(text: str) -> bool:
 
 
 def _size(text: str) -> int:
-    from planner.devices import parse_size
+    from planner.hardware import parse_size
 
     try:
         return parse_size(text)
@@ -424,7 +424,7 @@ def _elastic_json(plan, committed) -> dict:
 
 
 def _elastic_text(plan, committed) -> str:
-    from planner.devices import format_size
+    from planner.hardware import format_size
 
     def where(p) -> str:
         parts = [f"{d.name} {format_size(d.planned)}" for d in p.gpus] + [f"host {format_size(p.host.planned)}"]

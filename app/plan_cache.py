@@ -22,7 +22,7 @@ from typing import Any
 from app import __version__
 from app.paths import cache_dir
 from planner import LLAMA_CPP_BUILD
-from planner.devices import Device, Host
+from planner.hardware import Device, Host
 
 CACHE_FILE = "plans.json"
 CACHE_FORMAT = 1

@@ -12,11 +12,11 @@ from dataclasses import dataclass
 
 from planner.backends import CPU, BackendRules, backend_rules
 from planner.config import Resolved
-from planner.devices import Device
 from planner.ggml_alloc import BufferType, reserve
 from planner.ggml_graph import Graph, Tensor
 from planner.graphs import builder_for
 from planner.graphs.context import GraphContext, GraphShape, WeightSet
+from planner.hardware import Device
 from planner.kv import KVLayout
 from planner.model import ModelAnatomy
 from planner.scheduler import SchedBackend, Scheduler

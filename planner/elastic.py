@@ -11,7 +11,7 @@ maximum near the top, so that a long chat takes a few steps and none is wasteful
 from __future__ import annotations
 
 from planner.config import CTX_PAD
-from planner.devices import Device, Host
+from planner.hardware import Device, Host
 from planner.memory import MemoryPlan, plan_memory
 from planner.units import round_up
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from planner.devices import format_size
+from planner.hardware import format_size
 from planner.memory import MemoryPlan
 
 

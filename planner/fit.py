@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from planner.config import CTX_PAD, LoadConfig
-from planner.devices import Device, Host, format_size
 from planner.errors import ConfigError
 from planner.explain import no_fit_reasons, over_budget, summary
+from planner.hardware import Device, Host, format_size
 from planner.memory import MemoryPlan, plan_memory
 from planner.model import ModelAnatomy
 from planner.projector import Projector

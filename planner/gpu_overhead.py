@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from planner.devices import MiB
+from planner.hardware import MiB
 from planner.units import round_up
 
 PAGE = 2 * MiB  # cudaMalloc rounds large allocations up to 2 MiB pages

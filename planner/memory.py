@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from planner.backends import CPU, backend_rules
 from planner.compute import HOST_BUFFER, compute_buffers, estimate_compute
 from planner.config import LoadConfig, Resolved, resolve
-from planner.devices import Device, Host, MiB
 from planner.errors import ModelError, PlannerError
 from planner.gpu_overhead import gpu_overhead, on_pages
+from planner.hardware import Device, Host, MiB
 from planner.kv import KVLayout, kv_layout
 from planner.model import ModelAnatomy
 from planner.projector import Projector

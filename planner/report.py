@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from planner import LLAMA_CPP_BUILD
-from planner.devices import format_size
 from planner.fit import FitResult
+from planner.hardware import format_size
 from planner.memory import DeviceUsage, MemoryPlan
 
 SCHEMA = 1

@@ -21,8 +21,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from planner.devices import Device, Host, MiB, format_size
 from planner.fit import SMALLEST_CONTEXT, FitResult, Wishes, solve
+from planner.hardware import Device, Host, MiB, format_size
 from planner.memory import DeviceUsage, MemoryPlan
 from planner.model import ModelAnatomy
 

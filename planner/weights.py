@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 
 from planner.backends import CPU, BackendRules, backend_rules
 from planner.config import Resolved
-from planner.devices import Device
 from planner.gguf import TensorInfo
 from planner.gpu_ops import weight_supported
+from planner.hardware import Device
 from planner.model import ModelAnatomy
 from planner.units import EXPERT_TENSOR
 

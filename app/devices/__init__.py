@@ -16,7 +16,7 @@ from app.devices.advice import Mismatch
 from app.devices.held import HeldMemory
 from app.devices.probes import HOST, DeviceReport, Probe
 from app.devices.simulated import ENV_VAR, SimulatedSpec, parse_devices
-from planner.devices import Device, Host, format_size
+from planner.hardware import Device, Host, format_size
 
 __all__ = ["ENV_VAR", "DeviceReport", "HeldMemory", "Mismatch", "Probe", "mismatch_notice", "probe_devices"]
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from app.devices.advice import Mismatch
 from app.devices.held import HeldMemory
-from planner.devices import HOST, Device, Host
+from planner.hardware import HOST, Device, Host
 
 __all__ = ["HOST", "DeviceReport", "Probe"]  # HOST: the host's key in `held`, as llama.cpp names it
 

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from app.devices.probes import HOST, DeviceReport
-from planner.devices import format_size
+from planner.hardware import format_size
 
 
 def _held_json(report: DeviceReport, name: str) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from planner.devices import Device, format_size, parse_size
+from planner.hardware import Device, format_size, parse_size
 from planner.units import DEVICE_PREFIX
 
 ENV_VAR = "VRAMCHAT_DEVICES"

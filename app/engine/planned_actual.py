@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from app.devices.process import ProcessMemory, delta
 from app.engine.llama_log import Measurements
-from planner.devices import HOST
+from planner.hardware import HOST
 from planner.memory import Buffer, MemoryPlan
 
 if TYPE_CHECKING:

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 from app.engine.dry_run import DryRun
 from app.engine.planned_actual import LOG_ROUNDING, device_of
 from planner.config import LoadConfig
-from planner.devices import Device, Host, MiB, format_size
+from planner.hardware import Device, Host, MiB, format_size
 from planner.measured import Gap, corrected, extra_per_device, gaps
 from planner.memory import MemoryPlan
 from planner.model import ModelAnatomy

@@ -21,9 +21,9 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from planner.anatomy import load_anatomy  # noqa: E402
-from planner.devices import Device, GiB, Host, MiB  # noqa: E402
 from planner.fit import Wishes, solve  # noqa: E402
 from planner.gguf import read_gguf  # noqa: E402
+from planner.hardware import Device, GiB, Host, MiB  # noqa: E402
 from tests.support.gpu_record import DATA, GpuRow, compare_record, load_record, planned_for_run, within  # noqa: E402
 from tests.support.header_clone import write  # noqa: E402
 

@@ -11,8 +11,8 @@ from app.devices import DeviceReport, held, host, mismatch_notice, probe_devices
 from app.devices.ggml import GGMLDevice
 from planner.anatomy import load_anatomy
 from planner.config import LoadConfig
-from planner.devices import Host
 from planner.gguf import read_gguf
+from planner.hardware import Host
 from planner.memory import plan_memory
 from tests.support.fake_gpus import (
     FakeAmd,

@@ -11,7 +11,7 @@ import pytest
 from app.catalog import Catalog, fit_badge, format_params, table_rows
 from app.discovery import Folder, folders_to_scan, known_cache_folders, scan
 from app.plan_cache import ModelSummary, PlanCache, device_fingerprint
-from planner.devices import GiB, Host
+from planner.hardware import GiB, Host
 from tests.support.fake_gpus import simulated_gpus
 from tests.support.tiny_models import ZOO, write_tiny_model
 

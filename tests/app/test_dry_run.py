@@ -19,9 +19,9 @@ from app.engine.verify import confirm_plan, replan, verify
 from app.tui.session import ModelSession
 from planner.anatomy import load_anatomy
 from planner.config import LoadConfig
-from planner.devices import GiB, Host, MiB
 from planner.fit import Wishes, solve
 from planner.gguf import read_gguf
+from planner.hardware import GiB, Host, MiB
 from planner.memory import plan_memory
 from tests.support.tiny_models import TinySpec, write_tiny_model
 

@@ -14,8 +14,8 @@ from app.engine.planned_actual import LOG_ROUNDING, compare, device_of
 from app.engine.process import EngineProcess
 from planner.anatomy import load_anatomy
 from planner.config import LoadConfig
-from planner.devices import GiB, Host
 from planner.gguf import read_gguf
+from planner.hardware import GiB, Host
 from planner.memory import MemoryPlan, plan_memory
 from tests.support.fake_gpus import simulated_gpus
 

@@ -8,9 +8,9 @@ import pytest
 
 from app.choices import PlanChoice, parse_choice, plan_for
 from planner.anatomy import load_anatomy
-from planner.devices import GiB, Host
 from planner.errors import ConfigError
 from planner.gguf import read_gguf
+from planner.hardware import GiB, Host
 from tests.support.fake_gpus import simulated_gpus
 
 

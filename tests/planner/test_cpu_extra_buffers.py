@@ -14,8 +14,8 @@ import pytest
 
 from planner.anatomy import load_anatomy
 from planner.config import LoadConfig
-from planner.devices import GiB, Host
 from planner.gguf import read_gguf
+from planner.hardware import GiB, Host
 from planner.memory import plan_memory
 from planner.weights import uses_cpu_extra_buffers
 from tests.conftest import has_compiler

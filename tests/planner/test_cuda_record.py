@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 
 from planner.anatomy import load_anatomy
-from planner.devices import Device, GiB, Host, MiB
 from planner.fit import Wishes, solve
 from planner.ggml_graph import Graph
 from planner.ggml_types import ggml_type
 from planner.gguf import read_gguf
 from planner.gpu_ops import supports_op, weight_supported
 from planner.gpu_overhead import CUDA_CONTEXT, CUDA_RUNTIME_CUBLAS, CUDA_RUNTIME_FLASH_ATTN, on_pages
+from planner.hardware import Device, GiB, Host, MiB
 from tests.support.gpu_record import DATA, compare_record, load_record, planned_for_run, record_gpu, within
 from tests.support.header_clone import write
 

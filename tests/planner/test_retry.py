@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from planner.anatomy import load_anatomy
-from planner.devices import GiB, Host
 from planner.fit import Wishes, solve
 from planner.gguf import read_gguf
+from planner.hardware import GiB, Host
 from planner.retry import MAX_RETRIES, safer_plan
 from tests.support.fake_gpus import simulated_gpus
 from tests.support.synthetic import llama_like

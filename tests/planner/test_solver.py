@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from planner.anatomy import load_anatomy
-from planner.devices import GiB, Host, MiB
 from planner.fit import DEFAULT_CONTEXT_CAP, Wishes, solve
 from planner.gguf import read_gguf
+from planner.hardware import GiB, Host, MiB
 from planner.memory import plan_memory
 from tests.support.fake_gpus import simulated_gpus
 from tests.support.synthetic import llama_like
@@ -89,7 +89,7 @@ def test_cpu_only_and_no_fit(llama8b) -> None:
 
 
 def test_memory_held_by_others_reduces_what_fits(llama8b) -> None:
-    from planner.devices import Device
+    from planner.hardware import Device
 
     free = solve(llama8b, [Device("CUDA0", "gpu", "cuda", 8 * GiB, 8 * GiB)], HOST)
     busy = solve(llama8b, [Device("CUDA0", "gpu", "cuda", 8 * GiB, 5 * GiB)], HOST)

@@ -13,9 +13,9 @@ from typing import Any
 
 from planner.anatomy import load_anatomy
 from planner.config import LoadConfig
-from planner.devices import GiB, Host
 from planner.errors import ConfigError
 from planner.gguf import read_gguf
+from planner.hardware import GiB, Host
 from planner.memory import plan_memory
 from tests.support.oracle.oracle import measure
 

@@ -15,7 +15,7 @@ import pytest
 
 from app.devices import ggml
 from app.devices.ggml import GGMLDevice
-from planner.devices import Device, format_size
+from planner.hardware import Device, format_size
 from planner.units import DEVICE_PREFIX
 
 GiB = 1024**3

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 
 from planner.anatomy import load_anatomy
 from planner.config import LoadConfig
-from planner.devices import GiB, Host
 from planner.errors import PlannerError
 from planner.gguf import read_gguf
+from planner.hardware import GiB, Host
 from planner.memory import plan_memory
 
 EXTREMES = (0, 1, 2, 7, 255, 0x7FFF_FFFF, 0xFFFF_FFFF, 1 << 32, 1 << 40, (1 << 63) - 1, (1 << 64) - 1)

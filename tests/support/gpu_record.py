@@ -16,9 +16,9 @@ from typing import Any
 
 from planner.anatomy import load_anatomy
 from planner.config import LoadConfig
-from planner.devices import Device, GiB, Host
 from planner.errors import ConfigError
 from planner.gguf import read_gguf
+from planner.hardware import Device, GiB, Host
 from planner.memory import MemoryPlan, plan_memory
 from planner.model import ModelAnatomy
 from tests.support.compare import DRY_RUN_TOLERANCE, BufferRow, ConfigRow, _load_config

@@ -15,7 +15,7 @@ import pytest
 
 from app.settings import Settings
 from app.telemetry import Telemetry
-from planner.devices import GiB, MiB
+from planner.hardware import GiB, MiB
 from tests.support.tiny_models import ZOO, write_tiny_model
 from tests.support.tui_helpers import make_app, model_loaded, picker_ready, reply_done, wait_for
 

@@ -13,8 +13,8 @@ from textual.widgets import Footer, Header, Static
 from app.engine.planned_actual import per_buffer
 from app.tui.widgets.buffers import BufferTable
 from app.tui.widgets.dashboard import Dashboard
-from planner.devices import format_size
 from planner.explain import headline
+from planner.hardware import format_size
 
 
 class DashboardScreen(Screen):

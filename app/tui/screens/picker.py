@@ -25,9 +25,9 @@ from app.choices import FA_CHOICES, KV_CHOICES, PlanChoice, parse_choice, plan_f
 from app.discovery import ModelFile, folders_to_scan
 from app.tui.messages import DevicesProbed, EntryPlanned, PlanComputed, ScanFinished, ScanListed, ScanStatus
 from planner.archs import not_for_chat
-from planner.devices import format_size
 from planner.errors import PlannerError
 from planner.fit import FitResult
+from planner.hardware import format_size
 from planner.model import ModelAnatomy
 
 PLAN_DEBOUNCE = 0.2

@@ -6,7 +6,7 @@ from rich.text import Text
 from textual.widgets import DataTable
 
 from app.engine.planned_actual import BufferLine
-from planner.devices import format_size
+from planner.hardware import format_size
 
 _KIND_WORDS = {
     "weights": "weights",

@@ -14,7 +14,7 @@ from textual.widgets import Static
 from app.devices.probes import HOST
 from app.telemetry import Sample
 from app.tui.widgets.graph import MemoryGraph
-from planner.devices import GiB, MiB, format_size
+from planner.hardware import GiB, MiB, format_size
 
 REFRESH_SECONDS = 0.5
 MAX_POINTS = 240  # wider than any graph

@@ -1,4 +1,4 @@
-"""The devices a plan is made for: plain data, filled by `app.devices` or by a what-if."""
+"""The hardware a plan is made for (GPUs and host memory): plain data, filled by `app.devices` or by a what-if."""
 
 from __future__ import annotations
 
