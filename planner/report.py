@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from planner import LLAMA_CPP_BUILD
+from planner.explain import headline
 from planner.fit import FitResult
 from planner.hardware import format_size
 from planner.memory import DeviceUsage, MemoryPlan
@@ -131,7 +132,7 @@ def plan_to_table(result: FitResult) -> str:
         f"{m.name}  ({m.architecture}, {m.n_layer} layers, {m.quantization}, {format_size(m.file_bytes)} on disk)",
         f"{m.path}",
         "",
-        f"Verdict: {verdict_words(plan.verdict)}",
+        f"Verdict: {verdict_words(plan.verdict)} · {headline(plan)}",
         "",
         "Settings",
         f"  GPU layers      {r.n_gpu_layers if plan.gpus else 0} of {m.n_layer + 1} (output layer included)",
