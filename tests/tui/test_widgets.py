@@ -6,7 +6,7 @@ from textual.app import App, ComposeResult
 
 from app.engine.planned_actual import BufferLine
 from app.tui.widgets.buffers import BufferTable
-from app.tui.widgets.graph import MemoryGraph, bar_rows
+from app.tui.widgets.memory_graph import MemoryGraph, bar_rows
 from planner.hardware import MiB, format_size
 
 

@@ -13,7 +13,7 @@ from textual.widgets import Static
 
 from app.devices.probes import HOST
 from app.telemetry import Sample
-from app.tui.widgets.graph import MemoryGraph
+from app.tui.widgets.memory_graph import MemoryGraph
 from planner.hardware import GiB, MiB, format_size
 
 REFRESH_SECONDS = 0.5

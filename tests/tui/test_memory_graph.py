@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from app.engine import Measurements
 from app.engine.planned_actual import per_buffer
-from app.tui.widgets.graph import bar_rows
+from app.tui.widgets.memory_graph import bar_rows
 from planner.memory import Buffer
 
 
