@@ -325,12 +325,13 @@ class Harness:
         try:
             from app.devices import probe_devices
             from planner.anatomy import load_anatomy
-            from planner.fit import Wishes, solve
+            from planner.fit import solve
             from planner.gguf import read_gguf
+            from tests.support.gpu_record import HAND_SEARCH_WISHES
 
             report = probe_devices()
             model = load_anatomy(read_gguf(path))
-            fit = solve(model, report.gpus, report.host, Wishes(n_ctx=131072, kv_types=("f16",), flash_attn="on"))
+            fit = solve(model, report.gpus, report.host, HAND_SEARCH_WISHES)
             gpu = fit.plan.gpus[0] if fit.plan.gpus else None
             cli = subprocess.run(
                 [sys.executable, "-m", "app", "--plan", path, "--ctx", "131072", "--elastic", "off", "--json"],

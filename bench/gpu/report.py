@@ -21,10 +21,18 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from planner.anatomy import load_anatomy  # noqa: E402
-from planner.fit import Wishes, solve  # noqa: E402
 from planner.gguf import read_gguf  # noqa: E402
-from planner.hardware import Device, GiB, Host, MiB  # noqa: E402
-from tests.support.gpu_record import DATA, GpuRow, compare_record, load_record, planned_for_run, within  # noqa: E402
+from planner.hardware import GiB, MiB  # noqa: E402
+from tests.support.gpu_record import (  # noqa: E402
+    DATA,
+    GpuRow,
+    compare_record,
+    hand_search_best,
+    load_record,
+    planned_for_run,
+    solver_on_record,
+    within,
+)
 from tests.support.header_clone import write  # noqa: E402
 
 BEGIN, END = "<!-- cuda:begin -->", "<!-- cuda:end -->"
@@ -101,12 +109,10 @@ def _nvml_table(record: dict, paths: dict[str, str]) -> tuple[list[str], int]:
 
 def _solver_lines(record: dict, paths: dict[str, str]) -> list[str]:
     check = record["solver_check"]
-    best = next(h["best"] for h in record["hand_search"] if "best" in h)
-    tries = next(h["tries"] for h in record["hand_search"] if "best" in h)
+    search = hand_search_best(record)
+    best, tries = search["best"], search["tries"]
     dev = check["solver"]["devices"][0]
-    gpu = Device(dev["name"], "gpu", "cuda", dev["total"], dev["free"])
-    model = load_anatomy(read_gguf(paths["llama-8b-shape"]))
-    fit = solve(model, [gpu], Host(120 * GiB, 120 * GiB), Wishes(n_ctx=131072, kv_types=("f16",), flash_attn="on"))
+    fit, _ = solver_on_record(record, paths["llama-8b-shape"])
     run = check["solver"]["run"]
     nvml = run["steps"][-1]["proc"]
     planned = fit.plan.gpus[0].planned

@@ -13,14 +13,22 @@ from pathlib import Path
 import pytest
 
 from planner.anatomy import load_anatomy
-from planner.fit import Wishes, solve
 from planner.ggml_graph import Graph
 from planner.ggml_types import ggml_type
 from planner.gguf import read_gguf
 from planner.gpu_ops import supports_op, weight_supported
 from planner.gpu_overhead import CUDA_CONTEXT, CUDA_RUNTIME_CUBLAS, CUDA_RUNTIME_FLASH_ATTN, on_pages
-from planner.hardware import Device, GiB, Host, MiB
-from tests.support.gpu_record import DATA, compare_record, load_record, planned_for_run, record_gpu, within
+from planner.hardware import MiB
+from tests.support.gpu_record import (
+    DATA,
+    compare_record,
+    hand_search_best,
+    load_record,
+    planned_for_run,
+    record_gpu,
+    solver_on_record,
+    within,
+)
 from tests.support.header_clone import write
 
 RECORD = load_record()
@@ -119,11 +127,8 @@ def test_solver_fills_a_gpu_others_hold_as_far_as_a_hand_search_and_it_ran(model
     """With another process holding all but 16 GiB, the solver's context is at least 95% of the longest
     that really loaded and ran (bisection on the GPU), and its choice ran a 2,000-token reply."""
     check = RECORD["solver_check"]
-    best = next(h["best"] for h in RECORD["hand_search"] if "best" in h)
-    device = check["solver"]["devices"][0]
-    gpu = Device(device["name"], "gpu", "cuda", device["total"], device["free"])
-    model = load_anatomy(read_gguf(models["llama-8b-shape"]))
-    fit = solve(model, [gpu], Host(120 * GiB, 120 * GiB), Wishes(n_ctx=131072, kv_types=("f16",), flash_attn="on"))
+    best = hand_search_best(RECORD)["best"]
+    fit, model = solver_on_record(RECORD, models["llama-8b-shape"])
     chosen = fit.plan.config
     assert chosen.n_gpu_layers == model.n_layer + 1
     assert 0.95 * best <= chosen.n_ctx <= best

@@ -17,6 +17,7 @@ from typing import Any
 from planner.anatomy import load_anatomy
 from planner.config import LoadConfig
 from planner.errors import ConfigError
+from planner.fit import FitResult, Wishes, solve
 from planner.gguf import read_gguf
 from planner.hardware import Device, GiB, Host
 from planner.memory import MemoryPlan, plan_memory
@@ -74,6 +75,23 @@ def plan_for(model: ModelAnatomy, ngl: int, cfg: dict[str, Any], record: dict[st
     return plan_memory(model, config, [record_gpu(record)], host)
 
 
+# what the hand search asked of the solver: the longest context up to 128K, an f16 cache, flash attention
+HAND_SEARCH_WISHES = Wishes(n_ctx=131072, kv_types=("f16",), flash_attn="on")
+
+
+def hand_search_best(record: dict[str, Any]) -> dict[str, Any]:
+    """The hand search that ran to the end (its best context and its tries)."""
+    return next(h for h in record["hand_search"] if "best" in h)
+
+
+def solver_on_record(record: dict[str, Any], path: str) -> tuple[FitResult, ModelAnatomy]:
+    """The solver of this checkout on the GPU as the app probed it under the other process's load."""
+    device = record["solver_check"]["solver"]["devices"][0]
+    gpu = Device(device["name"], "gpu", "cuda", device["total"], device["free"])
+    model = load_anatomy(read_gguf(path))
+    return solve(model, [gpu], Host(120 * GiB, 120 * GiB), HAND_SEARCH_WISHES), model
+
+
 def planned_for_run(record: dict[str, Any], run: dict[str, Any], path: str) -> int:
     """The plan's CUDA0 total for one of the record's NVML runs (its spec, as nvml_run read it)."""
     spec = run["spec"]
@@ -93,8 +111,7 @@ def _planned(plan: MemoryPlan) -> dict[str, int]:
     out: dict[str, int] = {}
     for b in plan.buffers:
         where = GPU if b.device == GPU else "host"
-        kind = b.kind
-        out[f"{kind} {where}"] = out.get(f"{kind} {where}", 0) + b.bytes
+        out[f"{b.kind} {where}"] = out.get(f"{b.kind} {where}", 0) + b.bytes
     return out
 
 
