@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +40,21 @@ class NvmlGpu:
             return sum(size or 0 for p, size in self.processes.items() if p != pid), True
         own = self.processes.get(pid) or 0
         return max(self.total - self.free - own, 0), False
+
+
+# where a Linux NVIDIA driver shows itself (the kernel module, its control node, WSL's GPU bridge)
+_DRIVER_MARKS = ("/proc/driver/nvidia", "/dev/nvidiactl", "/dev/dxg")
+
+
+def _no_driver_here() -> bool:
+    """A Linux machine with no trace of an NVIDIA driver: NVML cannot work, so it is not imported
+    (pynvml's import and library search cost every plan about 10 ms). A pynvml already imported,
+    or put in place by a test, is always asked."""
+    return (
+        sys.platform.startswith("linux")
+        and "pynvml" not in sys.modules
+        and not any(os.path.exists(mark) for mark in _DRIVER_MARKS)
+    )
 
 
 def _nvml() -> Any:
@@ -91,6 +107,8 @@ def _read_gpu(nv: Any, index: int) -> NvmlGpu:
 def list_gpus() -> list[NvmlGpu]:
     """All NVIDIA GPUs the driver reports. Raises RuntimeError with the reason when NVML is unusable;
     a single GPU that cannot be read is listed with its `error`."""
+    if _no_driver_here():
+        raise RuntimeError("no NVIDIA driver (libnvidia-ml not found)")
     try:
         nv = _nvml()
     except ImportError:

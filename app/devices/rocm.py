@@ -9,7 +9,6 @@ checked here first and pyrsmi's logging is muted while it runs.
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import sys
 from collections.abc import Iterator
@@ -39,6 +38,8 @@ class RocmGpu:
 @contextlib.contextmanager
 def _quiet_logging() -> Iterator[None]:
     """Keep pyrsmi's logging.error() calls from configuring a stderr handler on the root logger."""
+    import logging  # only where pyrsmi runs: the import costs a plan's start 5 ms
+
     root = logging.getLogger()
     added = None
     if not root.handlers:
@@ -94,12 +95,12 @@ def _read(rocml: Any) -> list[RocmGpu]:
 
 def list_gpus() -> list[RocmGpu]:
     """All AMD GPUs the ROCm SMI library reports. Raises RuntimeError with the reason when unusable."""
+    if not _driver_loaded():  # before the import: pyrsmi is slow to import, and useless without it
+        raise RuntimeError("no AMD GPU driver (amdgpu is not loaded)")
     try:
         from pyrsmi import rocml
     except ImportError:
         raise RuntimeError("pyrsmi is not installed") from None
-    if not _driver_loaded():
-        raise RuntimeError("no AMD GPU driver (amdgpu is not loaded)")
     with _quiet_logging():
         try:
             rocml.smi_initialize()

@@ -290,6 +290,18 @@ def test_host_failure_is_recorded_and_the_rest_goes_on(monkeypatch: pytest.Monke
     assert report.probe("llama.cpp").available and report.host.total == 0
 
 
+@pytest.mark.skipif(not os.path.exists("/proc/meminfo"), reason="Linux's /proc/meminfo")
+def test_host_memory_from_proc_is_what_psutil_reads() -> None:
+    total, available, swap_total, _ = host._meminfo()
+    assert total == psutil.virtual_memory().total and swap_total == psutil.swap_memory().total
+    assert abs(available - psutil.virtual_memory().available) < 256 * 2**20  # read a moment apart
+
+
+def test_host_memory_without_proc_comes_from_psutil(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(host, "_meminfo", lambda: None)
+    assert host.read_host().total == psutil.virtual_memory().total
+
+
 def test_host_reads_ram_swap_and_features() -> None:
     mem = host.read_host()
     assert 0 < mem.available <= mem.total and mem.swap_free <= mem.swap_total
