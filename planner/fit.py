@@ -342,6 +342,7 @@ def _most_layers_at(
     pricer: _Pricer, want: int, kv_types: list[str], fa_options: list[bool]
 ) -> tuple[int, int, str, bool] | None:
     """As many layers as fit with the whole context; a quantized KV cache only if it buys layers."""
+    top = pricer.model.n_layer + 1 if pricer.gpus else 0
     best: tuple[int, int, str, bool] | None = None
     for kv in kv_types:
         for fa in fa_options:
@@ -350,6 +351,8 @@ def _most_layers_at(
                 if best is None or ngl > best[0]:
                     best = (ngl, _pad(want), kv, fa)
                 break
+        if best is not None and best[0] == top:
+            break  # every layer already fits: a quantized cache has no layers to buy
     return best
 
 
