@@ -611,8 +611,11 @@ def _negative_values_attached(argv: Sequence[str]) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(_negative_values_attached(sys.argv[1:] if argv is None else argv))
+    from app.compute_cache import keep_compute_sizes
+    from planner.compute_memo import use_store
     from planner.errors import GGUFError, PlannerError
 
+    keep_compute_sizes()
     try:
         for folder in args.models_dir:
             if not os.path.isdir(os.path.expanduser(folder)):
@@ -643,6 +646,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(str(exc), EXIT_BAD_FILE)
     except Exception as exc:
         return _fail(f"unexpected {type(exc).__name__}: {exc} (please report this)", EXIT_BAD_FILE)
+    finally:
+        use_store(None)
 
 
 if __name__ == "__main__":

@@ -15,28 +15,14 @@ import contextlib
 import hashlib
 import os
 import pickle
-import tempfile
-from functools import lru_cache
 from pathlib import Path
 
-import planner
+from app.cache_files import planner_stamp, write_atomically
 from app.paths import cache_dir
 from planner.model import ModelAnatomy
 
 FOLDER = "headers"
 MAX_FILES = 500
-
-
-@lru_cache(maxsize=1)
-def _planner_stamp() -> str:
-    """Changes whenever the planner's code does (a new release, an edited rule)."""
-    root = Path(planner.__file__).parent
-    parts = []
-    for path in sorted(root.rglob("*.py")):
-        with contextlib.suppress(OSError):
-            st = path.stat()
-            parts.append(f"{path.relative_to(root)}:{st.st_size}:{st.st_mtime_ns}")
-    return hashlib.sha1("\n".join(parts).encode()).hexdigest()
 
 
 def _entry(path: str) -> Path | None:
@@ -45,7 +31,7 @@ def _entry(path: str) -> Path | None:
         st = os.stat(real)
     except OSError:
         return None
-    key = f"{real}\0{st.st_size}\0{st.st_mtime_ns}\0{_planner_stamp()}"
+    key = f"{real}\0{st.st_size}\0{st.st_mtime_ns}\0{planner_stamp()}"
     return cache_dir() / FOLDER / (hashlib.sha1(key.encode()).hexdigest() + ".pickle")
 
 
@@ -68,21 +54,5 @@ def load_anatomy_cached(path: str) -> ModelAnatomy:
 
 
 def _store(entry: Path, anatomy: ModelAnatomy) -> None:
-    with contextlib.suppress(OSError, pickle.PicklingError, TypeError, AttributeError):
-        entry.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=entry.parent, suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                pickle.dump(anatomy, handle, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, entry)
-        finally:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-        _trim(entry.parent)
-
-
-def _trim(folder: Path) -> None:
-    files = sorted(folder.glob("*.pickle"), key=lambda p: p.stat().st_mtime)
-    for old in files[:-MAX_FILES]:
-        with contextlib.suppress(OSError):
-            old.unlink()
+    with contextlib.suppress(pickle.PicklingError, TypeError, AttributeError):
+        write_atomically(entry, pickle.dumps(anatomy, protocol=pickle.HIGHEST_PROTOCOL), MAX_FILES)

@@ -20,9 +20,8 @@ from planner.hardware import Device
 from planner.kv import KVLayout
 from planner.model import ModelAnatomy
 from planner.scheduler import SchedBackend, Scheduler
+from planner.units import HOST_BUFFER
 from planner.weights import HOST_INDEX, LayerPlacement, WeightBuffers
-
-HOST_BUFFER = "CPU"
 
 
 @dataclass(frozen=True)

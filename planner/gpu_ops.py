@@ -9,7 +9,10 @@ for the shapes the planner's graphs produce; other GPU backends are taken to sup
 
 from __future__ import annotations
 
-from planner.ggml_graph import Tensor
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the graph module is needed only where graphs are built
+    from planner.ggml_graph import Tensor
 
 FATTN_KQ_STRIDE = 256  # ggml-cuda/fattn-common.cuh
 _FATTN_KV_TYPES = frozenset({"f16", "f32", "bf16", "q4_0", "q4_1", "q5_0", "q5_1", "q8_0"})

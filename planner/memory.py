@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from planner import compute_memo
 from planner.backends import CPU, backend_rules
-from planner.compute import HOST_BUFFER, compute_buffers, estimate_compute
 from planner.config import LoadConfig, Resolved, resolve
 from planner.errors import ModelError, PlannerError
 from planner.gpu_overhead import gpu_overhead, on_pages
@@ -14,7 +14,8 @@ from planner.kv import KVLayout, kv_layout
 from planner.model import ModelAnatomy
 from planner.projector import Projector
 from planner.recurrent import rs_layout
-from planner.weights import HOST_INDEX, LayerPlacement, place_layers, weight_buffers
+from planner.units import HOST_BUFFER
+from planner.weights import HOST_INDEX, LayerPlacement, WeightBuffers, place_layers, weight_buffers
 
 
 @dataclass
@@ -140,6 +141,25 @@ def default_margin(device: Device | Host) -> int:
     return min(1024 * MiB, device.total // 10)
 
 
+def _compute_sizes(
+    model: ModelAnatomy,
+    r: Resolved,
+    kv: KVLayout,
+    placement: LayerPlacement,
+    gpus: list[Device],
+    wb: WeightBuffers,
+    op_offload: bool,
+) -> dict[str, int]:
+    def price() -> dict[str, int]:
+        from planner.compute import compute_buffers  # the graph builders: only when a size is not known
+
+        return compute_buffers(model, r, kv, placement, gpus, wb, op_offload=op_offload).sizes
+
+    if not compute_memo.active():
+        return price()
+    return compute_memo.remembered(compute_memo.size_key(model, r, placement, gpus, wb, op_offload), price)
+
+
 def plan_memory(
     model: ModelAnatomy,
     config: LoadConfig,
@@ -187,13 +207,15 @@ def _plan_memory(
         try:
             if model.extra.get("no_cache"):
                 raise PlannerError("no graph builder for an architecture without a KV cache")
-            compute_sizes = compute_buffers(model, r, kv, placement, gpus_used, wb, op_offload=config.op_offload).sizes
+            compute_sizes = _compute_sizes(model, r, kv, placement, gpus_used, wb, config.op_offload)
         except PlannerError:
             if model.exact:
                 raise
             # no graph builder fits this architecture: a rough figure, on the device of the output layer
             estimated_compute = True
             where = HOST_BUFFER if placement.output == HOST_INDEX or not gpus_used else gpus_used[placement.output].name
+            from planner.compute import estimate_compute
+
             compute_sizes = {where: estimate_compute(model, r)}
 
     gpu_usage = [

@@ -10,6 +10,9 @@ def round_up(n: int, to: int) -> int:
     return (n + to - 1) // to * to
 
 
+# the name the host's buffers go under in a plan (the CPU backend)
+HOST_BUFFER = "CPU"
+
 # the names llama.cpp gives its GPU devices, by backend (GGML_CUDA_NAME, GGML_METAL_NAME ...; a HIP
 # build of ggml-cuda calls its devices ROCm0, ROCm1 ...)
 DEVICE_PREFIX = {"cuda": "CUDA", "rocm": "ROCm", "metal": "MTL", "vulkan": "Vulkan"}
