@@ -37,8 +37,11 @@ CUDA = BackendRules("cuda", 128, pads_quantized_rows=True, verified=True)  # ben
 ROCM = BackendRules("rocm", 128, pads_quantized_rows=True)
 METAL = BackendRules("metal", 32)
 VULKAN = BackendRules("vulkan", 256)
+# a device another machine lends through llama.cpp's RPC backend: the server answers alignment and
+# allocation sizes with its own backend's; these are a CPU server's (checked: tests/planner/test_rpc.py)
+RPC = BackendRules("rpc", 32, verified=True)
 
-BACKENDS: dict[str, BackendRules] = {b.name: b for b in (CPU, CUDA, ROCM, METAL, VULKAN)}
+BACKENDS: dict[str, BackendRules] = {b.name: b for b in (CPU, CUDA, ROCM, METAL, VULKAN, RPC)}
 
 
 def backend_rules(name: str) -> BackendRules:

@@ -133,17 +133,18 @@ def compute_buffers(
         device = placement.layers[il]
         return "host" if device == HOST_INDEX else gpus[device].name
 
-    backends = [SchedBackend(d.name, False, i, kind=d.backend) for i, d in enumerate(gpus)] + [
-        SchedBackend(HOST_BUFFER, True, HOST_INDEX)
-    ]
+    # an RPC device has no offload_op: ops whose weights stay in host memory are never pulled to it
+    backends = [
+        SchedBackend(d.name, False, i, kind=d.backend, supports_offload=d.backend != "rpc") for i, d in enumerate(gpus)
+    ] + [SchedBackend(HOST_BUFFER, True, HOST_INDEX)]
     # llama_context: pipeline parallelism needs several GPUs holding every layer, the KV cache offloaded,
-    # no tensor overrides, and devices with async compute and events (CUDA and ROCm have them)
+    # no tensor overrides, and devices with async compute and events (CUDA, ROCm and RPC have them)
     pipeline = (
         len(gpus) > 1
         and r.n_gpu_layers > model.n_layer
         and r.config.offload_kqv
         and not r.config.n_cpu_moe
-        and all(d.backend in ("cuda", "rocm") for d in gpus)
+        and all(d.backend in ("cuda", "rocm", "rpc") for d in gpus)
     )
     scheduler = Scheduler(backends, op_offload=op_offload, n_copies=4 if pipeline else 1)
     buffer_types = {d.name: _gpu_buffer_type(d.name, backend_rules(d.backend), r.n_ubatch) for d in gpus}

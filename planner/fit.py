@@ -19,6 +19,7 @@ from planner.hardware import Device, Host, format_size
 from planner.memory import MemoryPlan, plan_memory
 from planner.model import ModelAnatomy
 from planner.projector import Projector
+from planner.rpc import network_notes
 from planner.units import round_up
 
 # Without --ctx the planner aims for the trained context, but at most this many tokens.
@@ -396,6 +397,7 @@ def _reasons(plan: MemoryPlan, want: int, wishes: Wishes, pricer: _Pricer, kv_ty
                 f"{d.name}: {format_size(d.planned)} of {format_size(d.free)} free "
                 f"({format_size(d.headroom)} spare after a {format_size(d.margin)} margin)"
             )
+    reasons += network_notes(plan, pricer.gpus)
     host = plan.host
     reasons.append(
         f"Host RAM: {format_size(host.planned)} planned of {format_size(host.free)} free "

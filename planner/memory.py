@@ -267,13 +267,15 @@ def _plan_memory(
     # output (logits) buffer: host, pinned when a GPU backend exists
     output = model.n_vocab * 4 * max(1, r.n_seq_max)
     host_usage.output = output
-    buffers.append(Buffer("CPU", "output", "CUDA_Host" if gpus_used else "CPU", output))
+    # pinned host memory of the first GPU backend that has it (an RPC device has none)
+    host_name = "CUDA_Host" if any(d.backend != "rpc" for d in gpus_used) else "CPU"
+    buffers.append(Buffer("CPU", "output", host_name, output))
 
     # compute buffers
     for name, size in compute_sizes.items():
         if name == HOST_BUFFER:
             host_usage.compute += size
-            buffers.append(Buffer("CPU", "compute", "CUDA_Host" if gpus_used else "CPU", size))
+            buffers.append(Buffer("CPU", "compute", host_name, size))
         else:
             idx = next(i for i, d in enumerate(gpus) if d.name == name)
             gpu_usage[idx].compute += size
@@ -281,6 +283,8 @@ def _plan_memory(
 
     experts = int(model.extra.get("n_expert", 0) or 0) > 0
     for idx, d in enumerate(gpus_used):
+        if d.backend == "rpc":
+            continue  # the server's own backend context is already out of the free memory it reports
         ovh = gpu_overhead(d.backend, r.config.flash_attn, experts)
         usage = gpu_usage[idx]
         # the driver holds each buffer in whole pages: what it takes beyond the buffers' bytes

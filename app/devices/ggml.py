@@ -105,12 +105,14 @@ def library_dir() -> str:
 
 
 def library_names(base: str) -> list[str]:
-    """File names a ggml library may have on this platform, as llama_cpp looks for them."""
+    """File names a ggml library may have on this platform. The versioned name comes first: it is
+    the one libllama links to, and a wheel ships it as a copy rather than a link, so opening the
+    plain name would load a second ggml with a registry of its own (one llama.cpp never sees)."""
     if sys.platform == "win32":
         return [f"{base}.dll", f"lib{base}.dll"]
     if sys.platform == "darwin":
-        return [f"lib{base}.dylib", f"lib{base}.so"]
-    return [f"lib{base}.so"]
+        return [f"lib{base}.0.dylib", f"lib{base}.dylib", f"lib{base}.so"]
+    return [f"lib{base}.so.0", f"lib{base}.so"]
 
 
 def _open(folder: str, base: str, mode: int = ctypes.DEFAULT_MODE) -> ctypes.CDLL:

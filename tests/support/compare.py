@@ -28,6 +28,7 @@ class BufferRow:
     planned: int
     actual: int
     dry_run: int | None = None  # llama.cpp's no_alloc dry run (0.01 MiB precision); None: not asked or not given
+    device: str = "CPU"  # the device the buffer is on (CPU, or RPC0 ... in a split over RPC servers)
 
     @property
     def dry_run_matches(self) -> bool:

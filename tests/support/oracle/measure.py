@@ -75,9 +75,18 @@ def main() -> None:
     callback = llama_cpp.llama_log_callback(collector)
     llama_cpp.llama_log_set(callback, ctypes.c_void_p(0))
     llama_cpp.llama_backend_init()
+    if spec.get("rpc"):  # RPC servers' devices, first in llama.cpp's list, as with llama.cpp's --rpc
+        from app.rpc.client import add_servers
+        from app.rpc.endpoint import parse_endpoints
+
+        add_servers(parse_endpoints(",".join(spec["rpc"])))
 
     mparams = llama_cpp.llama_model_default_params()
     mparams.n_gpu_layers = spec.get("n_gpu_layers", 0)
+    split = spec.get("tensor_split") or []
+    if split:
+        weights = (ctypes.c_float * 128)(*split)  # llama_max_devices() floats; kept alive below
+        mparams.tensor_split = ctypes.cast(weights, ctypes.POINTER(ctypes.c_float))
     if not spec.get("use_mmap", True):
         mparams.load_mode = 0
     mparams.use_extra_bufts = bool(spec.get("use_extra_bufts", True))

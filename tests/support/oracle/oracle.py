@@ -49,10 +49,13 @@ def measure(
     use_mmap: bool = True,
     timeout: float = 600,
     cpu_extra_buffers: bool | None = None,
+    rpc: list[str] | None = None,
+    tensor_split: list[float] | None = None,
 ) -> tuple[dict[str, int], list[dict[str, Any]]]:
     """Model buffers and, per configuration, the KV, RS, output and compute buffers.
 
-    `cpu_extra_buffers` None loads as the app does on this CPU (planner.weights.uses_cpu_extra_buffers)."""
+    `cpu_extra_buffers` None loads as the app does on this CPU (planner.weights.uses_cpu_extra_buffers).
+    `rpc` adds the devices of these RPC servers (HOST:PORT), split as `tensor_split` says."""
     from app.devices import ggml
     from planner.weights import uses_cpu_extra_buffers
 
@@ -66,6 +69,8 @@ def measure(
         "n_gpu_layers": n_gpu_layers,
         "use_mmap": use_mmap,
         "use_extra_bufts": extra,
+        "rpc": rpc or [],
+        "tensor_split": tensor_split or [],
     }
     stdin = "\n".join(json.dumps(x) for x in [spec, *configs]) + "\n"
     proc = subprocess.run(

@@ -1,0 +1,63 @@
+"""RPC server addresses as the user writes them: HOST:PORT, several separated by commas."""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+
+DEFAULT_PORT = 50052  # llama.cpp's rpc-server default
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    host: str
+    port: int
+
+    def __str__(self) -> str:  # ggml-rpc's own spelling, also the key of its connections
+        return f"{self.host}:{self.port}"
+
+    @property
+    def is_loopback(self) -> bool:
+        if self.host == "localhost":
+            return True
+        try:
+            return ipaddress.ip_address(self.host).is_loopback
+        except ValueError:
+            return False
+
+
+def parse_endpoint(text: str, default_port: int | None = None) -> Endpoint:
+    """One HOST:PORT. Raises ValueError with the reason (ggml-rpc splits at the first colon, so
+    IPv6 addresses cannot be given)."""
+    text = text.strip()
+    host, sep, port_text = text.partition(":")
+    if not sep:
+        if default_port is None:
+            raise ValueError(f"{text!r}: give the server as HOST:PORT (rpc-server listens on {DEFAULT_PORT})")
+        port_text = str(default_port)
+    if not host:
+        raise ValueError(f"{text!r}: the host is missing (HOST:PORT)")
+    if ":" in port_text:
+        raise ValueError(f"{text!r}: llama.cpp's RPC takes HOST:PORT with one colon (no IPv6 addresses)")
+    try:
+        port = int(port_text)
+    except ValueError:
+        raise ValueError(f"{text!r}: the port {port_text!r} is not a number") from None
+    if not 0 < port < 65536:
+        raise ValueError(f"{text!r}: the port must be between 1 and 65535")
+    return Endpoint(host, port)
+
+
+def parse_endpoints(text: str) -> list[Endpoint]:
+    """HOST:PORT[,HOST:PORT...], each once, in the order given (llama.cpp numbers the devices so)."""
+    out: list[Endpoint] = []
+    for part in text.split(","):
+        if not part.strip():
+            continue
+        endpoint = parse_endpoint(part)
+        if endpoint in out:
+            raise ValueError(f"{endpoint} is given twice")
+        out.append(endpoint)
+    if not out:
+        raise ValueError("no RPC server given (HOST:PORT[,HOST:PORT...])")
+    return out

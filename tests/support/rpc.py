@@ -1,0 +1,167 @@
+"""RPC servers on this machine, and planned vs allocated bytes per device for loads split over them.
+
+    with rpc_servers(2) as endpoints:
+        rows = compare_rpc(path, configs, endpoints, n_gpu_layers=99, tensor_split=[1, 1])
+
+Each server is `app.rpc.server_process` lending this machine's CPU on 127.0.0.1, in a child
+process; llama.cpp then sees RPC0, RPC1 ... beside the local CPU, as it would remote GPUs. The
+planner is given the same devices (with the free memory the servers report) and the same split.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from app.children import child_env
+from app.rpc.endpoint import Endpoint
+from app.rpc.wire import RpcError, query_server
+from planner.anatomy import load_anatomy
+from planner.errors import ConfigError
+from planner.gguf import read_gguf
+from planner.hardware import GiB, Device, Host
+from planner.memory import plan_memory
+from tests.support.compare import BufferRow, ConfigRow, _cpu_features, _load_config
+from tests.support.oracle.oracle import measure
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start_server(port: int, threads: int = 1) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "app.rpc.server_process", f"127.0.0.1:{port}", "", str(threads), "CPU"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=child_env(),
+    )
+
+
+def wait_until_serving(endpoint: Endpoint, proc: subprocess.Popen[bytes], timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            query_server(endpoint, timeout=2)
+            return
+        except RpcError:
+            if proc.poll() is not None:
+                raise RuntimeError(
+                    f"the RPC server on {endpoint} ended: {proc.stderr.read().decode()[-500:]}"
+                ) from None
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
+@contextlib.contextmanager
+def rpc_servers(count: int) -> Iterator[list[Endpoint]]:
+    """`count` RPC servers lending this machine's CPU, on free ports of 127.0.0.1."""
+    procs: list[subprocess.Popen[bytes]] = []
+    endpoints: list[Endpoint] = []
+    try:
+        for _ in range(count):
+            endpoint = Endpoint("127.0.0.1", free_port())
+            proc = start_server(endpoint.port)
+            procs.append(proc)
+            wait_until_serving(endpoint, proc)
+            endpoints.append(endpoint)
+        yield endpoints
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+            if proc.stderr:
+                proc.stderr.close()
+
+
+def rpc_devices(endpoints: list[Endpoint]) -> list[Device]:
+    """The devices llama.cpp gets from these servers, named as it names them (RPC0, RPC1 ...)."""
+    devices = []
+    for endpoint in endpoints:
+        for remote in query_server(endpoint).devices:
+            devices.append(
+                Device(f"RPC{len(devices)}", "gpu", "rpc", remote.total, remote.free, description=str(endpoint))
+            )
+    return devices
+
+
+def _device_of_buffer(name: str, devices: list[Device]) -> str:
+    """llama.cpp names an RPC buffer `RPC<index on its server>[HOST:PORT]`; the plan, by device."""
+    if not name.startswith("RPC") or "[" not in name:
+        return "CPU"
+    index, endpoint = name[3:].rstrip("]").split("[", 1)
+    on_server = [d for d in devices if d.description == endpoint]
+    return on_server[int(index)].name
+
+
+def compare_rpc(
+    path: str | os.PathLike[str],
+    configs: list[dict[str, Any]],
+    endpoints: list[Endpoint],
+    n_gpu_layers: int,
+    tensor_split: list[float],
+) -> list[ConfigRow]:
+    """One row per configuration: every buffer, per device (the CPU and each RPC device)."""
+    features = _cpu_features()
+    model = load_anatomy(read_gguf(path))
+    model_buffers, measured = measure(
+        path, configs, n_gpu_layers=n_gpu_layers, rpc=[str(e) for e in endpoints], tensor_split=tensor_split
+    )
+    devices = rpc_devices(endpoints)
+    host = Host(64 * GiB, 64 * GiB, features)
+    actual_weights: dict[str, int] = {}
+    for name, size in model_buffers.items():
+        device = _device_of_buffer(name, devices)
+        actual_weights[device] = actual_weights.get(device, 0) + size
+    rows = []
+    for result in measured:
+        cfg = result["config"]
+        split_note = ",".join(f"{w:g}" for w in tensor_split)
+        row = ConfigRow(
+            os.path.basename(os.fspath(path)),
+            model.architecture,
+            {**cfg, "rpc_servers": len(endpoints), "n_gpu_layers": n_gpu_layers, "tensor_split": split_note},
+        )
+        config = _load_config(cfg)
+        config = type(config)(**{**config.__dict__, "n_gpu_layers": n_gpu_layers, "tensor_split": tuple(tensor_split)})
+        try:
+            plan = plan_memory(model, config, devices, host)
+        except ConfigError as exc:
+            row.refused_by_planner = str(exc)
+        if not result["ok"]:
+            row.refused_by_llama = (result["errors"] or ["refused"])[-1]
+        if row.refused_by_llama or row.refused_by_planner:
+            rows.append(row)
+            continue
+        actual: dict[tuple[str, str], int] = {}
+        for (kind, device), size in [(("weights", d), s) for d, s in actual_weights.items()]:
+            actual[(kind, device)] = size
+        for kv in result["kv"]:
+            key = ("kv_swa" if kv["cache"] == "swa" else "kv", _device_of_buffer(kv["name"], devices))
+            actual[key] = actual.get(key, 0) + kv["bytes"]
+        for rs in result["rs"]:
+            key = ("recurrent", _device_of_buffer(rs["name"], devices))
+            actual[key] = actual.get(key, 0) + rs["bytes"]
+        actual[("output", "CPU")] = sum(result["output"].values())
+        for name, size in result["compute"].items():
+            key = ("compute", _device_of_buffer(name, devices))
+            actual[key] = actual.get(key, 0) + size
+        planned: dict[tuple[str, str], int] = {}
+        for buf in plan.buffers:
+            key = (buf.kind, buf.device)
+            planned[key] = planned.get(key, 0) + buf.bytes
+        for key in sorted(set(actual) | set(planned), key=lambda k: (k[1] != "CPU", k[1], k[0])):
+            kind, device = key
+            row.buffers.append(BufferRow(kind, planned.get(key, 0), actual.get(key, 0), device=device))
+        rows.append(row)
+    return rows
