@@ -53,7 +53,7 @@ class _Connection:
         self.timeout = timeout
         try:
             self.sock = socket.create_connection((endpoint.host, endpoint.port), timeout=timeout)
-        except socket.timeout:
+        except TimeoutError:
             raise RpcError(f"{endpoint}: no answer within {timeout:g} s (a firewall, or no such host)") from None
         except ConnectionRefusedError:
             raise RpcError(
@@ -70,7 +70,7 @@ class _Connection:
         while len(data) < n:
             try:
                 chunk = self.sock.recv(n - len(data))
-            except socket.timeout:
+            except TimeoutError:
                 raise RpcError(
                     f"{self.endpoint}: the server did not answer within {self.timeout:g} s "
                     "(it serves one client at a time: is another one connected?)"

@@ -25,7 +25,7 @@ from app.rpc.wire import RpcError, query_server
 from planner.anatomy import load_anatomy
 from planner.errors import ConfigError
 from planner.gguf import read_gguf
-from planner.hardware import GiB, Device, Host
+from planner.hardware import Device, GiB, Host
 from planner.memory import plan_memory
 from tests.support.compare import BufferRow, ConfigRow, _cpu_features, _load_config
 from tests.support.oracle.oracle import measure
