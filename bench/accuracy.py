@@ -7,7 +7,8 @@ each in real llama.cpp (CPU build) over a grid of configurations, reads every
 buffer's exact size (bench/oracle), runs the planner on the same configuration
 and tabulates planned vs allocated bytes with the error. The real Gemma 3 270M
 is included. Exits non-zero if any row is off by more than the tolerance
-(weights, KV and recurrent state: 0 bytes; compute: 2 % or 4 MiB).
+(weights, KV and recurrent state: 0 bytes; compute: 2 % or 4 MiB). Ends with loads split
+over two RPC servers on 127.0.0.1, device by device (bench/accuracy_rpc.py).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.accuracy_rpc import rpc_section  # noqa: E402
 from planner import LLAMA_CPP_BUILD  # noqa: E402
 from tests.support.compare import ConfigRow, compare_cpu, grid  # noqa: E402
 from tests.support.tiny_models import ZOO, write_tiny_model  # noqa: E402
@@ -97,7 +99,6 @@ FAMILIES: list[tuple[str, list[str]]] = [
         ],
     ),
 ]
-MiB = 1024 * 1024
 KINDS = ("weights", "kv", "kv_swa", "recurrent", "output", "compute")
 
 
@@ -105,12 +106,6 @@ def _features() -> frozenset[str]:
     from app.devices.ggml import cpu_features
 
     return cpu_features()
-
-
-def _ok(kind: str, planned: int, actual: int) -> bool:
-    if kind == "compute":
-        return abs(planned - actual) <= max(0.02 * actual, 4 * MiB)
-    return planned == actual
 
 
 def _fmt(n: int) -> str:
@@ -166,7 +161,7 @@ def _table(rows: list[ConfigRow]) -> list[str]:
             if buf is None:
                 cells.append("")
                 continue
-            mark = "" if _ok(kind, buf.planned, buf.actual) else " **OFF**"
+            mark = "" if buf.within_tolerance else " **OFF**"
             dry = ""
             if kind != "weights":  # the dry run allocates nothing, so it reports no model buffer sizes
                 dry = " · " + (
@@ -219,7 +214,7 @@ def main() -> int:
                     n_rows += 1
                     if bool(row.refused_by_llama) != bool(row.refused_by_planner):
                         bad += 1
-                    bad += sum(1 for b in row.buffers if not _ok(b.kind, b.planned, b.actual))
+                    bad += sum(1 for b in row.buffers if not b.within_tolerance)
                     for b in row.buffers:
                         if b.kind != "weights":
                             dry_checked += 1
@@ -230,6 +225,9 @@ def main() -> int:
                 lines += [f"### {label} (architecture `{rows[0].architecture}`): {status}", ""]
                 lines += _table(rows) + [""]
                 print(f"{family:<36} {name:<16} {len(rows):3d} rows  {status}", flush=True)
+        rpc_lines, rpc_rows, rpc_buffers, rpc_off = rpc_section(Path(tmp))
+        lines += rpc_lines
+        failures += rpc_off
     header = [
         "# Planner accuracy against llama.cpp",
         "",
@@ -244,6 +242,8 @@ def main() -> int:
         "",
         f"Summary: {n_rows} configurations, {len(archs)} architectures ({', '.join(sorted(archs))}), "
         f"{len(families_covered)} families; {failures} buffers outside the tolerance. "
+        f"Split over RPC servers: {rpc_rows} configurations, {rpc_buffers} buffers per device, {rpc_off} outside "
+        "the tolerance (the last section). "
         f"Generated in {time.time() - started:.0f} s.",
         "",
         f"Dry run: before each load vramchat asks llama.cpp itself (a `no_alloc` model and context: the real "

@@ -30,6 +30,8 @@ def parse_endpoint(text: str, default_port: int | None = None) -> Endpoint:
     """One HOST:PORT. Raises ValueError with the reason (ggml-rpc splits at the first colon, so
     IPv6 addresses cannot be given)."""
     text = text.strip()
+    if text.count(":") > 1 or text.startswith("["):
+        raise ValueError(f"{text!r}: llama.cpp's RPC takes HOST:PORT with one colon (no IPv6 addresses)")
     host, sep, port_text = text.partition(":")
     if not sep:
         if default_port is None:
@@ -37,8 +39,6 @@ def parse_endpoint(text: str, default_port: int | None = None) -> Endpoint:
         port_text = str(default_port)
     if not host:
         raise ValueError(f"{text!r}: the host is missing (HOST:PORT)")
-    if ":" in port_text:
-        raise ValueError(f"{text!r}: llama.cpp's RPC takes HOST:PORT with one colon (no IPv6 addresses)")
     try:
         port = int(port_text)
     except ValueError:

@@ -40,6 +40,13 @@ class BufferRow:
         return self.planned - self.actual
 
     @property
+    def within_tolerance(self) -> bool:
+        """The bar every row is held to: weights, caches and output exact; compute within 2% or 4 MiB."""
+        if self.kind.startswith("compute"):
+            return abs(self.error) <= max(4 * 1024 * 1024, 0.02 * self.actual)
+        return self.error == 0
+
+    @property
     def error_pct(self) -> float:
         return 100.0 * self.error / self.actual if self.actual else (0.0 if not self.planned else 100.0)
 

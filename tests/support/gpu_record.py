@@ -187,9 +187,7 @@ def _order(key: str) -> tuple[int, str]:
 
 def within(buf: BufferRow) -> bool:
     """The issue's bar: weights, caches and output exact; compute within 2% or 4 MiB."""
-    if buf.kind.startswith("compute"):
-        return abs(buf.error) <= max(4 * 1024 * 1024, 0.02 * buf.actual)
-    return buf.error == 0
+    return buf.within_tolerance
 
 
 __all__ = [

@@ -1,0 +1,36 @@
+"""Loads split over RPC servers: every buffer on every device as the planner said, to the byte.
+
+The first real multi-device check of the planner's layer split and scheduler replay that needs no
+GPU: llama.cpp sees each server's CPU as a GPU-like device (RPC0, RPC1), puts layers, KV cache and
+compute there, and with every layer on two servers turns on pipeline parallelism.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from app.rpc.endpoint import Endpoint
+from tests.support.rpc import compare_rpc
+
+CONFIGS = [{"n_ctx": 512}, {"n_ctx": 2048, "flash_attn": True, "type_k": "q8_0", "type_v": "q8_0"}]
+
+
+@pytest.mark.parametrize(
+    "servers, n_gpu_layers, split",
+    [(1, 99, [1]), (1, 2, [1]), (2, 99, [1, 1]), (2, 99, [3, 1]), (2, 3, [1, 1])],
+    ids=["one-all", "one-some", "two-all-even", "two-all-3to1", "two-some"],
+)
+@pytest.mark.parametrize("name", ["llama-f16", "gemma3", "qwen2moe", "lfm2"])
+def test_every_device_gets_what_was_planned(
+    zoo: dict[str, Path], rpc_endpoints: list[Endpoint], name: str, servers: int, n_gpu_layers: int, split: list[float]
+) -> None:
+    rows = compare_rpc(zoo[name], CONFIGS, rpc_endpoints[:servers], n_gpu_layers, split)
+    assert len(rows) == len(CONFIGS)
+    for row in rows:
+        assert not row.refused_by_llama and not row.refused_by_planner, row
+        devices = {b.device for b in row.buffers}
+        assert devices == {"CPU", *(f"RPC{i}" for i in range(servers))} or n_gpu_layers < 99, devices
+        off = [b for b in row.buffers if not b.within_tolerance]
+        assert not off, (row.config, off)
