@@ -609,8 +609,16 @@ def _negative_values_attached(argv: Sequence[str]) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    words = list(sys.argv[1:] if argv is None else argv)
+    if words[:1] == ["serve-rpc"]:
+        from app.rpc.serve import serve
+
+        try:
+            return serve(words[1:])
+        except KeyboardInterrupt:
+            return 130
     parser = build_parser()
-    args = parser.parse_args(_negative_values_attached(sys.argv[1:] if argv is None else argv))
+    args = parser.parse_args(_negative_values_attached(words))
     from app.compute_cache import keep_compute_sizes
     from planner.compute_memo import use_store
     from planner.errors import GGUFError, PlannerError

@@ -1,0 +1,182 @@
+"""`vramchat serve-rpc`: lend this machine's devices to vramchat (or llama.cpp) on another machine.
+
+The server is ggml-rpc's own, run in a child process (`app.rpc.server_process`); this command
+says what it lends, who connects and leaves, and stops it cleanly on Ctrl+C. The RPC protocol has
+no authentication and lets a client run computations on the lent devices, so the server listens
+on 127.0.0.1 unless --host says otherwise, and then it warns.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Sequence
+
+from app.children import child_env
+from app.rpc.endpoint import DEFAULT_PORT, Endpoint
+
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="vramchat serve-rpc",
+        description="Lend this machine's devices to vramchat or llama.cpp on another machine "
+        "(llama.cpp's RPC server). Stop it with Ctrl+C.",
+    )
+    parser.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to listen on (default 127.0.0.1: this machine only). The protocol has no "
+        "authentication: only give a network address on a network you trust",
+    )
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
+    parser.add_argument(
+        "--device",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a device to lend, as --devices names it (CUDA0, CPU ...); repeat for several "
+        "(default: every GPU, or the CPU where there is none)",
+    )
+    parser.add_argument(
+        "--cache",
+        action="store_true",
+        help="keep large tensors in vramchat's cache folder, so a later load of the same model sends less",
+    )
+    parser.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="CPU threads (default: all)")
+    return parser
+
+
+def _choose_devices(wanted: list[str]) -> list[tuple[str, str, int, int]]:
+    """(name, description, free, total) of the devices to lend. Raises ValueError with the reason."""
+    from app.devices.ggml import list_devices
+
+    devices = [d for d in list_devices() if d.type in ("cpu", "gpu", "igpu") and d.backend != "rpc"]
+    by_name = {d.name: d for d in devices}
+    if wanted:
+        unknown = [name for name in wanted if name not in by_name]
+        if unknown:
+            raise ValueError(f"no device {', '.join(unknown)} here (there are: {', '.join(by_name)})")
+        chosen = [by_name[name] for name in wanted]
+    else:
+        chosen = [d for d in devices if d.is_gpu] or [d for d in devices if d.type == "cpu"]
+    return [(d.name, d.description, d.free, d.total) for d in chosen]
+
+
+def _port_taken(endpoint: Endpoint) -> str | None:
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((endpoint.host, endpoint.port))
+        except OSError as exc:
+            return exc.strerror or str(exc)
+    return None
+
+
+def _peer(pid: int, port: int) -> str:
+    """The address of the client the server (process `pid`) has just accepted on `port`."""
+    with contextlib.suppress(Exception):
+        import psutil
+
+        for conn in psutil.Process(pid).net_connections(kind="tcp"):
+            if conn.status == psutil.CONN_ESTABLISHED and conn.laddr and conn.laddr.port == port and conn.raddr:
+                return f"{conn.raddr.ip}:{conn.raddr.port}"
+    return "a client"
+
+
+def _say(text: str) -> None:
+    print(f"{time.strftime('%H:%M:%S')}  {text}", flush=True)
+
+
+def serve(argv: Sequence[str]) -> int:
+    from app.paths import cache_dir
+    from app.rpc.client import rpc_available
+    from planner.hardware import format_size
+
+    args = build_parser().parse_args(list(argv))
+    endpoint = Endpoint(args.host, args.port)
+    if not 0 < args.port < 65536:
+        print("vramchat serve-rpc: error: --port must be between 1 and 65535", file=sys.stderr)
+        return EXIT_USAGE
+    if not rpc_available():
+        print(
+            "vramchat serve-rpc: error: this llama-cpp-python was built without the RPC backend; reinstall it "
+            'with CMAKE_ARGS="-DGGML_RPC=on" (the README\'s install command does)',
+            file=sys.stderr,
+        )
+        return EXIT_FAILED
+    try:
+        lent = _choose_devices(args.device)
+    except ValueError as exc:
+        print(f"vramchat serve-rpc: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    taken = _port_taken(endpoint)
+    if taken:
+        print(f"vramchat serve-rpc: error: cannot listen on {endpoint}: {taken}", file=sys.stderr)
+        return EXIT_FAILED
+    if not endpoint.is_loopback:
+        print(
+            f"WARNING: listening on {endpoint.host}: anyone who can reach port {endpoint.port} can use the lent "
+            "devices and see what is computed on them; the protocol has no password or encryption. "
+            "Use it only on a network you trust.",
+            file=sys.stderr,
+            flush=True,
+        )
+    cache = str(cache_dir() / "rpc-tensors") if args.cache else ""
+    if cache:
+        os.makedirs(cache, exist_ok=True)
+    command = [sys.executable, "-m", "app.rpc.server_process", str(endpoint), cache, str(args.threads)]
+    proc = subprocess.Popen(
+        command + [name for name, *_ in lent],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=child_env(),
+        text=True,
+        start_new_session=True,  # Ctrl+C reaches this command, which then stops the server
+    )
+    # Ctrl+C, or a SIGTERM from a service manager, stops the server cleanly (even where the shell
+    # started this command with SIGINT ignored, as it does for background jobs)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    errors: list[str] = []
+    threading.Thread(target=lambda: errors.extend(proc.stderr or []), daemon=True).start()
+    for name, description, free, total in lent:
+        _say(f"lending {name} ({description}): {format_size(free)} free of {format_size(total)}")
+    use_from = endpoint.host if not endpoint.is_loopback else "127.0.0.1"
+    _say(f"serving on {endpoint}; use it with: vramchat MODEL --rpc {use_from}:{endpoint.port}   (Ctrl+C stops)")
+    if cache:
+        _say(f"keeping large tensors in {cache}")
+    try:
+        for line in proc.stdout or []:
+            if line.startswith("Accepted client connection"):
+                _say(f"{_peer(proc.pid, endpoint.port)} connected")
+            elif line.startswith("Client connection closed"):
+                _say("the client left")
+        proc.wait()
+    except KeyboardInterrupt:
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(5)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        _say("stopped; the lent devices are free again")
+        return 0
+    detail = "".join(errors).strip().splitlines()
+    print(
+        f"vramchat serve-rpc: error: the server stopped (exit status {proc.returncode})"
+        + (f": {detail[-1]}" if detail else ""),
+        file=sys.stderr,
+    )
+    return EXIT_FAILED

@@ -1,0 +1,72 @@
+"""`vramchat serve-rpc`: says what it lends and who connects, stops cleanly on Ctrl+C, refuses clearly."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from app.children import child_env
+from app.rpc.endpoint import Endpoint
+from app.rpc.wire import RpcError, query_server
+from tests.support.rpc import free_port, wait_until_serving
+
+
+def _serve(*args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "app", "serve-rpc", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=child_env(),
+    )
+
+
+def test_serve_lends_the_cpu_names_each_client_and_stops_on_ctrl_c() -> None:
+    port = free_port()
+    proc = _serve("--port", str(port))
+    try:
+        endpoint = Endpoint("127.0.0.1", port)
+        wait_until_serving(endpoint, proc)  # one client: the readiness check itself
+        info = query_server(endpoint)
+        assert len(info.devices) == 1 and info.devices[0].total > 0
+        with socket.create_connection(("127.0.0.1", port)) as client:  # a client that stays a moment
+            time.sleep(1)
+            host, client_port = client.getsockname()
+            address = f"{host}:{client_port}"
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=15)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    assert "lending CPU" in out and f"--rpc 127.0.0.1:{port}" in out
+    assert f"{address} connected" in out  # the client's own address
+    assert "the client left" in out and "stopped" in out
+    with pytest.raises(RpcError, match="refused"):  # the server process is gone with it
+        query_server(endpoint, timeout=2)
+
+
+def test_listening_beyond_this_machine_warns() -> None:
+    proc = _serve("--host", "0.0.0.0", "--port", str(free_port()))
+    time.sleep(2)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=15)
+    assert "WARNING" in err and "no password" in err
+
+
+def test_an_unknown_device_and_a_taken_port_are_refused() -> None:
+    proc = _serve("--device", "CUDA7", "--port", str(free_port()))
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 2 and "no device CUDA7" in err and "CPU" in err
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        proc = _serve("--port", str(taken.getsockname()[1]))
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 1 and "cannot listen" in err
