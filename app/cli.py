@@ -127,6 +127,12 @@ def build_parser() -> argparse.ArgumentParser:
     devs.add_argument("--ram", metavar="SIZE", help="plan for this much host RAM")
     devs.add_argument("--margin", metavar="SIZE", type=_size, help="memory to keep free on each GPU (default 256MiB)")
     devs.add_argument("--cpu", action="store_true", help="plan for the host alone (no GPU)")
+    devs.add_argument(
+        "--rpc",
+        metavar="HOST:PORT[,...]",
+        help="also use the devices these llama.cpp RPC servers lend (`vramchat serve-rpc` on the other machine); "
+        "default: the settings' rpc_servers; --rpc none uses none",
+    )
 
     wish = p.add_argument_group("wishes (the solver honours them)")
     wish.add_argument(
@@ -198,6 +204,7 @@ def _make_plan(args: argparse.Namespace):
         report = probe_devices(args.vram, args.ram, cpu_only=args.cpu)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    _require_rpc_servers(report)
     margins = {d.name: args.margin for d in report.gpus} if args.margin is not None else {}
     model = load_anatomy_cached(path)
     projector = None
@@ -362,16 +369,18 @@ def _answer_json(session, outcome) -> dict:
     allocated (llama.cpp's log), the KV cache committed and in use."""
     from app.engine.planned_actual import device_of
     from app.telemetry import kv_bytes_in_use
+    from planner.rpc import rpc_buffer_names
 
     model = session.model
     plan, now = model.plan, model.now
     gpu_names = [d.name for d in plan.gpus]
+    rpc_buffers = rpc_buffer_names(plan.gpus)
     m = model.report.measurements
     allocated: dict[str, int] = {}
     kv_committed: dict[str, int] = {}
     for kind, table in m.tables():
         for name, size in table.items():
-            device = device_of(name, gpu_names)
+            device = device_of(name, gpu_names, rpc_buffers)
             allocated[device] = allocated.get(device, 0) + size
             if kind in ("kv", "kv_swa"):
                 kv_committed[device] = kv_committed.get(device, 0) + size
@@ -574,6 +583,37 @@ def run_app(args: argparse.Namespace) -> int:
     return run_guarded(run)
 
 
+def _use_rpc_servers(given: str | None) -> None:
+    """--rpc, else the settings' servers, for this process and the ones it starts."""
+    from app.rpc.client import RPC_ENV, use_endpoints
+    from app.rpc.endpoint import parse_endpoints
+
+    if given is None:
+        if RPC_ENV in os.environ:
+            return
+        from app.settings import load_settings
+
+        given = ",".join(load_settings()[0].rpc_servers)
+    if given.strip().lower() in ("", "none"):
+        use_endpoints([])
+        return
+    try:
+        use_endpoints(parse_endpoints(given))
+    except ValueError as exc:
+        raise UsageError(f"--rpc: {exc}") from None
+
+
+def _require_rpc_servers(report) -> None:
+    """Plans and one-shot answers are for the devices asked for: a server that cannot be reached is an error."""
+    from app.rpc.client import configured_endpoints
+
+    if report.simulated:
+        return
+    missing = [w for w in report.warnings if w.startswith("RPC server")]
+    if missing and configured_endpoints():
+        raise VramchatError(missing[0] + " (--rpc none plans without RPC servers)")
+
+
 def run_devices(args: argparse.Namespace) -> int:
     from app.devices import probe_devices
     from app.devices.render import devices_text
@@ -625,6 +665,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     keep_compute_sizes()
     try:
+        _use_rpc_servers(args.rpc)
         for folder in args.models_dir:
             if not os.path.isdir(os.path.expanduser(folder)):
                 raise UsageError(f"--models-dir {folder}: no such folder")

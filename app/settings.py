@@ -30,12 +30,15 @@ class Settings:
     show_dashboard: bool = True
     # load a small context and grow it with the conversation (False: the whole context at load)
     elastic_context: bool = True
+    # llama.cpp RPC servers (HOST:PORT) whose devices are used beside this machine's (--rpc wins)
+    rpc_servers: list[str] = field(default_factory=list)
 
     def clamp(self) -> Settings:
         """Bring values into sane ranges (a hand-edited file may hold anything)."""
         self.temperature = min(max(float(self.temperature), 0.0), 2.0)
         self.max_tokens = min(max(int(self.max_tokens), 1), MAX_TOKENS)
         self.models_dirs = [str(d) for d in self.models_dirs if str(d).strip()]
+        self.rpc_servers = [str(e).strip() for e in self.rpc_servers if str(e).strip()]
         return self
 
 

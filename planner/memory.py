@@ -47,6 +47,7 @@ class DeviceUsage:
     # bytes another pool takes out of this one (a unified-memory GPU out of host RAM)
     shared: int = 0
     layers: int = 0
+    description: str = ""  # an RPC device's server, HOST:PORT
 
     @property
     def planned(self) -> int:
@@ -219,7 +220,10 @@ def _plan_memory(
             compute_sizes = {where: estimate_compute(model, r)}
 
     gpu_usage = [
-        DeviceUsage(d.name, "gpu", d.backend, d.total, d.free, margins.get(d.name, default_margin(d))) for d in gpus
+        DeviceUsage(
+            d.name, "gpu", d.backend, d.total, d.free, margins.get(d.name, default_margin(d)), description=d.description
+        )
+        for d in gpus
     ]
     host_usage = DeviceUsage("CPU", "host", "cpu", host.total, host.free, margins.get("CPU", default_margin(host)))
     buffers: list[Buffer] = []

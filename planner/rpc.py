@@ -6,13 +6,14 @@ network at each hand-off between devices, and the weights are sent over it once 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from planner.hardware import format_size
 
 if TYPE_CHECKING:
     from planner.hardware import Device
-    from planner.memory import MemoryPlan
+    from planner.memory import DeviceUsage, MemoryPlan
     from planner.model import ModelAnatomy
 
 
@@ -38,3 +39,17 @@ def network_notes(plan: MemoryPlan, devices: list[Device]) -> list[str]:
             f"{format_size(activation_bytes(plan.model, n_ubatch))} per {n_ubatch}-token prompt batch)"
         )
     return notes
+
+
+def rpc_buffer_names(devices: Sequence[Device | DeviceUsage]) -> dict[str, str]:
+    """llama.cpp names an RPC device's buffers `RPC<its index on the server>[HOST:PORT]` (its device
+    RPC<n>, numbered across servers): buffer name -> device name."""
+    out: dict[str, str] = {}
+    per_server: dict[str, int] = {}
+    for d in devices:
+        if d.backend != "rpc":
+            continue
+        index = per_server.get(d.description, 0)
+        per_server[d.description] = index + 1
+        out[f"RPC{index}[{d.description}]"] = d.name
+    return out

@@ -169,6 +169,43 @@ def _probe_rocm(probes: list[Probe]) -> list[rocm.RocmGpu]:
     return gpus
 
 
+def _probe_rpc(probes: list[Probe], warnings: list[str]) -> list[Device]:
+    """The devices of the RPC servers given with --rpc, asked over the network (in Python, with a
+    timeout: never through llama.cpp, whose connection would keep a one-client server busy). Named
+    as llama.cpp will name them (RPC0, RPC1 ... in the order given); first in its device list."""
+    from app.rpc.client import configured_endpoints
+    from app.rpc.wire import RpcError, query_server
+
+    devices: list[Device] = []
+    for endpoint in configured_endpoints():
+        name = f"RPC server {endpoint}"
+        try:
+            info = query_server(endpoint)
+        except RpcError as exc:
+            probes.append(_unavailable(name, exc))
+            warnings.append(f"RPC server {endpoint} is left out: {exc}")
+            continue
+        lent = []
+        for remote in info.devices:
+            device = Device(f"RPC{len(devices)}", "gpu", "rpc", remote.total, remote.free, description=str(endpoint))
+            devices.append(device)
+            lent.append(device)
+        probes.append(
+            Probe(
+                name,
+                True,
+                ", ".join(f"{d.name}: {format_size(d.free)} free of {format_size(d.total)}" for d in lent)
+                or "lends no devices",
+                [
+                    {"name": d.name, "endpoint": str(endpoint), "free": d.free, "total": d.total}
+                    | {"protocol": ".".join(map(str, info.version))}
+                    for d in lent
+                ],
+            )
+        )
+    return devices
+
+
 def _probe_metal(probes: list[Probe], devices: list[ggml.GGMLDevice] | None, mem: host.HostMemory | None) -> None:
     unified = bool(mem and mem.unified)
     metal = [d for d in devices or [] if d.backend == "metal"]
@@ -292,9 +329,12 @@ def probe_devices(vram: str | None = None, ram: str | None = None, cpu_only: boo
         apple_silicon,
     )
     warnings = [m.message for m in mismatches] + warnings
+    remote = [] if cpu_only else _probe_rpc(probes, warnings)
+    held_map.update({d.name: HeldMemory(d.total - d.free, held.FROM_DEVICE) for d in remote})
     if cpu_only:
         gpus = []
-    return DeviceReport(gpus, host_dev, probes, warnings, held_map, mismatches)
+    # llama.cpp lists the RPC servers' devices first ("to minimize network transfers")
+    return DeviceReport(remote + gpus, host_dev, probes, warnings, held_map, mismatches)
 
 
 def mismatch_notice(report: DeviceReport) -> str | None:

@@ -65,6 +65,8 @@ def devices_text(report: DeviceReport) -> str:
         h = report.held.get(d.name)
         extra = f", {format_size(h.bytes)} held by others: {h.source}" if h and h.bytes else ""
         shared = ", shares host RAM" if d.unified else ""
+        if d.backend == "rpc":
+            shared += f", lent by the RPC server {d.description} (over the network)"
         lines.append(
             f"  {d.name:<8} {d.backend:<7} {format_size(d.free)} free of {format_size(d.total)}{shared}{extra}"
         )

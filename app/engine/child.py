@@ -95,6 +95,8 @@ class _Server:
 
     def handle(self, op: str, args: list[Any]) -> None:
         engine = self.engine
+        if op in (p.LOAD, p.DRY_RUN):
+            _connect_rpc_servers()
         if op == p.LOAD:
             path, config = args
 
@@ -124,6 +126,18 @@ class _Server:
             self.send(p.RESULT, (resized, engine.report, engine.kv_cells_used(), failure))
         else:
             raise ValueError(f"unknown request {op!r}")
+
+
+def _connect_rpc_servers() -> None:
+    """The RPC servers the app was told to use (--rpc), given to llama.cpp before it lists devices."""
+    from app.engine.engine import EngineError
+    from app.rpc.client import connect_configured
+    from app.rpc.wire import RpcError
+
+    try:
+        connect_configured()
+    except (RpcError, ValueError) as exc:
+        raise EngineError(str(exc)) from None
 
 
 def main(argv: list[str]) -> int:

@@ -18,6 +18,7 @@ from app.devices.process import ProcessMemory, delta
 from app.engine.llama_log import Measurements
 from planner.hardware import HOST
 from planner.memory import Buffer, MemoryPlan
+from planner.rpc import rpc_buffer_names
 
 if TYPE_CHECKING:
     from app.engine.verify import Verification
@@ -45,11 +46,14 @@ class BufferComparison:
         return self.measured is not None and abs(self.measured - self.planned) <= self.tolerance
 
 
-def device_of(buffer: str, gpu_names: list[str]) -> str:
-    """The device a buffer llama.cpp names lives on: 'CUDA0' and 'MTL0_Mapped' on their GPU;
-    'CPU_Mapped', 'CPU_REPACK', 'CUDA_Host' (pinned) and the like in host memory."""
+def device_of(buffer: str, gpu_names: list[str], rpc_buffers: dict[str, str] | None = None) -> str:
+    """The device a buffer llama.cpp names lives on: 'CUDA0' and 'MTL0_Mapped' on their GPU,
+    'RPC0[host:port]' on its RPC device (`planner.rpc.rpc_buffer_names`); 'CPU_Mapped',
+    'CPU_REPACK', 'CUDA_Host' (pinned) and the like in host memory."""
     if buffer in gpu_names:
         return buffer
+    if rpc_buffers and buffer in rpc_buffers:
+        return rpc_buffers[buffer]
     base = buffer.split("_", 1)[0]
     return base if base in gpu_names else HOST
 
@@ -75,6 +79,7 @@ def compare(
     snapshots, a "process" row per device adds the plan's total beside what the load took there
     (NVML's figure for this process, else the device's memory in use; RSS on the host)."""
     gpu_names = [d.name for d in plan.gpus]
+    rpc_buffers = rpc_buffer_names(plan.gpus)
     planned: dict[tuple[str, str], int] = {}
     for b in plan.buffers:
         key = (b.kind, device_of(b.device, gpu_names))
@@ -83,7 +88,7 @@ def compare(
     lines: dict[tuple[str, str], int] = {}
     for kind, sizes in _measured(measurements).items():
         for name, size in sizes.items():
-            key = (kind, device_of(name, gpu_names))
+            key = (kind, device_of(name, gpu_names, rpc_buffers))
             measured[key] = measured.get(key, 0) + size
             lines[key] = lines.get(key, 0) + 1
     anything_measured = bool(measured)

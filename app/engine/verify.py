@@ -22,6 +22,7 @@ from planner.hardware import Device, Host, MiB, format_size
 from planner.measured import Gap, corrected, extra_per_device, gaps
 from planner.memory import MemoryPlan
 from planner.model import ModelAnatomy
+from planner.rpc import rpc_buffer_names
 
 MAX_ROUNDS = 3
 _WORDS = {
@@ -70,12 +71,12 @@ class Verification:
         return "; ".join(parts)
 
 
-def figures(dry: DryRun, gpu_names: list[str]) -> dict[tuple[str, str], int]:
+def figures(dry: DryRun, gpu_names: list[str], rpc_buffers: dict[str, str] | None = None) -> dict[tuple[str, str], int]:
     """The dry run's figures keyed as the planner keys its buffers: (kind, device)."""
     out: dict[tuple[str, str], int] = {}
     for kind, sizes in dry.by_kind().items():
         for names, size in sizes.items():
-            devices = sorted({device_of(n, gpu_names) for n in names.split("+")})
+            devices = sorted({device_of(n, gpu_names, rpc_buffers) for n in names.split("+")})
             key = (kind, "+".join(devices))
             out[key] = out.get(key, 0) + size
     return out
@@ -85,7 +86,8 @@ def verify(runner: DryRunner, path: str, plan: MemoryPlan) -> Verification:
     dry = runner.dry_run(path, plan.config)
     if not dry.ok:
         return Verification(dry)
-    return Verification(dry, gaps(plan, figures(dry, [d.name for d in plan.gpus]), LOG_ROUNDING))
+    named = figures(dry, [d.name for d in plan.gpus], rpc_buffer_names(plan.gpus))
+    return Verification(dry, gaps(plan, named, LOG_ROUNDING))
 
 
 @dataclass
