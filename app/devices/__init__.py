@@ -173,11 +173,19 @@ def _probe_rpc(probes: list[Probe], warnings: list[str]) -> list[Device]:
     """The devices of the RPC servers given with --rpc, asked over the network (in Python, with a
     timeout: never through llama.cpp, whose connection would keep a one-client server busy). Named
     as llama.cpp will name them (RPC0, RPC1 ... in the order given); first in its device list."""
-    from app.rpc.client import configured_endpoints
+    from app.rpc.client import configured_endpoints, rpc_available
     from app.rpc.wire import RpcError, query_server
 
     devices: list[Device] = []
-    for endpoint in configured_endpoints():
+    endpoints = configured_endpoints()
+    if endpoints and not rpc_available():
+        from app.devices.advice import reinstall_command
+
+        warnings.append(
+            "this llama-cpp-python was built without the RPC backend, so it cannot load onto the RPC servers; "
+            f"rebuild it with:\n  {reinstall_command()}"
+        )
+    for endpoint in endpoints:
         name = f"RPC server {endpoint}"
         try:
             info = query_server(endpoint)

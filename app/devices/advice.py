@@ -22,9 +22,12 @@ REINSTALL_FLAGS = {
 BACKEND_NAMES = {"cuda": "CUDA", "rocm": "ROCm/HIP", "metal": "Metal", "vulkan": "Vulkan"}
 
 
-def reinstall_command(backend: str) -> str:
-    """The pip command that rebuilds llama-cpp-python for a GPU backend."""
-    flags = REINSTALL_FLAGS[backend]
+RPC_FLAG = "-DGGML_RPC=on"  # every build vramchat asks for keeps llama.cpp's RPC backend (--rpc, serve-rpc)
+
+
+def reinstall_command(backend: str | None = None) -> str:
+    """The pip command that rebuilds llama-cpp-python for a GPU backend (None: the CPU), with RPC."""
+    flags = " ".join(filter(None, [REINSTALL_FLAGS.get(backend or ""), RPC_FLAG]))
     return f'CMAKE_ARGS="{flags}" pip install --force-reinstall --no-cache-dir llama-cpp-python=={LLAMA_CPP_VERSION}'
 
 

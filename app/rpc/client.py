@@ -43,12 +43,15 @@ def connect_configured(timeout: float = 5.0) -> None:
 
 
 def rpc_available() -> bool:
-    """Whether this llama-cpp-python was built with the RPC backend."""
+    """Whether this llama-cpp-python was built with the RPC backend (it ships libggml-rpc). A look at
+    the files, not a load: loading ggml here would start a GPU backend in the app's own process."""
+    from app.devices.ggml import GGMLUnavailable, library_dir, library_names
+
     try:
-        ggml, _ = _libs()
-    except Exception:
+        folder = library_dir()
+    except GGMLUnavailable:
         return False
-    return bool(rpc_registry(ggml))
+    return any(os.path.exists(os.path.join(folder, name)) for name in library_names("ggml-rpc"))
 
 
 def add_servers(endpoints: list[Endpoint], timeout: float = 5.0) -> None:
@@ -59,9 +62,10 @@ def add_servers(endpoints: list[Endpoint], timeout: float = 5.0) -> None:
     registry = rpc_registry(ggml)
     add = proc_address(ggml, registry, "ggml_backend_rpc_add_server") if registry else None
     if not add:
+        from app.devices.advice import reinstall_command
+
         raise RpcError(
-            "this llama-cpp-python was built without the RPC backend: reinstall it with "
-            'CMAKE_ARGS="-DGGML_RPC=on" (see the README)'
+            "this llama-cpp-python was built without the RPC backend; rebuild it with:\n  " + reinstall_command()
         )
     ggml.ggml_backend_register.argtypes = [ctypes.c_void_p]
     ggml.ggml_backend_register.restype = None

@@ -108,9 +108,11 @@ def serve(argv: Sequence[str]) -> int:
         print("vramchat serve-rpc: error: --port must be between 1 and 65535", file=sys.stderr)
         return EXIT_USAGE
     if not rpc_available():
+        from app.devices.advice import reinstall_command
+
         print(
-            "vramchat serve-rpc: error: this llama-cpp-python was built without the RPC backend; reinstall it "
-            'with CMAKE_ARGS="-DGGML_RPC=on" (the README\'s install command does)',
+            "vramchat serve-rpc: error: this llama-cpp-python was built without the RPC backend; rebuild it "
+            f"with:\n  {reinstall_command()}",
             file=sys.stderr,
         )
         return EXIT_FAILED

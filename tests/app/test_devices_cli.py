@@ -109,7 +109,8 @@ def test_plan_json_carries_the_mismatch_and_its_command(
     (m,) = data["gpu_mismatch"]
     assert m["gpu"] == "NVIDIA GeForce RTX 4090" and m["backend"] == "cuda" and m["seen_by"] == "NVML"
     assert m["command"] == (
-        'CMAKE_ARGS="-DGGML_CUDA=on" pip install --force-reinstall --no-cache-dir llama-cpp-python==0.3.36'
+        'CMAKE_ARGS="-DGGML_CUDA=on -DGGML_RPC=on" pip install --force-reinstall --no-cache-dir '
+        "llama-cpp-python==0.3.36"
     )
     assert data["verdict"] == "cpu_only" and m["command"] in data["warnings"][0]
 
@@ -121,7 +122,7 @@ def test_plan_table_carries_the_mismatch_and_its_command(
     assert main(["--plan", str(zoo["llama-f16"])]) == 0
     out = capsys.readouterr().out
     assert "Warning: NVIDIA GeForce RTX 4090 is present, but this llama-cpp-python was built without CUDA" in out
-    assert 'CMAKE_ARGS="-DGGML_CUDA=on" pip install --force-reinstall' in out
+    assert 'CMAKE_ARGS="-DGGML_CUDA=on -DGGML_RPC=on" pip install --force-reinstall' in out
 
 
 def test_devices_text_carries_the_mismatch(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:

@@ -62,7 +62,8 @@ def test_nvidia_gpu_with_a_cpu_only_build_says_how_to_rebuild(monkeypatch: pytes
     (m,) = report.mismatches
     assert (m.gpu, m.seen_by, m.backend) == ("NVIDIA GeForce RTX 4090", "NVML", "cuda")
     assert m.command == (
-        'CMAKE_ARGS="-DGGML_CUDA=on" pip install --force-reinstall --no-cache-dir llama-cpp-python==0.3.36'
+        'CMAKE_ARGS="-DGGML_CUDA=on -DGGML_RPC=on" pip install --force-reinstall --no-cache-dir '
+        "llama-cpp-python==0.3.36"
     )
     assert m.command in report.warnings[0]
     notice = mismatch_notice(report)
