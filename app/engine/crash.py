@@ -53,6 +53,8 @@ _MEMORY_WORDS = (
 _EXTRA_BUFFER_WORDS = re.compile(r"\b(amx|repack|kleidiai|cpu_repack)\b|ggml-cpu/(amx|repack|kleidiai)", re.I)
 # what a crash's last words look like: assertions and errors first, then anything
 _NOTEWORTHY = re.compile(r"GGML_ASSERT|GGML_ABORT|\berror\b|\bfatal\b|\bfailed\b|\babort(ed)?\b|exception", re.I)
+# ggml-rpc's abort when a server closed the connection or stopped answering (RPC_STATUS_ASSERT)
+_RPC_WORDS = re.compile(r"Remote RPC server crashed|ggml-rpc\.cpp|\b(recv|send) failed \(bytes_")
 # Python's faulthandler dump that follows a native crash: the Python stack, not llama.cpp's words
 _FAULTHANDLER = "Fatal Python error:"
 
@@ -116,6 +118,11 @@ class EngineExit:
         if self.phase not in ("prefill", "decode", "loading"):
             return False
         return any(_EXTRA_BUFFER_WORDS.search(line) for line in self.last_lines[-30:])
+
+    @property
+    def rpc_failure(self) -> bool:
+        """The evidence points to a lost RPC server: ggml-rpc aborts when a server stops answering."""
+        return any(_RPC_WORDS.search(line) for line in self.last_lines[-40:])
 
     def last_words(self, n: int = 3) -> list[str]:
         """llama.cpp's last noteworthy lines (asserts and errors first), else its last lines."""

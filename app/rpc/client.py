@@ -76,3 +76,18 @@ def add_servers(endpoints: list[Endpoint], timeout: float = 5.0) -> None:
             raise RpcError(f"{endpoint}: the server lends no devices")
         ggml.ggml_backend_register(server_registry)
         _added.append(str(endpoint))
+
+
+def drop_unanswering(timeout: float = 3.0) -> list[Endpoint]:
+    """Leave out the configured servers that no longer answer (for this process and the ones it
+    starts from now on); the ones left out, in order."""
+    kept, lost = [], []
+    for endpoint in configured_endpoints():
+        try:
+            query_server(endpoint, timeout)
+            kept.append(endpoint)
+        except RpcError:
+            lost.append(endpoint)
+    if lost:
+        use_endpoints(kept)
+    return lost

@@ -284,6 +284,32 @@ class ModelSession:
         loaded.changes = describe_changes(model.plan, loaded.plan)
         return loaded
 
+    def reload_without_lost_servers(
+        self,
+        reprobe: Callable[[], DeviceReport],
+        progress: Callable[[float], bool | None] | None = None,
+        on_retry: RetryCallback | None = None,
+    ) -> tuple[LoadedModel, list[str]]:
+        """An RPC server stopped answering mid-reply (the engine aborted): leave out the servers that
+        no longer answer, plan again for the devices left, load. Returns the model and the servers
+        left out."""
+        from app.rpc.client import drop_unanswering
+        from planner.fit import solve
+        from planner.retry import wishes_for
+
+        model = self.model
+        if model is None:
+            raise LoadFailed("no model is loaded")
+        lost = [str(e) for e in drop_unanswering()]
+        self.unload()
+        devices = reprobe()
+        fit = solve(model.anatomy, devices.gpus, devices.host, wishes_for(model.plan))
+        if not fit.plan.fits:
+            where = ", ".join(lost) or "the RPC server"
+            raise LoadFailed(f"Without {where} the model no longer fits: {fit.reasons[0]}")
+        loaded = self.load(model.path, model.anatomy, fit, devices, progress, on_retry, reprobe)
+        return loaded, lost  # a plan for other devices, not a smaller one: the app says what was left out
+
     @staticmethod
     def _smaller(
         anatomy: ModelAnatomy,

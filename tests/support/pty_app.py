@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 import signal
 import sqlite3
 import struct
@@ -13,6 +14,8 @@ import termios
 import threading
 import time
 from pathlib import Path
+
+_ESCAPES = re.compile(rb"\x1b(\[[0-9;?]*[ -/]*[@-~]|\][^\x07]*\x07|[()][0-9A-Za-z]|[=>])")
 
 
 class PtyApp:
@@ -58,6 +61,15 @@ class PtyApp:
         """Whether `text` was written after `mark` (within the last MiB kept)."""
         new = self.written - mark
         return new > 0 and text.encode() in self.screen[-new:]
+
+    def shown_since_in_words(self, mark: int, text: str) -> bool:
+        """Like `shown_since`, for text Textual may draw in pieces (a toast's words between cursor moves):
+        escape sequences and blanks are left out on both sides."""
+        new = self.written - mark
+        if new <= 0:
+            return False
+        drawn = _ESCAPES.sub(b"", bytes(self.screen[-new:]))
+        return re.sub(rb"\s+", b"", text.encode()) in re.sub(rb"\s+", b"", drawn)
 
     def type(self, text: str) -> None:
         os.write(self.master, text.encode())

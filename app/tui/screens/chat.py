@@ -22,6 +22,7 @@ from textual.widgets.option_list import Option, OptionDoesNotExist
 from textual.worker import Worker, WorkerState
 
 from app.chat import stop_note, to_messages
+from app.devices import DeviceReport
 from app.engine import EngineError, GenerationParams, GenerationStats
 from app.engine.crash import EngineCrashed
 from app.engine.templates import ChatMessage
@@ -150,6 +151,15 @@ class ChatScreen(Screen):
         if model is None:
             return
         info = crash.exit
+        if info.rpc_failure and any(d.backend == "rpc" for d in model.plan.gpus):
+            self.app.notify(
+                f"{info.message()}\nWhat was written is kept. Reloading without the servers that no longer answer…",
+                title="An RPC server stopped answering",
+                severity="error",
+                timeout=15,
+            )
+            self.begin_reload_without_lost_servers()
+            return
         if info.memory:
             self.app.notify(
                 f"{info.message()}\nWhat was written is kept. Reloading with a smaller plan…",
@@ -193,6 +203,45 @@ class ChatScreen(Screen):
             ),
             answer,
         )
+
+    def begin_reload_without_lost_servers(self) -> None:
+        """An RPC server was lost mid-reply: plan again without it and load; the chat stays."""
+        model = self.app.session.model
+        if model is None:
+            return
+        self.loading = True
+        self.sub_title = f"reloading {model.name}"
+        self.query_one("#load-bar").display = True
+        self.query_one("#load-status", Label).update(f"Reloading {model.name} without the lost RPC server…")
+        self.query_one("#load-progress", ProgressBar).update(total=1.0, progress=0)
+        self._reload_without_lost_servers()
+
+    @work(thread=True, exclusive=True, group="load", exit_on_error=False)
+    def _reload_without_lost_servers(self) -> None:
+        app = self.app
+
+        def reprobe() -> DeviceReport:
+            report = app.probe_devices()
+            app.call_from_thread(setattr, app, "devices", report)
+            return report
+
+        try:
+            _, lost = app.session.reload_without_lost_servers(
+                reprobe, lambda fraction: self.post_message(LoadProgress(fraction))
+            )
+        except Exception as exc:  # LoadFailed, a probe or llama.cpp failing: shown, never a traceback
+            self.post_message(LoadFinished(str(exc) or type(exc).__name__))
+            return
+        if lost:
+            app.call_from_thread(
+                app.notify,
+                f"Left out: {', '.join(lost)} (it no longer answers). F5 reloads; the settings' rpc_servers "
+                "or --rpc bring it back next time.",
+                title="RPC server left out",
+                severity="warning",
+                timeout=15,
+            )
+        self.post_message(LoadFinished())
 
     def _reload_same(self, extra_buffers: bool | None = None) -> None:
         """Load the model again with the plan it had (without the CPU's extra buffer types if asked)."""
