@@ -37,6 +37,7 @@ def _private_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path / "vramchat-home"
     monkeypatch.setenv("VRAMCHAT_HOME", str(home))
     monkeypatch.delenv("VRAMCHAT_DEVICES", raising=False)
+    monkeypatch.setenv("VRAMCHAT_RPC", "")  # no RPC servers unless a test names some (restored after it)
     return home
 
 

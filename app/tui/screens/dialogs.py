@@ -1,4 +1,5 @@
-"""Modal dialogs: a yes/no question, and the chat settings (system prompt, temperature, max tokens)."""
+"""Modal dialogs: a yes/no question, the chat settings (system prompt, temperature, max tokens) and the
+RPC servers."""
 
 from __future__ import annotations
 
@@ -98,6 +99,50 @@ class ChatSettingsDialog(ModalScreen["ChatSettings | None"]):
             error.update(f"Max tokens must be between 1 and {MAX_TOKENS:,}")
             return
         self.dismiss(ChatSettings(self.query_one("#system-prompt", TextArea).text.strip(), temperature, max_tokens))
+
+    @on(Button.Pressed, "#cancel")
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class RpcServersDialog(ModalScreen["list[str] | None"]):
+    """The llama.cpp RPC servers whose devices vramchat uses beside this machine's."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, current: list[str]) -> None:
+        super().__init__(classes="dialog-screen")
+        self.current = current
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog wide"):
+            yield Label("RPC servers", classes="dialog-title")
+            yield Static(
+                "Other machines can lend their GPUs (or CPU and RAM): run `vramchat serve-rpc` there, then "
+                "give each as HOST:PORT here, separated by commas (empty: none). They are saved in the settings.",
+                classes="dialog-text",
+            )
+            yield Input(", ".join(self.current), placeholder="10.0.0.5:50052, 10.0.0.6:50052", id="rpc-servers")
+            yield Static("", id="rpc-error", classes="dialog-error")
+            with Horizontal(classes="dialog-buttons"):
+                yield Button("Cancel", id="cancel")
+                yield Button("Save", id="save", variant="primary")
+
+    def on_mount(self) -> None:
+        self.query_one("#rpc-servers", Input).focus()
+
+    @on(Input.Submitted, "#rpc-servers")
+    @on(Button.Pressed, "#save")
+    def action_save(self) -> None:
+        from app.rpc.endpoint import parse_endpoints
+
+        text = self.query_one("#rpc-servers", Input).value.strip()
+        try:
+            endpoints = parse_endpoints(text) if text else []
+        except ValueError as exc:
+            self.query_one("#rpc-error", Static).update(str(exc))
+            return
+        self.dismiss([str(e) for e in endpoints])
 
     @on(Button.Pressed, "#cancel")
     def action_cancel(self) -> None:

@@ -66,6 +66,7 @@ class PickerScreen(Screen):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+l", "load", "Load"),
         Binding("f5", "rescan", "Rescan"),
+        Binding("f6", "rpc_servers", "RPC servers"),
         Binding("escape", "focus_table", "Model list", show=False),
     ]
 
@@ -131,6 +132,28 @@ class PickerScreen(Screen):
     def action_rescan(self) -> None:
         if not self._scanning:
             self.rescan()
+
+    def action_rpc_servers(self) -> None:
+        """Add or remove the RPC servers whose devices are planned for (saved in the settings)."""
+        from app.rpc.client import configured_endpoints, use_endpoints
+        from app.rpc.endpoint import parse_endpoints
+        from app.tui.screens.dialogs import RpcServersDialog
+
+        def saved(servers: list[str] | None) -> None:
+            if servers is None:
+                return
+            self.app.settings.rpc_servers = servers
+            self.app.save_settings()
+            use_endpoints(parse_endpoints(",".join(servers)) if servers else [])
+            self.app.notify(
+                f"Planning with {', '.join(servers)} beside this machine." if servers else "No RPC servers.",
+                title="RPC servers",
+                timeout=5,
+            )
+            if not self._scanning:
+                self.rescan()
+
+        self.app.push_screen(RpcServersDialog([str(e) for e in configured_endpoints()]), saved)
 
     def rescan(self) -> None:
         self._scanning = True
