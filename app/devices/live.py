@@ -33,15 +33,23 @@ class GpuMemoryReader:
         self._base = {d.name: (d.total - d.free, d.total) for d in report.gpus}
         self._planned = {d.name: d.planned for d in plan.gpus} if plan is not None else {}
         self._loaded = loaded
+        # an RPC server serves one client at a time, and while a model is loaded that client is the
+        # engine: its devices read as the server reported them at the probe, plus the plan's buffers
+        self.remote = [d.name for d in report.gpus if d.backend == "rpc"]
+
+    def _as_planned(self, names: list[str]) -> Reading:
+        extra = self._planned if self._loaded() else {}
+        return {name: (self._base[name][0] + extra.get(name, 0), self._base[name][1]) for name in names}
 
     def __call__(self) -> Reading:
         if not self.names:
             return {}
         if self.simulated:
-            extra = self._planned if self._loaded() else {}
-            return {name: (used + extra.get(name, 0), total) for name, (used, total) in self._base.items()}
-        memory = ggml.gpu_memory()
-        return {name: (total - free, total) for name, (free, total) in memory.items() if name in self.names}
+            return self._as_planned(self.names)
+        local = [name for name in self.names if name not in self.remote]
+        memory = ggml.gpu_memory() if local else {}
+        reading = {name: (total - free, total) for name, (free, total) in memory.items() if name in local}
+        return reading | self._as_planned(self.remote)
 
 
 class HostMemoryReader:

@@ -74,6 +74,8 @@ class Dashboard(VerticalScroll):
             graph = self._device_graphs.get(name)
             if graph is None:
                 title = "Host RAM" if name == HOST else f"{name} memory"
+                if name.startswith("RPC"):  # another machine's, through an RPC server (app.devices.live)
+                    title = f"{name} (remote)"
                 graph = MemoryGraph(title, _mem, classes="device-graph")
                 self._device_graphs[name] = graph
                 self.mount(graph, before=self.query_one("#g-kv"))
