@@ -475,6 +475,7 @@ def _verified(path: str, model, result, report, solved: bool):
 def run_list(args: argparse.Namespace) -> int:
     from app.catalog import Catalog, table_rows
     from app.devices import probe_devices
+    from app.devices.render import device_line
     from app.discovery import folders_to_scan
     from app.settings import load_settings
 
@@ -521,6 +522,7 @@ def run_list(args: argparse.Namespace) -> int:
     for row in rows:
         cells = [(c if len(c) <= w else c[: w - 1] + "…").ljust(w) for c, w in zip(row, widths)]
         print("  ".join([*cells, row[-1]]).rstrip())
+    print(f"\nPlanned for: {device_line(report)}")
     for warning in report.warnings:
         print(f"\nWarning: {warning}")
     return EXIT_OK

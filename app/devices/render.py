@@ -79,3 +79,20 @@ def devices_text(report: DeviceReport) -> str:
     for warning in report.warnings:
         lines += ["", f"Warning: {warning}"]
     return "\n".join(lines)
+
+
+def device_line(report: DeviceReport) -> str:
+    """The devices plans are made for, on one line (the picker's head, the end of --list)."""
+    held = report.held_by_others
+    parts = [
+        f"{d.name} {format_size(d.free)} free of {format_size(d.total)}"
+        + (f" (RPC server {d.description})" if d.backend == "rpc" else "")
+        + (f" ({format_size(held[d.name])} held by other processes)" if held.get(d.name) else "")
+        for d in report.gpus
+    ]
+    if not parts:
+        parts.append("no GPU llama.cpp can use")
+    h = report.host
+    parts.append(f"RAM {format_size(h.free)} available of {format_size(h.total)}")
+    line = " · ".join(parts)
+    return f"{line} · simulated devices" if report.simulated else line

@@ -22,6 +22,7 @@ from textual.worker import Worker, WorkerState, get_current_worker
 
 from app.catalog import Catalog, CatalogEntry, fit_badge, format_params
 from app.choices import FA_CHOICES, KV_CHOICES, PlanChoice, parse_choice, plan_for
+from app.devices.render import device_line
 from app.discovery import ModelFile, folders_to_scan
 from app.tui.messages import DevicesProbed, EntryPlanned, PlanComputed, ScanFinished, ScanListed, ScanStatus
 from planner.archs import not_for_chat
@@ -39,21 +40,6 @@ _BADGE_COLOR = {
     "error": "error",
     "pending": "foreground",
 }
-
-
-def device_line(report) -> str:
-    held = report.held_by_others
-    parts = [
-        f"{d.name} {format_size(d.free)} free of {format_size(d.total)}"
-        + (f" ({format_size(held[d.name])} held by other processes)" if held.get(d.name) else "")
-        for d in report.gpus
-    ]
-    if not parts:
-        parts.append("no GPU llama.cpp can use")
-    h = report.host
-    parts.append(f"RAM {format_size(h.free)} available of {format_size(h.total)}")
-    line = " · ".join(parts)
-    return f"{line} · simulated devices" if report.simulated else line
 
 
 if TYPE_CHECKING:
