@@ -59,3 +59,22 @@ def test_bars_scale_to_the_ceiling_not_to_their_maximum() -> None:
     full = bar_rows([10.0], 10.0, width=1, height=2)
     assert half == [" ", "█"] and full == ["█", "█"]
     assert bar_rows([1.0, 2.0, 3.0], 3.0, width=2, height=1) == ["▅█"]  # the oldest value scrolled off
+
+
+async def test_the_dashboard_draws_a_graph_per_device_and_drops_one_left_out() -> None:
+    from app.telemetry import Sample
+    from app.tui.widgets.dashboard import Dashboard
+
+    def sample(devices: dict[str, tuple[int, int]]) -> Sample:
+        return Sample(0.0, devices, 100 * MiB, {"CPU": MiB}, 0, 0, 0, 0.0, False)
+
+    board = Dashboard()
+    both = {"RPC0": (MiB, 8 * 1024 * MiB), "RPC1": (2 * MiB, 8 * 1024 * MiB), "CPU": (MiB, 16 * 1024 * MiB)}
+    async with _Host(board).run_test(size=(60, 60)) as pilot:
+        board.show([sample(both)])
+        await pilot.pause()
+        titles = [str(g.render()).splitlines()[0] for g in board.query(".device-graph")]
+        assert [t.split()[0] for t in titles] == ["RPC0", "RPC1", "Host"] and "(remote)" in titles[0]
+        board.show([sample({k: v for k, v in both.items() if k != "RPC1"})])  # reloaded without RPC1
+        await pilot.pause()
+        assert [str(g.render()).split()[0] for g in board.query(".device-graph")] == ["RPC0", "Host"]

@@ -70,6 +70,8 @@ class Dashboard(VerticalScroll):
         if status_text != self._status:
             self._status = status_text
             self.query_one("#dash-status", Static).update(status_text)
+        for gone in [name for name in self._device_graphs if name not in last.devices]:
+            self._device_graphs.pop(gone).remove()  # a device the model no longer uses (an RPC server left out)
         for name, (used, total) in last.devices.items():
             graph = self._device_graphs.get(name)
             if graph is None:
