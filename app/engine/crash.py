@@ -80,6 +80,7 @@ class EngineExit:
     last_lines: tuple[str, ...] = ()
     oom_killed: bool = False  # the OOM killer's count moved while the engine ran
     extra_buffers: tuple[str, ...] = field(default_factory=tuple)  # CPU extra buffer types the load used
+    stalled_seconds: float = 0.0  # ended by the app after this long without a token (RPC servers in use)
 
     @property
     def signal_name(self) -> str:
@@ -91,6 +92,8 @@ class EngineExit:
 
     @property
     def how(self) -> str:
+        if self.stalled_seconds:
+            return f"was stopped after {self.stalled_seconds:.0f} s without a token from the RPC servers"
         name = self.signal_name
         if not name:
             return f"exited with status {self.returncode}"
@@ -122,7 +125,7 @@ class EngineExit:
     @property
     def rpc_failure(self) -> bool:
         """The evidence points to a lost RPC server: ggml-rpc aborts when a server stops answering."""
-        return any(_RPC_WORDS.search(line) for line in self.last_lines[-40:])
+        return bool(self.stalled_seconds) or any(_RPC_WORDS.search(line) for line in self.last_lines[-40:])
 
     def last_words(self, n: int = 3) -> list[str]:
         """llama.cpp's last noteworthy lines (asserts and errors first), else its last lines."""

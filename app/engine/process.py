@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import dataclasses
 import os
 import socket
 import subprocess
@@ -37,6 +38,9 @@ from planner.config import LoadConfig
 STOP_GRACE = 5.0  # seconds a stopped request may take before the child is killed
 EXIT_GRACE = 10.0  # seconds an unload waits for the child to exit by itself
 START_TIMEOUT = 120.0  # seconds for a new child to import llama.cpp and say it is ready
+# with RPC devices, a reply that gets no token for this long is stalled: a server that stopped
+# answering without closing the connection (ggml-rpc's own socket has no timeout)
+RPC_STALL_SECONDS = 60.0
 _CPU_BUFFERS = ("CPU", "CPU_Mapped")
 
 
@@ -110,6 +114,8 @@ class EngineProcess:
         self.last_exit: EngineExit | None = None
         self.generating = threading.Event()
         self._special: dict[str, str] = {}
+        self.stall_timeout: float | None = None  # RPC_STALL_SECONDS while the model uses RPC devices
+        self._stalled = False
 
     # -- the child --------------------------------------------------------------------------
 
@@ -132,6 +138,7 @@ class EngineProcess:
         """The child's next message; a dead child raises EngineCrashed, a stop it ignores kills it."""
         child = self._child
         assert child is not None
+        waiting_since = time.monotonic()
         while True:
             try:
                 if child.conn.poll(0.25):
@@ -143,6 +150,11 @@ class EngineProcess:
             if self._stop_requested and time.monotonic() - self._stop_requested > STOP_GRACE:
                 child.kill()  # it did not stop: ending it is the only stop left
                 self._crashed()
+            stall = self.stall_timeout
+            if stall and self.phase == "decode" and time.monotonic() - waiting_since > stall:
+                self._stalled = True
+                child.kill()  # blocked on a server that no longer answers: only ending it frees the reply
+                self._crashed()
 
     def _crashed(self) -> None:
         child = self._child
@@ -153,6 +165,9 @@ class EngineProcess:
             if (n.startswith("CPU") and n not in _CPU_BUFFERS) or n == "AMX"
         )
         info = child.exit_info(self.phase, extra)
+        if self._stalled:
+            info = dataclasses.replace(info, stalled_seconds=self.stall_timeout or 0.0)
+            self._stalled = False
         child.conn.close()
         self._child = None
         self.report = None

@@ -23,6 +23,7 @@ from app.devices import DeviceReport
 from app.engine import EngineError, GenerationParams, GenerationStats, LoadReport
 from app.engine.crash import EngineCrashed
 from app.engine.failure import Failure, classify
+from app.engine.process import RPC_STALL_SECONDS
 from app.engine.templates import ChatFormat, choose_format
 from app.engine.verify import Confirmed, Verification, confirm_plan, replan
 from app.errors import VramchatError
@@ -174,6 +175,9 @@ class ModelSession:
                         lambda g, h, plan=fit.plan: replan(anatomy, plan, g, h),
                     )
                     fit = replace(fit, plan=confirmed.plan)
+                if hasattr(engine, "stall_timeout"):  # a server that stops answering must not hang a reply
+                    uses_rpc = any(d.backend == "rpc" for d in fit.plan.gpus if d.layers)
+                    engine.stall_timeout = RPC_STALL_SECONDS if uses_rpc else None
                 report = engine.load(path, self._load_config(fit.plan), progress=progress)
                 break
             except EngineError as exc:

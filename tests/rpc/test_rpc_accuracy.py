@@ -34,28 +34,3 @@ def test_every_device_gets_what_was_planned(
         assert devices == {"CPU", *(f"RPC{i}" for i in range(servers))} or n_gpu_layers < 99, devices
         off = [b for b in row.buffers if not b.within_tolerance]
         assert not off, (row.config, off)
-
-
-def test_the_dashboard_reads_a_remote_device_as_probed_plus_the_plan(
-    zoo: dict[str, Path], rpc_endpoints: list[Endpoint], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A server busy with the engine cannot be asked again: its graph is the probe's figure plus the plan."""
-    from app.devices import probe_devices
-    from app.devices.live import GpuMemoryReader
-    from app.rpc.client import use_endpoints
-    from planner.anatomy import load_anatomy
-    from planner.config import LoadConfig
-    from planner.gguf import read_gguf
-    from planner.memory import plan_memory
-
-    monkeypatch.setenv("VRAMCHAT_RPC", "")
-    use_endpoints(rpc_endpoints[:1])
-    report = probe_devices()
-    assert [d.name for d in report.gpus] == ["RPC0"] and report.gpus[0].description == str(rpc_endpoints[0])
-    plan = plan_memory(load_anatomy(read_gguf(zoo["llama-f16"])), LoadConfig(n_gpu_layers=99), report.gpus, report.host)
-    loaded = [False]
-    reader = GpuMemoryReader(report, plan, lambda: loaded[0])
-    rpc0 = report.gpus[0]
-    assert reader() == {"RPC0": (rpc0.total - rpc0.free, rpc0.total)}
-    loaded[0] = True
-    assert reader()["RPC0"][0] == rpc0.total - rpc0.free + plan.gpus[0].planned > rpc0.total - rpc0.free
