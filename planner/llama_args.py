@@ -67,6 +67,9 @@ def to_llama_args(plan: MemoryPlan, model_path: str, mmproj: str | None = None) 
         out.append("-nkvo")
     if not c.op_offload:
         out.append("--no-op-offload")
+    servers = list(dict.fromkeys(d.description for d in plan.gpus if d.backend == "rpc"))
+    if servers:  # the devices RPC servers lend, first in llama.cpp's list as in the plan
+        out += ["--rpc", ",".join(servers)]
     if mmproj:
         out += ["--mmproj", mmproj]
     return out
@@ -85,7 +88,7 @@ def from_llama_args(args: list[str]) -> tuple[str, LoadConfig]:
             values["flash_attn"], i = args[i + 1] == "on", i + 2
         elif flag == "-ts":
             values["tensor_split"], i = tuple(float(x) for x in args[i + 1].split(",")), i + 2
-        elif flag == "--mmproj":
+        elif flag in ("--mmproj", "--rpc"):  # what is loaded beside the model, and where: not configuration
             i += 2
         elif flag in _VALUED:
             field = _VALUED[flag]

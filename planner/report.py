@@ -50,7 +50,7 @@ def _device_json(d: DeviceUsage) -> dict[str, Any]:
         "planned": d.planned,
         "layers": d.layers,
         "fits": d.fits,
-    }
+    } | ({"endpoint": d.description} if d.backend == "rpc" else {})
 
 
 def _host_json(d: DeviceUsage) -> dict[str, Any]:
