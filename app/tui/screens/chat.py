@@ -123,13 +123,16 @@ class ChatScreen(Screen):
 
     # -- loading --------------------------------------------------------------------------------
 
-    def begin_load(self, path: str, anatomy: ModelAnatomy, fit: FitResult, name: str) -> None:
+    def _show_loading(self, subtitle: str, status: str) -> None:
         self.loading = True
-        self.model_path = path
-        self.sub_title = f"loading {name}"
+        self.sub_title = subtitle
         self.query_one("#load-bar").display = True
-        self.query_one("#load-status", Label).update(f"Loading {name}…")
+        self.query_one("#load-status", Label).update(status)
         self.query_one("#load-progress", ProgressBar).update(total=1.0, progress=0)
+
+    def begin_load(self, path: str, anatomy: ModelAnatomy, fit: FitResult, name: str) -> None:
+        self.model_path = path
+        self._show_loading(f"loading {name}", f"Loading {name}…")
         self.update_context_line()
         self._load(path, anatomy, fit)
 
@@ -138,11 +141,7 @@ class ChatScreen(Screen):
         model = self.app.session.model
         if model is None:
             return
-        self.loading = True
-        self.sub_title = f"reloading {model.name}"
-        self.query_one("#load-bar").display = True
-        self.query_one("#load-status", Label).update(f"Reloading {model.name} with a smaller plan…")
-        self.query_one("#load-progress", ProgressBar).update(total=1.0, progress=0)
+        self._show_loading(f"reloading {model.name}", f"Reloading {model.name} with a smaller plan…")
         self._load(model.path, model.anatomy, model.fit, after=error)
 
     def engine_crashed(self, crash: EngineCrashed) -> None:
@@ -209,11 +208,7 @@ class ChatScreen(Screen):
         model = self.app.session.model
         if model is None:
             return
-        self.loading = True
-        self.sub_title = f"reloading {model.name}"
-        self.query_one("#load-bar").display = True
-        self.query_one("#load-status", Label).update(f"Reloading {model.name} without the lost RPC server…")
-        self.query_one("#load-progress", ProgressBar).update(total=1.0, progress=0)
+        self._show_loading(f"reloading {model.name}", f"Reloading {model.name} without the lost RPC server…")
         self._reload_without_lost_servers()
 
     @work(thread=True, exclusive=True, group="load", exit_on_error=False)
