@@ -79,7 +79,7 @@ FAMILIES: list[tuple[str, list[str]]] = [
             "llama4",
         ],
     ),
-    ("Multi-head latent attention (MLA)", ["deepseek2", "deepseek3", "deepseek2-mtp", "mistral4"]),
+    ("Multi-head latent attention (MLA)", ["deepseek2", "deepseek3", "deepseek2-mtp", "mistral4", "deepseek32"]),
     ("Recurrent", ["mamba", "mamba2", "rwkv6", "rwkv7"]),
     (
         "Hybrid (attention + recurrent)",

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from planner.errors import GGUFError
+from planner.errors import GGUFError, ModelError
 from planner.model import SWA_CHUNKED, SWA_STANDARD, swa_pattern
 
 if TYPE_CHECKING:
@@ -160,6 +160,65 @@ def _deepseek2(anatomy: ModelAnatomy, meta: _Meta) -> None:
     x["f_attn_temp_scale"] = meta.float_or("attention.temperature_scale", 0.0)
     if x["mla"]:
         anatomy.notes.append("multi-head latent attention: the KV cache holds the compressed latent only (no V)")
+
+
+def _require(anatomy: ModelAnatomy, meta: _Meta, *keys: str) -> None:
+    """Keys llama.cpp's loader insists on: without one it refuses the model."""
+    for key in keys:
+        if meta.get(key) is None:
+            raise GGUFError(
+                anatomy.path, f"required metadata {anatomy.architecture}.{key} is missing (llama.cpp refuses the model)"
+            )
+
+
+def _hadamard_size(head: int) -> int:
+    """The rotation llama.cpp builds for a K head (llama_kv_cache::build_input_k_rot): the largest
+    64 * 2^j dividing it, 64 when 64 does not divide it."""
+    n = 64
+    while head % (n * 2) == 0:
+        n *= 2
+    return n
+
+
+def _deepseek32(anatomy: ModelAnatomy, meta: _Meta) -> None:
+    """DeepSeek V3.2: DeepSeek V3 with sparse attention (DSA). A lightning indexer per layer scores
+    every cached token and keeps the top k for the latent attention; its keys (one head, RoPE'd and
+    Hadamard-rotated) fill a second K-only cache (llama_model_deepseek32, llama_kv_cache_dsa)."""
+    _require(
+        anatomy,
+        meta,
+        "expert_feed_forward_length",
+        "expert_shared_count",
+        "attention.q_lora_rank",
+        "attention.kv_lora_rank",
+        "attention.indexer.head_count",
+        "attention.indexer.key_length",
+        "attention.indexer.top_k",
+        "expert_gating_func",
+    )
+    _deepseek2(anatomy, meta)
+    x = anatomy.extra
+    if not x["mla"]:
+        raise ModelError(anatomy.path, "DEEPSEEK32 architecture requires MLA (key_length_mla and value_length_mla)")
+    x["expert_gating_func"] = gating = meta.int_or("expert_gating_func", 0)  # no V2 default here
+    if gating not in (1, 2, 3, 4):  # softmax, sigmoid, softmax_weight, sqrt_softplus
+        raise ModelError(anatomy.path, f"expert gating function {gating} is unknown (llama.cpp aborts)")
+    x["n_indexer_head"] = meta.int_or("attention.indexer.head_count", 0)
+    x["indexer_head_size"] = head = meta.int_or("attention.indexer.key_length", 0)
+    x["indexer_top_k"] = meta.int_or("attention.indexer.top_k", 0)
+    if not (0 < x["n_indexer_head"] <= 1 << 16 and 0 < head <= 1 << 16):
+        raise ModelError(anatomy.path, f"indexer sizes {x['n_indexer_head']} x {head} are out of range")
+    # the graph multiplies the indexer's queries and keys by a head-sized rotation and ropes the
+    # first n_rot values of a head: llama.cpp aborts (GGML_ASSERT) on a head that fits neither
+    if _hadamard_size(head) != head or anatomy.rope_dims > head:
+        raise ModelError(
+            anatomy.path,
+            f"indexer key length {head} is not a power-of-two multiple of 64 at least the RoPE size "
+            f"{anatomy.rope_dims} (llama.cpp aborts building its graph)",
+        )
+    anatomy.notes.append(
+        f"sparse attention (DSA): an indexer key cache of {head} values a token and layer beside the latent one"
+    )
 
 
 def _ssm(anatomy: ModelAnatomy, meta: _Meta) -> None:
@@ -388,6 +447,7 @@ ARCH_RULES: dict[str, ArchRule] = {
     "llama4": _llama4,
     "deepseek2": _deepseek2,
     "mistral4": _deepseek2,  # llama.cpp builds it as deepseek2 (latent attention, experts), plain RoPE
+    "deepseek32": _deepseek32,
     "mamba": _mamba,
     "mamba2": _mamba,
     "lfm2": _lfm2,

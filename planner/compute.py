@@ -87,6 +87,7 @@ def build_graph(
     for il, kinds in by_layer.items():
         caches[(il, swa_of[il])] = (kinds["k"], kinds.get("v"))
     weights = WeightSet(model, caches, g, locate_weight)
+    weights._lid = {il: kinds["lid"] for il, kinds in by_layer.items() if "lid" in kinds}
     for il, kinds in _rs_tensors(model, r, g, locate_layer).items():
         weights._rs[il] = kinds
     ctx = GraphContext(model, shape, weights, g)

@@ -324,6 +324,19 @@ class Graph:
         order = self._op("ARGSORT", I32, a.ne, [a])
         return self.view(order, (k, order.ne[1], order.ne[2], order.ne[3]), order.nb[1:], 0)
 
+    def top_k(self, a: Tensor, k: int) -> Tensor:
+        """ggml_top_k: the indices (I32) of each row's k largest values, a tensor of its own."""
+        return self._op("TOP_K", I32, (k, a.ne[1], a.ne[2], a.ne[3]), [a])
+
+    def fill(self, a: Tensor) -> Tensor:
+        """ggml_fill: a new tensor shaped like `a`, every value set to one constant."""
+        return self.dup(a, "FILL", [a])
+
+    def lightning_indexer(self, q: Tensor, k: Tensor, weights: Tensor, mask: Tensor) -> Tensor:
+        """ggml_lightning_indexer (sparse attention): one score per cached key and query token,
+        [n_kv, n_tokens per stream, 1, n_stream]."""
+        return self._op("LIGHTNING_INDEXER", F32, (k.ne[2], q.ne[2], 1, q.ne[3]), [q, k, weights, mask])
+
     def add_id(self, a: Tensor, b: Tensor, ids: Tensor) -> Tensor:
         return self.dup(a, "ADD_ID", [a, b, ids])
 

@@ -5,6 +5,10 @@ as [n_embd_v_gqa, cells, streams] (V at the widest layer's width when it is
 stored transposed, i.e. without flash attention). Sliding-window layers get a
 smaller cache of PAD(min(cells, n_swa * n_seq_or_1 + n_ubatch), 256) cells
 unless swa_full is set.
+
+DeepSeek V3.2's sparse attention (llama_kv_cache_dsa) adds a second, K-only cache
+beside the latent one: the lightning indexer's keys, one head of
+indexer_head_size values per cell, on the same trunk layers, in the K type.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from planner.units import round_up
 class KVTensor:
     layer: int
     swa: bool
-    kind: str  # "k" or "v"
+    kind: str  # "k", "v", or "lid" (the indexer's key cache of sparse attention)
     type: GGMLType
     ne: tuple[int, int, int]
 
@@ -69,7 +73,20 @@ def kv_layout(model: ModelAnatomy, r: Resolved) -> KVLayout:
         if not is_mla:
             width = v_width_max if v_trans else layer.n_embd_v_gqa
             tensors.append(KVTensor(layer.index, swa, "v", r.type_v, (width, cells, r.n_stream)))
+    tensors += _indexer_tensors(model, r)
     return KVLayout(r.n_ctx_seq, cells_swa, r.n_stream, tensors)
+
+
+def _indexer_tensors(model: ModelAnatomy, r: Resolved) -> list[KVTensor]:
+    """The indexer key cache of sparse attention (llama_kv_cache_dsa's second llama_kv_cache): one
+    KV head of the indexer's size, as many cells as the main cache, no V."""
+    head = int(model.extra.get("indexer_head_size", 0))
+    if not head:
+        return []
+    return [
+        KVTensor(layer.index, False, "lid", r.type_k, (head, r.n_ctx_seq, r.n_stream))
+        for layer in kv_cache_layers(model)
+    ]
 
 
 def kv_cache_layers(model: ModelAnatomy) -> list[LayerAnatomy]:

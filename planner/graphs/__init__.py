@@ -57,6 +57,7 @@ BUILDERS: dict[str, tuple[str, str]] = {
     "llama4": ("llama4", "build_llama4"),
     "deepseek2": ("deepseek2", "build_deepseek2"),
     "mistral4": ("deepseek2", "build_deepseek2"),
+    "deepseek32": ("deepseek32", "build_deepseek32"),
     "mamba": ("mamba", "build_mamba"),
     "mamba2": ("mamba", "build_mamba"),
     "lfm2": ("hybrid", "build_lfm2"),

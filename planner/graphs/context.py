@@ -646,6 +646,7 @@ class WeightSet:
         self.model = model
         self._locate = locate or (lambda name, dup: ("host", True))
         self._rs: dict[int, tuple[Tensor, Tensor]] = {}
+        self._lid: dict[int, Tensor] = {}
         self._kv = kv
         self._cache: dict[tuple[str, bool], Tensor] = {}
         self._g = graph
@@ -687,6 +688,10 @@ class WeightSet:
 
     def kv(self, il: int, swa: bool) -> tuple[Tensor, Tensor | None]:
         return self._kv[(il, swa)]
+
+    def lid(self, il: int) -> Tensor:
+        """The sparse-attention indexer's key cache of a layer."""
+        return self._lid[il]
 
     def rs(self, il: int) -> tuple[Tensor, Tensor]:
         """The recurrent state tensors (r, s) of a layer."""

@@ -3,12 +3,108 @@
 With MLA (key_length_mla in the header) the KV cache holds only the compressed
 latent plus the RoPE part of K; V is a view of that same cache, and the value
 projection is applied after attention (v_mla).
+
+The pieces are shared with DeepSeek V3.2 (planner.graphs.deepseek32), whose
+layers differ only in how attention picks the cells it reads.
 """
 
 from __future__ import annotations
 
-from planner.ggml_graph import F32, row_size
+from planner.ggml_graph import F32, Tensor, row_size
 from planner.graphs.context import GraphContext
+from planner.model import LayerAnatomy
+
+
+def kv_latent(ctx: GraphContext, il: int, cur: Tensor, inp_pos: Tensor) -> tuple[Tensor, Tensor]:
+    """The compressed KV latent (normed, [kv_lora, n_tokens]) and the roped shared K part."""
+    g, w, m = ctx.g, ctx.w, ctx.model
+    rope, kv_lora, n_tok = m.rope_dims, m.extra["n_lora_kv"], ctx.n_tokens
+    kv_pe = g.mul_mat(w.layer_req(il, "attn_kv_a_mqa.weight"), cur)
+    stride = row_size(kv_pe.type, kv_lora + rope)
+    kv_cmpr = g.view(kv_pe, (kv_lora, n_tok), (stride,), 0)
+    k_pe = g.view(kv_pe, (rope, 1, n_tok), (stride, stride), row_size(kv_pe.type, kv_lora))
+    k_pe = g.rope(k_pe, inp_pos)
+    kv_cmpr = ctx.build_norm(kv_cmpr, w.layer(il, "attn_kv_a_norm.weight"), il=il)
+    return kv_cmpr, k_pe
+
+
+def absorbed_qkv(
+    ctx: GraphContext, layer: LayerAnatomy, q: Tensor, kv_cmpr: Tensor, k_pe: Tensor, inp_pos: Tensor
+) -> tuple[Tensor, Tensor, Tensor]:
+    """Q, K and V of latent attention with the K projection absorbed into Q (MQA over the latent).
+
+    `q` is wq_b's output, flat or already [head_k, n_head, n_tokens]: the views take explicit strides."""
+    g, w, x = ctx.g, ctx.w, ctx.model.extra
+    il, n_head, n_tok = layer.index, layer.n_head, ctx.n_tokens
+    hd_k, rope = x["head_k_mla"], ctx.model.rope_dims
+    nope = hd_k - rope
+    strides = (row_size(q.type, hd_k), row_size(q.type, hd_k) * n_head)
+    q_nope = g.view(q, (nope, n_head, n_tok), strides, 0)
+    q_pe = g.view(q, (rope, n_head, n_tok), strides, row_size(q.type, nope))
+    q_pe = g.rope(q_pe, inp_pos)
+    q_nope = g.permute(q_nope, 0, 2, 1, 3)
+    q_abs = g.mul_mat(w.layer_req(il, "attn_k_b.weight"), q_nope)
+    q_abs = g.permute(q_abs, 0, 2, 1, 3)
+    q_cur = g.concat(q_abs, q_pe, 0)
+    kv_cmpr = g.reshape(kv_cmpr, x["n_lora_kv"], 1, n_tok)
+    k_cur = g.concat(kv_cmpr, k_pe, 0)
+    return q_cur, k_cur, kv_cmpr
+
+
+def ffn_block(ctx: GraphContext, il: int, cur: Tensor) -> Tensor:
+    """The leading dense layers' FFN, else routed experts plus the shared expert."""
+    w, x = ctx.w, ctx.model.extra
+    if il < x.get("n_layer_dense_lead", 0):
+        return ctx.build_ffn(
+            cur,
+            w.layer(il, "ffn_up.weight"),
+            w.layer(il, "ffn_gate.weight"),
+            w.layer(il, "ffn_down.weight"),
+            "silu",
+            True,
+        )
+    gating = {1: "softmax", 2: "sigmoid", 3: "softmax_weight", 4: "sqrt_softplus"}.get(
+        x.get("expert_gating_func", 1), "softmax"
+    )
+    moe = ctx.build_moe_ffn(
+        cur,
+        il,
+        x["n_expert"],
+        x["n_expert_used"],
+        "silu",
+        norm_w=x.get("expert_weights_norm", False),
+        w_scale=x.get("expert_weights_scale", 0.0),
+        gating=gating,
+        exp_probs_b=w.layer(il, "exp_probs_b.bias"),
+        n_expert_groups=x.get("n_expert_groups", 0),
+        n_group_used=x.get("n_group_used", 0),
+    )
+    shared = ctx.build_ffn(
+        cur,
+        w.layer(il, "ffn_up_shexp.weight"),
+        w.layer(il, "ffn_gate_shexp.weight"),
+        w.layer(il, "ffn_down_shexp.weight"),
+        "silu",
+        True,
+    )
+    return ctx.g.add(moe, shared)
+
+
+def finish_layer(ctx: GraphContext, il: int, cur: Tensor, inp_sa: Tensor, out_ids: Tensor) -> Tensor:
+    """After attention: keep the output rows on the last layer, residual, FFN norm, FFN, residual."""
+    g = ctx.g
+    if il == ctx.model.n_trunk - 1:
+        cur = g.get_rows(cur, out_ids)
+        inp_sa = g.get_rows(inp_sa, out_ids)
+    ffn_inp = g.add(cur, inp_sa)
+    cur = ctx.build_norm(ffn_inp, ctx.w.layer(il, "ffn_norm.weight"), il=il)
+    cur = ffn_block(ctx, il, cur)
+    return g.add(cur, ffn_inp)
+
+
+def finish_model(ctx: GraphContext, inp_l: Tensor) -> None:
+    cur = ctx.build_norm(inp_l, ctx.w.get_optional("output_norm.weight"))
+    ctx.set_outputs(cur, ctx.g.mul_mat(ctx.output_weight(), cur))
 
 
 def build_deepseek2(ctx: GraphContext) -> None:
@@ -18,7 +114,6 @@ def build_deepseek2(ctx: GraphContext) -> None:
     hd_k, hd_v = x["head_k_mla"], x["head_v_mla"]
     rope = m.rope_dims
     nope = hd_k - rope
-    kv_lora = x["n_lora_kv"]
     n_tok = ctx.n_tokens
     inp_l = ctx.build_inp_embd()
     attn_scale = g.input(F32, (1, 1, n_tok), "inp_attn_scale") if x.get("f_attn_temp_scale") else None
@@ -37,23 +132,9 @@ def build_deepseek2(ctx: GraphContext) -> None:
         else:
             q = g.mul_mat(w.layer_req(il, "attn_q.weight"), cur)
         q = g.reshape(q, hd_k, n_head, n_tok)
-        kv_pe = g.mul_mat(w.layer_req(il, "attn_kv_a_mqa.weight"), cur)
-        stride = row_size(kv_pe.type, kv_lora + rope)
-        kv_cmpr = g.view(kv_pe, (kv_lora, n_tok), (stride,), 0)
-        k_pe = g.view(kv_pe, (rope, 1, n_tok), (stride, stride), row_size(kv_pe.type, kv_lora))
-        k_pe = g.rope(k_pe, inp_pos)
-        kv_cmpr = ctx.build_norm(kv_cmpr, w.layer(il, "attn_kv_a_norm.weight"), il=il)
+        kv_cmpr, k_pe = kv_latent(ctx, il, cur, inp_pos)
         if is_mla:
-            q_nope = g.view(q, (nope, n_head, n_tok), (q.nb[1], q.nb[2]), 0)
-            q_pe = g.view(q, (rope, n_head, n_tok), (q.nb[1], q.nb[2]), row_size(q.type, nope))
-            q_pe = g.rope(q_pe, inp_pos)
-            q_nope = g.permute(q_nope, 0, 2, 1, 3)
-            q_abs = g.mul_mat(w.layer_req(il, "attn_k_b.weight"), q_nope)
-            q_abs = g.permute(q_abs, 0, 2, 1, 3)
-            q_cur = g.concat(q_abs, q_pe, 0)
-            kv_cmpr = g.reshape(kv_cmpr, kv_lora, 1, n_tok)
-            k_cur = g.concat(kv_cmpr, k_pe, 0)
-            v_cur = kv_cmpr
+            q_cur, k_cur, v_cur = absorbed_qkv(ctx, layer, q, kv_cmpr, k_pe, inp_pos)
             if attn_scale is not None:
                 q_cur = g.mul(q_cur, attn_scale)
             cur = ctx.build_attn_k(
@@ -76,46 +157,5 @@ def build_deepseek2(ctx: GraphContext) -> None:
             if attn_scale is not None:
                 q_cur = g.mul(q_cur, attn_scale)
             cur = ctx.build_attn(inp_attn, layer, w.layer(il, "attn_output.weight"), None, q_cur, k_cur, v_cur)
-        if il == m.n_trunk - 1:
-            cur = g.get_rows(cur, out_ids)
-            inp_sa = g.get_rows(inp_sa, out_ids)
-        ffn_inp = g.add(cur, inp_sa)
-        cur = ctx.build_norm(ffn_inp, w.layer(il, "ffn_norm.weight"), il=il)
-        if il < x.get("n_layer_dense_lead", 0):
-            cur = ctx.build_ffn(
-                cur,
-                w.layer(il, "ffn_up.weight"),
-                w.layer(il, "ffn_gate.weight"),
-                w.layer(il, "ffn_down.weight"),
-                "silu",
-                True,
-            )
-        else:
-            gating = {1: "softmax", 2: "sigmoid", 3: "softmax_weight", 4: "sqrt_softplus"}.get(
-                x.get("expert_gating_func", 1), "softmax"
-            )
-            moe = ctx.build_moe_ffn(
-                cur,
-                il,
-                x["n_expert"],
-                x["n_expert_used"],
-                "silu",
-                norm_w=x.get("expert_weights_norm", False),
-                w_scale=x.get("expert_weights_scale", 0.0),
-                gating=gating,
-                exp_probs_b=w.layer(il, "exp_probs_b.bias"),
-                n_expert_groups=x.get("n_expert_groups", 0),
-                n_group_used=x.get("n_group_used", 0),
-            )
-            shared = ctx.build_ffn(
-                cur,
-                w.layer(il, "ffn_up_shexp.weight"),
-                w.layer(il, "ffn_gate_shexp.weight"),
-                w.layer(il, "ffn_down_shexp.weight"),
-                "silu",
-                True,
-            )
-            cur = g.add(moe, shared)
-        inp_l = g.add(cur, ffn_inp)
-    cur = ctx.build_norm(inp_l, w.get_optional("output_norm.weight"))
-    ctx.set_outputs(cur, g.mul_mat(ctx.output_weight(), cur))
+        inp_l = finish_layer(ctx, il, cur, inp_sa, out_ids)
+    finish_model(ctx, inp_l)

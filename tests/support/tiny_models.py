@@ -132,6 +132,8 @@ def _deepseek2_layer(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...]
         (p + "attn_output.weight", (nh * hv, e), w),
         (p + "ffn_norm.weight", (e,), f32),
     ]
+    if a == "deepseek32":
+        out += _dsa_indexer(spec, il)
     if il < x[f"{a}.leading_dense_block_count"]:
         return out + [
             (p + "ffn_gate.weight", (e, spec.n_ff), w),
@@ -158,6 +160,19 @@ def _deepseek2_layer(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...]
             (p + "nextn.shared_head_norm.weight", (e,), f32),
         ]
     return out
+
+
+def _dsa_indexer(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], Q]]:
+    """DeepSeek V3.2's lightning indexer (llama_model_deepseek32::load_arch_tensors)."""
+    x, a, e, w, p = spec.extra_kv, spec.arch, spec.n_embd, spec.weight_type, f"blk.{il}."
+    n_head, head = x[f"{a}.attention.indexer.head_count"], x[f"{a}.attention.indexer.key_length"]
+    return [
+        (p + "indexer.k_norm.weight", (head,), Q.F32),
+        (p + "indexer.k_norm.bias", (head,), Q.F32),
+        (p + "indexer.proj.weight", (e, n_head), Q.F32),
+        (p + "indexer.attn_k.weight", (e, head), w),
+        (p + "indexer.attn_q_b.weight", (x[f"{a}.attention.q_lora_rank"], n_head * head), w),
+    ]
 
 
 def _ssm_layer(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], Q]]:
@@ -523,7 +538,7 @@ def _layer_tensors(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], 
         return _hybrid_layer(spec, il)
     if spec.arch in ("mamba", "mamba2"):
         return _ssm_layer(spec, il)
-    if spec.arch in ("deepseek2", "mistral4"):
+    if spec.arch in ("deepseek2", "mistral4", "deepseek32"):
         return _deepseek2_layer(spec, il)
     if spec.arch in ("rwkv6", "rwkv7"):
         return _rwkv_layer(spec, il)
@@ -982,6 +997,36 @@ ZOO: dict[str, TinySpec] = {
             "deepseek2.expert_weights_scale": 2.5,
             "deepseek2.expert_group_count": 4,
             "deepseek2.expert_group_used_count": 2,
+        },
+    ),
+    "deepseek32": TinySpec(
+        "deepseek32",
+        n_head=4,
+        n_head_kv=1,
+        head_dim=96,
+        n_expert=8,
+        n_expert_used=2,
+        n_ff_exp=32,
+        n_ff=128,
+        name="tiny-deepseek-v3.2",
+        extra_kv={
+            "deepseek32.attention.kv_lora_rank": 64,
+            "deepseek32.attention.q_lora_rank": 32,
+            "deepseek32.attention.key_length_mla": 64,
+            "deepseek32.attention.value_length_mla": 32,
+            "deepseek32.rope.dimension_count": 32,
+            "deepseek32.leading_dense_block_count": 1,
+            "deepseek32.expert_shared_count": 1,
+            "deepseek32.expert_gating_func": 2,
+            "deepseek32.expert_weights_norm": True,
+            "deepseek32.expert_weights_scale": 2.5,
+            "deepseek32.expert_group_count": 4,
+            "deepseek32.expert_group_used_count": 2,
+            # the lightning indexer: its key cache holds one 64-wide key a token and layer; it keeps
+            # the 2,048 best-scored cells, fewer than the cache holds past a 2,048-token context
+            "deepseek32.attention.indexer.head_count": 4,
+            "deepseek32.attention.indexer.key_length": 64,
+            "deepseek32.attention.indexer.top_k": 2048,
         },
     ),
     "mamba": TinySpec(

@@ -1,0 +1,127 @@
+"""DeepSeek V3.2 (deepseek32): DeepSeek V3's layers with sparse attention (DSA).
+
+Each layer's lightning indexer scores every cached cell for every query token
+(queries from the Q latent, one shared key per token from the layer input,
+both RoPE'd and multiplied by a Hadamard rotation) and keeps the top k cells.
+Latent attention then reads only those: their mask entries are copied from the
+causal mask, every other cell is masked off. The indexer's keys live in a
+second K-only cache (llama_kv_cache_dsa), with inputs of its own: row indices,
+an F16 mask (the fused indexer op wants one) and the rotation matrix.
+"""
+
+from __future__ import annotations
+
+from planner.ggml_graph import F16, F32, I64, Tensor, row_size
+from planner.ggml_types import GGMLType
+from planner.graphs.context import GraphContext
+from planner.graphs.deepseek2 import absorbed_qkv, finish_layer, finish_model, kv_latent
+from planner.model import LayerAnatomy
+
+Inputs = dict[str, Tensor]
+
+
+def _kq_mask(ctx: GraphContext, type_: GGMLType) -> Tensor:
+    s = ctx.shape
+    n_stream = 1 if s.kv_unified else s.n_seqs
+    return ctx.g.input(type_, (s.n_kv, ctx.n_tokens // n_stream, 1, n_stream), "attn_inp_kq_mask")
+
+
+def build_attn_inp_k_dsa(ctx: GraphContext) -> Inputs:
+    """Both caches' inputs: the latent cache's (its mask F16 only with flash attention) and the
+    indexer cache's (always an F16 mask, and its head-sized rotation)."""
+    g, n_tok = ctx.g, ctx.n_tokens
+    head = int(ctx.model.extra["indexer_head_size"])
+    return {
+        "k_idxs": g.input(I64, (n_tok,), "attn_inp_k_idxs"),
+        "mask": _kq_mask(ctx, F16 if ctx.shape.flash_attn else F32),
+        "k_idxs_lid": g.input(I64, (n_tok,), "attn_inp_k_idxs"),
+        "mask_lid": _kq_mask(ctx, F16),
+        "k_rot_lid": g.input(F32, (head, head), "attn_inp_k_rot"),
+    }
+
+
+def lightning_indexer(
+    ctx: GraphContext, layer: LayerAnatomy, cur: Tensor, qr: Tensor, inp_pos: Tensor, inp: Inputs
+) -> Tensor:
+    """The cells each query token attends to: [top k, n_tokens per stream, 1, n_stream] indices."""
+    g, w, x = ctx.g, ctx.w, ctx.model.extra
+    il, n_tok = layer.index, ctx.n_tokens
+    n_head, head = int(x["n_indexer_head"]), int(x["indexer_head_size"])
+    q = g.mul_mat(w.layer_req(il, "indexer.attn_q_b.weight"), qr)
+    q = g.rope(g.reshape(q, head, n_head, n_tok), inp_pos)
+    k = g.mul_mat(w.layer_req(il, "indexer.attn_k.weight"), cur)
+    k = ctx.build_norm(k, w.layer(il, "indexer.k_norm.weight"), w.layer(il, "indexer.k_norm.bias"), rms=False, il=il)
+    k = g.rope(g.reshape(k, head, 1, n_tok), inp_pos)
+    q = g.mul_mat(inp["k_rot_lid"], q)
+    k = g.mul_mat(inp["k_rot_lid"], k)
+    cache = w.lid(il)
+    g.expand(ctx.cpy_k(cache, k, inp["k_idxs_lid"]))
+    weights = g.mul_mat(w.layer_req(il, "indexer.proj.weight"), cur)
+    n_stream = cache.ne[2]
+    row = row_size(cache.type, head)
+    keys = g.view(cache, (head, 1, ctx.shape.n_kv, n_stream), (row, row, row * cache.ne[1]), 0)
+    q = g.view(q, (q.ne[0], q.ne[1], q.ne[2] // n_stream, n_stream), (q.nb[1], q.nb[2], q.nb[3] // n_stream), 0)
+    weights = g.view(
+        weights,
+        (weights.ne[0], weights.ne[1] // n_stream, weights.ne[2], n_stream),
+        (weights.nb[1], weights.nb[2] // n_stream, weights.nb[3] // n_stream),
+        0,
+    )
+    weights = g.scale(weights)
+    score = g.lightning_indexer(q, keys, weights, inp["mask_lid"])
+    return g.cont(g.top_k(score, min(score.ne[0], int(x["indexer_top_k"]))))
+
+
+def build_attn_dsa(
+    ctx: GraphContext,
+    inp: Inputs,
+    layer: LayerAnatomy,
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    top_k: Tensor,
+) -> Tensor:
+    """build_attn for sparse attention: the causal mask with only the top-k cells left open."""
+    g, w, il = ctx.g, ctx.w, layer.index
+    g.expand(q)
+    g.expand(v)
+    g.expand(k)
+    k_cache, _ = ctx.kv_cache_tensors(layer, False)
+    g.expand(ctx.cpy_k(k_cache, k, inp["k_idxs"]))
+    mask = inp["mask"]
+    closed = g.fill(mask)  # every cell masked off, one value a row
+    closed = g.view(closed, (1, closed.ne[0], closed.ne[1], closed.ne[3]), closed.nb[:3], 0)
+    picked = g.view(
+        top_k, (top_k.ne[0], top_k.ne[1], top_k.ne[3], 1), (top_k.nb[1], top_k.nb[2], top_k.ne[3] * top_k.nb[3]), 0
+    )
+    zeros = g.fill(g.new_tensor(F32, (1, picked.ne[0], picked.ne[1], picked.ne[2])))
+    opened = g.set_rows(closed, zeros, picked)
+    opened = g.view(
+        opened, (opened.ne[1], opened.ne[2], 1, opened.ne[3]), (opened.nb[2], opened.nb[3], opened.nb[3]), 0
+    )
+    sparse_mask = g.add(opened, mask)
+    kv = ctx.get_k(k_cache, layer, ctx.shape.n_kv)
+    vv = g.view(kv, (v.ne[0], kv.ne[1], kv.ne[2], kv.ne[3]), kv.nb[1:], 0)
+    cur = ctx.build_attn_mha(q, kv, vv, None, sparse_mask, None, v_mla=w.layer_req(il, "attn_v_b.weight"))
+    return ctx.mm(w.layer_req(il, "attn_output.weight"), cur)
+
+
+def build_deepseek32(ctx: GraphContext) -> None:
+    g, w, m = ctx.g, ctx.w, ctx.model
+    inp_l = ctx.build_inp_embd()
+    inp_pos = ctx.build_inp_pos()
+    inp = build_attn_inp_k_dsa(ctx)
+    out_ids = ctx.build_inp_out_ids()
+    for layer in m.trunk_layers:
+        il = layer.index
+        inp_sa = inp_l
+        cur = ctx.build_norm(inp_l, w.layer(il, "attn_norm.weight"), il=il)
+        qr = g.mul_mat(w.layer_req(il, "attn_q_a.weight"), cur)
+        qr = ctx.build_norm(qr, w.layer(il, "attn_q_a_norm.weight"), il=il)
+        top_k = lightning_indexer(ctx, layer, cur, qr, inp_pos, inp)
+        q = g.mul_mat(w.layer_req(il, "attn_q_b.weight"), qr)
+        kv_cmpr, k_pe = kv_latent(ctx, il, cur, inp_pos)
+        q_cur, k_cur, v_cur = absorbed_qkv(ctx, layer, q, kv_cmpr, k_pe, inp_pos)
+        cur = build_attn_dsa(ctx, inp, layer, q_cur, k_cur, v_cur, top_k)
+        inp_l = finish_layer(ctx, il, cur, inp_sa, out_ids)
+    finish_model(ctx, inp_l)
