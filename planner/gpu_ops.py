@@ -56,6 +56,21 @@ def _ssm_scan_supported(node: Tensor) -> bool:
     return s.ne[0] == 16 and s.ne[1] == 1 and s.ne[2] % 128 == 0 and b.ne[1] == 1
 
 
+_INDEXER_K_TYPES = frozenset({"f32", "bf16", "f16", "q8_0", "q5_1", "q5_0", "q4_1", "q4_0"})
+
+
+def _lightning_indexer_supported(node: Tensor) -> bool:
+    """ggml-cuda's fused DSA indexer (lightning-indexer.cu): heads of 128 values, 32 or 64 heads,
+    16-byte strides for unquantized Q and K, and a K type it has kernels for."""
+    q, k = node.src[0], node.src[1]
+    if q.ne[0] != 128 or q.ne[1] not in (32, 64):
+        return False
+    for t in (q, k):
+        if not t.type.is_quantized and any(nb % 16 for nb in t.nb[1:]):
+            return False
+    return k.type.name in _INDEXER_K_TYPES
+
+
 def supports_op(backend: str, node: Tensor) -> bool:
     """Whether a GPU backend (cuda, rocm, metal, vulkan) runs `node`."""
     if backend not in CUDA_LIKE:
@@ -66,7 +81,9 @@ def supports_op(backend: str, node: Tensor) -> bool:
         return _ssm_scan_supported(node)
     if node.op == "SSM_CONV":
         return node.src[0].ne[1] % 128 == 0
-    return True
+    if node.op == "LIGHTNING_INDEXER":
+        return _lightning_indexer_supported(node)
+    return True  # TOP_K too: builds with CUDA 11.7 or newer sort any row length with CUB
 
 
 # architectures whose ssm_a multiplies (LLM_TENSOR_SSM_A_NOSCAN) rather than feeding SSM_SCAN

@@ -158,6 +158,22 @@ def test_cuda_flash_attention_head_sizes() -> None:
     assert supports_op("metal", _fa_node(32))
 
 
+def _indexer_node(head: int, n_head: int, k_type: str = "f16"):
+    g = Graph()
+    q = g.weight(ggml_type("f16"), (head, n_head, 512, 1), "q", is_weight=False)
+    k = g.weight(ggml_type(k_type), (head, 1, 4096, 1), "k", is_weight=False)
+    weights = g.weight(ggml_type("f32"), (n_head, 512, 1, 1), "w", is_weight=False)
+    mask = g.weight(ggml_type("f16"), (4096, 512, 1, 1), "mask", is_weight=False)
+    return g.lightning_indexer(q, k, weights, mask)
+
+
+def test_cuda_runs_the_sparse_attention_indexer_only_for_deepseeks_shapes() -> None:
+    """From ggml-cuda's source, not yet a GPU record: 128-value heads, 32 or 64 of them (V3.2 has 64)."""
+    assert supports_op("cuda", _indexer_node(128, 64)) and supports_op("cuda", _indexer_node(128, 32, "q8_0"))
+    assert not supports_op("cuda", _indexer_node(64, 4))  # the tiny zoo's indexer: it runs on the CPU
+    assert not supports_op("cuda", _indexer_node(128, 64, "q4_k"))
+
+
 def test_cuda_keeps_unsupported_ssm_weights_on_the_host() -> None:
     mamba2 = {"ssm_d_inner": 8192, "ssm_d_state": 128, "ssm_n_group": 1}
     assert weight_supported("cuda", "mamba2", "blk.0.ssm_a", (1, 128), mamba2)
