@@ -61,7 +61,7 @@ FAMILIES: list[tuple[str, list[str]]] = [
             "qwen3vl",
         ],
     ),
-    ("Sliding window (SWA)", ["gemma2", "gemma3", "gemma3-270m", "olmo3", "exaone4-swa", "cohere2"]),
+    ("Sliding window (SWA)", ["gemma2", "gemma3", "gemma3-270m", "gemma3n", "olmo3", "exaone4-swa", "cohere2"]),
     (
         "Mixture of experts",
         [

@@ -71,6 +71,56 @@ def _gemma3(anatomy: ModelAnatomy, meta: _Meta) -> None:
     anatomy.f_final_softcap = meta.float_or("final_logit_softcapping", 0.0)
 
 
+# Gemma 3n (llama_model_gemma3n::load_arch_hparams): only the first 20 layers own a KV cache; each later
+# layer reads the cache of the last owner of its kind (layer 18's when windowed, layer 19's when global)
+GEMMA3N_KV_LAYERS = 20
+
+
+def gemma3n_kv_source(anatomy: ModelAnatomy, il: int) -> int:
+    """The layer whose KV cache layer `il` attends to (itself when it owns one)."""
+    if il < GEMMA3N_KV_LAYERS:
+        return il
+    return GEMMA3N_KV_LAYERS - (2 if anatomy.layers[il].is_swa else 1)
+
+
+def _gemma3n_tensor_layers(anatomy: ModelAnatomy) -> None:
+    """Where llama.cpp's tensor table puts Gemma 3n's global tensors: the AltUp projections with the
+    output layer, the per-layer projection and its norm with layer 0 (LLM_TENSOR_LAYER_REPEATING,
+    created as block 0), so that a quantized projection is repacked like any layer matrix."""
+    to_output = ("altup_proj.weight", "altup_unembd_proj.weight")
+    to_layer0 = ("per_layer_model_proj.weight", "per_layer_proj_norm.weight")
+    others = anatomy.other_tensors
+    anatomy.output_tensors += [t for t in others if t.name in to_output]
+    anatomy.layers[0].tensors += [t for t in others if t.name in to_layer0]
+    anatomy.other_tensors = [t for t in others if t.name not in to_output + to_layer0]
+
+
+def _gemma3n(anatomy: ModelAnatomy, meta: _Meta) -> None:
+    """Sliding window on four of every five layers (the window is required), KV caches shared past
+    layer 20, and the fixed AltUp / Laurel / per-layer-input sizes of llama_hparams."""
+    anatomy.swa_type = SWA_STANDARD
+    anatomy.n_swa = meta.require_int("attention.sliding_window")
+    _load_swa_pattern(anatomy, meta, 5)
+    if not any(layer.is_swa for layer in anatomy.layers):
+        raise ModelError(meta.path, "gemma3n without a sliding-window layer: llama.cpp aborts (is_swa_any)")
+    for layer in anatomy.layers[GEMMA3N_KV_LAYERS:]:
+        layer.has_kv = False
+        source = anatomy.layers[gemma3n_kv_source(anatomy, layer.index)]
+        if source.is_swa != layer.is_swa:
+            raise ModelError(
+                meta.path,
+                f"gemma3n layer {layer.index} would reuse layer {source.index}'s KV cache, which is in the other "
+                "cache (sliding window or not): llama.cpp aborts",
+            )
+    _gemma3n_tensor_layers(anatomy)
+    anatomy.f_final_softcap = 30.0  # always applied (llama_hparams' default, not read from the header)
+    anatomy.extra["n_altup"] = 4
+    anatomy.extra["i_altup_act"] = 0
+    anatomy.extra["laurel_rank"] = 64
+    anatomy.extra["n_embd_altup"] = 256
+    anatomy.extra["n_layer_sparsity"] = 10  # layers whose FFN gate keeps only its top 5 % (gaussian_topk)
+
+
 def _olmo2(anatomy: ModelAnatomy, meta: _Meta) -> None:
     # Olmo 3 declares a sliding window: 3 of every 4 layers use it (llama_model_olmo2::load_arch_hparams)
     n_swa = meta.int_or("attention.sliding_window", 0)
@@ -466,6 +516,7 @@ ARCH_RULES: dict[str, ArchRule] = {
     "gemma": _plain,
     "gemma2": _gemma2,
     "gemma3": _gemma3,
+    "gemma3n": _gemma3n,
 }
 
 

@@ -364,6 +364,8 @@ def _qwen3next_layer(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...]
 def _global_tensors(spec: TinySpec) -> list[tuple[str, tuple[int, ...], Q]]:
     """Tensors outside the layers besides the embeddings and output matrix (norms, their biases)."""
     e = spec.n_embd
+    if spec.arch == "gemma3n":
+        return _gemma3n_globals(spec)
     if spec.arch in ("rwkv6", "rwkv7"):
         return [(f"{n}.{s}", (e,), Q.F32) for n in ("token_embd_norm", "output_norm") for s in ("weight", "bias")]
     if spec.arch in ("gpt2", "starcoder"):  # learned position embeddings
@@ -386,6 +388,54 @@ def _attn_tensors(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], Q
         (p + "attn_k.weight", (e, hk * kv), w),
         (p + "attn_v.weight", (e, hk * kv), w),
         (p + "attn_output.weight", (hk * spec.n_head, e), w),
+    ]
+
+
+# Gemma 3n's fixed sizes (llama_hparams: n_altup, laurel_rank, n_embd_altup; not read from the header)
+GEMMA3N_ALTUP, GEMMA3N_LAUREL_RANK, GEMMA3N_EMBD_ALTUP = 4, 64, 256
+
+
+def _gemma3n_layer(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], Q]]:
+    """A Gemma 3n block (llama_model_gemma3n::load_arch_tensors): gemma3's attention and GELU FFN,
+    plus the AltUp router and coefficients, Laurel's low-rank branch and the per-layer input gate."""
+    e, w, f32, p = spec.n_embd, spec.weight_type, Q.F32, f"blk.{il}."
+    n, rank, pe = GEMMA3N_ALTUP, GEMMA3N_LAUREL_RANK, GEMMA3N_EMBD_ALTUP
+    hk, ff = spec.head_k, spec.n_ff
+    return [
+        (p + "attn_norm.weight", (e,), f32),
+        *_attn_tensors(spec, il),
+        (p + "attn_q_norm.weight", (hk,), f32),
+        (p + "attn_k_norm.weight", (hk,), f32),
+        (p + "post_attention_norm.weight", (e,), f32),
+        (p + "ffn_norm.weight", (e,), f32),
+        (p + "ffn_gate.weight", (e, ff), w),
+        (p + "ffn_up.weight", (e, ff), w),
+        (p + "ffn_down.weight", (ff, e), w),
+        (p + "post_ffw_norm.weight", (e,), f32),
+        (p + "inp_gate.weight", (e, pe), w),
+        (p + "proj.weight", (pe, e), w),
+        (p + "post_norm.weight", (e,), f32),
+        (p + "altup_correct_coef.weight", (n, n), f32),
+        (p + "altup_correct_scale.weight", (e,), f32),
+        (p + "altup_predict_coef.weight", (n, n * n), f32),
+        (p + "altup_router.weight", (e, n), f32),
+        (p + "altup_router_norm.weight", (e,), f32),
+        (p + "laurel_l.weight", (e, rank), w),
+        (p + "laurel_r.weight", (rank, e), w),
+        (p + "laurel_post_norm.weight", (e,), f32),
+    ]
+
+
+def _gemma3n_globals(spec: TinySpec) -> list[tuple[str, tuple[int, ...], Q]]:
+    """Gemma 3n's tensors outside the blocks: the AltUp projections and the per-layer embeddings."""
+    e, n, pe = spec.n_embd, GEMMA3N_ALTUP, GEMMA3N_EMBD_ALTUP
+    return [
+        ("altup_proj.weight", (e, e, n - 1), Q.F16),
+        ("altup_unembd_proj.weight", (e, e, n - 1), Q.F16),
+        ("per_layer_token_embd.weight", (pe * spec.n_layer, spec.n_vocab), spec.embd_type),
+        ("per_layer_model_proj.weight", (e, pe * spec.n_layer), spec.weight_type),
+        ("per_layer_proj_norm.weight", (pe,), Q.F32),
+        ("output_norm.weight", (e,), Q.F32),
     ]
 
 
@@ -546,6 +596,8 @@ def _layer_tensors(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], 
         return _qwen3next_layer(spec, il)
     if spec.arch == "glm4moe":
         return _glm4moe_layer(spec, il)
+    if spec.arch == "gemma3n":
+        return _gemma3n_layer(spec, il)
     e, hk, ff = spec.n_embd, spec.head_k, spec.n_ff
     q_dim, kv_dim = hk * spec.n_head, hk * spec.n_head_kv
     w, f32 = spec.weight_type, Q.F32
@@ -1307,6 +1359,19 @@ ZOO: dict[str, TinySpec] = {
         weight_type=Q.Q4_0,
         embd_type=Q.Q8_0,
         n_vocab=4096,
+    ),
+    # 25 layers: llama.cpp gives only the first 20 a KV cache; the last five read layer 18's (windowed)
+    # or layer 19's (global) cache, one window of every five layers being global
+    "gemma3n": TinySpec(
+        "gemma3n",
+        n_layer=25,
+        n_head=2,
+        n_head_kv=1,
+        n_swa=256,
+        output_type=None,
+        weight_type=Q.Q4_0,
+        embd_type=Q.Q8_0,
+        name="tiny-gemma-3n",
     ),
 }
 

@@ -1,0 +1,233 @@
+"""Gemma 3n's graph (src/models/gemma3n.cpp).
+
+Gemma 3's block (Q/K norms, post-norms, GELU FFN, sliding-window layers, soft-capped logits) with
+three additions. AltUp: the hidden state is `n_altup` stacked copies [n_embd, n_tokens, n_altup];
+each layer predicts all of them from the active one through a small router, runs attention and FFN
+on the active prediction, then corrects every copy. Laurel: a low-rank branch beside attention.
+Per-layer inputs: a second embedding table gives each token an `n_embd_altup` slice per layer,
+mixed with a projection of the input and gated into each layer's output. The first ten layers
+sparsify the FFN gate (gaussian_topk). Layers past the twentieth own no KV cache: they compute
+only Q and attend to the cache of layer 18 (windowed) or 19 (global).
+"""
+
+from __future__ import annotations
+
+from planner.archs import gemma3n_kv_source
+from planner.ggml_graph import F32, I32, Tensor
+from planner.graphs.context import GraphContext
+from planner.graphs.dense import _attention_inputs, _final
+from planner.model import LayerAnatomy
+
+
+def _slice(ctx: GraphContext, x: Tensor, idx: int) -> Tensor:
+    """gemma3n_view_2d_slice: the idx-th [ne0, ne1] plane of a 3-d tensor."""
+    return ctx.g.view(x, (x.ne[0], x.ne[1]), (x.nb[1],), idx * x.ne[0] * x.ne[1] * x.type.type_size)
+
+
+def _rest(ctx: GraphContext, x: Tensor) -> Tensor:
+    """The planes after the first: [ne0, ne1, ne2 - 1]."""
+    plane = x.ne[0] * x.ne[1] * x.type.type_size
+    return ctx.g.view(x, (x.ne[0], x.ne[1], x.ne[2] - 1), (x.nb[1], plane), plane)
+
+
+def _magnitude(ctx: GraphContext, x: Tensor) -> Tensor:
+    g = ctx.g
+    return g.sqrt(g.sum_rows(g.sqr(x)))
+
+
+def _rescaled(ctx: GraphContext, x: Tensor, target: Tensor) -> Tensor:
+    """x scaled to the target's magnitude: x * target / |x|."""
+    g = ctx.g
+    new = _magnitude(ctx, x)
+    return g.div(g.mul(x, target), new)
+
+
+def _per_layer_inputs(ctx: GraphContext, inp_l: Tensor) -> Tensor:
+    """build_inp_per_layer and project_per_layer_inputs: [n_embd_altup, n_tokens, n_layer]."""
+    g, w, m = ctx.g, ctx.w, ctx.model
+    pe, n_layer, n_tok = int(m.extra["n_embd_altup"]), m.n_layer, ctx.n_tokens
+    tokens = g.input(I32, (n_tok,), "inp_tokens")
+    per_layer = g.get_rows(w.get("per_layer_token_embd.weight"), tokens)
+    per_layer = g.scale(g.reshape(per_layer, pe, n_layer, n_tok))
+    g.expand(per_layer)
+    proj = g.scale(ctx.mm(w.get("per_layer_model_proj.weight"), inp_l))
+    proj = g.reshape(proj, pe, n_layer, n_tok)
+    proj = ctx.build_norm(proj, w.get("per_layer_proj_norm.weight"))
+    per_layer = g.scale(g.add(proj, per_layer))
+    return g.cont(g.permute(per_layer, 0, 2, 1, 3))
+
+
+def _router(ctx: GraphContext, x: Tensor, il: int) -> Tensor:
+    """altup_compute_router_modalities: [n_altup, n_tokens]."""
+    g, w = ctx.g, ctx.w
+    r = g.scale(ctx.build_norm(x, w.layer_req(il, "altup_router_norm.weight"), il=il))
+    return g.unary(ctx.mm(w.layer_req(il, "altup_router.weight"), r))
+
+
+def _predict(ctx: GraphContext, cur: Tensor, il: int) -> Tensor:
+    """altup_predict: every AltUp copy predicted from the active one, [n_embd, n_tokens, n_altup]."""
+    g = ctx.g
+    n = int(ctx.model.extra["n_altup"])
+    modalities = _router(ctx, _slice(ctx, cur, int(ctx.model.extra["i_altup_act"])), il)
+    coefs = ctx.mm(ctx.w.layer_req(il, "altup_predict_coef.weight"), modalities)
+    coefs = g.reshape(coefs, n, n, ctx.n_tokens)
+    permuted = g.cont(g.permute(cur, 1, 2, 0, 3))
+    predictions = g.cont(g.permute(g.mul_mat(permuted, coefs), 0, 2, 1, 3))
+    return g.add(predictions, cur)
+
+
+def _correct(ctx: GraphContext, predictions: Tensor, activated: Tensor, il: int) -> Tensor:
+    """altup_correct: each copy moved by the active copy's innovation, weighted by the router."""
+    g = ctx.g
+    n, act = int(ctx.model.extra["n_altup"]), int(ctx.model.extra["i_altup_act"])
+    modalities = _router(ctx, activated, il)
+    innovation = g.sub(activated, _slice(ctx, predictions, act))
+    coefs = g.scale(ctx.mm(ctx.w.layer_req(il, "altup_correct_coef.weight"), modalities))  # scale_bias: + 1
+    coefs = g.cont(g.transpose(coefs), (1, ctx.n_tokens, n))
+    innovation = g.repeat(innovation, (ctx.n_embd, ctx.n_tokens, n, 1))
+    return g.add(g.mul(innovation, coefs), predictions)
+
+
+def _laurel(ctx: GraphContext, cur: Tensor, il: int) -> Tensor:
+    w = ctx.w
+    tmp = ctx.mm(w.layer_req(il, "laurel_r.weight"), ctx.mm(w.layer_req(il, "laurel_l.weight"), cur))
+    tmp = ctx.build_norm(tmp, w.layer_req(il, "laurel_post_norm.weight"), il=il)
+    return ctx.g.add(tmp, cur)
+
+
+def _gaussian_topk(ctx: GraphContext, x: Tensor) -> Tensor:
+    """Keep the gate values above mean + 1.645 std of each row (ReLU of the difference)."""
+    g = ctx.g
+    mean = g.op("MEAN", F32, (1, x.ne[1], x.ne[2], x.ne[3]), [x])
+    std = g.sqrt(g.scale(g.sum_rows(g.sqr(g.sub(x, mean)))))
+    cutoff = g.add(mean, g.scale(std))
+    return g.unary(g.sub(x, cutoff))
+
+
+def _attention(
+    ctx: GraphContext, inp: dict[str, Tensor | None], layer: LayerAnatomy, cur: Tensor, pos: Tensor
+) -> Tensor:
+    """Q/K/V of a layer that owns its cache, else Q alone against the cache it reuses."""
+    g, w, il = ctx.g, ctx.w, layer.index
+    hd = layer.head_dim_k
+    q_norm = w.layer_req(il, "attn_q_norm.weight")
+    wo = w.layer_req(il, "attn_output.weight")
+    if layer.has_kv:
+        q, k, v = ctx.build_qkv(layer, cur, hd, layer.n_head, hd, layer.n_head_kv)
+        q = ctx.build_norm(q, q_norm, il=il)
+        k = ctx.build_norm(k, w.layer_req(il, "attn_k_norm.weight"), il=il)
+        v = g.rms_norm(v)
+        q = g.rope(q, pos)
+        k = g.rope(k, pos)
+        return ctx.build_attn(inp, layer, wo, None, q, k, v, iswa=True)
+    wqkv = w.layer(il, "attn_qkv.weight")
+    if wqkv is not None:
+        qkv = ctx.mm(wqkv, cur)
+        q = g.cont(g.view(qkv, (hd * layer.n_head, ctx.n_tokens), (qkv.nb[1],), 0))
+    else:
+        q = ctx.mm(w.layer_req(il, "attn_q.weight"), cur)
+    q = g.reshape(q, hd, layer.n_head, ctx.n_tokens)
+    q = g.rope(ctx.build_norm(q, q_norm, il=il), pos)
+    return _attend_shared(ctx, inp, layer, wo, q)
+
+
+def _attend_shared(
+    ctx: GraphContext, inp: dict[str, Tensor | None], layer: LayerAnatomy, wo: Tensor, q: Tensor
+) -> Tensor:
+    """build_attn without K and V: nothing is stored, the source layer's cache is read."""
+    g, s = ctx.g, ctx.shape
+    k_rot, v_rot = inp["k_rot"], inp["v_rot"]
+    if k_rot is not None:
+        q = ctx.hadamard(q, k_rot)
+    g.expand(q)
+    source = gemma3n_kv_source(ctx.model, layer.index)
+    k_cache, v_cache = ctx.kv_cache_tensors(ctx.model.layers[source], layer.is_swa)
+    assert v_cache is not None
+    n_kv = s.n_kv_swa if layer.is_swa else s.n_kv
+    kv = ctx.get_k(k_cache, layer, n_kv)
+    vv = ctx.get_v(v_cache, layer, n_kv)
+    cur = ctx.build_attn_mha(q, kv, vv, None, inp["mask"], None)
+    if v_rot is not None:
+        cur = ctx.hadamard(cur, v_rot)
+    return ctx.mm(wo, cur, ctx.w.layer(layer.index, "attn_output.scale"))
+
+
+def _ffn(ctx: GraphContext, cur: Tensor, il: int) -> Tensor:
+    g, w = ctx.g, ctx.w
+    up = ctx.mm(w.layer_req(il, "ffn_up.weight"), cur)
+    gate = ctx.mm(w.layer_req(il, "ffn_gate.weight"), cur)
+    if il < int(ctx.model.extra["n_layer_sparsity"]):
+        gate = _gaussian_topk(ctx, gate)
+    cur = g.mul(up, g.unary(gate))
+    return ctx.mm(w.layer_req(il, "ffn_down.weight"), cur)
+
+
+def _per_layer_gate(ctx: GraphContext, corrected: Tensor, inp_per_layer: Tensor, il: int) -> Tensor:
+    """The corrected active copy, gated down to n_embd_altup, times this layer's input, projected back."""
+    g, w = ctx.g, ctx.w
+    first = _slice(ctx, corrected, int(ctx.model.extra["i_altup_act"]))
+    first = g.mul(first, w.layer_req(il, "altup_correct_scale.weight"))
+    first = g.unary(ctx.mm(w.layer_req(il, "inp_gate.weight"), first))
+    first = g.mul(first, _slice(ctx, inp_per_layer, il))
+    first = ctx.mm(w.layer_req(il, "proj.weight"), first)
+    return ctx.build_norm(first, w.layer_req(il, "post_norm.weight"), il=il)
+
+
+def _layer(
+    ctx: GraphContext,
+    inp: dict[str, Tensor | None],
+    layer: LayerAnatomy,
+    inp_l: Tensor,
+    inp_per_layer: Tensor,
+    pos: Tensor,
+) -> Tensor:
+    g, w, il = ctx.g, ctx.w, layer.index
+    predictions = _predict(ctx, inp_l, il)
+    active = _slice(ctx, predictions, int(ctx.model.extra["i_altup_act"]))
+    cur = ctx.build_norm(active, w.layer_req(il, "attn_norm.weight"), il=il)
+    laurel_out = _laurel(ctx, cur, il)
+    cur = _attention(ctx, inp, layer, cur, pos)
+    cur = ctx.build_norm(cur, w.layer_req(il, "post_attention_norm.weight"), il=il)
+    cur = g.add(cur, active)
+    attn_laurel = g.scale(g.add(cur, laurel_out))
+    cur = ctx.build_norm(attn_laurel, w.layer_req(il, "ffn_norm.weight"), il=il)
+    cur = _ffn(ctx, cur, il)
+    cur = ctx.build_norm(cur, w.layer_req(il, "post_ffw_norm.weight"))  # il = -1 in llama.cpp: not pinned
+    gated = g.add(cur, attn_laurel)
+    corrected = _correct(ctx, predictions, gated, il)
+    first = _per_layer_gate(ctx, corrected, inp_per_layer, il)
+    head = _slice(ctx, corrected, 0)
+    tail = g.add(_rest(ctx, corrected), first)
+    return g.concat(head, tail, 2)
+
+
+def _unembed(ctx: GraphContext, cur: Tensor) -> Tensor:
+    """The AltUp copies merged back into one hidden state (their mean after unembedding)."""
+    g = ctx.g
+    target = _magnitude(ctx, _slice(ctx, cur, int(ctx.model.extra["i_altup_act"])))
+    unembd = g.mul_mat(ctx.w.get("altup_unembd_proj.weight"), _rest(ctx, cur))
+    unembd = _rescaled(ctx, unembd, target)
+    out = _slice(ctx, cur, 0)
+    for i in range(int(ctx.model.extra["n_altup"]) - 1):
+        out = g.add(out, _slice(ctx, unembd, i))
+    return g.scale(out)
+
+
+def build_gemma3n(ctx: GraphContext) -> None:
+    g, w, m = ctx.g, ctx.w, ctx.model
+    n_altup = int(m.extra["n_altup"])
+    inp_l = g.scale(ctx.build_inp_embd())
+    inp_pos = ctx.build_inp_pos()
+    inp_full, inp_swa = _attention_inputs(ctx, True)
+    inp_per_layer = _per_layer_inputs(ctx, inp_l)
+    # the other AltUp copies: projections of the embeddings, at the embeddings' magnitude
+    target = _magnitude(ctx, inp_l)
+    repeated = g.repeat(inp_l, (ctx.n_embd, ctx.n_tokens, n_altup - 1, 1))
+    added = _rescaled(ctx, g.mul_mat(w.get("altup_proj.weight"), repeated), target)
+    cur = g.concat(inp_l, added, 2)
+    for layer in m.trunk_layers:
+        inp = inp_swa if layer.is_swa else inp_full
+        cur = _layer(ctx, inp, layer, cur, inp_per_layer, inp_pos)
+    cur = _unembed(ctx, cur)
+    cur = g.get_rows(cur, ctx.build_inp_out_ids())
+    _final(ctx, cur, softcap=True)
