@@ -146,10 +146,10 @@ def serve(argv: Sequence[str]) -> int:
         text=True,
         start_new_session=True,  # Ctrl+C reaches this command, which then stops the server
     )
-    # Ctrl+C, or a SIGTERM from a service manager, stops the server cleanly (even where the shell
-    # started this command with SIGINT ignored, as it does for background jobs)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    # Ctrl+C, a SIGTERM from a service manager or a closed terminal stops the server cleanly (even
+    # where the shell started this command with SIGINT ignored, as it does for background jobs)
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # SIGHUP: the terminal was closed
+        signal.signal(sig, signal.default_int_handler)
     errors: list[str] = []
     threading.Thread(target=lambda: errors.extend(proc.stderr or []), daemon=True).start()
     for name, description, free, total in lent:

@@ -13,6 +13,7 @@ import ctypes
 import os
 import sys
 
+from app.children import die_with_parent
 from app.devices.ggml import IN_PROCESS_ENV, GGMLUnavailable, _libs
 
 _START_SERVER = ctypes.CFUNCTYPE(
@@ -35,6 +36,7 @@ def proc_address(ggml: ctypes.CDLL, registry: int, name: str) -> int | None:
 
 def main(argv: list[str]) -> int:
     endpoint, cache_dir, threads, *names = argv
+    die_with_parent()  # never an orphan server lending devices after `serve-rpc` (or a test) ended
     os.environ[IN_PROCESS_ENV] = "1"
     try:
         ggml, _ = _libs()

@@ -70,3 +70,31 @@ def test_an_unknown_device_and_a_taken_port_are_refused() -> None:
         proc = _serve("--port", str(taken.getsockname()[1]))
         _, err = proc.communicate(timeout=30)
     assert proc.returncode == 1 and "cannot listen" in err
+
+
+def test_a_closed_terminal_stops_the_server_too() -> None:
+    port = free_port()
+    proc = _serve("--port", str(port))
+    wait_until_serving(Endpoint("127.0.0.1", port), proc)
+    proc.send_signal(signal.SIGHUP)
+    out, _ = proc.communicate(timeout=15)
+    assert proc.returncode == 0 and "stopped" in out
+    with pytest.raises(RpcError, match="refused"):
+        query_server(Endpoint("127.0.0.1", port), timeout=2)
+
+
+def test_the_server_process_ends_with_its_parent() -> None:
+    """Killed outright (no chance to stop the server), `serve-rpc` still leaves no server behind."""
+    port = free_port()
+    proc = _serve("--port", str(port))
+    wait_until_serving(Endpoint("127.0.0.1", port), proc)
+    proc.kill()
+    proc.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            query_server(Endpoint("127.0.0.1", port), timeout=1)
+        except RpcError:
+            return
+        time.sleep(0.2)
+    raise AssertionError("the server outlived serve-rpc")
