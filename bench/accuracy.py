@@ -61,7 +61,10 @@ FAMILIES: list[tuple[str, list[str]]] = [
             "qwen3vl",
         ],
     ),
-    ("Sliding window (SWA)", ["gemma2", "gemma3", "gemma3-270m", "gemma3n", "olmo3", "exaone4-swa", "cohere2"]),
+    (
+        "Sliding window (SWA)",
+        ["gemma2", "gemma3", "gemma3-270m", "gemma3n", "gemma4", "olmo3", "exaone4-swa", "cohere2"],
+    ),
     (
         "Mixture of experts",
         [
@@ -130,7 +133,7 @@ def _config_label(cfg: dict) -> str:
 def _configs(name: str, quick: bool) -> list[dict]:
     swa = (
         name.startswith("gemma2")
-        or name.startswith("gemma3")
+        or name.startswith(("gemma3", "gemma4"))
         or name in ("gpt-oss", "olmo3", "exaone4-swa", "cohere2", "llama4")
     )
     configs = grid(swa=swa, n_ctx=(512, 4096) if quick else (512, 2048, 8192))

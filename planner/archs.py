@@ -77,10 +77,25 @@ GEMMA3N_KV_LAYERS = 20
 
 
 def gemma3n_kv_source(anatomy: ModelAnatomy, il: int) -> int:
-    """The layer whose KV cache layer `il` attends to (itself when it owns one)."""
-    if il < GEMMA3N_KV_LAYERS:
+    """The layer whose KV cache layer `il` attends to (itself when it owns one); Gemma 4 shares the same
+    way past its own n_layer_kv_from_start."""
+    n_kv = int(anatomy.extra.get("n_layer_kv_from_start", GEMMA3N_KV_LAYERS))
+    if il < n_kv:
         return il
-    return GEMMA3N_KV_LAYERS - (2 if anatomy.layers[il].is_swa else 1)
+    return n_kv - (2 if anatomy.layers[il].is_swa else 1)
+
+
+def _share_kv_caches(anatomy: ModelAnatomy, meta: _Meta, n_kv: int) -> None:
+    """Layers from `n_kv` on own no cache; each must reuse one in its own cache (windowed or not)."""
+    for layer in anatomy.layers[n_kv:]:
+        layer.has_kv = False
+        source = anatomy.layers[gemma3n_kv_source(anatomy, layer.index)]
+        if source.is_swa != layer.is_swa:
+            raise ModelError(
+                meta.path,
+                f"{anatomy.architecture} layer {layer.index} would reuse layer {source.index}'s KV cache, which "
+                "is in the other cache (sliding window or not): llama.cpp aborts",
+            )
 
 
 def _gemma3n_tensor_layers(anatomy: ModelAnatomy) -> None:
@@ -103,15 +118,7 @@ def _gemma3n(anatomy: ModelAnatomy, meta: _Meta) -> None:
     _load_swa_pattern(anatomy, meta, 5)
     if not any(layer.is_swa for layer in anatomy.layers):
         raise ModelError(meta.path, "gemma3n without a sliding-window layer: llama.cpp aborts (is_swa_any)")
-    for layer in anatomy.layers[GEMMA3N_KV_LAYERS:]:
-        layer.has_kv = False
-        source = anatomy.layers[gemma3n_kv_source(anatomy, layer.index)]
-        if source.is_swa != layer.is_swa:
-            raise ModelError(
-                meta.path,
-                f"gemma3n layer {layer.index} would reuse layer {source.index}'s KV cache, which is in the other "
-                "cache (sliding window or not): llama.cpp aborts",
-            )
+    _share_kv_caches(anatomy, meta, GEMMA3N_KV_LAYERS)
     _gemma3n_tensor_layers(anatomy)
     anatomy.f_final_softcap = 30.0  # always applied (llama_hparams' default, not read from the header)
     anatomy.extra["n_altup"] = 4
@@ -119,6 +126,45 @@ def _gemma3n(anatomy: ModelAnatomy, meta: _Meta) -> None:
     anatomy.extra["laurel_rank"] = 64
     anatomy.extra["n_embd_altup"] = 256
     anatomy.extra["n_layer_sparsity"] = 10  # layers whose FFN gate keeps only its top 5 % (gaussian_topk)
+
+
+def _gemma4_swa_pattern(anatomy: ModelAnatomy, meta: _Meta) -> None:
+    """The per-layer sliding-window array is required (llama_model_gemma4::load_arch_hparams); layers past
+    its end are global."""
+    value = meta.get("attention.sliding_window_pattern")
+    if not isinstance(value, list) or len(value) > 512:
+        raise GGUFError(meta.path, f"{meta.arch}.attention.sliding_window_pattern is not a per-layer array")
+    for layer in anatomy.layers:
+        layer.is_swa = layer.index < len(value) and bool(value[layer.index])
+
+
+def _gemma4(anatomy: ModelAnatomy, meta: _Meta) -> None:
+    """Gemma 4: windowed layers from a per-layer array (their own head size), the last
+    shared_kv_layers layers reading an earlier layer's cache as in Gemma 3n, optional per-layer
+    embeddings and experts beside a dense FFN."""
+    anatomy.swa_type = SWA_STANDARD
+    anatomy.n_swa = meta.require_int("attention.sliding_window")
+    _gemma4_swa_pattern(anatomy, meta)
+    for key in ("embedding_length_per_layer_input", "attention.key_length_swa", "attention.value_length_swa"):
+        meta.require_int(key)
+    if meta.int_or("attention.key_length_swa", 0) != meta.int_or("attention.value_length_swa", 0):
+        raise ModelError(meta.path, "Gemma 4 requires n_embd_head_k_swa == n_embd_head_v_swa")
+    layer0 = anatomy.layers[0]
+    if layer0.head_dim_k != layer0.head_dim_v:
+        raise ModelError(meta.path, "Gemma 4 requires n_embd_head_k == n_embd_head_v")
+    if not any(layer.is_swa for layer in anatomy.layers):
+        raise ModelError(meta.path, "gemma4 without a sliding-window layer: llama.cpp aborts (is_swa_any)")
+    n_kv = anatomy.n_layer - meta.int_or("attention.shared_kv_layers", 0)
+    if n_kv < 2:  # GGML_ASSERT(n_layer_kv_from_start >= 2) in the cache's layer-reuse callback
+        raise ModelError(meta.path, "gemma4 with fewer than 2 layers owning a KV cache: llama.cpp aborts")
+    anatomy.extra["n_layer_kv_from_start"] = n_kv
+    _share_kv_caches(anatomy, meta, n_kv)
+    anatomy.extra["n_embd_per_layer"] = meta.int_or("embedding_length_per_layer_input", 0)
+    to_layer0 = ("per_layer_model_proj.weight", "per_layer_proj_norm.weight")
+    anatomy.layers[0].tensors += [t for t in anatomy.other_tensors if t.name in to_layer0]
+    anatomy.other_tensors = [t for t in anatomy.other_tensors if t.name not in to_layer0]
+    anatomy.f_final_softcap = meta.float_or("final_logit_softcapping", 0.0)
+    _experts(anatomy, meta)
 
 
 def _olmo2(anatomy: ModelAnatomy, meta: _Meta) -> None:
@@ -517,6 +563,7 @@ ARCH_RULES: dict[str, ArchRule] = {
     "gemma2": _gemma2,
     "gemma3": _gemma3,
     "gemma3n": _gemma3n,
+    "gemma4": _gemma4,
 }
 
 

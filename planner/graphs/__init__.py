@@ -54,6 +54,7 @@ BUILDERS: dict[str, tuple[str, str]] = {
     "gemma2": ("dense", "build_gemma2_3"),
     "gemma3": ("dense", "build_gemma2_3"),
     "gemma3n": ("gemma3n", "build_gemma3n"),
+    "gemma4": ("gemma4", "build_gemma4"),
     "gpt-oss": ("gpt_oss", "build_gpt_oss"),
     "llama4": ("llama4", "build_llama4"),
     "deepseek2": ("deepseek2", "build_deepseek2"),

@@ -282,7 +282,7 @@ class GraphContext:
         gate_up_exps = w.layer(il, "ffn_gate_up_exps.weight")
         gate_exps = w.layer(il, "ffn_gate_exps.weight")
         if gate_up_exps is not None:
-            gate_up = g.mul_mat_id(gate_up_exps, cur, selected)
+            gate_up = self._mm_id(gate_up_exps, cur, selected, None)
             b = w.layer(il, "ffn_gate_up_exps.bias")
             if b is not None:
                 gate_up = g.add_id(gate_up, b, selected)
@@ -290,11 +290,12 @@ class GraphContext:
             cur = g.view(gate_up, (n_ff, gate_up.ne[1], gate_up.ne[2]), gate_up.nb[1:3], 0)
             up = g.view(gate_up, (n_ff, gate_up.ne[1], gate_up.ne[2]), gate_up.nb[1:3], n_ff * gate_up.nb[0])
         else:
-            up = g.mul_mat_id(w.layer_req(il, "ffn_up_exps.weight"), cur, selected)
+            up = self._mm_id(w.layer_req(il, "ffn_up_exps.weight"), cur, selected, w.layer(il, "ffn_up_exps.scale"))
             b = w.layer(il, "ffn_up_exps.bias")
             if b is not None:
                 up = g.add_id(up, b, selected)
-            cur = g.mul_mat_id(gate_exps, cur, selected) if gate_exps is not None else up
+            gate_s = w.layer(il, "ffn_gate_exps.scale")
+            cur = self._mm_id(gate_exps, cur, selected, gate_s) if gate_exps is not None else up
             b = w.layer(il, "ffn_gate_exps.bias")
             if b is not None:
                 cur = g.add_id(cur, b, selected)
@@ -305,7 +306,8 @@ class GraphContext:
             cur = g.glu_split(cur, up)
         elif act == "relu_sqr":
             cur = g.sqr(g.unary(cur))
-        experts = g.mul_mat_id(w.layer_req(il, "ffn_down_exps.weight"), cur, selected)
+        down_s = w.layer(il, "ffn_down_exps.scale")
+        experts = self._mm_id(w.layer_req(il, "ffn_down_exps.weight"), cur, selected, down_s)
         b = w.layer(il, "ffn_down_exps.bias")
         if b is not None:
             experts = g.add_id(experts, b, selected)
@@ -324,6 +326,17 @@ class GraphContext:
         if n_expert_used == 1:
             out = g.cont(out)
         return out
+
+    def _mm_id(self, weight: Tensor, cur: Tensor, ids: Tensor, scale: Tensor | None) -> Tensor:
+        """build_lora_mm_id: the experts' matmul, times each picked expert's scale when the file has one
+        (ffn_*_exps.scale, one value per expert, repeated over the tokens and gathered by id)."""
+        g = self.g
+        res = g.mul_mat_id(weight, cur, ids)
+        if scale is None:
+            return res
+        s = g.reshape(scale, 1, scale.ne[0], 1)
+        s = g.repeat(s, (1, scale.ne[0], cur.ne[2], 1))
+        return g.mul(res, g.get_rows(s, ids))
 
     # -- attention -------------------------------------------------------------------------
 

@@ -366,6 +366,8 @@ def _global_tensors(spec: TinySpec) -> list[tuple[str, tuple[int, ...], Q]]:
     e = spec.n_embd
     if spec.arch == "gemma3n":
         return _gemma3n_globals(spec)
+    if spec.arch == "gemma4":
+        return _gemma4_globals(spec)
     if spec.arch in ("rwkv6", "rwkv7"):
         return [(f"{n}.{s}", (e,), Q.F32) for n in ("token_embd_norm", "output_norm") for s in ("weight", "bias")]
     if spec.arch in ("gpt2", "starcoder"):  # learned position embeddings
@@ -435,6 +437,54 @@ def _gemma3n_globals(spec: TinySpec) -> list[tuple[str, tuple[int, ...], Q]]:
         ("per_layer_token_embd.weight", (pe * spec.n_layer, spec.n_vocab), spec.embd_type),
         ("per_layer_model_proj.weight", (e, pe * spec.n_layer), spec.weight_type),
         ("per_layer_proj_norm.weight", (pe,), Q.F32),
+        ("output_norm.weight", (e,), Q.F32),
+    ]
+
+
+# Gemma 4's tiny layout: which layers use the sliding window (the header carries it as a per-layer array),
+# their head size beside the global layers' one, and the per-layer-embedding width
+GEMMA4_SWA = (True, True, True, False, True, False)
+GEMMA4_HEAD_SWA, GEMMA4_EMBD_PER_LAYER = 64, 64
+
+
+def _gemma4_layer(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], Q]]:
+    """A Gemma 4 block (llama_model_gemma4::load_arch_tensors): gemma3's attention with a per-layer head
+    size (no V projection in layer 3: V is K), the per-layer input gate and an output scale. Layers
+    sharing an earlier layer's cache have no K/V."""
+    e, w, f32, p = spec.n_embd, spec.weight_type, Q.F32, f"blk.{il}."
+    hk = GEMMA4_HEAD_SWA if GEMMA4_SWA[il] else spec.head_k
+    q_dim, kv_dim, ff, pe = hk * spec.n_head, hk * spec.n_head_kv, spec.n_ff, GEMMA4_EMBD_PER_LAYER
+    owns_kv = il < spec.n_layer - int(spec.extra_kv.get("gemma4.attention.shared_kv_layers", 0))
+    out = [(p + "attn_norm.weight", (e,), f32), (p + "attn_q.weight", (e, q_dim), w)]
+    if owns_kv:
+        out.append((p + "attn_k.weight", (e, kv_dim), w))
+        if il != 3:
+            out.append((p + "attn_v.weight", (e, kv_dim), w))
+        out.append((p + "attn_k_norm.weight", (hk,), f32))
+    return out + [
+        (p + "attn_output.weight", (q_dim, e), w),
+        (p + "attn_q_norm.weight", (hk,), f32),
+        (p + "post_attention_norm.weight", (e,), f32),
+        (p + "layer_output_scale.weight", (1,), f32),
+        (p + "ffn_norm.weight", (e,), f32),
+        (p + "ffn_gate.weight", (e, ff), w),
+        (p + "ffn_up.weight", (e, ff), w),
+        (p + "ffn_down.weight", (ff, e), w),
+        (p + "post_ffw_norm.weight", (e,), f32),
+        (p + "inp_gate.weight", (e, pe), w),
+        (p + "proj.weight", (pe, e), w),
+        (p + "post_norm.weight", (e,), f32),
+    ]
+
+
+def _gemma4_globals(spec: TinySpec) -> list[tuple[str, tuple[int, ...], Q]]:
+    """Gemma 4's tensors outside the blocks: the per-layer embeddings and the global layers' RoPE factors."""
+    e, pe = spec.n_embd, GEMMA4_EMBD_PER_LAYER
+    return [
+        ("per_layer_token_embd.weight", (pe * spec.n_layer, spec.n_vocab), spec.embd_type),
+        ("per_layer_model_proj.weight", (e, pe * spec.n_layer), spec.weight_type),
+        ("per_layer_proj_norm.weight", (pe,), Q.F32),
+        ("rope_freqs.weight", (spec.head_k // 2,), Q.F32),
         ("output_norm.weight", (e,), Q.F32),
     ]
 
@@ -598,6 +648,8 @@ def _layer_tensors(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], 
         return _glm4moe_layer(spec, il)
     if spec.arch == "gemma3n":
         return _gemma3n_layer(spec, il)
+    if spec.arch == "gemma4":
+        return _gemma4_layer(spec, il)
     e, hk, ff = spec.n_embd, spec.head_k, spec.n_ff
     q_dim, kv_dim = hk * spec.n_head, hk * spec.n_head_kv
     w, f32 = spec.weight_type, Q.F32
@@ -1372,6 +1424,30 @@ ZOO: dict[str, TinySpec] = {
         weight_type=Q.Q4_0,
         embd_type=Q.Q8_0,
         name="tiny-gemma-3n",
+    ),
+    # 6 layers, windowed but for layers 3 and 5 (64-value heads, 128 in the global layers); the last two
+    # read layer 2's (windowed) or layer 3's (global) cache; per-layer embeddings, layer 3 without attn_v
+    "gemma4": TinySpec(
+        "gemma4",
+        n_layer=6,
+        n_head=2,
+        n_head_kv=1,
+        head_dim=128,
+        n_swa=256,
+        output_type=None,
+        weight_type=Q.Q4_0,
+        embd_type=Q.Q8_0,
+        name="tiny-gemma-4",
+        extra_kv={
+            "gemma4.attention.sliding_window_pattern": list(GEMMA4_SWA),
+            "gemma4.attention.shared_kv_layers": 2,
+            "gemma4.attention.key_length_swa": GEMMA4_HEAD_SWA,
+            "gemma4.attention.value_length_swa": GEMMA4_HEAD_SWA,
+            "gemma4.embedding_length_per_layer_input": GEMMA4_EMBD_PER_LAYER,
+            "gemma4.final_logit_softcapping": 30.0,
+            "gemma4.rope.freq_base_swa": 10000.0,
+            "gemma4.rope.dimension_count_swa": GEMMA4_HEAD_SWA,
+        },
     ),
 }
 

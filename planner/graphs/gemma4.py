@@ -1,0 +1,168 @@
+"""Gemma 4's graph (src/models/gemma4.cpp).
+
+Gemma 3's block (Q/K norms, post-norms, GELU FFN, soft-capped logits) with Gemma 3n's KV sharing (the
+last shared_kv_layers layers compute Q alone and read an earlier layer's cache) and per-layer
+inputs (a second embedding table mixed with a projection of the input, gated into each layer's
+output), without AltUp or Laurel. V is RMS-normed without a weight and is K itself in layers without
+attn_v; full-attention layers rotate with rope_freqs. Layers with experts run them beside the dense
+FFN, routed from the attention output. Unlike gemma3, the output rows are picked after the final
+norm, whose result (t_h_nextn) is a graph output too.
+"""
+
+from __future__ import annotations
+
+from planner.ggml_graph import FLAG_OUTPUT, I32, Tensor
+from planner.graphs.context import GraphContext
+from planner.graphs.dense import _attention_inputs
+from planner.graphs.gemma3n import _attend_shared, _slice
+from planner.model import LayerAnatomy
+
+
+def _per_layer_inputs(ctx: GraphContext, inp_l: Tensor, pe: int) -> Tensor:
+    """build_inp_per_layer and project_per_layer_inputs: [n_embd_per_layer, n_tokens, n_layer]."""
+    g, w, n_layer, n_tok = ctx.g, ctx.w, ctx.model.n_layer, ctx.n_tokens
+    tokens = g.input(I32, (n_tok,), "inp_tokens")
+    per_layer = g.get_rows(w.get("per_layer_token_embd.weight"), tokens)
+    per_layer = g.scale(g.reshape(per_layer, pe, n_layer, n_tok))
+    g.expand(per_layer)
+    proj = g.scale(ctx.mm(w.get("per_layer_model_proj.weight"), inp_l))
+    proj = g.reshape(proj, pe, n_layer, n_tok)
+    proj = ctx.build_norm(proj, w.get("per_layer_proj_norm.weight"))
+    per_layer = g.scale(g.add(proj, per_layer))
+    return g.cont(g.permute(per_layer, 0, 2, 1, 3))
+
+
+def _query(
+    ctx: GraphContext, layer: LayerAnatomy, cur: Tensor, qkv: Tensor | None, pos: Tensor, freqs: Tensor | None
+) -> Tensor:
+    """Q from the fused projection (a contiguous copy of its first rows) or attn_q, normed and rotated."""
+    g, w, il = ctx.g, ctx.w, layer.index
+    hd = layer.head_dim_k
+    if qkv is not None:
+        q = g.cont(g.view(qkv, (hd * layer.n_head, ctx.n_tokens), (qkv.nb[1],), 0))
+    else:
+        q = ctx.mm(w.layer_req(il, "attn_q.weight"), cur, w.layer(il, "attn_q.scale"))
+    q = g.reshape(q, hd, layer.n_head, ctx.n_tokens)
+    q = ctx.build_norm(q, w.layer_req(il, "attn_q_norm.weight"), il=il)
+    return g.rope(q, pos, freqs)
+
+
+def _key_value(
+    ctx: GraphContext, layer: LayerAnatomy, cur: Tensor, qkv: Tensor | None, pos: Tensor, freqs: Tensor | None
+) -> tuple[Tensor, Tensor]:
+    """K and V of a layer that owns its cache; without attn_v, V is K's projection."""
+    g, w, il = ctx.g, ctx.w, layer.index
+    hd, n_tok = layer.head_dim_k, ctx.n_tokens
+    if qkv is not None:
+        q_dim, k_dim, es = hd * layer.n_head, hd * layer.n_head_kv, qkv.type.type_size
+        k = g.cont(g.view(qkv, (k_dim, n_tok), (qkv.nb[1],), q_dim * es))
+        v = g.cont(g.view(qkv, (k_dim, n_tok), (qkv.nb[1],), (q_dim + k_dim) * es))
+    else:
+        k = ctx.mm(w.layer_req(il, "attn_k.weight"), cur, w.layer(il, "attn_k.scale"))
+        wv = w.layer(il, "attn_v.weight")
+        v = ctx.mm(wv, cur, w.layer(il, "attn_v.scale")) if wv is not None else k
+    k = g.reshape(k, hd, layer.n_head_kv, n_tok)
+    v = g.reshape(v, hd, layer.n_head_kv, n_tok)
+    k = ctx.build_norm(k, w.layer(il, "attn_k_norm.weight"), il=il)
+    v = g.rms_norm(v)
+    k = g.rope(k, pos, freqs)
+    return k, v
+
+
+def _attention(
+    ctx: GraphContext, inp: dict[str, Tensor | None], layer: LayerAnatomy, cur: Tensor, pos: Tensor
+) -> Tensor:
+    w, il = ctx.w, layer.index
+    freqs = None if layer.is_swa else w.get_optional("rope_freqs.weight")
+    wqkv = w.layer(il, "attn_qkv.weight")
+    qkv = ctx.mm(wqkv, cur, w.layer(il, "attn_qkv.scale")) if wqkv is not None else None
+    q = _query(ctx, layer, cur, qkv, pos, freqs)
+    wo = w.layer_req(il, "attn_output.weight")
+    if not layer.has_kv:
+        return _attend_shared(ctx, inp, layer, wo, q)
+    k, v = _key_value(ctx, layer, cur, qkv, pos, freqs)
+    return ctx.build_attn(inp, layer, wo, None, q, k, v, iswa=True)
+
+
+def _moe(ctx: GraphContext, attn_out: Tensor, il: int) -> Tensor:
+    """The shared dense FFN beside the routed experts, each with its own norms, summed."""
+    g, w, m = ctx.g, ctx.w, ctx.model
+    mlp = ctx.build_norm(attn_out, w.layer_req(il, "ffn_norm.weight"), il=il)
+    mlp = _dense_ffn(ctx, mlp, il)
+    mlp = ctx.build_norm(mlp, w.layer_req(il, "post_ffw_norm_1.weight"), il=il)
+    moe = ctx.build_norm(attn_out, w.layer_req(il, "pre_ffw_norm_2.weight"), il=il)
+    tmp = g.mul(g.scale(g.rms_norm(attn_out)), w.layer_req(il, "ffn_gate_inp.scale"))
+    logits = ctx.mm(w.layer_req(il, "ffn_gate_inp.weight"), tmp)
+    moe = ctx.build_moe_ffn(
+        moe, il, int(m.extra["n_expert"]), int(m.extra["n_expert_used"]), "gelu", True, logits=logits
+    )
+    moe = ctx.build_norm(moe, w.layer_req(il, "post_ffw_norm_2.weight"), il=il)
+    return g.add(mlp, moe)
+
+
+def _dense_ffn(ctx: GraphContext, cur: Tensor, il: int) -> Tensor:
+    w = ctx.w
+    return ctx.build_ffn(
+        cur, w.layer(il, "ffn_up.weight"), w.layer(il, "ffn_gate.weight"), w.layer(il, "ffn_down.weight"), "gelu"
+    )
+
+
+def _per_layer_embedding(ctx: GraphContext, cur: Tensor, inp_per_layer: Tensor, il: int) -> Tensor:
+    """The layer's output gated down to n_embd_per_layer, times its per-layer input, projected back."""
+    g, w = ctx.g, ctx.w
+    pe_in = cur
+    cur = g.unary(ctx.mm(w.layer_req(il, "inp_gate.weight"), cur))
+    cur = g.mul(cur, _slice(ctx, inp_per_layer, il))
+    cur = ctx.mm(w.layer_req(il, "proj.weight"), cur)
+    cur = ctx.build_norm(cur, w.layer_req(il, "post_norm.weight"), il=il)
+    return g.add(pe_in, cur)
+
+
+def _layer(
+    ctx: GraphContext,
+    inp: dict[str, Tensor | None],
+    layer: LayerAnatomy,
+    inp_l: Tensor,
+    inp_per_layer: Tensor | None,
+    pos: Tensor,
+) -> Tensor:
+    g, w, il = ctx.g, ctx.w, layer.index
+    cur = ctx.build_norm(inp_l, w.layer_req(il, "attn_norm.weight"), il=il)
+    cur = _attention(ctx, inp, layer, cur, pos)
+    cur = ctx.build_norm(cur, w.layer_req(il, "post_attention_norm.weight"), il=il)
+    attn_out = g.add(cur, inp_l)
+    if w.layer(il, "ffn_gate_inp.weight") is not None:
+        cur = _moe(ctx, attn_out, il)
+    else:
+        cur = ctx.build_norm(attn_out, w.layer_req(il, "ffn_norm.weight"), il=il)
+        cur = _dense_ffn(ctx, cur, il)
+    cur = ctx.build_norm(cur, w.layer_req(il, "post_ffw_norm.weight"))  # il = -1 in llama.cpp: not pinned
+    cur = g.add(cur, attn_out)
+    if inp_per_layer is not None:
+        cur = _per_layer_embedding(ctx, cur, inp_per_layer, il)
+    scale = w.layer(il, "layer_output_scale.weight")
+    if scale is not None:
+        cur = g.mul(cur, scale)
+    return cur
+
+
+def build_gemma4(ctx: GraphContext) -> None:
+    g, w, m = ctx.g, ctx.w, ctx.model
+    inp_l = g.scale(ctx.build_inp_embd())
+    inp_pos = ctx.build_inp_pos()
+    inp_full, inp_swa = _attention_inputs(ctx, True)
+    out_ids = ctx.build_inp_out_ids()
+    inp_per_layer = None
+    pe = int(m.extra.get("n_embd_per_layer", 0))
+    if pe > 0:
+        inp_per_layer = _per_layer_inputs(ctx, inp_l, pe)
+    cur = inp_l
+    for layer in m.trunk_layers:
+        cur = _layer(ctx, inp_swa if layer.is_swa else inp_full, layer, cur, inp_per_layer, inp_pos)
+    cur = ctx.build_norm(cur, w.get("output_norm.weight"))
+    cur.flags |= FLAG_OUTPUT  # t_h_nextn: the post-norm hidden state is an output of the graph
+    embd = g.get_rows(cur, out_ids)
+    logits = ctx.mm(ctx.output_weight(), embd, w.get_optional("output.scale"))
+    if m.f_final_softcap > 0:
+        logits = g.scale(g.unary(g.scale(logits)))
+    ctx.set_outputs(embd, logits)
