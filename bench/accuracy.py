@@ -175,6 +175,38 @@ def _table(rows: list[ConfigRow]) -> list[str]:
     return out
 
 
+def _left_to_do(exact: set[str]) -> list[str]:
+    """The build's architectures this file does not show exact, with the reason."""
+    from planner.archs import ARCH_RULES, NO_CACHE_ARCHS
+    from planner.build_architectures import BUILD_ARCHITECTURES
+
+    no_cache = [a for a in BUILD_ARCHITECTURES if a in NO_CACHE_ARCHS]
+    estimated = [a for a in BUILD_ARCHITECTURES if a not in ARCH_RULES and a not in NO_CACHE_ARCHS]
+    ruled = [a for a in BUILD_ARCHITECTURES if a in ARCH_RULES and a not in exact]
+    lines = [
+        "## Not exact yet",
+        "",
+        f"The pinned llama.cpp knows {len(BUILD_ARCHITECTURES)} architectures; {len(exact)} are exact above.",
+        "",
+        f"- **Estimated** ({len(estimated)}): no rules or graph builder yet. Their weights are exact (from the "
+        "header), the KV cache is sized as a plain decoder's and the compute buffer is a named estimate; every "
+        "plan, badge and `--list` row says so, and llama.cpp's dry run replaces the estimates at load: "
+        + ", ".join(f"`{a}`" for a in estimated)
+        + ".",
+        f"- **No KV cache** ({len(no_cache)}): embedding, encoder, diffusion and audio models, which llama.cpp "
+        "runs without a cache; weights exact, compute estimated, and vramchat does not chat with them: "
+        + ", ".join(f"`{a}`" for a in no_cache)
+        + ".",
+    ]
+    if ruled:
+        lines.append(
+            "- **Rules without a tiny model here** (priced by a family's rule, not compared in this file): "
+            + ", ".join(f"`{a}`" for a in ruled)
+            + "."
+        )
+    return lines + [""]
+
+
 def _cuda_section(path: Path) -> str:
     """The CUDA section of the file as it stands (bench/gpu/report.py writes it)."""
     from bench.gpu.report import BEGIN, END
@@ -274,6 +306,7 @@ def main() -> int:
         "by `python -m bench.gpu.report` (this script keeps it as it is).",
         "",
     ]
+    lines += _left_to_do(archs)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     cuda = _cuda_section(out)
