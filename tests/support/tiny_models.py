@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import gguf
 import numpy as np
@@ -899,6 +900,32 @@ ENDLESS = TinySpec(
 )
 """A model that practically never ends a reply by itself: for tests that need a long stream."""
 
+# DeepSeek V3's routing: sigmoid gates with a bias, normalised and scaled weights, grouped experts
+_V3_ROUTING: dict[str, Any] = {
+    "expert_gating_func": 2,
+    "expert_weights_norm": True,
+    "expert_weights_scale": 2.5,
+    "expert_group_count": 4,
+    "expert_group_used_count": 2,
+}
+
+
+def _mla_spec(arch: str, extra: dict[str, Any] | None = None, **spec: Any) -> TinySpec:
+    """A tiny latent-attention (MLA) model with experts, deepseek2's shape; `extra` keys are `arch`'s."""
+    keys = {
+        "attention.kv_lora_rank": 64,
+        "attention.q_lora_rank": 32,
+        "attention.key_length_mla": 64,
+        "attention.value_length_mla": 32,
+        "rope.dimension_count": 32,
+        "leading_dense_block_count": 1,
+        "expert_shared_count": 1,
+        **(extra or {}),
+    }
+    shape: dict[str, Any] = dict(n_head=4, n_head_kv=1, head_dim=96, n_expert=8, n_expert_used=2, n_ff_exp=32, n_ff=128)
+    return TinySpec(arch, **{**shape, **spec}, extra_kv={f"{arch}.{k}": v for k, v in keys.items()})
+
+
 ZOO: dict[str, TinySpec] = {
     "llama-f16": TinySpec("llama"),
     "llama-q8_0": TinySpec("llama", weight_type=Q.Q8_0, embd_type=Q.Q8_0, output_type=Q.Q8_0, n_vocab=1024),
@@ -1018,120 +1045,21 @@ ZOO: dict[str, TinySpec] = {
     "gpt-oss": TinySpec(
         "gpt-oss", n_expert=4, n_expert_used=2, n_ff_exp=64, head_dim=64, n_swa=128, weight_type=Q.MXFP4, n_vocab=1024
     ),
-    "deepseek2": TinySpec(
-        "deepseek2",
-        n_head=4,
-        n_head_kv=1,
-        head_dim=96,
-        n_expert=8,
-        n_expert_used=2,
-        n_ff_exp=32,
-        n_ff=128,
-        extra_kv={
-            "deepseek2.attention.kv_lora_rank": 64,
-            "deepseek2.attention.q_lora_rank": 32,
-            "deepseek2.attention.key_length_mla": 64,
-            "deepseek2.attention.value_length_mla": 32,
-            "deepseek2.rope.dimension_count": 32,
-            "deepseek2.leading_dense_block_count": 1,
-            "deepseek2.expert_shared_count": 1,
-        },
-    ),
-    "mistral4": TinySpec(
-        "mistral4",
-        n_head=4,
-        n_head_kv=1,
-        head_dim=96,
-        n_expert=8,
-        n_expert_used=2,
-        n_ff_exp=32,
-        n_ff=128,
-        extra_kv={
-            "mistral4.attention.kv_lora_rank": 64,
-            "mistral4.attention.q_lora_rank": 32,
-            "mistral4.attention.key_length_mla": 64,
-            "mistral4.attention.value_length_mla": 32,
-            "mistral4.rope.dimension_count": 32,
-            "mistral4.leading_dense_block_count": 1,
-            "mistral4.expert_shared_count": 1,
-        },
-    ),
-    "deepseek2-mtp": TinySpec(
-        "deepseek2",
-        n_layer=5,
-        n_head=4,
-        n_head_kv=1,
-        head_dim=96,
-        n_expert=8,
-        n_expert_used=2,
-        n_ff_exp=32,
-        n_ff=128,
-        name="tiny-glm-mtp",
-        extra_kv={
-            "deepseek2.attention.kv_lora_rank": 64,
-            "deepseek2.attention.q_lora_rank": 32,
-            "deepseek2.attention.key_length_mla": 64,
-            "deepseek2.attention.value_length_mla": 32,
-            "deepseek2.rope.dimension_count": 32,
-            "deepseek2.leading_dense_block_count": 1,
-            "deepseek2.expert_shared_count": 1,
-            "deepseek2.nextn_predict_layers": 1,
-        },
-    ),
-    "deepseek3": TinySpec(
-        "deepseek2",
-        n_head=4,
-        n_head_kv=1,
-        head_dim=96,
-        n_expert=8,
-        n_expert_used=2,
-        n_ff_exp=32,
-        n_ff=128,
-        name="tiny-deepseek-v3",
-        extra_kv={
-            "deepseek2.attention.kv_lora_rank": 64,
-            "deepseek2.attention.q_lora_rank": 32,
-            "deepseek2.attention.key_length_mla": 64,
-            "deepseek2.attention.value_length_mla": 32,
-            "deepseek2.rope.dimension_count": 32,
-            "deepseek2.leading_dense_block_count": 1,
-            "deepseek2.expert_shared_count": 1,
-            "deepseek2.expert_gating_func": 2,
-            "deepseek2.expert_weights_norm": True,
-            "deepseek2.expert_weights_scale": 2.5,
-            "deepseek2.expert_group_count": 4,
-            "deepseek2.expert_group_used_count": 2,
-        },
-    ),
-    "deepseek32": TinySpec(
+    "deepseek2": _mla_spec("deepseek2"),
+    "mistral4": _mla_spec("mistral4"),
+    "deepseek2-mtp": _mla_spec("deepseek2", {"nextn_predict_layers": 1}, n_layer=5, name="tiny-glm-mtp"),
+    "deepseek3": _mla_spec("deepseek2", _V3_ROUTING, name="tiny-deepseek-v3"),
+    "deepseek32": _mla_spec(
         "deepseek32",
-        n_head=4,
-        n_head_kv=1,
-        head_dim=96,
-        n_expert=8,
-        n_expert_used=2,
-        n_ff_exp=32,
-        n_ff=128,
-        name="tiny-deepseek-v3.2",
-        extra_kv={
-            "deepseek32.attention.kv_lora_rank": 64,
-            "deepseek32.attention.q_lora_rank": 32,
-            "deepseek32.attention.key_length_mla": 64,
-            "deepseek32.attention.value_length_mla": 32,
-            "deepseek32.rope.dimension_count": 32,
-            "deepseek32.leading_dense_block_count": 1,
-            "deepseek32.expert_shared_count": 1,
-            "deepseek32.expert_gating_func": 2,
-            "deepseek32.expert_weights_norm": True,
-            "deepseek32.expert_weights_scale": 2.5,
-            "deepseek32.expert_group_count": 4,
-            "deepseek32.expert_group_used_count": 2,
+        {
+            **_V3_ROUTING,
             # the lightning indexer: its key cache holds one 64-wide key a token and layer; it keeps
             # the 2,048 best-scored cells, fewer than the cache holds past a 2,048-token context
-            "deepseek32.attention.indexer.head_count": 4,
-            "deepseek32.attention.indexer.key_length": 64,
-            "deepseek32.attention.indexer.top_k": 2048,
+            "attention.indexer.head_count": 4,
+            "attention.indexer.key_length": 64,
+            "attention.indexer.top_k": 2048,
         },
+        name="tiny-deepseek-v3.2",
     ),
     "mamba": TinySpec(
         "mamba",
