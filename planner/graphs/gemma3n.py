@@ -42,10 +42,9 @@ def _rescaled(ctx: GraphContext, x: Tensor, target: Tensor) -> Tensor:
     return g.div(g.mul(x, target), new)
 
 
-def _per_layer_inputs(ctx: GraphContext, inp_l: Tensor) -> Tensor:
-    """build_inp_per_layer and project_per_layer_inputs: [n_embd_altup, n_tokens, n_layer]."""
-    g, w, m = ctx.g, ctx.w, ctx.model
-    pe, n_layer, n_tok = int(m.extra["n_embd_altup"]), m.n_layer, ctx.n_tokens
+def per_layer_inputs(ctx: GraphContext, inp_l: Tensor, pe: int) -> Tensor:
+    """build_inp_per_layer and project_per_layer_inputs (Gemma 3n and 4): [pe, n_tokens, n_layer]."""
+    g, w, n_layer, n_tok = ctx.g, ctx.w, ctx.model.n_layer, ctx.n_tokens
     tokens = g.input(I32, (n_tok,), "inp_tokens")
     per_layer = g.get_rows(w.get("per_layer_token_embd.weight"), tokens)
     per_layer = g.scale(g.reshape(per_layer, pe, n_layer, n_tok))
@@ -219,7 +218,7 @@ def build_gemma3n(ctx: GraphContext) -> None:
     inp_l = g.scale(ctx.build_inp_embd())
     inp_pos = ctx.build_inp_pos()
     inp_full, inp_swa = _attention_inputs(ctx, True)
-    inp_per_layer = _per_layer_inputs(ctx, inp_l)
+    inp_per_layer = per_layer_inputs(ctx, inp_l, int(ctx.model.extra["n_embd_altup"]))
     # the other AltUp copies: projections of the embeddings, at the embeddings' magnitude
     target = _magnitude(ctx, inp_l)
     repeated = g.repeat(inp_l, (ctx.n_embd, ctx.n_tokens, n_altup - 1, 1))

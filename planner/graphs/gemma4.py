@@ -11,25 +11,11 @@ norm, whose result (t_h_nextn) is a graph output too.
 
 from __future__ import annotations
 
-from planner.ggml_graph import FLAG_OUTPUT, I32, Tensor
+from planner.ggml_graph import FLAG_OUTPUT, Tensor
 from planner.graphs.context import GraphContext
 from planner.graphs.dense import _attention_inputs
-from planner.graphs.gemma3n import _attend_shared, _slice
+from planner.graphs.gemma3n import _attend_shared, _slice, per_layer_inputs
 from planner.model import LayerAnatomy
-
-
-def _per_layer_inputs(ctx: GraphContext, inp_l: Tensor, pe: int) -> Tensor:
-    """build_inp_per_layer and project_per_layer_inputs: [n_embd_per_layer, n_tokens, n_layer]."""
-    g, w, n_layer, n_tok = ctx.g, ctx.w, ctx.model.n_layer, ctx.n_tokens
-    tokens = g.input(I32, (n_tok,), "inp_tokens")
-    per_layer = g.get_rows(w.get("per_layer_token_embd.weight"), tokens)
-    per_layer = g.scale(g.reshape(per_layer, pe, n_layer, n_tok))
-    g.expand(per_layer)
-    proj = g.scale(ctx.mm(w.get("per_layer_model_proj.weight"), inp_l))
-    proj = g.reshape(proj, pe, n_layer, n_tok)
-    proj = ctx.build_norm(proj, w.get("per_layer_proj_norm.weight"))
-    per_layer = g.scale(g.add(proj, per_layer))
-    return g.cont(g.permute(per_layer, 0, 2, 1, 3))
 
 
 def _query(
@@ -155,7 +141,7 @@ def build_gemma4(ctx: GraphContext) -> None:
     inp_per_layer = None
     pe = int(m.extra.get("n_embd_per_layer", 0))
     if pe > 0:
-        inp_per_layer = _per_layer_inputs(ctx, inp_l, pe)
+        inp_per_layer = per_layer_inputs(ctx, inp_l, pe)
     cur = inp_l
     for layer in m.trunk_layers:
         cur = _layer(ctx, inp_swa if layer.is_swa else inp_full, layer, cur, inp_per_layer, inp_pos)
