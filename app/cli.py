@@ -587,8 +587,7 @@ def run_app(args: argparse.Namespace) -> int:
 
 def _use_rpc_servers(given: str | None) -> None:
     """--rpc, else the settings' servers, for this process and the ones it starts."""
-    from app.rpc.client import RPC_ENV, use_endpoints
-    from app.rpc.endpoint import parse_endpoints
+    from app.rpc.endpoint import RPC_ENV, parse_endpoints, use_endpoints
 
     if given is None:
         if RPC_ENV in os.environ:
@@ -607,7 +606,7 @@ def _use_rpc_servers(given: str | None) -> None:
 
 def _require_rpc_servers(report) -> None:
     """Plans and one-shot answers are for the devices asked for: a server that cannot be reached is an error."""
-    from app.rpc.client import configured_endpoints
+    from app.rpc.endpoint import configured_endpoints
 
     if report.simulated:
         return

@@ -173,11 +173,15 @@ def _probe_rpc(probes: list[Probe], warnings: list[str]) -> list[Device]:
     """The devices of the RPC servers given with --rpc, asked over the network (in Python, with a
     timeout: never through llama.cpp, whose connection would keep a one-client server busy). Named
     as llama.cpp will name them (RPC0, RPC1 ... in the order given); first in its device list."""
-    from app.rpc.client import configured_endpoints, rpc_available
-    from app.rpc.wire import RpcError, query_server
+    from app.rpc.endpoint import configured_endpoints
 
     devices: list[Device] = []
     endpoints = configured_endpoints()
+    if not endpoints:
+        return devices  # the common case: nothing of the RPC machinery imported on a plan's start
+    from app.rpc.client import rpc_available
+    from app.rpc.wire import RpcError, query_server
+
     if endpoints and not rpc_available():
         from app.devices.advice import reinstall_command
 

@@ -12,29 +12,12 @@ import ctypes
 import os
 
 from app.devices.ggml import _libs
-from app.rpc.endpoint import Endpoint, parse_endpoints
+from app.rpc.endpoint import Endpoint, configured_endpoints, use_endpoints
 from app.rpc.server_process import proc_address, rpc_registry
 from app.rpc.wire import RpcError, query_server
 
 _ADD_SERVER = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_char_p)
-# the servers this vramchat uses, HOST:PORT,HOST:PORT: set by --rpc (or the settings) in the app's
-# process, and so inherited by the engine and probe processes it starts
-RPC_ENV = "VRAMCHAT_RPC"
 _added: list[str] = []  # endpoints given to this process's llama.cpp (it cannot forget one)
-
-
-def configured_endpoints() -> list[Endpoint]:
-    """The RPC servers this process was told to use (none when unset; a malformed value raises ValueError)."""
-    text = os.environ.get(RPC_ENV, "").strip()
-    return parse_endpoints(text) if text else []
-
-
-def use_endpoints(endpoints: list[Endpoint]) -> None:
-    """Use these servers from now on, here and in every process started after."""
-    if endpoints:
-        os.environ[RPC_ENV] = ",".join(str(e) for e in endpoints)
-    else:
-        os.environ.pop(RPC_ENV, None)
 
 
 def connect_configured(timeout: float = 5.0) -> None:

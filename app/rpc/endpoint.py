@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-import ipaddress
+import os
 from dataclasses import dataclass
 
 DEFAULT_PORT = 50052  # llama.cpp's rpc-server default
+# the servers this vramchat uses, HOST:PORT,HOST:PORT: set by --rpc (or the settings) in the app's
+# process, and so inherited by the engine and probe processes it starts
+RPC_ENV = "VRAMCHAT_RPC"
 
 
 @dataclass(frozen=True)
@@ -20,6 +23,8 @@ class Endpoint:
     def is_loopback(self) -> bool:
         if self.host == "localhost":
             return True
+        import ipaddress
+
         try:
             return ipaddress.ip_address(self.host).is_loopback
         except ValueError:
@@ -61,3 +66,17 @@ def parse_endpoints(text: str) -> list[Endpoint]:
     if not out:
         raise ValueError("no RPC server given (HOST:PORT[,HOST:PORT...])")
     return out
+
+
+def configured_endpoints() -> list[Endpoint]:
+    """The RPC servers this process was told to use (none when unset; a malformed value raises ValueError)."""
+    text = os.environ.get(RPC_ENV, "").strip()
+    return parse_endpoints(text) if text else []
+
+
+def use_endpoints(endpoints: list[Endpoint]) -> None:
+    """Use these servers from now on, here and in every process started after."""
+    if endpoints:
+        os.environ[RPC_ENV] = ",".join(str(e) for e in endpoints)
+    else:
+        os.environ.pop(RPC_ENV, None)

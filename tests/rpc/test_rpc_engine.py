@@ -15,7 +15,7 @@ def test_the_dashboard_reads_a_remote_device_as_probed_plus_the_plan(
     """A server busy with the engine cannot be asked again: its graph is the probe's figure plus the plan."""
     from app.devices import probe_devices
     from app.devices.live import GpuMemoryReader
-    from app.rpc.client import use_endpoints
+    from app.rpc.endpoint import use_endpoints
     from planner.anatomy import load_anatomy
     from planner.config import LoadConfig
     from planner.gguf import read_gguf
@@ -45,7 +45,8 @@ def test_a_server_that_hangs_mid_reply_ends_the_reply_and_is_left_out(monkeypatc
     from app.engine.crash import EngineCrashed
     from app.engine.engine import GenerationParams
     from app.engine.process import EngineProcess
-    from app.rpc.client import configured_endpoints, drop_unanswering, use_endpoints
+    from app.rpc.client import drop_unanswering
+    from app.rpc.endpoint import configured_endpoints, use_endpoints
     from planner.config import LoadConfig
     from tests.support.rpc import free_port, start_server, wait_until_serving
 

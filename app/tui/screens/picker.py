@@ -121,8 +121,7 @@ class PickerScreen(Screen):
 
     def action_rpc_servers(self) -> None:
         """Add or remove the RPC servers whose devices are planned for (saved in the settings)."""
-        from app.rpc.client import configured_endpoints, use_endpoints
-        from app.rpc.endpoint import parse_endpoints
+        from app.rpc.endpoint import configured_endpoints, parse_endpoints, use_endpoints
         from app.tui.screens.dialogs import RpcServersDialog
 
         def saved(servers: list[str] | None) -> None:
