@@ -121,17 +121,24 @@ def _add_projector(
     else:
         rules, target, name = CPU, host_usage, "CPU"
     weights = sum(
-        rules.padded(rules.alloc_size(t.type, t.n_bytes, t.shape[0] if t.shape else 1)) for t in projector.tensors
+        rules.padded(rules.alloc_size(t.type, t.n_bytes, t.shape[0] if t.shape else 1))
+        for t in projector.loaded_tensors
     )
-    compute = projector.compute_estimate(config.flash_attn)
+    compute = projector.compute(config.flash_attn, (name, gpus[0].backend, rules) if gpus else None)
     target.weights += weights
     target.compute += compute
     buffers.append(Buffer(name, "projector_weights", name, weights))
     buffers.append(Buffer(name, "projector_compute", name, compute))
-    estimates.append(
-        f"{name}: the {projector.projector_type} projector's compute buffer "
-        f"({compute // MiB} MiB for {projector.n_patches} patches) is estimated from the encoder's shape"
-    )
+    if not projector.exact:
+        estimates.append(
+            f"{name}: the {projector.projector_type} projector's compute buffer "
+            f"({compute // MiB} MiB for {projector.n_patches} patches) is estimated from the encoder's shape"
+        )
+    elif gpus:
+        estimates.append(
+            f"{name}: the {projector.projector_type} projector's compute buffer is clip's warmup graph replayed "
+            f"with {gpus[0].backend}'s buffer rules: not yet checked against libmtmd on a GPU"
+        )
 
 
 def default_margin(device: Device | Host) -> int:

@@ -2,15 +2,17 @@
 
 llama.cpp's own fitting ignores the projector; a multimodal chat loads it on
 the first GPU (libmtmd's default) or on the host. Its weights are read exactly
-from the header. Its compute buffer depends on the projector's graph for the
-largest image it accepts; vramchat estimates it from the encoder's shape and
-says so.
+from the header. Its compute buffer is what clip.cpp's warmup reserves: the
+encoder's graph for the warmup image, replayed through ggml's allocator, for the
+projector types with a rule in `planner.projectors`; for the others vramchat
+estimates it from the encoder's shape and says so.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from planner.errors import GGUFError
 from planner.gguf import GGUFModel, TensorInfo, read_gguf
@@ -29,10 +31,38 @@ class Projector:
     n_layer: int
     has_vision: bool
     has_audio: bool
+    metadata: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def exact(self) -> bool:
+        """Whether the planner builds this projector's graph (its compute is exact, not estimated)."""
+        from planner.projectors import rule_for
+
+        return self.has_vision and rule_for(self.projector_type) is not None
+
+    @property
+    def loaded_tensors(self) -> list[TensorInfo]:
+        """The tensors clip.cpp loads into its weight buffer (it reads some scalars and leaves them out)."""
+        from planner.projectors import rule_for
+
+        rule = rule_for(self.projector_type)
+        skip = getattr(rule, "unloaded", None)
+        return [t for t in self.tensors if not (skip and skip(t.name))]
 
     @property
     def weight_bytes(self) -> int:
-        return sum(t.n_bytes for t in self.tensors)
+        return sum(t.n_bytes for t in self.loaded_tensors)
+
+    def compute(self, flash_attn: bool, gpu: tuple[str, str, Any] | None = None) -> int:
+        """The compute buffer on the projector's device: exact when `exact`, else `compute_estimate`.
+
+        `gpu` is (name, backend kind, BackendRules) of the GPU holding the projector, None on the host."""
+        if not self.exact:
+            return self.compute_estimate(flash_attn)
+        from planner.projectors.compute import compute_buffers
+
+        sizes = compute_buffers(self, flash_attn, gpu=gpu)
+        return sizes[gpu[0]] if gpu else sizes["CPU"]
 
     @property
     def n_patches(self) -> int:
@@ -80,4 +110,5 @@ def read_projector(path: str | os.PathLike[str]) -> Projector:
         n_layer=num("clip.vision.block_count"),
         has_vision=bool(md.get("clip.has_vision_encoder", True)),
         has_audio=bool(md.get("clip.has_audio_encoder", False)),
+        metadata=dict(md),
     )

@@ -85,3 +85,40 @@ def measure(
     if not lines or "fatal" in lines[0]:
         raise RuntimeError(f"llama.cpp could not load {model}: {lines[0] if lines else proc.stderr[-2000:]}")
     return lines[0]["model"], lines[1:]
+
+
+def measure_projector(
+    projector: str | os.PathLike[str],
+    configs: list[dict[str, Any]],
+    text_model: str | os.PathLike[str] | None = None,
+    timeout: float = 300,
+) -> list[dict[str, Any]]:
+    """libmtmd loads `projector` once per configuration (CPU): the bytes of clip's weight buffer and of
+    its compute buffer per scheduler backend after the warmup, as `measure.projector_main` reports them.
+
+    A configuration: {"flash_attn": bool or None (auto), "image_max_tokens": N, "encode": [nx, ny]};
+    encoding an image needs `text_model` (mtmd tokenizes the text around the image)."""
+    shim = shim_path()
+    env = dict(os.environ)
+    env["LD_PRELOAD"] = shim + (":" + env["LD_PRELOAD"] if env.get("LD_PRELOAD") else "")
+    text = os.fspath(text_model) if text_model else None
+    spec = {"shim": shim, "projector": os.fspath(projector), "text_model": text}
+    stdin = "\n".join(json.dumps(x) for x in [spec, *configs]) + "\n"
+    proc = subprocess.run(
+        [sys.executable, str(HERE / "measure.py")],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+    )
+    lines = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    if not lines or "fatal" in lines[0]:
+        raise RuntimeError(f"libmtmd could not start for {projector}: {lines[0] if lines else proc.stderr[-2000:]}")
+    rows = lines[1:]
+    if len(rows) < len(configs):  # a native abort ends the process: name the configuration it died on
+        raise RuntimeError(
+            f"libmtmd stopped at configuration {len(rows)} of {projector} (exit {proc.returncode}): "
+            f"{proc.stderr[-2000:]}"
+        )
+    return rows

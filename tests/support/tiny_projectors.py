@@ -1,0 +1,218 @@
+"""Tiny vision projectors (mmproj GGUFs), written with gguf.GGUFWriter, that real libmtmd loads.
+
+Each projector type gets the metadata and tensors clip.cpp's loader asks for
+(`clip_model_loader::load_hparams` / `load_tensors`), with small shapes and random
+weights: matrices in `weight_type`, norms and biases in F32, the patch embedding in F16.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import gguf
+import numpy as np
+from gguf import GGMLQuantizationType as Q
+
+from tests.support.tiny_models import _random_tensor
+
+Shapes = list[tuple[str, tuple[int, ...], Q]]
+
+
+@dataclass(frozen=True)
+class ProjectorSpec:
+    projector_type: str  # clip.projector_type: gemma3, qwen3vl_merger, pixtral, gemma4v
+    image_size: int = 64
+    patch_size: int = 8
+    n_embd: int = 64
+    n_head: int = 4
+    n_ff: int = 128
+    n_layer: int = 2
+    n_embd_text: int = 128  # the projector's output: the text model's n_embd
+    weight_type: Q = Q.F16
+    # clip.vision.projector.scale_factor / spatial_merge_size; 0 keeps clip.cpp's default
+    n_merge: int = 0
+    # qwen3vl: the layers with a deepstack merger; the position table's side
+    deepstack: tuple[int, ...] = ()
+    n_pos_side: int = 0
+    # gemma4v: the clamp scalars of Gemma4ClippableLinear beside every matrix (clip.cpp reads, never loads them)
+    clamp_scalars: bool = True
+    extra_kv: dict[str, object] = field(default_factory=dict)
+
+    def with_(self, **changes: object) -> ProjectorSpec:
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+
+def _mat(name: str, n_in: int, n_out: int, t: Q) -> tuple[str, tuple[int, ...], Q]:
+    return (name, (n_in, n_out), t)
+
+
+def _vec(name: str, n: int) -> tuple[str, tuple[int, ...], Q]:
+    return (name, (n,), Q.F32)
+
+
+def _gemma3(s: ProjectorSpec) -> Shapes:
+    e, w = s.n_embd, s.weight_type
+    side = s.image_size // s.patch_size
+    out: Shapes = [
+        ("v.patch_embd.weight", (s.patch_size, s.patch_size, 3, e), Q.F16),
+        _vec("v.patch_embd.bias", e),
+        ("v.position_embd.weight", (e, side * side), Q.F32),
+    ]
+    for il in range(s.n_layer):
+        p = f"v.blk.{il}."
+        for kind in ("q", "k", "v"):
+            out += [_mat(p + f"attn_{kind}.weight", e, e, w), _vec(p + f"attn_{kind}.bias", e)]
+        out += [_mat(p + "attn_out.weight", e, e, w), _vec(p + "attn_out.bias", e)]
+        out += [_vec(p + "ln1.weight", e), _vec(p + "ln1.bias", e), _vec(p + "ln2.weight", e), _vec(p + "ln2.bias", e)]
+        out += [_mat(p + "ffn_up.weight", e, s.n_ff, w), _vec(p + "ffn_up.bias", s.n_ff)]
+        out += [_mat(p + "ffn_down.weight", s.n_ff, e, w), _vec(p + "ffn_down.bias", e)]
+    out += [_vec("v.post_ln.weight", e), _vec("v.post_ln.bias", e)]
+    out += [("mm.input_projection.weight", (s.n_embd_text, e), w), _vec("mm.soft_emb_norm.weight", e)]
+    return out
+
+
+def _qwen3vl(s: ProjectorSpec) -> Shapes:
+    e, w = s.n_embd, s.weight_type
+    n_out = s.n_embd_text // (1 + len(s.deepstack))
+    side = s.n_pos_side or s.image_size // s.patch_size
+    out: Shapes = [
+        ("v.patch_embd.weight", (s.patch_size, s.patch_size, 3, e), Q.F16),
+        ("v.patch_embd.weight.1", (s.patch_size, s.patch_size, 3, e), Q.F16),
+        _vec("v.patch_embd.bias", e),
+        ("v.position_embd.weight", (e, side * side), Q.F32),
+    ]
+    for il in range(s.n_layer):
+        p = f"v.blk.{il}."
+        out += [_mat(p + "attn_qkv.weight", e, 3 * e, w), _vec(p + "attn_qkv.bias", 3 * e)]
+        out += [_mat(p + "attn_out.weight", e, e, w), _vec(p + "attn_out.bias", e)]
+        out += [_vec(p + "ln1.weight", e), _vec(p + "ln1.bias", e), _vec(p + "ln2.weight", e), _vec(p + "ln2.bias", e)]
+        out += [_mat(p + "ffn_up.weight", e, s.n_ff, w), _vec(p + "ffn_up.bias", s.n_ff)]
+        out += [_mat(p + "ffn_down.weight", s.n_ff, e, w), _vec(p + "ffn_down.bias", e)]
+        if il in s.deepstack:
+            d = f"v.deepstack.{il}."
+            out += [_vec(d + "norm.weight", 4 * e), _vec(d + "norm.bias", 4 * e)]
+            out += [_mat(d + "fc1.weight", 4 * e, 4 * e, w), _vec(d + "fc1.bias", 4 * e)]
+            out += [_mat(d + "fc2.weight", 4 * e, n_out, w), _vec(d + "fc2.bias", n_out)]
+    out += [_vec("v.post_ln.weight", e), _vec("v.post_ln.bias", e)]
+    out += [_mat("mm.0.weight", 4 * e, 4 * e, w), _vec("mm.0.bias", 4 * e)]
+    out += [_mat("mm.2.weight", 4 * e, n_out, w), _vec("mm.2.bias", n_out)]
+    return out
+
+
+def _pixtral(s: ProjectorSpec) -> Shapes:
+    """Mistral Small 3.1's Pixtral encoder with its patch merger (no merger when n_merge is 1)."""
+    e, w = s.n_embd, s.weight_type
+    merge = s.n_merge or 1
+    out: Shapes = [("v.patch_embd.weight", (s.patch_size, s.patch_size, 3, e), Q.F16), _vec("v.pre_ln.weight", e)]
+    for il in range(s.n_layer):
+        p = f"v.blk.{il}."
+        for kind in ("q", "k", "v", "out"):
+            out.append(_mat(p + f"attn_{kind}.weight", e, e, w))
+        out += [_vec(p + "ln1.weight", e), _vec(p + "ln2.weight", e)]
+        out += [_mat(p + "ffn_gate.weight", e, s.n_ff, w), _mat(p + "ffn_up.weight", e, s.n_ff, w)]
+        out.append(_mat(p + "ffn_down.weight", s.n_ff, e, w))
+    if merge > 1:
+        out += [_vec("mm.input_norm.weight", e), _mat("mm.patch_merger.weight", e * merge * merge, e, w)]
+    out += [_mat("mm.1.weight", e, s.n_embd_text, w), _vec("mm.1.bias", s.n_embd_text)]
+    out += [_mat("mm.2.weight", s.n_embd_text, s.n_embd_text, w), _vec("mm.2.bias", s.n_embd_text)]
+    out.append(_vec("v.token_embd.img_break", s.n_embd_text))
+    return out
+
+
+def _gemma4v(s: ProjectorSpec) -> Shapes:
+    e, w = s.n_embd, s.weight_type
+    d_head = e // s.n_head
+    n_pos = s.n_pos_side or 64
+    out: Shapes = [
+        ("v.patch_embd.weight", (s.patch_size, s.patch_size, 3, e), Q.F16),
+        ("v.position_embd.weight", (e, n_pos, 2), Q.F32),
+    ]
+    for il in range(s.n_layer):
+        p = f"v.blk.{il}."
+        for kind in ("q", "k", "v", "out"):
+            out.append(_mat(p + f"attn_{kind}.weight", e, e, w))
+        out += [_vec(p + "attn_q_norm.weight", d_head), _vec(p + "attn_k_norm.weight", d_head)]
+        out += [_vec(p + "ln1.weight", e), _vec(p + "ln2.weight", e)]
+        out += [_vec(p + "attn_post_norm.weight", e), _vec(p + "ffn_post_norm.weight", e)]
+        out += [_mat(p + "ffn_gate.weight", e, s.n_ff, w), _mat(p + "ffn_up.weight", e, s.n_ff, w)]
+        out.append(_mat(p + "ffn_down.weight", s.n_ff, e, w))
+    out += [_vec("v.std_bias", e), _vec("v.std_scale", e)]
+    out.append(("mm.input_projection.weight", (e, s.n_embd_text), w))
+    if s.clamp_scalars:
+        for name, _shape, _t in list(out):
+            if name.endswith(".weight") and name.startswith(("v.blk.", "mm.")) and _shape[1:] and len(_shape) == 2:
+                stem = name[: -len(".weight")]
+                for bound in ("input_min", "input_max", "output_min", "output_max"):
+                    out.append((f"{stem}.{bound}", (1,), Q.F32))
+    return out
+
+
+_TENSORS = {"gemma3": _gemma3, "qwen3vl_merger": _qwen3vl, "pixtral": _pixtral, "gemma4v": _gemma4v}
+
+# clip.cpp's activation keys per type (the real converters' choices)
+_FFN_KEYS = {"gemma3": "clip.use_gelu", "qwen3vl_merger": "clip.use_gelu", "pixtral": "clip.use_silu", "gemma4v": ""}
+_MERGE_KEY = {
+    "gemma3": "clip.vision.projector.scale_factor",
+    "gemma4v": "clip.vision.projector.scale_factor",
+    "qwen3vl_merger": "clip.vision.spatial_merge_size",
+    "pixtral": "clip.vision.spatial_merge_size",
+}
+
+
+def tensors_of(spec: ProjectorSpec) -> Shapes:
+    return _TENSORS[spec.projector_type](spec)
+
+
+def write_tiny_projector(path: str | Path, spec: ProjectorSpec, seed: int = 0) -> Path:
+    """Write a projector GGUF that libmtmd loads (mtmd_init_from_file) for `spec`."""
+    path = Path(path)
+    rng = np.random.default_rng(seed)
+    writer = gguf.GGUFWriter(str(path), "clip")
+    writer.add_name(f"tiny-{spec.projector_type}")
+    writer.add_string("clip.projector_type", spec.projector_type)
+    writer.add_bool("clip.has_vision_encoder", True)
+    writer.add_uint32("clip.vision.image_size", spec.image_size)
+    writer.add_uint32("clip.vision.patch_size", spec.patch_size)
+    writer.add_uint32("clip.vision.embedding_length", spec.n_embd)
+    writer.add_uint32("clip.vision.feed_forward_length", spec.n_ff)
+    writer.add_uint32("clip.vision.attention.head_count", spec.n_head)
+    writer.add_uint32("clip.vision.block_count", spec.n_layer)
+    writer.add_uint32("clip.vision.projection_dim", spec.n_embd_text)
+    writer.add_float32("clip.vision.attention.layer_norm_epsilon", 1e-6)
+    writer.add_array("clip.vision.image_mean", [0.5, 0.5, 0.5])
+    writer.add_array("clip.vision.image_std", [0.5, 0.5, 0.5])
+    if _FFN_KEYS[spec.projector_type]:
+        writer.add_bool(_FFN_KEYS[spec.projector_type], True)
+    if spec.n_merge:
+        writer.add_uint32(_MERGE_KEY[spec.projector_type], spec.n_merge)
+    for key, value in spec.extra_kv.items():
+        if isinstance(value, bool):
+            writer.add_bool(key, value)
+        elif isinstance(value, int):
+            writer.add_uint32(key, value)
+        elif isinstance(value, float):
+            writer.add_float32(key, value)
+        else:
+            writer.add_string(key, str(value))
+    for name, shape, t in tensors_of(spec):
+        data, raw_type = _random_tensor(rng, shape, t)
+        if raw_type is None:
+            writer.add_tensor(name, data)
+        else:
+            writer.add_tensor(name, data, raw_shape=data.shape, raw_dtype=raw_type)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+# Small shapes of each type: the warmup image of each is what clip.cpp reserves for.
+PROJECTORS: dict[str, ProjectorSpec] = {
+    "gemma3": ProjectorSpec("gemma3", image_size=64, patch_size=8, n_merge=2),
+    "gemma3-q8_0": ProjectorSpec("gemma3", image_size=112, patch_size=14, weight_type=Q.Q8_0, n_merge=4),
+    "qwen3vl": ProjectorSpec("qwen3vl_merger", patch_size=2, n_embd=32, n_head=2, deepstack=(0,), n_pos_side=8),
+    "mistral3": ProjectorSpec("pixtral", patch_size=2, n_embd=32, n_head=2, n_merge=2),
+    "gemma4v": ProjectorSpec("gemma4v", patch_size=2, n_embd=32, n_head=2, n_ff=64),
+}
