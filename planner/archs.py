@@ -12,6 +12,17 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from planner.errors import GGUFError, ModelError
+from planner.hparams import (
+    GATING_SIGMOID,
+    GATING_SOFTMAX,
+    AltUp,
+    Experts,
+    GraniteScales,
+    LatentAttention,
+    Rwkv,
+    SparseIndexer,
+    StateSpace,
+)
 from planner.model import SWA_CHUNKED, SWA_STANDARD, swa_pattern
 
 if TYPE_CHECKING:
@@ -45,13 +56,14 @@ def _experts(anatomy: ModelAnatomy, meta: _Meta) -> None:
     if n_expert <= 0:
         return
     used = meta.get("expert_used_count", 0)
-    n_used = max(used) if isinstance(used, list) and used else int(used or 0)
-    anatomy.extra["n_expert"] = n_expert
-    anatomy.extra["n_expert_used"] = n_used
-    anatomy.extra["n_expert_shared"] = meta.int_or("expert_shared_count", 0)
-    anatomy.extra["expert_weights_scale"] = meta.float_or("expert_weights_scale", 0.0)
-    anatomy.extra["expert_weights_norm"] = bool(meta.get("expert_weights_norm", False))
-    anatomy.extra["expert_gating_func"] = meta.int_or("expert_gating_func", 0)
+    anatomy.experts = Experts(
+        n_expert=n_expert,
+        n_used=max(used) if isinstance(used, list) and used else int(used or 0),
+        n_shared=meta.int_or("expert_shared_count", 0),
+        weights_scale=meta.float_or("expert_weights_scale", 0.0),
+        weights_norm=bool(meta.get("expert_weights_norm", False)),
+        gating_func=meta.int_or("expert_gating_func", 0),
+    )
 
 
 def _gemma2(anatomy: ModelAnatomy, meta: _Meta) -> None:
@@ -79,7 +91,7 @@ GEMMA3N_KV_LAYERS = 20
 def gemma3n_kv_source(anatomy: ModelAnatomy, il: int) -> int:
     """The layer whose KV cache layer `il` attends to (itself when it owns one); Gemma 4 shares the same
     way past its own n_layer_kv_from_start."""
-    n_kv = int(anatomy.extra.get("n_layer_kv_from_start", GEMMA3N_KV_LAYERS))
+    n_kv = anatomy.n_layer_kv_from_start
     if il < n_kv:
         return il
     return n_kv - (2 if anatomy.layers[il].is_swa else 1)
@@ -118,14 +130,11 @@ def _gemma3n(anatomy: ModelAnatomy, meta: _Meta) -> None:
     _load_swa_pattern(anatomy, meta, 5)
     if not any(layer.is_swa for layer in anatomy.layers):
         raise ModelError(meta.path, "gemma3n without a sliding-window layer: llama.cpp aborts (is_swa_any)")
+    anatomy.n_layer_kv_from_start = GEMMA3N_KV_LAYERS
     _share_kv_caches(anatomy, meta, GEMMA3N_KV_LAYERS)
     _gemma3n_tensor_layers(anatomy)
     anatomy.f_final_softcap = 30.0  # always applied (llama_hparams' default, not read from the header)
-    anatomy.extra["n_altup"] = 4
-    anatomy.extra["i_altup_act"] = 0
-    anatomy.extra["laurel_rank"] = 64
-    anatomy.extra["n_embd_altup"] = 256
-    anatomy.extra["n_layer_sparsity"] = 10  # layers whose FFN gate keeps only its top 5 % (gaussian_topk)
+    anatomy.altup = AltUp()
 
 
 def _gemma4_swa_pattern(anatomy: ModelAnatomy, meta: _Meta) -> None:
@@ -157,9 +166,9 @@ def _gemma4(anatomy: ModelAnatomy, meta: _Meta) -> None:
     n_kv = anatomy.n_layer - meta.int_or("attention.shared_kv_layers", 0)
     if n_kv < 2:  # GGML_ASSERT(n_layer_kv_from_start >= 2) in the cache's layer-reuse callback
         raise ModelError(meta.path, "gemma4 with fewer than 2 layers owning a KV cache: llama.cpp aborts")
-    anatomy.extra["n_layer_kv_from_start"] = n_kv
+    anatomy.n_layer_kv_from_start = n_kv
     _share_kv_caches(anatomy, meta, n_kv)
-    anatomy.extra["n_embd_per_layer"] = meta.int_or("embedding_length_per_layer_input", 0)
+    anatomy.n_embd_per_layer = meta.int_or("embedding_length_per_layer_input", 0)
     to_layer0 = ("per_layer_model_proj.weight", "per_layer_proj_norm.weight")
     anatomy.layers[0].tensors += [t for t in anatomy.other_tensors if t.name in to_layer0]
     anatomy.other_tensors = [t for t in anatomy.other_tensors if t.name not in to_layer0]
@@ -189,12 +198,12 @@ def _cohere2(anatomy: ModelAnatomy, meta: _Meta) -> None:
     anatomy.swa_type = SWA_STANDARD
     anatomy.n_swa = meta.int_or("attention.sliding_window", 4096)
     _load_swa_pattern(anatomy, meta, 4)
-    anatomy.extra["f_logit_scale"] = meta.float_or("logit_scale", 0.0)
+    anatomy.f_logit_scale = meta.float_or("logit_scale", 0.0)
 
 
 def _command_r(anatomy: ModelAnatomy, meta: _Meta) -> None:
     # cohere2's parallel layer without the window, logits scaled when the header says so
-    anatomy.extra["f_logit_scale"] = meta.float_or("logit_scale", 0.0)
+    anatomy.f_logit_scale = meta.float_or("logit_scale", 0.0)
 
 
 def _qwen3vl(anatomy: ModelAnatomy, meta: _Meta) -> None:
@@ -202,9 +211,9 @@ def _qwen3vl(anatomy: ModelAnatomy, meta: _Meta) -> None:
     # wider input embedding (n_embd x (1 + n_deepstack_layers)); multi-section RoPE keeps the sizes
     _plain(anatomy, meta)
     n_deepstack = meta.int_or("n_deepstack_layers", 0)
-    anatomy.extra["n_deepstack"] = n_deepstack
-    anatomy.extra["n_embd_inp"] = anatomy.n_embd * (1 + n_deepstack)
-    anatomy.extra["n_pos_per_embd"] = 4  # multi-section RoPE: four positions a token
+    anatomy.n_deepstack = n_deepstack
+    anatomy.n_embd_inp = anatomy.n_embd * (1 + n_deepstack)
+    anatomy.n_pos_per_embd = 4  # multi-section RoPE: four positions a token
 
 
 def _llama4(anatomy: ModelAnatomy, meta: _Meta) -> None:
@@ -212,21 +221,21 @@ def _llama4(anatomy: ModelAnatomy, meta: _Meta) -> None:
     with one that is not 0) three of every four layers attend within 8,192-token chunks and every
     fourth has no RoPE; a window of 0 turns both off."""
     _experts(anatomy, meta)
-    if not anatomy.extra.get("n_expert"):
+    if anatomy.experts is None:
         raise GGUFError(meta.path, "llama4 model cannot have zero experts (llama.cpp refuses it)")
     step = meta.get("interleave_moe_layer_step")
     if isinstance(step, bool) or not isinstance(step, int):
         raise GGUFError(meta.path, "required metadata llama4.interleave_moe_layer_step is missing")
-    anatomy.extra["n_moe_layer_step"] = step
+    anatomy.experts.moe_layer_step = step
     window = meta.get("attention.sliding_window")
     if window is not None and meta.int_or("attention.sliding_window", 0) == 0:
-        anatomy.extra["n_no_rope_layer_step"] = anatomy.n_layer  # RoPE on every layer but the last
+        anatomy.n_no_rope_layer_step = anatomy.n_layer  # RoPE on every layer but the last
     else:
         anatomy.swa_type = SWA_CHUNKED
         anatomy.n_swa = 8192
-        anatomy.extra["n_no_rope_layer_step"] = 4
+        anatomy.n_no_rope_layer_step = 4
         _load_swa_pattern(anatomy, meta, 4)
-    anatomy.extra["use_kq_norm"] = anatomy.extra["n_expert"] != 128  # LLM_TYPE_17B_128E has none
+    anatomy.use_kq_norm = anatomy.experts.n_expert != 128  # LLM_TYPE_17B_128E has none
 
 
 def _gpt_oss(anatomy: ModelAnatomy, meta: _Meta) -> None:
@@ -238,23 +247,25 @@ def _gpt_oss(anatomy: ModelAnatomy, meta: _Meta) -> None:
 
 def _deepseek2(anatomy: ModelAnatomy, meta: _Meta) -> None:
     _experts(anatomy, meta)
-    x = anatomy.extra
-    x["n_layer_dense_lead"] = meta.int_or("leading_dense_block_count", 0)
-    x["n_lora_q"] = meta.int_or("attention.q_lora_rank", 0)
-    x["n_lora_kv"] = meta.int_or("attention.kv_lora_rank", 0)
+    if anatomy.experts is not None:
+        experts = anatomy.experts
+        experts.n_layer_dense_lead = meta.int_or("leading_dense_block_count", 0)
+        experts.gating_func = experts.gating_func or GATING_SOFTMAX  # none means softmax (the V2 routers)
+        experts.n_groups = meta.int_or("expert_group_count", 0)
+        experts.n_group_used = meta.int_or("expert_group_used_count", 0)
     head_k_mla = meta.int_or("attention.key_length_mla", 0)
     head_v_mla = meta.int_or("attention.value_length_mla", 0)
-    x["mla"] = head_k_mla > 0 and head_v_mla > 0
+    latent = head_k_mla > 0 and head_v_mla > 0
     layer0 = anatomy.layers[0]
-    x["head_k_mla"] = head_k_mla if x["mla"] else layer0.head_dim_k
-    x["head_v_mla"] = head_v_mla if x["mla"] else layer0.head_dim_v
-    x["expert_weights_norm"] = bool(meta.get("expert_weights_norm", False))
-    gating = meta.int_or("expert_gating_func", 0)
-    x["expert_gating_func"] = gating or 1  # none means softmax (the V2 routers)
-    x["n_expert_groups"] = meta.int_or("expert_group_count", 0)
-    x["n_group_used"] = meta.int_or("expert_group_used_count", 0)
-    x["f_attn_temp_scale"] = meta.float_or("attention.temperature_scale", 0.0)
-    if x["mla"]:
+    anatomy.mla = LatentAttention(
+        n_lora_q=meta.int_or("attention.q_lora_rank", 0),
+        n_lora_kv=meta.int_or("attention.kv_lora_rank", 0),
+        head_k=head_k_mla if latent else layer0.head_dim_k,
+        head_v=head_v_mla if latent else layer0.head_dim_v,
+        latent_cache=latent,
+        attn_temp_scale=meta.float_or("attention.temperature_scale", 0.0),
+    )
+    if latent:
         anatomy.notes.append("multi-head latent attention: the KV cache holds the compressed latent only (no V)")
 
 
@@ -293,17 +304,18 @@ def _deepseek32(anatomy: ModelAnatomy, meta: _Meta) -> None:
         "expert_gating_func",
     )
     _deepseek2(anatomy, meta)
-    x = anatomy.extra
-    if not x["mla"]:
+    if not anatomy.latent_cache:
         raise ModelError(anatomy.path, "DEEPSEEK32 architecture requires MLA (key_length_mla and value_length_mla)")
-    x["expert_gating_func"] = gating = meta.int_or("expert_gating_func", 0)  # no V2 default here
+    gating = meta.int_or("expert_gating_func", 0)  # no V2 default here
+    if anatomy.experts is not None:
+        anatomy.experts.gating_func = gating
     if gating not in (1, 2, 3, 4):  # softmax, sigmoid, softmax_weight, sqrt_softplus
         raise ModelError(anatomy.path, f"expert gating function {gating} is unknown (llama.cpp aborts)")
-    x["n_indexer_head"] = meta.int_or("attention.indexer.head_count", 0)
-    x["indexer_head_size"] = head = meta.int_or("attention.indexer.key_length", 0)
-    x["indexer_top_k"] = meta.int_or("attention.indexer.top_k", 0)
-    if not (0 < x["n_indexer_head"] <= 1 << 16 and 0 < head <= 1 << 16):
-        raise ModelError(anatomy.path, f"indexer sizes {x['n_indexer_head']} x {head} are out of range")
+    n_head = meta.int_or("attention.indexer.head_count", 0)
+    head = meta.int_or("attention.indexer.key_length", 0)
+    if not (0 < n_head <= 1 << 16 and 0 < head <= 1 << 16):
+        raise ModelError(anatomy.path, f"indexer sizes {n_head} x {head} are out of range")
+    anatomy.indexer = SparseIndexer(n_head=n_head, head_size=head, top_k=meta.int_or("attention.indexer.top_k", 0))
     # the graph multiplies the indexer's queries and keys by a head-sized rotation and ropes the
     # first n_rot values of a head: llama.cpp aborts (GGML_ASSERT) on a head that fits neither
     if _hadamard_size(head) != head or anatomy.rope_dims > head:
@@ -319,16 +331,22 @@ def _deepseek32(anatomy: ModelAnatomy, meta: _Meta) -> None:
 
 def _ssm(anatomy: ModelAnatomy, meta: _Meta) -> None:
     """Mamba-style state-space hyper-parameters (conv kernel, inner size, state size, dt rank, groups)."""
-    x = anatomy.extra
-    x["ssm_d_conv"] = meta.int_or("ssm.conv_kernel", 0)
-    x["ssm_d_inner"] = meta.int_or("ssm.inner_size", 0)
-    x["ssm_d_state"] = meta.int_or("ssm.state_size", 0)
-    x["ssm_dt_rank"] = meta.int_or("ssm.time_step_rank", 0)
-    x["ssm_n_group"] = meta.int_or("ssm.group_count", 0)
-    x["ssm_dt_b_c_rms"] = bool(meta.get("ssm.dt_b_c_rms", False))
-    for key in ("ssm_d_conv", "ssm_d_inner", "ssm_d_state", "ssm_dt_rank"):
-        if not 0 < x[key] <= 1 << 20:
-            raise GGUFError(anatomy.path, f"{anatomy.architecture}: {key.replace('_', ' ')} {x[key]} is out of range")
+    sizes = {
+        key: meta.int_or(f"ssm.{name}", 0)
+        for key, name in (
+            ("d_conv", "conv_kernel"),
+            ("d_inner", "inner_size"),
+            ("d_state", "state_size"),
+            ("dt_rank", "time_step_rank"),
+        )
+    }
+    for key, value in sizes.items():
+        if not 0 < value <= 1 << 20:
+            problem = f"{anatomy.architecture}: ssm {key.replace('_', ' ')} {value} is out of range"
+            raise GGUFError(anatomy.path, problem)
+    anatomy.ssm = StateSpace(
+        **sizes, n_group=meta.int_or("ssm.group_count", 0), dt_b_c_rms=bool(meta.get("ssm.dt_b_c_rms", False))
+    )
 
 
 def _mamba(anatomy: ModelAnatomy, meta: _Meta) -> None:
@@ -346,7 +364,7 @@ def _recurrent_where_no_kv_heads(anatomy: ModelAnatomy) -> None:
 
 def _lfm2(anatomy: ModelAnatomy, meta: _Meta) -> None:
     _experts(anatomy, meta)
-    anatomy.extra["shortconv_l_cache"] = meta.int_or("shortconv.l_cache", 0)
+    anatomy.shortconv_l_cache = meta.int_or("shortconv.l_cache", 0)
     _recurrent_where_no_kv_heads(anatomy)
     n_swa = meta.int_or("attention.sliding_window", 0)
     if n_swa > 0:
@@ -363,14 +381,12 @@ def _lfm2(anatomy: ModelAnatomy, meta: _Meta) -> None:
 def _granite_scales(anatomy: ModelAnatomy, meta: _Meta) -> None:
     """Granite's scales (embedding, residual, attention, logits), each a ggml_scale node in the graph."""
     _experts(anatomy, meta)
-    x = anatomy.extra
-    for key, name in (
-        ("f_logit_scale", "logit_scale"),
-        ("f_residual_scale", "residual_scale"),
-        ("f_embedding_scale", "embedding_scale"),
-        ("f_attention_scale", "attention.scale"),
-    ):
-        x[key] = meta.float_or(name, 0.0)
+    anatomy.f_logit_scale = meta.float_or("logit_scale", 0.0)
+    anatomy.granite = GraniteScales(
+        residual=meta.float_or("residual_scale", 0.0),
+        embedding=meta.float_or("embedding_scale", 0.0),
+        attention=meta.float_or("attention.scale", 0.0),
+    )
 
 
 def _granite_moe(anatomy: ModelAnatomy, meta: _Meta) -> None:
@@ -385,12 +401,12 @@ def _granite_moe(anatomy: ModelAnatomy, meta: _Meta) -> None:
 def _granite(anatomy: ModelAnatomy, meta: _Meta) -> None:
     """Granite uses rope_finetuned (default true) as a switch for RoPE; granitemoe always ropes."""
     _granite_moe(anatomy, meta)
-    anatomy.extra["rope"] = bool(meta.get("rope.scaling.finetuned", True))
+    anatomy.use_rope = bool(meta.get("rope.scaling.finetuned", True))
 
 
 def _granite_hybrid(anatomy: ModelAnatomy, meta: _Meta) -> None:
     _granite_scales(anatomy, meta)  # logit_scale is optional here
-    anatomy.extra["rope"] = bool(meta.get("rope.scaling.finetuned", True))
+    anatomy.use_rope = bool(meta.get("rope.scaling.finetuned", True))
     _ssm(anatomy, meta)
     _recurrent_where_no_kv_heads(anatomy)
 
@@ -399,10 +415,11 @@ def _jamba(anatomy: ModelAnatomy, meta: _Meta) -> None:
     """Mamba-1 layers where a layer has no KV heads, attention elsewhere; experts on some layers."""
     _experts(anatomy, meta)
     _ssm(anatomy, meta)
-    if anatomy.extra["ssm_d_inner"] != 2 * anatomy.n_embd:  # GGML_ASSERT in llama.cpp: the process aborts
+    assert anatomy.ssm is not None
+    if anatomy.ssm.d_inner != 2 * anatomy.n_embd:  # GGML_ASSERT in llama.cpp: the process aborts
         raise GGUFError(
             anatomy.path,
-            f"jamba: ssm inner size {anatomy.extra['ssm_d_inner']} is not twice the "
+            f"jamba: ssm inner size {anatomy.ssm.d_inner} is not twice the "
             f"embedding length {anatomy.n_embd}, which llama.cpp requires",
         )
     _recurrent_where_no_kv_heads(anatomy)
@@ -410,15 +427,17 @@ def _jamba(anatomy: ModelAnatomy, meta: _Meta) -> None:
 
 def _rwkv(anatomy: ModelAnatomy, meta: _Meta) -> None:
     """RWKV-6 / RWKV-7: every layer recurrent (token shift + WKV state), no KV cache."""
-    x = anatomy.extra
-    x["wkv_head_size"] = head = meta.int_or("wkv.head_size", 0)
+    head = meta.int_or("wkv.head_size", 0)
     if not 0 < head <= 4096 or anatomy.n_embd % head:
         raise GGUFError(
             anatomy.path,
             f"{anatomy.architecture}: wkv head size {head} does not divide the embedding length {anatomy.n_embd}",
         )
-    x["token_shift_count"] = meta.int_or("token_shift_count", 2)
-    x["rescale_every_n_layers"] = meta.int_or("rescale_every_n_layers", 0)
+    anatomy.rwkv = Rwkv(
+        head_size=head,
+        token_shift_count=meta.int_or("token_shift_count", 2),
+        rescale_every_n_layers=meta.int_or("rescale_every_n_layers", 0),
+    )
     for layer in anatomy.layers:
         layer.is_recurrent = True
         layer.has_kv = False
@@ -449,15 +468,15 @@ def _qwen3next(anatomy: ModelAnatomy, meta: _Meta) -> None:
 def _qwen35(anatomy: ModelAnatomy, meta: _Meta) -> None:
     """Qwen3.5: Qwen3-Next's layers (dense FFN in qwen35, experts in qwen35moe), multi-section RoPE."""
     _qwen3next(anatomy, meta)
-    anatomy.extra["n_pos_per_embd"] = 4
+    anatomy.n_pos_per_embd = 4
 
 
 def _glm4moe(anatomy: ModelAnatomy, meta: _Meta) -> None:
     """GLM-4.5: llama's attention (biases), sigmoid-routed experts after the leading dense layers, plus
     an ungated shared expert; multi-token-prediction layers are skipped."""
     _experts(anatomy, meta)
-    if not anatomy.extra.get("expert_gating_func"):
-        anatomy.extra["expert_gating_func"] = 2  # llama.cpp's default for glm4moe: sigmoid
+    if anatomy.experts is not None and not anatomy.experts.gating_func:
+        anatomy.experts.gating_func = GATING_SIGMOID  # llama.cpp's default for glm4moe
 
 
 def _falcon_h1(anatomy: ModelAnatomy, meta: _Meta) -> None:
@@ -472,11 +491,11 @@ def _nemotron_h(anatomy: ModelAnatomy, meta: _Meta) -> None:
     (routed experts in nemotron_h_moe, whose top-k may differ per layer)."""
     _experts(anatomy, meta)
     _ssm(anatomy, meta)
-    x = anatomy.extra
-    if x.get("n_expert"):
-        x["n_expert_used_layers"] = meta.per_layer("expert_used_count", anatomy.n_layer, x["n_expert_used"])
-        x["n_expert_groups"] = meta.int_or("expert_group_count", 0)
-        x["n_group_used"] = meta.int_or("expert_group_used_count", 0)
+    experts = anatomy.experts
+    if experts is not None:
+        experts.n_used_per_layer = meta.per_layer("expert_used_count", anatomy.n_layer, experts.n_used)
+        experts.n_groups = meta.int_or("expert_group_count", 0)
+        experts.n_group_used = meta.int_or("expert_group_used_count", 0)
     for layer in anatomy.layers:
         layer.is_recurrent = layer.n_head_kv == 0 and layer.n_ff == 0
         layer.has_kv = not layer.is_recurrent and layer.n_ff == 0 and not layer.is_mtp
@@ -598,7 +617,7 @@ def not_for_chat(architecture: str) -> str | None:
 def _no_cache(anatomy: ModelAnatomy) -> None:
     for layer in anatomy.layers:
         layer.has_kv = False
-    anatomy.extra["no_cache"] = True  # no graph builder either: the compute buffer is estimated
+    anatomy.no_cache = True  # no graph builder either: the compute buffer is estimated
     anatomy.exact = False
     anatomy.notes.append(
         f"architecture '{anatomy.architecture}' is {NO_CACHE_ARCHS[anatomy.architecture]}: llama.cpp keeps no "
@@ -618,5 +637,6 @@ def apply_arch_rules(anatomy: ModelAnatomy, meta: _Meta) -> None:
             "figures assume dense attention on every layer and are estimates"
         )
         # a sliding window declared in the header is honoured as a standard window on every layer
+        _experts(anatomy, meta)
         return
     rule(anatomy, meta)

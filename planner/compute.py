@@ -196,6 +196,6 @@ def estimate_compute(model: ModelAnatomy, r: Resolved) -> int:
     n_head = max((layer.n_head for layer in model.layers), default=0)
     ffn = max((layer.n_ff for layer in model.layers), default=0) * n_tok * 4
     # without a KV cache (encoders, diffusion models) a micro-batch attends only to itself
-    span = n_tok if model.extra.get("no_cache") else r.n_ctx_seq
+    span = n_tok if model.no_cache else r.n_ctx_seq
     attn = 0 if r.config.flash_attn else span * n_tok * max(n_head, 1) * 4
     return max(logits + 3 * hidden, attn + 4 * hidden, 3 * ffn + 2 * hidden)

@@ -75,7 +75,7 @@ def resolve(model: ModelAnatomy, config: LoadConfig) -> Resolved:
                 f"{name} {value!r} is not a KV cache type llama.cpp accepts ({', '.join(KV_CACHE_TYPES)})"
             )
     type_k, type_v = ggml_type(config.type_k), ggml_type(config.type_v)
-    if model.extra.get("mla") and type_k is not type_v:
+    if model.latent_cache and type_k is not type_v:
         raise ConfigError(
             f"this model (multi-head latent attention) needs the same K and V cache types; "
             f"llama.cpp refuses K {type_k.name} with V {type_v.name}"

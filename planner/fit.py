@@ -263,7 +263,7 @@ def solve(model: ModelAnatomy, gpus: list[Device], host: Host, wishes: Wishes | 
 
     top = model.n_layer + 1 if gpus else 0
     best_key = _full_offload(pricer, top, floor, want, kv_types, fa_options) if top else None
-    if best_key is None and top and model.extra.get("n_expert"):
+    if best_key is None and top and model.n_expert:
         # a mixture of experts: keep attention and the KV cache on the GPU, experts of the first
         # layers in host memory (llama.cpp's --n-cpu-moe), rather than dropping whole layers
         best_key = _experts_on_cpu(pricer, top, want, kv_types, fa_options)

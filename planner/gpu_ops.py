@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the graph module is needed only where graphs are built
     from planner.ggml_graph import Tensor
+    from planner.hparams import StateSpace
 
 FATTN_KQ_STRIDE = 256  # ggml-cuda/fattn-common.cuh
 _FATTN_KV_TYPES = frozenset({"f16", "f32", "bf16", "q4_0", "q4_1", "q5_0", "q5_1", "q8_0"})
@@ -93,7 +94,7 @@ _SSM_A_NOSCAN = frozenset(
 
 
 def weight_supported(
-    backend: str, architecture: str, name: str, shape: tuple[int, ...], hparams: dict[str, object]
+    backend: str, architecture: str, name: str, shape: tuple[int, ...], ssm: StateSpace | None
 ) -> bool:
     """weight_buft_supported for a GPU: whether the op that uses this weight runs there.
 
@@ -102,13 +103,13 @@ def weight_supported(
     if backend not in CUDA_LIKE:
         return True
     if name.endswith(".ssm_a") and architecture not in _SSM_A_NOSCAN:
-        d_inner = int(hparams.get("ssm_d_inner", 0) or 0)
+        d_inner = ssm.d_inner if ssm else 0
         n_head = shape[1] if len(shape) > 1 else 1
         if shape[0] == 1:  # Mamba-2
-            d_state = int(hparams.get("ssm_d_state", 0) or 0)
+            d_state = ssm.d_state if ssm else 0
             head_dim = d_inner // n_head if n_head else 0
             return d_state in (96, 128, 256) and head_dim % 16 == 0
-        n_group = int(hparams.get("ssm_n_group", 0) or 0) or 1
+        n_group = (ssm.n_group if ssm else 0) or 1
         head_dim = d_inner // n_head if n_head else 0
         return shape[0] == 16 and head_dim == 1 and n_head % 128 == 0 and n_group == 1
     if name.endswith((".ssm_conv1d.weight", ".shortconv.conv.weight")):

@@ -60,7 +60,7 @@ def swa_cells(model: ModelAnatomy, r: Resolved) -> int:
 
 def kv_layout(model: ModelAnatomy, r: Resolved) -> KVLayout:
     """The KV tensors of one configuration. With multi-head latent attention only K is cached."""
-    is_mla = bool(model.extra.get("mla", False))
+    is_mla = model.latent_cache
     v_trans = not r.config.flash_attn
     v_width_max = model.n_embd_v_gqa_max
     cells_swa = swa_cells(model, r)
@@ -80,7 +80,7 @@ def kv_layout(model: ModelAnatomy, r: Resolved) -> KVLayout:
 def _indexer_tensors(model: ModelAnatomy, r: Resolved) -> list[KVTensor]:
     """The indexer key cache of sparse attention (llama_kv_cache_dsa's second llama_kv_cache): one
     KV head of the indexer's size, as many cells as the main cache, no V."""
-    head = int(model.extra.get("indexer_head_size", 0))
+    head = model.indexer.head_size if model.indexer else 0
     if not head:
         return []
     return [

@@ -213,7 +213,7 @@ def _plan_memory(
     estimated_compute = False
     if with_compute:
         try:
-            if model.extra.get("no_cache"):
+            if model.no_cache:
                 raise PlannerError("no graph builder for an architecture without a KV cache")
             compute_sizes = _compute_sizes(model, r, kv, placement, gpus_used, wb, config.op_offload)
         except PlannerError:
@@ -292,7 +292,7 @@ def _plan_memory(
             gpu_usage[idx].compute += size
             buffers.append(Buffer(name, "compute", name, size))
 
-    experts = int(model.extra.get("n_expert", 0) or 0) > 0
+    experts = model.n_expert > 0
     for idx, d in enumerate(gpus_used):
         if d.backend == "rpc":
             continue  # the server's own backend context is already out of the free memory it reports

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from planner.gguf import TensorInfo
+
+if TYPE_CHECKING:
+    from planner.hparams import AltUp, Experts, GraniteScales, LatentAttention, Rwkv, SparseIndexer, StateSpace
 
 _LAYER_RE = re.compile(r"^blk\.(\d+)\.")
 
@@ -143,7 +146,45 @@ class ModelAnatomy:
     exact: bool = True
     notes: list[str] = field(default_factory=list)
     metadata: dict[str, Any] = field(default_factory=dict)
-    extra: dict[str, Any] = field(default_factory=dict)
+    # llama_hparams fields a few families set (planner/archs/<family>.py)
+    f_logit_scale: float = 0.0
+    use_rope: bool = True
+    n_pos_per_embd: int = 1  # 4 with multi-section RoPE
+    n_deepstack: int = 0  # Qwen3-VL's input slices added to the first layers
+    n_embd_inp: int = 0  # the input embedding's width when wider than n_embd
+    n_embd_per_layer: int = 0  # per-layer input embeddings (Gemma 3n, Gemma 4)
+    n_layer_kv_from_start: int = 0  # layers past it reuse an earlier layer's cache (Gemma 3n, Gemma 4)
+    n_no_rope_layer_step: int = 0  # every n-th layer without RoPE (Llama 4)
+    use_kq_norm: bool = True
+    shortconv_l_cache: int = 0  # LFM2's short convolution
+    no_cache: bool = False  # llama.cpp keeps no KV cache (embedding and diffusion models)
+    # typed records of the families that have them (planner.hparams); None where a model has none
+    experts: Experts | None = None
+    ssm: StateSpace | None = None
+    mla: LatentAttention | None = None
+    indexer: SparseIndexer | None = None
+    rwkv: Rwkv | None = None
+    granite: GraniteScales | None = None
+    altup: AltUp | None = None
+
+    @property
+    def n_expert(self) -> int:
+        return self.experts.n_expert if self.experts else 0
+
+    @property
+    def moe(self) -> Experts:
+        """The experts of a model whose graph has expert tensors (llama.cpp needs their count)."""
+        if self.experts is None:
+            from planner.errors import ModelError
+
+            problem = f"expert tensors without {self.architecture}.expert_count (llama.cpp refuses it)"
+            raise ModelError(self.path, problem)
+        return self.experts
+
+    @property
+    def latent_cache(self) -> bool:
+        """Whether the KV cache holds DeepSeek's compressed latent (no V)."""
+        return self.mla is not None and self.mla.latent_cache
 
     def tensor(self, name: str) -> TensorInfo | None:
         for group in (self.input_tensors, self.output_tensors, self.other_tensors):

@@ -38,27 +38,25 @@ class RSLayout:
 
 def n_embd_r(model: ModelAnatomy) -> int:
     """llama_hparams::n_embd_r: the per-sequence convolution (or token-shift) state."""
-    x = model.extra
-    if x.get("wkv_head_size"):
-        return x.get("token_shift_count", 2) * model.n_embd
-    if x.get("shortconv_l_cache"):
-        return model.n_embd * (x["shortconv_l_cache"] - 1)
-    d_conv = x.get("ssm_d_conv", 0)
-    return (d_conv - 1 if d_conv > 0 else 0) * (
-        x.get("ssm_d_inner", 0) + 2 * x.get("ssm_n_group", 0) * x.get("ssm_d_state", 0)
-    )
+    if model.rwkv is not None:
+        return model.rwkv.token_shift_count * model.n_embd
+    if model.shortconv_l_cache:
+        return model.n_embd * (model.shortconv_l_cache - 1)
+    ssm = model.ssm
+    if ssm is None:
+        return 0
+    return (ssm.d_conv - 1 if ssm.d_conv > 0 else 0) * (ssm.d_inner + 2 * ssm.n_group * ssm.d_state)
 
 
 def n_embd_s(model: ModelAnatomy) -> int:
     """llama_hparams::n_embd_s: the per-sequence scan (or WKV) state."""
-    x = model.extra
-    if x.get("wkv_head_size"):
-        return model.n_embd * x["wkv_head_size"]
-    return x.get("ssm_d_state", 0) * x.get("ssm_d_inner", 0)
+    if model.rwkv is not None:
+        return model.n_embd * model.rwkv.head_size
+    return model.ssm.d_state * model.ssm.d_inner if model.ssm else 0
 
 
 def rs_layout(model: ModelAnatomy, r: Resolved) -> RSLayout:
-    rows = max(1, r.n_seq_max) * (1 + model.extra.get("n_rs_seq", 0))
+    rows = max(1, r.n_seq_max)  # llama-cpp-python leaves n_rs_seq (rollback snapshots) at 0
     tensors: list[RSTensor] = []
     er, es = n_embd_r(model), n_embd_s(model)
     for layer in model.layers:

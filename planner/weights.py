@@ -213,7 +213,7 @@ def weight_buffers(
             else:
                 host_default.append(info)
             return
-        if not weight_supported(gpus[device].backend, model.architecture, info.name, info.shape, model.extra):
+        if not weight_supported(gpus[device].backend, model.architecture, info.name, info.shape, model.ssm):
             # the GPU cannot run the op that reads it: llama.cpp keeps it in host memory
             host_default.append(info)
             out.tensor_device[info.name] = HOST_INDEX

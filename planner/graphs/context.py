@@ -59,7 +59,7 @@ class GraphContext:
         the layers see a view (llm_graph_context::build_inp_embd, hparams.n_embd_inp)."""
         g = self.g
         tok_embd = self.w.get("token_embd.weight")
-        n_inp = int(self.model.extra.get("n_embd_inp") or self.n_embd)
+        n_inp = self.model.n_embd_inp or self.n_embd
         tokens = g.input(I32, (self.n_tokens,), "inp_tokens")
         embd = g.input(F32, (n_inp, self.n_tokens), "inp_embd")
         cur = g.get_rows(tok_embd, tokens)
@@ -71,14 +71,14 @@ class GraphContext:
         if n_inp != self.n_embd:
             cur = g.view(cur, (self.n_embd, self.n_tokens), (cur.nb[1],), 0)
         self.inp_embd = cur
-        if self.model.extra.get("f_embedding_scale"):
+        if self.model.granite is not None and self.model.granite.embedding:
             cur = g.scale(cur)
         g.expand(cur)
         return cur
 
     def deepstack(self, cur: Tensor, il: int) -> Tensor:
         """qwen3vl: the first n_deepstack layers add their slice of the wide input to their output."""
-        if il >= int(self.model.extra.get("n_deepstack", 0)):
+        if il >= self.model.n_deepstack:
             return cur
         src = self.inp_embd
         ds = self.g.view(src, (self.n_embd, self.n_tokens), (src.nb[1],), (il + 1) * self.n_embd * 4)
@@ -86,7 +86,7 @@ class GraphContext:
 
     def build_inp_pos(self) -> Tensor:
         """Positions: four per token with multi-section RoPE (hparams.n_pos_per_embd)."""
-        n_pos = int(self.model.extra.get("n_pos_per_embd", 1))
+        n_pos = self.model.n_pos_per_embd
         self._inp_pos = self.g.input(I32, (self.n_tokens * n_pos,), "inp_pos")
         return self._inp_pos
 
@@ -140,8 +140,6 @@ class GraphContext:
                 qb, kb, vb = (w.layer(il, f"attn_{x}.bias") for x in "qkv")
                 if qb is not None and kb is not None and vb is not None:
                     qkv = g.add(qkv, g.concat(g.concat(qb, kb, 0), vb, 0))
-            if reshape and self.model.extra.get("f_clamp_kqv", 0.0) > 0:
-                qkv = g.clamp(qkv)
             es = qkv.type.type_size
             if reshape:
                 q = g.view(qkv, (head_q, n_head, n_tok), (es * head_q, qkv.nb[1]), 0)
@@ -158,8 +156,6 @@ class GraphContext:
             bias = w.layer(il, f"attn_{x}.bias")
             if bias is not None:
                 t = g.add(t, bias)
-            if reshape and self.model.extra.get("f_clamp_kqv", 0.0) > 0:
-                t = g.clamp(t)
             outs.append((t, head, heads))
         if not reshape:
             return outs[0][0], outs[1][0], outs[2][0]

@@ -18,7 +18,7 @@ from planner.model import LayerAnatomy
 def kv_latent(ctx: GraphContext, il: int, cur: Tensor, inp_pos: Tensor) -> tuple[Tensor, Tensor]:
     """The compressed KV latent (normed, [kv_lora, n_tokens]) and the roped shared K part."""
     g, w, m = ctx.g, ctx.w, ctx.model
-    rope, kv_lora, n_tok = m.rope_dims, m.extra["n_lora_kv"], ctx.n_tokens
+    rope, kv_lora, n_tok = m.rope_dims, m.mla.n_lora_kv, ctx.n_tokens
     kv_pe = g.mul_mat(w.layer_req(il, "attn_kv_a_mqa.weight"), cur)
     stride = row_size(kv_pe.type, kv_lora + rope)
     kv_cmpr = g.view(kv_pe, (kv_lora, n_tok), (stride,), 0)
@@ -34,9 +34,9 @@ def absorbed_qkv(
     """Q, K and V of latent attention with the K projection absorbed into Q (MQA over the latent).
 
     `q` is wq_b's output, flat or already [head_k, n_head, n_tokens]: the views take explicit strides."""
-    g, w, x = ctx.g, ctx.w, ctx.model.extra
+    g, w, mla = ctx.g, ctx.w, ctx.model.mla
     il, n_head, n_tok = layer.index, layer.n_head, ctx.n_tokens
-    hd_k, rope = x["head_k_mla"], ctx.model.rope_dims
+    hd_k, rope = mla.head_k, ctx.model.rope_dims
     nope = hd_k - rope
     strides = (row_size(q.type, hd_k), row_size(q.type, hd_k) * n_head)
     q_nope = g.view(q, (nope, n_head, n_tok), strides, 0)
@@ -46,15 +46,15 @@ def absorbed_qkv(
     q_abs = g.mul_mat(w.layer_req(il, "attn_k_b.weight"), q_nope)
     q_abs = g.permute(q_abs, 0, 2, 1, 3)
     q_cur = g.concat(q_abs, q_pe, 0)
-    kv_cmpr = g.reshape(kv_cmpr, x["n_lora_kv"], 1, n_tok)
+    kv_cmpr = g.reshape(kv_cmpr, mla.n_lora_kv, 1, n_tok)
     k_cur = g.concat(kv_cmpr, k_pe, 0)
     return q_cur, k_cur, kv_cmpr
 
 
 def ffn_block(ctx: GraphContext, il: int, cur: Tensor) -> Tensor:
     """The leading dense layers' FFN, else routed experts plus the shared expert."""
-    w, x = ctx.w, ctx.model.extra
-    if il < x.get("n_layer_dense_lead", 0):
+    w, experts = ctx.w, ctx.model.experts
+    if experts is None or il < experts.n_layer_dense_lead:
         return ctx.build_ffn(
             cur,
             w.layer(il, "ffn_up.weight"),
@@ -63,21 +63,19 @@ def ffn_block(ctx: GraphContext, il: int, cur: Tensor) -> Tensor:
             "silu",
             True,
         )
-    gating = {1: "softmax", 2: "sigmoid", 3: "softmax_weight", 4: "sqrt_softplus"}.get(
-        x.get("expert_gating_func", 1), "softmax"
-    )
+    gating = {1: "softmax", 2: "sigmoid", 3: "softmax_weight", 4: "sqrt_softplus"}.get(experts.gating_func, "softmax")
     moe = ctx.build_moe_ffn(
         cur,
         il,
-        x["n_expert"],
-        x["n_expert_used"],
+        experts.n_expert,
+        experts.n_used,
         "silu",
-        norm_w=x.get("expert_weights_norm", False),
-        w_scale=x.get("expert_weights_scale", 0.0),
+        norm_w=experts.weights_norm,
+        w_scale=experts.weights_scale,
         gating=gating,
         exp_probs_b=w.layer(il, "exp_probs_b.bias"),
-        n_expert_groups=x.get("n_expert_groups", 0),
-        n_group_used=x.get("n_group_used", 0),
+        n_expert_groups=experts.n_groups,
+        n_group_used=experts.n_group_used,
     )
     shared = ctx.build_ffn(
         cur,
@@ -109,14 +107,14 @@ def finish_model(ctx: GraphContext, inp_l: Tensor) -> None:
 
 def build_deepseek2(ctx: GraphContext) -> None:
     g, w, m = ctx.g, ctx.w, ctx.model
-    x = m.extra
-    is_mla = x.get("mla", False)
-    hd_k, hd_v = x["head_k_mla"], x["head_v_mla"]
+    mla = m.mla
+    is_mla = mla.latent_cache
+    hd_k, hd_v = mla.head_k, mla.head_v
     rope = m.rope_dims
     nope = hd_k - rope
     n_tok = ctx.n_tokens
     inp_l = ctx.build_inp_embd()
-    attn_scale = g.input(F32, (1, 1, n_tok), "inp_attn_scale") if x.get("f_attn_temp_scale") else None
+    attn_scale = g.input(F32, (1, 1, n_tok), "inp_attn_scale") if mla.attn_temp_scale else None
     inp_pos = ctx.build_inp_pos()
     inp_attn = ctx.build_attn_inp_k() if is_mla else ctx.build_attn_inp_kv()
     out_ids = ctx.build_inp_out_ids()

@@ -30,7 +30,7 @@ def build_attn_inp_k_dsa(ctx: GraphContext) -> Inputs:
     """Both caches' inputs: the latent cache's (its mask F16 only with flash attention) and the
     indexer cache's (always an F16 mask, and its head-sized rotation)."""
     g, n_tok = ctx.g, ctx.n_tokens
-    head = int(ctx.model.extra["indexer_head_size"])
+    head = ctx.model.indexer.head_size
     return {
         "k_idxs": g.input(I64, (n_tok,), "attn_inp_k_idxs"),
         "mask": _kq_mask(ctx, F16 if ctx.shape.flash_attn else F32),
@@ -44,9 +44,9 @@ def lightning_indexer(
     ctx: GraphContext, layer: LayerAnatomy, cur: Tensor, qr: Tensor, inp_pos: Tensor, inp: Inputs
 ) -> Tensor:
     """The cells each query token attends to: [top k, n_tokens per stream, 1, n_stream] indices."""
-    g, w, x = ctx.g, ctx.w, ctx.model.extra
+    g, w, indexer = ctx.g, ctx.w, ctx.model.indexer
     il, n_tok = layer.index, ctx.n_tokens
-    n_head, head = int(x["n_indexer_head"]), int(x["indexer_head_size"])
+    n_head, head = indexer.n_head, indexer.head_size
     q = g.mul_mat(w.layer_req(il, "indexer.attn_q_b.weight"), qr)
     q = g.rope(g.reshape(q, head, n_head, n_tok), inp_pos)
     k = g.mul_mat(w.layer_req(il, "indexer.attn_k.weight"), cur)
@@ -69,7 +69,7 @@ def lightning_indexer(
     )
     weights = g.scale(weights)
     score = g.lightning_indexer(q, keys, weights, inp["mask_lid"])
-    return g.cont(g.top_k(score, min(score.ne[0], int(x["indexer_top_k"]))))
+    return g.cont(g.top_k(score, min(score.ne[0], indexer.top_k)))
 
 
 def build_attn_dsa(

@@ -55,7 +55,6 @@ def build_llama(ctx: GraphContext) -> None:
     MoE variants, and OLMoE: pre-norm attention, RoPE, SwiGLU or routed experts."""
     g, w, m = ctx.g, ctx.w, ctx.model
     qk_norm, qk_norm_flat, moe_norm_w = _LLAMA_LIKE.get(m.architecture, (False, False, True))
-    n_expert = m.extra.get("n_expert", 0)
     inp_l = ctx.build_inp_embd()
     inp_pos = ctx.build_inp_pos()
     inp_attn = ctx.build_attn_inp_kv()
@@ -115,12 +114,12 @@ def build_llama(ctx: GraphContext) -> None:
             moe = ctx.build_moe_ffn(
                 cur,
                 il,
-                n_expert,
-                m.extra.get("n_expert_used", 1),
+                m.moe.n_expert,
+                m.moe.n_used,
                 "silu",
                 moe_norm_w,
-                m.extra.get("expert_weights_scale", 0.0),
-                {2: "sigmoid"}.get(m.extra.get("expert_gating_func", 0), "softmax"),
+                m.moe.weights_scale,
+                m.moe.gating,
                 exp_probs_b=w.layer(il, "exp_probs_b.bias"),
             )
             if w.layer(il, "ffn_gate_inp_shexp.weight") is None and w.layer(il, "ffn_up_shexp.weight") is not None:
@@ -357,4 +356,4 @@ def build_cohere2(ctx: GraphContext) -> None:
     if phi2 or falcon:
         _final(ctx, inp_l, output_bias=True)
     else:
-        granite_output(ctx, inp_l, logit_scale=bool(m.extra.get("f_logit_scale")))
+        granite_output(ctx, inp_l, logit_scale=bool(m.f_logit_scale))

@@ -79,9 +79,7 @@ def _moe(ctx: GraphContext, attn_out: Tensor, il: int) -> Tensor:
     moe = ctx.build_norm(attn_out, w.layer_req(il, "pre_ffw_norm_2.weight"), il=il)
     tmp = g.mul(g.scale(g.rms_norm(attn_out)), w.layer_req(il, "ffn_gate_inp.scale"))
     logits = ctx.mm(w.layer_req(il, "ffn_gate_inp.weight"), tmp)
-    moe = ctx.build_moe_ffn(
-        moe, il, int(m.extra["n_expert"]), int(m.extra["n_expert_used"]), "gelu", True, logits=logits
-    )
+    moe = ctx.build_moe_ffn(moe, il, m.moe.n_expert, m.moe.n_used, "gelu", True, logits=logits)
     moe = ctx.build_norm(moe, w.layer_req(il, "post_ffw_norm_2.weight"), il=il)
     return g.add(mlp, moe)
 
@@ -139,7 +137,7 @@ def build_gemma4(ctx: GraphContext) -> None:
     inp_full, inp_swa = _attention_inputs(ctx, True)
     out_ids = ctx.build_inp_out_ids()
     inp_per_layer = None
-    pe = int(m.extra.get("n_embd_per_layer", 0))
+    pe = m.n_embd_per_layer
     if pe > 0:
         inp_per_layer = per_layer_inputs(ctx, inp_l, pe)
     cur = inp_l

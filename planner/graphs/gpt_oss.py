@@ -38,11 +38,11 @@ def build_gpt_oss(ctx: GraphContext) -> None:
         cur = ctx.build_moe_ffn(
             cur,
             il,
-            m.extra["n_expert"],
-            m.extra["n_expert_used"],
+            m.moe.n_expert,
+            m.moe.n_used,
             "swiglu_oai",
             norm_w=False,
-            w_scale=m.extra.get("expert_weights_scale", 0.0),
+            w_scale=m.moe.weights_scale,
             gating="softmax_weight",
             gate_inp_b=w.layer(il, "ffn_gate_inp.bias"),
         )

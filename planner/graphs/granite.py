@@ -22,8 +22,8 @@ def granite_attention(
 
 def granite_ffn(ctx: GraphContext, cur: Tensor, inp_sa: Tensor, il: int) -> Tensor:
     """build_layer_ffn: residual-scaled attention output, then a dense or MoE block, scaled again."""
-    g, w, x = ctx.g, ctx.w, ctx.model.extra
-    if x.get("f_residual_scale"):
+    g, w, m = ctx.g, ctx.w, ctx.model
+    if m.granite.residual:
         cur = g.scale(cur)
     ffn_inp = g.add(cur, inp_sa)
     cur = ctx.build_norm(ffn_inp, w.layer(il, "ffn_norm.weight"), il=il)
@@ -40,9 +40,7 @@ def granite_ffn(ctx: GraphContext, cur: Tensor, inp_sa: Tensor, il: int) -> Tens
             down_b=w.layer(il, "ffn_down.bias"),
         )
     else:
-        moe = ctx.build_moe_ffn(
-            cur, il, x["n_expert"], x["n_expert_used"], "silu", True, x.get("expert_weights_scale", 0.0)
-        )
+        moe = ctx.build_moe_ffn(cur, il, m.moe.n_expert, m.moe.n_used, "silu", True, m.moe.weights_scale)
         if w.layer(il, "ffn_up_shexp.weight") is not None:
             shared = ctx.build_ffn(
                 cur,
@@ -54,7 +52,7 @@ def granite_ffn(ctx: GraphContext, cur: Tensor, inp_sa: Tensor, il: int) -> Tens
             )
             moe = g.add(moe, shared)
         cur = moe
-    if x.get("f_residual_scale"):
+    if m.granite.residual:
         cur = g.scale(cur)
     return g.add(cur, ffn_inp)
 
@@ -72,7 +70,7 @@ def granite_output(ctx: GraphContext, cur: Tensor, logit_scale: bool) -> None:
 def build_granite(ctx: GraphContext) -> None:
     g, m = ctx.g, ctx.model
     inp_l = ctx.build_inp_embd()
-    inp_pos = ctx.build_inp_pos() if m.extra.get("rope", True) else None
+    inp_pos = ctx.build_inp_pos() if m.use_rope else None
     inp_attn = ctx.build_attn_inp_kv()
     out_ids = ctx.build_inp_out_ids()
     for layer in m.trunk_layers:

@@ -14,7 +14,7 @@ def _shortconv(ctx: GraphContext, inp: dict[str, Tensor], cur: Tensor, il: int) 
     g, w, m = ctx.g, ctx.w, ctx.model
     n_seqs = ctx.shape.n_seqs
     n_seq_tokens = ctx.n_tokens // n_seqs
-    l_cache = m.extra["shortconv_l_cache"]
+    l_cache = m.shortconv_l_cache
     d_conv = l_cache - 1
     cur = g.reshape(cur, cur.ne[0], n_seq_tokens, n_seqs)
     bcx = ctx.mm(w.layer_req(il, "shortconv.in_proj.weight"), cur)
@@ -72,12 +72,12 @@ def build_lfm2(ctx: GraphContext) -> None:
             out = ctx.build_moe_ffn(
                 normed,
                 il,
-                m.extra["n_expert"],
-                m.extra["n_expert_used"],
+                m.moe.n_expert,
+                m.moe.n_used,
                 "silu",
                 True,
-                m.extra.get("expert_weights_scale", 0.0),
-                {2: "sigmoid"}.get(m.extra.get("expert_gating_func", 1), "softmax"),
+                m.moe.weights_scale,
+                m.moe.gating,
                 exp_probs_b=w.layer(il, "exp_probs_b.bias"),
             )
         else:
@@ -100,7 +100,7 @@ def build_granite_hybrid(ctx: GraphContext) -> None:
     rs_inp = ctx.build_rs_inp()
     inp_attn = ctx.build_attn_inp_kv()
     out_ids = ctx.build_inp_out_ids()
-    inp_pos = ctx.build_inp_pos() if m.extra.get("rope", True) else None
+    inp_pos = ctx.build_inp_pos() if m.use_rope else None
     for layer in m.trunk_layers:
         il = layer.index
         inp_sa = inp_l
@@ -113,13 +113,12 @@ def build_granite_hybrid(ctx: GraphContext) -> None:
             cur = g.get_rows(cur, out_ids)
             inp_sa = g.get_rows(inp_sa, out_ids)
         inp_l = granite_ffn(ctx, cur, inp_sa, il)
-    granite_output(ctx, inp_l, logit_scale=bool(m.extra.get("f_logit_scale")))
+    granite_output(ctx, inp_l, logit_scale=bool(m.f_logit_scale))
 
 
 def build_jamba(ctx: GraphContext) -> None:
     """Jamba: Mamba-1 layers and attention layers without RoPE; dense or routed feed-forward."""
     g, w, m = ctx.g, ctx.w, ctx.model
-    x = m.extra
     inp_l = ctx.build_inp_embd()
     rs_inp = ctx.build_rs_inp()
     inp_attn = ctx.build_attn_inp_kv()
@@ -146,9 +145,7 @@ def build_jamba(ctx: GraphContext) -> None:
                 True,
             )
         else:
-            cur = ctx.build_moe_ffn(
-                cur, il, x["n_expert"], x["n_expert_used"], "silu", False, x.get("expert_weights_scale", 0.0)
-            )
+            cur = ctx.build_moe_ffn(cur, il, m.moe.n_expert, m.moe.n_used, "silu", False, m.moe.weights_scale)
         inp_l = g.add(ffn_inp, cur)
     cur = ctx.build_norm(inp_l, w.get_optional("output_norm.weight"))
     ctx.set_outputs(cur, ctx.mm(ctx.output_weight(), cur, w.get_optional("output.scale")))

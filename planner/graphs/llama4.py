@@ -22,8 +22,8 @@ def build_llama4(ctx: GraphContext) -> None:
     attn_scale = g.input(F32, (1, 1, ctx.n_tokens), "inp_attn_scale")  # temperature tuning
     inp_full, inp_swa = _attention_inputs(ctx, iswa)
     out_ids = ctx.build_inp_out_ids()
-    no_rope_step = m.extra.get("n_no_rope_layer_step", 4)
-    use_kq_norm = m.extra.get("use_kq_norm", True)
+    no_rope_step = m.n_no_rope_layer_step
+    use_kq_norm = m.use_kq_norm
     for layer in m.trunk_layers:
         il = layer.index
         inp_sa = inp_l
@@ -55,11 +55,11 @@ def build_llama4(ctx: GraphContext) -> None:
             moe = ctx.build_moe_ffn(
                 normed,
                 il,
-                m.extra["n_expert"],
-                m.extra.get("n_expert_used", 1),
+                m.moe.n_expert,
+                m.moe.n_used,
                 "silu",
                 False,
-                m.extra.get("expert_weights_scale", 0.0),
+                m.moe.weights_scale,
                 "sigmoid",
                 weight_before_ffn=True,
             )

@@ -8,8 +8,8 @@ from planner.graphs.context import GraphContext
 
 def mamba_layer(ctx: GraphContext, inp: dict[str, Tensor], cur: Tensor, il: int) -> Tensor:
     """build_mamba_layer (Mamba-1)."""
-    g, w, x = ctx.g, ctx.w, ctx.model.extra
-    d_conv, d_inner, d_state, dt_rank = x["ssm_d_conv"], x["ssm_d_inner"], x["ssm_d_state"], x["ssm_dt_rank"]
+    g, w, ssm = ctx.g, ctx.w, ctx.model.ssm
+    d_conv, d_inner, d_state, dt_rank = ssm.d_conv, ssm.d_inner, ssm.d_state, ssm.dt_rank
     n_seqs = ctx.shape.n_seqs
     n_seq_tokens = ctx.n_tokens // n_seqs
     r_l, s_l = w.rs(il)
@@ -38,7 +38,7 @@ def mamba_layer(ctx: GraphContext, inp: dict[str, Tensor], cur: Tensor, il: int)
         es * (dt_rank + d_state),
     )
     dt_norm, b_norm, c_norm = (w.layer(il, f"ssm_{n}_norm.weight") for n in ("dt", "b", "c"))
-    if x.get("ssm_dt_b_c_rms") or (dt_norm is not None and b_norm is not None and c_norm is not None):
+    if ssm.dt_b_c_rms or (dt_norm is not None and b_norm is not None and c_norm is not None):
         dt = ctx.build_norm(dt, dt_norm, il=il)
         bb = ctx.build_norm(bb, b_norm, il=il)
         cc = ctx.build_norm(cc, c_norm, il=il)
@@ -72,9 +72,9 @@ def mamba_layer(ctx: GraphContext, inp: dict[str, Tensor], cur: Tensor, il: int)
 
 def mamba2_layer(ctx: GraphContext, inp: dict[str, Tensor], cur: Tensor, il: int) -> Tensor:
     """build_mamba2_layer (Mamba-2, also the SSM layers of the hybrids)."""
-    g, w, x = ctx.g, ctx.w, ctx.model.extra
-    d_conv, d_inner, d_state = x["ssm_d_conv"], x["ssm_d_inner"], x["ssm_d_state"]
-    n_head, n_group = x["ssm_dt_rank"], x["ssm_n_group"]
+    g, w, ssm = ctx.g, ctx.w, ctx.model.ssm
+    d_conv, d_inner, d_state = ssm.d_conv, ssm.d_inner, ssm.d_state
+    n_head, n_group = ssm.dt_rank, ssm.n_group
     head_dim = d_inner // n_head
     n_seqs = ctx.shape.n_seqs
     n_seq_tokens = ctx.n_tokens // n_seqs

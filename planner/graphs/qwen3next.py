@@ -18,9 +18,9 @@ from planner.recurrent import n_embd_r, n_embd_s
 
 def _dims(ctx: GraphContext) -> tuple[int, int, int, int]:
     """(head_k_dim, num_k_heads, head_v_dim, num_v_heads) of the delta-net layers."""
-    x = ctx.model.extra
-    n_v = x["ssm_dt_rank"]
-    return x["ssm_d_state"], x["ssm_n_group"], x["ssm_d_inner"] // n_v, n_v
+    ssm = ctx.model.ssm
+    n_v = ssm.dt_rank
+    return ssm.d_state, ssm.n_group, ssm.d_inner // n_v, n_v
 
 
 def _split4(ctx: GraphContext, t: Tensor, ne0: int, n_heads: int, offset: int) -> Tensor:
@@ -56,11 +56,11 @@ def _qkvz(ctx: GraphContext, cur: Tensor, il: int) -> tuple[Tensor, Tensor]:
 
 def _conv_state(ctx: GraphContext, inp: dict[str, Tensor], qkv: Tensor, il: int) -> Tensor:
     """build_conv_state: prepend the stored convolution state, store the new one (n_rs_seq = 0)."""
-    g, x = ctx.g, ctx.model.extra
+    g, ssm = ctx.g, ctx.model.ssm
     r_l, _ = ctx.w.rs(il)
     n_seqs = ctx.shape.n_seqs
     d_conv = ctx.w.layer_req(il, "ssm_conv1d.weight").ne[0]
-    channels = x["ssm_d_inner"] + 2 * x["ssm_n_group"] * x["ssm_d_state"]
+    channels = ssm.d_inner + 2 * ssm.n_group * ssm.d_state
     states = ctx.build_rs(inp, r_l, n_embd_r(ctx.model), n_seqs)
     states = g.reshape(states, d_conv - 1, channels, n_seqs)
     conv_input = g.concat(states, g.transpose(qkv), 0)
@@ -191,7 +191,7 @@ def _gated_attn(
 
 def _ffn(ctx: GraphContext, cur: Tensor, il: int) -> Tensor:
     """build_layer_ffn: routed experts (softmax, normalised weights) plus the sigmoid-gated shared expert."""
-    g, w, x = ctx.g, ctx.w, ctx.model.extra
+    g, w = ctx.g, ctx.w
     if w.layer(il, "ffn_gate_inp.weight") is None:
         return ctx.build_ffn(
             cur,
@@ -202,7 +202,8 @@ def _ffn(ctx: GraphContext, cur: Tensor, il: int) -> Tensor:
             True,
         )
     # qwen3next does not read expert_weights_scale: the weights are never scaled
-    moe = ctx.build_moe_ffn(cur, il, x["n_expert"], x["n_expert_used"], "silu", True, 0.0)
+    experts = ctx.model.moe
+    moe = ctx.build_moe_ffn(cur, il, experts.n_expert, experts.n_used, "silu", True, 0.0)
     if w.layer(il, "ffn_up_shexp.weight") is None:
         return moe
     shared = ctx.build_ffn(

@@ -50,22 +50,22 @@ def build_falcon_h1(ctx: GraphContext) -> None:
 
 def _nemotron_h_moe(ctx: GraphContext, cur: Tensor, il: int) -> Tensor:
     """Sigmoid-routed ReLU² experts, optionally in a smaller latent space, plus a shared expert."""
-    g, w, x = ctx.g, ctx.w, ctx.model.extra
+    g, w, experts = ctx.g, ctx.w, ctx.model.moe
     latent_down, latent_up = w.layer(il, "ffn_latent_down.weight"), w.layer(il, "ffn_latent_up.weight")
     inp_latent = g.mul_mat(latent_down, cur) if latent_down is not None else cur
     logits = ctx.mm(w.layer_req(il, "ffn_gate_inp.weight"), cur)
     moe = ctx.build_moe_ffn(
         inp_latent,
         il,
-        x["n_expert"],
-        x["n_expert_used_layers"][il],
+        experts.n_expert,
+        experts.n_used_per_layer[il],
         "relu_sqr",
-        x.get("expert_weights_norm", False),
-        x.get("expert_weights_scale", 0.0),
+        experts.weights_norm,
+        experts.weights_scale,
         "sigmoid",
         exp_probs_b=w.layer(il, "exp_probs_b.bias"),
-        n_expert_groups=x["n_expert_groups"],
-        n_group_used=x["n_group_used"],
+        n_expert_groups=experts.n_groups,
+        n_group_used=experts.n_group_used,
         logits=logits,
     )
     if latent_up is not None:
@@ -114,8 +114,8 @@ def build_nemotron_h(ctx: GraphContext) -> None:
 def _plamo2_mixer(ctx: GraphContext, inp: dict[str, Tensor], cur: Tensor, il: int) -> Tensor:
     """build_plamo2_mamba_layer."""
     g, w, m = ctx.g, ctx.w, ctx.model
-    x_ = m.extra
-    d_conv, d_inner, d_state, n_heads = x_["ssm_d_conv"], x_["ssm_d_inner"], x_["ssm_d_state"], x_["ssm_dt_rank"]
+    ssm = m.ssm
+    d_conv, d_inner, d_state, n_heads = ssm.d_conv, ssm.d_inner, ssm.d_state, ssm.dt_rank
     head_dim, dt_dim = d_inner // n_heads, max(64, m.n_embd // 16)
     n_seqs = ctx.shape.n_seqs
     n_seq_tokens = ctx.n_tokens // n_seqs

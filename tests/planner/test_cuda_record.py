@@ -8,6 +8,7 @@ that breaks the CUDA figures fails here, on any machine.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from planner.gguf import read_gguf
 from planner.gpu_ops import supports_op, weight_supported
 from planner.gpu_overhead import CUDA_CONTEXT, CUDA_RUNTIME_CUBLAS, CUDA_RUNTIME_FLASH_ATTN, on_pages
 from planner.hardware import MiB
+from planner.hparams import StateSpace
 from tests.support.gpu_record import (
     DATA,
     compare_record,
@@ -175,9 +177,10 @@ def test_cuda_runs_the_sparse_attention_indexer_only_for_deepseeks_shapes() -> N
 
 
 def test_cuda_keeps_unsupported_ssm_weights_on_the_host() -> None:
-    mamba2 = {"ssm_d_inner": 8192, "ssm_d_state": 128, "ssm_n_group": 1}
+    mamba2 = StateSpace(d_conv=4, d_inner=8192, d_state=128, dt_rank=128, n_group=1)
+    small_state = replace(mamba2, d_state=64)
     assert weight_supported("cuda", "mamba2", "blk.0.ssm_a", (1, 128), mamba2)
-    assert not weight_supported("cuda", "mamba2", "blk.0.ssm_a", (1, 128), {**mamba2, "ssm_d_state": 64})
-    assert weight_supported("cuda", "qwen3next", "blk.0.ssm_a", (32,), {})  # multiplied, not scanned
-    assert not weight_supported("cuda", "mamba", "blk.0.ssm_conv1d.weight", (4, 200), {})
-    assert weight_supported("vulkan", "mamba2", "blk.0.ssm_a", (1, 128), {**mamba2, "ssm_d_state": 64})
+    assert not weight_supported("cuda", "mamba2", "blk.0.ssm_a", (1, 128), small_state)
+    assert weight_supported("cuda", "qwen3next", "blk.0.ssm_a", (32,), None)  # multiplied, not scanned
+    assert not weight_supported("cuda", "mamba", "blk.0.ssm_conv1d.weight", (4, 200), None)
+    assert weight_supported("vulkan", "mamba2", "blk.0.ssm_a", (1, 128), small_state)
