@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from gguf import GGMLQuantizationType as Q
 
 from planner.anatomy import load_anatomy
 from planner.backends import CPU
@@ -45,18 +46,27 @@ def test_tiny_projectors_match_libmtmd(projectors: dict[str, Path], name: str, f
     assert row.compute.error == 0, row
 
 
+# more shapes of each type: clip.cpp's defaults (no merge key), other patch and head sizes, quantized matrices
+OTHER_SHAPES = {
+    "gemma3-448": ProjectorSpec("gemma3", image_size=448, patch_size=14, n_embd=128, n_ff=256),
+    "gemma3-96-bf16": ProjectorSpec(
+        "gemma3", image_size=96, patch_size=16, n_embd=96, n_head=3, n_ff=200, n_layer=3, n_merge=3, weight_type=Q.BF16
+    ),
+    # the position table on the warmup grid itself (no interpolation), two deepstack layers
+    "qwen3vl-grid": ProjectorSpec(
+        "qwen3vl_merger", patch_size=1, n_embd=32, n_head=2, n_layer=3, deepstack=(0, 2), n_embd_text=96, n_pos_side=92
+    ),
+    "qwen3vl-q8_0": ProjectorSpec(
+        "qwen3vl_merger", n_embd=64, n_head=2, n_embd_text=64, n_pos_side=24, weight_type=Q.Q8_0, n_merge=2
+    ),
+}
+
+
 @pytest.mark.llama
 @pytest.mark.skipif(not has_compiler(), reason="the oracle needs a C compiler")
-@pytest.mark.parametrize(
-    "spec",
-    [
-        ProjectorSpec("gemma3", image_size=448, patch_size=14, n_embd=128, n_ff=256),  # clip.cpp's default pooling (4)
-        ProjectorSpec("gemma3", image_size=96, patch_size=16, n_embd=96, n_head=3, n_ff=200, n_layer=3, n_merge=3),
-    ],
-    ids=["gemma3-448", "gemma3-96-bf16"],
-)
-def test_other_shapes_match_libmtmd(tmp_path: Path, spec: ProjectorSpec) -> None:
-    path = write_tiny_projector(tmp_path / "mmproj.gguf", spec)
+@pytest.mark.parametrize("name", sorted(OTHER_SHAPES))
+def test_other_shapes_match_libmtmd(tmp_path: Path, name: str) -> None:
+    path = write_tiny_projector(tmp_path / "mmproj.gguf", OTHER_SHAPES[name])
     for row in compare_projector(path, [{"flash_attn": True}, {"flash_attn": False}]):
         assert (row.weights.error, row.compute.error) == (0, 0), row
 
