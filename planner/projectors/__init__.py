@@ -15,6 +15,7 @@ from types import ModuleType
 RULES: dict[str, str] = {
     "gemma3": "gemma3",
     "qwen3vl_merger": "qwen3vl",
+    "pixtral": "pixtral",
 }
 
 

@@ -59,6 +59,11 @@ OTHER_SHAPES = {
     "qwen3vl-q8_0": ProjectorSpec(
         "qwen3vl_merger", n_embd=64, n_head=2, n_embd_text=64, n_pos_side=24, weight_type=Q.Q8_0, n_merge=2
     ),
+    # Pixtral 12B's shape: no patch merger; and Mistral Small's merger with an odd patch size, Q8_0
+    "pixtral-no-merger": ProjectorSpec("pixtral", patch_size=4, n_embd=64, n_head=4, n_ff=96),
+    "mistral3-q8_0": ProjectorSpec(
+        "pixtral", patch_size=3, n_embd=64, n_head=2, n_ff=160, n_layer=3, n_merge=2, weight_type=Q.Q8_0, n_embd_text=96
+    ),
 }
 
 
