@@ -16,6 +16,7 @@ RULES: dict[str, str] = {
     "gemma3": "gemma3",
     "qwen3vl_merger": "qwen3vl",
     "pixtral": "pixtral",
+    "gemma4v": "gemma4v",
 }
 
 

@@ -64,6 +64,11 @@ OTHER_SHAPES = {
     "mistral3-q8_0": ProjectorSpec(
         "pixtral", patch_size=3, n_embd=64, n_head=2, n_ff=160, n_layer=3, n_merge=2, weight_type=Q.Q8_0, n_embd_text=96
     ),
+    # Gemma 4 without clamp bounds in the file (clip.cpp clamps anyway), 2x2 pooling, Q8_0; one head of 32
+    "gemma4v-q8_0": ProjectorSpec(
+        "gemma4v", patch_size=3, n_embd=64, n_ff=96, n_layer=3, n_merge=2, clamp_scalars=False, weight_type=Q.Q8_0
+    ),
+    "gemma4v-one-head": ProjectorSpec("gemma4v", patch_size=1, n_embd=32, n_head=1, n_ff=64, n_embd_text=96),
 }
 
 
@@ -100,6 +105,13 @@ def test_a_plan_with_an_exact_projector_names_no_estimate(tmp_path: Path, zoo: d
     assert buffers["projector_compute"] == compute_buffers(exact, True)["CPU"]
     assert buffers["projector_weights"] == sum(CPU.padded(t.n_bytes) for t in exact.tensors)
     assert not any("projector" in e for e in plan.estimates)
+
+
+def test_gemma4v_clamp_bounds_stay_out_of_the_weight_buffer(tmp_path: Path) -> None:
+    p = read_projector(write_tiny_projector(tmp_path / "mmproj.gguf", PROJECTORS["gemma4v"]))
+    bounds = [t for t in p.tensors if t.name.endswith("_min") or t.name.endswith("_max")]
+    assert bounds and not set(bounds) & set(p.loaded_tensors)
+    assert p.weight_bytes == sum(t.n_bytes for t in p.tensors) - sum(t.n_bytes for t in bounds)
 
 
 def test_a_projector_without_a_rule_stays_an_estimate(tmp_path: Path, zoo: dict[str, Path]) -> None:

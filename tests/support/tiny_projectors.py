@@ -120,6 +120,9 @@ def _pixtral(s: ProjectorSpec) -> Shapes:
     return out
 
 
+_CLAMP_BOUNDS = ("input_min", "input_max", "output_min", "output_max")
+
+
 def _gemma4v(s: ProjectorSpec) -> Shapes:
     e, w = s.n_embd, s.weight_type
     d_head = e // s.n_head
@@ -139,19 +142,23 @@ def _gemma4v(s: ProjectorSpec) -> Shapes:
         out.append(_mat(p + "ffn_down.weight", s.n_ff, e, w))
     out += [_vec("v.std_bias", e), _vec("v.std_scale", e)]
     out.append(("mm.input_projection.weight", (e, s.n_embd_text), w))
-    if s.clamp_scalars:
-        for name, _shape, _t in list(out):
-            if name.endswith(".weight") and name.startswith(("v.blk.", "mm.")) and _shape[1:] and len(_shape) == 2:
-                stem = name[: -len(".weight")]
-                for bound in ("input_min", "input_max", "output_min", "output_max"):
-                    out.append((f"{stem}.{bound}", (1,), Q.F32))
+    if s.clamp_scalars:  # Gemma4ClippableLinear's bounds beside each matrix of the blocks and the projection
+        for name, shape, _t in list(out):
+            if len(shape) == 2 and name.startswith(("v.blk.", "mm.")):
+                stem = name.removesuffix(".weight")
+                out += [(f"{stem}.{bound}", (1,), Q.F32) for bound in _CLAMP_BOUNDS]
     return out
 
 
 _TENSORS = {"gemma3": _gemma3, "qwen3vl_merger": _qwen3vl, "pixtral": _pixtral, "gemma4v": _gemma4v}
 
 # clip.cpp's activation keys per type (the real converters' choices)
-_FFN_KEYS = {"gemma3": "clip.use_gelu", "qwen3vl_merger": "clip.use_gelu", "pixtral": "clip.use_silu", "gemma4v": ""}
+_FFN_KEYS = {
+    "gemma3": "clip.use_gelu",
+    "qwen3vl_merger": "clip.use_gelu",
+    "pixtral": "clip.use_silu",
+    "gemma4v": "clip.use_gelu",
+}
 _MERGE_KEY = {
     "gemma3": "clip.vision.projector.scale_factor",
     "gemma4v": "clip.vision.projector.scale_factor",
