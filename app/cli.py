@@ -9,7 +9,6 @@ Exit status: 0 the plan fits, 3 it does not, 2 usage error, 1 bad or missing fil
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import sys
@@ -251,16 +250,34 @@ def _make_plan(args: argparse.Namespace):
     return path, model, report, result, fixed
 
 
-def run_plan(args: argparse.Namespace) -> int:
+def _replay_key(args: argparse.Namespace):
+    """For `--plan --json`: (key, free RAM) under which a plan made before may be said again
+    (app.plan_replay), or None."""
+    if not (args.plan and args.json):
+        return None
+    from app import plan_replay
+
+    try:
+        path = _resolve_model(args.model)
+    except Exception:  # the plan says what is wrong
+        return None
+    return plan_replay.key_for(args, path)
+
+
+def run_plan(args: argparse.Namespace, replay_key=None) -> int:
     from app.devices.render import annotate_plan_json, plan_notes
     from planner.llama_args import to_llama_args
+    from planner.memory import recording_fits
     from planner.report import plan_to_json, plan_to_table
 
-    path, model, report, result, fixed = _make_plan(args)
-    confirmed = _verified(path, model, result, report, solved=not fixed) if args.verify else None
-    if confirmed is not None:
-        result = dataclasses.replace(result, plan=confirmed.plan)
-    committed = _committed(result.plan, report, args.elastic)
+    with recording_fits() as fit_log:
+        path, model, report, result, fixed = _make_plan(args)
+        confirmed = _verified(path, model, result, report, solved=not fixed) if args.verify else None
+        if confirmed is not None:
+            import dataclasses
+
+            result = dataclasses.replace(result, plan=confirmed.plan)
+        committed = _committed(result.plan, report, args.elastic)
     if args.json:
         data = annotate_plan_json(plan_to_json(result), report)
         if committed is not None:
@@ -270,6 +287,10 @@ def run_plan(args: argparse.Namespace) -> int:
 
             annotate_json(data, result.plan, confirmed)
         data["llama_args"] = to_llama_args(result.plan, path, args.mmproj)
+        if replay_key is not None and confirmed is None:
+            from app.plan_replay import keep
+
+            keep(replay_key[0], data, fit_log, report, EXIT_OK if result.plan.fits else EXIT_NO_FIT)
         print(json.dumps(data, indent=2))
     elif args.llama_args:
         import shlex
@@ -660,6 +681,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 130
     parser = build_parser()
     args = parser.parse_args(_negative_values_attached(words))
+    replay_key = _replay_key(args)  # before anything below changes the environment
+    if replay_key is not None:
+        from app.plan_replay import replay
+
+        code = replay(*replay_key)
+        if code is not None:
+            return code
     from app.compute_cache import keep_compute_sizes
     from planner.compute_memo import use_store
     from planner.errors import GGUFError, PlannerError
@@ -673,7 +701,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.devices:
             return run_devices(args)
         if args.plan:
-            return run_plan(args)
+            return run_plan(args, replay_key)
         if args.prompt is not None:
             return run_prompt(args)
         if args.list:

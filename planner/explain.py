@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from planner.free_lines import FreeLine
 from planner.hardware import format_size
 from planner.memory import MemoryPlan
 
@@ -38,10 +39,8 @@ def over_budget(plan: MemoryPlan) -> list[str]:
     out = []
     for d in [*plan.gpus, plan.host]:
         if d.planned and not d.fits:
-            out.append(
-                f"{d.name} needs {format_size(d.planned)} but only {format_size(max(d.available, 0))} "
-                f"is available ({format_size(d.free)} free, {format_size(d.margin)} kept as margin)"
-            )
+            values = {"name": d.name, "planned": d.planned, "margin": d.margin, "shared": d.shared}
+            out.append(FreeLine("over_budget", d.name, d.free, **values))
     return out
 
 

@@ -15,7 +15,8 @@ from typing import NamedTuple
 from planner.config import CTX_PAD, LoadConfig
 from planner.errors import ConfigError
 from planner.explain import no_fit_reasons, over_budget, summary
-from planner.hardware import Device, Host, format_size
+from planner.free_lines import FreeLine
+from planner.hardware import Device, Host
 from planner.memory import MemoryPlan, plan_memory
 from planner.model import ModelAnatomy
 from planner.projector import Projector
@@ -394,15 +395,11 @@ def _reasons(plan: MemoryPlan, want: int, wishes: Wishes, pricer: _Pricer, kv_ty
     for d in plan.gpus:
         if d.layers:
             reasons.append(
-                f"{d.name}: {format_size(d.planned)} of {format_size(d.free)} free "
-                f"({format_size(d.headroom)} spare after a {format_size(d.margin)} margin)"
+                FreeLine("gpu_budget", d.name, d.free, name=d.name, planned=d.planned, margin=d.margin, shared=d.shared)
             )
     reasons += network_notes(plan, pricer.gpus)
     host = plan.host
-    reasons.append(
-        f"Host RAM: {format_size(host.planned)} planned of {format_size(host.free)} free "
-        f"({format_size(host.weights_mapped)} of it memory-mapped model file)"
-    )
+    reasons.append(FreeLine("host_budget", host.name, host.free, planned=host.planned, mapped=host.weights_mapped))
     if plan.verdict == "partial_gpu":
         reasons.append(
             f"{m.n_layer + 1 - plan.layers_on_gpu} layers run on the CPU to keep the whole "

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from planner.units import format_size  # noqa: F401  (its home is units; imported from here too)
+
 GiB = 1024**3
 MiB = 1024**2
 HOST = "CPU"  # the host's memory, named as llama.cpp names it (its buffers and its device)
@@ -73,17 +75,3 @@ def parse_size(text: str) -> int:
     if value <= 0 or value != value or value == float("inf"):
         raise ValueError(f"size must be positive: {text!r}")
     return int(value * units[unit])
-
-
-def format_size(n: int | float) -> str:
-    """Bytes as a short human figure: 1.23 GiB, 456.0 MiB, 12 KiB."""
-    n = float(n)
-    sign = "-" if n < 0 else ""
-    n = abs(n)
-    if n >= GiB:
-        return f"{sign}{n / GiB:.2f} GiB"
-    if n >= MiB:
-        return f"{sign}{n / MiB:.1f} MiB"
-    if n >= 1024:
-        return f"{sign}{n / 1024:.0f} KiB"
-    return f"{sign}{int(n)} B"

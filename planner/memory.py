@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 from planner import compute_memo
@@ -16,6 +19,21 @@ from planner.projector import Projector
 from planner.recurrent import rs_layout
 from planner.units import HOST_BUFFER
 from planner.weights import HOST_INDEX, LayerPlacement, WeightBuffers, place_layers, weight_buffers
+
+# (device, the free bytes it needs, whether it had them) for every fit decision, while recorded
+_fit_log: ContextVar[list[tuple[str, int, bool]] | None] = ContextVar("fit_log", default=None)
+
+
+@contextmanager
+def recording_fits() -> Iterator[list[tuple[str, int, bool]]]:
+    """Record every fit decision made in this thread meanwhile: free memory enters a plan only
+    through them, so they bound the free memory for which the plan stays the same."""
+    log: list[tuple[str, int, bool]] = []
+    token = _fit_log.set(log)
+    try:
+        yield log
+    finally:
+        _fit_log.reset(token)
 
 
 @dataclass
@@ -61,7 +79,11 @@ class DeviceUsage:
 
     @property
     def fits(self) -> bool:
-        return self.planned <= self.available
+        ok = self.planned <= self.available
+        log = _fit_log.get()
+        if log is not None:
+            log.append((self.name, self.planned + self.margin + self.shared, ok))
+        return ok
 
     @property
     def headroom(self) -> int:

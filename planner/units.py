@@ -27,3 +27,18 @@ EXPERT_TENSOR = r"\.ffn_(up|down|gate|gate_up)_(ch|)exps"
 def expert_tensor_pattern(layer: int) -> str:
     """The tensor-override pattern for one layer's experts (llama_model_params.tensor_buft_overrides)."""
     return rf"blk\.{layer}{EXPERT_TENSOR}"
+
+
+def format_size(n: int | float) -> str:
+    """Bytes as a short human figure: 1.23 GiB, 456.0 MiB, 12 KiB."""
+    gib, mib = 1024**3, 1024**2
+    n = float(n)
+    sign = "-" if n < 0 else ""
+    n = abs(n)
+    if n >= gib:
+        return f"{sign}{n / gib:.2f} GiB"
+    if n >= mib:
+        return f"{sign}{n / mib:.1f} MiB"
+    if n >= 1024:
+        return f"{sign}{n / 1024:.0f} KiB"
+    return f"{sign}{int(n)} B"
