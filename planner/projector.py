@@ -54,14 +54,15 @@ class Projector:
         return sum(t.n_bytes for t in self.loaded_tensors)
 
     def compute(self, flash_attn: bool, gpu: tuple[str, str, Any] | None = None) -> int:
-        """The compute buffer on the projector's device: exact when `exact`, else `compute_estimate`.
-
-        `gpu` is (name, backend kind, BackendRules) of the GPU holding the projector, None on the host."""
+        """The compute buffer on the projector's device once it has encoded its largest image (clip's
+        warmup reserves less for the encoders of dynamic resolution): exact when `exact`, else
+        `compute_estimate`. `gpu` is (name, backend kind, BackendRules) of the GPU holding the projector,
+        None on the host."""
         if not self.exact:
             return self.compute_estimate(flash_attn)
-        from planner.projectors.compute import compute_buffers
+        from planner.projectors.compute import peak_compute
 
-        sizes = compute_buffers(self, flash_attn, gpu=gpu)
+        sizes = peak_compute(self, flash_attn, gpu=gpu)
         return sizes[gpu[0]] if gpu else sizes["CPU"]
 
     @property

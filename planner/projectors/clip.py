@@ -48,6 +48,12 @@ class ClipParams:
         return cls(p.n_embd, n_head, n_head_kv, d_head, p.n_ff, p.n_layer, ffn_op, p.patch_size, p.image_size)
 
 
+def token_grid(n_tokens: int) -> tuple[int, int]:
+    """The most square grid of exactly n_tokens tokens (columns, rows)."""
+    cols = max(d for d in range(1, int(n_tokens**0.5) + 1) if n_tokens % d == 0)
+    return cols, n_tokens // cols
+
+
 class ClipGraph:
     """One encoder graph for an image of nx x ny pixels (a batch of one, as the warmup builds it)."""
 

@@ -1,9 +1,12 @@
-"""The projector's compute buffer: clip's warmup graph, scheduled and replayed through ggml's allocator.
+"""The projector's compute buffer: clip's graphs, scheduled and replayed through ggml's allocator.
 
 clip.cpp's warmup builds the encoder graph for one image of the warmup size and
 reserves it on a scheduler of its own (the projector's device first, the CPU
 last); `ggml_backend_sched_reserve` sizes one compute buffer per backend, the peak
-of ggml's graph allocator over that graph.
+of ggml's graph allocator over that graph. Encoding a larger image later grows
+each buffer to that image's graph (ggml's allocator never shrinks one): for the
+projectors with dynamic resolution the warmup image is smaller than the largest
+image they accept, so the buffer a chat ends up holding is the larger of the two.
 """
 
 from __future__ import annotations
@@ -22,6 +25,18 @@ def warmup_image(p: Projector) -> tuple[int, int]:
     if rule is None:
         raise ValueError(f"no graph for projector type {p.projector_type!r}")
     return rule.warmup_image(p)
+
+
+def largest_images(p: Projector, image_max_tokens: int | None = None) -> list[tuple[int, int]]:
+    """The images (nx, ny) that need the most compute: the warmup image for fixed-size encoders,
+    else images of the most tokens the preprocessor lets through (`image_max_tokens` as
+    llama-server's --image-max-tokens; None: the model's limit)."""
+    rule = rule_for(p.projector_type)
+    if rule is None:
+        raise ValueError(f"no graph for projector type {p.projector_type!r}")
+    if not hasattr(rule, "largest_images"):
+        return [rule.warmup_image(p)]
+    return rule.largest_images(p, image_max_tokens or rule.MAX_TOKENS)
 
 
 def build_graph(
@@ -60,3 +75,18 @@ def compute_buffers(
     sg = Scheduler(backends).split(c.g.nodes, c.g.leafs, lambda t: None)
     nb, lb = sg.node_backend, sg.leaf_backend
     return reserve([(sg.nodes, sg.leafs)], buffer_types, lambda i, t: nb[i], lambda i, t: lb[i])
+
+
+def peak_compute(
+    p: Projector,
+    flash_attn: bool,
+    gpu: tuple[str, str, BackendRules] | None = None,
+    image_max_tokens: int | None = None,
+) -> dict[str, int]:
+    """Each compute buffer after the warmup and the largest image: the larger of their graphs'."""
+    sizes = compute_buffers(p, flash_attn, gpu=gpu)
+    for image in largest_images(p, image_max_tokens):
+        if image != warmup_image(p):
+            for name, size in compute_buffers(p, flash_attn, image, gpu).items():
+                sizes[name] = max(sizes[name], size)
+    return sizes

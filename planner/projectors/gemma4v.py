@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from planner.ggml_graph import Tensor
 from planner.projector import Projector
-from planner.projectors.clip import RMS, ClipGraph
+from planner.projectors.clip import RMS, ClipGraph, token_grid
 
+MAX_TOKENS = 1120  # set_limit_image_tokens' default maximum
 WARMUP_TOKENS_PER_SIDE = 16
 _CLAMP_BOUNDS = (".input_min", ".input_max", ".output_min", ".output_max")
 
@@ -28,6 +29,14 @@ def warmup_image(p: Projector) -> tuple[int, int]:
 
 def unloaded(name: str) -> bool:
     return name.endswith(_CLAMP_BOUNDS)
+
+
+def largest_images(p: Projector, max_tokens: int) -> list[tuple[int, int]]:
+    """Images of max_tokens tokens (the dynamic-size preprocessor aligns both sides to patch x merge)."""
+    align = p.patch_size * n_merge(p)
+    cols, rows = token_grid(max_tokens)
+    images = [(cols * align, rows * align)]
+    return images
 
 
 def build(c: ClipGraph) -> Tensor:

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from planner.ggml_graph import F32, Tensor
 from planner.projector import Projector
-from planner.projectors.clip import RMS, ClipGraph
+from planner.projectors.clip import RMS, ClipGraph, token_grid
 
+MAX_TOKENS = 1024  # set_limit_image_tokens' default maximum
 WARMUP_TOKENS_PER_SIDE = 16
 
 
@@ -22,6 +23,16 @@ def n_merge(p: Projector) -> int:
 def warmup_image(p: Projector) -> tuple[int, int]:
     side = WARMUP_TOKENS_PER_SIDE * p.patch_size * n_merge(p)
     return side, side
+
+
+def largest_images(p: Projector, max_tokens: int) -> list[tuple[int, int]]:
+    """Images of max_tokens tokens (the dynamic-size preprocessor aligns both sides to patch x merge)."""
+    align = p.patch_size * n_merge(p)
+    cols, rows = token_grid(max_tokens)
+    images = [(cols * align, rows * align)]
+    # one token wide: the most [IMG_BREAK] rows for as many tokens
+    images.append((align, max_tokens * align))
+    return images
 
 
 def build(c: ClipGraph) -> Tensor:

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from planner.ggml_graph import F32, Tensor
 from planner.projector import Projector
-from planner.projectors.clip import NORM, ClipGraph
+from planner.projectors.clip import NORM, ClipGraph, token_grid
 
+MAX_TOKENS = 4096  # set_limit_image_tokens' default maximum
 WARMUP_TOKENS_PER_SIDE = 46
 
 
@@ -45,6 +46,14 @@ def _spatial_merge(c: ClipGraph, t: Tensor) -> Tensor:
     t = g.reshape(t, n_embd * 2, px // 2, 2, py // 2)
     t = g.permute(t, 0, 2, 1, 3)
     return g.cont(t, (n_embd, px * py, 1))
+
+
+def largest_images(p: Projector, max_tokens: int) -> list[tuple[int, int]]:
+    """Images of max_tokens tokens (the dynamic-size preprocessor aligns both sides to patch x merge)."""
+    align = p.patch_size * n_merge(p)
+    cols, rows = token_grid(max_tokens)
+    images = [(cols * align, rows * align)]
+    return images
 
 
 def build(c: ClipGraph) -> Tensor:

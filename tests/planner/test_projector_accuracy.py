@@ -19,9 +19,9 @@ from planner.hardware import Host
 from planner.memory import plan_memory
 from planner.projector import read_projector
 from planner.projectors import RULES
-from planner.projectors.compute import compute_buffers
+from planner.projectors.compute import compute_buffers, peak_compute
 from tests.conftest import has_compiler
-from tests.support.compare_projectors import compare_projector
+from tests.support.compare_projectors import compare_largest_images, compare_projector
 from tests.support.tiny_projectors import PROJECTORS, ProjectorSpec, write_tiny_projector
 
 
@@ -81,6 +81,35 @@ def test_other_shapes_match_libmtmd(tmp_path: Path, name: str) -> None:
         assert (row.weights.error, row.compute.error) == (0, 0), row
 
 
+# the largest image each type accepts (or as many tokens as --image-max-tokens lets through, to keep
+# the encoding short), encoded after the warmup: the buffer grows to the planner's peak, not beyond
+LARGEST = {
+    "mistral3": (PROJECTORS["mistral3"], None),  # 1024 tokens, square and one token wide
+    "qwen3vl": (ProjectorSpec("qwen3vl_merger", patch_size=2, n_embd=32, n_head=1, n_layer=1, deepstack=(0,)), 2209),
+    "gemma4v": (PROJECTORS["gemma4v"], 400),
+    "gemma3": (PROJECTORS["gemma3"], None),  # a fixed image size: the warmup's
+}
+
+
+@pytest.mark.llama
+@pytest.mark.skipif(not has_compiler(), reason="the oracle needs a C compiler")
+@pytest.mark.parametrize("name", sorted(LARGEST))
+def test_the_largest_image_grows_the_buffer_to_the_planned_peak(
+    tmp_path: Path, zoo: dict[str, Path], name: str
+) -> None:
+    spec, max_tokens = LARGEST[name]
+    path = write_tiny_projector(tmp_path / "mmproj.gguf", spec)
+    rows = compare_largest_images(path, zoo["llama-f16"], max_tokens)
+    p = read_projector(path)
+    for row in rows:
+        assert row.compute.error == 0, row
+        if name != "gemma3":  # dynamic resolution: the warmup reserved less than the largest image needs
+            assert row.compute.actual > compute_buffers(p, row.flash_attn)["CPU"], row
+    for fa in (True, False):
+        peak = max(row.compute.actual for row in rows if row.flash_attn == fa)
+        assert peak == peak_compute(p, fa, image_max_tokens=max_tokens)["CPU"]
+
+
 def test_every_rule_has_a_tiny_projector() -> None:
     assert set(RULES) <= {spec.projector_type for spec in PROJECTORS.values()}
 
@@ -102,7 +131,7 @@ def test_a_plan_with_an_exact_projector_names_no_estimate(tmp_path: Path, zoo: d
     config = LoadConfig(n_gpu_layers=0, n_ctx=2048, flash_attn=True)
     plan = plan_memory(model, config, [], host, projector=exact)
     buffers = {b.kind: b.bytes for b in plan.buffers if b.kind.startswith("projector")}
-    assert buffers["projector_compute"] == compute_buffers(exact, True)["CPU"]
+    assert buffers["projector_compute"] == peak_compute(exact, True)["CPU"] == compute_buffers(exact, True)["CPU"]
     assert buffers["projector_weights"] == sum(CPU.padded(t.n_bytes) for t in exact.tensors)
     assert not any("projector" in e for e in plan.estimates)
 

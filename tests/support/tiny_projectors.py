@@ -126,7 +126,7 @@ _CLAMP_BOUNDS = ("input_min", "input_max", "output_min", "output_max")
 def _gemma4v(s: ProjectorSpec) -> Shapes:
     e, w = s.n_embd, s.weight_type
     d_head = e // s.n_head
-    n_pos = s.n_pos_side or 64
+    n_pos = s.n_pos_side or 256  # room for the positions of the largest images
     out: Shapes = [
         ("v.patch_embd.weight", (s.patch_size, s.patch_size, 3, e), Q.F16),
         ("v.position_embd.weight", (e, n_pos, 2), Q.F32),
