@@ -8,7 +8,8 @@ buffer's exact size (bench/oracle), runs the planner on the same configuration
 and tabulates planned vs allocated bytes with the error. The real Gemma 3 270M
 is included. Exits non-zero if any row is off by more than the tolerance
 (weights, KV and recurrent state: 0 bytes; compute: 2 % or 4 MiB). Ends with loads split
-over two RPC servers on 127.0.0.1, device by device (bench/accuracy_rpc.py).
+over two RPC servers on 127.0.0.1, device by device (bench/accuracy_rpc.py), and vision projectors
+loaded by libmtmd (bench/accuracy_projectors.py).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.accuracy_projectors import projector_section  # noqa: E402
 from bench.accuracy_rpc import rpc_section  # noqa: E402
 from planner import LLAMA_CPP_BUILD  # noqa: E402
 from tests.support.compare import ConfigRow, compare_cpu, grid  # noqa: E402
@@ -263,6 +265,9 @@ def main() -> int:
         rpc_lines, rpc_rows, rpc_buffers, rpc_off = rpc_section(Path(tmp))
         lines += rpc_lines
         failures += rpc_off
+        projector_lines, projector_rows, projector_off = projector_section(Path(tmp))
+        lines += projector_lines
+        failures += projector_off
     header = [
         "# Planner accuracy against llama.cpp",
         "",
@@ -278,7 +283,9 @@ def main() -> int:
         f"Summary: {n_rows} configurations, {len(archs)} architectures ({', '.join(sorted(archs))}), "
         f"{len(families_covered)} families; {failures} buffers outside the tolerance. "
         f"Split over RPC servers: {rpc_rows} configurations, {rpc_buffers} buffers per device, {rpc_off} outside "
-        "the tolerance (the last section). "
+        "the tolerance. "
+        f"Vision projectors loaded by libmtmd: {projector_rows} rows, {projector_off} buffers outside the "
+        "tolerance (the RPC and projector sections follow the families). "
         f"Generated in {time.time() - started:.0f} s.",
         "",
         f"Dry run: before each load vramchat asks llama.cpp itself (a `no_alloc` model and context: the real "

@@ -9,7 +9,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from gguf import GGMLQuantizationType as Q
 
 from planner.anatomy import load_anatomy
 from planner.backends import CPU
@@ -22,7 +21,7 @@ from planner.projectors import RULES
 from planner.projectors.compute import compute_buffers, peak_compute
 from tests.conftest import has_compiler
 from tests.support.compare_projectors import compare_largest_images, compare_projector
-from tests.support.tiny_projectors import PROJECTORS, ProjectorSpec, write_tiny_projector
+from tests.support.tiny_projectors import LARGEST, OTHER_SHAPES, PROJECTORS, ProjectorSpec, write_tiny_projector
 
 
 @pytest.fixture(scope="module")
@@ -46,32 +45,6 @@ def test_tiny_projectors_match_libmtmd(projectors: dict[str, Path], name: str, f
     assert row.compute.error == 0, row
 
 
-# more shapes of each type: clip.cpp's defaults (no merge key), other patch and head sizes, quantized matrices
-OTHER_SHAPES = {
-    "gemma3-448": ProjectorSpec("gemma3", image_size=448, patch_size=14, n_embd=128, n_ff=256),
-    "gemma3-96-bf16": ProjectorSpec(
-        "gemma3", image_size=96, patch_size=16, n_embd=96, n_head=3, n_ff=200, n_layer=3, n_merge=3, weight_type=Q.BF16
-    ),
-    # the position table on the warmup grid itself (no interpolation), two deepstack layers
-    "qwen3vl-grid": ProjectorSpec(
-        "qwen3vl_merger", patch_size=1, n_embd=32, n_head=2, n_layer=3, deepstack=(0, 2), n_embd_text=96, n_pos_side=92
-    ),
-    "qwen3vl-q8_0": ProjectorSpec(
-        "qwen3vl_merger", n_embd=64, n_head=2, n_embd_text=64, n_pos_side=24, weight_type=Q.Q8_0, n_merge=2
-    ),
-    # Pixtral 12B's shape: no patch merger; and Mistral Small's merger with an odd patch size, Q8_0
-    "pixtral-no-merger": ProjectorSpec("pixtral", patch_size=4, n_embd=64, n_head=4, n_ff=96),
-    "mistral3-q8_0": ProjectorSpec(
-        "pixtral", patch_size=3, n_embd=64, n_head=2, n_ff=160, n_layer=3, n_merge=2, weight_type=Q.Q8_0, n_embd_text=96
-    ),
-    # Gemma 4 without clamp bounds in the file (clip.cpp clamps anyway), 2x2 pooling, Q8_0; one head of 32
-    "gemma4v-q8_0": ProjectorSpec(
-        "gemma4v", patch_size=3, n_embd=64, n_ff=96, n_layer=3, n_merge=2, clamp_scalars=False, weight_type=Q.Q8_0
-    ),
-    "gemma4v-one-head": ProjectorSpec("gemma4v", patch_size=1, n_embd=32, n_head=1, n_ff=64, n_embd_text=96),
-}
-
-
 @pytest.mark.llama
 @pytest.mark.skipif(not has_compiler(), reason="the oracle needs a C compiler")
 @pytest.mark.parametrize("name", sorted(OTHER_SHAPES))
@@ -79,16 +52,6 @@ def test_other_shapes_match_libmtmd(tmp_path: Path, name: str) -> None:
     path = write_tiny_projector(tmp_path / "mmproj.gguf", OTHER_SHAPES[name])
     for row in compare_projector(path, [{"flash_attn": True}, {"flash_attn": False}]):
         assert (row.weights.error, row.compute.error) == (0, 0), row
-
-
-# the largest image each type accepts (or as many tokens as --image-max-tokens lets through, to keep
-# the encoding short), encoded after the warmup: the buffer grows to the planner's peak, not beyond
-LARGEST = {
-    "mistral3": (PROJECTORS["mistral3"], None),  # 1024 tokens, square and one token wide
-    "qwen3vl": (ProjectorSpec("qwen3vl_merger", patch_size=2, n_embd=32, n_head=1, n_layer=1, deepstack=(0,)), 2209),
-    "gemma4v": (PROJECTORS["gemma4v"], 400),
-    "gemma3": (PROJECTORS["gemma3"], None),  # a fixed image size: the warmup's
-}
 
 
 @pytest.mark.llama

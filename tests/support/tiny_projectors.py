@@ -223,3 +223,37 @@ PROJECTORS: dict[str, ProjectorSpec] = {
     "mistral3": ProjectorSpec("pixtral", patch_size=2, n_embd=32, n_head=2, n_merge=2),
     "gemma4v": ProjectorSpec("gemma4v", patch_size=2, n_embd=32, n_head=2, n_ff=64),
 }
+
+# more shapes of each type: clip.cpp's defaults (no merge key), other patch and head sizes, quantized matrices
+OTHER_SHAPES = {
+    "gemma3-448": ProjectorSpec("gemma3", image_size=448, patch_size=14, n_embd=128, n_ff=256),
+    "gemma3-96-bf16": ProjectorSpec(
+        "gemma3", image_size=96, patch_size=16, n_embd=96, n_head=3, n_ff=200, n_layer=3, n_merge=3, weight_type=Q.BF16
+    ),
+    # the position table on the warmup grid itself (no interpolation), two deepstack layers
+    "qwen3vl-grid": ProjectorSpec(
+        "qwen3vl_merger", patch_size=1, n_embd=32, n_head=2, n_layer=3, deepstack=(0, 2), n_embd_text=96, n_pos_side=92
+    ),
+    "qwen3vl-q8_0": ProjectorSpec(
+        "qwen3vl_merger", n_embd=64, n_head=2, n_embd_text=64, n_pos_side=24, weight_type=Q.Q8_0, n_merge=2
+    ),
+    # Pixtral 12B's shape: no patch merger; and Mistral Small's merger with an odd patch size, Q8_0
+    "pixtral-no-merger": ProjectorSpec("pixtral", patch_size=4, n_embd=64, n_head=4, n_ff=96),
+    "mistral3-q8_0": ProjectorSpec(
+        "pixtral", patch_size=3, n_embd=64, n_head=2, n_ff=160, n_layer=3, n_merge=2, weight_type=Q.Q8_0, n_embd_text=96
+    ),
+    # Gemma 4 without clamp bounds in the file (clip.cpp clamps anyway), 2x2 pooling, Q8_0; one head of 32
+    "gemma4v-q8_0": ProjectorSpec(
+        "gemma4v", patch_size=3, n_embd=64, n_ff=96, n_layer=3, n_merge=2, clamp_scalars=False, weight_type=Q.Q8_0
+    ),
+    "gemma4v-one-head": ProjectorSpec("gemma4v", patch_size=1, n_embd=32, n_head=1, n_ff=64, n_embd_text=96),
+}
+
+# the largest image each type accepts (or as many tokens as --image-max-tokens lets through, to keep
+# the encoding short), encoded after the warmup: the buffer grows to the planner's peak, not beyond
+LARGEST = {
+    "mistral3": (PROJECTORS["mistral3"], None),  # 1024 tokens, square and one token wide
+    "qwen3vl": (ProjectorSpec("qwen3vl_merger", patch_size=2, n_embd=32, n_head=1, n_layer=1, deepstack=(0,)), 2209),
+    "gemma4v": (PROJECTORS["gemma4v"], 400),
+    "gemma3": (PROJECTORS["gemma3"], None),  # a fixed image size: the warmup's
+}
