@@ -158,8 +158,8 @@ def _add_projector(
         )
     elif gpus:
         estimates.append(
-            f"{name}: the {projector.projector_type} projector's compute buffer is clip's warmup graph replayed "
-            f"with {gpus[0].backend}'s buffer rules: not yet checked against libmtmd on a GPU"
+            f"{name}: the {projector.projector_type} projector's compute buffer is clip's graphs (warmup, largest "
+            f"image) replayed with {gpus[0].backend}'s buffer rules: not yet checked against libmtmd on a GPU"
         )
 
 

@@ -62,8 +62,21 @@ class Projector:
             return self.compute_estimate(flash_attn)
         from planner.projectors.compute import peak_compute
 
-        sizes = peak_compute(self, flash_attn, gpu=gpu)
-        return sizes[gpu[0]] if gpu else sizes["CPU"]
+        # the solver plans many configurations with one projector: replay each of its graphs once
+        key = (self._identity(), flash_attn, gpu[:2] if gpu else None, gpu[2] if gpu else None)
+        cached = _COMPUTE_CACHE.get(key)
+        if cached is None:
+            sizes = peak_compute(self, flash_attn, gpu=gpu)
+            cached = sizes[gpu[0]] if gpu else sizes["CPU"]
+            if len(_COMPUTE_CACHE) > 256:
+                _COMPUTE_CACHE.clear()
+            _COMPUTE_CACHE[key] = cached
+        return cached
+
+    def _identity(self) -> tuple[object, ...]:
+        """What the compute buffer depends on: the file, its shapes and the metadata clip.cpp reads."""
+        md = tuple(sorted((k, repr(v)) for k, v in self.metadata.items() if not k.startswith("general.")))
+        return (self.path, self.projector_type, len(self.tensors), sum(t.n_bytes for t in self.tensors), md)
 
     @property
     def n_patches(self) -> int:
@@ -85,6 +98,9 @@ class Projector:
         mlp = n * max(self.n_ff, self.n_embd) * 4
         attn = 0 if flash_attn else n * n * max(self.n_head, 1) * 4
         return 3 * hidden + max(2 * mlp, attn + hidden)
+
+
+_COMPUTE_CACHE: dict[tuple[object, ...], int] = {}
 
 
 def read_projector(path: str | os.PathLike[str]) -> Projector:
