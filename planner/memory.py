@@ -151,7 +151,12 @@ def _add_projector(
     target.compute += compute
     buffers.append(Buffer(name, "projector_weights", name, weights))
     buffers.append(Buffer(name, "projector_compute", name, compute))
-    if not projector.exact:
+    if projector.vision_rule and not projector.exact:
+        estimates.append(
+            f"{name}: the {projector.projector_type} projector's audio encoder adds a compute buffer that is "
+            "not modelled (a flat 64 MiB beside its vision graph's)"
+        )
+    elif not projector.exact:
         estimates.append(
             f"{name}: the {projector.projector_type} projector's compute buffer "
             f"({compute // MiB} MiB for {projector.n_patches} patches) is estimated from the encoder's shape"

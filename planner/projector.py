@@ -17,6 +17,9 @@ from typing import Any
 from planner.errors import GGUFError
 from planner.gguf import GGUFModel, TensorInfo, read_gguf
 
+# an audio encoder's compute buffer is not modelled: a flat allowance, named as an estimate
+AUDIO_COMPUTE_ALLOWANCE = 64 * 1024 * 1024
+
 
 @dataclass(frozen=True)
 class Projector:
@@ -34,11 +37,17 @@ class Projector:
     metadata: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
-    def exact(self) -> bool:
-        """Whether the planner builds this projector's graph (its compute is exact, not estimated)."""
+    def vision_rule(self) -> bool:
+        """Whether the planner builds this projector's vision graph (planner.projectors)."""
         from planner.projectors import rule_for
 
         return self.has_vision and rule_for(self.projector_type) is not None
+
+    @property
+    def exact(self) -> bool:
+        """Whether the whole compute is exact: a vision graph the planner builds, and no audio encoder
+        (libmtmd loads one beside it, with its own buffers, whose graph is not modelled)."""
+        return self.vision_rule and not self.has_audio
 
     @property
     def loaded_tensors(self) -> list[TensorInfo]:
@@ -58,8 +67,9 @@ class Projector:
         warmup reserves less for the encoders of dynamic resolution): exact when `exact`, else
         `compute_estimate`. `gpu` is (name, backend kind, BackendRules) of the GPU holding the projector,
         None on the host."""
-        if not self.exact:
+        if not self.vision_rule:
             return self.compute_estimate(flash_attn)
+        audio = AUDIO_COMPUTE_ALLOWANCE if self.has_audio else 0
         from planner.projectors.compute import peak_compute
 
         # the solver plans many configurations with one projector: replay each of its graphs once
@@ -71,7 +81,7 @@ class Projector:
             if len(_COMPUTE_CACHE) > 256:
                 _COMPUTE_CACHE.clear()
             _COMPUTE_CACHE[key] = cached
-        return cached
+        return cached + audio
 
     def _identity(self) -> tuple[object, ...]:
         """What the compute buffer depends on: the file, its shapes and the metadata clip.cpp reads."""
@@ -93,7 +103,7 @@ class Projector:
         """
         n = self.n_patches
         if n == 0:
-            return 64 * 1024 * 1024  # audio encoders and unknown shapes: a flat allowance
+            return AUDIO_COMPUTE_ALLOWANCE  # audio encoders and unknown shapes: a flat allowance
         hidden = n * self.n_embd * 4
         mlp = n * max(self.n_ff, self.n_embd) * 4
         attn = 0 if flash_attn else n * n * max(self.n_head, 1) * 4

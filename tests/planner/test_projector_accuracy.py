@@ -115,3 +115,18 @@ def test_a_projector_without_a_rule_stays_an_estimate(tmp_path: Path, zoo: dict[
     host = Host(total=16 * 1024**3, free=16 * 1024**3)
     plan = plan_memory(model, LoadConfig(n_gpu_layers=0, n_ctx=2048, flash_attn=True), [], host, projector=mlp)
     assert any("mlp projector" in e and "estimated" in e for e in plan.estimates)
+
+
+def test_an_audio_encoder_beside_an_exact_vision_graph_is_named_as_an_estimate(
+    tmp_path: Path, zoo: dict[str, Path]
+) -> None:
+    spec = PROJECTORS["gemma4v"].with_(extra_kv={"clip.has_audio_encoder": True})
+    both = read_projector(write_tiny_projector(tmp_path / "mmproj.gguf", spec))
+    assert both.vision_rule and not both.exact
+    vision = peak_compute(both, True)["CPU"]
+    model = load_anatomy(read_gguf(zoo["llama-f16"]))
+    host = Host(total=16 * 1024**3, free=16 * 1024**3)
+    plan = plan_memory(model, LoadConfig(n_ctx=2048, flash_attn=True), [], host, projector=both)
+    compute = next(b.bytes for b in plan.buffers if b.kind == "projector_compute")
+    assert compute == vision + 64 * 1024 * 1024
+    assert any("audio encoder" in e for e in plan.estimates)
