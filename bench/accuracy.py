@@ -38,6 +38,7 @@ FAMILIES: list[tuple[str, list[str]]] = [
             "llama-q8_0",
             "llama-q4_k",
             "qwen2-q4_0",
+            "mistral3",
             "qwen3-hd",
             "phi3",
             "gemma",
@@ -179,12 +180,12 @@ def _table(rows: list[ConfigRow]) -> list[str]:
 
 def _left_to_do(exact: set[str]) -> list[str]:
     """The build's architectures this file does not show exact, with the reason."""
-    from planner.archs import ARCH_RULES, NO_CACHE_ARCHS
+    from planner.archs import FAMILIES, NO_CACHE_ARCHS
     from planner.build_architectures import BUILD_ARCHITECTURES
 
     no_cache = [a for a in BUILD_ARCHITECTURES if a in NO_CACHE_ARCHS]
-    estimated = [a for a in BUILD_ARCHITECTURES if a not in ARCH_RULES and a not in NO_CACHE_ARCHS]
-    ruled = [a for a in BUILD_ARCHITECTURES if a in ARCH_RULES and a not in exact]
+    estimated = [a for a in BUILD_ARCHITECTURES if a not in FAMILIES and a not in NO_CACHE_ARCHS]
+    ruled = [a for a in BUILD_ARCHITECTURES if a in FAMILIES and a not in exact]
     lines = [
         "## Not exact yet",
         "",

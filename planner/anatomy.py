@@ -20,7 +20,7 @@ from planner.model import (
 )
 
 
-class _Meta:
+class Meta:
     """Typed access to `<arch>.<key>` metadata with llama.cpp's defaulting rules."""
 
     def __init__(self, gguf: GGUFModel, arch: str) -> None:
@@ -63,7 +63,7 @@ class _Meta:
         return [int(value)] * n_layer
 
 
-def _vocab_size(gguf: GGUFModel, meta: _Meta) -> int:
+def _vocab_size(gguf: GGUFModel, meta: Meta) -> int:
     tokens = gguf.metadata.get("tokenizer.ggml.tokens")
     if tokens is not None:
         return len(tokens)
@@ -76,7 +76,7 @@ def _vocab_size(gguf: GGUFModel, meta: _Meta) -> int:
     raise GGUFError(gguf.path, "cannot tell the vocabulary size: no tokenizer.ggml.tokens and no token_embd")
 
 
-def _checked_vocab(gguf: GGUFModel, meta: _Meta) -> int:
+def _checked_vocab(gguf: GGUFModel, meta: Meta) -> int:
     n_vocab = _vocab_size(gguf, meta)
     if not 0 < n_vocab <= 1 << 24:
         raise GGUFError(gguf.path, f"vocabulary size {n_vocab} is out of range")
@@ -88,7 +88,7 @@ def load_anatomy(gguf: GGUFModel) -> ModelAnatomy:
     arch = gguf.architecture
     if not arch:
         raise GGUFError(gguf.path, "metadata has no general.architecture")
-    meta = _Meta(gguf, arch)
+    meta = Meta(gguf, arch)
 
     n_layer = meta.require_int("block_count")
     if not 0 < n_layer <= 512:

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from planner.archs import build_model_graph
 from planner.backends import CPU, BackendRules, backend_rules
 from planner.config import Resolved
 from planner.ggml_alloc import BufferType, reserve
 from planner.ggml_graph import Graph, Tensor
-from planner.graphs import builder_for
 from planner.graphs.context import GraphContext, GraphShape, WeightSet
 from planner.hardware import Device
 from planner.kv import KVLayout
@@ -91,7 +91,7 @@ def build_graph(
     for il, kinds in _rs_tensors(model, r, g, locate_layer).items():
         weights._rs[il] = kinds
     ctx = GraphContext(model, shape, weights, g)
-    builder_for(model.architecture)(ctx)
+    build_model_graph(ctx)
     return ctx
 
 

@@ -56,7 +56,6 @@ class LatentAttention:
     head_k: int
     head_v: int
     latent_cache: bool  # the KV cache holds the compressed latent only (key/value_length_mla present)
-    attn_temp_scale: float = 0.0
 
 
 @dataclass

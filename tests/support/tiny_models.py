@@ -933,6 +933,10 @@ ZOO: dict[str, TinySpec] = {
         "llama", n_embd=256, n_ff=512, weight_type=Q.Q4_K, embd_type=Q.Q6_K, output_type=Q.Q6_K, n_head=8, n_head_kv=4
     ),
     "qwen2-q4_0": TinySpec("qwen2", weight_type=Q.Q4_0, output_type=Q.Q8_0),
+    # Ministral 3: llama's layers, queries scaled by position (attention.temperature_scale)
+    "mistral3": TinySpec(
+        "mistral3", n_head_kv=2, weight_type=Q.Q8_0, extra_kv={"mistral3.attention.temperature_scale": 0.1}
+    ),
     "exaone": TinySpec("exaone", weight_type=Q.Q8_0),
     "smollm3": TinySpec("smollm3", n_layer=8),  # every 4th layer without RoPE
     "ernie4_5": TinySpec("ernie4_5", output_type=None),

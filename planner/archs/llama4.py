@@ -1,17 +1,46 @@
-"""Llama 4's graph (src/models/llama4.cpp).
-
-The llama block with three changes: three of every four layers attend within 8,192-token chunks
-(a sliding-window cache) and the fourth is global without RoPE, its queries scaled by an
-attention-temperature input instead; RoPE layers L2-normalise Q and K (RMS norm, no weight) unless
-the model has 128 experts; and every `interleave_moe_layer_step`-th layer is a sigmoid-routed
-mixture of experts that weighs each expert's input, plus a shared expert of the same width.
+"""Llama 4 (src/models/llama4.cpp): chunked attention on 3 of every 4 layers, the 4th without RoPE,
+experts every n-th layer beside a shared expert.
 """
 
 from __future__ import annotations
 
-from planner.ggml_types import F32
+from typing import TYPE_CHECKING
+
+from planner.archs.common import (
+    load_swa_pattern,
+    read_experts,
+)
+from planner.errors import GGUFError
+from planner.ggml_graph import F32
+from planner.graphs.blocks import attention_inputs, final_output
 from planner.graphs.context import GraphContext
-from planner.graphs.dense import _attention_inputs, _final
+from planner.model import SWA_CHUNKED
+
+if TYPE_CHECKING:
+    from planner.anatomy import Meta
+    from planner.model import ModelAnatomy
+
+
+def _llama4(anatomy: ModelAnatomy, meta: Meta) -> None:
+    """llama_model_llama4::load_arch_hparams: experts every n-th layer; without a sliding-window key (or
+    with one that is not 0) three of every four layers attend within 8,192-token chunks and every
+    fourth has no RoPE; a window of 0 turns both off."""
+    read_experts(anatomy, meta)
+    if anatomy.experts is None:
+        raise GGUFError(meta.path, "llama4 model cannot have zero experts (llama.cpp refuses it)")
+    step = meta.get("interleave_moe_layer_step")
+    if isinstance(step, bool) or not isinstance(step, int):
+        raise GGUFError(meta.path, "required metadata llama4.interleave_moe_layer_step is missing")
+    anatomy.experts.moe_layer_step = step
+    window = meta.get("attention.sliding_window")
+    if window is not None and meta.int_or("attention.sliding_window", 0) == 0:
+        anatomy.n_no_rope_layer_step = anatomy.n_layer  # RoPE on every layer but the last
+    else:
+        anatomy.swa_type = SWA_CHUNKED
+        anatomy.n_swa = 8192
+        anatomy.n_no_rope_layer_step = 4
+        load_swa_pattern(anatomy, meta, 4)
+    anatomy.use_kq_norm = anatomy.experts.n_expert != 128  # LLM_TYPE_17B_128E has none
 
 
 def build_llama4(ctx: GraphContext) -> None:
@@ -20,7 +49,7 @@ def build_llama4(ctx: GraphContext) -> None:
     inp_l = ctx.build_inp_embd()
     inp_pos = ctx.build_inp_pos()
     attn_scale = g.input(F32, (1, 1, ctx.n_tokens), "inp_attn_scale")  # temperature tuning
-    inp_full, inp_swa = _attention_inputs(ctx, iswa)
+    inp_full, inp_swa = attention_inputs(ctx, iswa)
     out_ids = ctx.build_inp_out_ids()
     no_rope_step = m.n_no_rope_layer_step
     use_kq_norm = m.use_kq_norm
@@ -71,4 +100,8 @@ def build_llama4(ctx: GraphContext) -> None:
             )
             cur = g.add(moe, shared)
         inp_l = g.add(cur, ffn_inp)
-    _final(ctx, inp_l)
+    final_output(ctx, inp_l)
+
+
+read_hparams = _llama4
+build_graph = build_llama4

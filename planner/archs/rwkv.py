@@ -1,15 +1,51 @@
-"""RWKV-6 and RWKV-7 (src/models/rwkv{6,7}.cpp, rwkv{6,7}-base.cpp): token shift and WKV state, no KV cache."""
+"""RWKV-6 and RWKV-7 (src/models/rwkv6.cpp, rwkv7.cpp, graph-context-rwkv): every layer recurrent
+(token shift + WKV state), no KV cache.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
+from planner.errors import GGUFError
 from planner.ggml_graph import F32, Tensor
 from planner.graphs.context import GraphContext
+from planner.hparams import (
+    Rwkv,
+)
 from planner.recurrent import n_embd_r, n_embd_s
+
+if TYPE_CHECKING:
+    from planner.anatomy import Meta
+    from planner.model import ModelAnatomy
+
+
+def _rwkv(anatomy: ModelAnatomy, meta: Meta) -> None:
+    """RWKV-6 / RWKV-7: every layer recurrent (token shift + WKV state), no KV cache."""
+    head = meta.int_or("wkv.head_size", 0)
+    if not 0 < head <= 4096 or anatomy.n_embd % head:
+        raise GGUFError(
+            anatomy.path,
+            f"{anatomy.architecture}: wkv head size {head} does not divide the embedding length {anatomy.n_embd}",
+        )
+    anatomy.rwkv = Rwkv(
+        head_size=head,
+        token_shift_count=meta.int_or("token_shift_count", 2),
+        rescale_every_n_layers=meta.int_or("rescale_every_n_layers", 0),
+    )
+    for layer in anatomy.layers:
+        layer.is_recurrent = True
+        layer.has_kv = False
+    # token_embd_norm is the first layer's norm (LLM_TENSOR_LAYER_REPEATING, created for block 0)
+    moved = [t for t in anatomy.other_tensors if t.name.startswith("token_embd_norm.")]
+    anatomy.other_tensors = [t for t in anatomy.other_tensors if t not in moved]
+    anatomy.layers[0].tensors.extend(moved)
+
 
 # time mix of one layer: (ctx, rs inputs, normed input, previous tokens, first layer's value, layer) -> (out, value)
 TimeMix = Callable[[GraphContext, dict[str, Tensor], Tensor, Tensor, Tensor | None, int], tuple[Tensor, Tensor | None]]
+
+
 ChannelMix = Callable[[GraphContext, Tensor, Tensor, int], Tensor]
 
 
@@ -241,3 +277,10 @@ def build_rwkv6(ctx: GraphContext) -> None:
 
 def build_rwkv7(ctx: GraphContext) -> None:
     _build_rwkv(ctx, _rwkv7_time_mix, _rwkv7_channel_mix, rwkv6=False)
+
+
+read_hparams = _rwkv
+
+
+def build_graph(ctx: GraphContext) -> None:
+    (build_rwkv6 if ctx.model.architecture == "rwkv6" else build_rwkv7)(ctx)

@@ -1,21 +1,79 @@
-"""DeepSeek V3.2 (deepseek32): DeepSeek V3's layers with sparse attention (DSA).
-
-Each layer's lightning indexer scores every cached cell for every query token
-(queries from the Q latent, one shared key per token from the layer input,
-both RoPE'd and multiplied by a Hadamard rotation) and keeps the top k cells.
-Latent attention then reads only those: their mask entries are copied from the
-causal mask, every other cell is masked off. The indexer's keys live in a
-second K-only cache (llama_kv_cache_dsa), with inputs of its own: row indices,
-an F16 mask (the fused indexer op wants one) and the rotation matrix.
+"""DeepSeek V3.2 (src/models/deepseek32.cpp): DeepSeek V3 with sparse attention (DSA): a lightning
+indexer scores every cached token and keeps the top k for the latent attention.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from planner.archs.common import (
+    require,
+)
+from planner.archs.deepseek2 import absorbed_qkv, finish_layer, finish_model, kv_latent, read_deepseek2
+from planner.errors import ModelError
 from planner.ggml_graph import F16, F32, I64, Tensor, row_size
 from planner.ggml_types import GGMLType
 from planner.graphs.context import GraphContext
-from planner.graphs.deepseek2 import absorbed_qkv, finish_layer, finish_model, kv_latent
+from planner.hparams import (
+    SparseIndexer,
+)
 from planner.model import LayerAnatomy
+
+if TYPE_CHECKING:
+    from planner.anatomy import Meta
+    from planner.model import ModelAnatomy
+
+
+def _hadamard_size(head: int) -> int:
+    """The rotation llama.cpp builds for a K head (llama_kv_cache::build_input_k_rot): the largest
+    64 * 2^j dividing it, 64 when 64 does not divide it."""
+    n = 64
+    while head % (n * 2) == 0:
+        n *= 2
+    return n
+
+
+def _deepseek32(anatomy: ModelAnatomy, meta: Meta) -> None:
+    """DeepSeek V3.2: DeepSeek V3 with sparse attention (DSA). A lightning indexer per layer scores
+    every cached token and keeps the top k for the latent attention; its keys (one head, RoPE'd and
+    Hadamard-rotated) fill a second K-only cache (llama_model_deepseek32, llama_kv_cache_dsa)."""
+    require(
+        anatomy,
+        meta,
+        "expert_feed_forward_length",
+        "expert_shared_count",
+        "attention.q_lora_rank",
+        "attention.kv_lora_rank",
+        "attention.indexer.head_count",
+        "attention.indexer.key_length",
+        "attention.indexer.top_k",
+        "expert_gating_func",
+    )
+    read_deepseek2(anatomy, meta)
+    if not anatomy.latent_cache:
+        raise ModelError(anatomy.path, "DEEPSEEK32 architecture requires MLA (key_length_mla and value_length_mla)")
+    gating = meta.int_or("expert_gating_func", 0)  # no V2 default here
+    if anatomy.experts is not None:
+        anatomy.experts.gating_func = gating
+    if gating not in (1, 2, 3, 4):  # softmax, sigmoid, softmax_weight, sqrt_softplus
+        raise ModelError(anatomy.path, f"expert gating function {gating} is unknown (llama.cpp aborts)")
+    n_head = meta.int_or("attention.indexer.head_count", 0)
+    head = meta.int_or("attention.indexer.key_length", 0)
+    if not (0 < n_head <= 1 << 16 and 0 < head <= 1 << 16):
+        raise ModelError(anatomy.path, f"indexer sizes {n_head} x {head} are out of range")
+    anatomy.indexer = SparseIndexer(n_head=n_head, head_size=head, top_k=meta.int_or("attention.indexer.top_k", 0))
+    # the graph multiplies the indexer's queries and keys by a head-sized rotation and ropes the
+    # first n_rot values of a head: llama.cpp aborts (GGML_ASSERT) on a head that fits neither
+    if _hadamard_size(head) != head or anatomy.rope_dims > head:
+        raise ModelError(
+            anatomy.path,
+            f"indexer key length {head} is not a power-of-two multiple of 64 at least the RoPE size "
+            f"{anatomy.rope_dims} (llama.cpp aborts building its graph)",
+        )
+    anatomy.notes.append(
+        f"sparse attention (DSA): an indexer key cache of {head} values a token and layer beside the latent one"
+    )
+
 
 Inputs = dict[str, Tensor]
 
@@ -125,3 +183,7 @@ def build_deepseek32(ctx: GraphContext) -> None:
         cur = build_attn_dsa(ctx, inp, layer, q_cur, k_cur, v_cur, top_k)
         inp_l = finish_layer(ctx, il, cur, inp_sa, out_ids)
     finish_model(ctx, inp_l)
+
+
+read_hparams = _deepseek32
+build_graph = build_deepseek32

@@ -1,9 +1,28 @@
-"""Mamba and Mamba-2 (src/models/mamba*.cpp): selective state-space layers with a conv state."""
+"""Mamba-1 and Mamba-2 (src/models/mamba.cpp, graph-context-mamba.cpp): every layer recurrent; the
+mixers are shared with the hybrids.
+"""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from planner.archs.common import (
+    read_ssm,
+)
 from planner.ggml_graph import F32, Tensor
 from planner.graphs.context import GraphContext
+from planner.recurrent import n_embd_r, n_embd_s
+
+if TYPE_CHECKING:
+    from planner.anatomy import Meta
+    from planner.model import ModelAnatomy
+
+
+def _mamba(anatomy: ModelAnatomy, meta: Meta) -> None:
+    read_ssm(anatomy, meta)
+    for layer in anatomy.layers:
+        layer.is_recurrent = True
+        layer.has_kv = False
 
 
 def mamba_layer(ctx: GraphContext, inp: dict[str, Tensor], cur: Tensor, il: int) -> Tensor:
@@ -13,7 +32,6 @@ def mamba_layer(ctx: GraphContext, inp: dict[str, Tensor], cur: Tensor, il: int)
     n_seqs = ctx.shape.n_seqs
     n_seq_tokens = ctx.n_tokens // n_seqs
     r_l, s_l = w.rs(il)
-    from planner.recurrent import n_embd_r, n_embd_s
 
     conv = ctx.build_rs(inp, r_l, n_embd_r(ctx.model), n_seqs)
     conv = g.reshape(conv, d_conv - 1, d_inner, n_seqs)
@@ -80,7 +98,6 @@ def mamba2_layer(ctx: GraphContext, inp: dict[str, Tensor], cur: Tensor, il: int
     n_seq_tokens = ctx.n_tokens // n_seqs
     mem_size = ctx.shape.n_rs
     r_l, s_l = w.rs(il)
-    from planner.recurrent import n_embd_r, n_embd_s
 
     conv_dim = d_inner + 2 * n_group * d_state
     conv = ctx.build_rs(inp, r_l, n_embd_r(ctx.model), n_seqs)
@@ -163,3 +180,7 @@ def build_mamba(ctx: GraphContext) -> None:
         inp_l = g.add(cur, inp_l)
     cur = ctx.build_norm(inp_l, w.get_optional("output_norm.weight"))
     ctx.set_outputs(cur, ctx.mm(ctx.output_weight(), cur))
+
+
+read_hparams = _mamba
+build_graph = build_mamba

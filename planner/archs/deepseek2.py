@@ -1,18 +1,51 @@
-"""DeepSeek-V2/V3 (deepseek2): multi-head latent attention and routed experts with shared ones.
+"""DeepSeek V2 / V3 and Mistral 4 (src/models/deepseek2.cpp): multi-head latent attention (the KV cache
+holds the compressed latent), leading dense layers, grouped routing and a shared expert.
 
-With MLA (key_length_mla in the header) the KV cache holds only the compressed
-latent plus the RoPE part of K; V is a view of that same cache, and the value
-projection is applied after attention (v_mla).
-
-The pieces are shared with DeepSeek V3.2 (planner.graphs.deepseek32), whose
-layers differ only in how attention picks the cells it reads.
+The graph pieces are shared with DeepSeek V3.2 (planner.archs.deepseek32).
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from planner.archs.common import (
+    read_experts,
+)
 from planner.ggml_graph import F32, Tensor, row_size
 from planner.graphs.context import GraphContext
+from planner.hparams import (
+    GATING_SOFTMAX,
+    LatentAttention,
+)
 from planner.model import LayerAnatomy
+
+if TYPE_CHECKING:
+    from planner.anatomy import Meta
+    from planner.model import ModelAnatomy
+
+
+def read_deepseek2(anatomy: ModelAnatomy, meta: Meta) -> None:
+    read_experts(anatomy, meta)
+    if anatomy.experts is not None:
+        experts = anatomy.experts
+        experts.n_layer_dense_lead = meta.int_or("leading_dense_block_count", 0)
+        experts.gating_func = experts.gating_func or GATING_SOFTMAX  # none means softmax (the V2 routers)
+        experts.n_groups = meta.int_or("expert_group_count", 0)
+        experts.n_group_used = meta.int_or("expert_group_used_count", 0)
+    head_k_mla = meta.int_or("attention.key_length_mla", 0)
+    head_v_mla = meta.int_or("attention.value_length_mla", 0)
+    latent = head_k_mla > 0 and head_v_mla > 0
+    layer0 = anatomy.layers[0]
+    anatomy.mla = LatentAttention(
+        n_lora_q=meta.int_or("attention.q_lora_rank", 0),
+        n_lora_kv=meta.int_or("attention.kv_lora_rank", 0),
+        head_k=head_k_mla if latent else layer0.head_dim_k,
+        head_v=head_v_mla if latent else layer0.head_dim_v,
+        latent_cache=latent,
+    )
+    anatomy.f_attn_temp_scale = meta.float_or("attention.temperature_scale", 0.0)
+    if latent:
+        anatomy.notes.append("multi-head latent attention: the KV cache holds the compressed latent only (no V)")
 
 
 def kv_latent(ctx: GraphContext, il: int, cur: Tensor, inp_pos: Tensor) -> tuple[Tensor, Tensor]:
@@ -114,7 +147,7 @@ def build_deepseek2(ctx: GraphContext) -> None:
     nope = hd_k - rope
     n_tok = ctx.n_tokens
     inp_l = ctx.build_inp_embd()
-    attn_scale = g.input(F32, (1, 1, n_tok), "inp_attn_scale") if mla.attn_temp_scale else None
+    attn_scale = g.input(F32, (1, 1, n_tok), "inp_attn_scale") if m.f_attn_temp_scale else None
     inp_pos = ctx.build_inp_pos()
     inp_attn = ctx.build_attn_inp_k() if is_mla else ctx.build_attn_inp_kv()
     out_ids = ctx.build_inp_out_ids()
@@ -157,3 +190,7 @@ def build_deepseek2(ctx: GraphContext) -> None:
             cur = ctx.build_attn(inp_attn, layer, w.layer(il, "attn_output.weight"), None, q_cur, k_cur, v_cur)
         inp_l = finish_layer(ctx, il, cur, inp_sa, out_ids)
     finish_model(ctx, inp_l)
+
+
+read_hparams = read_deepseek2
+build_graph = build_deepseek2

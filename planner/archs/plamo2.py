@@ -1,114 +1,36 @@
-"""Hybrids of attention and state-space layers (src/models/{falcon-h1,nemotron-h,plamo2}.cpp).
-
-Falcon-H1 runs attention and a Mamba-2 mixer side by side in every layer;
-Nemotron-H gives each layer one job: a Mamba-2 mixer, attention or a feed-forward block;
-PLaMo-2 alternates its own Mamba mixer (normalized dt, B, C; no groups) with attention.
-"""
+"""PLaMo 2 (src/models/plamo2.cpp): its own Mamba mixer where a layer has no KV heads, attention elsewhere."""
 
 from __future__ import annotations
 
-from planner.ggml_graph import F32, FLAG_OUTPUT, Tensor
+from typing import TYPE_CHECKING
+
+from planner.archs.common import (
+    read_ssm,
+    recurrent_where_no_kv_heads,
+)
+from planner.errors import GGUFError
+from planner.ggml_graph import F32, Tensor
 from planner.graphs.context import GraphContext
-from planner.graphs.mamba import mamba2_layer
 from planner.model import LayerAnatomy
 from planner.recurrent import n_embd_r, n_embd_s
 
-
-def build_falcon_h1(ctx: GraphContext) -> None:
-    g, w, m = ctx.g, ctx.w, ctx.model
-    inp_l = ctx.build_inp_embd()
-    inp_pos = ctx.build_inp_pos()
-    rs_inp = ctx.build_rs_inp()
-    inp_attn = ctx.build_attn_inp_kv()
-    out_ids = ctx.build_inp_out_ids()
-    for layer in m.trunk_layers:
-        il = layer.index
-        cur = ctx.build_norm(inp_l, w.layer(il, "attn_norm.weight"), il=il)
-        attn_out = ctx.build_plain_attn(inp_attn, layer, cur, inp_pos)  # llama.cpp passes no output bias
-        # the mixer normalizes the layer input again, on its own
-        cur = ctx.build_norm(inp_l, w.layer(il, "attn_norm.weight"), il=il)
-        ssm_out = mamba2_layer(ctx, rs_inp, cur, il)
-        inp_sa = g.add(g.add(attn_out, ssm_out), inp_l)
-        if il == m.n_trunk - 1:
-            inp_sa = g.get_rows(inp_sa, out_ids)  # the layer output's get_rows is never used
-        cur = ctx.build_norm(inp_sa, w.layer(il, "ffn_norm"), il=il)
-        cur = ctx.build_ffn(
-            cur,
-            w.layer(il, "ffn_up.weight"),
-            w.layer(il, "ffn_gate.weight"),
-            w.layer(il, "ffn_down.weight"),
-            "silu",
-            True,
-            up_b=w.layer(il, "ffn_up.bias"),
-            gate_b=w.layer(il, "ffn_gate.bias"),
-            down_b=w.layer(il, "ffn_down.bias"),
-        )
-        inp_l = g.add(cur, inp_sa)
-    cur = ctx.build_norm(inp_l, w.get_optional("output_norm.weight"))
-    ctx.set_outputs(cur, ctx.mm(ctx.output_weight(), cur, w.get_optional("output.scale")))
+if TYPE_CHECKING:
+    from planner.anatomy import Meta
+    from planner.model import ModelAnatomy
 
 
-def _nemotron_h_moe(ctx: GraphContext, cur: Tensor, il: int) -> Tensor:
-    """Sigmoid-routed ReLU² experts, optionally in a smaller latent space, plus a shared expert."""
-    g, w, experts = ctx.g, ctx.w, ctx.model.moe
-    latent_down, latent_up = w.layer(il, "ffn_latent_down.weight"), w.layer(il, "ffn_latent_up.weight")
-    inp_latent = g.mul_mat(latent_down, cur) if latent_down is not None else cur
-    logits = ctx.mm(w.layer_req(il, "ffn_gate_inp.weight"), cur)
-    moe = ctx.build_moe_ffn(
-        inp_latent,
-        il,
-        experts.n_expert,
-        experts.n_used_per_layer[il],
-        "relu_sqr",
-        experts.weights_norm,
-        experts.weights_scale,
-        "sigmoid",
-        exp_probs_b=w.layer(il, "exp_probs_b.bias"),
-        n_expert_groups=experts.n_groups,
-        n_group_used=experts.n_group_used,
-        logits=logits,
-    )
-    if latent_up is not None:
-        moe = g.mul_mat(latent_up, moe)
-    shared = ctx.build_ffn(
-        cur, w.layer(il, "ffn_up_shexp.weight"), None, w.layer(il, "ffn_down_shexp.weight"), "relu_sqr", True
-    )
-    return g.add(moe, shared)
-
-
-def build_nemotron_h(ctx: GraphContext) -> None:
-    g, w, m = ctx.g, ctx.w, ctx.model
-    inp_l = ctx.build_inp_embd()
-    g.expand(inp_l)
-    rs_inp = ctx.build_rs_inp()
-    inp_attn = ctx.build_attn_inp_kv()
-    out_ids = ctx.build_inp_out_ids()
-    for layer in m.trunk_layers:
-        il = layer.index
-        cur = ctx.build_norm(inp_l, w.layer(il, "attn_norm.weight"), il=il)
-        if layer.is_recurrent:
-            cur = mamba2_layer(ctx, rs_inp, cur, il)
-        elif layer.n_ff == 0:
-            cur = ctx.build_plain_attn(inp_attn, layer, cur, None, w.layer(il, "attn_output.bias"))
-        elif w.layer(il, "ffn_gate_inp.weight") is None:
-            cur = ctx.build_ffn(
-                cur,
-                w.layer(il, "ffn_up.weight"),
-                None,
-                w.layer(il, "ffn_down.weight"),
-                "relu_sqr",
-                True,
-                up_b=w.layer(il, "ffn_up.bias"),
-                down_b=w.layer(il, "ffn_down.bias"),
-            )
-        else:
-            cur = _nemotron_h_moe(ctx, cur, il)
-        # embeddings_nextn_masked is off by default: the rows are picked after the output norm
-        inp_l = g.add(cur, inp_l)
-    h_nextn = ctx.build_norm(inp_l, w.get_optional("output_norm.weight"))
-    h_nextn.flags |= FLAG_OUTPUT  # res->t_h_nextn, marked as an output by set_outputs
-    cur = g.get_rows(h_nextn, out_ids)
-    ctx.set_outputs(cur, ctx.mm(ctx.output_weight(), cur, w.get_optional("output.scale")))
+def _plamo2(anatomy: ModelAnatomy, meta: Meta) -> None:
+    """Mamba layers where a layer has no KV heads. Layer 0 is a Mamba layer with no heads, so the head
+    sizes come from key/value_length alone (llama_model_plamo2::load_arch_hparams)."""
+    read_ssm(anatomy, meta)
+    layer0 = anatomy.layers[0]
+    head_k = meta.int_or("attention.key_length", layer0.head_dim_k)
+    head_v = meta.int_or("attention.value_length", layer0.head_dim_v)
+    if not (0 <= head_k <= 1 << 16 and 0 <= head_v <= 1 << 16):
+        raise GGUFError(anatomy.path, f"attention head sizes {head_k}/{head_v} are out of range")
+    for layer in anatomy.layers:
+        layer.head_dim_k, layer.head_dim_v = head_k, head_v
+    recurrent_where_no_kv_heads(anatomy)
 
 
 def _plamo2_mixer(ctx: GraphContext, inp: dict[str, Tensor], cur: Tensor, il: int) -> Tensor:
@@ -223,3 +145,7 @@ def build_plamo2(ctx: GraphContext) -> None:
         inp_l = g.add(cur, residual)
     cur = ctx.build_norm(inp_l, w.get_optional("output_norm.weight"))
     ctx.set_outputs(cur, ctx.mm(ctx.output_weight(), cur, w.get_optional("output.scale")))
+
+
+read_hparams = _plamo2
+build_graph = build_plamo2

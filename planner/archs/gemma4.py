@@ -1,21 +1,63 @@
-"""Gemma 4's graph (src/models/gemma4.cpp).
-
-Gemma 3's block (Q/K norms, post-norms, GELU FFN, soft-capped logits) with Gemma 3n's KV sharing (the
-last shared_kv_layers layers compute Q alone and read an earlier layer's cache) and per-layer
-inputs (a second embedding table mixed with a projection of the input, gated into each layer's
-output), without AltUp or Laurel. V is RMS-normed without a weight and is K itself in layers without
-attn_v; full-attention layers rotate with rope_freqs. Layers with experts run them beside the dense
-FFN, routed from the attention output. Unlike gemma3, the output rows are picked after the final
-norm, whose result (t_h_nextn) is a graph output too.
+"""Gemma 4, text model (src/models/gemma4-iswa.cpp): per-layer windowed/global heads of their own
+sizes, Gemma 3n's shared KV caches and per-layer embeddings, experts beside a dense FFN.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from planner.archs.common import (
+    read_experts,
+)
+from planner.archs.gemma3n import altup_slice, attend_shared, per_layer_inputs, share_kv_caches
+from planner.errors import GGUFError, ModelError
 from planner.ggml_graph import FLAG_OUTPUT, Tensor
+from planner.graphs.blocks import attention_inputs
 from planner.graphs.context import GraphContext
-from planner.graphs.dense import _attention_inputs
-from planner.graphs.gemma3n import _attend_shared, _slice, per_layer_inputs
-from planner.model import LayerAnatomy
+from planner.model import SWA_STANDARD, LayerAnatomy
+
+if TYPE_CHECKING:
+    from planner.anatomy import Meta
+    from planner.model import ModelAnatomy
+
+
+def _gemma4_swa_pattern(anatomy: ModelAnatomy, meta: Meta) -> None:
+    """The per-layer sliding-window array is required (llama_model_gemma4::load_arch_hparams); layers past
+    its end are global."""
+    value = meta.get("attention.sliding_window_pattern")
+    if not isinstance(value, list) or len(value) > 512:
+        raise GGUFError(meta.path, f"{meta.arch}.attention.sliding_window_pattern is not a per-layer array")
+    for layer in anatomy.layers:
+        layer.is_swa = layer.index < len(value) and bool(value[layer.index])
+
+
+def _gemma4(anatomy: ModelAnatomy, meta: Meta) -> None:
+    """Gemma 4: windowed layers from a per-layer array (their own head size), the last
+    shared_kv_layers layers reading an earlier layer's cache as in Gemma 3n, optional per-layer
+    embeddings and experts beside a dense FFN."""
+    anatomy.swa_type = SWA_STANDARD
+    anatomy.n_swa = meta.require_int("attention.sliding_window")
+    _gemma4_swa_pattern(anatomy, meta)
+    for key in ("embedding_length_per_layer_input", "attention.key_length_swa", "attention.value_length_swa"):
+        meta.require_int(key)
+    if meta.int_or("attention.key_length_swa", 0) != meta.int_or("attention.value_length_swa", 0):
+        raise ModelError(meta.path, "Gemma 4 requires n_embd_head_k_swa == n_embd_head_v_swa")
+    layer0 = anatomy.layers[0]
+    if layer0.head_dim_k != layer0.head_dim_v:
+        raise ModelError(meta.path, "Gemma 4 requires n_embd_head_k == n_embd_head_v")
+    if not any(layer.is_swa for layer in anatomy.layers):
+        raise ModelError(meta.path, "gemma4 without a sliding-window layer: llama.cpp aborts (is_swa_any)")
+    n_kv = anatomy.n_layer - meta.int_or("attention.shared_kv_layers", 0)
+    if n_kv < 2:  # GGML_ASSERT(n_layer_kv_from_start >= 2) in the cache's layer-reuse callback
+        raise ModelError(meta.path, "gemma4 with fewer than 2 layers owning a KV cache: llama.cpp aborts")
+    anatomy.n_layer_kv_from_start = n_kv
+    share_kv_caches(anatomy, meta, n_kv)
+    anatomy.n_embd_per_layer = meta.int_or("embedding_length_per_layer_input", 0)
+    to_layer0 = ("per_layer_model_proj.weight", "per_layer_proj_norm.weight")
+    anatomy.layers[0].tensors += [t for t in anatomy.other_tensors if t.name in to_layer0]
+    anatomy.other_tensors = [t for t in anatomy.other_tensors if t.name not in to_layer0]
+    anatomy.f_final_softcap = meta.float_or("final_logit_softcapping", 0.0)
+    read_experts(anatomy, meta)
 
 
 def _query(
@@ -65,7 +107,7 @@ def _attention(
     q = _query(ctx, layer, cur, qkv, pos, freqs)
     wo = w.layer_req(il, "attn_output.weight")
     if not layer.has_kv:
-        return _attend_shared(ctx, inp, layer, wo, q)
+        return attend_shared(ctx, inp, layer, wo, q)
     k, v = _key_value(ctx, layer, cur, qkv, pos, freqs)
     return ctx.build_attn(inp, layer, wo, None, q, k, v, iswa=True)
 
@@ -96,7 +138,7 @@ def _per_layer_embedding(ctx: GraphContext, cur: Tensor, inp_per_layer: Tensor, 
     g, w = ctx.g, ctx.w
     pe_in = cur
     cur = g.unary(ctx.mm(w.layer_req(il, "inp_gate.weight"), cur))
-    cur = g.mul(cur, _slice(ctx, inp_per_layer, il))
+    cur = g.mul(cur, altup_slice(ctx, inp_per_layer, il))
     cur = ctx.mm(w.layer_req(il, "proj.weight"), cur)
     cur = ctx.build_norm(cur, w.layer_req(il, "post_norm.weight"), il=il)
     return g.add(pe_in, cur)
@@ -134,7 +176,7 @@ def build_gemma4(ctx: GraphContext) -> None:
     g, w, m = ctx.g, ctx.w, ctx.model
     inp_l = g.scale(ctx.build_inp_embd())
     inp_pos = ctx.build_inp_pos()
-    inp_full, inp_swa = _attention_inputs(ctx, True)
+    inp_full, inp_swa = attention_inputs(ctx, True)
     out_ids = ctx.build_inp_out_ids()
     inp_per_layer = None
     pe = m.n_embd_per_layer
@@ -150,3 +192,7 @@ def build_gemma4(ctx: GraphContext) -> None:
     if m.f_final_softcap > 0:
         logits = g.scale(g.unary(g.scale(logits)))
     ctx.set_outputs(embd, logits)
+
+
+read_hparams = _gemma4
+build_graph = build_gemma4

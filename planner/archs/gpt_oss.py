@@ -1,9 +1,27 @@
-"""gpt-oss (llama.cpp's openai-moe): sliding-window attention with sinks, biased routed experts."""
+"""gpt-oss (src/models/openai-moe-iswa.cpp): attention sinks, a window on every other layer, SwiGLU-OAI experts."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from planner.archs.common import (
+    load_swa_pattern,
+    read_experts,
+)
 from planner.ggml_graph import FLAG_OUTPUT
 from planner.graphs.context import GraphContext
+from planner.model import SWA_STANDARD
+
+if TYPE_CHECKING:
+    from planner.anatomy import Meta
+    from planner.model import ModelAnatomy
+
+
+def _gpt_oss(anatomy: ModelAnatomy, meta: Meta) -> None:
+    read_experts(anatomy, meta)
+    anatomy.swa_type = SWA_STANDARD
+    anatomy.n_swa = meta.int_or("attention.sliding_window", 0)
+    load_swa_pattern(anatomy, meta, 2)
 
 
 def build_gpt_oss(ctx: GraphContext) -> None:
@@ -53,3 +71,7 @@ def build_gpt_oss(ctx: GraphContext) -> None:
     embd = cur
     cur = ctx.mm(ctx.output_weight(), cur)
     ctx.set_outputs(embd, cur)
+
+
+read_hparams = _gpt_oss
+build_graph = build_gpt_oss

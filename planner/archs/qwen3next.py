@@ -1,19 +1,48 @@
-"""Qwen3-Next and Qwen3.5 (src/models/qwen3next.cpp, qwen35.cpp, qwen35moe.cpp, delta-net-base.cpp): gated
-delta-net and gated attention layers, MoE (Qwen3.5: dense or MoE, separate beta/alpha projections,
-multi-section RoPE with four positions a token).
-
-The delta-net layers keep a convolution state (r) and a recurrent state (s) per
-sequence; every `full_attention_interval`-th layer is full attention with a KV
-cache. llama.cpp runs the delta rule as one fused GATED_DELTA_NET op (both
-fused_gdn flags default on) and keeps no rollback snapshots (n_rs_seq = 0).
+"""Qwen3-Next and Qwen3.5 (src/models/qwen3next.cpp, qwen35.cpp, qwen35moe.cpp): gated delta-net layers
+(conv + recurrent state) and gated full-attention layers; experts in qwen3next and qwen35moe.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from planner.archs.common import (
+    read_experts,
+    read_ssm,
+)
+from planner.errors import GGUFError
 from planner.ggml_graph import F32, FLAG_OUTPUT, Tensor
 from planner.graphs.context import GraphContext
 from planner.model import LayerAnatomy
 from planner.recurrent import n_embd_r, n_embd_s
+
+if TYPE_CHECKING:
+    from planner.anatomy import Meta
+    from planner.model import ModelAnatomy
+
+
+def read_qwen3next(anatomy: ModelAnatomy, meta: Meta) -> None:
+    """Qwen3-Next: gated delta-net layers (conv + recurrent state) and full-attention layers, MoE FFN."""
+    read_experts(anatomy, meta)
+    read_ssm(anatomy, meta)
+    n_trunk = anatomy.n_trunk
+    value = meta.get("attention.recurrent_layers")
+    if isinstance(value, list) and len(value) == anatomy.n_layer:
+        recurrent = [bool(v) and il < n_trunk for il, v in enumerate(value)]
+    else:
+        interval = meta.int_or("full_attention_interval", 4)
+        if interval <= 0:
+            raise GGUFError(anatomy.path, f"{anatomy.architecture}: full attention interval {interval} is out of range")
+        recurrent = [il < n_trunk and (il + 1) % interval != 0 for il in range(anatomy.n_layer)]
+    for layer, is_recurrent in zip(anatomy.layers, recurrent):
+        layer.is_recurrent = is_recurrent
+        layer.has_kv = layer.has_kv and not is_recurrent
+
+
+def _qwen35(anatomy: ModelAnatomy, meta: Meta) -> None:
+    """Qwen3.5: Qwen3-Next's layers (dense FFN in qwen35, experts in qwen35moe), multi-section RoPE."""
+    read_qwen3next(anatomy, meta)
+    anatomy.n_pos_per_embd = 4
 
 
 def _dims(ctx: GraphContext) -> tuple[int, int, int, int]:
@@ -240,3 +269,10 @@ def build_qwen3next(ctx: GraphContext) -> None:
     h_nextn.flags |= FLAG_OUTPUT  # t_h_nextn, the MTP head's input, is a graph output too
     cur = g.get_rows(h_nextn, out_ids)
     ctx.set_outputs(cur, ctx.mm(ctx.output_weight(), cur))
+
+
+def read_hparams(anatomy: ModelAnatomy, meta: Meta) -> None:
+    (read_qwen3next if anatomy.architecture == "qwen3next" else _qwen35)(anatomy, meta)
+
+
+build_graph = build_qwen3next

@@ -1,14 +1,51 @@
-"""Granite (src/models/granite.cpp, also granitemoe): llama-shaped layers with Granite's scales.
-
-The attention layer and the feed-forward block (residual scales around it, dense or routed
-experts with optional shared ones) are shared with Granite 4.0 H (graphs/hybrid.py).
+"""Granite and Granite MoE (src/models/granite.cpp): llama's layers with four scales, each a
+ggml_scale node; the attention and FFN pieces are shared with Granite hybrid.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from planner.archs.common import (
+    read_experts,
+)
+from planner.errors import GGUFError
 from planner.ggml_graph import Tensor
 from planner.graphs.context import GraphContext
+from planner.hparams import (
+    GraniteScales,
+)
 from planner.model import LayerAnatomy
+
+if TYPE_CHECKING:
+    from planner.anatomy import Meta
+    from planner.model import ModelAnatomy
+
+
+def granite_scales(anatomy: ModelAnatomy, meta: Meta) -> None:
+    """Granite's scales (embedding, residual, attention, logits), each a ggml_scale node in the graph."""
+    read_experts(anatomy, meta)
+    anatomy.f_logit_scale = meta.float_or("logit_scale", 0.0)
+    anatomy.granite = GraniteScales(
+        residual=meta.float_or("residual_scale", 0.0),
+        embedding=meta.float_or("embedding_scale", 0.0),
+        attention=meta.float_or("attention.scale", 0.0),
+    )
+
+
+def _granite_moe(anatomy: ModelAnatomy, meta: Meta) -> None:
+    if meta.get("logit_scale") is None:
+        raise GGUFError(
+            anatomy.path,
+            f"required metadata {anatomy.architecture}.logit_scale is missing (llama.cpp refuses the model)",
+        )
+    granite_scales(anatomy, meta)
+
+
+def _granite(anatomy: ModelAnatomy, meta: Meta) -> None:
+    """Granite uses rope_finetuned (default true) as a switch for RoPE; granitemoe always ropes."""
+    _granite_moe(anatomy, meta)
+    anatomy.use_rope = bool(meta.get("rope.scaling.finetuned", True))
 
 
 def granite_attention(
@@ -83,3 +120,11 @@ def build_granite(ctx: GraphContext) -> None:
             inp_sa = g.get_rows(inp_sa, out_ids)
         inp_l = granite_ffn(ctx, cur, inp_sa, il)
     granite_output(ctx, inp_l, logit_scale=True)
+
+
+def read_hparams(anatomy: ModelAnatomy, meta: Meta) -> None:
+    """Granite uses rope_finetuned (default true) as a switch for RoPE; granitemoe always ropes."""
+    (_granite if anatomy.architecture == "granite" else _granite_moe)(anatomy, meta)
+
+
+build_graph = build_granite

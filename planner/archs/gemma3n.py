@@ -1,25 +1,83 @@
-"""Gemma 3n's graph (src/models/gemma3n.cpp).
-
-Gemma 3's block (Q/K norms, post-norms, GELU FFN, sliding-window layers, soft-capped logits) with
-three additions. AltUp: the hidden state is `n_altup` stacked copies [n_embd, n_tokens, n_altup];
-each layer predicts all of them from the active one through a small router, runs attention and FFN
-on the active prediction, then corrects every copy. Laurel: a low-rank branch beside attention.
-Per-layer inputs: a second embedding table gives each token an `n_embd_altup` slice per layer,
-mixed with a projection of the input and gated into each layer's output. The first ten layers
-sparsify the FFN gate (gaussian_topk). Layers past the twentieth own no KV cache: they compute
-only Q and attend to the cache of layer 18 (windowed) or 19 (global).
+"""Gemma 3n (src/models/gemma3n-iswa.cpp): AltUp streams, Laurel, per-layer input embeddings,
+sparse FFN gates on the first layers and KV caches shared past layer 20.
 """
 
 from __future__ import annotations
 
-from planner.archs import gemma3n_kv_source
+from typing import TYPE_CHECKING
+
+from planner.archs.common import (
+    load_swa_pattern,
+)
+from planner.errors import ModelError
 from planner.ggml_graph import F32, I32, Tensor
+from planner.graphs.blocks import attention_inputs, final_output
 from planner.graphs.context import GraphContext
-from planner.graphs.dense import _attention_inputs, _final
-from planner.model import LayerAnatomy
+from planner.hparams import (
+    AltUp,
+)
+from planner.model import SWA_STANDARD, LayerAnatomy
+
+if TYPE_CHECKING:
+    from planner.anatomy import Meta
+    from planner.model import ModelAnatomy
 
 
-def _slice(ctx: GraphContext, x: Tensor, idx: int) -> Tensor:
+# Gemma 3n (llama_model_gemma3n::load_arch_hparams): only the first 20 layers own a KV cache; each later
+# layer reads the cache of the last owner of its kind (layer 18's when windowed, layer 19's when global)
+GEMMA3N_KV_LAYERS = 20
+
+
+def gemma3n_kv_source(anatomy: ModelAnatomy, il: int) -> int:
+    """The layer whose KV cache layer `il` attends to (itself when it owns one); Gemma 4 shares the same
+    way past its own n_layer_kv_from_start."""
+    n_kv = anatomy.n_layer_kv_from_start
+    if il < n_kv:
+        return il
+    return n_kv - (2 if anatomy.layers[il].is_swa else 1)
+
+
+def share_kv_caches(anatomy: ModelAnatomy, meta: Meta, n_kv: int) -> None:
+    """Layers from `n_kv` on own no cache; each must reuse one in its own cache (windowed or not)."""
+    for layer in anatomy.layers[n_kv:]:
+        layer.has_kv = False
+        source = anatomy.layers[gemma3n_kv_source(anatomy, layer.index)]
+        if source.is_swa != layer.is_swa:
+            raise ModelError(
+                meta.path,
+                f"{anatomy.architecture} layer {layer.index} would reuse layer {source.index}'s KV cache, which "
+                "is in the other cache (sliding window or not): llama.cpp aborts",
+            )
+
+
+def _gemma3n_tensor_layers(anatomy: ModelAnatomy) -> None:
+    """Where llama.cpp's tensor table puts Gemma 3n's global tensors: the AltUp projections with the
+    output layer, the per-layer projection and its norm with layer 0 (LLM_TENSOR_LAYER_REPEATING,
+    created as block 0), so that a quantized projection is repacked like any layer matrix."""
+    to_output = ("altup_proj.weight", "altup_unembd_proj.weight")
+    to_layer0 = ("per_layer_model_proj.weight", "per_layer_proj_norm.weight")
+    others = anatomy.other_tensors
+    anatomy.output_tensors += [t for t in others if t.name in to_output]
+    anatomy.layers[0].tensors += [t for t in others if t.name in to_layer0]
+    anatomy.other_tensors = [t for t in others if t.name not in to_output + to_layer0]
+
+
+def _gemma3n(anatomy: ModelAnatomy, meta: Meta) -> None:
+    """Sliding window on four of every five layers (the window is required), KV caches shared past
+    layer 20, and the fixed AltUp / Laurel / per-layer-input sizes of llama_hparams."""
+    anatomy.swa_type = SWA_STANDARD
+    anatomy.n_swa = meta.require_int("attention.sliding_window")
+    load_swa_pattern(anatomy, meta, 5)
+    if not any(layer.is_swa for layer in anatomy.layers):
+        raise ModelError(meta.path, "gemma3n without a sliding-window layer: llama.cpp aborts (is_swa_any)")
+    anatomy.n_layer_kv_from_start = GEMMA3N_KV_LAYERS
+    share_kv_caches(anatomy, meta, GEMMA3N_KV_LAYERS)
+    _gemma3n_tensor_layers(anatomy)
+    anatomy.f_final_softcap = 30.0  # always applied (llama_hparams' default, not read from the header)
+    anatomy.altup = AltUp()
+
+
+def altup_slice(ctx: GraphContext, x: Tensor, idx: int) -> Tensor:
     """gemma3n_view_2d_slice: the idx-th [ne0, ne1] plane of a 3-d tensor."""
     return ctx.g.view(x, (x.ne[0], x.ne[1]), (x.nb[1],), idx * x.ne[0] * x.ne[1] * x.type.type_size)
 
@@ -67,7 +125,7 @@ def _predict(ctx: GraphContext, cur: Tensor, il: int) -> Tensor:
     """altup_predict: every AltUp copy predicted from the active one, [n_embd, n_tokens, n_altup]."""
     g = ctx.g
     n = ctx.model.altup.n_altup
-    modalities = _router(ctx, _slice(ctx, cur, ctx.model.altup.i_act), il)
+    modalities = _router(ctx, altup_slice(ctx, cur, ctx.model.altup.i_act), il)
     coefs = ctx.mm(ctx.w.layer_req(il, "altup_predict_coef.weight"), modalities)
     coefs = g.reshape(coefs, n, n, ctx.n_tokens)
     permuted = g.cont(g.permute(cur, 1, 2, 0, 3))
@@ -80,7 +138,7 @@ def _correct(ctx: GraphContext, predictions: Tensor, activated: Tensor, il: int)
     g = ctx.g
     n, act = ctx.model.altup.n_altup, ctx.model.altup.i_act
     modalities = _router(ctx, activated, il)
-    innovation = g.sub(activated, _slice(ctx, predictions, act))
+    innovation = g.sub(activated, altup_slice(ctx, predictions, act))
     coefs = g.scale(ctx.mm(ctx.w.layer_req(il, "altup_correct_coef.weight"), modalities))  # scale_bias: + 1
     coefs = g.cont(g.transpose(coefs), (1, ctx.n_tokens, n))
     innovation = g.repeat(innovation, (ctx.n_embd, ctx.n_tokens, n, 1))
@@ -127,10 +185,10 @@ def _attention(
         q = ctx.mm(w.layer_req(il, "attn_q.weight"), cur)
     q = g.reshape(q, hd, layer.n_head, ctx.n_tokens)
     q = g.rope(ctx.build_norm(q, q_norm, il=il), pos)
-    return _attend_shared(ctx, inp, layer, wo, q)
+    return attend_shared(ctx, inp, layer, wo, q)
 
 
-def _attend_shared(
+def attend_shared(
     ctx: GraphContext, inp: dict[str, Tensor | None], layer: LayerAnatomy, wo: Tensor, q: Tensor
 ) -> Tensor:
     """build_attn without K and V: nothing is stored, the source layer's cache is read."""
@@ -164,10 +222,10 @@ def _ffn(ctx: GraphContext, cur: Tensor, il: int) -> Tensor:
 def _per_layer_gate(ctx: GraphContext, corrected: Tensor, inp_per_layer: Tensor, il: int) -> Tensor:
     """The corrected active copy, gated down to n_embd_altup, times this layer's input, projected back."""
     g, w = ctx.g, ctx.w
-    first = _slice(ctx, corrected, ctx.model.altup.i_act)
+    first = altup_slice(ctx, corrected, ctx.model.altup.i_act)
     first = g.mul(first, w.layer_req(il, "altup_correct_scale.weight"))
     first = g.unary(ctx.mm(w.layer_req(il, "inp_gate.weight"), first))
-    first = g.mul(first, _slice(ctx, inp_per_layer, il))
+    first = g.mul(first, altup_slice(ctx, inp_per_layer, il))
     first = ctx.mm(w.layer_req(il, "proj.weight"), first)
     return ctx.build_norm(first, w.layer_req(il, "post_norm.weight"), il=il)
 
@@ -182,7 +240,7 @@ def _layer(
 ) -> Tensor:
     g, w, il = ctx.g, ctx.w, layer.index
     predictions = _predict(ctx, inp_l, il)
-    active = _slice(ctx, predictions, ctx.model.altup.i_act)
+    active = altup_slice(ctx, predictions, ctx.model.altup.i_act)
     cur = ctx.build_norm(active, w.layer_req(il, "attn_norm.weight"), il=il)
     laurel_out = _laurel(ctx, cur, il)
     cur = _attention(ctx, inp, layer, cur, pos)
@@ -195,7 +253,7 @@ def _layer(
     gated = g.add(cur, attn_laurel)
     corrected = _correct(ctx, predictions, gated, il)
     first = _per_layer_gate(ctx, corrected, inp_per_layer, il)
-    head = _slice(ctx, corrected, 0)
+    head = altup_slice(ctx, corrected, 0)
     tail = g.add(_rest(ctx, corrected), first)
     return g.concat(head, tail, 2)
 
@@ -203,12 +261,12 @@ def _layer(
 def _unembed(ctx: GraphContext, cur: Tensor) -> Tensor:
     """The AltUp copies merged back into one hidden state (their mean after unembedding)."""
     g = ctx.g
-    target = _magnitude(ctx, _slice(ctx, cur, ctx.model.altup.i_act))
+    target = _magnitude(ctx, altup_slice(ctx, cur, ctx.model.altup.i_act))
     unembd = g.mul_mat(ctx.w.get("altup_unembd_proj.weight"), _rest(ctx, cur))
     unembd = _rescaled(ctx, unembd, target)
-    out = _slice(ctx, cur, 0)
+    out = altup_slice(ctx, cur, 0)
     for i in range(ctx.model.altup.n_altup - 1):
-        out = g.add(out, _slice(ctx, unembd, i))
+        out = g.add(out, altup_slice(ctx, unembd, i))
     return g.scale(out)
 
 
@@ -217,7 +275,7 @@ def build_gemma3n(ctx: GraphContext) -> None:
     n_altup = m.altup.n_altup
     inp_l = g.scale(ctx.build_inp_embd())
     inp_pos = ctx.build_inp_pos()
-    inp_full, inp_swa = _attention_inputs(ctx, True)
+    inp_full, inp_swa = attention_inputs(ctx, True)
     inp_per_layer = per_layer_inputs(ctx, inp_l, ctx.model.altup.n_embd_altup)
     # the other AltUp copies: projections of the embeddings, at the embeddings' magnitude
     target = _magnitude(ctx, inp_l)
@@ -229,4 +287,8 @@ def build_gemma3n(ctx: GraphContext) -> None:
         cur = _layer(ctx, inp, layer, cur, inp_per_layer, inp_pos)
     cur = _unembed(ctx, cur)
     cur = g.get_rows(cur, ctx.build_inp_out_ids())
-    _final(ctx, cur, softcap=True)
+    final_output(ctx, cur, softcap=True)
+
+
+read_hparams = _gemma3n
+build_graph = build_gemma3n

@@ -1,12 +1,39 @@
-"""Hybrids of attention and recurrent layers: LFM2 (short convolutions), Granite 4.0 H (Mamba-2), Jamba (Mamba-1)."""
+"""LFM2 and LFM2-MoE (src/models/lfm2.cpp): gated short convolutions (recurrent state) where a layer
+has no KV heads, attention elsewhere; routed experts after the leading dense layers in lfm2moe.
+"""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from planner.archs.common import (
+    read_experts,
+    recurrent_where_no_kv_heads,
+)
 from planner.ggml_graph import F32, Tensor
 from planner.graphs.context import GraphContext
-from planner.graphs.granite import granite_attention, granite_ffn, granite_output
-from planner.graphs.mamba import mamba2_layer, mamba_layer
+from planner.model import SWA_STANDARD
 from planner.recurrent import n_embd_r
+
+if TYPE_CHECKING:
+    from planner.anatomy import Meta
+    from planner.model import ModelAnatomy
+
+
+def _lfm2(anatomy: ModelAnatomy, meta: Meta) -> None:
+    read_experts(anatomy, meta)
+    anatomy.shortconv_l_cache = meta.int_or("shortconv.l_cache", 0)
+    recurrent_where_no_kv_heads(anatomy)
+    n_swa = meta.int_or("attention.sliding_window", 0)
+    if n_swa > 0:
+        anatomy.swa_type, anatomy.n_swa = SWA_STANDARD, n_swa
+        for layer in anatomy.layers:
+            layer.is_swa = not layer.is_recurrent
+    # LFM2 names its output norm "token_embd_norm"
+    moved = [t for t in anatomy.other_tensors + anatomy.input_tensors if t.name.startswith("token_embd_norm.")]
+    anatomy.other_tensors = [t for t in anatomy.other_tensors if t not in moved]
+    anatomy.input_tensors = [t for t in anatomy.input_tensors if t not in moved]
+    anatomy.output_tensors.extend(moved)
 
 
 def _shortconv(ctx: GraphContext, inp: dict[str, Tensor], cur: Tensor, il: int) -> Tensor:
@@ -94,58 +121,5 @@ def build_lfm2(ctx: GraphContext) -> None:
     ctx.set_outputs(cur, ctx.mm(ctx.output_weight(), cur))
 
 
-def build_granite_hybrid(ctx: GraphContext) -> None:
-    g, w, m = ctx.g, ctx.w, ctx.model
-    inp_l = ctx.build_inp_embd()
-    rs_inp = ctx.build_rs_inp()
-    inp_attn = ctx.build_attn_inp_kv()
-    out_ids = ctx.build_inp_out_ids()
-    inp_pos = ctx.build_inp_pos() if m.use_rope else None
-    for layer in m.trunk_layers:
-        il = layer.index
-        inp_sa = inp_l
-        cur = ctx.build_norm(inp_l, w.layer(il, "attn_norm.weight"), il=il)
-        if layer.is_recurrent:
-            cur = mamba2_layer(ctx, rs_inp, cur, il)
-        else:
-            cur = granite_attention(ctx, inp_attn, inp_pos, layer, cur)
-        if il == m.n_trunk - 1:
-            cur = g.get_rows(cur, out_ids)
-            inp_sa = g.get_rows(inp_sa, out_ids)
-        inp_l = granite_ffn(ctx, cur, inp_sa, il)
-    granite_output(ctx, inp_l, logit_scale=bool(m.f_logit_scale))
-
-
-def build_jamba(ctx: GraphContext) -> None:
-    """Jamba: Mamba-1 layers and attention layers without RoPE; dense or routed feed-forward."""
-    g, w, m = ctx.g, ctx.w, ctx.model
-    inp_l = ctx.build_inp_embd()
-    rs_inp = ctx.build_rs_inp()
-    inp_attn = ctx.build_attn_inp_kv()
-    out_ids = ctx.build_inp_out_ids()
-    for layer in m.trunk_layers:
-        il = layer.index
-        cur = ctx.build_norm(inp_l, w.layer(il, "attn_norm.weight"), il=il)
-        if layer.is_recurrent:
-            cur = mamba_layer(ctx, rs_inp, cur, il)
-        else:
-            cur = ctx.build_plain_attn(inp_attn, layer, cur, None)  # jamba's attention has no RoPE
-        if il == m.n_trunk - 1:
-            cur = g.get_rows(cur, out_ids)
-            inp_l = g.get_rows(inp_l, out_ids)
-        ffn_inp = g.add(inp_l, cur)
-        cur = ctx.build_norm(ffn_inp, w.layer(il, "ffn_norm.weight"), il=il)
-        if w.layer(il, "ffn_gate_inp.weight") is None:
-            cur = ctx.build_ffn(
-                cur,
-                w.layer(il, "ffn_up.weight"),
-                w.layer(il, "ffn_gate.weight"),
-                w.layer(il, "ffn_down.weight"),
-                "silu",
-                True,
-            )
-        else:
-            cur = ctx.build_moe_ffn(cur, il, m.moe.n_expert, m.moe.n_used, "silu", False, m.moe.weights_scale)
-        inp_l = g.add(ffn_inp, cur)
-    cur = ctx.build_norm(inp_l, w.get_optional("output_norm.weight"))
-    ctx.set_outputs(cur, ctx.mm(ctx.output_weight(), cur, w.get_optional("output.scale")))
+read_hparams = _lfm2
+build_graph = build_lfm2

@@ -1,0 +1,85 @@
+"""Header rules more than one family uses (llama_model_base::load_hparams and its helpers)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from planner.errors import GGUFError
+from planner.hparams import (
+    Experts,
+    StateSpace,
+)
+from planner.model import swa_pattern
+
+if TYPE_CHECKING:
+    from planner.anatomy import Meta
+    from planner.model import ModelAnatomy
+
+
+def load_swa_pattern(anatomy: ModelAnatomy, meta: Meta, n_pattern: int, dense_first: bool = False) -> None:
+    """llama_model_base::load_swa_pattern: an explicit per-layer array wins, else a period."""
+    value = meta.get("attention.sliding_window_pattern")
+    if isinstance(value, list) and len(value) == anatomy.n_layer:
+        pattern = [bool(v) for v in value]
+    else:
+        if isinstance(value, int) and not isinstance(value, bool):
+            n_pattern = value
+        pattern = swa_pattern(anatomy.n_layer, n_pattern, dense_first)
+    for layer, is_swa in zip(anatomy.layers, pattern):
+        layer.is_swa = is_swa
+
+
+def plain(anatomy: ModelAnatomy, meta: Meta) -> None:
+    """Dense attention on every layer, no sliding window (experts read when present)."""
+    read_experts(anatomy, meta)
+
+
+def read_experts(anatomy: ModelAnatomy, meta: Meta) -> None:
+    """Mixture-of-experts hyper-parameters (llama_model_base::load_hparams and the arch loaders)."""
+    n_expert = meta.int_or("expert_count", 0)
+    if n_expert <= 0:
+        return
+    used = meta.get("expert_used_count", 0)
+    anatomy.experts = Experts(
+        n_expert=n_expert,
+        n_used=max(used) if isinstance(used, list) and used else int(used or 0),
+        n_shared=meta.int_or("expert_shared_count", 0),
+        weights_scale=meta.float_or("expert_weights_scale", 0.0),
+        weights_norm=bool(meta.get("expert_weights_norm", False)),
+        gating_func=meta.int_or("expert_gating_func", 0),
+    )
+
+
+def require(anatomy: ModelAnatomy, meta: Meta, *keys: str) -> None:
+    """Keys llama.cpp's loader insists on: without one it refuses the model."""
+    for key in keys:
+        if meta.get(key) is None:
+            raise GGUFError(
+                anatomy.path, f"required metadata {anatomy.architecture}.{key} is missing (llama.cpp refuses the model)"
+            )
+
+
+def read_ssm(anatomy: ModelAnatomy, meta: Meta) -> None:
+    """Mamba-style state-space hyper-parameters (conv kernel, inner size, state size, dt rank, groups)."""
+    sizes = {
+        key: meta.int_or(f"ssm.{name}", 0)
+        for key, name in (
+            ("d_conv", "conv_kernel"),
+            ("d_inner", "inner_size"),
+            ("d_state", "state_size"),
+            ("dt_rank", "time_step_rank"),
+        )
+    }
+    for key, value in sizes.items():
+        if not 0 < value <= 1 << 20:
+            problem = f"{anatomy.architecture}: ssm {key.replace('_', ' ')} {value} is out of range"
+            raise GGUFError(anatomy.path, problem)
+    anatomy.ssm = StateSpace(
+        **sizes, n_group=meta.int_or("ssm.group_count", 0), dt_b_c_rms=bool(meta.get("ssm.dt_b_c_rms", False))
+    )
+
+
+def recurrent_where_no_kv_heads(anatomy: ModelAnatomy) -> None:
+    for layer in anatomy.layers:
+        layer.is_recurrent = layer.n_head_kv == 0
+        layer.has_kv = not layer.is_recurrent

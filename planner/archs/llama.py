@@ -1,0 +1,158 @@
+"""Llama and the architectures llama.cpp builds in its shape (src/models/llama.cpp, qwen2.cpp,
+qwen3.cpp, qwen2moe.cpp, qwen3moe.cpp, olmoe.cpp and the look-alikes): pre-norm attention, RoPE,
+SwiGLU (or a gateless FFN) or routed experts. Matched byte for byte on tiny models.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from planner.archs.common import (
+    read_experts,
+)
+from planner.ggml_graph import F32
+from planner.graphs.blocks import final_output
+from planner.graphs.context import GraphContext
+
+if TYPE_CHECKING:
+    from planner.anatomy import Meta
+    from planner.model import ModelAnatomy
+
+
+# per architecture: (q/k norm, q/k norm over the whole projection before the reshape, MoE norm_w)
+_LLAMA_LIKE = {
+    "llama": (False, False, True),
+    "mistral3": (False, False, True),
+    "qwen2": (False, False, True),
+    "qwen3": (True, False, True),
+    "qwen2moe": (False, False, False),
+    "qwen3moe": (True, False, True),
+    "qwen3vl": (True, False, True),
+    "qwen3vlmoe": (True, False, True),
+    "ernie4_5-moe": (False, False, True),
+    "glm4moe": (False, False, True),
+    "minimax-m2": (True, True, True),
+    "olmoe": (True, True, False),
+}
+
+
+# the activation of the architectures whose FFN has no gate (arcee's ReLU², starcoder2's GELU)
+_NO_GATE_ACTIVATION = {"arcee": "relu_sqr", "starcoder2": "gelu", "gpt2": "gelu", "starcoder": "gelu"}
+
+
+_LEARNED_POSITIONS = ("gpt2", "starcoder")
+
+
+def build_llama(ctx: GraphContext) -> None:
+    """The llama shape shared by llama (dense or Mixtral-style MoE), mistral3, qwen2/3 and their
+    MoE variants, and OLMoE: pre-norm attention, RoPE, SwiGLU or routed experts."""
+    g, w, m = ctx.g, ctx.w, ctx.model
+    qk_norm, qk_norm_flat, moe_norm_w = _LLAMA_LIKE.get(m.architecture, (False, False, True))
+    inp_l = ctx.build_inp_embd()
+    inp_pos = ctx.build_inp_pos()
+    attn_scale = g.input(F32, (1, 1, ctx.n_tokens), "inp_attn_scale") if m.f_attn_temp_scale else None
+    inp_attn = ctx.build_attn_inp_kv()
+    learned_positions = m.architecture in _LEARNED_POSITIONS
+    if learned_positions:  # gpt2, starcoder: a table of position embeddings instead of RoPE
+        inp_l = g.add(inp_l, g.get_rows(w.get("position_embd.weight"), inp_pos))
+    out_ids = ctx.build_inp_out_ids()
+    for layer in m.trunk_layers:
+        il = layer.index
+        inp_sa = inp_l
+        cur = ctx.build_norm(inp_l, w.layer(il, "attn_norm.weight"), w.layer(il, "attn_norm.bias"), il=il)
+        hd = layer.head_dim_k
+        if qk_norm_flat:
+            q, k, v = ctx.build_qkv(layer, cur, hd, layer.n_head, hd, layer.n_head_kv, reshape=False)
+            q = ctx.build_norm(q, w.layer(il, "attn_q_norm.weight"), il=il)
+            k = ctx.build_norm(k, w.layer(il, "attn_k_norm.weight"), il=il)
+            q = g.reshape(q, hd, layer.n_head, ctx.n_tokens)
+            k = g.reshape(k, hd, layer.n_head_kv, ctx.n_tokens)
+            v = g.reshape(v, hd, layer.n_head_kv, ctx.n_tokens)
+        else:
+            q, k, v = ctx.build_qkv(layer, cur, hd, layer.n_head, hd, layer.n_head_kv)
+        freqs = w.get_optional("rope_freqs.weight")
+        if qk_norm and not qk_norm_flat:
+            q = ctx.build_norm(q, w.layer(il, "attn_q_norm.weight"), il=il)
+        if not learned_positions:
+            q = g.rope(q, inp_pos, freqs)
+        if qk_norm and not qk_norm_flat:
+            k = ctx.build_norm(k, w.layer(il, "attn_k_norm.weight"), il=il)
+        if not learned_positions:
+            k = g.rope(k, inp_pos, freqs)
+        if attn_scale is not None:
+            q = g.mul(q, attn_scale)
+        cur = ctx.build_attn(
+            inp_attn, layer, w.layer(il, "attn_output.weight"), w.layer(il, "attn_output.bias"), q, k, v
+        )
+        if il == m.n_trunk - 1:
+            cur = g.get_rows(cur, out_ids)
+            inp_sa = g.get_rows(inp_sa, out_ids)
+        ffn_inp = g.add(cur, inp_sa)
+        # seed_oss and glm4moe name the FFN's pre-norm post_attention_norm
+        ffn_norm = w.layer(il, "ffn_norm.weight")
+        if ffn_norm is None:
+            ffn_norm = w.layer(il, "post_attention_norm.weight")
+        cur = ctx.build_norm(ffn_inp, ffn_norm, w.layer(il, "ffn_norm.bias"), il=il)
+        if w.layer(il, "ffn_gate_inp.weight") is None:
+            gate = w.layer(il, "ffn_gate.weight")
+            cur = ctx.build_ffn(
+                cur,
+                w.layer(il, "ffn_up.weight"),
+                gate,
+                w.layer(il, "ffn_down.weight"),
+                "silu" if gate is not None else _NO_GATE_ACTIVATION.get(m.architecture, "relu_sqr"),
+                gate is not None,
+                up_b=w.layer(il, "ffn_up.bias"),
+                gate_b=w.layer(il, "ffn_gate.bias"),
+                down_b=w.layer(il, "ffn_down.bias"),
+            )
+        else:
+            moe = ctx.build_moe_ffn(
+                cur,
+                il,
+                m.moe.n_expert,
+                m.moe.n_used,
+                "silu",
+                moe_norm_w,
+                m.moe.weights_scale,
+                m.moe.gating,
+                exp_probs_b=w.layer(il, "exp_probs_b.bias"),
+            )
+            if w.layer(il, "ffn_gate_inp_shexp.weight") is None and w.layer(il, "ffn_up_shexp.weight") is not None:
+                # ernie4_5-moe: the shared expert added as it is, no gate of its own
+                moe = g.add(
+                    moe,
+                    ctx.build_ffn(
+                        cur,
+                        w.layer(il, "ffn_up_shexp.weight"),
+                        w.layer(il, "ffn_gate_shexp.weight"),
+                        w.layer(il, "ffn_down_shexp.weight"),
+                        "silu",
+                        True,
+                    ),
+                )
+            elif w.layer(il, "ffn_gate_inp_shexp.weight") is not None:
+                gate_inp = ctx.mm(w.layer_req(il, "ffn_gate_inp_shexp.weight"), cur)
+                gate = g.div(g.unary(gate_inp), gate_inp)
+                shared = ctx.build_ffn(
+                    cur,
+                    w.layer(il, "ffn_up_shexp.weight"),
+                    w.layer(il, "ffn_gate_shexp.weight"),
+                    w.layer(il, "ffn_down_shexp.weight"),
+                    "silu",
+                    True,
+                )
+                moe = g.add(moe, g.mul(shared, gate))
+            cur = moe
+        inp_l = ctx.deepstack(g.add(cur, ffn_inp), il)
+    final_output(ctx, inp_l, output_bias=m.architecture == "qwen2")
+
+
+def read_hparams(anatomy: ModelAnatomy, meta: Meta) -> None:
+    """Dense attention on every layer, no sliding window; experts read when present."""
+    read_experts(anatomy, meta)
+    if anatomy.architecture == "mistral3":  # Ministral 3 scales its queries by position (llama 4 scaling)
+        anatomy.f_attn_temp_scale = meta.float_or("attention.temperature_scale", 0.0)
+
+
+build_graph = build_llama

@@ -1,0 +1,45 @@
+"""The house of architectures: one family module each, behind one lazy registry."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from importlib import import_module
+from pathlib import Path
+
+import pytest
+
+from planner.archs import FAMILIES, NO_CACHE_ARCHS
+from tests.support.tiny_models import ZOO
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("module_name", sorted(set(FAMILIES.values())))
+def test_every_family_module_reads_its_header_and_builds_its_graph(module_name: str) -> None:
+    module = import_module(f"planner.archs.{module_name}")
+    assert callable(module.read_hparams) and callable(module.build_graph)
+    assert module.__doc__, "a family module says which llama.cpp sources it follows"
+
+
+def test_every_exact_architecture_has_a_tiny_model_that_llama_cpp_loads() -> None:
+    """An architecture counts as exact only with a zoo model the accuracy tests compare with llama.cpp."""
+    in_zoo = {spec.arch for spec in ZOO.values()}
+    assert sorted(set(FAMILIES) - in_zoo) == []
+    assert not set(FAMILIES) & set(NO_CACHE_ARCHS)
+
+
+def test_a_plan_imports_only_its_own_family(zoo: dict[str, Path]) -> None:
+    code = (
+        "import sys\n"
+        "from planner.anatomy import load_anatomy\n"
+        "from planner.gguf import read_gguf\n"
+        "from planner.hardware import Host\n"
+        "from planner.fit import solve\n"
+        f"model = load_anatomy(read_gguf({str(zoo['gemma3'])!r}))\n"
+        "solve(model, [], Host(total=16 << 30, free=8 << 30))\n"
+        "print(sorted(m for m in sys.modules if m.startswith('planner.archs.')))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "['planner.archs.common', 'planner.archs.gemma']"
