@@ -41,6 +41,7 @@ FAMILIES: list[tuple[str, list[str]]] = [
             "mistral3",
             "qwen3-hd",
             "phi3",
+            "glm4",
             "gemma",
             "granite",
             "exaone",

@@ -50,6 +50,7 @@ FAMILIES: dict[str, str] = {
     "olmoe": "llama",
     "qwen3vl": "qwen3vl",
     "qwen3vlmoe": "qwen3vl",
+    "glm4": "glm4",
     "glm4moe": "glm4moe",
     "phi3": "phi3",
     "olmo2": "olmo2",

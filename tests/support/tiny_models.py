@@ -731,7 +731,7 @@ def _layer_tensors(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], 
             (p + "ffn_down_exps.weight", (fe, e, ne), w),
             (p + "ffn_down_exps.bias", (e, ne), f32),
         ]
-    if spec.arch in ("gemma2", "gemma3"):
+    if spec.arch in ("gemma2", "gemma3", "glm4"):
         out.append((p + "post_attention_norm.weight", (e,), f32))
     if spec.arch in ("cohere2", "command-r"):  # one norm before attention and FFN side by side
         return out + [
@@ -780,7 +780,7 @@ def _layer_tensors(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], 
                 (p + "ffn_down_shexp.weight", (fs, e), w),
             ]
         return out
-    if spec.arch == "phi3":
+    if spec.arch in ("phi3", "glm4"):  # gate and up fused in one matrix
         out += [(p + "ffn_up.weight", (e, 2 * ff), w), (p + "ffn_down.weight", (ff, e), w)]
     elif spec.arch == "arcee":  # ReLU² without a gate
         out += [(p + "ffn_up.weight", (e, ff), w), (p + "ffn_down.weight", (ff, e), w)]
@@ -790,8 +790,14 @@ def _layer_tensors(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], 
             (p + "ffn_up.weight", (e, ff), w),
             (p + "ffn_down.weight", (ff, e), w),
         ]
-    if spec.arch in ("gemma2", "gemma3"):
+    if spec.arch in ("gemma2", "gemma3", "glm4"):
         out.append((p + "post_ffw_norm.weight", (e,), f32))
+    if spec.arch == "glm4" and il >= spec.n_layer - int(spec.extra_kv.get("glm4.nextn_predict_layers", 0)):
+        out += [  # the multi-token-prediction layer's own tensors (loaded by name, then skipped)
+            (p + "nextn.eh_proj.weight", (2 * e, e), w),
+            (p + "nextn.enorm.weight", (e,), f32),
+            (p + "nextn.hnorm.weight", (e,), f32),
+        ]
     return out
 
 
@@ -1026,6 +1032,8 @@ ZOO: dict[str, TinySpec] = {
     ),
     "qwen3-hd": TinySpec("qwen3", n_embd=128, n_head=4, n_head_kv=2, head_dim=64, output_type=None),
     "phi3": TinySpec("phi3", n_head_kv=4, weight_type=Q.Q8_0),
+    # GLM-4 dense: pre- and post-norms around attention and FFN, fused gate/up, a skipped MTP layer
+    "glm4": TinySpec("glm4", n_layer=5, n_head_kv=2, weight_type=Q.Q8_0, extra_kv={"glm4.nextn_predict_layers": 1}),
     # Llama 4 Scout's shape in small: 3 of 4 layers chunked (8,192 tokens), every 2nd layer routed (1 of 4
     # experts) with a shared expert; head size 64 so that CUDA runs its flash attention
     "llama4": TinySpec(
