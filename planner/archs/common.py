@@ -5,10 +5,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from planner.errors import GGUFError
-from planner.hparams import (
-    Experts,
-    StateSpace,
-)
 from planner.model import swa_pattern
 
 if TYPE_CHECKING:
@@ -40,6 +36,8 @@ def read_experts(anatomy: ModelAnatomy, meta: Meta) -> None:
     if n_expert <= 0:
         return
     used = meta.get("expert_used_count", 0)
+    from planner.hparams import Experts  # only models with experts pay for the records' import
+
     anatomy.experts = Experts(
         n_expert=n_expert,
         n_used=max(used) if isinstance(used, list) and used else int(used or 0),
@@ -74,6 +72,8 @@ def read_ssm(anatomy: ModelAnatomy, meta: Meta) -> None:
         if not 0 < value <= 1 << 20:
             problem = f"{anatomy.architecture}: ssm {key.replace('_', ' ')} {value} is out of range"
             raise GGUFError(anatomy.path, problem)
+    from planner.hparams import StateSpace
+
     anatomy.ssm = StateSpace(
         **sizes, n_group=meta.int_or("ssm.group_count", 0), dt_b_c_rms=bool(meta.get("ssm.dt_b_c_rms", False))
     )
