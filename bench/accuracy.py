@@ -51,6 +51,7 @@ FAMILIES: list[tuple[str, list[str]]] = [
             "internlm2",
             "xverse",
             "seed_oss",
+            "olmo",
             "olmo2",
             "exaone4",
             "arcee",

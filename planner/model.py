@@ -149,6 +149,7 @@ class ModelAnatomy:
     # llama_hparams fields a few families set (planner/archs/<family>.py)
     f_logit_scale: float = 0.0
     f_attn_temp_scale: float = 0.0  # queries scaled by position (an inp_attn_scale input)
+    f_clamp_kqv: float = 0.0  # Q, K and V clamped to +-f_clamp_kqv after their projections (OLMo)
     use_rope: bool = True
     n_pos_per_embd: int = 1  # 4 with multi-section RoPE
     n_deepstack: int = 0  # Qwen3-VL's input slices added to the first layers

@@ -53,6 +53,7 @@ FAMILIES: dict[str, str] = {
     "glm4": "glm4",
     "glm4moe": "glm4moe",
     "phi3": "phi3",
+    "olmo": "olmo",
     "olmo2": "olmo2",
     "exaone4": "olmo2",
     "cohere2": "cohere2",

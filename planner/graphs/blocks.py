@@ -6,9 +6,11 @@ from planner.ggml_graph import Tensor
 from planner.graphs.context import GraphContext
 
 
-def final_output(ctx: GraphContext, cur: Tensor, softcap: bool = False, output_bias: bool = False) -> None:
+def final_output(
+    ctx: GraphContext, cur: Tensor, softcap: bool = False, output_bias: bool = False, rms: bool = True
+) -> None:
     g, w = ctx.g, ctx.w
-    cur = ctx.build_norm(cur, w.get_optional("output_norm.weight"), w.get_optional("output_norm.bias"))
+    cur = ctx.build_norm(cur, w.get_optional("output_norm.weight"), w.get_optional("output_norm.bias"), rms=rms)
     embd = cur
     cur = ctx.mm(ctx.output_weight(), cur, w.get_optional("output.scale"))
     if output_bias and w.get_optional("output.bias") is not None:  # qwen2, phi2

@@ -140,6 +140,8 @@ class GraphContext:
                 qb, kb, vb = (w.layer(il, f"attn_{x}.bias") for x in "qkv")
                 if qb is not None and kb is not None and vb is not None:
                     qkv = g.add(qkv, g.concat(g.concat(qb, kb, 0), vb, 0))
+            if reshape and self.model.f_clamp_kqv > 0:
+                qkv = g.clamp(qkv)
             es = qkv.type.type_size
             if reshape:
                 q = g.view(qkv, (head_q, n_head, n_tok), (es * head_q, qkv.nb[1]), 0)
@@ -156,6 +158,8 @@ class GraphContext:
             bias = w.layer(il, f"attn_{x}.bias")
             if bias is not None:
                 t = g.add(t, bias)
+            if reshape and self.model.f_clamp_kqv > 0:
+                t = g.clamp(t)
             outs.append((t, head, heads))
         if not reshape:
             return outs[0][0], outs[1][0], outs[2][0]

@@ -380,6 +380,8 @@ def _global_tensors(spec: TinySpec) -> list[tuple[str, tuple[int, ...], Q]]:
     if spec.arch in ("orion", "starcoder2", "stablelm", "phi2", "falcon"):
         out = [("output_norm.weight", (e,), Q.F32), ("output_norm.bias", (e,), Q.F32)]
         return [*out, ("output.bias", (spec.n_vocab,), Q.F32)] if spec.arch == "phi2" else out
+    if spec.arch == "olmo":  # layer norms without weights: no tensor at all
+        return []
     return [("token_embd_norm.weight" if spec.arch in ("lfm2", "lfm2moe") else "output_norm.weight", (e,), Q.F32)]
 
 
@@ -670,6 +672,13 @@ def _layer_tensors(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], 
             (p + "ffn_down.weight", (ff, e), w),
             (p + "post_ffw_norm.weight", (e,), f32),
         ]
+    if spec.arch == "olmo":  # layer norms without weights, no biases (llama_model_olmo)
+        return [
+            *_attn_tensors(spec, il),
+            (p + "ffn_gate.weight", (e, ff), w),
+            (p + "ffn_up.weight", (e, ff), w),
+            (p + "ffn_down.weight", (ff, e), w),
+        ]
     out: list[tuple[str, tuple[int, ...], Q]] = [(p + "attn_norm.weight", (e,), f32)]
     if spec.arch in ("orion", "starcoder2", "stablelm", "phi2", "falcon", "gpt2", "starcoder"):  # norm biases
         out.append((p + "attn_norm.bias", (e,), f32))
@@ -950,6 +959,13 @@ ZOO: dict[str, TinySpec] = {
     "internlm2": TinySpec("internlm2", n_head_kv=4),
     "xverse": TinySpec("xverse", weight_type=Q.Q8_0),
     "seed_oss": TinySpec("seed_oss", n_head=4, n_head_kv=2, output_type=None),
+    # OLMo 1: weightless layer norms, Q/K/V clamped (attention.clamp_kqv)
+    "olmo": TinySpec(
+        "olmo",
+        n_head_kv=2,
+        weight_type=Q.Q8_0,
+        extra_kv={"olmo.attention.layer_norm_epsilon": 1e-5, "olmo.attention.clamp_kqv": 8.0},
+    ),
     "olmo2": TinySpec("olmo2", n_head_kv=4, weight_type=Q.Q8_0),
     "arcee": TinySpec("arcee", n_head_kv=2),
     "orion": TinySpec("orion", weight_type=Q.Q8_0, extra_kv={"orion.attention.layer_norm_epsilon": 1e-5}),
