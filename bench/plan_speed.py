@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -30,12 +31,23 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _time(cmd: list[str], env: dict[str, str]) -> float:
+CPU_TIMES: dict[str, list[float]] = {}
+
+
+def _time(cmd: list[str], env: dict[str, str], name: str = "") -> float:
+    """Wall time of one run; its CPU time (user + system, steadier on a shared machine) goes to CPU_TIMES.
+
+    The command runs in the checkout it times: `python -m` puts the working directory before
+    PYTHONPATH, so an earlier checkout on PYTHONPATH alone would time this one again."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env)
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=env.get("PYTHONPATH", ROOT), env=env)
     elapsed = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode not in (0, 3):
         raise SystemExit(f"{cmd} failed: {proc.stderr[-500:]}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    CPU_TIMES.setdefault(name, []).append(cpu)
     return elapsed
 
 
@@ -77,7 +89,7 @@ def main() -> None:
         for run in range(args.runs):
             for name, (cmd, kind, extra) in commands.items():
                 where = home / (f"{kind}-{run}" if kind.startswith("cold") else kind)
-                times[name].append(_time(cmd, {**env, **extra, "VRAMCHAT_HOME": str(where)}))
+                times[name].append(_time(cmd, {**env, **extra, "VRAMCHAT_HOME": str(where)}, name))
     finally:
         shutil.rmtree(home, ignore_errors=True)
     size = Path(args.model).stat().st_size
@@ -92,6 +104,11 @@ def main() -> None:
         print(
             f"  {name}: {medians[name] / floor:.1f}x python -c pass, {(medians[name] - floor) * 1000:.1f} ms above it"
         )
+    cpu = {name: statistics.median(ts) for name, ts in CPU_TIMES.items() if name}
+    cpu_floor = cpu["python -c pass"]
+    print("CPU time (user + system) of the same runs, medians:")
+    for name, value in cpu.items():
+        print(f"  {name:28s} {value * 1000:6.1f} ms  ({value / cpu_floor:.1f}x python -c pass)")
 
 
 if __name__ == "__main__":
