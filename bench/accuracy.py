@@ -64,6 +64,7 @@ FAMILIES: list[tuple[str, list[str]]] = [
             "gpt2",
             "starcoder",
             "qwen3vl",
+            "qwen2vl",
         ],
     ),
     (

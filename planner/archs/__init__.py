@@ -48,6 +48,7 @@ FAMILIES: dict[str, str] = {
     "ernie4_5-moe": "llama",  # softmax routing with a selection bias, an ungated shared expert
     "minimax-m2": "llama",  # OLMoE's flat Q/K norms, routing from the header with a selection bias
     "olmoe": "llama",
+    "qwen2vl": "qwen2vl",
     "qwen3vl": "qwen3vl",
     "qwen3vlmoe": "qwen3vl",
     "glm4": "glm4",

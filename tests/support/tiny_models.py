@@ -692,7 +692,7 @@ def _layer_tensors(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], 
             (p + "attn_k.weight", (e, kv_dim), w),
             (p + "attn_v.weight", (e, kv_dim), w),
         ]
-    if spec.arch in ("qwen2", "gpt-oss", "dream", "starcoder2"):
+    if spec.arch in ("qwen2", "qwen2vl", "gpt-oss", "dream", "starcoder2"):
         out += [
             (p + "attn_q.bias", (q_dim,), f32),
             (p + "attn_k.bias", (kv_dim,), f32),
@@ -1028,6 +1028,10 @@ ZOO: dict[str, TinySpec] = {
         n_ff=64,
         n_ff_exp=64,
         extra_kv={"minimax-m2.expert_gating_func": 2},
+    ),
+    # Qwen2-VL's text model: qwen2 with multi-section RoPE (four positions a token)
+    "qwen2vl": TinySpec(
+        "qwen2vl", n_head_kv=2, weight_type=Q.Q8_0, extra_kv={"qwen2vl.rope.dimension_sections": [8, 4, 4, 0]}
     ),
     "qwen3vl": TinySpec(
         "qwen3vl",
