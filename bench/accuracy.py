@@ -65,6 +65,7 @@ FAMILIES: list[tuple[str, list[str]]] = [
             "starcoder",
             "qwen3vl",
             "qwen2vl",
+            "hunyuan-dense",
         ],
     ),
     (

@@ -52,6 +52,7 @@ FAMILIES: dict[str, str] = {
     "qwen3vl": "qwen3vl",
     "qwen3vlmoe": "qwen3vl",
     "glm4": "glm4",
+    "hunyuan-dense": "hunyuan",
     "glm4moe": "glm4moe",
     "phi3": "phi3",
     "olmo": "olmo",

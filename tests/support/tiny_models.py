@@ -698,7 +698,7 @@ def _layer_tensors(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], 
             (p + "attn_k.bias", (kv_dim,), f32),
             (p + "attn_v.bias", (kv_dim,), f32),
         ]
-    if spec.arch in ("qwen3", "gemma3", "qwen3moe", "qwen3vl", "qwen3vlmoe"):
+    if spec.arch in ("qwen3", "gemma3", "qwen3moe", "qwen3vl", "qwen3vlmoe", "hunyuan-dense"):
         out += [(p + "attn_q_norm.weight", (hk,), f32), (p + "attn_k_norm.weight", (hk,), f32)]
     if spec.arch in ("olmoe", "minimax-m2"):  # Q/K norms over the whole projection
         out += [(p + "attn_q_norm.weight", (q_dim,), f32), (p + "attn_k_norm.weight", (kv_dim,), f32)]
@@ -1049,6 +1049,14 @@ ZOO: dict[str, TinySpec] = {
         n_expert_used=2,
         n_ff_exp=64,
         extra_kv={"qwen3vlmoe.n_deepstack_layers": 3, "qwen3vlmoe.rope.dimension_sections": [8, 4, 4, 0]},
+    ),
+    # Hunyuan dense: per-head Q/K norms after RoPE; an expert count of 1 means no experts
+    "hunyuan-dense": TinySpec(
+        "hunyuan-dense",
+        n_head_kv=2,
+        weight_type=Q.Q8_0,
+        output_type=None,
+        extra_kv={"hunyuan-dense.expert_count": 1, "hunyuan-dense.expert_used_count": 1},
     ),
     "qwen3-hd": TinySpec("qwen3", n_embd=128, n_head=4, n_head_kv=2, head_dim=64, output_type=None),
     "phi3": TinySpec("phi3", n_head_kv=4, weight_type=Q.Q8_0),

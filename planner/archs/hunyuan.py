@@ -1,0 +1,64 @@
+"""Hunyuan dense (src/models/hunyuan-dense.cpp, which builds hunyuan-vl.cpp's graph): llama's layers with
+per-head Q/K norms applied after RoPE (K first), a SiLU-gated FFN.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from planner.archs.common import read_experts, require
+from planner.graphs.blocks import final_output
+from planner.graphs.context import GraphContext
+
+if TYPE_CHECKING:
+    from planner.anatomy import Meta
+    from planner.model import ModelAnatomy
+
+
+def _hunyuan_dense(anatomy: ModelAnatomy, meta: Meta) -> None:
+    # llama_model_hunyuan_vl::load_arch_hparams: the RMS epsilon is required; rope.dimension_sections
+    # only picks ggml_rope_multi over ggml_rope_ext (NeoX RoPE either way: one position a token).
+    # llama_model_base::load_hparams: an expert count of 1 is no experts at all
+    require(anatomy, meta, "attention.layer_norm_rms_epsilon")
+    if meta.int_or("expert_count", 0) > 1:
+        read_experts(anatomy, meta)
+
+
+def build_hunyuan_dense(ctx: GraphContext) -> None:
+    """llama_model_hunyuan_vl::graph: attn_norm, QKV, RoPE on Q and K, then K's and Q's norms,
+    attention, residual; ffn_norm, SwiGLU, residual."""
+    g, w, m = ctx.g, ctx.w, ctx.model
+    inp_l = ctx.build_inp_embd()
+    inp_pos = ctx.build_inp_pos()
+    inp_attn = ctx.build_attn_inp_kv()
+    out_ids = ctx.build_inp_out_ids()
+    for layer in m.trunk_layers:
+        il = layer.index
+        inp_sa = inp_l
+        cur = ctx.build_norm(inp_l, w.layer(il, "attn_norm.weight"), il=il)
+        hd = layer.head_dim_k
+        q, k, v = ctx.build_qkv(layer, cur, hd, layer.n_head, hd, layer.n_head_kv)
+        q = g.rope(q, inp_pos)
+        k = g.rope(k, inp_pos)
+        k = ctx.build_norm(k, w.layer(il, "attn_k_norm.weight"), il=il)
+        q = ctx.build_norm(q, w.layer(il, "attn_q_norm.weight"), il=il)
+        cur = ctx.build_attn(inp_attn, layer, w.layer(il, "attn_output.weight"), None, q, k, v)
+        if il == m.n_trunk - 1:
+            cur = g.get_rows(cur, out_ids)
+            inp_sa = g.get_rows(inp_sa, out_ids)
+        ffn_inp = g.add(cur, inp_sa)
+        cur = ctx.build_norm(ffn_inp, w.layer(il, "ffn_norm.weight"), il=il)
+        cur = ctx.build_ffn(
+            cur,
+            w.layer(il, "ffn_up.weight"),
+            w.layer(il, "ffn_gate.weight"),
+            w.layer(il, "ffn_down.weight"),
+            "silu",
+            True,
+        )
+        inp_l = g.add(cur, ffn_inp)
+    final_output(ctx, inp_l)
+
+
+read_hparams = _hunyuan_dense
+build_graph = build_hunyuan_dense
