@@ -66,6 +66,7 @@ FAMILIES: list[tuple[str, list[str]]] = [
             "qwen3vl",
             "qwen2vl",
             "hunyuan-dense",
+            "apertus",
         ],
     ),
     (

@@ -55,6 +55,7 @@ FAMILIES: dict[str, str] = {
     "hunyuan-dense": "hunyuan",
     "glm4moe": "glm4moe",
     "phi3": "phi3",
+    "apertus": "apertus",
     "olmo": "olmo",
     "olmo2": "olmo2",
     "exaone4": "olmo2",

@@ -672,6 +672,18 @@ def _layer_tensors(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], 
             (p + "ffn_down.weight", (ff, e), w),
             (p + "post_ffw_norm.weight", (e,), f32),
         ]
+    if spec.arch == "apertus":  # per-head Q/K norms with biases, an FFN without a gate (xIELU)
+        return [
+            (p + "attn_norm.weight", (e,), f32),
+            *_attn_tensors(spec, il),
+            (p + "attn_q_norm.weight", (hk,), f32),
+            (p + "attn_q_norm.bias", (hk,), f32),
+            (p + "attn_k_norm.weight", (hk,), f32),
+            (p + "attn_k_norm.bias", (hk,), f32),
+            (p + "ffn_norm.weight", (e,), f32),
+            (p + "ffn_up.weight", (e, ff), w),
+            (p + "ffn_down.weight", (ff, e), w),
+        ]
     if spec.arch == "olmo":  # layer norms without weights, no biases (llama_model_olmo)
         return [
             *_attn_tensors(spec, il),
@@ -1057,6 +1069,18 @@ ZOO: dict[str, TinySpec] = {
         weight_type=Q.Q8_0,
         output_type=None,
         extra_kv={"hunyuan-dense.expert_count": 1, "hunyuan-dense.expert_used_count": 1},
+    ),
+    # Apertus: xIELU parameters per layer (an array) or for all layers (one number)
+    "apertus": TinySpec(
+        "apertus",
+        n_head_kv=2,
+        weight_type=Q.Q8_0,
+        extra_kv={
+            "xielu.alpha_n": [0.8, 0.7, 0.6, 0.5],  # keys without the architecture's prefix
+            "xielu.alpha_p": 0.8,
+            "xielu.beta": 0.5,
+            "xielu.eps": 1e-6,
+        },
     ),
     "qwen3-hd": TinySpec("qwen3", n_embd=128, n_head=4, n_head_kv=2, head_dim=64, output_type=None),
     "phi3": TinySpec("phi3", n_head_kv=4, weight_type=Q.Q8_0),
