@@ -88,6 +88,7 @@ FAMILIES: list[tuple[str, list[str]]] = [
             "glm4moe",
             "minimax-m2",
             "llama4",
+            "exaone-moe",
         ],
     ),
     ("Multi-head latent attention (MLA)", ["deepseek2", "deepseek3", "deepseek2-mtp", "mistral4", "deepseek32"]),

@@ -59,6 +59,7 @@ FAMILIES: dict[str, str] = {
     "olmo": "olmo",
     "olmo2": "olmo2",
     "exaone4": "olmo2",
+    "exaone-moe": "exaone_moe",
     "cohere2": "cohere2",
     "command-r": "cohere2",
     "falcon": "cohere2",  # attention and FFN side by side

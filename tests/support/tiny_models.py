@@ -630,6 +630,46 @@ def _glm4moe_layer(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], 
     ]
 
 
+def _exaone_moe_layer(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], Q]]:
+    """EXAONE MoE layers (llama_model_exaone_moe::load_arch_tensors): per-head Q/K norms; a dense FFN in
+    the leading layers and the multi-token-prediction layers, routed plus shared experts elsewhere."""
+    x, a = spec.extra_kv, spec.arch
+    e, w, f32, hk, p = spec.n_embd, spec.weight_type, Q.F32, spec.head_k, f"blk.{il}."
+    out = [
+        *_attn_tensors(spec, il),
+        (p + "attn_norm.weight", (e,), f32),
+        (p + "attn_q_norm.weight", (hk,), f32),
+        (p + "attn_k_norm.weight", (hk,), f32),
+        (p + "ffn_norm.weight", (e,), f32),
+    ]
+    mtp = il >= spec.n_layer - x.get(f"{a}.nextn_predict_layers", 0)
+    if il < x.get(f"{a}.leading_dense_block_count", 0) or mtp:
+        out += [
+            (p + "ffn_gate.weight", (e, spec.n_ff), w),
+            (p + "ffn_down.weight", (spec.n_ff, e), w),
+            (p + "ffn_up.weight", (e, spec.n_ff), w),
+        ]
+    else:
+        ne, fe, fs = spec.n_expert, spec.n_ff_exp, spec.n_ff_shexp
+        out += [
+            (p + "ffn_gate_inp.weight", (e, ne), f32),
+            (p + "exp_probs_b.bias", (ne,), f32),
+            (p + "ffn_gate_exps.weight", (e, fe, ne), w),
+            (p + "ffn_down_exps.weight", (fe, e, ne), w),
+            (p + "ffn_up_exps.weight", (e, fe, ne), w),
+            (p + "ffn_gate_shexp.weight", (e, fs), w),
+            (p + "ffn_down_shexp.weight", (fs, e), w),
+            (p + "ffn_up_shexp.weight", (e, fs), w),
+        ]
+    if mtp:
+        out += [
+            (p + "nextn.eh_proj.weight", (2 * e, e), w),
+            (p + "nextn.enorm.weight", (e,), f32),
+            (p + "nextn.hnorm.weight", (e,), f32),
+        ]
+    return out
+
+
 def _layer_tensors(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], Q]]:
     if spec.arch == "plamo2":
         return _plamo2_layer(spec, il)
@@ -649,6 +689,8 @@ def _layer_tensors(spec: TinySpec, il: int) -> list[tuple[str, tuple[int, ...], 
         return _qwen3next_layer(spec, il)
     if spec.arch == "glm4moe":
         return _glm4moe_layer(spec, il)
+    if spec.arch == "exaone-moe":
+        return _exaone_moe_layer(spec, il)
     if spec.arch == "gemma3n":
         return _gemma3n_layer(spec, il)
     if spec.arch == "gemma4":
@@ -1042,6 +1084,27 @@ ZOO: dict[str, TinySpec] = {
         extra_kv={"minimax-m2.expert_gating_func": 2},
     ),
     # Qwen2-VL's text model: qwen2 with multi-section RoPE (four positions a token)
+    # EXAONE MoE: 3 of 4 layers windowed (RoPE on those only), a leading dense layer, sigmoid-routed
+    # experts with a selection bias and a shared expert, one multi-token-prediction layer (skipped)
+    "exaone-moe": TinySpec(
+        "exaone-moe",
+        n_layer=6,
+        n_head_kv=2,
+        n_swa=128,
+        n_expert=8,
+        n_expert_used=2,
+        n_ff_exp=64,
+        n_ff_shexp=64,
+        weight_type=Q.Q8_0,
+        extra_kv={
+            "exaone-moe.leading_dense_block_count": 1,
+            "exaone-moe.nextn_predict_layers": 1,
+            "exaone-moe.expert_gating_func": 2,
+            "exaone-moe.expert_weights_norm": True,
+            "exaone-moe.expert_weights_scale": 2.5,
+            "exaone-moe.expert_shared_count": 1,
+        },
+    ),
     "qwen2vl": TinySpec(
         "qwen2vl", n_head_kv=2, weight_type=Q.Q8_0, extra_kv={"qwen2vl.rope.dimension_sections": [8, 4, 4, 0]}
     ),
