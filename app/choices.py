@@ -7,11 +7,14 @@ configuration, priced as given (the same as `--plan --ngl N`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from planner.errors import ConfigError
-from planner.fit import FitResult, Wishes, evaluate, fixed_config, solve
-from planner.hardware import Device, Host
-from planner.model import ModelAnatomy
+
+if TYPE_CHECKING:  # the solver is imported when a plan is made, not when the picker is drawn
+    from planner.fit import FitResult
+    from planner.hardware import Device, Host
+    from planner.model import ModelAnatomy
 
 KV_CHOICES = ("auto", "f16", "q8_0", "q4_0")
 FA_CHOICES = ("auto", "on", "off")
@@ -57,6 +60,8 @@ def parse_choice(ctx: str, kv: str, ngl: str, fa: str) -> PlanChoice:
 
 def plan_for(model: ModelAnatomy, gpus: list[Device], host: Host, choice: PlanChoice) -> FitResult:
     """Solve (blank knobs) or evaluate (GPU layers fixed); ConfigError for what llama.cpp refuses."""
+    from planner.fit import Wishes, evaluate, fixed_config, solve
+
     if choice.n_gpu_layers is None:
         kv_types = (choice.kv,) if choice.kv != "auto" else Wishes().kv_types
         return solve(model, gpus, host, Wishes(n_ctx=choice.n_ctx, kv_types=kv_types, flash_attn=choice.flash_attn))

@@ -1,13 +1,15 @@
 """Time from `vramchat` to the picker drawn, with 20 models in the models folder.
 
-    python bench/startup.py [--models N] [--runs N] [--profile FILE]
+    python bench/startup.py [--models N] [--runs N] [--profile FILE] [--before TREE]
 
 Writes N tiny models (tests/support/tiny_models.py) into a fresh vramchat home, then starts
 the real `vramchat` command in a pseudo-terminal (160x45) several times. The first
 start plans every model; later starts read the plan cache. For each start it prints
 the time until the model list is drawn ("listed") and until every badge is fresh
 ("planned"), both from the moment the process is spawned. The app reports the two
-moments through VRAMCHAT_BENCH_READY and quits by itself.
+moments through VRAMCHAT_BENCH_READY and quits by itself. --before TREE starts another checkout of
+vramchat too (an earlier commit's `git worktree`, first on PYTHONPATH, same interpreter), in a home
+of its own with the same models, its starts interleaved with this one's.
 """
 
 from __future__ import annotations
@@ -41,13 +43,18 @@ def write_models(folder: Path, count: int) -> None:
         write_tiny_model(folder / f"{name}-{i:02d}.gguf", spec.with_(name=f"{name} #{i}"), seed=i)
 
 
-def start_once(home: Path, timeout: float = 60.0, profile: Path | None = None) -> dict[str, float]:
+def start_once(
+    home: Path, timeout: float = 60.0, profile: Path | None = None, tree: Path | None = None
+) -> dict[str, float]:
     marks = home / "bench-marks.txt"
     marks.unlink(missing_ok=True)
     master, slave = os.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 45, 160, 0, 0))
     env = dict(os.environ, VRAMCHAT_HOME=str(home), VRAMCHAT_BENCH_READY=str(marks), TERM="xterm-256color")
     env.pop("VRAMCHAT_DEVICES", None)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # an installed vramchat has its bytecode compiled
+    if tree is not None:
+        env["PYTHONPATH"] = str(tree)
     vramchat = Path(sys.executable).with_name("vramchat")
     started = time.time()
     command = [str(vramchat)]
@@ -85,28 +92,41 @@ def main() -> None:
     parser.add_argument("--models", type=int, default=20, help="tiny models to write (default 20)")
     parser.add_argument("--runs", type=int, default=5, help="warm starts to time (default 5)")
     parser.add_argument("--profile", type=Path, help="then one more warm start under cProfile, saved to this file")
+    parser.add_argument("--before", type=Path, help="also start this checkout (an earlier commit), interleaved")
     args = parser.parse_args()
-    home = Path(tempfile.mkdtemp(prefix="vramchat-startup-"))
+    root = Path(tempfile.mkdtemp(prefix="vramchat-startup-"))
+    trees: dict[str, Path | None] = {"this tree": None}
+    if args.before is not None:
+        trees["before"] = args.before.resolve()
+    homes = {name: root / name.replace(" ", "-") for name in trees}
     try:
-        write_models(home / "data" / "models", args.models)
-        found = len(list((home / "data" / "models").glob("*.gguf")))
-        cold = start_once(home)
-        found = len(list((home / "data" / "models").glob("*.gguf")))  # the demo model is assembled on first start
-        warm = [start_once(home) for _ in range(args.runs)]
+        for home in homes.values():
+            write_models(home / "data" / "models", args.models)
+        cold = {name: start_once(homes[name], tree=tree) for name, tree in trees.items()}
+        warm: dict[str, list[dict[str, float]]] = {name: [] for name in trees}
+        for _ in range(args.runs):
+            for name, tree in trees.items():
+                warm[name].append(start_once(homes[name], tree=tree))
         if args.profile:
-            start_once(home, profile=args.profile.resolve())
-        print(f"{found} models in {home / 'data' / 'models'} ({args.models} tiny + the demo model when installed)")
-        print(
-            f"first start (plans every model):  list drawn {cold['listed']:.3f} s, all planned {cold['planned']:.3f} s"
-        )
-        listed = [w["listed"] for w in warm]
-        planned = [w["planned"] for w in warm]
-        print(
-            f"second start (plan cache warm), {args.runs} runs: list drawn median {statistics.median(listed):.3f} s "
-            f"(max {max(listed):.3f}), all badges fresh median {statistics.median(planned):.3f} s"
-        )
+            start_once(homes["this tree"], profile=args.profile.resolve())
+        folder = homes["this tree"] / "data" / "models"
+        found = len(list(folder.glob("*.gguf")))  # the demo model is assembled on first start
+        print(f"{found} models in {folder} ({args.models} tiny + the demo model when installed)")
+        for name in trees:
+            c = cold[name]
+            listed = [w["listed"] for w in warm[name]]
+            planned = [w["planned"] for w in warm[name]]
+            print(f"{name}:")
+            print(
+                f"  first start (plans every model):  list drawn {c['listed']:.3f} s, all planned {c['planned']:.3f} s"
+            )
+            print(
+                f"  second start (plan cache warm), {args.runs} runs: list drawn median "
+                f"{statistics.median(listed):.3f} s (max {max(listed):.3f}), all badges fresh median "
+                f"{statistics.median(planned):.3f} s"
+            )
     finally:
-        shutil.rmtree(home, ignore_errors=True)
+        shutil.rmtree(root, ignore_errors=True)
 
 
 if __name__ == "__main__":

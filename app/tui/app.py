@@ -27,11 +27,11 @@ from app.store_recovery import open_store
 from app.tui import bench_hook
 from app.tui.messages import ScanFinished, ScanListed
 from app.tui.screens.picker import PickerScreen
-from app.tui.session import EngineLike, ModelSession, default_engine
 from app.tui.themes import THEMES
 
 if TYPE_CHECKING:
     from app.tui.screens.chat import ChatScreen
+    from app.tui.session import EngineLike, ModelSession
     from planner.fit import FitResult
     from planner.model import ModelAnatomy
 
@@ -49,7 +49,7 @@ class AppOptions:
     ram: str | None = None
     cpu: bool = False
     include_demo: bool = True
-    engine_factory: Callable[[], EngineLike] = default_engine
+    engine_factory: Callable[[], EngineLike] | None = None  # None: llama.cpp in an engine process
     store_path: Path | None = None
 
 
@@ -73,7 +73,8 @@ class VramchatApp(App):
         self.settings = settings
         self._startup_warnings = [warning] if warning else []
         self.devices: DeviceReport | None = None
-        self.session = ModelSession(self.options.engine_factory, elastic=settings.elastic_context)
+        self._session: ModelSession | None = None  # made on first use: the picker is drawn without it
+        self._elastic = settings.elastic_context
         self.plan_cache = PlanCache()
         if self.plan_cache.load_error:
             self._startup_warnings.append(self.plan_cache.load_error)
@@ -81,6 +82,16 @@ class VramchatApp(App):
         for theme in THEMES:
             self.register_theme(theme)
         self.theme = self.settings.theme if self.settings.theme in self.available_themes else "vramchat-dark"
+
+    @property
+    def session(self) -> ModelSession:
+        """The model session (engine, telemetry, the loaded model); its modules, the engine's and the
+        whole planner's, are imported when it is first needed, not before the picker is drawn."""
+        if self._session is None:
+            from app.tui.session import ModelSession, default_engine
+
+            self._session = ModelSession(self.options.engine_factory or default_engine, elastic=self._elastic)
+        return self._session
 
     def _open_store(self) -> Store:
         store, notes = open_store(self.options.store_path)
@@ -140,11 +151,13 @@ class VramchatApp(App):
             self.notify(f"Could not save the settings: {exc}", severity="error")
 
     async def action_quit(self) -> None:
-        self.session.stop()
+        if self._session is not None:
+            self._session.stop()
         self.exit()
 
     def on_unmount(self) -> None:
-        self.session.close()
+        if self._session is not None:
+            self._session.close()
         self.plan_cache.save()
         self.store.close()
 

@@ -25,11 +25,8 @@ from app.choices import FA_CHOICES, KV_CHOICES, PlanChoice, parse_choice, plan_f
 from app.devices.render import device_line
 from app.discovery import ModelFile, folders_to_scan
 from app.tui.messages import DevicesProbed, EntryPlanned, PlanComputed, ScanFinished, ScanListed, ScanStatus
-from planner.archs import not_for_chat
 from planner.errors import PlannerError
-from planner.fit import FitResult
-from planner.hardware import format_size
-from planner.model import ModelAnatomy
+from planner.units import format_size
 
 PLAN_DEBOUNCE = 0.2
 _BADGE_COLOR = {
@@ -42,8 +39,10 @@ _BADGE_COLOR = {
 }
 
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the planner itself is imported by the plan worker, after the list is drawn
     from app.tui.app import VramchatApp
+    from planner.fit import FitResult
+    from planner.model import ModelAnatomy
 
 
 class PickerScreen(Screen):
@@ -230,7 +229,8 @@ class PickerScreen(Screen):
             target = next((p for p in self.entries if os.path.realpath(p) == real), None)
         if target is not None:
             table.move_cursor(row=table.get_row_index(target))
-        self.select(target or next(iter(self.entries)))
+        # the list first: the selected model is planned once the frame that shows the list is drawn
+        self.select(target or next(iter(self.entries)), plan_after_refresh=True)
         table.focus()
 
     def on_entry_planned(self, message: EntryPlanned) -> None:
@@ -292,7 +292,7 @@ class PickerScreen(Screen):
         if event.row_key.value == self.selected:
             self.action_load()
 
-    def select(self, path: str) -> None:
+    def select(self, path: str, plan_after_refresh: bool = False) -> None:
         self.selected = path
         self.result = None
         for field_id in ("#ctx", "#ngl"):
@@ -300,7 +300,11 @@ class PickerScreen(Screen):
         self.query_one("#kv", Select).value = "auto"
         self.query_one("#fa", Select).value = "auto"
         self.query_one("#plan-scroll").border_subtitle = path
-        self.request_plan(now=True)
+        if plan_after_refresh:
+            self.plan_state = "pending"
+            self.call_after_refresh(self.request_plan, True)
+        else:
+            self.request_plan(now=True)
 
     @on(Input.Changed, "#ctx, #ngl")
     @on(Select.Changed, "#kv, #fa")
@@ -344,14 +348,13 @@ class PickerScreen(Screen):
 
     @work(thread=True, exclusive=True, group="plan", exit_on_error=False)
     def _plan(self, path: str, choice: PlanChoice, request: int) -> None:
-        from planner.anatomy import load_anatomy
-        from planner.gguf import read_gguf
+        from app.header_cache import load_anatomy_cached
 
         report = self.app.devices
         try:
             model = self.anatomies.get(path)
             if model is None:
-                model = load_anatomy(read_gguf(path))
+                model = load_anatomy_cached(path)  # a header read before comes from the cache
                 self.anatomies[path] = model
             result = plan_for(model, report.gpus, report.host, choice)
         except PlannerError as exc:
@@ -441,6 +444,8 @@ class PickerScreen(Screen):
         anatomy = self.anatomies.get(path)
         if anatomy is None:
             return
+        from planner.archs import not_for_chat
+
         why_not = not_for_chat(anatomy.architecture)
         if why_not:
             self.app.notify(
