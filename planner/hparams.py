@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-# llama_expert_gating_func_type
+# llama_expert_gating_func_type, and the router's activation as the graph names it
 GATING_SOFTMAX, GATING_SIGMOID = 1, 2
+GATING_NAMES = {1: "softmax", 2: "sigmoid", 3: "softmax_weight", 4: "sqrt_softplus"}
 
 
 @dataclass
@@ -31,8 +32,8 @@ class Experts:
 
     @property
     def gating(self) -> str:
-        """The router's activation as the graph names it."""
-        return "sigmoid" if self.gating_func == GATING_SIGMOID else "softmax"
+        """The router's activation as the graph names it (none in the header: softmax)."""
+        return GATING_NAMES.get(self.gating_func, "softmax")
 
 
 @dataclass

@@ -96,7 +96,7 @@ def ffn_block(ctx: GraphContext, il: int, cur: Tensor) -> Tensor:
             "silu",
             True,
         )
-    gating = {1: "softmax", 2: "sigmoid", 3: "softmax_weight", 4: "sqrt_softplus"}.get(experts.gating_func, "softmax")
+    gating = experts.gating
     moe = ctx.build_moe_ffn(
         cur,
         il,

@@ -11,14 +11,12 @@ from planner.archs.common import load_swa_pattern, read_experts, require
 from planner.errors import GGUFError
 from planner.graphs.blocks import attention_inputs, final_output
 from planner.graphs.context import GraphContext
+from planner.hparams import GATING_NAMES
 from planner.model import SWA_STANDARD
 
 if TYPE_CHECKING:
     from planner.anatomy import Meta
     from planner.model import ModelAnatomy
-
-# llama_expert_gating_func_type: 0 (none) makes build_moe_ffn abort
-_GATING = {1: "softmax", 2: "sigmoid", 3: "softmax_weight", 4: "sqrt_softplus"}
 
 
 def _exaone_moe(anatomy: ModelAnatomy, meta: Meta) -> None:
@@ -46,7 +44,7 @@ def _exaone_moe(anatomy: ModelAnatomy, meta: Meta) -> None:
             raise GGUFError(anatomy.path, "n_expert must be > 0 (llama.cpp refuses the model)")
         if anatomy.experts.n_used == 0:
             raise GGUFError(anatomy.path, "n_expert_used must be > 0 (llama.cpp refuses the model, or aborts its load)")
-        if anatomy.experts.gating_func not in _GATING:
+        if anatomy.experts.gating_func not in GATING_NAMES:  # 0 (none) makes build_moe_ffn abort
             problem = (
                 f"expert_gating_func {anatomy.experts.gating_func} is unknown: llama.cpp aborts building the graph"
             )
@@ -104,7 +102,7 @@ def build_exaone_moe(ctx: GraphContext) -> None:
                 "silu",
                 moe.weights_norm,
                 moe.weights_scale,
-                _GATING[moe.gating_func],
+                moe.gating,
                 exp_probs_b=w.layer(il, "exp_probs_b.bias"),
             )
             shared = ctx.build_ffn(
