@@ -8,15 +8,18 @@ Exit status: 0 the plan fits, 3 it does not, 2 usage error, 1 bad or missing fil
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
-from collections.abc import Sequence
 
 from app import __version__
 from app.errors import VramchatError
 from planner import LLAMA_CPP_BUILD
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a replayed plan's start is short)
+if TYPE_CHECKING:  # argparse is imported when the command line is parsed: a replayed plan needs none of it
+    import argparse
+    from collections.abc import Sequence
 
 EXIT_OK, EXIT_BAD_FILE, EXIT_USAGE, EXIT_NO_FIT, EXIT_LOAD_FAILED = 0, 1, 2, 3, 4
 
@@ -27,6 +30,8 @@ class UsageError(VramchatError):
 
 
 def _whole_number(text: str, minimum: int) -> int:
+    import argparse
+
     try:
         value = int(text)
     except ValueError:
@@ -46,6 +51,8 @@ def _non_negative_int(text: str) -> int:
 
 
 def _on_off(text: str) -> bool:
+    import argparse
+
     lowered = text.lower()
     if lowered in ("on", "1", "true", "yes"):
         return True
@@ -55,6 +62,8 @@ def _on_off(text: str) -> bool:
 
 
 def _size(text: str) -> int:
+    import argparse
+
     from planner.hardware import parse_size
 
     try:
@@ -64,6 +73,8 @@ def _size(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    import argparse
+
     p = argparse.ArgumentParser(
         prog="vramchat",
         description="Chat with local GGUF models, knowing before you load one how much memory it takes.",
@@ -250,20 +261,6 @@ def _make_plan(args: argparse.Namespace):
     return path, model, report, result, fixed
 
 
-def _replay_key(args: argparse.Namespace):
-    """For `--plan --json`: (key, free RAM) under which a plan made before may be said again
-    (app.plan_replay), or None."""
-    if not (args.plan and args.json):
-        return None
-    from app import plan_replay
-
-    try:
-        path = _resolve_model(args.model)
-    except Exception:  # the plan says what is wrong
-        return None
-    return plan_replay.key_for(args, path)
-
-
 def run_plan(args: argparse.Namespace, replay_key=None) -> int:
     from app.devices.render import annotate_plan_json, plan_notes
     from planner.llama_args import to_llama_args
@@ -290,7 +287,7 @@ def run_plan(args: argparse.Namespace, replay_key=None) -> int:
         if replay_key is not None and confirmed is None:
             from app.plan_replay import keep
 
-            keep(replay_key[0], data, fit_log, report, EXIT_OK if result.plan.fits else EXIT_NO_FIT)
+            keep(replay_key[0], args, path, data, fit_log, report, EXIT_OK if result.plan.fits else EXIT_NO_FIT)
         print(json.dumps(data, indent=2))
     elif args.llama_args:
         import shlex
@@ -679,15 +676,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             return serve(words[1:])
         except KeyboardInterrupt:
             return 130
+    replay_key = None
+    if "--plan" in words and "--json" in words:  # planned before: said again, nothing parsed nor planned
+        from app import plan_replay
+
+        replay_key = plan_replay.key_for(words)  # before anything below changes the environment
+        if replay_key is not None:
+            code = plan_replay.replay(*replay_key, resolve=_resolve_model)
+            if code is not None:
+                return code
     parser = build_parser()
     args = parser.parse_args(_negative_values_attached(words))
-    replay_key = _replay_key(args)  # before anything below changes the environment
-    if replay_key is not None:
-        from app.plan_replay import replay
-
-        code = replay(*replay_key)
-        if code is not None:
-            return code
     from app.compute_cache import keep_compute_sizes
     from planner.compute_memo import use_store
     from planner.errors import GGUFError, PlannerError

@@ -25,9 +25,10 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # typing's import alone is a tenth of this module's time budget
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: its import is a tenth of the budget
+if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 FOLDER = "replay"
@@ -116,11 +117,11 @@ def _code() -> list[Any]:
     return [_files(os.path.dirname(app.__file__)), _files(os.path.dirname(planner.__file__))]
 
 
-def key_for(args: Any, model_path: str) -> tuple[dict[str, Any], int] | None:
-    """(the key, the host's free memory now) for a replayable `--plan --json`, or None."""
-    if not sys.platform.startswith("linux") or args.verify or args.llama_args or args.mmproj or args.models_dir:
-        return None
-    if args.vram is not None or args.ram is not None or (args.rpc or "none").strip().lower() != "none":
+def key_for(words: list[str]) -> tuple[dict[str, Any], int] | None:
+    """(the key, the host's free memory now) for the command line `words`, where the device probe is
+    simple enough to be replayed; else None. The key holds the words as given: a replay needs no
+    parsing (whether they ask for a plan that can be replayed is known when it is kept)."""
+    if not sys.platform.startswith("linux"):
         return None
     env = {k: v for k, v in os.environ.items() if k.startswith(_ENV_PREFIXES) or k == "HOME"}
     if env.get("VRAMCHAT_DEVICES", "").strip() or env.get("VRAMCHAT_RPC", "").strip():
@@ -142,11 +143,10 @@ def key_for(args: Any, model_path: str) -> tuple[dict[str, Any], int] | None:
         key = {
             "format": FORMAT,
             "python": sys.version,
-            "args": sorted((k, repr(v)) for k, v in vars(args).items()),
+            "words": list(words),
             "cwd": os.getcwd(),
             "env": sorted(env.items()),
             "settings": settings,
-            "model": [model_path, _model_files(model_path)],
             "code": _code(),
             "llama_cpp": [lib, _files(lib)],
             "cpu": _cpu_identity(),
@@ -163,7 +163,7 @@ def _entry_path(key: dict[str, Any]) -> Any:
     from app.paths import cache_dir
 
     # the entry holds its whole key: the name only spreads entries (the devices' part is not in it)
-    text = json.dumps([key["args"], key["cwd"], key["model"][0]]).encode()
+    text = json.dumps([key["words"], key["cwd"]]).encode()
     return cache_dir() / FOLDER / f"{zlib.crc32(text):08x}{zlib.adler32(text):08x}.json"
 
 
@@ -184,19 +184,23 @@ def _render(node: Any, free: int, total: int) -> Any:
     return node
 
 
-def replay(key: dict[str, Any], free: int) -> int | None:
+def replay(key: dict[str, Any], free: int, resolve: Callable[[str], str]) -> int | None:
     """Print the plan kept under `key` for `free` bytes of host RAM free; its exit status, or None
-    when there is none, it was made for other inputs, or `free` is beyond its bounds."""
+    when there is none, it was made for other inputs, or `free` is beyond its bounds. `resolve`
+    turns the model's word into its path (the demo's file) as the plan does."""
     try:
         entry = json.loads(_entry_path(key).read_bytes())
         if entry.get("key") != json.loads(json.dumps(key)):
+            return None
+        word, path, files = entry["model"]
+        if resolve(key["words"][word]) != path or [list(f) for f in _model_files(path)] != files:
             return None
         low, high = entry["bounds"]
         if not (low <= free and (high is None or free < high)):
             return None
         data = _render(entry["template"], free, key["ram"])
         code = int(entry["exit"])
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except Exception:  # anything amiss in a cache only means planning as usual
         return None
     print(json.dumps(data, indent=2))
     return code
@@ -220,19 +224,28 @@ def _template(node: Any, free: int) -> Any:
 
 def keep(
     key: dict[str, Any],
+    args: Any,
+    path: str,
     data: dict[str, Any],
     fit_log: list[tuple[str, int, bool]],
     report: Any,
     exit_code: int,
 ) -> None:
-    """Keep the plan `data` (before it is printed) for later runs with the same key, when it
-    depends on free memory only as this module can say again: the host's, through its fit
-    decisions and the marked fields. Anything else is simply not kept."""
+    """Keep the plan `data` of the model at `path` (before it is printed) for later runs with the
+    same key, when the command line asks for nothing else than a plan (no check by llama.cpp, no
+    projector, no simulated or remote devices) and the plan depends on free memory only as this
+    module can say again: the host's, through its fit decisions and the marked fields."""
     from app.devices import ggml
     from app.devices.held import FROM_HOST
     from app.devices.probes import HOST as PROBE_HOST
     from app.rpc.endpoint import configured_endpoints
 
+    if not (args.plan and args.json) or args.verify or args.llama_args or args.mmproj or args.models_dir:
+        return
+    if args.vram is not None or args.ram is not None or (args.rpc or "none").strip().lower() != "none":
+        return
+    if key["words"].count(args.model) != 1:
+        return  # which word names the model must be plain
     host = report.host
     if report.gpus or report.simulated or report.warnings or report.mismatches or configured_endpoints():
         return
@@ -256,8 +269,9 @@ def keep(
         # said again for the same free memory, the template must give back exactly what is printed
         if json.dumps(_render(template, host.free, host.total)) != json.dumps(data):
             return
-        text = json.dumps({"key": key, "bounds": [low, high], "exit": exit_code, "template": template})
-    except (ValueError, KeyError, TypeError):
+        model = [key["words"].index(args.model), path, _model_files(path)]
+        text = json.dumps({"key": key, "model": model, "bounds": [low, high], "exit": exit_code, "template": template})
+    except (OSError, ValueError, KeyError, TypeError):
         return
     from app.cache_files import write_atomically
 

@@ -8,9 +8,11 @@ from, to be said again for another free figure. Imports nothing heavy (no datacl
 
 from __future__ import annotations
 
-from typing import Any
-
 from planner.units import format_size
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (app.plan_replay imports this module)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _gpu_budget(free: int, name: str, planned: int, margin: int, shared: int) -> str:

@@ -145,6 +145,14 @@ def test_other_flags_settings_devices_or_code_plan_again(
         assert not runs.plan(model)[2]
 
 
+def test_plans_for_simulated_devices_or_checked_by_llama_cpp_are_never_kept(runs: Runs, model: str) -> None:
+    for extra in (["--vram", "8GiB"], ["--ram", "16GiB"], ["--llama-args"], ["--rpc", "none", "--vram", "4GiB"]):
+        runs.plan(model, *extra)
+        assert not runs.plan(model, *extra)[2], extra
+    runs.plan(model, "--cpu")  # what the probe finds, without the GPUs: kept
+    assert runs.plan(model, "--cpu")[2]
+
+
 def test_the_code_stamp_sees_an_edited_file(tmp_path: Path) -> None:
     (tmp_path / "pkg").mkdir()
     source = tmp_path / "pkg" / "rules.py"
