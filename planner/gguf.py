@@ -13,6 +13,7 @@ from __future__ import annotations
 import mmap
 import os
 import struct
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +21,7 @@ from planner.errors import GGUFError
 from planner.ggml_types import TYPES_BY_ID, GGMLType, tensor_bytes
 from planner.units import SPLIT_NAME
 
+_LITTLE_ENDIAN = sys.byteorder == "little"  # GGUF's lengths are little-endian: read natively where they agree
 GGUF_MAGIC = b"GGUF"
 SUPPORTED_VERSIONS = (2, 3)
 DEFAULT_ALIGNMENT = 32
@@ -192,16 +194,40 @@ class _Cursor:
         A vocabulary holds hundreds of thousands: the fast walk checks nothing per string (a
         length that runs past the buffer makes the next read fail, or the end lands beyond
         it), and only a walk that failed is done again, checked, for the precise message."""
-        pos, unpack = self.pos, _U64.unpack_from
-        try:
-            for _ in range(count):
-                pos += 8 + unpack(self.buf, pos)[0]
-        except (struct.error, OverflowError):
-            pos = self.end + 1
+        pos = self.pos
+        if _LITTLE_ENDIAN and count >= 64:
+            pos = self._walk_aligned(count)
+        else:
+            unpack = _U64.unpack_from
+            try:
+                for _ in range(count):
+                    pos += 8 + unpack(self.buf, pos)[0]
+            except (struct.error, OverflowError):
+                pos = self.end + 1
         if pos <= self.end:
             self.pos = pos
             return
         self._skip_strings_checked(count, what)
+
+    def _walk_aligned(self, count: int) -> int:
+        """The fast walk through eight views of the buffer as native (little-endian) u64s, one per
+        byte offset modulo 8: a length is then one index, `views[pos % 8][pos // 8]`, a third
+        cheaper than unpacking it. Returns where the strings end, or past the end on a bad length."""
+        pos, end = self.pos, self.end
+        base = memoryview(self.buf)
+        views: list[memoryview] = []
+        try:
+            for k in range(8):
+                views.append(base[k : k + (end - k) // 8 * 8].cast("Q"))
+            for _ in range(count):
+                pos += 8 + views[pos & 7][pos >> 3]
+        except (IndexError, ValueError, TypeError):  # a length past the end, or a buffer that cannot be cast
+            pos = end + 1
+        finally:
+            for view in views:
+                view.release()
+            base.release()
+        return pos
 
     def _skip_strings_checked(self, count: int, what: str) -> None:
         buf, pos, end = self.buf, self.pos, self.end
