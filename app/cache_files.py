@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import time
 from functools import lru_cache
 from pathlib import Path
 
@@ -18,22 +19,38 @@ import planner
 @lru_cache(maxsize=1)
 def planner_stamp() -> str:
     """Changes whenever the planner's code does (a new release, an edited rule)."""
-    root = Path(planner.__file__).parent
+    root = os.path.dirname(planner.__file__)
     parts = []
-    for path in sorted(root.rglob("*.py")):
-        with contextlib.suppress(OSError):
-            st = path.stat()
-            parts.append(f"{path.relative_to(root)}:{st.st_size}:{st.st_mtime_ns}")
-    return hashlib.sha1("\n".join(parts).encode()).hexdigest()
+    folders = [root]
+    while folders:  # os.scandir rather than Path.rglob: a third of the time
+        with contextlib.suppress(OSError), os.scandir(folders.pop()) as entries:
+            for item in entries:
+                if item.is_dir(follow_symlinks=False):
+                    folders.append(item.path)
+                elif item.name.endswith(".py"):
+                    with contextlib.suppress(OSError):
+                        st = item.stat()
+                        parts.append(f"{os.path.relpath(item.path, root)}:{st.st_size}:{st.st_mtime_ns}")
+    return hashlib.sha1("\n".join(sorted(parts)).encode()).hexdigest()
+
+
+def new_temporary(folder: Path, suffix: str = ".tmp") -> tuple[int, str]:
+    """A new file in `folder`, made exclusively and readable by the user alone, as tempfile.mkstemp
+    makes it, without tempfile's import (5 ms of a plan's start): (descriptor, path)."""
+    for attempt in range(1000):
+        path = os.path.join(folder, f".{os.getpid()}-{time.monotonic_ns()}-{attempt}{suffix}")
+        try:
+            return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600), path
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no new temporary file could be made in {folder}")
 
 
 def write_atomically(entry: Path, data: bytes, keep: int) -> None:
     """Write `entry` whole or not at all, then keep only the `keep` newest files beside it."""
     with contextlib.suppress(OSError):
         entry.parent.mkdir(parents=True, exist_ok=True)
-        import tempfile  # only when writing: its import costs every start 5 ms
-
-        fd, tmp = tempfile.mkstemp(dir=entry.parent, suffix=".tmp")
+        fd, tmp = new_temporary(entry.parent)
         try:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)

@@ -118,9 +118,9 @@ class PlanCache:
             self._dirty = False
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            import tempfile  # only when writing: its import costs every start 5 ms
+            from app.cache_files import new_temporary
 
-            fd, tmp = tempfile.mkstemp(prefix=".plans-", suffix=".json", dir=self.path.parent)
+            fd, tmp = new_temporary(self.path.parent, ".json.tmp")
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 handle.write(data)
             os.replace(tmp, self.path)
