@@ -25,7 +25,7 @@ from app.settings import Settings, load_settings, save_settings
 from app.store import Store
 from app.store_recovery import open_store
 from app.tui import bench_hook
-from app.tui.messages import ScanFinished, ScanListed
+from app.tui.messages import ScanFinished
 from app.tui.screens.picker import PickerScreen
 from app.tui.themes import THEMES
 
@@ -119,9 +119,6 @@ class VramchatApp(App):
         for sig in (signal.SIGTERM, signal.SIGHUP):
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                 loop.add_signal_handler(sig, self.exit)
-
-    def on_scan_listed(self, message: ScanListed) -> None:
-        bench_hook.mark(self, "listed")
 
     def on_scan_finished(self, message: ScanFinished) -> None:
         bench_hook.mark(self, "planned", quit_after=True)

@@ -24,6 +24,7 @@ from app.catalog import Catalog, CatalogEntry, fit_badge, format_params
 from app.choices import FA_CHOICES, KV_CHOICES, PlanChoice, parse_choice, plan_for
 from app.devices.render import device_line
 from app.discovery import ModelFile, folders_to_scan
+from app.tui import bench_hook
 from app.tui.messages import DevicesProbed, EntryPlanned, PlanComputed, ScanFinished, ScanListed, ScanStatus
 from planner.errors import PlannerError
 from planner.units import format_size
@@ -222,6 +223,7 @@ class PickerScreen(Screen):
             table.add_row(*self._cells(entry), key=entry.file.path)
         if not message.entries:
             self.query_one("#plan-text", Static).update(self._empty_help())
+            bench_hook.mark(self, "listed")
             return
         target = self.preselect if self.preselect in self.entries else None
         if target is None and self.preselect:
@@ -229,6 +231,7 @@ class PickerScreen(Screen):
             target = next((p for p in self.entries if os.path.realpath(p) == real), None)
         if target is not None:
             table.move_cursor(row=table.get_row_index(target))
+        bench_hook.mark(self, "listed")
         # the list first: the selected model is planned once the frame that shows the list is drawn
         self.select(target or next(iter(self.entries)), plan_after_refresh=True)
         table.focus()
