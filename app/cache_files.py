@@ -7,7 +7,6 @@ the answer is worked out again.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import time
 from functools import lru_cache
@@ -31,6 +30,8 @@ def planner_stamp() -> str:
                     with contextlib.suppress(OSError):
                         st = item.stat()
                         parts.append(f"{os.path.relpath(item.path, root)}:{st.st_size}:{st.st_mtime_ns}")
+    import hashlib  # here: every start imports this module, few need the stamp
+
     return hashlib.sha1("\n".join(sorted(parts)).encode()).hexdigest()
 
 

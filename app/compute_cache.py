@@ -10,7 +10,6 @@ vramchat prices again.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import threading
 
@@ -30,6 +29,8 @@ class DiskSizeStore:
         self._lock = threading.Lock()
 
     def _path(self, key: str):
+        import hashlib  # here: installing the store is part of every start, using it is not
+
         return cache_dir() / FOLDER / (hashlib.sha1(f"{key}\0{planner_stamp()}".encode()).hexdigest() + ".json")
 
     def get(self, key: str) -> dict[str, int] | None:

@@ -13,8 +13,6 @@ that changes a rule at run time, always gets a fresh price.
 
 from __future__ import annotations
 
-import hashlib
-import pickle
 import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
@@ -48,6 +46,9 @@ def model_digest(model: ModelAnatomy) -> str:
     known = _digests.get(id(model))
     if known is not None and known[0]() is model:
         return known[1]
+    import hashlib  # here, not at the top: the app installs a store on every start, prices on few
+    import pickle
+
     digest = hashlib.sha1(pickle.dumps(model, protocol=pickle.HIGHEST_PROTOCOL)).hexdigest()
     key = id(model)
     _digests[key] = (weakref.ref(model, lambda _ref: _digests.pop(key, None)), digest)
@@ -71,6 +72,8 @@ def size_key(
         sorted(weights.repacked),
         op_offload,
     )
+    import hashlib
+
     return hashlib.sha1(repr(parts).encode()).hexdigest()
 
 
