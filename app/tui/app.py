@@ -19,7 +19,6 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
-from app.devices import DeviceReport, probe_devices
 from app.plan_cache import PlanCache
 from app.settings import Settings, load_settings, save_settings
 from app.store import Store
@@ -30,6 +29,7 @@ from app.tui.screens.picker import PickerScreen
 from app.tui.themes import THEMES
 
 if TYPE_CHECKING:
+    from app.devices import DeviceReport
     from app.tui.screens.chat import ChatScreen
     from app.tui.session import EngineLike, ModelSession
     from planner.fit import FitResult
@@ -182,6 +182,8 @@ class VramchatApp(App):
     def probe_devices(self) -> DeviceReport:
         """Probe (or simulate) the devices; called from the scan worker, which posts the report (the
         picker stores it in `devices` on the UI thread)."""
+        from app.devices import probe_devices  # the probes' modules load in the scan worker, not before the picker
+
         return probe_devices(self.options.vram, self.options.ram, cpu_only=self.options.cpu)
 
     def demo_path(self, progress: Callable[[str], None]) -> Path | None:

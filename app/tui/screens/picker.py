@@ -22,7 +22,6 @@ from textual.worker import Worker, WorkerState, get_current_worker
 
 from app.catalog import Catalog, CatalogEntry, fit_badge, format_params
 from app.choices import FA_CHOICES, KV_CHOICES, PlanChoice, parse_choice, plan_for
-from app.devices.render import device_line
 from app.discovery import ModelFile, folders_to_scan
 from app.tui import bench_hook
 from app.tui.messages import DevicesProbed, EntryPlanned, PlanComputed, ScanFinished, ScanListed, ScanStatus
@@ -207,6 +206,8 @@ class PickerScreen(Screen):
             self.query_one("#device-line", Static).update(f"Device settings are wrong: {message.error}")
             self.app.notify(message.error, title="Devices", severity="error", timeout=10)
             return
+        from app.devices.render import device_line  # the scan worker imported the probes already
+
         report = message.report
         self.app.devices = report  # here, on the UI thread: the scan worker only posts it
         self.query_one("#device-line", Static).update(device_line(report))
