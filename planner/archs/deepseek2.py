@@ -88,14 +88,7 @@ def ffn_block(ctx: GraphContext, il: int, cur: Tensor) -> Tensor:
     """The leading dense layers' FFN, else routed experts plus the shared expert."""
     w, experts = ctx.w, ctx.model.experts
     if experts is None or il < experts.n_layer_dense_lead:
-        return ctx.build_ffn(
-            cur,
-            w.layer(il, "ffn_up.weight"),
-            w.layer(il, "ffn_gate.weight"),
-            w.layer(il, "ffn_down.weight"),
-            "silu",
-            True,
-        )
+        return ctx.build_layer_ffn(cur, il)
     gating = experts.gating
     moe = ctx.build_moe_ffn(
         cur,

@@ -84,14 +84,7 @@ def build_exaone_moe(ctx: GraphContext) -> None:
         ffn_inp = g.add(cur, inp_sa)
         cur = ctx.build_norm(ffn_inp, w.layer(il, "ffn_norm.weight"), il=il)
         if w.layer(il, "ffn_gate_inp.weight") is None:
-            cur = ctx.build_ffn(
-                cur,
-                w.layer(il, "ffn_up.weight"),
-                w.layer(il, "ffn_gate.weight"),
-                w.layer(il, "ffn_down.weight"),
-                "silu",
-                True,
-            )
+            cur = ctx.build_layer_ffn(cur, il)
         else:
             moe = m.moe
             routed = ctx.build_moe_ffn(

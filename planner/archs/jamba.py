@@ -54,14 +54,7 @@ def build_jamba(ctx: GraphContext) -> None:
         ffn_inp = g.add(inp_l, cur)
         cur = ctx.build_norm(ffn_inp, w.layer(il, "ffn_norm.weight"), il=il)
         if w.layer(il, "ffn_gate_inp.weight") is None:
-            cur = ctx.build_ffn(
-                cur,
-                w.layer(il, "ffn_up.weight"),
-                w.layer(il, "ffn_gate.weight"),
-                w.layer(il, "ffn_down.weight"),
-                "silu",
-                True,
-            )
+            cur = ctx.build_layer_ffn(cur, il)
         else:
             cur = ctx.build_moe_ffn(cur, il, m.moe.n_expert, m.moe.n_used, "silu", False, m.moe.weights_scale)
         inp_l = g.add(ffn_inp, cur)

@@ -108,14 +108,7 @@ def build_lfm2(ctx: GraphContext) -> None:
                 exp_probs_b=w.layer(il, "exp_probs_b.bias"),
             )
         else:
-            out = ctx.build_ffn(
-                normed,
-                w.layer(il, "ffn_up.weight"),
-                w.layer(il, "ffn_gate.weight"),
-                w.layer(il, "ffn_down.weight"),
-                "silu",
-                True,
-            )
+            out = ctx.build_layer_ffn(normed, il)
         cur = g.add(cur, out)
     cur = ctx.build_norm(cur, w.get_optional("token_embd_norm.weight"))
     ctx.set_outputs(cur, ctx.mm(ctx.output_weight(), cur))

@@ -43,14 +43,7 @@ def build_olmo(ctx: GraphContext) -> None:
             inp_sa = g.get_rows(inp_sa, out_ids)
         ffn_inp = g.add(cur, inp_sa)
         cur = ctx.build_norm(ffn_inp, None, rms=False, il=il)
-        cur = ctx.build_ffn(
-            cur,
-            w.layer(il, "ffn_up.weight"),
-            w.layer(il, "ffn_gate.weight"),
-            w.layer(il, "ffn_down.weight"),
-            "silu",
-            True,
-        )
+        cur = ctx.build_layer_ffn(cur, il)
         inp_l = g.add(cur, ffn_inp)
     final_output(ctx, inp_l, rms=False)
 

@@ -68,14 +68,7 @@ def build_olmo2(ctx: GraphContext) -> None:
             inp_sa = g.get_rows(inp_sa, out_ids)
         cur = ctx.build_norm(cur, w.layer(il, "post_attention_norm.weight"), il=il)
         ffn_inp = g.add(cur, inp_sa)
-        cur = ctx.build_ffn(
-            ffn_inp,
-            w.layer(il, "ffn_up.weight"),
-            w.layer(il, "ffn_gate.weight"),
-            w.layer(il, "ffn_down.weight"),
-            "silu",
-            True,
-        )
+        cur = ctx.build_layer_ffn(ffn_inp, il)
         cur = ctx.build_norm(cur, w.layer(il, "post_ffw_norm.weight"), il=il)
         inp_l = g.add(cur, ffn_inp)
     final_output(ctx, inp_l)

@@ -222,14 +222,7 @@ def _ffn(ctx: GraphContext, cur: Tensor, il: int) -> Tensor:
     """build_layer_ffn: routed experts (softmax, normalised weights) plus the sigmoid-gated shared expert."""
     g, w = ctx.g, ctx.w
     if w.layer(il, "ffn_gate_inp.weight") is None:
-        return ctx.build_ffn(
-            cur,
-            w.layer(il, "ffn_up.weight"),
-            w.layer(il, "ffn_gate.weight"),
-            w.layer(il, "ffn_down.weight"),
-            "silu",
-            True,
-        )
+        return ctx.build_layer_ffn(cur, il)
     # qwen3next does not read expert_weights_scale: the weights are never scaled
     experts = ctx.model.moe
     moe = ctx.build_moe_ffn(cur, il, experts.n_expert, experts.n_used, "silu", True, 0.0)

@@ -166,6 +166,13 @@ class GraphContext:
         q, k, v = (g.reshape(t, head, heads, n_tok) for t, head, heads in outs)
         return q, k, v
 
+    def build_layer_ffn(self, cur: Tensor, il: int) -> Tensor:
+        """The layer's own SwiGLU FFN (ffn_up, ffn_gate, ffn_down, parallel gate): llama's, and most families'."""
+        w = self.w
+        return self.build_ffn(
+            cur, w.layer(il, "ffn_up.weight"), w.layer(il, "ffn_gate.weight"), w.layer(il, "ffn_down.weight")
+        )
+
     def build_ffn(
         self,
         cur: Tensor,
