@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 from pathlib import Path
 
 from app.errors import VramchatError
@@ -38,12 +40,18 @@ def demo_model_path(assemble: bool = True) -> Path:
         raise DemoUnavailable("the demo model is not installed: pip install 'vramchat[demo]'") from None
     if not assemble:
         raise DemoUnavailable("the demo model has not been assembled yet")
+    # written under a hidden name and renamed when whole: a scan of the models folder that runs
+    # meanwhile (the picker lists the other models while the demo is assembled) skips hidden files
+    partial = target.with_name(f".{MODEL_NAME}.partial")
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        return Path(demo.assemble(target, overwrite=True))
+        demo.assemble(partial, overwrite=True)
+        os.replace(partial, target)
+        return target
     except OSError:
-        pass  # vramchat's models folder cannot be written: the package's own cache folder may be
+        _remove(partial)  # vramchat's models folder cannot be written: the package's own cache folder may be
     except ValueError as exc:
+        _remove(partial)
         raise DemoUnavailable(f"could not assemble the demo model: {exc}") from None
     try:
         return Path(demo.assemble())
@@ -51,6 +59,11 @@ def demo_model_path(assemble: bool = True) -> Path:
         raise DemoUnavailable(
             f"could not assemble the demo model into {target.parent} or the package's cache: {exc}"
         ) from None
+
+
+def _remove(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        path.unlink()
 
 
 def _whole(path: Path) -> bool:

@@ -7,8 +7,10 @@ report, the model session); screens own their widgets and run their own workers.
 from __future__ import annotations
 
 import os
+import threading
 import traceback
 from collections.abc import Callable, Iterable
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
@@ -76,6 +78,7 @@ class VramchatApp(App):
         self._startup_warnings = [warning] if warning else []
         self.devices: DeviceReport | None = None
         self._session: ModelSession | None = None  # made on first use: the picker is drawn without it
+        self._demo_assembly: Future[Path | None] | None = None
         self._elastic = settings.elastic_context
         self.plan_cache = PlanCache()
         if self.plan_cache.load_error:
@@ -186,24 +189,42 @@ class VramchatApp(App):
 
         return probe_devices(self.options.vram, self.options.ram, cpu_only=self.options.cpu)
 
-    def demo_path(self, progress: Callable[[str], None]) -> Path | None:
-        """The demo model's file, assembled on first use; None when it is not installed."""
+    def assembled_demo(self) -> tuple[Path | None, bool]:
+        """The demo model's file when it is ready, and whether it still has to be assembled (the
+        package is installed, the file not yet written): a first start's few seconds of work."""
         if not self.options.include_demo:
-            return None
+            return None, False
         from app.demo import DemoUnavailable, demo_installed, demo_model_path
 
         if not demo_installed():
-            return None
+            return None, False
         try:
-            return demo_model_path(assemble=False)
+            return demo_model_path(assemble=False), False
         except DemoUnavailable:
-            pass
-        progress("Preparing the demo model (once)…")
-        try:
-            return demo_model_path()
-        except DemoUnavailable as exc:
-            self.call_from_thread(self.notify, str(exc), severity="error")
-            return None
+            return None, True
+
+    def demo_assembly(self) -> Future[Path | None]:
+        """The demo model being assembled in a thread of its own, started on the first call (a
+        rescan meanwhile waits for the same one). Its result is None, with a notification, when
+        it failed. The thread is a daemon: quitting does not wait for it, and the hidden partial
+        file it leaves is written again next time."""
+        if self._demo_assembly is None:
+            future: Future[Path | None] = Future()
+            self._demo_assembly = future
+
+            def assemble() -> None:
+                from app.demo import DemoUnavailable, demo_model_path
+
+                try:
+                    future.set_result(demo_model_path())
+                except DemoUnavailable as exc:
+                    self.call_from_thread(self.notify, str(exc), severity="error")
+                    future.set_result(None)
+                except BaseException as exc:  # reported by the scan worker that waits for it
+                    future.set_exception(exc)
+
+            threading.Thread(target=assemble, name="demo-assembly", daemon=True).start()
+        return self._demo_assembly
 
     def chat_screen(self) -> ChatScreen:
         """The chat screen, made on first use (its imports are not needed to draw the picker)."""

