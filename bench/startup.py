@@ -1,6 +1,6 @@
 """Time from `vramchat` to the picker drawn, with 20 models in the models folder.
 
-    python bench/startup.py [--models N] [--runs N] [--profile FILE] [--before TREE]
+    python bench/startup.py [--models N] [--runs N] [--profile FILE] [--before TREE] [--floor]
 
 Writes N tiny models (tests/support/tiny_models.py) into a fresh vramchat home, then starts
 the real `vramchat` command in a pseudo-terminal (160x45) several times. The first
@@ -9,7 +9,9 @@ the time until the model list is drawn ("listed") and until every badge is fresh
 ("planned"), both from the moment the process is spawned. The app reports the two
 moments through VRAMCHAT_BENCH_READY and quits by itself. --before TREE starts another checkout of
 vramchat too (an earlier commit's `git worktree`, first on PYTHONPATH, same interpreter), in a home
-of its own with the same models, its starts interleaved with this one's.
+of its own with the same models, its starts interleaved with this one's. --floor also starts,
+interleaved, a bare Textual app that draws the same list (bench/textual_floor.py): the least any
+Textual picker takes on this machine.
 """
 
 from __future__ import annotations
@@ -45,7 +47,11 @@ def write_models(folder: Path, count: int) -> None:
 
 
 def start_once(
-    home: Path, timeout: float = 60.0, profile: Path | None = None, tree: Path | None = None
+    home: Path,
+    timeout: float = 60.0,
+    profile: Path | None = None,
+    tree: Path | None = None,
+    floor: bool = False,
 ) -> dict[str, float]:
     marks = home / "bench-marks.txt"
     marks.unlink(missing_ok=True)
@@ -60,6 +66,8 @@ def start_once(
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.time()
     command = [str(vramchat)]
+    if floor:  # the bare Textual app that shows the same list (bench/textual_floor.py)
+        command = [sys.executable, str(ROOT / "bench" / "textual_floor.py"), str(home / "data" / "models")]
     if profile is not None:  # the app itself, not its guardian (which only waits for it)
         command = [sys.executable, "-m", "cProfile", "-o", str(profile), "-m", "app"]
         env["VRAMCHAT_NO_GUARD"] = "1"
@@ -99,6 +107,11 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5, help="warm starts to time (default 5)")
     parser.add_argument("--profile", type=Path, help="then one more warm start under cProfile, saved to this file")
     parser.add_argument("--before", type=Path, help="also start this checkout (an earlier commit), interleaved")
+    parser.add_argument(
+        "--floor",
+        action="store_true",
+        help="also start a bare Textual app that shows the same list (bench/textual_floor.py), interleaved",
+    )
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="vramchat-startup-"))
     trees: dict[str, Path | None] = {"this tree": None}
@@ -110,9 +123,12 @@ def main() -> None:
             write_models(home / "data" / "models", args.models)
         cold = {name: start_once(homes[name], tree=tree) for name, tree in trees.items()}
         warm: dict[str, list[dict[str, float]]] = {name: [] for name in trees}
+        floor: list[float] = []
         for _ in range(args.runs):
             for name, tree in trees.items():
                 warm[name].append(start_once(homes[name], tree=tree))
+            if args.floor:
+                floor.append(start_once(homes["this tree"], floor=True)["listed"])
         if args.profile:
             start_once(homes["this tree"], profile=args.profile.resolve())
         folder = homes["this tree"] / "data" / "models"
@@ -132,6 +148,13 @@ def main() -> None:
                 f"{statistics.median(listed):.3f} s (max {max(listed):.3f}), all badges fresh median "
                 f"{statistics.median(planned):.3f} s; CPU time to exit median {statistics.median(cpu):.3f} s"
             )
+        if floor:
+            print(
+                f"bare Textual app with the same list (the floor), {args.runs} runs: list drawn median "
+                f"{statistics.median(floor):.3f} s (max {max(floor):.3f})"
+            )
+            ratio = statistics.median(w["listed"] for w in warm["this tree"]) / statistics.median(floor)
+            print(f"  this tree's second start: {ratio:.2f}x the floor")
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
