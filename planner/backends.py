@@ -16,6 +16,8 @@ CUDA_MATRIX_ROW_PADDING = 512
 
 @dataclass(frozen=True)
 class BackendRules:
+    """How one backend lays out buffers: alignment, padded quantized rows, and whether checked on real hardware."""
+
     name: str  # cpu, cuda, rocm, metal, vulkan
     alignment: int
     pads_quantized_rows: bool = False

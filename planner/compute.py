@@ -26,6 +26,8 @@ from planner.weights import HOST_INDEX, LayerPlacement, WeightBuffers
 
 @dataclass(frozen=True)
 class ComputeBuffers:
+    """The compute buffer per backend that a graph reserve allocates."""
+
     sizes: dict[str, int]  # backend name (CUDA0, ..., CPU) -> bytes
     n_nodes: int
     n_splits: int

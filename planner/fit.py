@@ -50,12 +50,16 @@ class Wishes:
 
 @dataclass
 class Alternative:
+    """Another configuration worth telling the user about, and why."""
+
     plan: MemoryPlan
     note: str
 
 
 @dataclass
 class FitResult:
+    """The solver's answer: the plan, the reasons for it and the alternatives."""
+
     plan: MemoryPlan
     reasons: list[str]
     alternatives: list[Alternative]

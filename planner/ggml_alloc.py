@@ -23,6 +23,8 @@ def _align(size: int, alignment: int) -> int:
 
 @dataclass
 class _Block:
+    """A free block of the dynamic allocator."""
+
     offset: int
     size: int
 

@@ -51,6 +51,8 @@ INPLACE_OPS = frozenset(
 
 @dataclass(eq=False, slots=True)
 class Tensor:
+    """A ggml tensor of a replayed graph: shape, strides, op, sources and view."""
+
     type: GGMLType
     ne: tuple[int, int, int, int]
     nb: tuple[int, int, int, int]

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class GGMLType:
+    """A ggml tensor type: its blocks and their bytes (ggml_type_traits)."""
+
     id: int
     name: str
     block_size: int

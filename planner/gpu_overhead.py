@@ -30,6 +30,8 @@ PAGE = 2 * MiB  # cudaMalloc rounds large allocations up to 2 MiB pages
 
 @dataclass(frozen=True)
 class Overhead:
+    """A GPU backend's fixed cost outside llama.cpp's buffers: its context and runtime."""
+
     context: int
     runtime: int
     source: str  # where the figure comes from, for the plan's note

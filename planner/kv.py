@@ -23,6 +23,8 @@ from planner.units import round_up
 
 @dataclass(frozen=True)
 class KVTensor:
+    """One K, V (or indexer key) tensor of the KV cache."""
+
     layer: int
     swa: bool
     kind: str  # "k", "v", or "lid" (the indexer's key cache of sparse attention)
@@ -36,6 +38,8 @@ class KVTensor:
 
 @dataclass(frozen=True)
 class KVLayout:
+    """The KV cache of one configuration: cells, streams and every tensor."""
+
     cells: int  # cells per stream of the full-attention cache
     cells_swa: int  # cells per stream of the sliding-window cache (0 when there is none)
     n_stream: int

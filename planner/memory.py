@@ -49,6 +49,8 @@ class Buffer:
 
 @dataclass
 class DeviceUsage:
+    """What a plan puts on one device (or the host), by kind, against what is free there."""
+
     name: str
     kind: str  # gpu or host
     backend: str
@@ -92,6 +94,8 @@ class DeviceUsage:
 
 @dataclass
 class MemoryPlan:
+    """Every byte one configuration costs, per device and buffer, and whether it fits."""
+
     model: ModelAnatomy
     config: LoadConfig
     resolved: Resolved

@@ -80,6 +80,8 @@ SWA_NONE, SWA_STANDARD, SWA_CHUNKED, SWA_SYMMETRIC = "none", "standard", "chunke
 
 @dataclass
 class LayerAnatomy:
+    """One layer's tensors and attention shape, as llama.cpp's loader sees them."""
+
     index: int
     tensors: list[TensorInfo] = field(default_factory=list)
     n_head: int = 0
@@ -123,6 +125,8 @@ class LayerAnatomy:
 
 @dataclass
 class ModelAnatomy:
+    """What the planner knows of a model from its header: hyper-parameters, layers, tensors."""
+
     path: str
     architecture: str
     name: str

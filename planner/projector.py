@@ -23,6 +23,8 @@ AUDIO_COMPUTE_ALLOWANCE = 64 * 1024 * 1024
 
 @dataclass(frozen=True)
 class Projector:
+    """A multimodal projector (--mmproj) file: its encoder's shape and tensors."""
+
     path: str
     projector_type: str
     tensors: list[TensorInfo]

@@ -16,6 +16,8 @@ from planner.model import ModelAnatomy
 
 @dataclass(frozen=True)
 class RSTensor:
+    """One tensor of a recurrent model's state (convolution/token shift, or scan/wkv)."""
+
     layer: int
     kind: str  # "r" (convolution / token shift) or "s" (scan / wkv state)
     type: GGMLType
@@ -28,6 +30,8 @@ class RSTensor:
 
 @dataclass(frozen=True)
 class RSLayout:
+    """A recurrent model's state cache: its rows (sequences) and tensors."""
+
     rows: int
     tensors: list[RSTensor]
 

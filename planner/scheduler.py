@@ -52,6 +52,8 @@ def op_batch_size(node: Tensor) -> int:
 
 @dataclass
 class ScheduledGraph:
+    """A graph after ggml_backend_sched: each node's backend, the splits and the copies between them."""
+
     nodes: list[Tensor]
     leafs: list[Tensor]
     node_backend: list[str]

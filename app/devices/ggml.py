@@ -39,6 +39,8 @@ _NAME_PREFIXES = (
 
 @dataclass(frozen=True)
 class GGMLDevice:
+    """A device as llama.cpp's own device API reports it."""
+
     name: str  # CUDA0, ROCm0, MTL0, Vulkan0, CPU
     description: str
     type: str  # cpu, gpu, igpu, accel, meta

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class HostMemory:
+    """The host's RAM and swap, and its CPU's name."""
+
     total: int
     available: int
     swap_total: int

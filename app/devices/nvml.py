@@ -13,6 +13,8 @@ from app.devices import pci
 
 @dataclass(frozen=True)
 class NvmlGpu:
+    """An NVIDIA GPU as NVML reports it, with the processes holding its memory."""
+
     index: int
     name: str
     total: int

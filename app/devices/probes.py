@@ -14,6 +14,8 @@ __all__ = ["HOST", "DeviceReport", "Probe"]  # HOST: the host's key in `held`, a
 
 @dataclass
 class Probe:
+    """What one probe found, or why it could not look."""
+
     name: str  # llama.cpp, NVML, ROCm (pyrsmi), Metal, host, simulated
     available: bool
     detail: str  # what it found, or "unavailable: why"
@@ -22,6 +24,8 @@ class Probe:
 
 @dataclass
 class DeviceReport:
+    """The devices the planner plans for, with every probe's findings and warnings."""
+
     gpus: list[Device]  # what the planner plans for: the GPUs llama.cpp can use
     host: Host
     probes: list[Probe]

@@ -22,6 +22,8 @@ _AMDGPU_MODULE = "/sys/module/amdgpu"
 
 @dataclass(frozen=True)
 class RocmGpu:
+    """An AMD GPU as pyrsmi reports it: VRAM and GTT."""
+
     index: int
     name: str
     vram_total: int

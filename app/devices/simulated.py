@@ -27,6 +27,8 @@ _PREFIX = DEVICE_PREFIX
 
 @dataclass
 class SimulatedSpec:
+    """Devices given on the command line (--vram, --ram, VRAMCHAT_DEVICES) instead of probed."""
+
     gpus: list[tuple[int, int]] = field(default_factory=list)  # (total, used by others)
     ram: tuple[int, int] | None = None  # (total, used)
     backend: str = "cuda"
