@@ -30,9 +30,9 @@ class FloorApp(App):
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
-        for label, width in (("Model", 44), ("Arch", 10), ("Params", 6), ("Quant", 8), ("Size", 10)):
+        for label, width in (("Model", 38), ("Arch", 10), ("Params", 6), ("Quant", 8), ("Size", 10)):
             table.add_column(label, width=width)
-        table.add_column("Fit on this machine", width=26)
+        table.add_column("Fit on this machine", width=35)
         table.add_column("Found in", width=12)
         for name in self.names:
             table.add_row(name, "-", "?", "-", "1.0 MiB", "CPU only · 8,192 tok", "vramchat")

@@ -537,3 +537,20 @@ async def test_a_first_start_lists_and_plans_the_models_while_the_demo_is_assemb
         await wait_for(pilot, picker_ready(vramchat))
         assert fits()[gemma_path.name].startswith("full GPU")
         assert str(table.get_cell(str(gemma_path), "source")) == "demo"
+
+
+async def test_a_badge_is_shown_whole_estimate_included(shelf: Path) -> None:
+    """The fit column is wide enough for the longest badge: "· estimate" was cut to "· est"."""
+    from tests.support.tiny_models import TinySpec, write_tiny_model
+
+    write_tiny_model(shelf / "tiny-baichuan.gguf", TinySpec("baichuan"))
+    app = make_app(shelf)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, picker_ready(app))
+        table = app.screen.query_one("#models", DataTable)
+        badges = [table.get_cell(key, "fit") for key in table.rows]
+        assert any(str(b).endswith("· estimate") for b in badges)
+        column = next(c for c in table.columns.values() if c.key.value == "fit")
+        width = column.get_render_width(table) - 2 * table.cell_padding
+        longest = "partial · 12/33 layers · estimate ↻"
+        assert all(b.cell_len <= width for b in badges) and len(longest) <= width

@@ -112,12 +112,12 @@ class PickerScreen(Screen):
         table = self.query_one("#models", DataTable)
         # fixed widths: rows fill in as they are planned, and auto widths would keep the first guess
         for label, key, width in (
-            ("Model", "name", 44),
+            ("Model", "name", 38),
             ("Arch", "arch", 10),
             ("Params", "params", 6),
             ("Quant", "quant", 8),
             ("Size", "size", 10),
-            ("Fit on this machine", "fit", 26),
+            ("Fit on this machine", "fit", 35),  # "partial · 12/33 layers · estimate ↻" whole
             ("Found in", "source", 12),
         ):
             table.add_column(label, key=key, width=width)
