@@ -153,6 +153,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     wish.add_argument("--mmproj", metavar="FILE", help="a vision/audio projector (mmproj .gguf) loaded beside MODEL")
     wish.add_argument(
+        "--image-max-tokens",
+        type=_positive_int,
+        metavar="N",
+        help="with --mmproj: the most tokens one image may take, as llama-server's flag (default: the projector's)",
+    )
+    wish.add_argument(
         "--elastic",
         type=_on_off,
         metavar="on|off",
@@ -221,7 +227,7 @@ def _make_plan(args: argparse.Namespace):
     if args.mmproj:
         from planner.projector import read_projector
 
-        projector = read_projector(args.mmproj)
+        projector = read_projector(args.mmproj, args.image_max_tokens)
 
     fixed = any(
         v is not None
@@ -283,7 +289,7 @@ def run_plan(args: argparse.Namespace, replay_key=None) -> int:
             from app.engine.verify import annotate_json
 
             annotate_json(data, result.plan, confirmed)
-        data["llama_args"] = to_llama_args(result.plan, path, args.mmproj)
+        data["llama_args"] = to_llama_args(result.plan, path, args.mmproj, args.image_max_tokens)
         if replay_key is not None and confirmed is None:
             from app.plan_replay import keep
 
@@ -292,7 +298,7 @@ def run_plan(args: argparse.Namespace, replay_key=None) -> int:
     elif args.llama_args:
         import shlex
 
-        print(" ".join(shlex.quote(a) for a in to_llama_args(result.plan, path, args.mmproj)))
+        print(" ".join(shlex.quote(a) for a in to_llama_args(result.plan, path, args.mmproj, args.image_max_tokens)))
     else:
         print(plan_to_table(result))
         if committed is not None:
@@ -697,6 +703,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         for folder in args.models_dir:
             if not os.path.isdir(os.path.expanduser(folder)):
                 raise UsageError(f"--models-dir {folder}: no such folder")
+        if args.image_max_tokens is not None and not args.mmproj:
+            raise UsageError("--image-max-tokens goes with --mmproj")
         if args.devices:
             return run_devices(args)
         if args.plan:

@@ -28,7 +28,9 @@ _SWITCHES = {
 }
 
 
-def to_llama_args(plan: MemoryPlan, model_path: str, mmproj: str | None = None) -> list[str]:
+def to_llama_args(
+    plan: MemoryPlan, model_path: str, mmproj: str | None = None, image_max_tokens: int | None = None
+) -> list[str]:
     """llama-server / llama-cli flags for the plan's configuration (as resolved: the padded context)."""
     c, r = plan.config, plan.resolved
     out = [
@@ -72,6 +74,8 @@ def to_llama_args(plan: MemoryPlan, model_path: str, mmproj: str | None = None) 
         out += ["--rpc", ",".join(servers)]
     if mmproj:
         out += ["--mmproj", mmproj]
+        if image_max_tokens:
+            out += ["--image-max-tokens", str(image_max_tokens)]
     return out
 
 
@@ -88,7 +92,7 @@ def from_llama_args(args: list[str]) -> tuple[str, LoadConfig]:
             values["flash_attn"], i = args[i + 1] == "on", i + 2
         elif flag == "-ts":
             values["tensor_split"], i = tuple(float(x) for x in args[i + 1].split(",")), i + 2
-        elif flag in ("--mmproj", "--rpc"):  # what is loaded beside the model, and where: not configuration
+        elif flag in ("--mmproj", "--rpc", "--image-max-tokens"):  # what is loaded beside the model, and where
             i += 2
         elif flag in _VALUED:
             field = _VALUED[flag]

@@ -37,6 +37,8 @@ class Projector:
     has_vision: bool
     has_audio: bool
     metadata: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    # the most tokens an image may take (llama-server's --image-max-tokens); None: the model's own limit
+    image_max_tokens: int | None = None
 
     @property
     def vision_rule(self) -> bool:
@@ -75,10 +77,10 @@ class Projector:
         from planner.projectors.compute import peak_compute
 
         # the solver plans many configurations with one projector: replay each of its graphs once
-        key = (self._identity(), flash_attn, gpu[:2] if gpu else None, gpu[2] if gpu else None)
+        key = (self._identity(), self.image_max_tokens, flash_attn, gpu[:2] if gpu else None, gpu[2] if gpu else None)
         cached = _COMPUTE_CACHE.get(key)
         if cached is None:
-            sizes = peak_compute(self, flash_attn, gpu=gpu)
+            sizes = peak_compute(self, flash_attn, gpu=gpu, image_max_tokens=self.image_max_tokens)
             cached = sizes[gpu[0]] if gpu else sizes["CPU"]
             if len(_COMPUTE_CACHE) > 256:
                 _COMPUTE_CACHE.clear()
@@ -115,7 +117,9 @@ class Projector:
 _COMPUTE_CACHE: dict[tuple[object, ...], int] = {}
 
 
-def read_projector(path: str | os.PathLike[str]) -> Projector:
+def read_projector(path: str | os.PathLike[str], image_max_tokens: int | None = None) -> Projector:
+    """The projector file's header; `image_max_tokens` caps the largest image planned for, as
+    llama-server's --image-max-tokens does."""
     gguf: GGUFModel = read_gguf(path)
     md = gguf.metadata
     arch = gguf.architecture
@@ -140,4 +144,5 @@ def read_projector(path: str | os.PathLike[str]) -> Projector:
         has_vision=bool(md.get("clip.has_vision_encoder", True)),
         has_audio=bool(md.get("clip.has_audio_encoder", False)),
         metadata=dict(md),
+        image_max_tokens=image_max_tokens,
     )

@@ -201,6 +201,32 @@ def test_a_vision_projector_adds_its_weights_and_compute(tmp_path: Path, zoo: di
     assert not_clip.returncode == 1 and "not a multimodal projector" in not_clip.stderr
 
 
+def test_image_max_tokens_caps_the_projectors_largest_image(tmp_path: Path, zoo: dict[str, Path]) -> None:
+    """--image-max-tokens plans for the largest image llama-server would then accept (the figure
+    test_projector_accuracy checks against libmtmd for this projector and cap), and passes the flag on."""
+    from planner.projector import read_projector
+    from planner.projectors.compute import peak_compute
+    from tests.support.tiny_projectors import LARGEST, write_tiny_projector
+
+    spec, cap = LARGEST["qwen3vl"]
+    mmproj = str(write_tiny_projector(tmp_path / "mmproj-qwen3vl.gguf", spec))
+    plan = ["--plan", str(zoo["llama-f16"]), "--json", "--cpu", "--mmproj", mmproj]
+    default, capped = _run(*plan), _run(*plan, "--image-max-tokens", str(cap))
+    assert default.returncode == capped.returncode == 0, capped.stderr
+
+    def compute(out: str) -> tuple[int, bool]:
+        data = json.loads(out)
+        size = next(b["bytes"] for b in data["buffers"] if b["kind"] == "projector_compute")
+        return size, data["config"]["flash_attn"]
+
+    size, fa = compute(capped.stdout)
+    assert size == peak_compute(read_projector(mmproj), fa, image_max_tokens=cap)["CPU"]
+    assert size < compute(default.stdout)[0]
+    assert json.loads(capped.stdout)["llama_args"][-4:] == ["--mmproj", mmproj, "--image-max-tokens", str(cap)]
+    alone = _run("--plan", str(zoo["llama-f16"]), "--image-max-tokens", "256")
+    assert alone.returncode == 2 and "--image-max-tokens goes with --mmproj" in alone.stderr
+
+
 def test_an_unknown_architecture_gets_an_estimate_not_a_crash(tmp_path: Path) -> None:
     import gguf as gguf_lib
 
