@@ -198,7 +198,8 @@ class PickerScreen(Screen):
             return
         if assembly is not None:
             if not assembly.done():
-                self.post_message(ScanStatus(DEMO_STATUS.capitalize(), len(todo), total))
+                # with nothing planned yet, the bar stays indeterminate (it pulses) rather than at 0%
+                self.post_message(ScanStatus(DEMO_STATUS.capitalize(), len(todo), total if todo else 0))
             demo = assembly.result()
             known = {e.file.path for e in entries}
             added = [e for e in catalog.scan(folders, demo) if e.file.path not in known] if demo else []
