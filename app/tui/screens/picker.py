@@ -208,7 +208,7 @@ class PickerScreen(Screen):
                 stale = [e for e in added if not e.fresh]
                 if not self._plan_entries(catalog, stale, len(todo), len(todo) + len(stale), None):
                     return
-            todo += added
+                todo += stale
         catalog.cache.save()
         self.post_message(ScanFinished(len(todo)))
 
