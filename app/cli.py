@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # argparse is imported when the command line is parsed: a rep
     from collections.abc import Sequence
 
 EXIT_OK, EXIT_BAD_FILE, EXIT_USAGE, EXIT_NO_FIT, EXIT_LOAD_FAILED = 0, 1, 2, 3, 4
+EXIT_STDOUT_CLOSED = 141  # as a shell reports a command ended by SIGPIPE
 
 
 class UsageError(VramchatError):
@@ -674,6 +675,17 @@ def _negative_values_attached(argv: Sequence[str]) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        code = _main(argv)
+        sys.stdout.flush()  # here, where a closed pipe is caught, not at the interpreter's exit
+        return code
+    except BrokenPipeError:  # `vramchat --plan demo | head`: the reader has what it wanted
+        # the interpreter flushes stdout again at exit: point it where a flush cannot fail
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_STDOUT_CLOSED
+
+
+def _main(argv: Sequence[str] | None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     if words[:1] == ["serve-rpc"]:
         from app.rpc.serve import serve
@@ -727,6 +739,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(str(exc), EXIT_BAD_FILE)
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        raise  # not a fault: main() ends quietly
     except VramchatError as exc:  # a message meant for the user (the demo missing, a store that fails ...)
         return _fail(str(exc), EXIT_BAD_FILE)
     except Exception as exc:

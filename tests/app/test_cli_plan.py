@@ -257,3 +257,17 @@ def test_an_unknown_architecture_gets_an_estimate_not_a_crash(tmp_path: Path) ->
     assert data["model"]["exact"] is False
     assert any("compute buffers are a rough estimate" in e for e in data["estimates"])
     assert data["host"]["compute"] > 0
+
+
+def test_a_reader_that_stops_early_ends_the_plan_quietly(zoo: dict[str, Path]) -> None:
+    """`vramchat --plan MODEL | head -1`: the closed pipe is no error to report."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "app", "--plan", str(zoo["llama-f16"])],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # the reader is gone before anything was written
+    err = proc.stderr.read()
+    assert proc.wait(60) == 141 and err == "", err
