@@ -392,7 +392,7 @@ def run_prompt(args: argparse.Namespace) -> int:
 def _answer_json(session, outcome) -> dict:
     """The one-shot answer with its speed, and memory per device: planned (for what is allocated now),
     allocated (llama.cpp's log), the KV cache committed and in use."""
-    from app.engine.planned_actual import device_of
+    from app.engine.llama_log import device_of
     from app.telemetry import kv_bytes_in_use
     from planner.rpc import rpc_buffer_names
 

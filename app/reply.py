@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING
 
 from app.chat import ChatError, PromptBuild, ReplySink, build_prompt
 from app.engine.crash import EngineCrashed
-from app.engine.engine import EngineError, GenerationParams, GenerationStats
 from app.engine.failure import classify
 from app.engine.templates import ChatMessage
+from app.engine.types import EngineError, GenerationParams, GenerationStats
 from app.store import Store
 
 if TYPE_CHECKING:

@@ -73,7 +73,7 @@ def main() -> None:
 
     import llama_cpp
 
-    from app.engine import Engine
+    from app.engine.engine import Engine
     from app.engine.process import EngineProcess
     from planner.config import LoadConfig
 

@@ -29,7 +29,8 @@ from dataclasses import dataclass
 import psutil
 
 from app.devices import DeviceReport, probe_devices
-from app.engine import Engine, GenerationParams
+from app.engine import GenerationParams
+from app.engine.engine import Engine
 from app.telemetry import Telemetry, TelemetryConfig, for_engine
 from planner.anatomy import load_anatomy
 from planner.fit import Wishes, solve

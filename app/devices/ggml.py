@@ -9,13 +9,11 @@ backends and the telemetry reads the devices the engine allocates on.
 from __future__ import annotations
 
 import ctypes
-import importlib.util
 import os
 import sys
 from dataclasses import dataclass, replace
-from functools import lru_cache
 
-from app.errors import VramchatError
+from app.native import DeviceProps, GGMLUnavailable, libraries, library_dir, library_names
 
 DEVICE_TYPES = {0: "cpu", 1: "gpu", 2: "igpu", 3: "accel", 4: "meta"}
 GPU_TYPES = ("gpu", "igpu")
@@ -66,117 +64,9 @@ class GGMLDevice:
         return max(self.total - self.free, 0)
 
 
-class GGMLUnavailable(VramchatError, RuntimeError):
-    title = "llama.cpp's devices"
-    pass
-
-
-class _Caps(ctypes.Structure):
-    _fields_ = [
-        ("async_", ctypes.c_bool),
-        ("host_buffer", ctypes.c_bool),
-        ("buffer_from_host_ptr", ctypes.c_bool),
-        ("events", ctypes.c_bool),
-        ("mmap_support", ctypes.c_bool),
-    ]
-
-
-class _Props(ctypes.Structure):
-    """struct ggml_backend_dev_props of the pinned ggml (ggml-backend.h)."""
-
-    _fields_ = [
-        ("name", ctypes.c_char_p),
-        ("description", ctypes.c_char_p),
-        ("memory_free", ctypes.c_size_t),
-        ("memory_total", ctypes.c_size_t),
-        ("type", ctypes.c_int),
-        ("device_id", ctypes.c_char_p),
-        ("caps", _Caps),
-    ]
-
-
-def library_dir() -> str:
-    """The folder holding llama-cpp-python's shared libraries (LLAMA_CPP_LIB_PATH wins, as in llama_cpp)."""
-    override = os.environ.get("LLAMA_CPP_LIB_PATH")
-    if override:
-        return override
-    spec = importlib.util.find_spec("llama_cpp")
-    if spec is None or spec.origin is None:
-        raise GGMLUnavailable("llama-cpp-python is not installed")
-    return os.path.join(os.path.dirname(spec.origin), "lib")
-
-
-def library_names(base: str) -> list[str]:
-    """File names a ggml library may have on this platform. The versioned name comes first: it is
-    the one libllama links to, and a wheel ships it as a copy rather than a link, so opening the
-    plain name would load a second ggml with a registry of its own (one llama.cpp never sees)."""
-    if sys.platform == "win32":
-        return [f"{base}.dll", f"lib{base}.dll"]
-    if sys.platform == "darwin":
-        return [f"lib{base}.0.dylib", f"lib{base}.dylib", f"lib{base}.so"]
-    return [f"lib{base}.so.0", f"lib{base}.so"]
-
-
-def _open(folder: str, base: str, mode: int = ctypes.DEFAULT_MODE) -> ctypes.CDLL:
-    errors = []
-    for name in library_names(base):
-        path = os.path.join(folder, name)
-        if not os.path.exists(path):
-            errors.append(f"{name} not found")
-            continue
-        try:
-            return ctypes.CDLL(path, mode=mode)
-        except OSError as exc:
-            errors.append(str(exc))
-    raise OSError("; ".join(errors))
-
-
-def _declare(ggml: ctypes.CDLL) -> None:
-    ggml.ggml_backend_reg_count.restype = ctypes.c_size_t
-    ggml.ggml_backend_dev_count.restype = ctypes.c_size_t
-    ggml.ggml_backend_dev_get.restype = ctypes.c_void_p
-    ggml.ggml_backend_dev_get.argtypes = [ctypes.c_size_t]
-    ggml.ggml_backend_dev_name.restype = ctypes.c_char_p
-    ggml.ggml_backend_dev_name.argtypes = [ctypes.c_void_p]
-    ggml.ggml_backend_dev_type.restype = ctypes.c_int
-    ggml.ggml_backend_dev_type.argtypes = [ctypes.c_void_p]
-    ggml.ggml_backend_dev_memory.argtypes = [
-        ctypes.c_void_p,
-        ctypes.POINTER(ctypes.c_size_t),
-        ctypes.POINTER(ctypes.c_size_t),
-    ]
-    ggml.ggml_backend_dev_memory.restype = None
-    ggml.ggml_backend_dev_get_props.argtypes = [ctypes.c_void_p, ctypes.POINTER(_Props)]
-    ggml.ggml_backend_dev_get_props.restype = None
-    ggml.ggml_backend_load_all_from_path.argtypes = [ctypes.c_char_p]
-    ggml.ggml_backend_load_all_from_path.restype = None
-
-
-@lru_cache(maxsize=1)
-def _libs() -> tuple[ctypes.CDLL, ctypes.CDLL | None]:
-    folder = library_dir()
-    try:
-        ggml = _open(folder, "ggml", mode=ctypes.RTLD_GLOBAL)
-    except OSError as exc:
-        raise GGMLUnavailable(f"cannot load libggml from {folder}: {exc}") from None
-    try:
-        _declare(ggml)
-    except AttributeError as exc:
-        raise GGMLUnavailable(f"this libggml lacks the device API: {exc}") from None
-    if ggml.ggml_backend_reg_count() == 0:
-        # a build with backends as loadable modules (GGML_BACKEND_DL): load them as llama_backend_init
-        # would, from the folder they ship in
-        ggml.ggml_backend_load_all_from_path(folder.encode())
-    try:
-        cpu: ctypes.CDLL | None = _open(folder, "ggml-cpu")
-    except OSError:
-        cpu = None
-    return ggml, cpu
-
-
 def _device(ggml: ctypes.CDLL, index: int) -> GGMLDevice:
     dev = ggml.ggml_backend_dev_get(index)
-    props = _Props()  # zeroed: backends that do not know a device id leave it NULL
+    props = DeviceProps()  # zeroed: backends that do not know a device id leave it NULL
     ggml.ggml_backend_dev_get_props(dev, ctypes.byref(props))
     return GGMLDevice(
         name=(props.name or b"?").decode(errors="replace"),
@@ -264,7 +154,7 @@ def list_devices() -> list[GGMLDevice]:
         _last_devices = devices
         devices = _free_without_probe_context(devices)
     else:
-        ggml, _ = _libs()
+        ggml, _ = libraries()
         devices = [_device(ggml, i) for i in range(ggml.ggml_backend_dev_count())]
     _last_devices = devices
     return devices
@@ -284,7 +174,7 @@ def gpu_memory() -> dict[str, tuple[int, int]]:
     """name -> (free, total) of the GPUs only: the cheap call the telemetry makes twice a second."""
     if probe_out_of_process():
         return _vendor_gpu_memory()
-    ggml, _ = _libs()
+    ggml, _ = libraries()
     out: dict[str, tuple[int, int]] = {}
     for i in range(ggml.ggml_backend_dev_count()):
         dev = ggml.ggml_backend_dev_get(i)
@@ -318,15 +208,15 @@ _features_cache: list[frozenset[str]] = []
 
 def _vendor_gpu_memory() -> dict[str, tuple[int, int]]:
     """GPU memory through NVML and pyrsmi, matched to the devices llama.cpp listed last (by PCI id)."""
-    from app.devices import held, nvml, rocm
+    from app.devices import nvml, pci, rocm
 
     devices = _last_devices or list_devices()
     out: dict[str, tuple[int, int]] = {}
     if any(d.backend == "cuda" for d in devices):
-        for name, g in held.match(devices, [g for g in nvml.list_gpus() if not g.error], "cuda").items():
+        for name, g in pci.match(devices, [g for g in nvml.list_gpus() if not g.error], "cuda").items():
             out[name] = (g.free, g.total)
     if any(d.backend == "rocm" for d in devices):
-        for name, r in held.match(devices, rocm.list_gpus(), "rocm").items():
+        for name, r in pci.match(devices, rocm.list_gpus(), "rocm").items():
             out[name] = (r.vram_free, r.vram_total)
     return out
 
@@ -337,7 +227,7 @@ def cpu_features() -> frozenset[str]:
         if not _features_cache:
             _features_cache[:] = [_probe_child()[1]]
         return _features_cache[0]
-    _, cpu = _libs()
+    _, cpu = libraries()
     if cpu is None:
         return frozenset()
     found = set()

@@ -11,11 +11,11 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Any
 
-from app.devices import pci
 from app.devices.ggml import GGMLDevice
 from app.devices.nvml import NvmlGpu
+from app.devices.pci import match
 from app.devices.rocm import RocmGpu
 
 FROM_PROCESSES = "NVML process list"
@@ -35,33 +35,6 @@ class HeldMemory:
 
     def to_json(self) -> dict[str, Any]:
         return {"bytes": self.bytes, "source": self.source, "processes": self.processes}
-
-
-class _VendorGpu(Protocol):
-    index: int
-    pci_bus_id: str | None
-
-
-V = TypeVar("V", bound=_VendorGpu)
-
-
-def match(devices: Sequence[GGMLDevice], vendor: Sequence[V], backend: str) -> dict[str, V]:
-    """llama.cpp device name -> the vendor probe's GPU: by PCI bus id, else in order among the
-    devices of `backend` that have no id (CUDA_VISIBLE_DEVICES and speed ordering make the
-    order unreliable, hence the ids first)."""
-    out: dict[str, V] = {}
-    by_id = {g.pci_bus_id: g for g in vendor if g.pci_bus_id}
-    used: set[int] = set()
-    for d in devices:
-        bus = pci.normalize(d.device_id)
-        if bus and bus in by_id:
-            out[d.name] = by_id[bus]
-            used.add(by_id[bus].index)
-    rest = [g for g in vendor if g.index not in used]
-    unmatched = [d for d in devices if d.is_gpu and d.backend == backend and d.name not in out and not d.device_id]
-    for d, g in zip(unmatched, rest):
-        out[d.name] = g
-    return out
 
 
 def from_nvml(gpu: NvmlGpu, pid: int | None = None) -> HeldMemory:

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.devices import ggml, held, host, nvml
+from app.devices import ggml, host, nvml, pci
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,7 @@ def snapshot(pid: int | None = None, vendor: bool = True) -> ProcessMemory:
         except Exception as exc:
             nvidia = []
             sources["NVML"] = f"unavailable: {exc}"
-        for name, g in held.match(devices, [g for g in nvidia if not g.error], "cuda").items():
+        for name, g in pci.match(devices, [g for g in nvidia if not g.error], "cuda").items():
             size = g.processes.get(pid)
             if size is not None:
                 gpu[name] = size

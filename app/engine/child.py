@@ -68,7 +68,7 @@ class _Server:
             try:
                 self.handle(op, args)
             except Exception as exc:
-                from app.engine.engine import EngineError
+                from app.engine.types import EngineError
 
                 if isinstance(exc, EngineError):
                     self.send(p.ERROR, str(exc), exc.log, exc.status)
@@ -117,7 +117,7 @@ class _Server:
 
             self.send(p.RESULT, dry_run(*args))
         elif op == p.RESIZE:
-            from app.engine.engine import EngineError
+            from app.engine.types import EngineError
 
             try:
                 resized, failure = engine.resize(*args), None
@@ -130,7 +130,7 @@ class _Server:
 
 def _connect_rpc_servers() -> None:
     """The RPC servers the app was told to use (--rpc), given to llama.cpp before it lists devices."""
-    from app.engine.engine import EngineError
+    from app.engine.types import EngineError
     from app.rpc.client import connect_configured
     from app.rpc.wire import RpcError
 

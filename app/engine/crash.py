@@ -16,7 +16,7 @@ import signal
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from app.engine.engine import EngineError
+from app.engine.types import EngineError
 
 PHASES = {
     "starting": "while starting",

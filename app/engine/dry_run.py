@@ -98,7 +98,8 @@ def dry_run(path: str, config: LoadConfig) -> DryRun:
     """Build the model and a context for `config` with no_alloc (about a second for the demo)."""
     import llama_cpp
 
-    from app.engine.engine import EngineError, apply_context_params, apply_model_params, ensure_backend
+    from app.engine.params import apply_context_params, apply_model_params, ensure_backend
+    from app.engine.types import EngineError
 
     ensure_backend()
     log = capture()

@@ -18,148 +18,13 @@ import dataclasses
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
 
-from app.devices.process import ProcessMemory, snapshot
-from app.engine.llama_log import Measurements, capture
-from app.engine.planned_actual import BufferComparison, compare
-from app.errors import VramchatError
-from app.limits import DEFAULT_MAX_TOKENS
+from app.devices.process import snapshot
+from app.engine.llama_log import capture
+from app.engine.params import apply_context_params, apply_model_params, ensure_backend
+from app.engine.types import EngineError, GenerationParams, GenerationStats, LoadReport, ResizeReport
 from planner.config import LoadConfig
-from planner.ggml_types import ggml_type
-from planner.memory import MemoryPlan
-from planner.units import expert_tensor_pattern
-
-
-class EngineError(VramchatError, RuntimeError):
-    """Loading or running the model failed; the message says why in a user's words.
-
-    `log` keeps llama.cpp's error lines and `status` llama_decode's return value, so that
-    `app.engine.failure.classify` can tell a memory failure (worth a smaller plan) from the rest.
-    """
-
-    title = "llama.cpp failed"
-
-    def __init__(self, message: str, log: Iterable[str] = (), status: int | None = None) -> None:
-        super().__init__(message)
-        self.log = list(log)
-        self.status = status
-
-
-@dataclass(frozen=True)
-class GenerationParams:
-    max_tokens: int = DEFAULT_MAX_TOKENS
-    temperature: float = 0.7
-    top_k: int = 40
-    top_p: float = 0.95
-    min_p: float = 0.05
-    repeat_penalty: float = 1.1
-    repeat_last_n: int = 64
-    seed: int = -1
-    stop: tuple[str, ...] = ()
-
-
-@dataclass
-class GenerationStats:
-    prompt_tokens: int = 0
-    reused_tokens: int = 0
-    generated_tokens: int = 0
-    prompt_seconds: float = 0.0
-    generation_seconds: float = 0.0
-    stopped_by: str = ""  # eos, stop, length, user, error, context
-    generation_started: float = 0.0  # time.perf_counter() when the first token was sampled
-
-    def live_tokens_per_second(self) -> float:
-        """Generation speed so far, while the reply is still streaming."""
-        if not self.generation_started or not self.generated_tokens:
-            return 0.0
-        elapsed = self.generation_seconds or (time.perf_counter() - self.generation_started)
-        return self.generated_tokens / elapsed if elapsed > 0 else 0.0
-
-    @property
-    def tokens_per_second(self) -> float:
-        return self.generated_tokens / self.generation_seconds if self.generation_seconds > 0 else 0.0
-
-    @property
-    def prompt_tokens_per_second(self) -> float:
-        evaluated = self.prompt_tokens - self.reused_tokens
-        return evaluated / self.prompt_seconds if self.prompt_seconds > 0 else 0.0
-
-
-@dataclass(frozen=True)
-class ResizeReport:
-    """A context made larger or smaller: its size now, what it took, what it carried over."""
-
-    n_ctx: int
-    seconds: float
-    kept_tokens: int
-    state_bytes: int
-
-
-@dataclass
-class LoadReport:
-    path: str
-    config: LoadConfig
-    seconds: float
-    measurements: Measurements
-    n_ctx: int
-    n_vocab: int
-    chat_template: str | None
-    log_tail: list[str] = field(default_factory=list)
-    # the process as psutil / NVML / llama.cpp's devices saw it just before and just after the load
-    process_before: ProcessMemory | None = None
-    process: ProcessMemory | None = None
-
-    def compare(self, plan: MemoryPlan) -> list[BufferComparison]:
-        """Planned vs measured, per buffer kind and device (see app.engine.planned_actual)."""
-        return compare(plan, self.measurements, self.process_before, self.process)
-
-
-_backend_ready = False
-_backend_lock = threading.Lock()
-_keepalive: list[object] = []  # ctypes arrays llama.cpp keeps pointers to while a model loads
-
-
-def apply_model_params(mparams, config: LoadConfig) -> None:
-    """llama_model_params for `config` (the engine's loads and the dry run alike)."""
-    mparams.n_gpu_layers = config.n_gpu_layers
-    if not config.use_mmap:
-        mparams.load_mode = 0
-    mparams.use_extra_bufts = _extra_buffers(config)
-    if config.tensor_split:
-        split = (ctypes.c_float * 16)(*config.tensor_split[:16])
-        _keepalive[:] = [split]
-        mparams.tensor_split = split
-    overrides = _expert_overrides(config.n_cpu_moe)
-    if overrides is not None:
-        mparams.tensor_buft_overrides = ctypes.cast(overrides, ctypes.c_void_p)
-
-
-def apply_context_params(cparams, config: LoadConfig) -> None:
-    """llama_context_params for `config`."""
-    cparams.n_ctx = config.n_ctx
-    cparams.n_batch = config.n_batch
-    cparams.n_ubatch = config.n_ubatch
-    cparams.n_seq_max = config.n_seq_max
-    cparams.type_k = ggml_type(config.type_k).id
-    cparams.type_v = ggml_type(config.type_v).id
-    cparams.flash_attn_type = 1 if config.flash_attn else 0
-    cparams.swa_full = config.swa_full
-    cparams.kv_unified = config.kv_unified
-    cparams.offload_kqv = config.offload_kqv
-    cparams.op_offload = config.op_offload
-
-
-def ensure_backend() -> None:
-    global _backend_ready
-    with _backend_lock:
-        if not _backend_ready:
-            import llama_cpp
-
-            capture()
-            llama_cpp.llama_backend_init()
-            _backend_ready = True
 
 
 class Engine:
@@ -541,55 +406,8 @@ class Engine:
             self.generating.clear()
 
 
-def _extra_buffers(config: LoadConfig) -> bool:
-    from app.devices import ggml
-    from planner.weights import uses_cpu_extra_buffers
-
-    if config.cpu_extra_buffers is not None:
-        return config.cpu_extra_buffers
-    try:
-        features = ggml.cpu_features()
-    except Exception:  # no answer from llama.cpp: llama.cpp's own default
-        return True
-    return uses_cpu_extra_buffers(None, features)
-
-
 class _Stopped(Exception):
     pass
-
-
-class _BuftOverride(ctypes.Structure):
-    """struct llama_model_tensor_buft_override { const char * pattern; ggml_backend_buffer_type_t buft; }"""
-
-    _fields_ = [("pattern", ctypes.c_char_p), ("buft", ctypes.c_void_p)]
-
-
-_override_keepalive: list[object] = []
-
-
-def _expert_overrides(n_cpu_moe: int):
-    """Tensor overrides that keep the routed experts of the first n layers in host memory
-    (what llama.cpp's --n-cpu-moe does)."""
-    if n_cpu_moe <= 0:
-        return None
-    from app.devices.ggml import library_dir, library_names
-
-    folder = library_dir()
-    name = next((n for n in library_names("ggml-cpu") if os.path.exists(os.path.join(folder, n))), None)
-    if name is None:
-        raise EngineError(f"--n-cpu-moe needs llama.cpp's CPU library, which is not in {folder}")
-    cpu = ctypes.CDLL(os.path.join(folder, name))
-    cpu.ggml_backend_cpu_buffer_type.restype = ctypes.c_void_p
-    buft = cpu.ggml_backend_cpu_buffer_type()
-    patterns = [expert_tensor_pattern(il).encode() for il in range(n_cpu_moe)]
-    array = (_BuftOverride * (len(patterns) + 1))()
-    for i, pattern in enumerate(patterns):
-        array[i].pattern = pattern
-        array[i].buft = buft
-    array[len(patterns)].pattern = None
-    array[len(patterns)].buft = None
-    _override_keepalive[:] = [array, patterns, cpu]
-    return array
 
 
 def _find_stop(text: str, stops: tuple[str, ...]) -> int | None:

@@ -15,16 +15,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from app.devices.process import ProcessMemory, delta
-from app.engine.llama_log import Measurements
+from app.engine.llama_log import LOG_ROUNDING, Measurements, device_of
 from planner.hardware import HOST
 from planner.memory import Buffer, MemoryPlan
 from planner.rpc import rpc_buffer_names
 
 if TYPE_CHECKING:
+    from app.engine.types import LoadReport
     from app.engine.verify import Verification
-
-# llama.cpp logs buffer sizes in MiB with two decimals: each figure is within half a hundredth
-LOG_ROUNDING = (1024 * 1024 + 199) // 200
 
 KINDS = ("weights", "kv", "kv_swa", "recurrent", "output", "compute")
 
@@ -44,18 +42,6 @@ class BufferComparison:
     @property
     def matches(self) -> bool:
         return self.measured is not None and abs(self.measured - self.planned) <= self.tolerance
-
-
-def device_of(buffer: str, gpu_names: list[str], rpc_buffers: dict[str, str] | None = None) -> str:
-    """The device a buffer llama.cpp names lives on: 'CUDA0' and 'MTL0_Mapped' on their GPU,
-    'RPC0[host:port]' on its RPC device (`planner.rpc.rpc_buffer_names`); 'CPU_Mapped',
-    'CPU_REPACK', 'CUDA_Host' (pinned) and the like in host memory."""
-    if buffer in gpu_names:
-        return buffer
-    if rpc_buffers and buffer in rpc_buffers:
-        return rpc_buffers[buffer]
-    base = buffer.split("_", 1)[0]
-    return base if base in gpu_names else HOST
 
 
 def _measured(m: Measurements) -> dict[str, dict[str, int]]:
@@ -103,6 +89,11 @@ def compare(
         if before is not None and after is not None:
             rows.append(_process_row(plan, device, before, after))
     return rows
+
+
+def compare_load(plan: MemoryPlan, report: LoadReport) -> list[BufferComparison]:
+    """`compare` for what one load reported: its buffers, and the process before and after it."""
+    return compare(plan, report.measurements, report.process_before, report.process)
 
 
 def _process_row(plan: MemoryPlan, device: str, before: ProcessMemory, after: ProcessMemory) -> BufferComparison:

@@ -32,7 +32,7 @@ from app.devices.ggml import IN_PROCESS_ENV
 from app.engine import protocol as p
 from app.engine.crash import EngineCrashed, EngineExit, oom_kills
 from app.engine.dry_run import DryRun
-from app.engine.engine import EngineError, GenerationParams, GenerationStats, LoadReport, ResizeReport
+from app.engine.types import EngineError, GenerationParams, GenerationStats, LoadReport, ResizeReport
 from planner.config import LoadConfig
 
 STOP_GRACE = 5.0  # seconds a stopped request may take before the child is killed

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ctypes
 import os
 
-from app.devices.ggml import _libs
+from app.native import libraries
 from app.rpc.endpoint import Endpoint, configured_endpoints, use_endpoints
 from app.rpc.server_process import proc_address, rpc_registry
 from app.rpc.wire import RpcError, query_server
@@ -28,7 +28,7 @@ def connect_configured(timeout: float = 5.0) -> None:
 def rpc_available() -> bool:
     """Whether this llama-cpp-python was built with the RPC backend (it ships libggml-rpc). A look at
     the files, not a load: loading ggml here would start a GPU backend in the app's own process."""
-    from app.devices.ggml import GGMLUnavailable, library_dir, library_names
+    from app.native import GGMLUnavailable, library_dir, library_names
 
     try:
         folder = library_dir()
@@ -41,7 +41,7 @@ def add_servers(endpoints: list[Endpoint], timeout: float = 5.0) -> None:
     """Connect llama.cpp in this process to each server. Raises RpcError with the reason."""
     if not endpoints:
         return
-    ggml, _ = _libs()
+    ggml, _ = libraries()
     registry = rpc_registry(ggml)
     add = proc_address(ggml, registry, "ggml_backend_rpc_add_server") if registry else None
     if not add:

@@ -14,7 +14,8 @@ import os
 import sys
 
 from app.children import die_with_parent
-from app.devices.ggml import IN_PROCESS_ENV, GGMLUnavailable, _libs
+from app.devices.ggml import IN_PROCESS_ENV
+from app.native import GGMLUnavailable, libraries
 
 _START_SERVER = ctypes.CFUNCTYPE(
     None, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p)
@@ -39,7 +40,7 @@ def main(argv: list[str]) -> int:
     die_with_parent()  # never an orphan server lending devices after `serve-rpc` (or a test) ended
     os.environ[IN_PROCESS_ENV] = "1"
     try:
-        ggml, _ = _libs()
+        ggml, _ = libraries()
     except GGMLUnavailable as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -9,6 +9,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from app import native
 from app.devices import ggml, host, nvml, pci, probe_devices, rocm
 from app.devices.ggml import GGMLDevice
 from tests.support.fake_gpus import (
@@ -34,9 +35,9 @@ ME = os.getpid()
 @pytest.fixture
 def reload_ggml():
     """Forget the loaded libggml before and after a test that points it elsewhere."""
-    ggml._libs.cache_clear()
+    native.libraries.cache_clear()
     yield
-    ggml._libs.cache_clear()
+    native.libraries.cache_clear()
 
 
 # -- llama.cpp's own devices (the real libggml of llama-cpp-python) -------------------------------
@@ -68,7 +69,7 @@ def test_llama_cpp_missing_library_is_unavailable(
 
 def test_llama_cpp_not_installed(monkeypatch: pytest.MonkeyPatch, reload_ggml: None) -> None:
     monkeypatch.delenv("LLAMA_CPP_LIB_PATH", raising=False)
-    monkeypatch.setattr(ggml.importlib.util, "find_spec", lambda name: None)
+    monkeypatch.setattr(native.importlib.util, "find_spec", lambda name: None)
     with pytest.raises(ggml.GGMLUnavailable, match="not installed"):
         ggml.list_devices()
 

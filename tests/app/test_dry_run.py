@@ -13,7 +13,8 @@ import pytest
 
 from app.devices import probe_devices
 from app.engine.dry_run import parse
-from app.engine.planned_actual import LOG_ROUNDING
+from app.engine.llama_log import LOG_ROUNDING
+from app.engine.planned_actual import compare_load
 from app.engine.process import EngineProcess
 from app.engine.verify import confirm_plan, replan, verify
 from app.tui.session import ModelSession
@@ -146,7 +147,7 @@ def test_the_session_loads_the_plan_llama_cpp_confirmed(zoo: dict[str, Path]) ->
         loaded = session.load(path, anatomy, fit, devices)
         assert loaded.verification is not None and loaded.verification.verified
         assert loaded.dry_run_message == ""
-        assert all(row.matches for row in loaded.report.compare(loaded.plan) if row.kind != "process")
+        assert all(row.matches for row in compare_load(loaded.plan, loaded.report) if row.kind != "process")
     finally:
         session.close()
 

@@ -13,6 +13,7 @@ import pytest
 
 from app.devices import probe_devices
 from app.engine import GenerationParams
+from app.engine.planned_actual import compare_load
 from app.engine.templates import ChatMessage
 from app.reply import OK, write_reply
 from app.tui.session import Growth, ModelSession
@@ -101,11 +102,11 @@ def test_load_commits_the_start_size_and_a_new_chat_gives_memory_back(gemma_path
         kv_max = sum(b.bytes for b in model.plan.buffers if b.kind in ("kv", "kv_swa"))
         assert kv_now < kv_max / 3
         # the plan for what is allocated now matches llama.cpp, buffer by buffer
-        assert all(row.matches for row in model.report.compare(model.now) if row.kind != "process")
+        assert all(row.matches for row in compare_load(model.now, model.report) if row.kind != "process")
         growth = session.grow_for(20000)
         assert growth is not None and growth.after == 24576 and not growth.error
         assert model.n_ctx == 24576 and session.telemetry.kv_allocated > kv_now  # type: ignore[union-attr]
-        assert all(row.matches for row in model.report.compare(model.now) if row.kind != "process")
+        assert all(row.matches for row in compare_load(model.now, model.report) if row.kind != "process")
         shrunk = session.shrink()
         assert shrunk is not None and shrunk.after == START_CTX and model.n_ctx == START_CTX
         assert session.telemetry.kv_allocated == kv_now  # type: ignore[union-attr]

@@ -9,8 +9,8 @@ import pytest
 
 from app.devices import ggml
 from app.engine import EngineError, GenerationParams
-from app.engine.llama_log import LogCapture, Measurements
-from app.engine.planned_actual import LOG_ROUNDING, compare, device_of
+from app.engine.llama_log import LOG_ROUNDING, LogCapture, Measurements, device_of
+from app.engine.planned_actual import compare, compare_load
 from app.engine.process import EngineProcess
 from planner.anatomy import load_anatomy
 from planner.config import LoadConfig
@@ -48,7 +48,7 @@ def test_load_measures_every_buffer_as_planned(
     m = report.measurements
     assert m.model and m.kv and m.output and m.compute
     assert bool(m.kv_swa) == (name == "gemma3")
-    rows = report.compare(_cpu_plan(zoo[name], config))
+    rows = compare_load(_cpu_plan(zoo[name], config), report)
     buffers = [r for r in rows if r.kind != "process"]
     assert {r.device for r in rows} == {"CPU"}
     expected = {"weights", "kv", "output", "compute"} | ({"kv_swa"} if name == "gemma3" else set())
@@ -66,7 +66,7 @@ def test_load_records_the_process_before_and_after(engine: EngineProcess, zoo: d
     assert before is not None and after is not None and after.t >= before.t
     assert before.rss > 0 and after.rss > 0
     assert after.sources["psutil"] == "ok" and after.sources["llama.cpp"] == "ok"
-    (row,) = [r for r in report.compare(_cpu_plan(zoo["llama-f16"], config)) if r.kind == "process"]
+    (row,) = [r for r in compare_load(_cpu_plan(zoo["llama-f16"], config), report) if r.kind == "process"]
     assert row.device == "CPU" and row.measured == after.rss - before.rss and row.planned > 0
 
 

@@ -43,8 +43,8 @@ def test_a_server_that_hangs_mid_reply_ends_the_reply_and_is_left_out(monkeypatc
 
     from app.demo import demo_model_path
     from app.engine.crash import EngineCrashed
-    from app.engine.engine import GenerationParams
     from app.engine.process import EngineProcess
+    from app.engine.types import GenerationParams
     from app.rpc.client import drop_unanswering
     from app.rpc.endpoint import configured_endpoints, use_endpoints
     from planner.config import LoadConfig

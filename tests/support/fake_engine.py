@@ -146,7 +146,7 @@ class ElasticFakeEngine(FakeEngine):
         from dataclasses import replace
 
         from app.engine import EngineError
-        from app.engine.engine import ResizeReport
+        from app.engine.types import ResizeReport
 
         assert self.report is not None
         if self.fail_growth and n_ctx > self.report.n_ctx:

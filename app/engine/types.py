@@ -1,0 +1,94 @@
+"""What the app's process and the engine process share about an engine: its errors, the generation
+parameters and statistics, and the reports of a load and a resize. Importing it loads no llama.cpp."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from app.devices.process import ProcessMemory
+from app.engine.llama_log import Measurements
+from app.errors import VramchatError
+from app.limits import DEFAULT_MAX_TOKENS
+from planner.config import LoadConfig
+
+
+class EngineError(VramchatError, RuntimeError):
+    """Loading or running the model failed; the message says why in a user's words.
+
+    `log` keeps llama.cpp's error lines and `status` llama_decode's return value, so that
+    `app.engine.failure.classify` can tell a memory failure (worth a smaller plan) from the rest.
+    """
+
+    title = "llama.cpp failed"
+
+    def __init__(self, message: str, log: Iterable[str] = (), status: int | None = None) -> None:
+        super().__init__(message)
+        self.log = list(log)
+        self.status = status
+
+
+@dataclass(frozen=True)
+class GenerationParams:
+    max_tokens: int = DEFAULT_MAX_TOKENS
+    temperature: float = 0.7
+    top_k: int = 40
+    top_p: float = 0.95
+    min_p: float = 0.05
+    repeat_penalty: float = 1.1
+    repeat_last_n: int = 64
+    seed: int = -1
+    stop: tuple[str, ...] = ()
+
+
+@dataclass
+class GenerationStats:
+    prompt_tokens: int = 0
+    reused_tokens: int = 0
+    generated_tokens: int = 0
+    prompt_seconds: float = 0.0
+    generation_seconds: float = 0.0
+    stopped_by: str = ""  # eos, stop, length, user, error, context
+    generation_started: float = 0.0  # time.perf_counter() when the first token was sampled
+
+    def live_tokens_per_second(self) -> float:
+        """Generation speed so far, while the reply is still streaming."""
+        if not self.generation_started or not self.generated_tokens:
+            return 0.0
+        elapsed = self.generation_seconds or (time.perf_counter() - self.generation_started)
+        return self.generated_tokens / elapsed if elapsed > 0 else 0.0
+
+    @property
+    def tokens_per_second(self) -> float:
+        return self.generated_tokens / self.generation_seconds if self.generation_seconds > 0 else 0.0
+
+    @property
+    def prompt_tokens_per_second(self) -> float:
+        evaluated = self.prompt_tokens - self.reused_tokens
+        return evaluated / self.prompt_seconds if self.prompt_seconds > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class ResizeReport:
+    """A context made larger or smaller: its size now, what it took, what it carried over."""
+
+    n_ctx: int
+    seconds: float
+    kept_tokens: int
+    state_bytes: int
+
+
+@dataclass
+class LoadReport:
+    path: str
+    config: LoadConfig
+    seconds: float
+    measurements: Measurements
+    n_ctx: int
+    n_vocab: int
+    chat_template: str | None
+    log_tail: list[str] = field(default_factory=list)
+    # the process as psutil / NVML / llama.cpp's devices saw it just before and just after the load
+    process_before: ProcessMemory | None = None
+    process: ProcessMemory | None = None
