@@ -21,6 +21,8 @@ if TYPE_CHECKING:  # argparse is imported when the command line is parsed: a rep
     import argparse
     from collections.abc import Sequence
 
+    from app.planning import PlanChoice
+
 EXIT_OK, EXIT_BAD_FILE, EXIT_USAGE, EXIT_NO_FIT, EXIT_LOAD_FAILED = 0, 1, 2, 3, 4
 EXIT_STDOUT_CLOSED = 141  # as a shell reports a command ended by SIGPIPE
 
@@ -206,66 +208,59 @@ def _resolve_model(name: str | None) -> str:
     return name
 
 
+def _choice(args: argparse.Namespace, projector=None) -> PlanChoice:
+    """The command line's knobs as a choice: what they mean is app.planning's rule, the picker's too."""
+    from app.planning import PlanChoice
+
+    return PlanChoice(
+        n_ctx=args.ctx or None,
+        kv=args.ctk or "auto",
+        n_gpu_layers=args.ngl,
+        flash_attn=args.fa or "auto",
+        type_v=args.ctv,
+        n_batch=args.batch,
+        n_ubatch=args.ubatch,
+        swa_full=args.swa_full,
+        n_seq_max=args.parallel,
+        n_cpu_moe=args.n_cpu_moe,
+        cpu_extra_buffers=args.repack,
+        margins={},
+        projector=projector,
+    )
+
+
 def _make_plan(args: argparse.Namespace):
     """The plan for MODEL and the command line's wishes or fixed configuration: (path, anatomy, device
     report, FitResult, fixed)."""
+    import dataclasses
+
     from app.devices import probe_devices
     from app.header_cache import load_anatomy_cached
-    from planner.errors import ConfigError, PlannerError
-    from planner.fit import Wishes, evaluate, fixed_config, solve
+    from app.planning import MAX_CONTEXT, plan_model
+    from planner.errors import ConfigError
 
     path = _resolve_model(args.model)
-    if args.ctx is not None and args.ctx > 10_000_000:
+    if args.ctx is not None and args.ctx > MAX_CONTEXT:
         raise UsageError(f"--ctx {args.ctx} is beyond any model's context")
     try:
         report = probe_devices(args.vram, args.ram, cpu_only=args.cpu)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     _require_rpc_servers(report)
-    margins = {d.name: args.margin for d in report.gpus} if args.margin is not None else {}
     model = load_anatomy_cached(path)
     projector = None
     if args.mmproj:
         from planner.projector import read_projector
 
         projector = read_projector(args.mmproj, args.image_max_tokens)
-
-    fixed = any(
-        v is not None
-        for v in (args.ngl, args.ctk, args.ctv, args.ubatch, args.batch, args.swa_full, args.parallel, args.n_cpu_moe)
-    ) or args.fa in ("on", "off")
+    choice = _choice(args, projector)
+    if args.margin is not None:
+        choice = dataclasses.replace(choice, margins={d.name: args.margin for d in report.gpus})
     try:
-        if fixed:
-            config = fixed_config(
-                model,
-                report.gpus,
-                n_gpu_layers=args.ngl if args.ngl is None or args.ngl >= 0 else model.n_layer + 1,
-                n_ctx=args.ctx,
-                type_k=args.ctk,
-                type_v=args.ctv,
-                flash_attn=None if args.fa in (None, "auto") else args.fa == "on",
-                n_batch=args.batch,
-                n_ubatch=args.ubatch,
-                swa_full=args.swa_full,
-                n_seq_max=args.parallel,
-                n_cpu_moe=args.n_cpu_moe,
-                cpu_extra_buffers=args.repack,
-            )
-            result = evaluate(model, config, report.gpus, report.host, margins, projector)
-        else:
-            wishes = Wishes(
-                n_ctx=args.ctx or None,
-                flash_attn=args.fa or "auto",
-                margins=margins,
-                projector=projector,
-                cpu_extra_buffers=args.repack,
-            )
-            result = solve(model, report.gpus, report.host, wishes)
+        result = plan_model(model, report.gpus, report.host, choice)
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
-    except PlannerError:
-        raise
-    return path, model, report, result, fixed
+    return path, model, report, result, choice.fixed
 
 
 def run_plan(args: argparse.Namespace, replay_key=None) -> int:
@@ -323,8 +318,8 @@ def run_prompt(args: argparse.Namespace) -> int:
     from app.engine import EngineError, GenerationParams
     from app.engine.templates import ChatMessage
     from app.reply import OK, write_reply
+    from app.session import LoadFailed, ModelSession
     from app.settings import load_settings
-    from app.tui.session import LoadFailed, ModelSession
     from planner.archs import not_for_chat
 
     if not args.prompt.strip():
@@ -392,23 +387,19 @@ def run_prompt(args: argparse.Namespace) -> int:
 def _answer_json(session, outcome) -> dict:
     """The one-shot answer with its speed, and memory per device: planned (for what is allocated now),
     allocated (llama.cpp's log), the KV cache committed and in use."""
-    from app.engine.llama_log import device_of
+    from app.engine.planned_actual import compare
     from app.telemetry import kv_bytes_in_use
-    from planner.rpc import rpc_buffer_names
 
     model = session.model
     plan, now = model.plan, model.now
-    gpu_names = [d.name for d in plan.gpus]
-    rpc_buffers = rpc_buffer_names(plan.gpus)
-    m = model.report.measurements
     allocated: dict[str, int] = {}
     kv_committed: dict[str, int] = {}
-    for kind, table in m.tables():
-        for name, size in table.items():
-            device = device_of(name, gpu_names, rpc_buffers)
-            allocated[device] = allocated.get(device, 0) + size
-            if kind in ("kv", "kv_swa"):
-                kv_committed[device] = kv_committed.get(device, 0) + size
+    for row in compare(now, model.report.measurements):
+        if not row.measured:
+            continue
+        allocated[row.device] = allocated.get(row.device, 0) + row.measured
+        if row.kind in ("kv", "kv_swa"):
+            kv_committed[row.device] = kv_committed.get(row.device, 0) + row.measured
     cells = session.engine.kv_cells_used()
     stats = outcome.stats
     return {
@@ -430,15 +421,12 @@ def _answer_json(session, outcome) -> dict:
 
 def _committed(plan, report, elastic: bool | None):
     """The plan at the context a load starts with, when the context grows with the conversation."""
+    from app.elastic_context import ElasticContext
     from app.settings import load_settings
-    from planner.elastic import committed_plan, start_size
 
     if elastic is None:
         elastic = load_settings()[0].elastic_context
-    start = start_size(plan.resolved.n_ctx)
-    if not elastic or start >= plan.resolved.n_ctx or not plan.kv.tensors:
-        return None
-    return committed_plan(plan, start, report.gpus, report.host)
+    return ElasticContext(elastic).committed_at_load(plan, report.gpus, report.host)
 
 
 def _kv(plan) -> int:

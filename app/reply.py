@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from app.chat import ChatError, PromptBuild, ReplySink, build_prompt
@@ -18,28 +17,11 @@ from app.engine.crash import EngineCrashed
 from app.engine.failure import classify
 from app.engine.templates import ChatMessage
 from app.engine.types import EngineError, GenerationParams, GenerationStats
+from app.outcome import CRASHED, ENGINE_CRASH, FAILED, OK, OUT_OF_MEMORY, REFUSED, ReplyOutcome
 from app.store import Store
 
 if TYPE_CHECKING:
-    from app.tui.session import Growth, ModelSession
-
-# how a reply ended, for the screen: a normal end (eos, stop, length, user), a message the context
-# cannot hold, a decode out of memory (reload smaller), the engine process died, anything else
-OK, REFUSED, OUT_OF_MEMORY, CRASHED, FAILED = "ok", "refused", "out_of_memory", "crashed", "failed"
-ENGINE_CRASH = "engine_crash"  # stopped_by of a reply the engine process's death cut short
-
-
-@dataclass
-class ReplyOutcome:
-    kind: str
-    text: str
-    stats: GenerationStats
-    error: str = ""
-    engine_error: EngineError | None = None  # set for OUT_OF_MEMORY and CRASHED
-
-    @property
-    def crash(self) -> EngineCrashed | None:
-        return self.engine_error if isinstance(self.engine_error, EngineCrashed) else None
+    from app.session import Growth, ModelSession
 
 
 def write_reply(

@@ -36,7 +36,7 @@ def _rss(pid: int) -> int:
 
 def _load(path: str, max_ctx: int, elastic: bool):
     from app.devices import probe_devices
-    from app.tui.session import ModelSession
+    from app.session import ModelSession
     from planner.anatomy import load_anatomy
     from planner.config import LoadConfig
     from planner.fit import evaluate

@@ -114,6 +114,7 @@ class EngineProcess:
         self.last_exit: EngineExit | None = None
         self.generating = threading.Event()
         self._special: dict[str, str] = {}
+        self.resizable = True  # the child carries the conversation over to a context of a new size
         self.stall_timeout: float | None = None  # RPC_STALL_SECONDS while the model uses RPC devices
         self._stalled = False
 

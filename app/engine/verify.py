@@ -35,7 +35,7 @@ _WORDS = {
 
 
 class DryRunner(Protocol):
-    def dry_run(self, path: str, config: LoadConfig) -> DryRun: ...
+    def dry_run(self, path: str, config: LoadConfig) -> DryRun | None: ...
 
 
 @dataclass
@@ -82,8 +82,11 @@ def figures(dry: DryRun, gpu_names: list[str], rpc_buffers: dict[str, str] | Non
     return out
 
 
-def verify(runner: DryRunner, path: str, plan: MemoryPlan) -> Verification:
+def verify(runner: DryRunner, path: str, plan: MemoryPlan) -> Verification | None:
+    """The plan beside llama.cpp's dry run; None where the runner has no dry run (a fake engine)."""
     dry = runner.dry_run(path, plan.config)
+    if dry is None:
+        return None
     if not dry.ok:
         return Verification(dry)
     named = figures(dry, [d.name for d in plan.gpus], rpc_buffer_names(plan.gpus))
@@ -105,11 +108,14 @@ def confirm_plan(
     gpus: list[Device],
     host: Host,
     replan: Callable[[list[Device], Host], MemoryPlan | None],
-) -> Confirmed:
+) -> Confirmed | None:
     """Dry-run `plan` and take llama.cpp's figures; while the plan then no longer fits, plan again
     with the shortfall taken from the devices concerned and check that plan the same way.
-    `replan(gpus, host)` is the solver with the user's wishes (None: nothing fits)."""
+    `replan(gpus, host)` is the solver with the user's wishes (None: nothing fits). None where the
+    runner has no dry run."""
     first = verify(runner, path, plan)
+    if first is None:
+        return None
     current, check = plan, first
     for rounds in range(1, MAX_ROUNDS + 1):
         if not check.dry_run.ok:  # llama.cpp refuses the configuration: the load will say why
@@ -122,7 +128,10 @@ def confirm_plan(
         smaller = replan(_less(gpus, more), _less_host(host, more))
         if smaller is None:
             return Confirmed(fixed, check, _message(first, plan, fixed) + "; no smaller plan fits", rounds)
-        current, check = smaller, verify(runner, path, smaller)
+        again = verify(runner, path, smaller)
+        if again is None:  # pragma: no cover - a runner answers every time or never
+            return Confirmed(smaller, check, _message(first, plan, smaller), rounds)
+        current, check = smaller, again
     raise AssertionError("unreachable")  # pragma: no cover
 
 

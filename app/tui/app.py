@@ -9,31 +9,29 @@ from __future__ import annotations
 import os
 import threading
 import traceback
-from collections.abc import Callable, Iterable
-from concurrent.futures import Future
-from dataclasses import dataclass, field
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
-from app.plan_cache import PlanCache
-from app.settings import Settings, load_settings, save_settings
+from app.settings import Settings
 from app.store import Store
-from app.store_recovery import open_store
 from app.tui import bench_hook
-from app.tui.messages import ScanFinished
+from app.tui.messages import LoadRequested, ScanFinished
 from app.tui.screens.picker import PickerScreen
+from app.tui.services import AppOptions, Services
 from app.tui.themes import THEMES
 
 if TYPE_CHECKING:
     from app.devices import DeviceReport
+    from app.session import ModelSession
     from app.tui.screens.chat import ChatScreen
-    from app.tui.session import EngineLike, ModelSession
     from planner.fit import FitResult
     from planner.model import ModelAnatomy
 
@@ -43,18 +41,6 @@ def css_path() -> str:
     module's own folder: importlib.resources would answer the same for a package on disk (the only
     kind Textual can read a stylesheet from), at the cost of its import, 5 ms of every start."""
     return os.path.join(os.path.dirname(os.path.abspath(__file__)), "app.tcss")
-
-
-@dataclass
-class AppOptions:
-    model: str | None = None  # open this model: plan it, load it when it fits
-    models_dirs: list[str] = field(default_factory=list)
-    vram: str | None = None
-    ram: str | None = None
-    cpu: bool = False
-    include_demo: bool = True
-    engine_factory: Callable[[], EngineLike] | None = None  # None: llama.cpp in an engine process
-    store_path: Path | None = None
 
 
 class VramchatApp(App):
@@ -70,47 +56,49 @@ class VramchatApp(App):
 
     def __init__(self, options: AppOptions | None = None, settings: Settings | None = None) -> None:
         super().__init__()
-        self.options = options or AppOptions()
-        warning = None
-        if settings is None:
-            settings, warning = load_settings()
-        self.settings = settings
-        self._startup_warnings = [warning] if warning else []
-        self.devices: DeviceReport | None = None
-        self._session: ModelSession | None = None  # made on first use: the picker is drawn without it
-        self._demo_assembly: Future[Path | None] | None = None
-        self._elastic = settings.elastic_context
-        self.plan_cache = PlanCache()
-        if self.plan_cache.load_error:
-            self._startup_warnings.append(self.plan_cache.load_error)
-        self.store: Store = self._open_store()
+        self.services = Services(options or AppOptions(), settings, self._notify_from_anywhere)
         for theme in THEMES:
             self.register_theme(theme)
         self.theme = self.settings.theme if self.settings.theme in self.available_themes else "vramchat-dark"
 
+    # the shared state, as the screens see it through `services` (kept here for tests and the CLI)
+    @property
+    def options(self) -> AppOptions:
+        return self.services.options
+
+    @property
+    def settings(self) -> Settings:
+        return self.services.settings
+
+    @property
+    def store(self) -> Store:
+        return self.services.store
+
     @property
     def session(self) -> ModelSession:
-        """The model session (engine, telemetry, the loaded model); its modules, the engine's and the
-        whole planner's, are imported when it is first needed, not before the picker is drawn."""
-        if self._session is None:
-            from app.tui.session import ModelSession, default_engine
+        return self.services.session
 
-            self._session = ModelSession(self.options.engine_factory or default_engine, elastic=self._elastic)
-        return self._session
+    @property
+    def devices(self) -> DeviceReport | None:
+        return self.services.devices
 
-    def _open_store(self) -> Store:
-        store, notes = open_store(self.options.store_path)
-        self._startup_warnings += notes
-        return store
+    def _notify_from_anywhere(self, message: str, severity: str) -> None:
+        level: SeverityLevel = "error" if severity == "error" else "warning"
+        if threading.get_ident() == self._thread_id:
+            self.notify(message, severity=level, timeout=15)
+        else:
+            self.call_from_thread(self.notify, message, severity=level, timeout=15)
 
     # -- lifecycle ------------------------------------------------------------------------------
 
     def on_mount(self) -> None:
         self._exit_on_signals()
         self.theme_changed_signal.subscribe(self, self._theme_changed)
-        self.install_screen(PickerScreen(self.options.model, autoload=self.options.model is not None), "picker")
+        self.install_screen(
+            PickerScreen(self.services, self.options.model, autoload=self.options.model is not None), "picker"
+        )
         self.push_screen("picker")
-        for warning in self._startup_warnings:
+        for warning in self.services.startup_warnings:
             self.notify(warning, severity="warning", timeout=10)
 
     def _exit_on_signals(self) -> None:
@@ -133,12 +121,9 @@ class VramchatApp(App):
 
     def report_worker_error(self, event: Worker.StateChanged) -> None:
         """A worker that failed unexpectedly is reported, never left silent (nor a traceback).
-        Worker messages do not bubble: each screen passes its own here."""
+        Worker messages do not bubble: each screen passes its own to the services."""
         if event.state == WorkerState.ERROR:
-            from app.errors import describe
-
-            title, text = describe(event.worker.error)
-            self.notify(text, title=f"{title} ({event.worker.group})", severity="error", timeout=15)
+            self.services.report_worker_error(event.worker)
 
     def _theme_changed(self, theme: object) -> None:
         name = getattr(theme, "name", None)
@@ -147,21 +132,15 @@ class VramchatApp(App):
             self.save_settings()
 
     def save_settings(self) -> None:
-        try:
-            save_settings(self.settings)
-        except OSError as exc:
-            self.notify(f"Could not save the settings: {exc}", severity="error")
+        self.services.save_settings()
 
     async def action_quit(self) -> None:
-        if self._session is not None:
-            self._session.stop()
+        if self.services.session_started:
+            self.session.stop()
         self.exit()
 
     def on_unmount(self) -> None:
-        if self._session is not None:
-            self._session.close()
-        self.plan_cache.save()
-        self.store.close()
+        self.services.close()
 
     def _fatal_error(self) -> None:
         """Never a traceback on screen: write it to a crash log and say where it is."""
@@ -182,59 +161,18 @@ class VramchatApp(App):
 
     # -- services for screens and workers -------------------------------------------------------
 
-    def probe_devices(self) -> DeviceReport:
-        """Probe (or simulate) the devices; called from the scan worker, which posts the report (the
-        picker stores it in `devices` on the UI thread)."""
-        from app.devices import probe_devices  # the probes' modules load in the scan worker, not before the picker
-
-        return probe_devices(self.options.vram, self.options.ram, cpu_only=self.options.cpu)
-
-    def assembled_demo(self) -> tuple[Path | None, bool]:
-        """The demo model's file when it is ready, and whether it still has to be assembled (the
-        package is installed, the file not yet written): a first start's few seconds of work."""
-        if not self.options.include_demo:
-            return None, False
-        from app.demo import DemoUnavailable, demo_installed, demo_model_path
-
-        if not demo_installed():
-            return None, False
-        try:
-            return demo_model_path(assemble=False), False
-        except DemoUnavailable:
-            return None, True
-
-    def demo_assembly(self) -> Future[Path | None]:
-        """The demo model being assembled in a thread of its own, started on the first call (a
-        rescan meanwhile waits for the same one). Its result is None, with a notification, when
-        it failed. The thread is a daemon: quitting does not wait for it, and the hidden partial
-        file it leaves is written again next time."""
-        if self._demo_assembly is None:
-            future: Future[Path | None] = Future()
-            self._demo_assembly = future
-
-            def assemble() -> None:
-                from app.demo import DemoUnavailable, demo_model_path
-
-                try:
-                    future.set_result(demo_model_path())
-                except DemoUnavailable as exc:
-                    self.call_from_thread(self.notify, str(exc), severity="error")
-                    future.set_result(None)
-                except BaseException as exc:  # reported by the scan worker that waits for it
-                    future.set_exception(exc)
-
-            threading.Thread(target=assemble, name="demo-assembly", daemon=True).start()
-        return self._demo_assembly
-
     def chat_screen(self) -> ChatScreen:
         """The chat screen, made on first use (its imports are not needed to draw the picker)."""
         from app.tui.screens.chat import ChatScreen
 
         if not self.is_screen_installed("chat"):
-            self.install_screen(ChatScreen(), "chat")
+            self.install_screen(ChatScreen(self.services), "chat")
         chat = self.get_screen("chat")
         assert isinstance(chat, ChatScreen)
         return chat
+
+    def on_load_requested(self, message: LoadRequested) -> None:
+        self.load_model(message.path, message.anatomy, message.fit)
 
     def load_model(self, path: str, anatomy: ModelAnatomy, fit: FitResult) -> None:
         chat = self.chat_screen()
@@ -287,7 +225,7 @@ class VramchatApp(App):
         if isinstance(self.screen, DashboardScreen):
             self.pop_screen()
         else:
-            self.push_screen(DashboardScreen())
+            self.push_screen(DashboardScreen(self.services))
 
     def action_set_theme(self, name: str) -> None:
         self.theme = name

@@ -11,8 +11,11 @@ from textual.message import Message
 if TYPE_CHECKING:  # kept out of the startup path: the picker must draw fast
     from app.catalog import CatalogEntry
     from app.devices import DeviceReport
-    from app.engine import GenerationStats
+    from app.outcome import ReplyOutcome
+    from app.recovery import Recovery
+    from app.session import Growth
     from planner.fit import FitResult
+    from planner.model import ModelAnatomy
 
 
 @dataclass
@@ -73,6 +76,15 @@ class PlanComputed(Message):
 
 
 @dataclass
+class LoadRequested(Message):
+    """The picker asks for a model to be loaded with this plan (the app switches to the chat)."""
+
+    path: str
+    anatomy: ModelAnatomy
+    fit: FitResult
+
+
+@dataclass
 class LoadProgress(Message):
     fraction: float
 
@@ -109,19 +121,16 @@ class PromptFitted(Message):
 
 @dataclass
 class ReplyFinished(Message):
+    """A reply ended: how (app.outcome), and what the session's recovery policy says to do about it."""
+
     msg_id: int
-    text: str
-    stats: GenerationStats
-    error: str = ""
-    # the decode ran out of memory: the model is to be reloaded with a smaller plan
-    out_of_memory: Exception | None = None
-    # the engine process died (an EngineCrashed): the app says how and offers to reload
-    crash: Exception | None = None
+    outcome: ReplyOutcome
+    recovery: Recovery | None = None
 
 
 @dataclass
 class ContextResized(Message):
-    """The context grew with the conversation, or shrank for a new chat (a Growth; its error says
-    when it could not grow)."""
+    """The context grew with the conversation, or shrank for a new chat (its error says when it could
+    not grow; `after` 0: the resize failed outright)."""
 
-    growth: object
+    growth: Growth

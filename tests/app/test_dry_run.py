@@ -17,7 +17,7 @@ from app.engine.llama_log import LOG_ROUNDING
 from app.engine.planned_actual import compare_load
 from app.engine.process import EngineProcess
 from app.engine.verify import confirm_plan, replan, verify
-from app.tui.session import ModelSession
+from app.session import ModelSession
 from planner.anatomy import load_anatomy
 from planner.config import LoadConfig
 from planner.fit import Wishes, solve

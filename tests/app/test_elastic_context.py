@@ -16,7 +16,7 @@ from app.engine import GenerationParams
 from app.engine.planned_actual import compare_load
 from app.engine.templates import ChatMessage
 from app.reply import OK, write_reply
-from app.tui.session import Growth, ModelSession
+from app.session import Growth, ModelSession
 from planner.anatomy import load_anatomy
 from planner.config import LoadConfig
 from planner.elastic import START_CTX

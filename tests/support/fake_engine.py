@@ -43,6 +43,9 @@ class FakeEngine:
         self._cells = 0
         self._stop = threading.Event()
         self.started = threading.Event()
+        self.stall_timeout: float | None = None
+        self.resizes: list[int] = []
+        self.resizable = False  # a context of fixed size, unless a test makes it grow (ElasticFakeEngine)
 
     def load(self, path: str, config: LoadConfig, progress: Callable[[float], bool | None] | None = None) -> LoadReport:
         for f in (0.25, 0.5, 1.0):
@@ -81,6 +84,23 @@ class FakeEngine:
 
     def kv_cells_used(self) -> int:
         return self._cells
+
+    def dry_run(self, path: str, config: LoadConfig) -> None:
+        """A fake has no llama.cpp to ask: the session loads the plan as it is."""
+        return None
+
+    def resize(self, n_ctx: int, keep: bool = True):
+        from dataclasses import replace
+
+        from app.engine.types import ResizeReport
+
+        assert self.report is not None
+        self.resizes.append(n_ctx)
+        n_ctx = self.n_ctx_override or n_ctx  # a context fixed by the test stays as it is
+        self.report = replace(self.report, n_ctx=n_ctx)
+        if not keep:
+            self._cells = 0
+        return ResizeReport(n_ctx, 0.01, self._cells, 0)
 
     def stop(self) -> None:
         self._stop.set()
@@ -135,7 +155,7 @@ class ElasticFakeEngine(FakeEngine):
     def __init__(self, *args, fail_growth: bool = False, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.fail_growth = fail_growth
-        self.resizes: list[int] = []
+        self.resizable = True
 
     def load(self, path: str, config: LoadConfig, progress: Callable[[float], bool | None] | None = None) -> LoadReport:
         report = super().load(path, config, progress)

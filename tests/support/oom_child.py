@@ -17,7 +17,7 @@ sys.path.insert(0, str(ROOT))
 
 from app.devices import probe_devices  # noqa: E402
 from app.engine.engine import Engine  # noqa: E402
-from app.tui.session import LoadFailed, ModelSession  # noqa: E402
+from app.session import LoadFailed, ModelSession  # noqa: E402
 from planner.anatomy import load_anatomy  # noqa: E402
 from planner.config import LoadConfig  # noqa: E402
 from planner.fit import Wishes, solve  # noqa: E402

@@ -67,14 +67,14 @@ async def send(app, pilot, text: str, typed: bool = False) -> None:
 
 async def test_picker_lists_models_with_badges_and_warnings(shelf: Path) -> None:
     app = make_app(shelf)
-    real_probe = app.probe_devices
+    real_probe = app.services.probe_devices
 
     def probe_with_warning():
         report = real_probe()
         report.warnings.append("NVIDIA GPU found but llama.cpp was built without CUDA")
         return report
 
-    app.probe_devices = probe_with_warning  # type: ignore[method-assign]
+    app.services.probe_devices = probe_with_warning  # type: ignore[method-assign]
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, picker_ready(app))
         screen = app.screen
@@ -408,7 +408,7 @@ async def test_a_failing_scan_is_reported(shelf: Path) -> None:
     def explode():
         raise RuntimeError("probe exploded")
 
-    app.probe_devices = explode  # type: ignore[method-assign]
+    app.services.probe_devices = explode  # type: ignore[method-assign]
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: any("probe exploded" in n for n in notices(app)))
         assert isinstance(app.screen, PickerScreen) and not app.screen._scanning

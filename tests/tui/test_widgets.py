@@ -68,7 +68,7 @@ async def test_the_dashboard_draws_a_graph_per_device_and_drops_one_left_out() -
     def sample(devices: dict[str, tuple[int, int]]) -> Sample:
         return Sample(0.0, devices, 100 * MiB, {"CPU": MiB}, 0, 0, 0, 0.0, False)
 
-    board = Dashboard()
+    board = Dashboard(lambda: None)
     both = {"RPC0": (MiB, 8 * 1024 * MiB), "RPC1": (2 * MiB, 8 * 1024 * MiB), "CPU": (MiB, 16 * 1024 * MiB)}
     async with _Host(board).run_test(size=(60, 60)) as pilot:
         board.show([sample(both)])

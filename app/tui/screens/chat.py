@@ -22,11 +22,11 @@ from textual.widgets.option_list import Option, OptionDoesNotExist
 from textual.worker import Worker, WorkerState
 
 from app.chat import stop_note, to_messages
-from app.devices import DeviceReport
-from app.engine import EngineError, GenerationParams, GenerationStats
-from app.engine.crash import EngineCrashed
+from app.engine import GenerationParams, GenerationStats
 from app.engine.templates import ChatMessage
-from app.reply import ENGINE_CRASH, OUT_OF_MEMORY, write_reply
+from app.outcome import ENGINE_CRASH
+from app.reply import write_reply
+from app.session import Growth
 from app.store import Conversation, StoredMessage
 from app.tui.messages import (
     ContextResized,
@@ -42,6 +42,7 @@ from app.tui.widgets.dashboard import Dashboard
 from app.tui.widgets.message_view import MessageView
 from planner.fit import FitResult
 from planner.model import ModelAnatomy
+from planner.retry import Retry
 
 
 def reply_note(stats: GenerationStats, error: str = "") -> str:
@@ -67,12 +68,11 @@ def stored_note(m: StoredMessage) -> str:
 
 
 if TYPE_CHECKING:
-    from app.tui.app import VramchatApp
+    from app.recovery import Recovery
+    from app.tui.services import Services
 
 
 class ChatScreen(Screen):
-    app: VramchatApp  # typed handle: session, store, settings, devices
-
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "stop", "Stop"),
         Binding("ctrl+n", "new_chat", "New chat"),
@@ -85,8 +85,9 @@ class ChatScreen(Screen):
         Binding("ctrl+s", "export_chat", "Export"),
     ]
 
-    def __init__(self) -> None:
+    def __init__(self, services: Services) -> None:
         super().__init__(id="chat")
+        self.services = services
         self.conversation: Conversation | None = None
         self.loading = False
         self.generating = False
@@ -108,14 +109,14 @@ class ChatScreen(Screen):
                 yield VerticalScroll(id="messages")
                 yield Static("", id="context-line")
                 yield ChatInput(id="input")
-            yield Dashboard(id="dashboard")
+            yield Dashboard(self.services.started_session, id="dashboard")
         yield Footer()
 
     def on_mount(self) -> None:
         self.query_one("#chat-list-pane").border_title = "Chats"
         self.query_one("#dashboard").border_title = "Memory"
         self.query_one("#load-bar").display = False
-        self.query_one("#dashboard").display = self.app.settings.show_dashboard
+        self.query_one("#dashboard").display = self.services.settings.show_dashboard
         self.query_one("#messages", VerticalScroll).anchor()
         self.refresh_chat_list()
         self._show_hint()
@@ -136,54 +137,22 @@ class ChatScreen(Screen):
         self.update_context_line()
         self._load(path, anatomy, fit)
 
-    def begin_reload(self, error: EngineError) -> None:
-        """The decode ran out of memory: load the model again with a smaller plan; the chat stays."""
-        model = self.app.session.model
+    def recover(self, recovery: Recovery) -> None:
+        """A reply failed in a way a reload may cure: say what happened, then do what the session's
+        policy says (asking first when nothing points to a cure)."""
+        model = self.services.session.model
         if model is None:
             return
-        self._show_loading(f"reloading {model.name}", f"Reloading {model.name} with a smaller plan…")
-        self._load(model.path, model.anatomy, model.fit, after=error)
-
-    def engine_crashed(self, crash: EngineCrashed) -> None:
-        """The engine process died mid-reply: say how, keep the chat, and reload as the evidence says."""
-        model = self.app.session.model
-        if model is None:
-            return
-        info = crash.exit
-        if info.rpc_failure and any(d.backend == "rpc" for d in model.plan.gpus):
-            self.app.notify(
-                f"{info.message()}\nWhat was written is kept. Reloading without the servers that no longer answer…",
-                title="An RPC server stopped answering",
-                severity="error",
-                timeout=15,
-            )
-            self.begin_reload_without_lost_servers()
-            return
-        if info.memory:
-            self.app.notify(
-                f"{info.message()}\nWhat was written is kept. Reloading with a smaller plan…",
-                title="The engine ran out of memory",
-                severity="error",
-                timeout=15,
-            )
-            self.begin_reload(crash)
-            return
-        if info.cpu_extra_buffer and model.plan.config.cpu_extra_buffers is not False:
-            self.app.notify(
-                f"{info.message()}\nWhat was written is kept. Reloading without the CPU's extra "
-                f"buffer types ({', '.join(info.extra_buffers)})…",
-                title="The engine crashed",
-                severity="error",
-                timeout=15,
-            )
-            self._reload_same(extra_buffers=False)
+        if not recovery.ask_user:
+            self.app.notify(recovery.message, title=recovery.title, severity="error", timeout=15)
+            self._begin_recovery(recovery)
             return
 
         from app.tui.screens.dialogs import ConfirmDialog
 
         def answer(reload: bool | None) -> None:
             if reload:
-                self._reload_same()
+                self._begin_recovery(recovery)
             else:
                 self.app.notify(
                     "The model is not loaded: press F5 to reload it, F2 for the model list.",
@@ -193,43 +162,28 @@ class ChatScreen(Screen):
                 self.update_context_line()
 
         self.app.push_screen(
-            ConfirmDialog(
-                "The engine stopped",
-                f"{info.message()}\n\nThe conversation and what the model had written are "
-                "kept. vramchat itself is unharmed. Reload the model and carry on?",
-                confirm="Reload",
-                focus_confirm=True,
-            ),
-            answer,
+            ConfirmDialog(recovery.title, recovery.message, confirm="Reload", focus_confirm=True), answer
         )
 
-    def begin_reload_without_lost_servers(self) -> None:
-        """An RPC server was lost mid-reply: plan again without it and load; the chat stays."""
-        model = self.app.session.model
+    def _begin_recovery(self, recovery: Recovery) -> None:
+        model = self.services.session.model
         if model is None:
             return
-        self._show_loading(f"reloading {model.name}", f"Reloading {model.name} without the lost RPC server…")
-        self._reload_without_lost_servers()
+        self._show_loading(f"reloading {model.name}", f"{model.name}: {recovery.status}")
+        self._recover(recovery)
 
     @work(thread=True, exclusive=True, group="load", exit_on_error=False)
-    def _reload_without_lost_servers(self) -> None:
-        app = self.app
-
-        def reprobe() -> DeviceReport:
-            report = app.probe_devices()
-            app.call_from_thread(setattr, app, "devices", report)
-            return report
-
+    def _recover(self, recovery: Recovery) -> None:
         try:
-            _, lost = app.session.reload_without_lost_servers(
-                reprobe, lambda fraction: self.post_message(LoadProgress(fraction))
+            _, lost = self.services.session.carry_out(
+                recovery, self.services.probe_devices, self._post_progress, self._post_retry
             )
         except Exception as exc:  # LoadFailed, a probe or llama.cpp failing: shown, never a traceback
             self.post_message(LoadFinished(str(exc) or type(exc).__name__))
             return
         if lost:
-            app.call_from_thread(
-                app.notify,
+            self.app.call_from_thread(
+                self.app.notify,
                 f"Left out: {', '.join(lost)} (it no longer answers). F5 reloads; the settings' rpc_servers "
                 "or --rpc bring it back next time.",
                 title="RPC server left out",
@@ -238,58 +192,30 @@ class ChatScreen(Screen):
             )
         self.post_message(LoadFinished())
 
-    def _reload_same(self, extra_buffers: bool | None = None) -> None:
-        """Load the model again with the plan it had (without the CPU's extra buffer types if asked)."""
-        model = self.app.session.model
-        if model is None:
-            return
-        fit = model.fit
-        if extra_buffers is not None:
-            from app.tui.session import with_extra_buffers
+    def _post_progress(self, fraction: float) -> None:
+        self.post_message(LoadProgress(fraction))
 
-            fit = with_extra_buffers(model.anatomy, fit, self.app.devices, extra_buffers)
-        self.begin_load(model.path, model.anatomy, fit, model.name)
+    def _post_retry(self, retry: Retry | None, why: str) -> None:
+        changes = retry.changes if retry is not None else ["the CPU's extra buffer types off"]
+        self.post_message(LoadRetrying(why, changes, memory=retry is not None))
 
     def action_reload_model(self) -> None:
         if self.loading or self.generating:
             self.app.notify("Wait for the load or the reply to end (Esc stops a reply).", severity="warning")
             return
-        if self.app.session.model is None:
+        model = self.services.session.model
+        if model is None:
             self.app.notify("No model to reload: F2 opens the model list.", severity="warning")
             return
-        self._reload_same()
+        self.begin_load(model.path, model.anatomy, model.fit, model.name)
 
     @work(thread=True, exclusive=True, group="load", exit_on_error=False)
-    def _load(self, path: str, anatomy: ModelAnatomy, fit: FitResult, after: EngineError | None = None) -> None:
-        app = self.app
-        session = app.session
-
-        def progress(fraction: float) -> None:
-            self.post_message(LoadProgress(fraction))
-
-        def on_retry(retry, why: str) -> None:
-            changes = retry.changes if retry is not None else ["the CPU's extra buffer types off"]
-            self.post_message(LoadRetrying(why, changes, memory=retry is not None))
-
+    def _load(self, path: str, anatomy: ModelAnatomy, fit: FitResult) -> None:
+        services = self.services
         try:
-            if after is not None:
-                session.reload_smaller(
-                    after,
-                    app.devices,
-                    progress,
-                    on_retry,
-                    app.probe_devices,
-                )
-            else:
-                session.load(
-                    path,
-                    anatomy,
-                    fit,
-                    app.devices,
-                    progress,
-                    on_retry,
-                    app.probe_devices,
-                )
+            services.session.load(
+                path, anatomy, fit, services.devices, self._post_progress, self._post_retry, services.probe_devices
+            )
         except Exception as exc:  # LoadFailed, or anything llama.cpp throws: shown, never a traceback
             self.post_message(LoadFinished(str(exc) or type(exc).__name__))
             return
@@ -302,7 +228,8 @@ class ChatScreen(Screen):
                 self.query_one("#load-bar").display = False
             elif event.worker.group == "generate":
                 self.generating = False
-        self.app.report_worker_error(event)
+        if event.state == WorkerState.ERROR:
+            self.services.report_worker_error(event.worker)
 
     def on_load_progress(self, message: LoadProgress) -> None:
         self.query_one("#load-progress", ProgressBar).update(progress=message.fraction)
@@ -333,11 +260,11 @@ class ChatScreen(Screen):
                     f"{message.error}\n\nBack to the model list: a shorter context, "
                     "fewer GPU layers or a smaller file may fit.",
                 ),
-                lambda _ok: self.app.action_show_picker(),
+                lambda _ok: self.app.run_action("show_picker"),
             )
             self.update_context_line()
             return
-        model = self.app.session.model
+        model = self.services.session.model
         self.sub_title = (
             f"{model.name} · {model.n_ctx:,} tokens"
             if model.n_ctx >= model.max_ctx
@@ -373,10 +300,10 @@ class ChatScreen(Screen):
         if self.loading:
             self.app.notify("The model is still loading.", severity="warning")
             return False
-        if self.app.session.model is None:
+        if self.services.session.model is None:
             self.app.notify("Load a model first (F2 opens the model list).", severity="warning")
             return False
-        if not self.app.session.engine.loaded:
+        if not self.services.session.engine.loaded:
             self.app.notify("The engine stopped: press F5 to reload the model.", severity="warning")
             return False
         if self.generating:
@@ -385,7 +312,7 @@ class ChatScreen(Screen):
         return True
 
     async def _send(self, text: str) -> None:
-        app = self.app
+        app = self.services
         store = app.store
         if self.conversation is None:
             model = app.session.model
@@ -397,7 +324,7 @@ class ChatScreen(Screen):
         await self._start_reply()
 
     async def _start_reply(self) -> None:
-        app = self.app
+        app = self.services
         assert self.conversation is not None
         store = app.store
         conv = store.conversation(self.conversation.id)
@@ -415,10 +342,10 @@ class ChatScreen(Screen):
 
     @work(thread=True, exclusive=True, group="generate", exit_on_error=False)
     def _generate(self, msg_id: int, turns: list[ChatMessage], system: str, params: GenerationParams) -> None:
-        gpus = [g.name for g in getattr(self.app.devices, "gpus", [])]
+        gpus = [g.name for g in getattr(self.services.devices, "gpus", [])]
         outcome = write_reply(
-            self.app.session,
-            self.app.store,
+            self.services.session,
+            self.services.store,
             msg_id,
             turns,
             system,
@@ -429,24 +356,15 @@ class ChatScreen(Screen):
             on_piece=lambda piece: self.post_message(ReplyPiece(msg_id, piece)),
             on_growth=lambda growth: self.post_message(ContextResized(growth)),
         )
-        self.post_message(
-            ReplyFinished(
-                msg_id,
-                outcome.text,
-                outcome.stats,
-                outcome.error,
-                outcome.engine_error if outcome.kind == OUT_OF_MEMORY else None,
-                outcome.crash,
-            )
-        )
+        self.post_message(ReplyFinished(msg_id, outcome, self.services.session.recover(outcome)))
 
     def on_context_resized(self, message: ContextResized) -> None:
         growth = message.growth
-        model = self.app.session.model
+        model = self.services.session.model
         if model is None:
             return
-        error = getattr(growth, "error", "")
-        if error and not getattr(growth, "after", 0):
+        error = growth.error
+        if error and not growth.after:
             self.app.notify(_first_line(error), title="The context could not be resized", severity="warning")
         elif error:
             self.app.notify(
@@ -484,29 +402,22 @@ class ChatScreen(Screen):
             await self._reply.append(message.text)
 
     async def on_reply_finished(self, message: ReplyFinished) -> None:
+        outcome = message.outcome
         view = self._reply if message.msg_id == self._reply_id else None
         self.generating = False
         self._reply = None
         if view is not None:
-            if not message.text:
+            if not outcome.text:
                 await view.remove()
-                if not message.error:
-                    self.app.store.delete_message(message.msg_id)
+                if not outcome.error:
+                    self.services.store.delete_message(message.msg_id)
                     self.app.notify("Stopped before the model wrote anything.", timeout=3)
             else:
-                await view.finish(message.text, reply_note(message.stats, message.error))
-        if isinstance(message.crash, EngineCrashed):
-            self.engine_crashed(message.crash)
-        elif isinstance(message.out_of_memory, EngineError):
-            self.app.notify(
-                f"{_first_line(message.error)}\nWhat was written is kept. Reloading the model with a smaller plan…",
-                title="Out of memory",
-                severity="error",
-                timeout=10,
-            )
-            self.begin_reload(message.out_of_memory)
-        elif message.error:
-            self.app.notify(message.error, title="The reply failed", severity="error", timeout=10)
+                await view.finish(outcome.text, reply_note(outcome.stats, outcome.error))
+        if message.recovery is not None:
+            self.recover(message.recovery)
+        elif outcome.error:
+            self.app.notify(outcome.error, title="The reply failed", severity="error", timeout=10)
         self.update_context_line()
         self.refresh_chat_list()
 
@@ -515,9 +426,9 @@ class ChatScreen(Screen):
     def action_stop(self) -> None:
         if self.generating:
             self._cancel.set()
-            self.app.session.stop()
+            self.services.session.stop()
         elif self.loading:
-            self.app.session.stop()
+            self.services.session.stop()
             self.app.notify("Cancelling the load…", timeout=2)
 
     async def action_new_chat(self) -> None:
@@ -529,16 +440,16 @@ class ChatScreen(Screen):
         self._show_hint()
         self.update_context_line()
         self.query_one("#input", ChatInput).focus()
-        if self.app.session.model is not None and not self.loading:
+        if self.services.session.model is not None and not self.loading:
             self._shrink()
 
     @work(thread=True, exclusive=True, group="generate", exit_on_error=False)
     def _shrink(self) -> None:
         """A new chat gives the memory a long conversation took back: the context returns to its start."""
         try:
-            growth = self.app.session.shrink()
+            growth = self.services.session.shrink()
         except Exception as exc:  # the engine is gone, say: the next reply or F5 says so
-            self.post_message(ContextResized(_Failed(str(exc))))
+            self.post_message(ContextResized(Growth(0, 0, 0.0, str(exc))))
             return
         if growth is not None:
             self.post_message(ContextResized(growth))
@@ -546,7 +457,7 @@ class ChatScreen(Screen):
     async def action_retry(self) -> None:
         if not self._ready_to_generate() or self.conversation is None:
             return
-        store = self.app.store
+        store = self.services.store
         conv = store.conversation(self.conversation.id)
         if not conv.messages:
             return
@@ -575,13 +486,13 @@ class ChatScreen(Screen):
     def action_toggle_dashboard(self) -> None:
         dash = self.query_one("#dashboard")
         dash.display = not dash.display
-        self.app.settings.show_dashboard = bool(dash.display)
-        self.app.save_settings()
+        self.services.settings.show_dashboard = bool(dash.display)
+        self.services.save_settings()
 
     def action_chat_settings(self) -> None:
         from app.tui.screens.dialogs import ChatSettings, ChatSettingsDialog
 
-        settings = self.app.settings
+        settings = self.services.settings
         system = self.conversation.system_prompt if self.conversation else settings.system_prompt
 
         def done(result: ChatSettings | None) -> None:
@@ -590,9 +501,9 @@ class ChatScreen(Screen):
             settings.system_prompt = result.system_prompt
             settings.temperature = result.temperature
             settings.max_tokens = result.max_tokens
-            self.app.save_settings()
+            self.services.save_settings()
             if self.conversation is not None:
-                self.app.store.set_system_prompt(self.conversation.id, result.system_prompt)
+                self.services.store.set_system_prompt(self.conversation.id, result.system_prompt)
                 self.conversation.system_prompt = result.system_prompt
             self.update_context_line()
             self.app.notify("Chat settings saved.", timeout=2)
@@ -602,7 +513,7 @@ class ChatScreen(Screen):
     # -- past chats -----------------------------------------------------------------------------
 
     def refresh_chat_list(self) -> None:
-        store = getattr(self.app, "store", None)
+        store = self.services.store
         if store is None:
             return
         chats = self.query_one("#chat-list", OptionList)
@@ -632,7 +543,7 @@ class ChatScreen(Screen):
         if self.conversation is None:
             self.app.notify("There is no chat to export yet.", severity="warning")
             return
-        store = self.app.store
+        store = self.services.store
         try:
             path = export(store.conversation(self.conversation.id))
         except OSError as exc:
@@ -650,7 +561,7 @@ class ChatScreen(Screen):
         await self.open_conversation(int(event.option.id))
 
     async def open_conversation(self, conv_id: int) -> None:
-        store = self.app.store
+        store = self.services.store
         conv = store.conversation(conv_id)
         self.conversation = conv
         box = self.query_one("#messages")
@@ -670,7 +581,7 @@ class ChatScreen(Screen):
             await box.mount_all(views)
         else:
             self._show_hint()
-        model = self.app.session.model
+        model = self.services.session.model
         if model is not None and conv.model_path and conv.model_path != model.path:
             self.app.notify(
                 f"This chat was held with {conv.model_name}; replies now come from {model.name}.", timeout=5
@@ -686,7 +597,7 @@ class ChatScreen(Screen):
         hints = list(box.query("#hint").results(Static))
         if box.children and not hints:
             return
-        model = self.app.session.model
+        model = self.services.session.model
         if model is None:
             text = "No model loaded yet." if not self.loading else "Loading the model…"
         elif model.fmt.kind == "transcript":
@@ -706,7 +617,7 @@ class ChatScreen(Screen):
             await hint.remove()
 
     def update_context_line(self) -> None:
-        app = self.app
+        app = self.services
         model = app.session.model
         settings = app.settings
         line = self.query_one("#context-line", Static)
@@ -721,13 +632,6 @@ class ChatScreen(Screen):
             f"{model.fmt.name} format · context {used:,} / {model.n_ctx:,}{grows} ({share:.0%}) · "
             f"temp {settings.temperature:g} · max {settings.max_tokens} tokens" + (" · system prompt" if system else "")
         )
-
-
-class _Failed:
-    """A resize that failed outright (shown like a growth that could not happen)."""
-
-    def __init__(self, error: str) -> None:
-        self.error, self.after = error, 0
 
 
 def _first_line(text: str) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -16,14 +16,21 @@ from app.tui.widgets.dashboard import Dashboard
 from planner.explain import headline
 from planner.hardware import format_size
 
+if TYPE_CHECKING:
+    from app.tui.services import Services
+
 
 class DashboardScreen(Screen):
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,f3", "app.pop_screen", "Back")]
 
+    def __init__(self, services: Services) -> None:
+        super().__init__()
+        self.services = services
+
     def compose(self) -> ComposeResult:
         yield Header()
         with Horizontal(id="dash-body"):
-            yield Dashboard(id="dash-graphs", classes="full")
+            yield Dashboard(self.services.started_session, id="dash-graphs", classes="full")
             with Vertical(id="dash-side"):
                 yield Static("", id="dash-model")
                 yield BufferTable(id="buffers")
@@ -34,7 +41,7 @@ class DashboardScreen(Screen):
         self.sub_title = "memory"
         self.query_one("#dash-graphs").border_title = "Live"
         self.query_one("#buffers").border_title = "Planned, dry run and actual, per buffer"
-        session = getattr(self.app, "session", None)
+        session = self.services.started_session()
         model = session.model if session is not None else None
         table = self.query_one(BufferTable)
         if model is None:
@@ -48,7 +55,7 @@ class DashboardScreen(Screen):
         now = model.now  # the plan for the context held now (it grows towards `plan`)
         dry = model.verification if now is plan else None
         table.fill(per_buffer(now.buffers, model.report.measurements, dry))
-        devices = getattr(self.app, "devices", None)
+        devices = self.services.devices
         notes = ["Actual sizes are read from llama.cpp's log (0.01 MiB precision)."]
         if model.n_ctx < model.max_ctx:
             notes.append(

@@ -23,13 +23,14 @@ from textual.widgets import Button, DataTable, Footer, Header, Input, Label, Pro
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from app.catalog import Catalog, CatalogEntry, fit_badge, format_params
-from app.choices import FA_CHOICES, KV_CHOICES, PlanChoice, parse_choice, plan_for
 from app.discovery import ModelFile, folders_to_scan
+from app.planning import FA_CHOICES, KV_CHOICES, PlanChoice, parse_choice, plan_model
 from app.tui import bench_hook
 from app.tui.messages import (
     DevicesProbed,
     EntriesAdded,
     EntriesPlanned,
+    LoadRequested,
     PlanComputed,
     ScanFinished,
     ScanListed,
@@ -52,14 +53,12 @@ _BADGE_COLOR = {
 
 
 if TYPE_CHECKING:  # the planner itself is imported by the plan worker, after the list is drawn
-    from app.tui.app import VramchatApp
+    from app.tui.services import Services
     from planner.fit import FitResult
     from planner.model import ModelAnatomy
 
 
 class PickerScreen(Screen):
-    app: VramchatApp  # typed handle: session, store, settings, devices
-
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+l", "load", "Load"),
         Binding("f5", "rescan", "Rescan"),
@@ -67,8 +66,9 @@ class PickerScreen(Screen):
         Binding("escape", "focus_table", "Model list", show=False),
     ]
 
-    def __init__(self, preselect: str | None = None, autoload: bool = False) -> None:
+    def __init__(self, services: Services, preselect: str | None = None, autoload: bool = False) -> None:
         super().__init__(id="picker")
+        self.services = services
         self.preselect = os.path.abspath(preselect) if preselect else None
         self.autoload = autoload
         self.entries: dict[str, CatalogEntry] = {}
@@ -138,8 +138,8 @@ class PickerScreen(Screen):
         def saved(servers: list[str] | None) -> None:
             if servers is None:
                 return
-            self.app.settings.rpc_servers = servers
-            self.app.save_settings()
+            self.services.settings.rpc_servers = servers
+            self.services.save_settings()
             use_endpoints(parse_endpoints(",".join(servers)) if servers else [])
             self.app.notify(
                 f"Planning with {', '.join(servers)} beside this machine." if servers else "No RPC servers.",
@@ -161,7 +161,7 @@ class PickerScreen(Screen):
 
     @work(thread=True, exclusive=True, group="scan", exit_on_error=False)
     def _scan(self) -> None:
-        app = self.app
+        app = self.services
         self.post_message(ScanStatus("Probing devices…"))
         try:
             report = app.probe_devices()
@@ -249,7 +249,8 @@ class PickerScreen(Screen):
             self._scanning = False
             self.query_one("#scan-status", Label).update("Looking for models failed (see the notification)")
             self.query_one("#scan-progress", ProgressBar).display = False
-        self.app.report_worker_error(event)
+        if event.state == WorkerState.ERROR:
+            self.services.report_worker_error(event.worker)
 
     def on_scan_status(self, message: ScanStatus) -> None:
         self.query_one("#scan-status", Label).update(message.text)
@@ -265,7 +266,7 @@ class PickerScreen(Screen):
         from app.devices.render import device_line  # the scan worker imported the probes already
 
         report = message.report
-        self.app.devices = report  # here, on the UI thread: the scan worker only posts it
+        self.services.devices = report  # here, on the UI thread: the scan worker only posts it
         self.query_one("#device-line", Static).update(device_line(report))
         warnings = self.query_one("#device-warnings", Static)
         warnings.update("\n".join(f"⚠ {w}" for w in report.warnings))
@@ -406,7 +407,7 @@ class PickerScreen(Screen):
 
     def _start_plan(self) -> None:
         path = self.selected
-        report = getattr(self.app, "devices", None)
+        report = self.services.devices
         if path is None or report is None:
             return
         entry = self.entries.get(path)
@@ -429,13 +430,13 @@ class PickerScreen(Screen):
     def _plan(self, path: str, choice: PlanChoice, request: int) -> None:
         from app.header_cache import load_anatomy_cached
 
-        report = self.app.devices
+        report = self.services.devices
         try:
             model = self.anatomies.get(path)
             if model is None:
                 model = load_anatomy_cached(path)  # a header read before comes from the cache
                 self.anatomies[path] = model
-            result = plan_for(model, report.gpus, report.host, choice)
+            result = plan_model(model, report.gpus, report.host, choice)
         except PlannerError as exc:
             self.post_message(PlanComputed(path, request, None, getattr(exc, "problem", None) or str(exc)))
             return
@@ -536,7 +537,7 @@ class PickerScreen(Screen):
             )
             return
         if result.plan.fits:
-            self.app.load_model(path, anatomy, result)
+            self.post_message(LoadRequested(path, anatomy, result))
             return
         from app.tui.screens.dialogs import ConfirmDialog
 
@@ -549,7 +550,7 @@ class PickerScreen(Screen):
                 confirm="Load anyway",
                 danger=True,
             ),
-            lambda yes: self.app.load_model(path, anatomy, result) if yes else None,
+            lambda yes: self.post_message(LoadRequested(path, anatomy, result)) if yes else None,
         )
 
     def action_focus_table(self) -> None:

@@ -7,6 +7,9 @@ GPUs gets two device graphs.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
@@ -15,6 +18,9 @@ from app.devices.probes import HOST
 from app.telemetry import Sample
 from app.tui.widgets.memory_graph import MemoryGraph
 from planner.hardware import GiB, MiB, format_size
+
+if TYPE_CHECKING:
+    from app.session import ModelSession
 
 REFRESH_SECONDS = 0.5
 MAX_POINTS = 240  # wider than any graph
@@ -35,6 +41,13 @@ class Dashboard(VerticalScroll):
     Dashboard { height: 1fr; }
     """
 
+    def __init__(
+        self, session: Callable[[], ModelSession | None], *, id: str | None = None, classes: str | None = None
+    ):
+        """`session()` is the model session whose telemetry is drawn (None while there is none)."""
+        super().__init__(id=id, classes=classes)
+        self._session = session
+
     def compose(self) -> ComposeResult:
         yield Static(
             "No model loaded: the graphs start when a model is loaded.", id="dash-status", classes="dash-status"
@@ -52,7 +65,7 @@ class Dashboard(VerticalScroll):
         self.set_interval(REFRESH_SECONDS, self.refresh_from_session)
 
     def refresh_from_session(self) -> None:
-        session = getattr(self.app, "session", None)
+        session = self._session()
         telemetry = session.telemetry if session is not None else None
         if telemetry is None:
             return
@@ -99,7 +112,7 @@ class Dashboard(VerticalScroll):
         if last.generating:
             caption = f"{last.tokens_per_second:.1f} tok/s"
         else:
-            session = getattr(self.app, "session", None)
+            session = self._session()
             stats = session.engine.last_stats if session is not None and session.model is not None else None
             recent = stats.tokens_per_second if stats is not None else 0.0
             caption = f"last reply {recent:.1f} tok/s" if recent else "idle"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from app.choices import PlanChoice, parse_choice, plan_for
+from app.planning import PlanChoice, parse_choice, plan_model
 from planner.anatomy import load_anatomy
 from planner.errors import ConfigError
 from planner.gguf import read_gguf
@@ -23,20 +23,20 @@ def test_parse() -> None:
         parse_choice("lots", "auto", "", "auto")
 
 
-def test_plan_for(zoo: dict[str, Path]) -> None:
+def test_plan_model(zoo: dict[str, Path]) -> None:
     model = load_anatomy(read_gguf(zoo["llama-f16"]))
     gpus, host = simulated_gpus([8 * GiB]), Host(32 * GiB, 30 * GiB)
-    solved = plan_for(model, gpus, host, PlanChoice())
+    solved = plan_model(model, gpus, host, PlanChoice())
     assert solved.solved and solved.plan.verdict == "full_gpu"
-    fixed = plan_for(model, gpus, host, PlanChoice(n_ctx=1024, kv="q8_0", n_gpu_layers=2, flash_attn="on"))
+    fixed = plan_model(model, gpus, host, PlanChoice(n_ctx=1024, kv="q8_0", n_gpu_layers=2, flash_attn="on"))
     assert not fixed.solved
     assert fixed.plan.layers_on_gpu == 2 and fixed.plan.resolved.n_ctx == 1024
     assert fixed.plan.resolved.type_k.name == "q8_0" and fixed.plan.resolved.type_v.name == "q8_0"
     # KV type fixed, layers left to the solver
-    q8 = plan_for(model, gpus, host, PlanChoice(kv="q8_0"))
+    q8 = plan_model(model, gpus, host, PlanChoice(kv="q8_0"))
     assert q8.plan.resolved.type_k.name == "q8_0"
     # a tiny host: nothing fits, and the verdict says so
-    tiny = plan_for(model, [], Host(64 * 1024 * 1024, 16 * 1024 * 1024), PlanChoice(n_ctx=4096, n_gpu_layers=0))
+    tiny = plan_model(model, [], Host(64 * 1024 * 1024, 16 * 1024 * 1024), PlanChoice(n_ctx=4096, n_gpu_layers=0))
     assert tiny.plan.verdict == "no_fit"
 
 
@@ -53,7 +53,7 @@ def test_the_picker_and_the_command_line_fix_a_configuration_alike(
     path = zoo["llama-f16"]
     model = load_anatomy(read_gguf(path))
     host = Host(64 * GiB, 64 * GiB)
-    picked = plan_for(model, gpus, host, PlanChoice(n_ctx=2048, n_gpu_layers=2)).plan.config
+    picked = plan_model(model, gpus, host, PlanChoice(n_ctx=2048, n_gpu_layers=2)).plan.config
     if gpus:
         monkeypatch.setenv("VRAMCHAT_DEVICES", "8GiB,ram=64GiB")
     else:

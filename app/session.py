@@ -17,23 +17,29 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from app.devices import DeviceReport
-from app.engine import EngineError, GenerationParams, GenerationStats, LoadReport
+from app.elastic_context import ElasticContext
 from app.engine.crash import EngineCrashed
+from app.engine.dry_run import DryRun
 from app.engine.failure import Failure, classify
 from app.engine.process import RPC_STALL_SECONDS
 from app.engine.templates import ChatFormat, choose_format
+from app.engine.types import EngineError, GenerationParams, GenerationStats, LoadReport, ResizeReport
 from app.engine.verify import Confirmed, Verification, confirm_plan, replan
 from app.errors import VramchatError
+from app.recovery import SMALLER, WITHOUT_EXTRA_BUFFERS, WITHOUT_LOST_SERVERS, Recovery, recovery_for
 from app.telemetry import Telemetry, for_engine
 from planner.config import LoadConfig
-from planner.elastic import committed_plan, next_size, start_size
+from planner.elastic import committed_plan
 from planner.fit import FitResult
 from planner.memory import MemoryPlan
 from planner.model import ModelAnatomy
 from planner.retry import MAX_RETRIES, Retry, describe_changes, safer_plan
+
+if TYPE_CHECKING:
+    from app.outcome import ReplyOutcome
 
 RetryCallback = Callable[[Retry | None, str], None]  # None: the same plan, without CPU extra buffers
 
@@ -56,6 +62,15 @@ class EngineLike(Protocol):
     def tokenize(self, text: str, add_special: bool = True, parse_special: bool = True) -> list[int]: ...
     def special_text(self, which: str) -> str: ...
     def kv_cells_used(self) -> int: ...
+    def resize(self, n_ctx: int, keep: bool = True) -> ResizeReport: ...
+    def dry_run(self, path: str, config: LoadConfig) -> DryRun | None:
+        """llama.cpp's no_alloc dry run of `config`; None where the engine has none (a fake in UI tests)."""
+        ...
+
+    # seconds a reply may go without a word before the engine counts as lost (None: no limit)
+    stall_timeout: float | None
+    # whether `resize` can change the context without a reload (the context grows with the chat)
+    resizable: bool
 
 
 @dataclass
@@ -131,7 +146,7 @@ class ModelSession:
     ) -> None:
         self._factory = engine_factory
         self.verify = verify  # ask llama.cpp's dry run before every load
-        self.elastic = elastic  # start with a small context and grow it with the conversation
+        self._elastic = elastic  # start with a small context and grow it with the conversation
         self._devices: DeviceReport | None = None
         self._engine: EngineLike | None = None
         self.model: LoadedModel | None = None
@@ -165,7 +180,7 @@ class ModelSession:
         confirmed: Confirmed | None = None
         for attempt in range(MAX_RETRIES + 1):
             try:
-                if self.verify and hasattr(engine, "dry_run"):
+                if self.verify:
                     confirmed = confirm_plan(
                         engine,
                         path,
@@ -174,10 +189,11 @@ class ModelSession:
                         devices.host,  # type: ignore
                         lambda g, h, plan=fit.plan: replan(anatomy, plan, g, h),
                     )
-                    fit = replace(fit, plan=confirmed.plan)
-                if hasattr(engine, "stall_timeout"):  # a server that stops answering must not hang a reply
-                    uses_rpc = any(d.backend == "rpc" for d in fit.plan.gpus if d.layers)
-                    engine.stall_timeout = RPC_STALL_SECONDS if uses_rpc else None
+                    if confirmed is not None:
+                        fit = replace(fit, plan=confirmed.plan)
+                # a server that stops answering must not hang a reply
+                uses_rpc = any(d.backend == "rpc" for d in fit.plan.gpus if d.layers)
+                engine.stall_timeout = RPC_STALL_SECONDS if uses_rpc else None
                 report = engine.load(path, self._load_config(fit.plan), progress=progress)
                 break
             except EngineError as exc:
@@ -218,24 +234,31 @@ class ModelSession:
 
     # -- a context that grows with the conversation ---------------------------------------------------
 
+    @property
+    def context(self) -> ElasticContext:
+        """The growing context's policy: the setting, where the engine can resize."""
+        return ElasticContext(self._elastic and self.engine.resizable)
+
+    @property
+    def elastic(self) -> bool:
+        return self.context.enabled
+
     def _load_config(self, plan: MemoryPlan) -> LoadConfig:
         """The plan's configuration, at the start size when the context grows with the conversation."""
-        if not self.elastic or not hasattr(self.engine, "resize"):
-            return plan.config
-        return plan.config.with_(n_ctx=start_size(plan.resolved.n_ctx))
+        return plan.config.with_(n_ctx=self.context.load_size(plan))
 
     def grow_for(self, needed: int) -> Growth | None:
         """Make the context hold `needed` tokens (the prompt and room for the reply), up to the plan's
         maximum; None when it already does. A growth that cannot get memory keeps the size it had."""
         model = self.model
-        if model is None or not self.elastic or needed <= model.n_ctx or not hasattr(self.engine, "resize"):
+        if model is None:
             return None
-        target = next_size(model.n_ctx, needed, model.max_ctx) or model.max_ctx
-        if target <= model.n_ctx:
+        target = self.context.next(model.n_ctx, needed, model.max_ctx)
+        if target is None:
             return None
         before = model.n_ctx
         try:
-            resized = self.engine.resize(target)  # type: ignore[attr-defined]
+            resized = self.engine.resize(target)
         except EngineError as exc:
             self._resized()
             return Growth(before, model.n_ctx, 0.0, str(exc))
@@ -245,13 +268,13 @@ class ModelSession:
     def shrink(self) -> Growth | None:
         """A new chat: give memory back, down to the start size (the conversation is not kept)."""
         model = self.model
-        if model is None or not self.elastic or not hasattr(self.engine, "resize"):
+        if model is None:
             return None
-        start = start_size(model.max_ctx)
-        if model.n_ctx <= start:
+        target = self.context.reset_size(model.n_ctx, model.max_ctx)
+        if target is None:
             return None
         before = model.n_ctx
-        resized = self.engine.resize(start, keep=False)  # type: ignore[attr-defined]
+        resized = self.engine.resize(target, keep=False)
         self._resized()
         return Growth(before, resized.n_ctx, resized.seconds)
 
@@ -313,6 +336,40 @@ class ModelSession:
             raise LoadFailed(f"Without {where} the model no longer fits: {fit.reasons[0]}")
         loaded = self.load(model.path, model.anatomy, fit, devices, progress, on_retry, reprobe)
         return loaded, lost  # a plan for other devices, not a smaller one: the app says what was left out
+
+    # -- after a failed reply ------------------------------------------------------------------------
+
+    def recover(self, outcome: ReplyOutcome) -> Recovery | None:
+        """What a failed reply calls for (app.recovery); None when the model is loaded and well."""
+        if self.model is None:
+            return None
+        return recovery_for(outcome, self.model.plan)
+
+    def carry_out(
+        self,
+        recovery: Recovery,
+        reprobe: Callable[[], DeviceReport],
+        progress: Callable[[float], bool | None] | None = None,
+        on_retry: RetryCallback | None = None,
+    ) -> tuple[LoadedModel, list[str]]:
+        """Do what `recovery` says (worker thread). Returns the model loaded and the RPC servers left
+        out (empty unless servers were lost); raises LoadFailed when no plan loads."""
+        model, devices = self.model, self._devices
+        if model is None or devices is None:
+            raise LoadFailed("no model is loaded")
+        if recovery.action == SMALLER:
+            return self.reload_smaller(recovery.error, devices, progress, on_retry, reprobe), []
+        if recovery.action == WITHOUT_LOST_SERVERS:
+            return self.reload_without_lost_servers(reprobe, progress, on_retry)
+        fit = model.fit
+        if recovery.action == WITHOUT_EXTRA_BUFFERS:
+            fit = with_extra_buffers(model.anatomy, fit, devices, False)
+        return self.load(model.path, model.anatomy, fit, devices, progress, on_retry, reprobe), []
+
+    @property
+    def devices(self) -> DeviceReport | None:
+        """The devices the loaded model was planned for (probed again after a failure)."""
+        return self._devices
 
     @staticmethod
     def _smaller(

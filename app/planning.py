@@ -1,0 +1,152 @@
+"""What hand-set knobs mean, for the picker and the command line alike: one `plan_model`.
+
+The rule: knobs that place the model (GPU layers, experts kept on the CPU, the V cache type,
+batch sizes, parallel sequences, a full-size sliding-window cache) fix the configuration, which is
+priced exactly as given; the context, the K cache type and flash attention are wishes the solver
+honours while it chooses the rest. A fixed configuration without a context gets the longest one
+that fits it (up to the context the solver would aim for), so that "10 GPU layers" answers with a
+context that goes with 10 layers rather than with the solver's own choice of layers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from planner.errors import ConfigError
+
+if TYPE_CHECKING:  # the solver is imported when a plan is made, not when the picker is drawn
+    from planner.fit import FitResult
+    from planner.hardware import Device, Host
+    from planner.model import ModelAnatomy
+    from planner.projector import Projector
+
+# The longest context anyone may ask for: beyond any model's, so a typo is caught, not planned.
+MAX_CONTEXT = 10_000_000
+KV_CHOICES = ("auto", "f16", "q8_0", "q4_0")
+FA_CHOICES = ("auto", "on", "off")
+
+
+@dataclass(frozen=True)
+class PlanChoice:
+    """What the user set by hand; None (or "auto") leaves a knob to the solver."""
+
+    n_ctx: int | None = None
+    kv: str = "auto"  # the K cache type (V follows it with flash attention, as llama.cpp allows)
+    n_gpu_layers: int | None = None
+    flash_attn: str = "auto"  # auto, on, off
+    type_v: str | None = None
+    n_batch: int | None = None
+    n_ubatch: int | None = None
+    swa_full: bool | None = None
+    n_seq_max: int | None = None
+    n_cpu_moe: int | None = None
+    cpu_extra_buffers: bool | None = None  # None: this CPU's default (planner.weights)
+    margins: dict[str, int] = field(default_factory=dict, hash=False, compare=False)
+    projector: Projector | None = field(default=None, hash=False, compare=False)
+
+    @property
+    def is_default(self) -> bool:
+        return self == PlanChoice()
+
+    @property
+    def fixed(self) -> bool:
+        """Whether a knob that places the model was set: the configuration is priced as given."""
+        placement = (self.n_gpu_layers, self.type_v, self.n_batch, self.n_ubatch, self.swa_full, self.n_seq_max)
+        return any(v is not None for v in placement) or bool(self.n_cpu_moe)
+
+
+def parse_choice(ctx: str, kv: str, ngl: str, fa: str) -> PlanChoice:
+    """The picker's fields as a choice; raises ConfigError with a readable reason."""
+
+    def number(text: str, what: str) -> int | None:
+        text = text.strip().replace(",", "").replace("_", "")
+        if not text or text.lower() == "auto":
+            return None
+        try:
+            return int(text)
+        except ValueError:
+            raise ConfigError(f"{what}: {text!r} is not a whole number") from None
+
+    n_ctx = number(ctx, "context")
+    if n_ctx is not None and not 256 <= n_ctx <= MAX_CONTEXT:
+        raise ConfigError(f"context must be between 256 and {MAX_CONTEXT:,} tokens")
+    n_gpu_layers = number(ngl, "GPU layers")
+    if n_gpu_layers is not None and n_gpu_layers < 0:
+        raise ConfigError("GPU layers cannot be negative")
+    if kv not in KV_CHOICES:
+        raise ConfigError(f"unknown KV cache type {kv!r}")
+    if fa not in FA_CHOICES:
+        raise ConfigError(f"flash attention is auto, on or off, not {fa!r}")
+    return PlanChoice(n_ctx, kv, n_gpu_layers, fa)
+
+
+def plan_model(model: ModelAnatomy, gpus: list[Device], host: Host, choice: PlanChoice) -> FitResult:
+    """Solve for the knobs left blank, or price a fixed configuration; ConfigError for what llama.cpp
+    refuses (quantized V without flash attention, say)."""
+    from planner.fit import Wishes, evaluate, solve
+
+    if not choice.fixed:
+        kv_types = (choice.kv,) if choice.kv != "auto" else Wishes().kv_types
+        wishes = Wishes(
+            n_ctx=choice.n_ctx,
+            kv_types=kv_types,
+            flash_attn=choice.flash_attn,
+            margins=choice.margins,
+            projector=choice.projector,
+            cpu_extra_buffers=choice.cpu_extra_buffers,
+        )
+        return solve(model, gpus, host, wishes)
+    n_ctx = choice.n_ctx if choice.n_ctx is not None else _longest_fixed_context(model, gpus, host, choice)
+    return evaluate(model, _fixed(model, gpus, choice, n_ctx), gpus, host, choice.margins, choice.projector)
+
+
+def _fixed(model: ModelAnatomy, gpus: list[Device], choice: PlanChoice, n_ctx: int | None):  # -> LoadConfig
+    from planner.fit import fixed_config
+
+    ngl = choice.n_gpu_layers
+    return fixed_config(
+        model,
+        gpus,
+        n_gpu_layers=ngl if ngl is None or ngl >= 0 else model.n_layer + 1,
+        n_ctx=n_ctx,
+        type_k=None if choice.kv == "auto" else choice.kv,
+        type_v=choice.type_v,
+        flash_attn=None if choice.flash_attn == "auto" else choice.flash_attn == "on",
+        n_batch=choice.n_batch,
+        n_ubatch=choice.n_ubatch,
+        swa_full=choice.swa_full,
+        n_seq_max=choice.n_seq_max,
+        n_cpu_moe=choice.n_cpu_moe,
+        cpu_extra_buffers=choice.cpu_extra_buffers,
+    )
+
+
+def _longest_fixed_context(model: ModelAnatomy, gpus: list[Device], host: Host, choice: PlanChoice) -> int:
+    """The longest context (a multiple of llama.cpp's padding, up to the one the solver aims for) at
+    which the fixed configuration fits; the context aimed for when none does (the plan says no)."""
+    from planner.config import CTX_PAD
+    from planner.fit import SMALLEST_CONTEXT, Wishes, desired_context
+    from planner.memory import plan_memory
+    from planner.units import round_up
+
+    def fits(n_ctx: int) -> bool:
+        config = _fixed(model, gpus, choice, n_ctx)
+        return plan_memory(model, config, gpus, host, choice.margins, projector=choice.projector).fits
+
+    want = round_up(desired_context(model, Wishes()), CTX_PAD)
+    if fits(want):
+        return want
+    lo = round_up(SMALLEST_CONTEXT, CTX_PAD)
+    if not fits(lo):
+        return want
+    hi = want  # lo fits, hi does not
+    while hi - lo > CTX_PAD:
+        mid = round_up((lo + hi) // 2, CTX_PAD)
+        if mid >= hi:
+            mid = hi - CTX_PAD
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo

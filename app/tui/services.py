@@ -1,0 +1,143 @@
+"""What the screens share, handed to each when it is made: the settings, the chat store, the plan
+cache, the devices, the model session, and the few services around them (probing, the demo model).
+
+The app owns one `Services`; screens reach it as `self.services`, typed, instead of reaching into
+the app object (which would tie every screen to the app module and the app module to every screen).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from app.plan_cache import PlanCache
+from app.settings import Settings, load_settings, save_settings
+from app.store import Store
+from app.store_recovery import open_store
+
+if TYPE_CHECKING:
+    from textual.worker import Worker
+
+    from app.devices import DeviceReport
+    from app.session import EngineLike, ModelSession
+
+Notify = Callable[[str, str], None]  # (message, severity), safe to call from any thread
+
+
+@dataclass
+class AppOptions:
+    model: str | None = None  # open this model: plan it, load it when it fits
+    models_dirs: list[str] = field(default_factory=list)
+    vram: str | None = None
+    ram: str | None = None
+    cpu: bool = False
+    include_demo: bool = True
+    engine_factory: Callable[[], EngineLike] | None = None  # None: llama.cpp in an engine process
+    store_path: Path | None = None
+
+
+class Services:
+    def __init__(self, options: AppOptions, settings: Settings | None, notify: Notify) -> None:
+        self.options = options
+        self._notify = notify
+        warning = None
+        if settings is None:
+            settings, warning = load_settings()
+        self.settings = settings
+        self.startup_warnings = [warning] if warning else []
+        self.devices: DeviceReport | None = None  # the picker's probe, set on the UI thread
+        self._session: ModelSession | None = None  # made on first use: the picker is drawn without it
+        self._demo_assembly: Future[Path | None] | None = None
+        self.plan_cache = PlanCache()
+        if self.plan_cache.load_error:
+            self.startup_warnings.append(self.plan_cache.load_error)
+        store, notes = open_store(options.store_path)
+        self.store: Store = store
+        self.startup_warnings += notes
+
+    @property
+    def session(self) -> ModelSession:
+        """The model session (engine, telemetry, the loaded model); its modules, the engine's and the
+        whole planner's, are imported when it is first needed, not before the picker is drawn."""
+        if self._session is None:
+            from app.session import ModelSession, default_engine
+
+            self._session = ModelSession(
+                self.options.engine_factory or default_engine, elastic=self.settings.elastic_context
+            )
+        return self._session
+
+    @property
+    def session_started(self) -> bool:
+        return self._session is not None
+
+    def started_session(self) -> ModelSession | None:
+        """The session if one was made (for views that draw it, and must not start one)."""
+        return self._session
+
+    def save_settings(self) -> None:
+        try:
+            save_settings(self.settings)
+        except OSError as exc:
+            self._notify(f"Could not save the settings: {exc}", "error")
+
+    def report_worker_error(self, worker: Worker[object]) -> None:
+        """A worker that failed unexpectedly is reported, never left silent (nor a traceback)."""
+        from app.errors import describe
+
+        title, text = describe(worker.error)
+        self._notify(f"{title} ({worker.group}): {text}", "error")
+
+    def probe_devices(self) -> DeviceReport:
+        """Probe (or simulate) the devices; called from the scan worker, which posts the report (the
+        picker stores it in `devices` on the UI thread)."""
+        from app.devices import probe_devices  # the probes' modules load in the scan worker, not before the picker
+
+        return probe_devices(self.options.vram, self.options.ram, cpu_only=self.options.cpu)
+
+    def assembled_demo(self) -> tuple[Path | None, bool]:
+        """The demo model's file when it is ready, and whether it still has to be assembled (the
+        package is installed, the file not yet written): a first start's few seconds of work."""
+        if not self.options.include_demo:
+            return None, False
+        from app.demo import DemoUnavailable, demo_installed, demo_model_path
+
+        if not demo_installed():
+            return None, False
+        try:
+            return demo_model_path(assemble=False), False
+        except DemoUnavailable:
+            return None, True
+
+    def demo_assembly(self) -> Future[Path | None]:
+        """The demo model being assembled in a thread of its own, started on the first call (a
+        rescan meanwhile waits for the same one). Its result is None, with a notification, when
+        it failed. The thread is a daemon: quitting does not wait for it, and the hidden partial
+        file it leaves is written again next time."""
+        if self._demo_assembly is None:
+            future: Future[Path | None] = Future()
+            self._demo_assembly = future
+
+            def assemble() -> None:
+                from app.demo import DemoUnavailable, demo_model_path
+
+                try:
+                    future.set_result(demo_model_path())
+                except DemoUnavailable as exc:
+                    self._notify(str(exc), "error")
+                    future.set_result(None)
+                except BaseException as exc:  # reported by the scan worker that waits for it
+                    future.set_exception(exc)
+
+            threading.Thread(target=assemble, name="demo-assembly", daemon=True).start()
+        return self._demo_assembly
+
+    def close(self) -> None:
+        if self._session is not None:
+            self._session.close()
+        self.plan_cache.save()
+        self.store.close()
