@@ -59,7 +59,7 @@ class Projector:
         from planner.projectors import rule_for
 
         rule = rule_for(self.projector_type)
-        skip = getattr(rule, "unloaded", None)
+        skip = rule.unloaded if rule is not None else None
         return [t for t in self.tensors if not (skip and skip(t.name))]
 
     @property

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from planner.ggml_graph import Tensor
 from planner.projector import Projector
-from planner.projectors.clip import NORM, ClipGraph
+from planner.projectors.clip import NORM, ClipGraph, ProjectorRule
 
 
 def warmup_image(p: Projector) -> tuple[int, int]:
@@ -34,3 +34,6 @@ def build(c: ClipGraph) -> Tensor:
     proj = c.w("mm.input_projection.weight")
     assert proj is not None
     return g.mul_mat(g.cont(g.transpose(proj)), cur)
+
+
+RULE = ProjectorRule(warmup_image, build)

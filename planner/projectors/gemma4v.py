@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from planner.ggml_graph import Tensor
 from planner.projector import Projector
-from planner.projectors.clip import RMS, ClipGraph, token_grid
+from planner.projectors.clip import RMS, ClipGraph, ProjectorRule, token_grid
 
 MAX_TOKENS = 1120  # set_limit_image_tokens' default maximum
 WARMUP_TOKENS_PER_SIDE = 16
@@ -81,3 +81,6 @@ def build(c: ClipGraph) -> Tensor:
     proj = c.w("mm.input_projection.weight")
     assert proj is not None
     return c.mm(proj, cur)
+
+
+RULE = ProjectorRule(warmup_image, build, largest_images=largest_images, max_tokens=MAX_TOKENS, unloaded=unloaded)

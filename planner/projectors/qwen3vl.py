@@ -7,9 +7,11 @@ merged tokens (`set_warmup_n_tokens(46*46)`), whatever the image token limits.
 
 from __future__ import annotations
 
+from functools import partial
+
 from planner.ggml_graph import F32, Tensor
 from planner.projector import Projector
-from planner.projectors.clip import NORM, ClipGraph, token_grid
+from planner.projectors.clip import NORM, ClipGraph, ProjectorRule, token_grid
 
 MAX_TOKENS = 4096  # set_limit_image_tokens' default maximum
 WARMUP_TOKENS_PER_SIDE = 46
@@ -81,7 +83,7 @@ def build(c: ClipGraph) -> Tensor:
     merge_factor = n_merge(c.p) ** 2
     deepstack: Tensor | None = None
     for il in range(hp.n_layer):
-        lw = lambda name, il=il: c.layer(il, name)  # noqa: E731
+        lw = partial(c.layer, il)  # this layer's weight by name
         cur = c.norm(inp_l, lw("ln1.weight"), lw("ln1.bias"), NORM)
         qkv_w, qkv_b = lw("attn_qkv.weight"), lw("attn_qkv.bias")
         assert qkv_w is not None and qkv_b is not None
@@ -133,3 +135,6 @@ def build(c: ClipGraph) -> Tensor:
     if deepstack is not None:
         emb = g.concat(emb, deepstack, 0)
     return emb
+
+
+RULE = ProjectorRule(warmup_image, build, largest_images=largest_images, max_tokens=MAX_TOKENS)
