@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
+from planner.errors import ModelError
 from planner.ggml_graph import Graph, Tensor
 from planner.ggml_types import F16, F32, I32, GGMLType, ggml_type
 from planner.projector import Projector
@@ -101,6 +102,13 @@ class ClipGraph:
         self._weights[name] = t
         return t
 
+    def w_req(self, name: str) -> Tensor:
+        """The weight `name`, which clip.cpp requires: without it, it refuses the projector."""
+        t = self.w(name)
+        if t is None:
+            raise ModelError(self.p.path, f"tensor {name} is missing (clip.cpp refuses the projector)")
+        return t
+
     def layer(self, il: int, name: str) -> Tensor | None:
         return self.w(f"v.blk.{il}.{name}")
 
@@ -146,8 +154,7 @@ class ClipGraph:
         """Patches through the patch embedding's convolution: [n_embd, n_patches]."""
         g = self.g
         inp_raw = self.inp_raw() if inp_raw is None else inp_raw
-        patch = self.w("v.patch_embd.weight")
-        assert patch is not None
+        patch = self.w_req("v.patch_embd.weight")
         ps = self.hp.patch_size
         inp = self.conv_2d(patch, inp_raw, ps, ps)
         inp = g.reshape(inp, self.n_patches, self.hp.n_embd, self.n_batch)

@@ -30,9 +30,8 @@ def build(c: ClipGraph) -> Tensor:
     cur = g.reshape(cur, cur.ne[0] * cur.ne[0], hp.n_embd, 1)
     cur = g.cont(g.transpose(cur))
     cur = g.rms_norm(cur)
-    cur = g.mul(cur, c.w("mm.soft_emb_norm.weight"))
-    proj = c.w("mm.input_projection.weight")
-    assert proj is not None
+    cur = g.mul(cur, c.w_req("mm.soft_emb_norm.weight"))
+    proj = c.w_req("mm.input_projection.weight")
     return g.mul_mat(g.cont(g.transpose(proj)), cur)
 
 

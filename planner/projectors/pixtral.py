@@ -49,7 +49,7 @@ def build(c: ClipGraph) -> Tensor:
 
     merger = c.w("mm.patch_merger.weight")
     if merger is not None:
-        cur = g.mul(g.rms_norm(cur), c.w("mm.input_norm.weight"))
+        cur = g.mul(g.rms_norm(cur), c.w_req("mm.input_norm.weight"))
         cur = g.reshape(cur, hp.n_embd, c.n_patches_x, c.n_patches_y)
         cur = g.cont(g.permute(cur, 2, 0, 1, 3))
         kernel = g.view(cur, (merge, merge, cur.ne[2]), (0, 0), 0)  # a dummy kernel: only its shape counts

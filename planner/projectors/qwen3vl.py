@@ -63,15 +63,13 @@ def build(c: ClipGraph) -> Tensor:
     n_pos = c.n_patches
     inp_raw = c.inp_raw()
     ps = hp.patch_size
-    patch0, patch1 = c.w("v.patch_embd.weight"), c.w("v.patch_embd.weight.1")
-    assert patch0 is not None and patch1 is not None
+    patch0, patch1 = c.w_req("v.patch_embd.weight"), c.w_req("v.patch_embd.weight.1")
     inp = g.add(c.conv_2d(patch0, inp_raw, ps, ps), c.conv_2d(patch1, inp_raw, ps, ps))
     inp = _spatial_merge(c, g.permute(inp, 1, 2, 0, 3))
     bias = c.w("v.patch_embd.bias")
     if bias is not None:
         inp = g.add(inp, bias)
-    pos_embd = c.w("v.position_embd.weight")
-    assert pos_embd is not None
+    pos_embd = c.w_req("v.position_embd.weight")
     inp = g.add(inp, _spatial_merge(c, resize_position_embeddings(c, pos_embd)))
 
     inp_l = inp
