@@ -8,6 +8,7 @@ of them needed.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from planner.archs import build_model_graph
@@ -22,6 +23,11 @@ from planner.model import ModelAnatomy
 from planner.scheduler import SchedBackend, Scheduler
 from planner.units import HOST_BUFFER
 from planner.weights import HOST_INDEX, LayerPlacement, WeightBuffers
+
+# where a weight lives: (name, duplicate) -> (backend, whether a host weight sits in a plain host buffer)
+LocateWeight = Callable[[str, bool], tuple[str, bool]]
+# where a layer's caches live: layer index -> backend
+LocateLayer = Callable[[int], str]
 
 
 @dataclass(frozen=True)
@@ -58,8 +64,8 @@ def build_graph(
     n_tokens: int,
     n_seqs: int,
     n_outputs: int,
-    locate_weight=None,
-    locate_layer=None,
+    locate_weight: LocateWeight | None = None,
+    locate_layer: LocateLayer | None = None,
 ) -> GraphContext:
     """One reserve graph. `locate_weight(name, dup)` -> (backend, host_plain); `locate_layer(il)` -> backend."""
     shape = GraphShape(
@@ -90,14 +96,16 @@ def build_graph(
         caches[(il, swa_of[il])] = (kinds["k"], kinds.get("v"))
     weights = WeightSet(model, caches, g, locate_weight)
     weights._lid = {il: kinds["lid"] for il, kinds in by_layer.items() if "lid" in kinds}
-    for il, kinds in _rs_tensors(model, r, g, locate_layer).items():
-        weights._rs[il] = kinds
+    for il, rs in _rs_tensors(model, r, g, locate_layer).items():
+        weights._rs[il] = rs
     ctx = GraphContext(model, shape, weights, g)
     build_model_graph(ctx)
     return ctx
 
 
-def _rs_tensors(model: ModelAnatomy, r: Resolved, g: Graph, locate_layer) -> dict[int, tuple[Tensor, Tensor]]:
+def _rs_tensors(
+    model: ModelAnatomy, r: Resolved, g: Graph, locate_layer: LocateLayer | None
+) -> dict[int, tuple[Tensor, Tensor]]:
     from planner.recurrent import rs_layout
 
     out: dict[int, dict[str, Tensor]] = {}
@@ -107,6 +115,11 @@ def _rs_tensors(model: ModelAnatomy, r: Resolved, g: Graph, locate_layer) -> dic
             t.type, t.ne, f"cache_{t.kind}_l{t.layer}", backend=where, is_weight=False
         )
     return {il: (kinds["r"], kinds["s"]) for il, kinds in out.items()}
+
+
+def _by_index(buffers: list[str]) -> Callable[[int, Tensor], str]:
+    """The buffer the scheduler gave the i-th node (or leaf)."""
+    return lambda i, t: buffers[i]
 
 
 def _backend_name(gpus: list[Device], device: int) -> str:
@@ -178,9 +191,7 @@ def compute_buffers(
 
     sizes = dict.fromkeys(buffer_types, 0)
     for nodes, leafs, node_buffers, leaf_buffers in scheduled:
-        result = reserve(
-            [(nodes, leafs)], buffer_types, lambda i, t, nb=node_buffers: nb[i], lambda i, t, lb=leaf_buffers: lb[i]
-        )
+        result = reserve([(nodes, leafs)], buffer_types, _by_index(node_buffers), _by_index(leaf_buffers))
         for name, size in result.items():
             sizes[name] = max(sizes[name], size)
     return ComputeBuffers(sizes, n_nodes, n_splits)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
+from typing import Any
 
 from planner.errors import ConfigError
 from planner.ggml_types import KV_CACHE_TYPES, GGMLType, ggml_type
@@ -37,8 +38,8 @@ class LoadConfig:
     # use_extra_bufts); None: on, except on CPUs with AMX (see planner.weights.uses_cpu_extra_buffers)
     cpu_extra_buffers: bool | None = None
 
-    def with_(self, **changes: object) -> LoadConfig:
-        return replace(self, **changes)  # type: ignore[arg-type]
+    def with_(self, **changes: Any) -> LoadConfig:  # Any: each field has its own type
+        return replace(self, **changes)
 
     def to_json(self) -> dict[str, object]:
         data = asdict(self)

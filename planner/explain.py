@@ -36,7 +36,7 @@ def summary(plan: MemoryPlan) -> str:
 
 
 def over_budget(plan: MemoryPlan) -> list[str]:
-    out = []
+    out: list[str] = []
     for d in [*plan.gpus, plan.host]:
         if d.planned and not d.fits:
             values = {"name": d.name, "planned": d.planned, "margin": d.margin, "shared": d.shared}

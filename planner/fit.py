@@ -280,7 +280,7 @@ def solve(model: ModelAnatomy, gpus: list[Device], host: Host, wishes: Wishes | 
         for kv in kv_types:
             ctx = pricer.longest_context(0, SMALLEST_CONTEXT, want, kv, fa)
             if ctx is not None:
-                best_key = (0, ctx, kv, fa)
+                best_key = Candidate(0, ctx, kv, fa)
                 break
     if best_key is None:
         plan = pricer.plan(model.n_layer + 1 if gpus else 0, floor, kv_types[0], fa)
@@ -307,25 +307,25 @@ def solve(model: ModelAnatomy, gpus: list[Device], host: Host, wishes: Wishes | 
 
 def _full_offload(
     pricer: _Pricer, top: int, floor: int, want: int, kv_types: list[str], fa_options: list[bool]
-) -> tuple[int, int, str, bool] | None:
+) -> Candidate | None:
     """Every layer on the GPU at the longest context in [floor, want]; a quantized KV cache
     only if it buys context."""
-    best: tuple[int, int, str, bool] | None = None
+    best: Candidate | None = None
     for kv in kv_types:
         for fa in fa_options:
             ctx = pricer.longest_context(top, floor, want, kv, fa)
             if ctx is not None:
-                if best is None or ctx > best[1]:
-                    best = (top, ctx, kv, fa)
+                if best is None or ctx > best.ctx:
+                    best = Candidate(top, ctx, kv, fa)
                 break
-        if best is not None and best[1] >= _pad(want):
+        if best is not None and best.ctx >= _pad(want):
             break
     return best
 
 
 def _experts_on_cpu(
     pricer: _Pricer, top: int, want: int, kv_types: list[str], fa_options: list[bool]
-) -> tuple[int, int, str, bool, int] | None:
+) -> Candidate | None:
     """Every layer on the GPU with the fewest layers' experts kept in host memory."""
     n_layer = pricer.model.n_layer
     ctx = _pad(want)
@@ -340,24 +340,22 @@ def _experts_on_cpu(
                     hi = mid
                 else:
                     lo = mid
-            return (top, ctx, kv, fa, hi)
+            return Candidate(top, ctx, kv, fa, hi)
     return None
 
 
-def _most_layers_at(
-    pricer: _Pricer, want: int, kv_types: list[str], fa_options: list[bool]
-) -> tuple[int, int, str, bool] | None:
+def _most_layers_at(pricer: _Pricer, want: int, kv_types: list[str], fa_options: list[bool]) -> Candidate | None:
     """As many layers as fit with the whole context; a quantized KV cache only if it buys layers."""
     top = pricer.model.n_layer + 1 if pricer.gpus else 0
-    best: tuple[int, int, str, bool] | None = None
+    best: Candidate | None = None
     for kv in kv_types:
         for fa in fa_options:
             ngl = pricer.most_layers(want, kv, fa)
             if ngl is not None:
-                if best is None or ngl > best[0]:
-                    best = (ngl, _pad(want), kv, fa)
+                if best is None or ngl > best.ngl:
+                    best = Candidate(ngl, _pad(want), kv, fa)
                 break
-        if best is not None and best[0] == top:
+        if best is not None and best.ngl == top:
             break  # every layer already fits: a quantized cache has no layers to buy
     return best
 

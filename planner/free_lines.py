@@ -12,6 +12,7 @@ from planner.units import format_size
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (app.plan_replay imports this module)
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 
@@ -38,7 +39,11 @@ def _over_budget(free: int, name: str, planned: int, margin: int, shared: int) -
     )
 
 
-_SAY = {"gpu_budget": _gpu_budget, "host_budget": _host_budget, "over_budget": _over_budget}
+_SAY: dict[str, Callable[..., str]] = {
+    "gpu_budget": _gpu_budget,
+    "host_budget": _host_budget,
+    "over_budget": _over_budget,
+}
 
 
 def say(kind: str, free: int, values: dict[str, Any]) -> str:

@@ -172,7 +172,9 @@ class Graph:
         """ggml_dup_tensor: a new contiguous tensor with a's type and shape."""
         return self._op(op, a.type, a.ne, srcs)
 
-    def _view(self, a: Tensor, op: str, ne: tuple[int, ...], nb: tuple[int, ...] | None, offset: int) -> Tensor:
+    def _view(
+        self, a: Tensor, op: str, ne: tuple[int, ...], nb: tuple[int, int, int, int] | None, offset: int
+    ) -> Tensor:
         base, offs = (a.view_src, a.view_offs + offset) if a.view_src is not None else (a, offset)
         ne4 = _ne4(ne)
         result = Tensor(
@@ -205,7 +207,7 @@ class Graph:
         for src_axis, dst_axis in enumerate((ax0, ax1, ax2, ax3)):
             ne[dst_axis] = a.ne[src_axis]
             nb[dst_axis] = a.nb[src_axis]
-        return self._view(a, "PERMUTE", tuple(ne), tuple(nb), 0)
+        return self._view(a, "PERMUTE", tuple(ne), (nb[0], nb[1], nb[2], nb[3]), 0)
 
     def transpose(self, a: Tensor) -> Tensor:
         ne = (a.ne[1], a.ne[0], a.ne[2], a.ne[3])

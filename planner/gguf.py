@@ -155,19 +155,19 @@ class _Cursor:
 
     def u32(self, what: str) -> int:
         self.need(4, what)
-        (value,) = _U32.unpack_from(self.buf, self.pos)
+        value: int = _U32.unpack_from(self.buf, self.pos)[0]
         self.pos += 4
         return value
 
     def u64(self, what: str) -> int:
         self.need(8, what)
-        (value,) = _U64.unpack_from(self.buf, self.pos)
+        value: int = _U64.unpack_from(self.buf, self.pos)[0]
         self.pos += 8
         return value
 
     def i64(self, what: str) -> int:
         self.need(8, what)
-        (value,) = _I64.unpack_from(self.buf, self.pos)
+        value: int = _I64.unpack_from(self.buf, self.pos)[0]
         self.pos += 8
         return value
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from planner.units import format_size  # noqa: F401  (its home is units; imported from here too)
+from planner.units import format_size as format_size  # re-exported: its home is units
 
 GiB = 1024**3
 MiB = 1024**2

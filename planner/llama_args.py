@@ -3,6 +3,8 @@ configuration; and back, for checking that those flags mean what the plan means.
 
 from __future__ import annotations
 
+from typing import Any
+
 from planner.config import LoadConfig
 from planner.memory import MemoryPlan
 
@@ -81,7 +83,7 @@ def to_llama_args(
 
 def from_llama_args(args: list[str]) -> tuple[str, LoadConfig]:
     """The model path and the configuration llama.cpp would run for these flags (the ones above)."""
-    values: dict[str, object] = {"n_gpu_layers": 0}
+    values: dict[str, Any] = {"n_gpu_layers": 0}  # LoadConfig's fields by name (Any: each has its own type)
     path = ""
     i = 0
     while i < len(args):
@@ -105,4 +107,4 @@ def from_llama_args(args: list[str]) -> tuple[str, LoadConfig]:
             i += 1
         else:
             raise ValueError(f"unknown flag {flag!r}")
-    return path, LoadConfig(**values)  # type: ignore[arg-type]
+    return path, LoadConfig(**values)

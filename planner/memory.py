@@ -296,10 +296,10 @@ def _plan_memory(
 
     # recurrent state: F32 per recurrent layer, on the layer's device
     rs_by: dict[int, int] = {}
-    for t in rs_layout(model, r).tensors:
-        device = placement.layers[t.layer] if (r.config.offload_kqv and gpus_used) else HOST_INDEX
+    for state in rs_layout(model, r).tensors:
+        device = placement.layers[state.layer] if (r.config.offload_kqv and gpus_used) else HOST_INDEX
         rules = CPU if device == HOST_INDEX else backend_rules(gpus[device].backend)
-        rs_by[device] = rs_by.get(device, 0) + rules.padded(rules.alloc_size(t.type, t.nbytes, t.ne[0]))
+        rs_by[device] = rs_by.get(device, 0) + rules.padded(rules.alloc_size(state.type, state.nbytes, state.ne[0]))
     for device, size in sorted(rs_by.items()):
         target = host_usage if device == HOST_INDEX else gpu_usage[device]
         target.recurrent += size

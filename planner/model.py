@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from planner.errors import ModelError
 from planner.gguf import TensorInfo
 
 if TYPE_CHECKING:
@@ -177,15 +178,68 @@ class ModelAnatomy:
     def n_expert(self) -> int:
         return self.experts.n_expert if self.experts else 0
 
+    # The families' records, narrowed: a graph that needs one reads it here, and a model without it
+    # stops with the reason llama.cpp gives (the family's header rule fills the record it needs).
+
     @property
     def moe(self) -> Experts:
         """The experts of a model whose graph has expert tensors (llama.cpp needs their count)."""
         if self.experts is None:
-            from planner.errors import ModelError
-
             problem = f"expert tensors without {self.architecture}.expert_count (llama.cpp refuses it)"
             raise ModelError(self.path, problem)
         return self.experts
+
+    @property
+    def state_space(self) -> StateSpace:
+        """The sizes of a Mamba-style mixer (llama.cpp requires them of every family that has one)."""
+        if self.ssm is None:
+            keys = "conv_kernel, inner_size, state_size and time_step_rank"
+            problem = f"a state-space mixer without {self.architecture}.ssm.{keys} (llama.cpp refuses it)"
+            raise ModelError(self.path, problem)
+        return self.ssm
+
+    @property
+    def latent_attention(self) -> LatentAttention:
+        """DeepSeek's latent attention sizes (llama.cpp requires attention.kv_lora_rank)."""
+        if self.mla is None:
+            problem = f"latent attention without {self.architecture}.attention.kv_lora_rank (llama.cpp refuses it)"
+            raise ModelError(self.path, problem)
+        return self.mla
+
+    @property
+    def sparse_indexer(self) -> SparseIndexer:
+        """The sparse-attention indexer's sizes (llama.cpp requires its head count, key length and top k)."""
+        if self.indexer is None:
+            keys = "head_count, key_length and top_k"
+            problem = f"sparse attention without {self.architecture}.attention.indexer.{keys} (llama.cpp refuses it)"
+            raise ModelError(self.path, problem)
+        return self.indexer
+
+    @property
+    def rwkv_hparams(self) -> Rwkv:
+        """RWKV's head size and token shift (llama.cpp requires wkv.head_size)."""
+        if self.rwkv is None:
+            problem = f"an RWKV mixer without {self.architecture}.wkv.head_size (llama.cpp refuses it)"
+            raise ModelError(self.path, problem)
+        return self.rwkv
+
+    @property
+    def granite_scales(self) -> GraniteScales:
+        """Granite's scales. llama.cpp reads them as optional (0: no node), so a graph that needs them
+        on a model without the record is a family whose header rule forgot them."""
+        if self.granite is None:
+            problem = f"{self.architecture}: Granite's layers without Granite's scales (the family's rule read none)"
+            raise ModelError(self.path, problem)
+        return self.granite
+
+    @property
+    def alt_up(self) -> AltUp:
+        """Gemma 3n's AltUp sizes. They are llama.cpp's fixed values, not the header's, so a graph that
+        needs them on a model without the record is a family whose header rule forgot them."""
+        if self.altup is None:
+            problem = f"{self.architecture}: Gemma 3n's layers without their AltUp sizes (the family's rule set none)"
+            raise ModelError(self.path, problem)
+        return self.altup
 
     @property
     def latent_cache(self) -> bool:

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from planner.errors import GGUFError
 from planner.gguf import GGUFModel, TensorInfo, read_gguf
+
+if TYPE_CHECKING:
+    from planner.backends import BackendRules
 
 # an audio encoder's compute buffer is not modelled: a flat allowance, named as an estimate
 AUDIO_COMPUTE_ALLOWANCE = 64 * 1024 * 1024
@@ -59,14 +62,14 @@ class Projector:
         from planner.projectors import rule_for
 
         rule = rule_for(self.projector_type)
-        skip = getattr(rule, "unloaded", None)
+        skip = rule.unloaded if rule is not None else None
         return [t for t in self.tensors if not (skip and skip(t.name))]
 
     @property
     def weight_bytes(self) -> int:
         return sum(t.n_bytes for t in self.loaded_tensors)
 
-    def compute(self, flash_attn: bool, gpu: tuple[str, str, Any] | None = None) -> int:
+    def compute(self, flash_attn: bool, gpu: tuple[str, str, BackendRules] | None = None) -> int:
         """The compute buffer on the projector's device once it has encoded its largest image (clip's
         warmup reserves less for the encoders of dynamic resolution): exact when `exact`, else
         `compute_estimate`. `gpu` is (name, backend kind, BackendRules) of the GPU holding the projector,

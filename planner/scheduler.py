@@ -214,16 +214,20 @@ class Scheduler:
                     best, best_n = b, n
             node.s_backend = best
 
+    def _view_source_backend(self, view_src: Tensor) -> int:
+        """Where a view follows its source: the buffer's backend of a pre-allocated one, else the source's."""
+        owner = self._buffer_backend(view_src)
+        return owner if owner is not None else _get(view_src)
+
     def _pass4_sources_follow(self, nodes: list[Tensor]) -> None:
         # pass 4: sources and views follow their consumers and their view sources
         for node in nodes:
             if node.view_src is not None and _get(node) == -1:
-                node.s_backend = self._buffer_backend(node.view_src) if node.view_src.external else _get(node.view_src)
+                node.s_backend = self._view_source_backend(node.view_src)
             for src in node.src:
                 if _get(src) == -1:
                     if src.view_src is not None:
-                        vs = src.view_src
-                        src.s_backend = self._buffer_backend(vs) if vs.external else _get(vs)
+                        src.s_backend = self._view_source_backend(src.view_src)
                     else:
                         src.s_backend = _get(node)
             if _get(node) == -1:

@@ -51,7 +51,7 @@ def read_deepseek2(anatomy: ModelAnatomy, meta: Meta) -> None:
 def kv_latent(ctx: GraphContext, il: int, cur: Tensor, inp_pos: Tensor) -> tuple[Tensor, Tensor]:
     """The compressed KV latent (normed, [kv_lora, n_tokens]) and the roped shared K part."""
     g, w, m = ctx.g, ctx.w, ctx.model
-    rope, kv_lora, n_tok = m.rope_dims, m.mla.n_lora_kv, ctx.n_tokens
+    rope, kv_lora, n_tok = m.rope_dims, m.latent_attention.n_lora_kv, ctx.n_tokens
     kv_pe = g.mul_mat(w.layer_req(il, "attn_kv_a_mqa.weight"), cur)
     stride = row_size(kv_pe.type, kv_lora + rope)
     kv_cmpr = g.view(kv_pe, (kv_lora, n_tok), (stride,), 0)
@@ -67,7 +67,7 @@ def absorbed_qkv(
     """Q, K and V of latent attention with the K projection absorbed into Q (MQA over the latent).
 
     `q` is wq_b's output, flat or already [head_k, n_head, n_tokens]: the views take explicit strides."""
-    g, w, mla = ctx.g, ctx.w, ctx.model.mla
+    g, w, mla = ctx.g, ctx.w, ctx.model.latent_attention
     il, n_head, n_tok = layer.index, layer.n_head, ctx.n_tokens
     hd_k, rope = mla.head_k, ctx.model.rope_dims
     nope = hd_k - rope
@@ -133,7 +133,7 @@ def finish_model(ctx: GraphContext, inp_l: Tensor) -> None:
 
 def build_deepseek2(ctx: GraphContext) -> None:
     g, w, m = ctx.g, ctx.w, ctx.model
-    mla = m.mla
+    mla = m.latent_attention
     is_mla = mla.latent_cache
     hd_k, hd_v = mla.head_k, mla.head_v
     rope = m.rope_dims

@@ -88,7 +88,7 @@ def build_attn_inp_k_dsa(ctx: GraphContext) -> Inputs:
     """Both caches' inputs: the latent cache's (its mask F16 only with flash attention) and the
     indexer cache's (always an F16 mask, and its head-sized rotation)."""
     g, n_tok = ctx.g, ctx.n_tokens
-    head = ctx.model.indexer.head_size
+    head = ctx.model.sparse_indexer.head_size
     return {
         "k_idxs": g.input(I64, (n_tok,), "attn_inp_k_idxs"),
         "mask": _kq_mask(ctx, F16 if ctx.shape.flash_attn else F32),
@@ -102,7 +102,7 @@ def lightning_indexer(
     ctx: GraphContext, layer: LayerAnatomy, cur: Tensor, qr: Tensor, inp_pos: Tensor, inp: Inputs
 ) -> Tensor:
     """The cells each query token attends to: [top k, n_tokens per stream, 1, n_stream] indices."""
-    g, w, indexer = ctx.g, ctx.w, ctx.model.indexer
+    g, w, indexer = ctx.g, ctx.w, ctx.model.sparse_indexer
     il, n_tok = layer.index, ctx.n_tokens
     n_head, head = indexer.n_head, indexer.head_size
     q = g.mul_mat(w.layer_req(il, "indexer.attn_q_b.weight"), qr)

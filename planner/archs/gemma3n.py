@@ -124,8 +124,8 @@ def _router(ctx: GraphContext, x: Tensor, il: int) -> Tensor:
 def _predict(ctx: GraphContext, cur: Tensor, il: int) -> Tensor:
     """altup_predict: every AltUp copy predicted from the active one, [n_embd, n_tokens, n_altup]."""
     g = ctx.g
-    n = ctx.model.altup.n_altup
-    modalities = _router(ctx, altup_slice(ctx, cur, ctx.model.altup.i_act), il)
+    n = ctx.model.alt_up.n_altup
+    modalities = _router(ctx, altup_slice(ctx, cur, ctx.model.alt_up.i_act), il)
     coefs = ctx.mm(ctx.w.layer_req(il, "altup_predict_coef.weight"), modalities)
     coefs = g.reshape(coefs, n, n, ctx.n_tokens)
     permuted = g.cont(g.permute(cur, 1, 2, 0, 3))
@@ -136,7 +136,7 @@ def _predict(ctx: GraphContext, cur: Tensor, il: int) -> Tensor:
 def _correct(ctx: GraphContext, predictions: Tensor, activated: Tensor, il: int) -> Tensor:
     """altup_correct: each copy moved by the active copy's innovation, weighted by the router."""
     g = ctx.g
-    n, act = ctx.model.altup.n_altup, ctx.model.altup.i_act
+    n, act = ctx.model.alt_up.n_altup, ctx.model.alt_up.i_act
     modalities = _router(ctx, activated, il)
     innovation = g.sub(activated, altup_slice(ctx, predictions, act))
     coefs = g.scale(ctx.mm(ctx.w.layer_req(il, "altup_correct_coef.weight"), modalities))  # scale_bias: + 1
@@ -213,7 +213,7 @@ def _ffn(ctx: GraphContext, cur: Tensor, il: int) -> Tensor:
     g, w = ctx.g, ctx.w
     up = ctx.mm(w.layer_req(il, "ffn_up.weight"), cur)
     gate = ctx.mm(w.layer_req(il, "ffn_gate.weight"), cur)
-    if il < ctx.model.altup.n_layer_sparsity:
+    if il < ctx.model.alt_up.n_layer_sparsity:
         gate = _gaussian_topk(ctx, gate)
     cur = g.mul(up, g.unary(gate))
     return ctx.mm(w.layer_req(il, "ffn_down.weight"), cur)
@@ -222,7 +222,7 @@ def _ffn(ctx: GraphContext, cur: Tensor, il: int) -> Tensor:
 def _per_layer_gate(ctx: GraphContext, corrected: Tensor, inp_per_layer: Tensor, il: int) -> Tensor:
     """The corrected active copy, gated down to n_embd_altup, times this layer's input, projected back."""
     g, w = ctx.g, ctx.w
-    first = altup_slice(ctx, corrected, ctx.model.altup.i_act)
+    first = altup_slice(ctx, corrected, ctx.model.alt_up.i_act)
     first = g.mul(first, w.layer_req(il, "altup_correct_scale.weight"))
     first = g.unary(ctx.mm(w.layer_req(il, "inp_gate.weight"), first))
     first = g.mul(first, altup_slice(ctx, inp_per_layer, il))
@@ -240,7 +240,7 @@ def _layer(
 ) -> Tensor:
     g, w, il = ctx.g, ctx.w, layer.index
     predictions = _predict(ctx, inp_l, il)
-    active = altup_slice(ctx, predictions, ctx.model.altup.i_act)
+    active = altup_slice(ctx, predictions, ctx.model.alt_up.i_act)
     cur = ctx.build_norm(active, w.layer_req(il, "attn_norm.weight"), il=il)
     laurel_out = _laurel(ctx, cur, il)
     cur = _attention(ctx, inp, layer, cur, pos)
@@ -261,22 +261,22 @@ def _layer(
 def _unembed(ctx: GraphContext, cur: Tensor) -> Tensor:
     """The AltUp copies merged back into one hidden state (their mean after unembedding)."""
     g = ctx.g
-    target = _magnitude(ctx, altup_slice(ctx, cur, ctx.model.altup.i_act))
+    target = _magnitude(ctx, altup_slice(ctx, cur, ctx.model.alt_up.i_act))
     unembd = g.mul_mat(ctx.w.get("altup_unembd_proj.weight"), _rest(ctx, cur))
     unembd = _rescaled(ctx, unembd, target)
     out = altup_slice(ctx, cur, 0)
-    for i in range(ctx.model.altup.n_altup - 1):
+    for i in range(ctx.model.alt_up.n_altup - 1):
         out = g.add(out, altup_slice(ctx, unembd, i))
     return g.scale(out)
 
 
 def build_gemma3n(ctx: GraphContext) -> None:
     g, w, m = ctx.g, ctx.w, ctx.model
-    n_altup = m.altup.n_altup
+    n_altup = m.alt_up.n_altup
     inp_l = g.scale(ctx.build_inp_embd())
     inp_pos = ctx.build_inp_pos()
     inp_full, inp_swa = attention_inputs(ctx, True)
-    inp_per_layer = per_layer_inputs(ctx, inp_l, ctx.model.altup.n_embd_altup)
+    inp_per_layer = per_layer_inputs(ctx, inp_l, ctx.model.alt_up.n_embd_altup)
     # the other AltUp copies: projections of the embeddings, at the embeddings' magnitude
     target = _magnitude(ctx, inp_l)
     repeated = g.repeat(inp_l, (ctx.n_embd, ctx.n_tokens, n_altup - 1, 1))

@@ -60,7 +60,7 @@ def granite_attention(
 def granite_ffn(ctx: GraphContext, cur: Tensor, inp_sa: Tensor, il: int) -> Tensor:
     """build_layer_ffn: residual-scaled attention output, then a dense or MoE block, scaled again."""
     g, w, m = ctx.g, ctx.w, ctx.model
-    if m.granite.residual:
+    if m.granite_scales.residual:
         cur = g.scale(cur)
     ffn_inp = g.add(cur, inp_sa)
     cur = ctx.build_norm(ffn_inp, w.layer(il, "ffn_norm.weight"), il=il)
@@ -89,7 +89,7 @@ def granite_ffn(ctx: GraphContext, cur: Tensor, inp_sa: Tensor, il: int) -> Tens
             )
             moe = g.add(moe, shared)
         cur = moe
-    if m.granite.residual:
+    if m.granite_scales.residual:
         cur = g.scale(cur)
     return g.add(cur, ffn_inp)
 

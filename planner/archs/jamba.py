@@ -24,11 +24,11 @@ def _jamba(anatomy: ModelAnatomy, meta: Meta) -> None:
     """Mamba-1 layers where a layer has no KV heads, attention elsewhere; experts on some layers."""
     read_experts(anatomy, meta)
     read_ssm(anatomy, meta)
-    assert anatomy.ssm is not None
-    if anatomy.ssm.d_inner != 2 * anatomy.n_embd:  # GGML_ASSERT in llama.cpp: the process aborts
+    d_inner = anatomy.state_space.d_inner
+    if d_inner != 2 * anatomy.n_embd:  # GGML_ASSERT in llama.cpp: the process aborts
         raise GGUFError(
             anatomy.path,
-            f"jamba: ssm inner size {anatomy.ssm.d_inner} is not twice the "
+            f"jamba: ssm inner size {d_inner} is not twice the "
             f"embedding length {anatomy.n_embd}, which llama.cpp requires",
         )
     recurrent_where_no_kv_heads(anatomy)

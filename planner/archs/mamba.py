@@ -27,7 +27,7 @@ def _mamba(anatomy: ModelAnatomy, meta: Meta) -> None:
 
 def mamba_layer(ctx: GraphContext, inp: dict[str, Tensor], cur: Tensor, il: int) -> Tensor:
     """build_mamba_layer (Mamba-1)."""
-    g, w, ssm = ctx.g, ctx.w, ctx.model.ssm
+    g, w, ssm = ctx.g, ctx.w, ctx.model.state_space
     d_conv, d_inner, d_state, dt_rank = ssm.d_conv, ssm.d_inner, ssm.d_state, ssm.dt_rank
     n_seqs = ctx.shape.n_seqs
     n_seq_tokens = ctx.n_tokens // n_seqs
@@ -90,7 +90,7 @@ def mamba_layer(ctx: GraphContext, inp: dict[str, Tensor], cur: Tensor, il: int)
 
 def mamba2_layer(ctx: GraphContext, inp: dict[str, Tensor], cur: Tensor, il: int) -> Tensor:
     """build_mamba2_layer (Mamba-2, also the SSM layers of the hybrids)."""
-    g, w, ssm = ctx.g, ctx.w, ctx.model.ssm
+    g, w, ssm = ctx.g, ctx.w, ctx.model.state_space
     d_conv, d_inner, d_state = ssm.d_conv, ssm.d_inner, ssm.d_state
     n_head, n_group = ssm.dt_rank, ssm.n_group
     head_dim = d_inner // n_head

@@ -36,7 +36,7 @@ def _plamo2(anatomy: ModelAnatomy, meta: Meta) -> None:
 def _plamo2_mixer(ctx: GraphContext, inp: dict[str, Tensor], cur: Tensor, il: int) -> Tensor:
     """build_plamo2_mamba_layer."""
     g, w, m = ctx.g, ctx.w, ctx.model
-    ssm = m.ssm
+    ssm = m.state_space
     d_conv, d_inner, d_state, n_heads = ssm.d_conv, ssm.d_inner, ssm.d_state, ssm.dt_rank
     head_dim, dt_dim = d_inner // n_heads, max(64, m.n_embd // 16)
     n_seqs = ctx.shape.n_seqs

@@ -47,7 +47,7 @@ def _qwen35(anatomy: ModelAnatomy, meta: Meta) -> None:
 
 def _dims(ctx: GraphContext) -> tuple[int, int, int, int]:
     """(head_k_dim, num_k_heads, head_v_dim, num_v_heads) of the delta-net layers."""
-    ssm = ctx.model.ssm
+    ssm = ctx.model.state_space
     n_v = ssm.dt_rank
     return ssm.d_state, ssm.n_group, ssm.d_inner // n_v, n_v
 
@@ -85,7 +85,7 @@ def _qkvz(ctx: GraphContext, cur: Tensor, il: int) -> tuple[Tensor, Tensor]:
 
 def _conv_state(ctx: GraphContext, inp: dict[str, Tensor], qkv: Tensor, il: int) -> Tensor:
     """build_conv_state: prepend the stored convolution state, store the new one (n_rs_seq = 0)."""
-    g, ssm = ctx.g, ctx.model.ssm
+    g, ssm = ctx.g, ctx.model.state_space
     r_l, _ = ctx.w.rs(il)
     n_seqs = ctx.shape.n_seqs
     d_conv = ctx.w.layer_req(il, "ssm_conv1d.weight").ne[0]

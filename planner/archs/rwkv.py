@@ -59,7 +59,7 @@ def _token_shift_load(ctx: GraphContext, inp: dict[str, Tensor], il: int) -> Ten
     r_l, _ = ctx.w.rs(il)
     _, n_seqs = _seq_shape(ctx)
     shift = ctx.build_rs(inp, r_l, n_embd_r(ctx.model), n_seqs)
-    return ctx.g.reshape(shift, ctx.n_embd, ctx.model.rwkv.token_shift_count, n_seqs)
+    return ctx.g.reshape(shift, ctx.n_embd, ctx.model.rwkv_hparams.token_shift_count, n_seqs)
 
 
 def _token_shift_store(ctx: GraphContext, shift: Tensor, il: int) -> Tensor:
@@ -67,7 +67,7 @@ def _token_shift_store(ctx: GraphContext, shift: Tensor, il: int) -> Tensor:
     g = ctx.g
     r_l, _ = ctx.w.rs(il)
     _, n_seqs = _seq_shape(ctx)
-    count = ctx.model.rwkv.token_shift_count
+    count = ctx.model.rwkv_hparams.token_shift_count
     dst = g.view(r_l, (n_embd_r(ctx.model) * n_seqs,), (), 0)
     return g.cpy(g.view(shift, (ctx.n_embd * n_seqs * count,), (), 0), dst)
 
@@ -77,7 +77,7 @@ def _store_wkv_state(ctx: GraphContext, out: Tensor, il: int) -> Tensor:
     g, n_embd = ctx.g, ctx.n_embd
     _, s_l = ctx.w.rs(il)
     _, n_seqs = _seq_shape(ctx)
-    head_size = ctx.model.rwkv.head_size
+    head_size = ctx.model.rwkv_hparams.head_size
     cur = g.view(out, (n_embd * ctx.n_tokens,), (), 0)
     state = g.view(out, (n_embd * head_size * n_seqs,), (), n_embd * ctx.n_tokens * F32.type_size)
     g.expand(g.cpy(state, g.view(s_l, (n_embd_s(ctx.model) * n_seqs,), (), 0)))
@@ -87,7 +87,7 @@ def _store_wkv_state(ctx: GraphContext, out: Tensor, il: int) -> Tensor:
 def _group_norm(ctx: GraphContext, cur: Tensor, il: int) -> Tensor:
     """The per-head layer norm of the WKV output (ggml_norm over head_size groups, then ln weight and bias)."""
     g, w = ctx.g, ctx.w
-    head_size = ctx.model.rwkv.head_size
+    head_size = ctx.model.rwkv_hparams.head_size
     ln, ln_b = w.layer(il, "time_mix_ln.weight"), w.layer(il, "time_mix_ln.bias")
     if ln is None or ln_b is None:
         return g.reshape(cur, ctx.n_embd, ctx.n_tokens)
@@ -108,7 +108,7 @@ def _rwkv6_time_mix(
     """llm_build_rwkv6_base::build_rwkv6_time_mix (RWKV-6, not the QRWKV variant)."""
     g, w, n_embd, n_tokens = ctx.g, ctx.w, ctx.n_embd, ctx.n_tokens
     n_seq_tokens, n_seqs = _seq_shape(ctx)
-    head_size = ctx.model.rwkv.head_size
+    head_size = ctx.model.rwkv_hparams.head_size
     n_head = n_embd // head_size
     sx = g.reshape(g.sub(x_prev, cur), n_embd, n_tokens)
     cur = g.reshape(cur, n_embd, n_tokens)
@@ -163,7 +163,7 @@ def _rwkv7_time_mix(
     """llm_build_rwkv7_base::build_rwkv7_time_mix."""
     g, w, n_embd, n_tokens = ctx.g, ctx.w, ctx.n_embd, ctx.n_tokens
     n_seq_tokens, n_seqs = _seq_shape(ctx)
-    head_size = ctx.model.rwkv.head_size
+    head_size = ctx.model.rwkv_hparams.head_size
     n_head = n_embd // head_size
     g1, g2 = w.layer(il, "time_mix_g1.weight"), w.layer(il, "time_mix_g2.weight")
     gating = g1 is not None and g2 is not None
@@ -237,7 +237,7 @@ def _build_rwkv(ctx: GraphContext, time_mix: TimeMix, channel_mix: ChannelMix, r
     g, w, m = ctx.g, ctx.w, ctx.model
     n_embd, n_tokens = ctx.n_embd, ctx.n_tokens
     n_seq_tokens, n_seqs = _seq_shape(ctx)
-    rescale = m.rwkv.rescale_every_n_layers if rwkv6 else 0
+    rescale = m.rwkv_hparams.rescale_every_n_layers if rwkv6 else 0
     inp_l = ctx.build_inp_embd()
     inp_l = ctx.build_norm(inp_l, w.get("token_embd_norm.weight"), w.get("token_embd_norm.bias"), rms=False, il=0)
     rs_inp = ctx.build_rs_inp()

@@ -22,7 +22,7 @@ def final_output(
     ctx.set_outputs(embd, cur)
 
 
-def attention_inputs(ctx: GraphContext, iswa: bool) -> tuple[Tensor, Tensor]:
+def attention_inputs(ctx: GraphContext, iswa: bool) -> tuple[dict[str, Tensor | None], dict[str, Tensor | None]]:
     """The KV inputs of full and windowed layers (build_attn_inp_kv_iswa), or one for every layer."""
     if iswa:
         return ctx.build_attn_inp_kv(swa=False), ctx.build_attn_inp_kv(swa=True)

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
+from planner.errors import ModelError
 from planner.ggml_graph import Graph, Tensor
 from planner.ggml_types import F16, F32, I32, GGMLType, ggml_type
 from planner.projector import Projector
@@ -46,6 +48,20 @@ class ClipParams:
         else:
             ffn_op = "gelu_quick"
         return cls(p.n_embd, n_head, n_head_kv, d_head, p.n_ff, p.n_layer, ffn_op, p.patch_size, p.image_size)
+
+
+@dataclass(frozen=True)
+class ProjectorRule:
+    """What a family module (`planner.projectors.<family>`) tells the planner, as its `RULE`."""
+
+    warmup_image: Callable[[Projector], tuple[int, int]]  # the image (nx, ny) clip's warmup reserves for
+    build: Callable[[ClipGraph], Tensor]  # the encoder graph
+    # encoders of dynamic resolution: the images of `max_tokens` tokens that need the most compute,
+    # and clip.cpp's default limit (None: the encoder sees one fixed size, the warmup image)
+    largest_images: Callable[[Projector, int], list[tuple[int, int]]] | None = None
+    max_tokens: int = 0
+    # tensors of the file clip.cpp reads as scalars and leaves out of its weight buffer
+    unloaded: Callable[[str], bool] | None = None
 
 
 def token_grid(n_tokens: int) -> tuple[int, int]:
@@ -84,6 +100,13 @@ class ClipGraph:
             return None
         t = self.g.weight(info.type, info.shape, name, backend=self._backend)
         self._weights[name] = t
+        return t
+
+    def w_req(self, name: str) -> Tensor:
+        """The weight `name`, which clip.cpp requires: without it, it refuses the projector."""
+        t = self.w(name)
+        if t is None:
+            raise ModelError(self.p.path, f"tensor {name} is missing (clip.cpp refuses the projector)")
         return t
 
     def layer(self, il: int, name: str) -> Tensor | None:
@@ -131,8 +154,7 @@ class ClipGraph:
         """Patches through the patch embedding's convolution: [n_embd, n_patches]."""
         g = self.g
         inp_raw = self.inp_raw() if inp_raw is None else inp_raw
-        patch = self.w("v.patch_embd.weight")
-        assert patch is not None
+        patch = self.w_req("v.patch_embd.weight")
         ps = self.hp.patch_size
         inp = self.conv_2d(patch, inp_raw, ps, ps)
         inp = g.reshape(inp, self.n_patches, self.hp.n_embd, self.n_batch)
@@ -236,7 +258,7 @@ class ClipGraph:
         if pre_w is not None:
             inp_l = self.norm(inp_l, pre_w, self.w("v.pre_ln.bias"), norm_kind)
         for il in range(hp.n_layer):
-            lw = lambda name, il=il: self.layer(il, name)  # noqa: E731
+            lw = partial(self.layer, il)  # this layer's weight by name
             cur = self.norm(inp_l, lw("ln1.weight"), lw("ln1.bias"), norm_kind)
             q_norm, k_norm = lw("attn_q_norm.weight"), lw("attn_k_norm.weight")
             qkv_w = lw("attn_qkv.weight")

@@ -34,9 +34,9 @@ def largest_images(p: Projector, image_max_tokens: int | None = None) -> list[tu
     rule = rule_for(p.projector_type)
     if rule is None:
         raise ValueError(f"no graph for projector type {p.projector_type!r}")
-    if not hasattr(rule, "largest_images"):
+    if rule.largest_images is None:
         return [rule.warmup_image(p)]
-    return rule.largest_images(p, image_max_tokens or rule.MAX_TOKENS)
+    return rule.largest_images(p, image_max_tokens or rule.max_tokens)
 
 
 def build_graph(

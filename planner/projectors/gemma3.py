@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from planner.ggml_graph import Tensor
 from planner.projector import Projector
-from planner.projectors.clip import NORM, ClipGraph
+from planner.projectors.clip import NORM, ClipGraph, ProjectorRule
 
 
 def warmup_image(p: Projector) -> tuple[int, int]:
@@ -30,7 +30,9 @@ def build(c: ClipGraph) -> Tensor:
     cur = g.reshape(cur, cur.ne[0] * cur.ne[0], hp.n_embd, 1)
     cur = g.cont(g.transpose(cur))
     cur = g.rms_norm(cur)
-    cur = g.mul(cur, c.w("mm.soft_emb_norm.weight"))
-    proj = c.w("mm.input_projection.weight")
-    assert proj is not None
+    cur = g.mul(cur, c.w_req("mm.soft_emb_norm.weight"))
+    proj = c.w_req("mm.input_projection.weight")
     return g.mul_mat(g.cont(g.transpose(proj)), cur)
+
+
+RULE = ProjectorRule(warmup_image, build)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from planner.ggml_graph import Tensor
 from planner.projector import Projector
-from planner.projectors.clip import RMS, ClipGraph, token_grid
+from planner.projectors.clip import RMS, ClipGraph, ProjectorRule, token_grid
 
 MAX_TOKENS = 1120  # set_limit_image_tokens' default maximum
 WARMUP_TOKENS_PER_SIDE = 16
@@ -47,16 +47,14 @@ def build(c: ClipGraph) -> Tensor:
 
     c.mm_hook = clamped_mm
     inp_raw = g.scale(c.inp_raw())  # patches * 2 - 1
-    patch = c.w("v.patch_embd.weight")
-    assert patch is not None
+    patch = c.w_req("v.patch_embd.weight")
     inp = c.conv_2d(patch, inp_raw, hp.patch_size, hp.patch_size)
     inp = g.reshape(inp, c.n_patches, hp.n_embd, c.n_batch)
     inp = g.cont(g.transpose(inp))
 
     pos_x = c.input_i32(c.n_patches, "pos_x")
     pos_y = c.input_i32(c.n_patches, "pos_y")
-    table = c.w("v.position_embd.weight")
-    assert table is not None
+    table = c.w_req("v.position_embd.weight")
     pos_size, nb1 = table.ne[1], table.type.row_bytes(hp.n_embd)
     tbl_x = g.view(table, (hp.n_embd, pos_size), (nb1,), 0)
     tbl_y = g.view(table, (hp.n_embd, pos_size), (nb1,), pos_size * nb1)
@@ -78,6 +76,8 @@ def build(c: ClipGraph) -> Tensor:
     if std_bias is not None and std_scale is not None:
         cur = g.mul(g.sub(cur, std_bias), std_scale)
     cur = g.rms_norm(cur)
-    proj = c.w("mm.input_projection.weight")
-    assert proj is not None
+    proj = c.w_req("mm.input_projection.weight")
     return c.mm(proj, cur)
+
+
+RULE = ProjectorRule(warmup_image, build, largest_images=largest_images, max_tokens=MAX_TOKENS, unloaded=unloaded)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from planner.ggml_graph import F32, Tensor
 from planner.projector import Projector
-from planner.projectors.clip import RMS, ClipGraph, token_grid
+from planner.projectors.clip import RMS, ClipGraph, ProjectorRule, token_grid
 
 MAX_TOKENS = 1024  # set_limit_image_tokens' default maximum
 WARMUP_TOKENS_PER_SIDE = 16
@@ -49,7 +49,7 @@ def build(c: ClipGraph) -> Tensor:
 
     merger = c.w("mm.patch_merger.weight")
     if merger is not None:
-        cur = g.mul(g.rms_norm(cur), c.w("mm.input_norm.weight"))
+        cur = g.mul(g.rms_norm(cur), c.w_req("mm.input_norm.weight"))
         cur = g.reshape(cur, hp.n_embd, c.n_patches_x, c.n_patches_y)
         cur = g.cont(g.permute(cur, 2, 0, 1, 3))
         kernel = g.view(cur, (merge, merge, cur.ne[2]), (0, 0), 0)  # a dummy kernel: only its shape counts
@@ -69,3 +69,6 @@ def build(c: ClipGraph) -> Tensor:
         tmp = g.concat(tmp, tok, 1)
         cur = g.view(tmp, (n_text, p_x * p_y + p_y - 1), (tmp.type.row_bytes(n_text),), 0)
     return cur
+
+
+RULE = ProjectorRule(warmup_image, build, largest_images=largest_images, max_tokens=MAX_TOKENS)

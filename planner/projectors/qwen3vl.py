@@ -7,9 +7,11 @@ merged tokens (`set_warmup_n_tokens(46*46)`), whatever the image token limits.
 
 from __future__ import annotations
 
+from functools import partial
+
 from planner.ggml_graph import F32, Tensor
 from planner.projector import Projector
-from planner.projectors.clip import NORM, ClipGraph, token_grid
+from planner.projectors.clip import NORM, ClipGraph, ProjectorRule, token_grid
 
 MAX_TOKENS = 4096  # set_limit_image_tokens' default maximum
 WARMUP_TOKENS_PER_SIDE = 46
@@ -61,15 +63,13 @@ def build(c: ClipGraph) -> Tensor:
     n_pos = c.n_patches
     inp_raw = c.inp_raw()
     ps = hp.patch_size
-    patch0, patch1 = c.w("v.patch_embd.weight"), c.w("v.patch_embd.weight.1")
-    assert patch0 is not None and patch1 is not None
+    patch0, patch1 = c.w_req("v.patch_embd.weight"), c.w_req("v.patch_embd.weight.1")
     inp = g.add(c.conv_2d(patch0, inp_raw, ps, ps), c.conv_2d(patch1, inp_raw, ps, ps))
     inp = _spatial_merge(c, g.permute(inp, 1, 2, 0, 3))
     bias = c.w("v.patch_embd.bias")
     if bias is not None:
         inp = g.add(inp, bias)
-    pos_embd = c.w("v.position_embd.weight")
-    assert pos_embd is not None
+    pos_embd = c.w_req("v.position_embd.weight")
     inp = g.add(inp, _spatial_merge(c, resize_position_embeddings(c, pos_embd)))
 
     inp_l = inp
@@ -81,7 +81,7 @@ def build(c: ClipGraph) -> Tensor:
     merge_factor = n_merge(c.p) ** 2
     deepstack: Tensor | None = None
     for il in range(hp.n_layer):
-        lw = lambda name, il=il: c.layer(il, name)  # noqa: E731
+        lw = partial(c.layer, il)  # this layer's weight by name
         cur = c.norm(inp_l, lw("ln1.weight"), lw("ln1.bias"), NORM)
         qkv_w, qkv_b = lw("attn_qkv.weight"), lw("attn_qkv.bias")
         assert qkv_w is not None and qkv_b is not None
@@ -133,3 +133,6 @@ def build(c: ClipGraph) -> Tensor:
     if deepstack is not None:
         emb = g.concat(emb, deepstack, 0)
     return emb
+
+
+RULE = ProjectorRule(warmup_image, build, largest_images=largest_images, max_tokens=MAX_TOKENS)

@@ -1,7 +1,8 @@
-"""The tree stays `ruff` clean and `ruff format`ted: checked in every test run."""
+"""The tree stays `ruff` clean, `ruff format`ted and type-checked by mypy: checked in every test run."""
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
 import subprocess
 import sys
@@ -26,3 +27,17 @@ def _ruff() -> str:
 def test_ruff(command: list[str]) -> None:
     proc = subprocess.run([_ruff(), *command], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-1000:]
+
+
+def test_mypy() -> None:
+    """mypy is clean on what pyproject.toml's [tool.mypy] names (the planner, strictly)."""
+    if importlib.util.find_spec("mypy") is None:
+        pytest.fail("mypy is not installed: pip install -e '.[test]'")
+    proc = subprocess.run(
+        [sys.executable, "-m", "mypy", "--config-file", "pyproject.toml"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr

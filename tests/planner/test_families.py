@@ -9,7 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from planner.anatomy import load_anatomy
 from planner.archs import FAMILIES, NO_CACHE_ARCHS
+from planner.errors import ModelError
+from planner.gguf import read_gguf
 from tests.support.tiny_models import ZOO
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,3 +46,22 @@ def test_a_plan_imports_only_its_own_family(zoo: dict[str, Path]) -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "['planner.archs.common', 'planner.archs.gemma']"
+
+
+@pytest.mark.parametrize(
+    ("accessor", "reason"),
+    [
+        ("moe", "expert_count"),
+        ("state_space", "ssm.conv_kernel"),
+        ("latent_attention", "attention.kv_lora_rank"),
+        ("sparse_indexer", "attention.indexer.head_count"),
+        ("rwkv_hparams", "wkv.head_size"),
+        ("granite_scales", "Granite's scales"),
+        ("alt_up", "AltUp sizes"),
+    ],
+)
+def test_a_family_record_the_model_lacks_is_a_model_error(zoo: dict[str, Path], accessor: str, reason: str) -> None:
+    """A graph reaching for a record its model has none of stops with a reason, not on None."""
+    plain = load_anatomy(read_gguf(str(zoo["llama-f16"])))
+    with pytest.raises(ModelError, match=reason):
+        getattr(plain, accessor)
