@@ -141,6 +141,8 @@ def _add_projector(
     estimates: list[str],
 ) -> None:
     """libmtmd loads the projector on the first GPU when there is one, else on the host."""
+    from planner.projectors.compute import has_vision_graph, is_exact, loaded_tensors, projector_compute
+
     if gpus:
         rules = backend_rules(gpus[0].backend)
         target, name = gpu_usage[0], gpus[0].name
@@ -148,19 +150,19 @@ def _add_projector(
         rules, target, name = CPU, host_usage, "CPU"
     weights = sum(
         rules.padded(rules.alloc_size(t.type, t.n_bytes, t.shape[0] if t.shape else 1))
-        for t in projector.loaded_tensors
+        for t in loaded_tensors(projector)
     )
-    compute = projector.compute(config.flash_attn, (name, gpus[0].backend, rules) if gpus else None)
+    compute = projector_compute(projector, config.flash_attn, (name, gpus[0].backend, rules) if gpus else None)
     target.weights += weights
     target.compute += compute
     buffers.append(Buffer(name, "projector_weights", name, weights))
     buffers.append(Buffer(name, "projector_compute", name, compute))
-    if projector.vision_rule and not projector.exact:
+    if has_vision_graph(projector) and not is_exact(projector):
         estimates.append(
             f"{name}: the {projector.projector_type} projector's audio encoder adds a compute buffer that is "
             "not modelled (a flat 64 MiB beside its vision graph's)"
         )
-    elif not projector.exact:
+    elif not is_exact(projector):
         estimates.append(
             f"{name}: the {projector.projector_type} projector's compute buffer "
             f"({compute // MiB} MiB for {projector.n_patches} patches) is estimated from the encoder's shape"

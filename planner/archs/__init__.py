@@ -18,8 +18,8 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from planner.anatomy import Meta
     from planner.graphs.context import GraphContext
+    from planner.meta import Meta
     from planner.model import ModelAnatomy
 
 # architecture (general.architecture) -> family module in planner.archs

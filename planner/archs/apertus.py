@@ -12,7 +12,7 @@ from planner.graphs.blocks import final_output
 from planner.graphs.context import GraphContext
 
 if TYPE_CHECKING:
-    from planner.anatomy import Meta
+    from planner.meta import Meta
     from planner.model import ModelAnatomy
 
 _XIELU = ("xielu.alpha_n", "xielu.alpha_p", "xielu.beta", "xielu.eps")

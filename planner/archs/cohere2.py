@@ -15,7 +15,7 @@ from planner.graphs.context import GraphContext
 from planner.model import SWA_STANDARD
 
 if TYPE_CHECKING:
-    from planner.anatomy import Meta
+    from planner.meta import Meta
     from planner.model import ModelAnatomy
 
 

@@ -8,7 +8,7 @@ from planner.errors import GGUFError
 from planner.model import swa_pattern
 
 if TYPE_CHECKING:
-    from planner.anatomy import Meta
+    from planner.meta import Meta
     from planner.model import ModelAnatomy
 
 

@@ -11,7 +11,7 @@ from planner.archs.mamba import mamba2_layer
 from planner.graphs.context import GraphContext
 
 if TYPE_CHECKING:
-    from planner.anatomy import Meta
+    from planner.meta import Meta
     from planner.model import ModelAnatomy
 
 

@@ -19,7 +19,7 @@ from planner.hparams import (
 from planner.model import SWA_STANDARD, LayerAnatomy
 
 if TYPE_CHECKING:
-    from planner.anatomy import Meta
+    from planner.meta import Meta
     from planner.model import ModelAnatomy
 
 

@@ -13,7 +13,7 @@ from planner.hparams import (
 )
 
 if TYPE_CHECKING:
-    from planner.anatomy import Meta
+    from planner.meta import Meta
     from planner.model import ModelAnatomy
 
 

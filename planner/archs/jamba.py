@@ -16,7 +16,7 @@ from planner.errors import GGUFError
 from planner.graphs.context import GraphContext
 
 if TYPE_CHECKING:
-    from planner.anatomy import Meta
+    from planner.meta import Meta
     from planner.model import ModelAnatomy
 
 

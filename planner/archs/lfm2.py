@@ -16,7 +16,7 @@ from planner.model import SWA_STANDARD
 from planner.recurrent import n_embd_r
 
 if TYPE_CHECKING:
-    from planner.anatomy import Meta
+    from planner.meta import Meta
     from planner.model import ModelAnatomy
 
 

@@ -15,7 +15,7 @@ from planner.graphs.blocks import final_output
 from planner.graphs.context import GraphContext
 
 if TYPE_CHECKING:
-    from planner.anatomy import Meta
+    from planner.meta import Meta
     from planner.model import ModelAnatomy
 
 

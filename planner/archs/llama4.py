@@ -17,7 +17,7 @@ from planner.graphs.context import GraphContext
 from planner.model import SWA_CHUNKED
 
 if TYPE_CHECKING:
-    from planner.anatomy import Meta
+    from planner.meta import Meta
     from planner.model import ModelAnatomy
 
 

@@ -15,7 +15,7 @@ from planner.ggml_graph import FLAG_OUTPUT, Tensor
 from planner.graphs.context import GraphContext
 
 if TYPE_CHECKING:
-    from planner.anatomy import Meta
+    from planner.meta import Meta
     from planner.model import ModelAnatomy
 
 

@@ -11,7 +11,7 @@ from planner.archs.llama import build_llama
 from planner.errors import GGUFError
 
 if TYPE_CHECKING:
-    from planner.anatomy import Meta
+    from planner.meta import Meta
     from planner.model import ModelAnatomy
 
 

@@ -17,7 +17,7 @@ from planner.model import LayerAnatomy
 from planner.recurrent import n_embd_r, n_embd_s
 
 if TYPE_CHECKING:
-    from planner.anatomy import Meta
+    from planner.meta import Meta
     from planner.model import ModelAnatomy
 
 

@@ -12,7 +12,7 @@ from planner.archs.common import (
 from planner.archs.llama import build_llama
 
 if TYPE_CHECKING:
-    from planner.anatomy import Meta
+    from planner.meta import Meta
     from planner.model import ModelAnatomy
 
 

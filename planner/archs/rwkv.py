@@ -16,7 +16,7 @@ from planner.hparams import (
 from planner.recurrent import n_embd_r, n_embd_s
 
 if TYPE_CHECKING:
-    from planner.anatomy import Meta
+    from planner.meta import Meta
     from planner.model import ModelAnatomy
 
 

@@ -5,7 +5,7 @@ knows its encoder. Its `RULE` (a `planner.projectors.clip.ProjectorRule`) gives 
 size clip's warmup reserves for, the graph it builds (`tools/mtmd/models/<family>.cpp`)
 and, where clip.cpp leaves tensors of the file unloaded, which ones it loads. Modules are
 imported the first time a projector of their type is planned. Types without a rule keep
-`Projector.compute_estimate`.
+`planner.projectors.compute.compute_estimate`.
 """
 
 from __future__ import annotations

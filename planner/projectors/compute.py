@@ -13,11 +13,81 @@ from __future__ import annotations
 
 from planner.backends import CPU, BackendRules
 from planner.ggml_alloc import BufferType, reserve
+from planner.gguf import TensorInfo
 from planner.projector import Projector
 from planner.projectors import rule_for
 from planner.projectors.clip import ClipGraph
 from planner.scheduler import SchedBackend, Scheduler
 from planner.units import HOST_BUFFER
+
+# an audio encoder's compute buffer is not modelled: a flat allowance, named as an estimate
+AUDIO_COMPUTE_ALLOWANCE = 64 * 1024 * 1024
+
+
+def has_vision_graph(p: Projector) -> bool:
+    """Whether the planner builds this projector's vision graph (a rule in planner.projectors)."""
+    return p.has_vision and rule_for(p.projector_type) is not None
+
+
+def is_exact(p: Projector) -> bool:
+    """Whether the whole compute is exact: a vision graph the planner builds, and no audio encoder
+    (libmtmd loads one beside it, with its own buffers, whose graph is not modelled)."""
+    return has_vision_graph(p) and not p.has_audio
+
+
+def loaded_tensors(p: Projector) -> list[TensorInfo]:
+    """The tensors clip.cpp loads into its weight buffer (it reads some scalars and leaves them out)."""
+    rule = rule_for(p.projector_type)
+    skip = rule.unloaded if rule is not None else None
+    return [t for t in p.tensors if not (skip and skip(t.name))]
+
+
+def weight_bytes(p: Projector) -> int:
+    return sum(t.n_bytes for t in loaded_tensors(p))
+
+
+def projector_compute(p: Projector, flash_attn: bool, gpu: tuple[str, str, BackendRules] | None = None) -> int:
+    """The compute buffer on the projector's device once it has encoded its largest image (clip's
+    warmup reserves less for the encoders of dynamic resolution): exact when `is_exact`, else
+    `compute_estimate`. `gpu` is (name, backend kind, BackendRules) of the GPU holding the projector,
+    None on the host."""
+    if not has_vision_graph(p):
+        return compute_estimate(p, flash_attn)
+    audio = AUDIO_COMPUTE_ALLOWANCE if p.has_audio else 0
+    # the solver plans many configurations with one projector: replay each of its graphs once
+    key = (_identity(p), p.image_max_tokens, flash_attn, gpu[:2] if gpu else None, gpu[2] if gpu else None)
+    cached = _COMPUTE_CACHE.get(key)
+    if cached is None:
+        sizes = peak_compute(p, flash_attn, gpu=gpu, image_max_tokens=p.image_max_tokens)
+        cached = sizes[gpu[0]] if gpu else sizes["CPU"]
+        if len(_COMPUTE_CACHE) > 256:
+            _COMPUTE_CACHE.clear()
+        _COMPUTE_CACHE[key] = cached
+    return cached + audio
+
+
+_COMPUTE_CACHE: dict[tuple[object, ...], int] = {}
+
+
+def _identity(p: Projector) -> tuple[object, ...]:
+    """What the compute buffer depends on: the file, its shapes and the metadata clip.cpp reads."""
+    md = tuple(sorted((k, repr(v)) for k, v in p.metadata.items() if not k.startswith("general.")))
+    return (p.path, p.projector_type, len(p.tensors), sum(t.n_bytes for t in p.tensors), md)
+
+
+def compute_estimate(p: Projector, flash_attn: bool) -> int:
+    """Peak activations of one encoder pass over the largest image (an estimate).
+
+    The residual stream, the MLP intermediate and, without flash attention, the
+    attention matrix [n_patches, n_patches, n_head] in F32 dominate a ViT's graph.
+    """
+    n = p.n_patches
+    if n == 0:
+        return AUDIO_COMPUTE_ALLOWANCE  # audio encoders and unknown shapes: a flat allowance
+    hidden = n * p.n_embd * 4
+    mlp = n * max(p.n_ff, p.n_embd) * 4
+    attn = 0 if flash_attn else n * n * max(p.n_head, 1) * 4
+    return 3 * hidden + max(2 * mlp, attn + hidden)
 
 
 def warmup_image(p: Projector) -> tuple[int, int]:

@@ -18,7 +18,14 @@ from planner.hardware import Host
 from planner.memory import plan_memory
 from planner.projector import read_projector
 from planner.projectors import RULES
-from planner.projectors.compute import compute_buffers, peak_compute
+from planner.projectors.compute import (
+    compute_buffers,
+    has_vision_graph,
+    is_exact,
+    loaded_tensors,
+    peak_compute,
+    weight_bytes,
+)
 from tests.conftest import has_compiler
 from tests.support.compare_projectors import compare_largest_images, compare_projector
 from tests.support.tiny_projectors import LARGEST, OTHER_SHAPES, PROJECTORS, ProjectorSpec, write_tiny_projector
@@ -102,8 +109,8 @@ def test_a_plan_with_an_exact_projector_names_no_estimate(tmp_path: Path, zoo: d
 def test_gemma4v_clamp_bounds_stay_out_of_the_weight_buffer(tmp_path: Path) -> None:
     p = read_projector(write_tiny_projector(tmp_path / "mmproj.gguf", PROJECTORS["gemma4v"]))
     bounds = [t for t in p.tensors if t.name.endswith("_min") or t.name.endswith("_max")]
-    assert bounds and not set(bounds) & set(p.loaded_tensors)
-    assert p.weight_bytes == sum(t.n_bytes for t in p.tensors) - sum(t.n_bytes for t in bounds)
+    assert bounds and not set(bounds) & set(loaded_tensors(p))
+    assert weight_bytes(p) == sum(t.n_bytes for t in p.tensors) - sum(t.n_bytes for t in bounds)
 
 
 def test_a_projector_without_a_rule_stays_an_estimate(tmp_path: Path, zoo: dict[str, Path]) -> None:
@@ -111,7 +118,7 @@ def test_a_projector_without_a_rule_stays_an_estimate(tmp_path: Path, zoo: dict[
 
     model = load_anatomy(read_gguf(zoo["llama-f16"]))
     mlp = read_projector(write_mlp_projector(tmp_path / "mlp.gguf"))
-    assert not mlp.exact
+    assert not is_exact(mlp)
     host = Host(total=16 * 1024**3, free=16 * 1024**3)
     plan = plan_memory(model, LoadConfig(n_gpu_layers=0, n_ctx=2048, flash_attn=True), [], host, projector=mlp)
     assert any("mlp projector" in e and "estimated" in e for e in plan.estimates)
@@ -122,7 +129,7 @@ def test_an_audio_encoder_beside_an_exact_vision_graph_is_named_as_an_estimate(
 ) -> None:
     spec = PROJECTORS["gemma4v"].with_(extra_kv={"clip.has_audio_encoder": True})
     both = read_projector(write_tiny_projector(tmp_path / "mmproj.gguf", spec))
-    assert both.vision_rule and not both.exact
+    assert has_vision_graph(both) and not is_exact(both)
     vision = peak_compute(both, True)["CPU"]
     model = load_anatomy(read_gguf(zoo["llama-f16"]))
     host = Host(total=16 * 1024**3, free=16 * 1024**3)

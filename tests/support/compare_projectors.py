@@ -13,7 +13,7 @@ from typing import Any
 
 from planner.backends import CPU
 from planner.projector import Projector, read_projector
-from planner.projectors.compute import compute_buffers, largest_images
+from planner.projectors.compute import compute_buffers, largest_images, loaded_tensors
 from tests.support.oracle.oracle import measure_projector
 
 
@@ -38,7 +38,7 @@ class ProjectorRow:
 
 
 def planned_weights(p: Projector) -> int:
-    return sum(CPU.padded(CPU.alloc_size(t.type, t.n_bytes, t.shape[0] if t.shape else 1)) for t in p.loaded_tensors)
+    return sum(CPU.padded(CPU.alloc_size(t.type, t.n_bytes, t.shape[0] if t.shape else 1)) for t in loaded_tensors(p))
 
 
 def compare_projector(path: str | os.PathLike[str], configs: list[dict[str, Any]]) -> list[ProjectorRow]:
