@@ -85,6 +85,16 @@ def build_prompt(
     )
 
 
+def conversation_tokens(
+    fmt: ChatFormat, system: str, turns: list[ChatMessage], tokenize: Callable[[str], list[int]], eos: str = ""
+) -> int:
+    """How many tokens of context the conversation takes as it stands (what the status line counts)."""
+    head = [ChatMessage("system", system)] if system.strip() else []
+    if not turns:
+        return 0
+    return len(tokenize(render(fmt, head + turns, bos="", eos=eos)))
+
+
 class ReplySink:
     """Collects a streaming reply and saves it to the store at most every `interval` seconds."""
 

@@ -111,7 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--temp",
         type=float,
         metavar="T",
-        help="with -p: sampling temperature (default: the setting, 0.2; 0 is deterministic)",
+        help="with -p: sampling temperature (default: the setting; unset: greedy for a base model, 0.2 for chat)",
     )
     modes.add_argument(
         "-n",
@@ -318,6 +318,7 @@ def run_prompt(args: argparse.Namespace) -> int:
     from app.engine import EngineError, GenerationParams
     from app.engine.templates import ChatMessage
     from app.reply import OK, write_reply
+    from app.sampling import temperature_for
     from app.session import LoadFailed, ModelSession
     from app.settings import load_settings
     from planner.archs import not_for_chat
@@ -343,7 +344,7 @@ def run_prompt(args: argparse.Namespace) -> int:
             return _fail(f"the model did not load: {exc}", EXIT_LOAD_FAILED)
         params = GenerationParams(
             max_tokens=args.n_predict or settings.max_tokens,
-            temperature=settings.temperature if args.temp is None else max(args.temp, 0.0),
+            temperature=temperature_for(settings.temperature if args.temp is None else max(args.temp, 0.0), loaded.fmt),
             stop=loaded.fmt.stop,
         )
         stream = not args.json

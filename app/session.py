@@ -17,11 +17,11 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from app.devices import DeviceReport
 from app.elastic_context import ElasticContext
-from app.engine.crash import EngineCrashed
+from app.engine.crash import EngineCrashed, EngineExit
 from app.engine.dry_run import DryRun
 from app.engine.failure import Failure, classify
 from app.engine.process import RPC_STALL_SECONDS
@@ -29,6 +29,7 @@ from app.engine.templates import ChatFormat, choose_format
 from app.engine.types import EngineError, GenerationParams, GenerationStats, LoadReport, ResizeReport
 from app.engine.verify import Confirmed, Verification, confirm_plan, replan
 from app.errors import VramchatError
+from app.outcome import CRASHED, ENGINE_CRASH, ReplyOutcome
 from app.recovery import SMALLER, WITHOUT_EXTRA_BUFFERS, WITHOUT_LOST_SERVERS, Recovery, recovery_for
 from app.telemetry import Telemetry, for_engine
 from planner.config import LoadConfig
@@ -37,9 +38,6 @@ from planner.fit import FitResult
 from planner.memory import MemoryPlan
 from planner.model import ModelAnatomy
 from planner.retry import MAX_RETRIES, Retry, describe_changes, safer_plan
-
-if TYPE_CHECKING:
-    from app.outcome import ReplyOutcome
 
 RetryCallback = Callable[[Retry | None, str], None]  # None: the same plan, without CPU extra buffers
 
@@ -71,6 +69,10 @@ class EngineLike(Protocol):
     stall_timeout: float | None
     # whether `resize` can change the context without a reload (the context grows with the chat)
     resizable: bool
+
+    def exit_while_idle(self) -> EngineExit | None:
+        """How the engine ended if it ended between requests with a model loaded (told once)."""
+        ...
 
 
 @dataclass
@@ -365,6 +367,17 @@ class ModelSession:
         if recovery.action == WITHOUT_EXTRA_BUFFERS:
             fit = with_extra_buffers(model.anatomy, fit, devices, False)
         return self.load(model.path, model.anatomy, fit, devices, progress, on_retry, reprobe), []
+
+    def engine_lost(self) -> ReplyOutcome | None:
+        """The engine ended while idle (killed, crashed): the outcome to recover from, as if a reply
+        had been cut short by it; None while it lives. The watchdog in the chat asks every second."""
+        if self.model is None or self.generating.is_set():
+            return None
+        ended = self.engine.exit_while_idle()
+        if ended is None:
+            return None
+        crash = EngineCrashed(ended)
+        return ReplyOutcome(CRASHED, "", GenerationStats(stopped_by=ENGINE_CRASH), str(crash), crash)
 
     @property
     def devices(self) -> DeviceReport | None:

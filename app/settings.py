@@ -17,6 +17,8 @@ from app.limits import DEFAULT_MAX_TOKENS, MAX_TOKENS
 from app.paths import config_dir
 
 SETTINGS_FILE = "settings.json"
+SETTINGS_VERSION = 2  # 2: the temperature may be null (the model's own)
+LEGACY_DEFAULT_TEMPERATURE = 0.2
 
 
 @dataclass
@@ -24,7 +26,9 @@ class Settings:
     models_dirs: list[str] = field(default_factory=list)  # extra folders to scan for GGUF files
     scan_known_caches: bool = True  # LM Studio, llama.cpp and Hugging Face caches
     system_prompt: str = ""
-    temperature: float = 0.2  # low: small and base models wander at higher temperatures
+    # None: the model's own (app.sampling): greedy for a base model talked to as a transcript, low
+    # for a chat model; a number: the user's choice, for every model
+    temperature: float | None = None
     max_tokens: int = DEFAULT_MAX_TOKENS
     theme: str = "vramchat-dark"
     show_dashboard: bool = True
@@ -35,7 +39,8 @@ class Settings:
 
     def clamp(self) -> Settings:
         """Bring values into sane ranges (a hand-edited file may hold anything)."""
-        self.temperature = min(max(float(self.temperature), 0.0), 2.0)
+        if self.temperature is not None:
+            self.temperature = min(max(float(self.temperature), 0.0), 2.0)
         self.max_tokens = min(max(int(self.max_tokens), 1), MAX_TOKENS)
         self.models_dirs = [str(d) for d in self.models_dirs if str(d).strip()]
         self.rpc_servers = [str(e).strip() for e in self.rpc_servers if str(e).strip()]
@@ -58,6 +63,9 @@ def load_settings(path: Path | None = None) -> tuple[Settings, str | None]:
     if not isinstance(raw, dict):
         return Settings(), f"settings file {path} does not hold an object; using defaults"
     defaults = Settings()
+    if raw.get("version", 1) < SETTINGS_VERSION and raw.get("temperature") == LEGACY_DEFAULT_TEMPERATURE:
+        # version 1 wrote its default temperature with every save: not a choice the user made
+        raw = {k: v for k, v in raw.items() if k != "temperature"}
     values: dict[str, Any] = {}
     problems: list[str] = []
     for f in fields(Settings):
@@ -65,6 +73,8 @@ def load_settings(path: Path | None = None) -> tuple[Settings, str | None]:
             continue
         value, default = raw[f.name], getattr(defaults, f.name)
         ok = isinstance(value, type(default)) or (isinstance(default, float) and isinstance(value, int))
+        if f.name == "temperature":  # a number, or null for the model's own
+            ok = value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
         if isinstance(default, list):
             ok = isinstance(value, list) and all(isinstance(v, str) for v in value)
         if isinstance(value, bool) != isinstance(default, bool):
@@ -75,7 +85,7 @@ def load_settings(path: Path | None = None) -> tuple[Settings, str | None]:
             problems.append(f.name)
     settings = Settings(**values).clamp()
     for name in ("temperature", "max_tokens"):
-        if name in values and getattr(settings, name) != values[name]:
+        if values.get(name) is not None and getattr(settings, name) != values[name]:
             problems.append(f"{name} {values[name]} (out of range: using {getattr(settings, name)})")
     warning = f"ignored bad values in {path}: {', '.join(problems)}" if problems else None
     return settings, warning
@@ -90,7 +100,7 @@ def save_settings(settings: Settings, path: Path | None = None) -> None:
     fd, tmp = tempfile.mkstemp(prefix=".settings-", suffix=".json", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(asdict(settings), handle, indent=2)
+            json.dump({"version": SETTINGS_VERSION, **asdict(settings)}, handle, indent=2)
             handle.write("\n")
         os.replace(tmp, path)
     except BaseException:

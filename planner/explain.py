@@ -35,6 +35,29 @@ def summary(plan: MemoryPlan) -> str:
     return f"{where}; context {r.n_ctx:,} tokens, {kv_words}, flash attention {'on' if r.config.flash_attn else 'off'}"
 
 
+def beyond_training(plan: MemoryPlan) -> str | None:
+    """A warning when each sequence's context is longer than the model was trained for (llama.cpp
+    warns "possible training context overflow" and runs it): quality falls past the trained length
+    unless RoPE scaling stretches the positions. llama.cpp's YaRN flags are the usual cure."""
+    m, r = plan.model, plan.resolved
+    per_sequence = r.n_ctx // max(r.config.n_seq_max, 1) if not r.config.kv_unified else r.n_ctx
+    if not m.n_ctx_train or per_sequence <= m.n_ctx_train:
+        return None
+    scale = -(-per_sequence // m.n_ctx_train)  # ceiling
+    scaling = m.metadata.get(f"{m.architecture}.rope.scaling.type")
+    if scaling and scaling != "none":
+        cure = f"the file sets {scaling} RoPE scaling, which llama.cpp applies"
+    else:
+        cure = (
+            f"for longer contexts llama.cpp users set RoPE scaling: --rope-scaling yarn --rope-scale {scale} "
+            f"--yarn-orig-ctx {m.n_ctx_train}"
+        )
+    return (
+        f"Context {per_sequence:,} tokens is beyond the {m.n_ctx_train:,} the model was trained for: llama.cpp "
+        f"runs it, but answers degrade past the trained length ({cure})"
+    )
+
+
 def over_budget(plan: MemoryPlan) -> list[str]:
     out: list[str] = []
     for d in [*plan.gpus, plan.host]:

@@ -9,24 +9,29 @@ says fits.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 from planner.config import CTX_PAD, LoadConfig
 from planner.errors import ConfigError
-from planner.explain import no_fit_reasons, over_budget, summary
+from planner.explain import beyond_training, no_fit_reasons, over_budget, summary
 from planner.free_lines import FreeLine
 from planner.hardware import Device, Host
 from planner.memory import MemoryPlan, plan_memory
 from planner.model import ModelAnatomy
 from planner.projector import Projector
 from planner.rpc import network_notes
-from planner.units import round_up
+from planner.units import format_size, round_up
 
 # Without --ctx the planner aims for the trained context, but at most this many tokens.
 DEFAULT_CONTEXT_CAP = 32768
 # Below this the solver drops layers to the CPU rather than shortening the context further.
 MIN_CONTEXT = 4096
+# The micro-batches the solver tries, largest first. The compute buffer scales with the micro-batch
+# (on a small model with a large vocabulary the logits of one micro-batch are most of it: the demo's
+# 514.5 MiB at 512), so where compute decides the fit a smaller one buys layers or context, at the
+# cost of reading prompts in smaller steps (slower prefill; decode is unchanged).
+UBATCH_STEPS = (512, 256, 128)
 SMALLEST_CONTEXT = 512
 
 
@@ -38,8 +43,9 @@ class Wishes:
     # q4_0 is allowed when asked for; by default the solver stops at the near-lossless q8_0
     kv_types: tuple[str, ...] = ("f16", "q8_0")
     flash_attn: str = "auto"  # auto, on, off
-    n_batch: int = 512
-    n_ubatch: int = 512
+    # None: the solver's (512, or 256 / 128 when the compute buffer is what stops a fit); a number: as given
+    n_batch: int | None = None
+    n_ubatch: int | None = None
     n_seq_max: int = 1
     swa_full: bool = False
     margins: dict[str, int] = field(default_factory=dict)
@@ -138,8 +144,8 @@ class _Pricer:
         return LoadConfig(
             n_gpu_layers=ngl,
             n_ctx=ctx,
-            n_batch=w.n_batch,
-            n_ubatch=w.n_ubatch,
+            n_batch=w.n_batch or UBATCH_STEPS[0],
+            n_ubatch=w.n_ubatch or UBATCH_STEPS[0],
             type_k=kv,
             type_v=kv if fa else "f16",
             flash_attn=fa,
@@ -257,8 +263,60 @@ def _flash_attn_options(wishes: Wishes, gpus: list[Device]) -> list[bool]:
 
 
 def solve(model: ModelAnatomy, gpus: list[Device], host: Host, wishes: Wishes | None = None) -> FitResult:
-    """Choose the best configuration for these devices."""
+    """Choose the best configuration for these devices. Unless the micro-batch was given, a smaller
+    one (UBATCH_STEPS) is tried when the default leaves the plan short of every layer on the GPU at
+    the context wanted, and kept when it buys layers, context or a fit."""
     wishes = wishes or Wishes()
+    if wishes.n_ubatch is not None:
+        return _solve_at(model, gpus, host, wishes)
+    first = _solve_at(model, gpus, host, replace(wishes, n_ubatch=UBATCH_STEPS[0], n_batch=wishes.n_batch))
+    best = first
+    for ubatch in UBATCH_STEPS[1:]:
+        if _complete(best, model, gpus):
+            break
+        batch = ubatch if wishes.n_batch is None else max(wishes.n_batch, ubatch)
+        smaller = _solve_at(model, gpus, host, replace(wishes, n_ubatch=ubatch, n_batch=batch))
+        if _score(smaller) > _score(best):
+            best = smaller
+    if best is not first:
+        best.reasons.insert(1, _ubatch_reason(first, best))
+    return best
+
+
+def _complete(result: FitResult, model: ModelAnatomy, gpus: list[Device]) -> bool:
+    """Nothing a smaller micro-batch could buy: it fits, every layer on the GPU, the context wanted."""
+    plan = result.plan
+    top = model.n_layer + 1 if gpus else 0
+    return plan.fits and plan.layers_on_gpu >= top and plan.resolved.n_ctx >= _pad(result.desired_ctx)
+
+
+def _score(result: FitResult) -> tuple[bool, int, int]:
+    """Better plans first: one that fits, then more layers on the GPU, then more context."""
+    plan = result.plan
+    return (plan.fits, plan.layers_on_gpu if plan.fits else 0, plan.resolved.n_ctx if plan.fits else 0)
+
+
+def _ubatch_reason(before: FitResult, after: FitResult) -> str:
+    """What the smaller micro-batch bought, and what it costs."""
+    was, now = before.plan, after.plan
+    ub = now.resolved.config.n_ubatch
+    compute = sum(b.bytes for b in now.buffers if b.kind == "compute")
+    compute_before = sum(b.bytes for b in was.buffers if b.kind == "compute")
+    if not was.fits:
+        bought = "without it nothing fits"
+    elif now.layers_on_gpu > was.layers_on_gpu:
+        bought = f"{now.layers_on_gpu} layers on the GPU instead of {was.layers_on_gpu}"
+    else:
+        bought = f"{now.resolved.n_ctx:,} tokens of context instead of {was.resolved.n_ctx:,}"
+    return (
+        f"Micro-batch {ub} instead of {UBATCH_STEPS[0]} (--ubatch {ub} --batch {now.resolved.config.n_batch}): "
+        f"the compute buffer shrinks from {format_size(compute_before)} to {format_size(compute)}, so {bought}; "
+        "prompts are read in smaller steps, more slowly (replies are written as fast)"
+    )
+
+
+def _solve_at(model: ModelAnatomy, gpus: list[Device], host: Host, wishes: Wishes) -> FitResult:
+    """The solver for one micro-batch."""
     want = desired_context(model, wishes)
     floor = min(want, MIN_CONTEXT)
     pricer = _Pricer(model, gpus, host, wishes)
@@ -370,7 +428,10 @@ def evaluate(
 ) -> FitResult:
     """A fixed configuration, priced as is (no solver)."""
     plan = plan_memory(model, config, gpus, host, margins, projector=projector)
-    reasons = [summary(plan)]
+    reasons: list[str | FreeLine] = [summary(plan)]
+    overflow = beyond_training(plan)
+    if overflow:
+        reasons.append(overflow)
     if not plan.fits:
         reasons += over_budget(plan)
     return FitResult(plan, reasons, [], config.n_ctx, solved=False)
@@ -385,6 +446,9 @@ def _reasons(plan: MemoryPlan, want: int, wishes: Wishes, pricer: _Pricer, kv_ty
         )
     if r.n_ctx < _pad(want):
         reasons.append(f"Context shortened from {want:,} to {r.n_ctx:,} tokens to fit")
+    overflow = beyond_training(plan)
+    if overflow:
+        reasons.append(overflow)
     if r.type_k.name != "f16":
         f16_ctx = pricer.longest_context(plan.layers_on_gpu, SMALLEST_CONTEXT, want, "f16", r.config.flash_attn)
         f16_ngl = pricer.most_layers(r.n_ctx, "f16", r.config.flash_attn)

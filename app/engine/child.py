@@ -36,6 +36,7 @@ class _Server:
         self.conn = conn
         self.engine = Engine()
         self.engine.on_prefilled = self._prefilled
+        self.engine.on_prefill_step = self._prefill_step
         self.inbox: queue.Queue[tuple[Any, ...]] = queue.Queue()
         self._send_lock = threading.Lock()
 
@@ -54,6 +55,9 @@ class _Server:
                 self.engine.stop()
             else:
                 self.inbox.put(message)
+
+    def _prefill_step(self, done: int, total: int) -> None:
+        self.send(p.PREFILLING, done, total)
 
     def _prefilled(self, stats: Any) -> None:
         self.send(p.PREFILLED, stats.reused_tokens, stats.prompt_seconds, self.engine.kv_cells_used())

@@ -42,6 +42,8 @@ class Engine:
         self.generating = threading.Event()
         # told when the prompt is in the cache and the first token is about to be sampled
         self.on_prefilled: Callable[[GenerationStats], None] | None = None
+        # told after each batch of a prompt is read: (tokens read so far, of how many), for progress
+        self.on_prefill_step: Callable[[int, int], None] | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -291,11 +293,13 @@ class Engine:
             llama_cpp.llama_sampler_chain_add(chain, llama_cpp.llama_sampler_init_dist(seed))
         self._sampler = chain
 
-    def _decode(self, tokens: list[int]) -> None:
+    def _decode(self, tokens: list[int], progress: Callable[[int, int], None] | None = None) -> None:
         import llama_cpp
 
         n_batch = self.report.config.n_batch if self.report else 512
         for i in range(0, len(tokens), n_batch):
+            if progress is not None and i:
+                progress(i, len(tokens))
             chunk = tokens[i : i + n_batch]
             arr = (llama_cpp.llama_token * len(chunk))(*chunk)
             rc = llama_cpp.llama_decode(self._ctx, llama_cpp.llama_batch_get_one(arr, len(chunk)))
@@ -353,7 +357,7 @@ class Engine:
             keep = self._reuse_prefix(tokens)
             stats.reused_tokens = keep
             try:
-                self._decode(tokens[keep:])
+                self._decode(tokens[keep:], self.on_prefill_step)
             except _Stopped:
                 stats.stopped_by = "user"
                 return

@@ -128,6 +128,26 @@ class EngineProcess:
     def loaded(self) -> bool:
         return self.report is not None and self._child is not None and self._child.alive()
 
+    def exit_while_idle(self) -> EngineExit | None:
+        """How the engine process ended, when it ended between requests (killed, crashed, the OOM
+        killer) while a model was loaded; told once. None while it lives, when nothing was loaded, or
+        while a request runs (that request reports the end itself)."""
+        child = self._child
+        if child is None or self.report is None or child.alive():
+            return None
+        if not self._call_lock.acquire(blocking=False):
+            return None
+        try:
+            if self._child is not child:
+                return None
+            try:
+                self._crashed()
+            except EngineCrashed as exc:
+                return exc.exit
+            return None  # pragma: no cover - _crashed always raises
+        finally:
+            self._call_lock.release()
+
     def _send(self, *message: Any) -> None:
         child = self._child
         if child is None:
@@ -324,6 +344,7 @@ class EngineProcess:
             if not self.loaded:
                 raise EngineError("no model is loaded")
             stats = GenerationStats(prompt_tokens=len(prompt) if isinstance(prompt, list) else 0)
+            stats.prompt_started = time.perf_counter()
             self.last_stats = stats
             self._stop_requested = 0.0
             self.phase = "prefill"
@@ -336,6 +357,9 @@ class EngineProcess:
                     if kind == p.PIECE:
                         text, stats.generated_tokens, self._cells = args
                         yield text
+                    elif kind == p.PREFILLING:
+                        stats.prompt_read, total = args
+                        stats.reused_tokens = max(stats.prompt_tokens - total, 0)
                     elif kind == p.PREFILLED:
                         stats.reused_tokens, stats.prompt_seconds, self._cells = args
                         stats.generation_started = time.perf_counter()

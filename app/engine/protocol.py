@@ -6,7 +6,8 @@ RESIZE (n_ctx, keep: a new context, the conversation carried over; answered with
 ResizeReport, the LoadReport now and the KV cells in use), STOP (acted on at once, even mid-decode) and EXIT.
 
 Engine to app: READY (pid) once started; PROGRESS (fraction) while loading; LOADED (LoadReport);
-PREFILLED (reused tokens, prompt seconds, KV cells) when the prompt is in the cache; PIECE (text,
+PREFILLING (tokens read, of how many) after each batch of a long prompt; PREFILLED (reused tokens,
+prompt seconds, KV cells) when the prompt is in the cache; PIECE (text,
 tokens generated, KV cells) for each piece of the reply; DONE (GenerationStats, KV cells);
 RESULT (value) for the other requests; ERROR (message, log lines, decode status).
 """
@@ -23,6 +24,7 @@ EXIT = "exit"
 READY = "ready"
 PROGRESS = "progress"
 LOADED = "loaded"
+PREFILLING = "prefilling"
 PREFILLED = "prefilled"
 PIECE = "piece"
 DONE = "done"

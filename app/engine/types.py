@@ -51,6 +51,17 @@ class GenerationStats:
     generation_seconds: float = 0.0
     stopped_by: str = ""  # eos, stop, length, user, error, context
     generation_started: float = 0.0  # time.perf_counter() when the first token was sampled
+    # while a long prompt is read: tokens read so far (of prompt_tokens - reused_tokens), and when it began
+    prompt_read: int = 0
+    prompt_started: float = 0.0
+
+    def reading_prompt(self) -> tuple[int, int, float] | None:
+        """While the prompt is being read: (tokens read, tokens to read, tokens a second); else None."""
+        if self.generation_started or not self.prompt_started:
+            return None
+        total = self.prompt_tokens - self.reused_tokens
+        elapsed = time.perf_counter() - self.prompt_started
+        return self.prompt_read, total, (self.prompt_read / elapsed if elapsed > 0 else 0.0)
 
     def live_tokens_per_second(self) -> float:
         """Generation speed so far, while the reply is still streaming."""

@@ -43,14 +43,20 @@ def css_path() -> str:
     return os.path.join(os.path.dirname(os.path.abspath(__file__)), "app.tcss")
 
 
+SHUTDOWN_GRACE = 5.0  # seconds a shutdown by signal may take before the process ends regardless
+
+
 class VramchatApp(App):
     TITLE = "vramchat"
     SUB_TITLE = "plan the memory, then chat"
     CSS_PATH = css_path()
+    # every screen adapts to the terminal: side panels leave below these widths, cramped rows below 32
+    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [(0, "-narrow"), (100, "-medium"), (150, "-wide")]
+    VERTICAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [(0, "-short"), (32, "-tall")]
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("f1", "help", "Help"),
-        Binding("f2", "toggle_screen", "Models/Chat"),
-        Binding("f3", "dashboard", "Dashboard"),
+        Binding("f2", "toggle_screen", "Models/Chat", show=False),  # each screen shows it in its own words
+        Binding("f3", "dashboard", "Dashboard", show=False),  # Ctrl+G in the chat; F1 and the palette list it
         Binding("ctrl+q", "quit", "Quit", priority=True),
     ]
 
@@ -82,6 +88,19 @@ class VramchatApp(App):
     def devices(self) -> DeviceReport | None:
         return self.services.devices
 
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
+        """Notifications carry paths, llama.cpp's words and buffer names ("RPC0[host:port]",
+        "vramchat[demo]"): plain text unless a caller asks for markup."""
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
+
     def _notify_from_anywhere(self, message: str, severity: str) -> None:
         level: SeverityLevel = "error" if severity == "error" else "warning"
         if threading.get_ident() == self._thread_id:
@@ -102,8 +121,10 @@ class VramchatApp(App):
             self.notify(warning, severity="warning", timeout=10)
 
     def _exit_on_signals(self) -> None:
-        """SIGTERM and SIGHUP (a closed terminal) end the app as Ctrl+Q does: the engine stops, the
-        terminal is put back."""
+        """SIGTERM and SIGHUP (a closed terminal) end the app as Ctrl+Q does: the reply stops, the
+        engine ends, the chats are saved. A closed terminal can take no more output, and a shutdown
+        must not hang on one: after SHUTDOWN_GRACE seconds the process ends regardless (its engine
+        dies with it), so that nothing stays behind with its terminal gone."""
         import asyncio
         import contextlib
         import signal
@@ -111,7 +132,19 @@ class VramchatApp(App):
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGHUP):
             with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-                loop.add_signal_handler(sig, self.exit)
+                loop.add_signal_handler(sig, self._end_on_signal, sig)
+
+    def _end_on_signal(self, signum: int) -> None:
+        import signal
+
+        from app.tui.shutdown import end_within, silence_terminal
+
+        if signum == signal.SIGHUP:
+            silence_terminal()  # the terminal is gone: what the app writes now would fail or block
+        end_within(SHUTDOWN_GRACE, 128 + signum)
+        if self.services.session_started:
+            self.session.stop()
+        self.exit(return_code=128 + signum)
 
     def on_scan_finished(self, message: ScanFinished) -> None:
         bench_hook.mark(self, "planned", quit_after=True)
@@ -227,6 +260,19 @@ class VramchatApp(App):
         else:
             self.push_screen(DashboardScreen(self.services))
 
+    def action_screenshot(self, filename: str | None = None, path: str | None = None) -> None:
+        """An SVG of the screen, saved where it can be (the Downloads folder when there is one, else
+        vramchat's own folder), and the path said; a failure says why."""
+        from app.tui.screenshot import screenshot_folder
+
+        folder = path or str(screenshot_folder())
+        try:
+            saved = self.save_screenshot(filename, folder)
+        except OSError as exc:
+            self.notify(f"Could not save the screenshot in {folder}: {exc.strerror or exc}", severity="error")
+            return
+        self.notify(f"Saved as {saved}", title="Screenshot", timeout=8)
+
     def action_set_theme(self, name: str) -> None:
         self.theme = name
 
@@ -237,6 +283,9 @@ class VramchatApp(App):
         if isinstance(screen, PickerScreen):
             yield SystemCommand("Load the selected model", "Load it with the plan shown", screen.action_load)
             yield SystemCommand("Rescan for models", "Look in the model folders again", screen.action_rescan)
+            yield SystemCommand(
+                "RPC servers", "Other machines whose GPUs or RAM to plan for (F6)", screen.action_rpc_servers
+            )
             yield SystemCommand("Go to the chat", "Switch to the chat screen", self.action_show_chat)
         if isinstance(screen, ChatScreen):
             yield SystemCommand("New chat", "Start a new conversation", screen.action_new_chat)

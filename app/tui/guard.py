@@ -6,7 +6,8 @@ the kernel's OOM killer, say) undoes nothing. So `run_guarded` forks before the 
 starts: the child runs the app, the parent only waits. If the child dies by a
 signal, the parent puts the terminal back as it found it and says what happened
 (chats are saved as they are written, so nothing is lost). SIGTERM and SIGHUP sent
-to the guardian are passed on to the app, which then exits cleanly.
+to the guardian are passed on to the app, which then exits cleanly; one that has not ended
+GUARD_GRACE seconds later is killed, so that a closed terminal never leaves the app behind.
 """
 
 from __future__ import annotations
@@ -15,13 +16,34 @@ import contextlib
 import os
 import signal
 import sys
+import time
 from collections.abc import Callable
 
 from app.children import die_with_parent
+from app.tui.shutdown import silence_terminal
 
 # leave the alternate screen, show the cursor, mouse reporting and bracketed paste off, colours reset
 RESTORE = "\x1b[?1049l\x1b[?25h\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?1015l\x1b[?2004l\x1b[0m"
 GUARD_ENV = "VRAMCHAT_NO_GUARD"  # set to 1 to run the app without the guardian
+
+
+GUARD_GRACE = 8.0  # seconds a signalled app has to end by itself before the guardian ends it
+
+
+def _wait(pid: int, deadline: list[float]) -> int:
+    """The app's exit status; an app that was signalled and does not end in time is killed."""
+    while True:
+        try:
+            done, status = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:  # pragma: no cover - reaped elsewhere
+            return 0
+        if done:
+            return status
+        if deadline[0] and time.monotonic() > deadline[0]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            deadline[0] = 0.0
+        time.sleep(0.1)
 
 
 def run_guarded(run: Callable[[], int]) -> int:
@@ -37,30 +59,38 @@ def run_guarded(run: Callable[[], int]) -> int:
         return run()
     sys.stdout.flush()
     sys.stderr.flush()
+    child = [0]  # the app's pid, once forked
+    deadline = [0.0]  # when a signalled app must have ended (0: not signalled)
+
+    def forward(signum: int, _frame: object) -> None:
+        if signum == signal.SIGHUP:  # the terminal is gone: nothing more can be said on it
+            silence_terminal()
+        if not deadline[0]:
+            deadline[0] = time.monotonic() + GUARD_GRACE
+        if child[0]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child[0], signum)
+
+    # before the fork: a signal that comes while the app starts is not lost (nor kills the guardian)
+    previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGTERM, signal.SIGHUP)}
     pid = os.fork()
     if pid == 0:  # the app
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         die_with_parent()
         code = 1
         try:
             code = run()
         finally:
-            sys.stdout.flush()
-            sys.stderr.flush()
+            with contextlib.suppress(OSError, ValueError):
+                sys.stdout.flush()
+                sys.stderr.flush()
             os._exit(code)
-
-    def forward(signum: int, _frame: object) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signum)
-
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, forward)
+    child[0] = pid
+    if deadline[0]:  # signalled between the fork and now
+        forward(signal.SIGTERM, None)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C belongs to the app
-    while True:
-        try:
-            _, status = os.waitpid(pid, 0)
-            break
-        except InterruptedError:
-            continue
+    status = _wait(pid, deadline)
     if os.WIFEXITED(status):
         return os.WEXITSTATUS(status)
     sig = os.WTERMSIG(status)
@@ -70,10 +100,11 @@ def run_guarded(run: Callable[[], int]) -> int:
         name = signal.Signals(sig).name
     except ValueError:
         name = f"signal {sig}"
-    sys.stdout.write(RESTORE + "\n")
-    sys.stdout.write(
-        f"vramchat was stopped by {name}; the terminal has been restored. Your chats are saved: "
-        "run vramchat again to carry on.\n"
-    )
-    sys.stdout.flush()
+    with contextlib.suppress(OSError):  # a terminal that was closed takes no more words
+        sys.stdout.write(RESTORE + "\n")
+        sys.stdout.write(
+            f"vramchat was stopped by {name}; the terminal has been restored. Your chats are saved: "
+            "run vramchat again to carry on.\n"
+        )
+        sys.stdout.flush()
     return 128 + sig

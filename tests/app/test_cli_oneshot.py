@@ -47,7 +47,7 @@ def test_the_answer_as_json_with_memory_per_device(gemma_path: Path) -> None:
 
 
 def test_a_model_that_does_not_fit_is_not_loaded(zoo: dict[str, Path]) -> None:
-    proc = _run(str(zoo["llama-f16"]), "-p", "hello", "--ram", "4MiB")
+    proc = _run(str(zoo["llama-f16"]), "-p", "hello", "--ram", "2MiB")  # 4 MiB fits with a micro-batch of 128
     assert proc.returncode == 3 and "does not fit" in proc.stderr and not proc.stdout
 
 

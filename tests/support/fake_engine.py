@@ -46,6 +46,7 @@ class FakeEngine:
         self.stall_timeout: float | None = None
         self.resizes: list[int] = []
         self.resizable = False  # a context of fixed size, unless a test makes it grow (ElasticFakeEngine)
+        self.dead = False
 
     def load(self, path: str, config: LoadConfig, progress: Callable[[float], bool | None] | None = None) -> LoadReport:
         for f in (0.25, 0.5, 1.0):
@@ -54,6 +55,7 @@ class FakeEngine:
         from app.engine import EngineError
 
         self.loads.append(config)
+        self.dead = False
         if self.fail_load:
             raise EngineError(self.fail_load)
         if self.out_of_memory_loads:
@@ -84,6 +86,21 @@ class FakeEngine:
 
     def kv_cells_used(self) -> int:
         return self._cells
+
+    def exit_while_idle(self):
+        """As an engine process killed while idle reports it (after `die()`), once."""
+        if not self.dead or self.report is None:
+            return None
+        import signal
+
+        from app.engine.crash import EngineExit
+
+        self.report = None
+        return EngineExit(-signal.SIGKILL, "idle")
+
+    def die(self) -> None:
+        """The engine process is killed between replies (kill -9, the OOM killer)."""
+        self.dead = True
 
     def dry_run(self, path: str, config: LoadConfig) -> None:
         """A fake has no llama.cpp to ask: the session loads the plan as it is."""

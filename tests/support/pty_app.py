@@ -21,7 +21,9 @@ _ESCAPES = re.compile(rb"\x1b(\[[0-9;?]*[ -/]*[@-~]|\][^\x07]*\x07|[()][0-9A-Za-
 class PtyApp:
     """`vramchat ARGS` in a 160x45 pseudo-terminal, its output drained as a terminal would."""
 
-    def __init__(self, *args: str) -> None:
+    def __init__(self, *args: str, controlling_terminal: bool = False) -> None:
+        """`controlling_terminal`: the pty is the app's controlling terminal, as a terminal window's is:
+        closing it (`hang_up`) makes the kernel send SIGHUP, as closing the window does."""
         master, slave = os.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 45, 160, 0, 0))
         env = dict(os.environ, TERM="xterm-256color")
@@ -33,7 +35,7 @@ class PtyApp:
             stderr=slave,
             env=env,
             close_fds=True,
-            start_new_session=True,
+            **({"preexec_fn": _take_terminal} if controlling_terminal else {"start_new_session": True}),
         )
         os.close(slave)
         self.master = master
@@ -74,10 +76,22 @@ class PtyApp:
     def type(self, text: str) -> None:
         os.write(self.master, text.encode())
 
+    def hang_up(self) -> None:
+        """Close the terminal, as closing its window does."""
+        os.close(self.master)
+        self.master = -1
+
     def kill(self) -> None:
         os.kill(self.proc.pid, signal.SIGKILL)
         self.proc.wait(10)
-        os.close(self.master)
+        if self.master >= 0:
+            os.close(self.master)
+
+
+def _take_terminal() -> None:
+    """In the child before exec: a session of its own whose controlling terminal is its stdin."""
+    os.setsid()
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
 
 def rows_of(db: Path) -> list[tuple[str, str, str]]:
@@ -142,7 +156,7 @@ def ui_pid(app: PtyApp) -> int | None:
     return next((c.pid for c in children if "app.engine.child" not in " ".join(c.cmdline())), None)
 
 
-def endless_app(folder: Path) -> tuple[PtyApp, Path]:
+def endless_app(folder: Path, controlling_terminal: bool = False) -> tuple[PtyApp, Path]:
     """`vramchat` on a tiny model that never ends its replies (max tokens 16,000), and the chats' database."""
     from app.settings import Settings, save_settings
     from app.store import db_path
@@ -150,4 +164,4 @@ def endless_app(folder: Path) -> tuple[PtyApp, Path]:
 
     model = write_tiny_model(folder / "endless.gguf", ENDLESS)
     save_settings(Settings(max_tokens=16000, scan_known_caches=False))
-    return PtyApp(str(model)), db_path()
+    return PtyApp(str(model), controlling_terminal=controlling_terminal), db_path()

@@ -12,20 +12,22 @@ import threading
 from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Input, Label, OptionList, ProgressBar, Static
+from textual.timer import Timer
+from textual.widgets import Header, Input, Label, OptionList, ProgressBar, Static
 from textual.widgets.option_list import Option, OptionDoesNotExist
 from textual.worker import Worker, WorkerState
 
-from app.chat import stop_note, to_messages
+from app.chat import conversation_tokens, stop_note, to_messages
 from app.engine import GenerationParams, GenerationStats
 from app.engine.templates import ChatMessage
 from app.outcome import ENGINE_CRASH
 from app.reply import write_reply
+from app.sampling import describe_temperature, temperature_for
 from app.session import Growth
 from app.store import Conversation, StoredMessage
 from app.tui.messages import (
@@ -39,10 +41,14 @@ from app.tui.messages import (
 )
 from app.tui.widgets.chat_input import ChatInput
 from app.tui.widgets.dashboard import Dashboard
+from app.tui.widgets.footer import AdaptiveFooter
 from app.tui.widgets.message_view import MessageView
 from planner.fit import FitResult
 from planner.model import ModelAnatomy
 from planner.retry import Retry
+
+ENGINE_WATCH_SECONDS = 1.0  # how often an idle engine is checked for life
+PROMPT_PROGRESS_FROM = 256  # tokens: shorter prompts are read too fast for progress to help
 
 
 def reply_note(stats: GenerationStats, error: str = "") -> str:
@@ -55,6 +61,23 @@ def reply_note(stats: GenerationStats, error: str = "") -> str:
     if note:
         parts.append(note)
     return " · ".join(parts)
+
+
+def empty_reply_words(stats: GenerationStats) -> tuple[str, str]:
+    """(title, text) for a reply that ended before its first word: why, in the user's terms."""
+    if stats.stopped_by == "user":
+        return "Stopped", "Stopped before the model wrote anything."
+    if stats.stopped_by == "context":
+        return "No room to reply", (
+            f"The prompt ({stats.prompt_tokens:,} tokens) filled the context: nothing was left for a reply. "
+            "Start a new chat (Ctrl+N), or load the model with a longer context."
+        )
+    if stats.stopped_by == "length":
+        return "No reply", "The reply's token limit is 0: raise max tokens in the chat settings (F4)."
+    return "No reply", (
+        f"The model ended its reply at once, without a word (it wrote its end-of-text token first; the prompt "
+        f"was {stats.prompt_tokens:,} tokens). Ask again in other words, or press Ctrl+R to retry."
+    )
 
 
 def stored_note(m: StoredMessage) -> str:
@@ -74,15 +97,17 @@ if TYPE_CHECKING:
 
 class ChatScreen(Screen):
     BINDINGS: ClassVar[list[BindingType]] = [
+        # the footer shows the keys a chat needs at once; F1 and the palette (Ctrl+P) list every one
         Binding("escape", "stop", "Stop"),
+        Binding("f2", "app.show_picker", "Models"),
         Binding("ctrl+n", "new_chat", "New chat"),
-        Binding("ctrl+r", "retry", "Retry"),
-        Binding("ctrl+o", "copy_reply", "Copy reply"),
-        Binding("ctrl+b", "toggle_chats", "Chats", show=False),
+        Binding("ctrl+r", "retry", "Retry", show=False),
+        Binding("ctrl+o", "copy_reply", "Copy reply", show=False),
+        Binding("ctrl+b", "toggle_chats", "Chats"),
         Binding("ctrl+g", "toggle_dashboard", "Graphs"),
-        Binding("f4", "chat_settings", "Settings"),
-        Binding("f5", "reload_model", "Reload"),
-        Binding("ctrl+s", "export_chat", "Export"),
+        Binding("f4", "chat_settings", "Settings", show=False),
+        Binding("f5", "reload_model", "Reload", show=False),
+        Binding("ctrl+s", "export_chat", "Export", show=False),
     ]
 
     def __init__(self, services: Services) -> None:
@@ -95,6 +120,8 @@ class ChatScreen(Screen):
         self._reply_id = 0
         self._cancel = threading.Event()  # Esc pressed before the engine started this reply
         self.model_path = ""
+        self.context_tokens = 0  # the tokens the open conversation takes in the context
+        self._prompt_timer: Timer | None = None
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -104,23 +131,40 @@ class ChatScreen(Screen):
                 yield OptionList(id="chat-list")
             with Vertical(id="conversation"):
                 with Horizontal(id="load-bar"):
-                    yield Label("", id="load-status")
+                    yield Label("", id="load-status", markup=False)
                     yield ProgressBar(id="load-progress", show_eta=False, total=1.0)
                 yield VerticalScroll(id="messages")
-                yield Static("", id="context-line")
+                yield Static("", id="context-line", markup=False)
                 yield ChatInput(id="input")
             yield Dashboard(self.services.started_session, id="dashboard")
-        yield Footer()
+        yield AdaptiveFooter()
 
     def on_mount(self) -> None:
         self.query_one("#chat-list-pane").border_title = "Chats"
         self.query_one("#dashboard").border_title = "Memory"
         self.query_one("#load-bar").display = False
-        self.query_one("#dashboard").display = self.services.settings.show_dashboard
+        self.set_class(not self.services.settings.show_dashboard, "-dash-hidden")
         self.query_one("#messages", VerticalScroll).anchor()
         self.refresh_chat_list()
         self._show_hint()
         self.update_context_line()
+        self.set_interval(ENGINE_WATCH_SECONDS, self._watch_engine)
+
+    def _watch_engine(self) -> None:
+        """An engine that ends while idle (kill -9, the OOM killer) is noticed within a second, not at
+        the next send: the header and the status line say so, and the recovery policy offers a reload."""
+        if self.loading or self.generating or not self.services.session_started:
+            return
+        session = self.services.session
+        lost = session.engine_lost()
+        if lost is None:
+            return
+        model = session.model
+        self.sub_title = f"{model.name if model else 'the model'} · not loaded: the engine stopped"
+        self.update_context_line()
+        recovery = session.recover(lost)
+        if recovery is not None:
+            self.recover(recovery)
 
     # -- loading --------------------------------------------------------------------------------
 
@@ -260,7 +304,7 @@ class ChatScreen(Screen):
                     f"{message.error}\n\nBack to the model list: a shorter context, "
                     "fewer GPU layers or a smaller file may fit.",
                 ),
-                lambda _ok: self.app.run_action("show_picker"),
+                lambda _ok: self.app.call_later(self.app.run_action, "show_picker"),
             )
             self.update_context_line()
             return
@@ -284,6 +328,8 @@ class ChatScreen(Screen):
         else:
             self.app.notify(f"{model.name} loaded in {model.report.seconds:.1f} s", title="Ready", timeout=3)
         self._show_hint()
+        self.context_tokens = 0  # a new engine holds nothing yet: what the open chat takes, counted
+        self._count_context()
         self.update_context_line()
         self.query_one("#input", ChatInput).focus()
 
@@ -337,7 +383,9 @@ class ChatScreen(Screen):
         self.generating = True
         self._cancel.clear()
         await self.query_one("#messages").mount(view)
-        params = GenerationParams(max_tokens=settings.max_tokens, temperature=settings.temperature, stop=model.fmt.stop)
+        self._prompt_timer = self.set_interval(0.25, self._show_prompt_progress)
+        temperature = temperature_for(settings.temperature, model.fmt)
+        params = GenerationParams(max_tokens=settings.max_tokens, temperature=temperature, stop=model.fmt.stop)
         self._generate(msg_id, turns, conv.system_prompt, params)
 
     @work(thread=True, exclusive=True, group="generate", exit_on_error=False)
@@ -379,6 +427,8 @@ class ChatScreen(Screen):
         self.update_context_line()
 
     def on_prompt_fitted(self, message: PromptFitted) -> None:
+        self.context_tokens = message.tokens
+        self.update_context_line()
         if message.dropped:
             self.app.notify(
                 f"The conversation is nearly as long as the context ({message.n_ctx:,} tokens): the "
@@ -399,9 +449,25 @@ class ChatScreen(Screen):
 
     async def on_reply_piece(self, message: ReplyPiece) -> None:
         if self._reply is not None and message.msg_id == self._reply_id:
+            if self._reply.note != "…":  # the prompt is read: the reply's own note follows at its end
+                self._reply.set_note("…")
             await self._reply.append(message.text)
 
+    def _show_prompt_progress(self) -> None:
+        """While a long prompt is read, its progress in the reply's header: nothing is written yet."""
+        view = self._reply
+        reading = self.services.session.engine.last_stats.reading_prompt() if view is not None else None
+        if view is None or reading is None:
+            return
+        read, total, speed = reading
+        if total >= PROMPT_PROGRESS_FROM:
+            rate = f" · {speed:,.0f} tok/s" if read else ""
+            view.set_note(f"reading the prompt: {read:,} of {total:,} tokens{rate}")
+
     async def on_reply_finished(self, message: ReplyFinished) -> None:
+        if self._prompt_timer is not None:
+            self._prompt_timer.stop()
+            self._prompt_timer = None
         outcome = message.outcome
         view = self._reply if message.msg_id == self._reply_id else None
         self.generating = False
@@ -411,7 +477,8 @@ class ChatScreen(Screen):
                 await view.remove()
                 if not outcome.error:
                     self.services.store.delete_message(message.msg_id)
-                    self.app.notify("Stopped before the model wrote anything.", timeout=3)
+                    title, text = empty_reply_words(outcome.stats)
+                    self.app.notify(text, title=title, severity="information" if title == "Stopped" else "warning")
             else:
                 await view.finish(outcome.text, reply_note(outcome.stats, outcome.error))
         if message.recovery is not None:
@@ -424,6 +491,9 @@ class ChatScreen(Screen):
     # -- actions --------------------------------------------------------------------------------
 
     def action_stop(self) -> None:
+        if self.has_class("-chats-open"):  # Esc closes the drawer first
+            self.action_toggle_chats()
+            return
         if self.generating:
             self._cancel.set()
             self.services.session.stop()
@@ -436,6 +506,7 @@ class ChatScreen(Screen):
             self.app.notify("Stop the reply first (Esc).", severity="warning")
             return
         self.conversation = None
+        self.context_tokens = 0
         await self.query_one("#messages").remove_children()
         self._show_hint()
         self.update_context_line()
@@ -480,14 +551,27 @@ class ChatScreen(Screen):
         self.app.notify("Copied the last reply to the clipboard.", timeout=3)
 
     def action_toggle_chats(self) -> None:
-        pane = self.query_one("#chat-list-pane")
-        pane.display = not pane.display
+        """Beside the conversation from 150 columns; below, a drawer over it (Ctrl+B or Esc closes it)."""
+        if self.has_class("-wide"):
+            self.toggle_class("-chats-hidden")
+            return
+        self.toggle_class("-chats-open")
+        if self.has_class("-chats-open"):
+            self.query_one("#chat-list", OptionList).focus()
+        else:
+            self.query_one("#input", ChatInput).focus()
 
     def action_toggle_dashboard(self) -> None:
-        dash = self.query_one("#dashboard")
-        dash.display = not dash.display
-        self.services.settings.show_dashboard = bool(dash.display)
+        """The memory panel beside the chat; below 100 columns there is no room: the full dashboard."""
+        if self.has_class("-narrow"):
+            self.app.call_later(self.app.run_action, "dashboard")
+            return
+        self.toggle_class("-dash-hidden")
+        self.services.settings.show_dashboard = not self.has_class("-dash-hidden")
         self.services.save_settings()
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.update_context_line(event.size.width)
 
     def action_chat_settings(self) -> None:
         from app.tui.screens.dialogs import ChatSettings, ChatSettingsDialog
@@ -582,12 +666,35 @@ class ChatScreen(Screen):
         else:
             self._show_hint()
         model = self.services.session.model
+        self.context_tokens = 0
+        self._count_context()
         if model is not None and conv.model_path and conv.model_path != model.path:
             self.app.notify(
                 f"This chat was held with {conv.model_name}; replies now come from {model.name}.", timeout=5
             )
         self.update_context_line()
         self.query_one("#input", ChatInput).focus()
+
+    @work(thread=True, exclusive=True, group="count", exit_on_error=False)
+    def _count_context(self) -> None:
+        """The open conversation's tokens in the loaded model's format (the engine tokenizes)."""
+        session = self.services.session
+        model, conversation = session.model, self.conversation
+        if model is None or conversation is None or self.generating or self.loading:
+            return
+        stored = self.services.store.conversation(conversation.id)
+        try:
+            count = conversation_tokens(
+                model.fmt, stored.system_prompt, to_messages(stored.messages), session.engine.tokenize, model.eos
+            )
+        except Exception:  # the engine is gone, say: the next reply says so
+            return
+        self.app.call_from_thread(self._counted, conversation.id, count)
+
+    def _counted(self, conversation_id: int, count: int) -> None:
+        if self.conversation is not None and self.conversation.id == conversation_id:
+            self.context_tokens = count
+            self.update_context_line()
 
     # -- status ---------------------------------------------------------------------------------
 
@@ -610,28 +717,48 @@ class ChatScreen(Screen):
         if hints:
             hints[0].update(text)
         else:
-            box.mount(Static(text, id="hint", classes="hint"))
+            box.mount(Static(text, id="hint", classes="hint", markup=False))
 
     async def _remove_hint(self) -> None:
         for hint in self.query("#hint"):
             await hint.remove()
 
-    def update_context_line(self) -> None:
+    def update_context_line(self, width: int | None = None) -> None:
+        """The status line under the conversation, as much of it as the width holds: the context in
+        use first, then sampling, then what is least needed (the format, the growth limit)."""
         app = self.services
-        model = app.session.model
-        settings = app.settings
         line = self.query_one("#context-line", Static)
+        width = (width or self.size.width or 80) - 2  # the line's padding
+        model = app.session.model if app.session_started else None
         if model is None:
-            line.update("no model loaded · F2 opens the model list")
+            line.update(fit_parts([(0, "no model loaded"), (1, "F2 opens the model list")], width))
             return
-        used = app.session.engine.kv_cells_used()
+        if not self.loading and not app.session.engine.loaded:
+            line.update(fit_parts([(0, "the engine stopped"), (1, "F5 reloads"), (2, "F2 the model list")], width))
+            return
+        settings = app.settings
+        used = self.context_tokens
         share = used / model.n_ctx if model.n_ctx else 0
         system = self.conversation.system_prompt if self.conversation else settings.system_prompt
-        grows = f" (grows to {model.max_ctx:,})" if model.n_ctx < model.max_ctx else ""
-        line.update(
-            f"{model.fmt.name} format · context {used:,} / {model.n_ctx:,}{grows} ({share:.0%}) · "
-            f"temp {settings.temperature:g} · max {settings.max_tokens} tokens" + (" · system prompt" if system else "")
-        )
+        parts = [
+            (0, f"context {used:,} / {model.n_ctx:,} ({share:.0%})"),
+            (3, f"grows to {model.max_ctx:,}" if model.n_ctx < model.max_ctx else ""),
+            (1, describe_temperature(settings.temperature, model.fmt)),
+            (2, f"max {settings.max_tokens} tokens"),
+            (4, "system prompt" if system else ""),
+            (5, f"{model.fmt.name} format"),
+        ]
+        line.update(fit_parts(parts, width))
+
+
+def fit_parts(parts: list[tuple[int, str]], width: int, sep: str = " · ") -> str:
+    """The parts that fit in `width`, in their order, dropping the least important (highest number)
+    first; the most important one is kept whole, or cut with an ellipsis when even it is too long."""
+    kept = [(rank, text) for rank, text in parts if text]
+    while len(kept) > 1 and len(sep.join(t for _, t in kept)) > width:
+        kept.remove(max(kept, key=lambda p: p[0]))
+    line = sep.join(t for _, t in kept)
+    return line if len(line) <= width else line[: max(width - 1, 0)] + "…"
 
 
 def _first_line(text: str) -> str:

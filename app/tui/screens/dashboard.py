@@ -8,11 +8,12 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import Footer, Header, Static
+from textual.widgets import Header, Static
 
 from app.engine.planned_actual import per_buffer
 from app.tui.widgets.buffers import BufferTable
 from app.tui.widgets.dashboard import Dashboard
+from app.tui.widgets.footer import AdaptiveFooter
 from planner.explain import headline
 from planner.hardware import format_size
 
@@ -32,10 +33,10 @@ class DashboardScreen(Screen):
         with Horizontal(id="dash-body"):
             yield Dashboard(self.services.started_session, id="dash-graphs", classes="full")
             with Vertical(id="dash-side"):
-                yield Static("", id="dash-model")
+                yield Static("", id="dash-model", markup=False)
                 yield BufferTable(id="buffers")
-                yield Static("", id="dash-note")
-        yield Footer()
+                yield Static("", id="dash-note", markup=False)
+        yield AdaptiveFooter()
 
     def on_mount(self) -> None:
         self.sub_title = "memory"

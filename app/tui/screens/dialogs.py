@@ -49,7 +49,7 @@ class ConfirmDialog(ModalScreen[bool]):
 @dataclass(frozen=True)
 class ChatSettings:
     system_prompt: str
-    temperature: float
+    temperature: float | None  # None: the model's own (app.sampling)
     max_tokens: int
 
 
@@ -68,11 +68,16 @@ class ChatSettingsDialog(ModalScreen["ChatSettings | None"]):
             with Horizontal(classes="dialog-row"):
                 with Vertical():
                     yield Label("Temperature (0 = greedy, up to 2)")
-                    yield Input(f"{self.current.temperature:g}", id="temperature", restrict=r"[0-9.]*")
+                    yield Input(
+                        "" if self.current.temperature is None else f"{self.current.temperature:g}",
+                        placeholder="the model's own (greedy for base models)",
+                        id="temperature",
+                        restrict=r"[0-9.]*",
+                    )
                 with Vertical():
                     yield Label("Max tokens per reply")
                     yield Input(str(self.current.max_tokens), id="max-tokens", restrict=r"[0-9]*")
-            yield Static("", id="settings-error", classes="dialog-error")
+            yield Static("", id="settings-error", classes="dialog-error", markup=False)
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Cancel", id="cancel")
                 yield Button("Save", id="save", variant="primary")
@@ -83,12 +88,13 @@ class ChatSettingsDialog(ModalScreen["ChatSettings | None"]):
     @on(Button.Pressed, "#save")
     def action_save(self) -> None:
         error = self.query_one("#settings-error", Static)
+        text = self.query_one("#temperature", Input).value.strip()
         try:
-            temperature = float(self.query_one("#temperature", Input).value or "0")
+            temperature = float(text) if text else None
         except ValueError:
-            error.update("Temperature must be a number such as 0.7")
+            error.update("Temperature must be a number such as 0.7 (empty: the model's own)")
             return
-        if not 0 <= temperature <= 2:
+        if temperature is not None and not 0 <= temperature <= 2:
             error.update("Temperature must be between 0 and 2")
             return
         try:
@@ -123,7 +129,7 @@ class RpcServersDialog(ModalScreen["list[str] | None"]):
                 classes="dialog-text",
             )
             yield Input(", ".join(self.current), placeholder="10.0.0.5:50052, 10.0.0.6:50052", id="rpc-servers")
-            yield Static("", id="rpc-error", classes="dialog-error")
+            yield Static("", id="rpc-error", classes="dialog-error", markup=False)
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Cancel", id="cancel")
                 yield Button("Save", id="save", variant="primary")

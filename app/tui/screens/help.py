@@ -6,7 +6,7 @@ from typing import ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Vertical
+from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Markdown
 
@@ -20,10 +20,10 @@ with it while the dashboard shows memory as it is really used.
 
 | key | does |
 |---|---|
-| `F1` | this help |
+| `F1` | this help (`↑` `↓`, `PgUp` `PgDn` scroll it) |
 | `F2` | switch between the model list and the chat |
 | `F3` | the memory dashboard, full screen (planned vs actual per buffer) |
-| `Ctrl+P` | command palette: every action, and the theme (light or dark) |
+| `Ctrl+P` | command palette: every action, the theme (light or dark), a screenshot |
 | `Ctrl+Q` | quit |
 
 ## Model list
@@ -33,6 +33,7 @@ with it while the dashboard shows memory as it is really used.
 | `↑` `↓`, `Enter` | choose a model; `Enter` on the chosen one loads it |
 | `Ctrl+L` | load with the plan shown (asks first when it does not fit) |
 | `F5` | look for models again |
+| `F6` | RPC servers: other machines whose GPUs or RAM are planned for beside this one |
 | `Tab` | move to the settings: context, KV cache type, GPU layers, flash attention |
 
 Leave a setting blank for the planner to choose; the plan is recomputed as you type.
@@ -52,8 +53,8 @@ because free memory changed.
 | `Ctrl+N` | new chat |
 | `Ctrl+R` | retry the last reply |
 | `Ctrl+O` | copy the last reply |
-| `Ctrl+B` | show or hide the list of chats |
-| `Ctrl+G` | show or hide the memory graphs beside the chat |
+| `Ctrl+B` | show or hide the list of chats (below 150 columns it opens over the chat; `Esc` closes it) |
+| `Ctrl+G` | show or hide the memory graphs beside the chat (below 100 columns: the full dashboard) |
 | `F4` | chat settings: system prompt, temperature, max tokens |
 | `F5` | reload the model (after the engine stopped, say) |
 | `Ctrl+S` | export this chat as a Markdown file (the path is shown) |
@@ -75,5 +76,8 @@ class HelpScreen(ModalScreen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,f1,q", "dismiss", "Close")]
 
     def compose(self) -> ComposeResult:
-        with Vertical(id="help-box"):
+        with VerticalScroll(id="help-box"):  # focusable: the arrow and page keys scroll it
             yield Markdown(HELP)
+
+    def on_mount(self) -> None:
+        self.query_one("#help-box", VerticalScroll).focus()

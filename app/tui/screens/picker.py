@@ -13,13 +13,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Grid, Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import Button, DataTable, Footer, Header, Input, Label, ProgressBar, Select, Static
+from textual.widgets import Button, DataTable, Header, Input, Label, ProgressBar, Select, Static
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from app.catalog import Catalog, CatalogEntry, fit_badge, format_params
@@ -36,8 +36,24 @@ from app.tui.messages import (
     ScanListed,
     ScanStatus,
 )
+from app.tui.widgets.footer import AdaptiveFooter
 from planner.errors import PlannerError
 from planner.units import format_size
+
+# The model list's columns: (key, label, width, the narrowest screen that shows it). Widths are fixed
+# (rows fill in as they are planned, and auto widths would keep the first guess); the model's name
+# takes what is left. The fit column holds the longest badge whole ("partial · 12/33 layers ·
+# estimate ↻"); below 150 columns the less important columns go first, name, size and fit stay.
+COLUMNS: tuple[tuple[str, str, int, int], ...] = (
+    ("name", "Model", 0, 0),
+    ("arch", "Arch", 10, 150),
+    ("params", "Params", 6, 100),
+    ("quant", "Quant", 8, 100),
+    ("size", "Size", 10, 0),
+    ("fit", "Fit on this machine", 36, 0),
+    ("source", "Found in", 12, 150),
+)
+NAME_MIN, NAME_MAX = 16, 48
 
 PLAN_DEBOUNCE = 0.2
 PLANNED_BATCH_SECONDS = 0.15  # planned rows reach the table at most this often during a scan
@@ -61,8 +77,9 @@ if TYPE_CHECKING:  # the planner itself is imported by the plan worker, after th
 class PickerScreen(Screen):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+l", "load", "Load"),
+        Binding("f2", "app.show_chat", "Chat"),
         Binding("f5", "rescan", "Rescan"),
-        Binding("f6", "rpc_servers", "RPC servers"),
+        Binding("f6", "rpc_servers", "RPC"),
         Binding("escape", "focus_table", "Model list", show=False),
     ]
 
@@ -79,52 +96,98 @@ class PickerScreen(Screen):
         self._request = 0
         self._debounce: Timer | None = None
         self._scanning = False
+        self._layout: tuple[tuple[str, str, int], ...] = ()
+        self._load_when_ready = False  # Enter (or Ctrl+L) came before the plan: load when it comes
+        self._early_keys: list[str] = []  # moves in the list made before it was drawn, made after
 
     def compose(self) -> ComposeResult:
         yield Header()
-        yield Static("Probing devices…", id="device-line")
-        yield Static("", id="device-warnings")
+        yield Static("Probing devices…", id="device-line", markup=False)
+        yield Static("", id="device-warnings", markup=False)
         with Horizontal(id="scan-bar"):
-            yield Label("Looking for models…", id="scan-status")
+            yield Label("Looking for models…", id="scan-status", markup=False)
             yield ProgressBar(id="scan-progress", show_eta=False)
         table = DataTable(id="models", cursor_type="row", zebra_stripes=True)
         table.border_title = "Models"
         yield table
         with Horizontal(id="plan-area"):
-            with Vertical(id="plan-controls"):
-                yield Label("Context (tokens)")
-                yield Input(placeholder="auto", id="ctx", restrict=r"[0-9,_]*", compact=True)
-                yield Label("KV cache type")
+            with Grid(id="plan-controls"):
+                yield Label("Context", classes="knob")
+                yield Input(placeholder="auto", id="ctx", restrict=r"[0-9,_]*", compact=True, tooltip="tokens")
+                yield Label("KV cache", classes="knob")
                 yield Select([(k, k) for k in KV_CHOICES], value="auto", allow_blank=False, id="kv", compact=True)
-                yield Label("GPU layers")
+                yield Label("GPU layers", classes="knob")
                 yield Input(placeholder="auto", id="ngl", restrict=r"[0-9]*", compact=True)
-                yield Label("Flash attention")
+                yield Label("Flash attn", classes="knob")
                 yield Select([(f, f) for f in FA_CHOICES], value="auto", allow_blank=False, id="fa", compact=True)
-                yield Button("Load", id="load", variant="primary", disabled=True)
+                yield Button("Load", id="load", variant="primary", disabled=True, compact=True)
             with VerticalScroll(id="plan-scroll"):
                 yield Static("", id="plan-verdict")
-                yield Static("Select a model to see its plan.", id="plan-text")
-        yield Footer()
+                yield Static("Select a model to see its plan.", id="plan-text", markup=False)
+        yield AdaptiveFooter()
 
     def on_mount(self) -> None:
         self.query_one("#plan-scroll").border_title = "Plan"
         self.query_one("#plan-controls").border_title = "Settings"
-        table = self.query_one("#models", DataTable)
-        # fixed widths: rows fill in as they are planned, and auto widths would keep the first guess
-        for label, key, width in (
-            ("Model", "name", 38),
-            ("Arch", "arch", 10),
-            ("Params", "params", 6),
-            ("Quant", "quant", 8),
-            ("Size", "size", 10),
-            ("Fit on this machine", "fit", 35),  # "partial · 12/33 layers · estimate ↻" whole
-            ("Found in", "source", 12),
-        ):
-            table.add_column(label, key=key, width=width)
+        self._lay_out_columns(self.app.size.width)
+        self.query_one("#models", DataTable).focus()  # keys typed at once go to the list
         self.query_one("#device-warnings").display = False
         self.rescan()
 
+    # -- the list's columns, as wide as the terminal allows ---------------------------------------
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._lay_out_columns(event.size.width)
+
+    def _lay_out_columns(self, screen_width: int) -> None:
+        shown = [c for c in COLUMNS if screen_width >= c[3]]
+        # the table's borders, its scrollbar, and one cell of padding each side of every column
+        room = screen_width - 2 - 2 - 2 * len(shown) - sum(c[2] for c in shown)
+        name_width = max(NAME_MIN, min(NAME_MAX, room))
+        layout = tuple((key, label, width or name_width) for key, label, width, _ in shown)
+        if layout == self._layout:
+            return
+        self._layout = layout
+        table = self.query_one("#models", DataTable)
+        table.clear(columns=True)
+        for key, label, width in layout:
+            table.add_column(label, key=key, width=width)
+        for entry in self.entries.values():
+            table.add_row(*self._row(entry), key=entry.file.path)
+        if self.selected in self.entries:
+            table.move_cursor(row=table.get_row_index(self.selected))
+
+    def _row(self, entry: CatalogEntry) -> list[object]:
+        cells = self._cells(entry)
+        return [cells[key] for key, _, _ in self._layout]
+
     # -- scanning -------------------------------------------------------------------------------
+
+    EARLY_KEYS = ("up", "down", "pageup", "pagedown", "home", "end", "enter")
+
+    def on_key(self, event: events.Key) -> None:
+        """Keys pressed before the list is drawn are kept and played once it is, not lost."""
+        if not self.entries and event.key in self.EARLY_KEYS and isinstance(self.focused, DataTable):
+            event.stop()
+            event.prevent_default()
+            self._early_keys.append(event.key)
+
+    def _play_early_keys(self) -> None:
+        table = self.query_one("#models", DataTable)
+        moves = {
+            "up": table.action_cursor_up,
+            "down": table.action_cursor_down,
+            "pageup": table.action_page_up,
+            "pagedown": table.action_page_down,
+            "home": table.action_scroll_home,
+            "end": table.action_scroll_end,
+        }
+        for key in self._early_keys:
+            if key == "enter":  # load the model the cursor is on, once its plan is ready
+                self._load_when_ready = True
+            else:
+                moves[key]()
+        self._early_keys.clear()
 
     def action_rescan(self) -> None:
         if not self._scanning:
@@ -278,7 +341,7 @@ class PickerScreen(Screen):
         self.entries = {}
         for entry in message.entries:
             self.entries[entry.file.path] = entry
-            table.add_row(*self._cells(entry), key=entry.file.path)
+            table.add_row(*self._row(entry), key=entry.file.path)
         if not message.entries:
             self.query_one("#plan-text", Static).update(
                 f"{DEMO_STATUS.capitalize()}: it is listed here when it is ready."
@@ -297,6 +360,7 @@ class PickerScreen(Screen):
         # the list first: the selected model is planned once the frame that shows the list is drawn
         self.select(target or next(iter(self.entries)), plan_after_refresh=True)
         table.focus()
+        self._play_early_keys()
 
     def on_entries_added(self, message: EntriesAdded) -> None:
         table = self.query_one("#models", DataTable)
@@ -304,10 +368,11 @@ class PickerScreen(Screen):
         for entry in message.entries:
             if entry.file.path not in self.entries:
                 self.entries[entry.file.path] = entry
-                table.add_row(*self._cells(entry), key=entry.file.path)
+                table.add_row(*self._row(entry), key=entry.file.path)
         if was_empty and self.entries:
             self.select(next(iter(self.entries)), plan_after_refresh=True)
             table.focus()
+            self._play_early_keys()
 
     def on_entries_planned(self, message: EntriesPlanned) -> None:
         table = self.query_one("#models", DataTable)
@@ -315,8 +380,9 @@ class PickerScreen(Screen):
             self.entries[entry.file.path] = entry
             if entry.file.path not in table.rows:
                 continue
-            for key, value in zip(("name", "arch", "params", "quant", "size", "fit", "source"), self._cells(entry)):
-                table.update_cell(entry.file.path, key, value)
+            cells = self._cells(entry)
+            for key, _, _ in self._layout:
+                table.update_cell(entry.file.path, key, cells[key])
         self.query_one("#scan-status", Label).update(message.status)
         self.query_one("#scan-progress", ProgressBar).update(total=message.total, progress=message.done)
 
@@ -328,7 +394,7 @@ class PickerScreen(Screen):
         if not self.entries:
             self.query_one("#plan-text", Static).update(self._empty_help())
 
-    def _cells(self, entry: CatalogEntry) -> tuple[object, ...]:
+    def _cells(self, entry: CatalogEntry) -> dict[str, object]:
         s = entry.summary
         text, kind = fit_badge(s)
         theme = self.app.current_theme
@@ -342,15 +408,15 @@ class PickerScreen(Screen):
             name.append(" +vision", style="dim")
         if s is not None and not entry.fresh:
             text += " ↻"
-        return (
-            name,
-            (s.architecture if s else "") or "-",
-            format_params(s.n_params if s else 0),
-            (s.quantization if s else "") or "-",
-            Text(format_size(entry.file.size), justify="right"),
-            Text(text, style=f"bold {color}".strip()),
-            entry.file.source,
-        )
+        return {
+            "name": name,
+            "arch": (s.architecture if s else "") or "-",
+            "params": format_params(s.n_params if s else 0),
+            "quant": (s.quantization if s else "") or "-",
+            "size": Text(format_size(entry.file.size), justify="right"),
+            "fit": Text(text, style=f"bold {color}".strip()),
+            "source": entry.file.source,
+        }
 
     def _empty_help(self) -> str:
         from app.paths import models_dir
@@ -454,6 +520,10 @@ class PickerScreen(Screen):
         self.result = message.result
         self.plan_state = "ready"
         self._show_plan(message.result)
+        if self._load_when_ready:
+            self._load_when_ready = False
+            self.action_load()
+            return
         if self.autoload and message.path == self.preselect:
             self.autoload = False  # `vramchat MODEL`: load it when the plan fits
             if message.result.plan.fits:
@@ -519,6 +589,11 @@ class PickerScreen(Screen):
     def action_load(self) -> None:
         path, result = self.selected, self.result
         if path is None or result is None:
+            if self.plan_state == "pending" or not self.entries:
+                # pressed before the list or the plan was ready (a first start takes a moment): kept
+                self._load_when_ready = True
+                self.app.notify("Loading as soon as the plan is ready…", timeout=3)
+                return
             self.app.notify("Select a model whose plan is ready first.", severity="warning")
             return
         anatomy = self.anatomies.get(path)
