@@ -28,7 +28,7 @@ from bench.accuracy_projectors import projector_section  # noqa: E402
 from bench.accuracy_rpc import rpc_section  # noqa: E402
 from planner import LLAMA_CPP_BUILD  # noqa: E402
 from tests.support.compare import ConfigRow, compare_cpu, grid  # noqa: E402
-from tests.support.tiny_models import ZOO, write_tiny_model  # noqa: E402
+from tests.support.tiny import ZOO, write_tiny_model  # noqa: E402
 
 FAMILIES: list[tuple[str, list[str]]] = [
     (

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from planner.archs import FAMILIES, NO_CACHE_ARCHS
-from tests.support.tiny_models import ZOO
+from tests.support.tiny import ZOO
 
 ROOT = Path(__file__).resolve().parents[2]
 
