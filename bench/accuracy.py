@@ -186,8 +186,8 @@ def _table(rows: list[ConfigRow]) -> list[str]:
 
 def _left_to_do(exact: set[str]) -> list[str]:
     """The build's architectures this file does not show exact, with the reason."""
+    from bench.build_architectures import BUILD_ARCHITECTURES
     from planner.archs import FAMILIES, NO_CACHE_ARCHS
-    from planner.build_architectures import BUILD_ARCHITECTURES
 
     no_cache = [a for a in BUILD_ARCHITECTURES if a in NO_CACHE_ARCHS]
     estimated = [a for a in BUILD_ARCHITECTURES if a not in FAMILIES and a not in NO_CACHE_ARCHS]
