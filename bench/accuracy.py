@@ -28,7 +28,7 @@ from bench.accuracy_projectors import projector_section  # noqa: E402
 from bench.accuracy_rpc import rpc_section  # noqa: E402
 from planner import LLAMA_CPP_BUILD  # noqa: E402
 from tests.support.compare import ConfigRow, compare_cpu, grid  # noqa: E402
-from tests.support.tiny_models import ZOO, write_tiny_model  # noqa: E402
+from tests.support.tiny import ZOO, write_tiny_model  # noqa: E402
 
 FAMILIES: list[tuple[str, list[str]]] = [
     (
@@ -186,8 +186,8 @@ def _table(rows: list[ConfigRow]) -> list[str]:
 
 def _left_to_do(exact: set[str]) -> list[str]:
     """The build's architectures this file does not show exact, with the reason."""
+    from bench.build_architectures import BUILD_ARCHITECTURES
     from planner.archs import FAMILIES, NO_CACHE_ARCHS
-    from planner.build_architectures import BUILD_ARCHITECTURES
 
     no_cache = [a for a in BUILD_ARCHITECTURES if a in NO_CACHE_ARCHS]
     estimated = [a for a in BUILD_ARCHITECTURES if a not in FAMILIES and a not in NO_CACHE_ARCHS]

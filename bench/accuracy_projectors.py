@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests.support.compare_projectors import ProjectorRow, compare_largest_images, compare_projector  # noqa: E402
-from tests.support.tiny_models import ZOO, write_tiny_model  # noqa: E402
+from tests.support.tiny import ZOO, write_tiny_model  # noqa: E402
 from tests.support.tiny_projectors import LARGEST, OTHER_SHAPES, PROJECTORS, write_tiny_projector  # noqa: E402
 
 MiB = 1024 * 1024

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from tests.support.compare import ConfigRow
 from tests.support.rpc import compare_rpc, rpc_servers
-from tests.support.tiny_models import ZOO, write_tiny_model
+from tests.support.tiny import ZOO, write_tiny_model
 
 KINDS = ("weights", "kv", "kv_swa", "recurrent", "output", "compute")
 MODELS = ["llama-f16", "qwen2-q4_0", "gemma3", "qwen2moe", "deepseek2", "mamba2", "lfm2", "gemma3-270m"]

@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests.support.fuzzing import header_length, mutate, run_case  # noqa: E402
-from tests.support.tiny_models import ZOO, write_tiny_model  # noqa: E402
+from tests.support.tiny import ZOO, write_tiny_model  # noqa: E402
 
 
 def main() -> int:

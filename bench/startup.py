@@ -2,7 +2,7 @@
 
     python bench/startup.py [--models N] [--runs N] [--profile FILE] [--before TREE] [--floor]
 
-Writes N tiny models (tests/support/tiny_models.py) into a fresh vramchat home, then starts
+Writes N tiny models (tests/support/tiny/) into a fresh vramchat home, then starts
 the real `vramchat` command in a pseudo-terminal (160x45) several times. The first
 start plans every model; later starts read the plan cache. For each start it prints
 the time until the model list is drawn ("listed") and until every badge is fresh
@@ -37,7 +37,7 @@ if str(ROOT) not in sys.path:
 
 
 def write_models(folder: Path, count: int) -> None:
-    from tests.support.tiny_models import ZOO, write_tiny_model
+    from tests.support.tiny import ZOO, write_tiny_model
 
     folder.mkdir(parents=True, exist_ok=True)
     specs = list(ZOO.items())

@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from tests.support.tiny_models import ZOO, write_tiny_model  # noqa: E402
+from tests.support.tiny import ZOO, write_tiny_model  # noqa: E402
 
 
 @pytest.fixture(scope="session")

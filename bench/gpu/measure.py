@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from tests.support.oracle.oracle import measure  # noqa: E402
-from tests.support.tiny_models import ZOO, TinySpec, write_tiny_model  # noqa: E402
+from tests.support.tiny import ZOO, TinySpec, write_tiny_model  # noqa: E402
 
 _BIG_BATCH = {"n_batch": 2048, "n_ubatch": 2048, "prompt": 2048}
 DEMO_HEADER = ROOT / ".gpu" / "demo-header.json.gz"

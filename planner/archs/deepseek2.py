@@ -103,14 +103,7 @@ def ffn_block(ctx: GraphContext, il: int, cur: Tensor) -> Tensor:
         n_expert_groups=experts.n_groups,
         n_group_used=experts.n_group_used,
     )
-    shared = ctx.build_ffn(
-        cur,
-        w.layer(il, "ffn_up_shexp.weight"),
-        w.layer(il, "ffn_gate_shexp.weight"),
-        w.layer(il, "ffn_down_shexp.weight"),
-        "silu",
-        True,
-    )
+    shared = ctx.build_shared_expert(cur, il)
     return ctx.g.add(moe, shared)
 
 

@@ -98,14 +98,7 @@ def build_exaone_moe(ctx: GraphContext) -> None:
                 moe.gating,
                 exp_probs_b=w.layer(il, "exp_probs_b.bias"),
             )
-            shared = ctx.build_ffn(
-                cur,
-                w.layer(il, "ffn_up_shexp.weight"),
-                w.layer(il, "ffn_gate_shexp.weight"),
-                w.layer(il, "ffn_down_shexp.weight"),
-                "silu",
-                True,
-            )
+            shared = ctx.build_shared_expert(cur, il)
             cur = g.add(routed, shared)
         inp_l = g.add(cur, ffn_inp)
     final_output(ctx, inp_l)

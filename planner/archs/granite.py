@@ -79,14 +79,7 @@ def granite_ffn(ctx: GraphContext, cur: Tensor, inp_sa: Tensor, il: int) -> Tens
     else:
         moe = ctx.build_moe_ffn(cur, il, m.moe.n_expert, m.moe.n_used, "silu", True, m.moe.weights_scale)
         if w.layer(il, "ffn_up_shexp.weight") is not None:
-            shared = ctx.build_ffn(
-                cur,
-                w.layer(il, "ffn_up_shexp.weight"),
-                w.layer(il, "ffn_gate_shexp.weight"),
-                w.layer(il, "ffn_down_shexp.weight"),
-                "silu",
-                True,
-            )
+            shared = ctx.build_shared_expert(cur, il)
             moe = g.add(moe, shared)
         cur = moe
     if m.granite_scales.residual:

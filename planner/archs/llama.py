@@ -120,28 +120,11 @@ def build_llama(ctx: GraphContext) -> None:
             )
             if w.layer(il, "ffn_gate_inp_shexp.weight") is None and w.layer(il, "ffn_up_shexp.weight") is not None:
                 # ernie4_5-moe: the shared expert added as it is, no gate of its own
-                moe = g.add(
-                    moe,
-                    ctx.build_ffn(
-                        cur,
-                        w.layer(il, "ffn_up_shexp.weight"),
-                        w.layer(il, "ffn_gate_shexp.weight"),
-                        w.layer(il, "ffn_down_shexp.weight"),
-                        "silu",
-                        True,
-                    ),
-                )
+                moe = g.add(moe, ctx.build_shared_expert(cur, il))
             elif w.layer(il, "ffn_gate_inp_shexp.weight") is not None:
                 gate_inp = ctx.mm(w.layer_req(il, "ffn_gate_inp_shexp.weight"), cur)
                 gate = g.div(g.unary(gate_inp), gate_inp)
-                shared = ctx.build_ffn(
-                    cur,
-                    w.layer(il, "ffn_up_shexp.weight"),
-                    w.layer(il, "ffn_gate_shexp.weight"),
-                    w.layer(il, "ffn_down_shexp.weight"),
-                    "silu",
-                    True,
-                )
+                shared = ctx.build_shared_expert(cur, il)
                 moe = g.add(moe, g.mul(shared, gate))
             cur = moe
         inp_l = ctx.deepstack(g.add(cur, ffn_inp), il)

@@ -92,12 +92,7 @@ def build_llama4(ctx: GraphContext) -> None:
                 "sigmoid",
                 weight_before_ffn=True,
             )
-            shared = ctx.build_ffn(
-                normed,
-                w.layer(il, "ffn_up_shexp.weight"),
-                w.layer(il, "ffn_gate_shexp.weight"),
-                w.layer(il, "ffn_down_shexp.weight"),
-            )
+            shared = ctx.build_shared_expert(normed, il)
             cur = g.add(moe, shared)
         inp_l = g.add(cur, ffn_inp)
     final_output(ctx, inp_l)

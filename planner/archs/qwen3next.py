@@ -228,14 +228,7 @@ def _ffn(ctx: GraphContext, cur: Tensor, il: int) -> Tensor:
     moe = ctx.build_moe_ffn(cur, il, experts.n_expert, experts.n_used, "silu", True, 0.0)
     if w.layer(il, "ffn_up_shexp.weight") is None:
         return moe
-    shared = ctx.build_ffn(
-        cur,
-        w.layer(il, "ffn_up_shexp.weight"),
-        w.layer(il, "ffn_gate_shexp.weight"),
-        w.layer(il, "ffn_down_shexp.weight"),
-        "silu",
-        True,
-    )
+    shared = ctx.build_shared_expert(cur, il)
     shared_gate = g.unary(ctx.mm(w.layer_req(il, "ffn_gate_inp_shexp.weight"), cur))
     return g.add(moe, g.mul(shared, shared_gate))
 

@@ -173,6 +173,19 @@ class GraphContext:
             cur, w.layer(il, "ffn_up.weight"), w.layer(il, "ffn_gate.weight"), w.layer(il, "ffn_down.weight")
         )
 
+    def build_shared_expert(self, cur: Tensor, il: int) -> Tensor:
+        """The shared expert beside routed experts (ffn_up_shexp, ffn_gate_shexp, ffn_down_shexp, parallel
+        SiLU gate), as llama.cpp's MoE families build it; a gate on its output, where one has it, is theirs."""
+        w = self.w
+        return self.build_ffn(
+            cur,
+            w.layer(il, "ffn_up_shexp.weight"),
+            w.layer(il, "ffn_gate_shexp.weight"),
+            w.layer(il, "ffn_down_shexp.weight"),
+            "silu",
+            True,
+        )
+
     def build_ffn(
         self,
         cur: Tensor,

@@ -52,7 +52,7 @@ def test_a_model_that_does_not_fit_is_not_loaded(zoo: dict[str, Path]) -> None:
 
 
 def test_a_load_that_fails_has_its_own_exit_status(tmp_path: Path) -> None:
-    from tests.support.tiny_models import TinySpec, write_tiny_model
+    from tests.support.tiny import TinySpec, write_tiny_model
 
     path = write_tiny_model(tmp_path / "t.gguf", TinySpec("llama"))
     data = bytearray(path.read_bytes())

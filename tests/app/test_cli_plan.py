@@ -185,9 +185,9 @@ def test_simulated_devices_from_the_environment(
 
 
 def test_a_vision_projector_adds_its_weights_and_compute(tmp_path: Path, zoo: dict[str, Path]) -> None:
-    from tests.support.tiny_models import write_tiny_projector
+    from tests.support.tiny_projectors import write_mlp_projector
 
-    mmproj = write_tiny_projector(tmp_path / "mmproj-tiny.gguf")
+    mmproj = write_mlp_projector(tmp_path / "mmproj-tiny.gguf")
     base = _run("--plan", str(zoo["llama-f16"]), "--json", "--vram", "8GiB")
     with_proj = _run("--plan", str(zoo["llama-f16"]), "--json", "--vram", "8GiB", "--mmproj", str(mmproj))
     assert base.returncode == with_proj.returncode == 0, with_proj.stderr
@@ -230,7 +230,7 @@ def test_image_max_tokens_caps_the_projectors_largest_image(tmp_path: Path, zoo:
 def test_an_unknown_architecture_gets_an_estimate_not_a_crash(tmp_path: Path) -> None:
     import gguf as gguf_lib
 
-    from tests.support.tiny_models import ZOO, write_tiny_model
+    from tests.support.tiny import ZOO, write_tiny_model
 
     # Mamba's tensors under an architecture name the planner has never heard of
     src = write_tiny_model(tmp_path / "mamba.gguf", ZOO["mamba"])

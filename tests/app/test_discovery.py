@@ -13,7 +13,7 @@ from app.discovery import Folder, folders_to_scan, known_cache_folders, scan
 from app.plan_cache import ModelSummary, PlanCache, device_fingerprint
 from planner.hardware import GiB, Host
 from tests.support.fake_gpus import simulated_gpus
-from tests.support.tiny_models import ZOO, write_tiny_model
+from tests.support.tiny import ZOO, write_tiny_model
 
 
 @pytest.fixture

@@ -24,7 +24,7 @@ from planner.fit import Wishes, solve
 from planner.gguf import read_gguf
 from planner.hardware import GiB, Host, MiB
 from planner.memory import plan_memory
-from tests.support.tiny_models import TinySpec, write_tiny_model
+from tests.support.tiny import TinySpec, write_tiny_model
 
 pytestmark = pytest.mark.llama
 

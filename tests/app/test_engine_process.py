@@ -20,7 +20,7 @@ from app.engine import EngineError, GenerationParams
 from app.engine.crash import EngineCrashed, EngineExit
 from app.engine.process import EngineProcess
 from planner.config import LoadConfig
-from tests.support.tiny_models import ENDLESS, write_tiny_model
+from tests.support.tiny import ENDLESS, write_tiny_model
 
 pytestmark = pytest.mark.llama
 

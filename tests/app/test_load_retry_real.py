@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from planner.retry import MAX_RETRIES
-from tests.support.tiny_models import TinySpec, write_tiny_model
+from tests.support.tiny import TinySpec, write_tiny_model
 
 # 4 layers x 8 KV heads x 128 x (K + V) x f16 = 16 KiB per token: 1 GiB at 65,536 tokens
 BIG_KV = TinySpec("llama", n_embd=1024, n_head=8, n_head_kv=8, n_ff=256, n_ctx_train=131072)

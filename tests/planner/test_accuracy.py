@@ -8,7 +8,7 @@ import pytest
 
 from tests.conftest import has_compiler
 from tests.support.compare import compare_cpu, grid
-from tests.support.tiny_models import ZOO
+from tests.support.tiny import ZOO
 
 pytestmark = [pytest.mark.llama, pytest.mark.skipif(not has_compiler(), reason="the oracle needs a C compiler")]
 
@@ -73,7 +73,7 @@ def test_an_architecture_without_kv_cache(tmp_path: Path) -> None:
     from planner.anatomy import load_anatomy
     from planner.archs import not_for_chat
     from planner.gguf import read_gguf
-    from tests.support.tiny_models import TinySpec, write_tiny_model
+    from tests.support.tiny import TinySpec, write_tiny_model
 
     path = write_tiny_model(tmp_path / "dream.gguf", TinySpec("dream"))
     rows = compare_cpu(path, grid(swa=False, n_ctx=(512, 2048)))
@@ -97,7 +97,7 @@ def test_granite_without_logit_scale_and_jamba_with_odd_inner_size_are_refused(t
     from planner.errors import GGUFError
     from planner.gguf import read_gguf
     from tests.support.oracle.oracle import measure
-    from tests.support.tiny_models import write_tiny_model
+    from tests.support.tiny import write_tiny_model
 
     extra = {k: v for k, v in ZOO["granite"].extra_kv.items() if not k.endswith("logit_scale")}
     granite = write_tiny_model(tmp_path / "granite.gguf", ZOO["granite"].with_(extra_kv=extra))

@@ -13,7 +13,8 @@ from planner.anatomy import load_anatomy
 from planner.archs import FAMILIES, NO_CACHE_ARCHS
 from planner.errors import ModelError
 from planner.gguf import read_gguf
-from tests.support.tiny_models import ZOO
+from tests.support import tiny
+from tests.support.tiny import ZOO
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -23,6 +24,24 @@ def test_every_family_module_reads_its_header_and_builds_its_graph(module_name: 
     module = import_module(f"planner.archs.{module_name}")
     assert callable(module.read_hparams) and callable(module.build_graph)
     assert module.__doc__, "a family module says which llama.cpp sources it follows"
+
+
+@pytest.mark.parametrize("module_name", sorted(set(FAMILIES.values())))
+def test_every_family_has_a_tiny_model_module_with_its_own_zoo(module_name: str) -> None:
+    """tests/support/tiny mirrors planner/archs: a family module there, its line in tiny.FAMILIES, and
+    zoo specs of the family's own architectures."""
+    assert module_name in tiny.FAMILIES, f"tests/support/tiny/__init__.py: FAMILIES lacks {module_name!r}"
+    module = import_module(f"tests.support.tiny.{module_name}")
+    assert callable(module.layer_tensors) and callable(module.global_tensors)
+    assert module.__doc__, "a tiny-model module says which planner family it mirrors"
+    assert module.ZOO, f"tests/support/tiny/{module_name}.py has no zoo model"
+    assert {FAMILIES[spec.arch] for spec in module.ZOO.values()} == {module_name}
+
+
+def test_the_tiny_registry_lists_each_family_once_and_no_other() -> None:
+    assert sorted(tiny.FAMILIES) == sorted(set(FAMILIES.values()))
+    modules = [import_module(f"tests.support.tiny.{name}") for name in tiny.FAMILIES]
+    assert sum(len(module.ZOO) for module in modules) == len(ZOO), "a zoo name stands in two family modules"
 
 
 def test_every_exact_architecture_has_a_tiny_model_that_llama_cpp_loads() -> None:

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.support.fuzzing import header_length, mutate, run_case
-from tests.support.tiny_models import ZOO, write_tiny_model
+from tests.support.tiny import ZOO, write_tiny_model
 
 SEEDS = ("llama-f16", "gemma3", "qwen3moe", "deepseek2", "mamba2", "lfm2", "gpt-oss")
 

@@ -11,7 +11,7 @@ import pytest
 
 from planner.errors import GGUFError
 from planner.gguf import MAX_KEPT_ARRAY, SkippedArray, read_gguf, read_gguf_file
-from tests.support.tiny_models import TinySpec, write_tiny_model
+from tests.support.tiny import TinySpec, write_tiny_model
 
 
 def test_reads_the_same_tensors_and_metadata_as_the_gguf_library(zoo: dict[str, Path]) -> None:

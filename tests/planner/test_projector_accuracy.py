@@ -114,7 +114,7 @@ def test_gemma4v_clamp_bounds_stay_out_of_the_weight_buffer(tmp_path: Path) -> N
 
 
 def test_a_projector_without_a_rule_stays_an_estimate(tmp_path: Path, zoo: dict[str, Path]) -> None:
-    from tests.support.tiny_models import write_tiny_projector as write_mlp_projector
+    from tests.support.tiny_projectors import write_mlp_projector
 
     model = load_anatomy(read_gguf(zoo["llama-f16"]))
     mlp = read_projector(write_mlp_projector(tmp_path / "mlp.gguf"))

@@ -28,7 +28,7 @@ def test_a_server_killed_mid_reply_is_left_out_and_the_chat_goes_on(
     from app.settings import Settings, save_settings
     from app.store import db_path
     from tests.support.pty_app import PtyApp
-    from tests.support.tiny_models import ENDLESS, write_tiny_model
+    from tests.support.tiny import ENDLESS, write_tiny_model
 
     doomed = Endpoint("127.0.0.1", free_port())
     server = start_server(doomed.port)

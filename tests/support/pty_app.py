@@ -160,7 +160,7 @@ def endless_app(folder: Path, controlling_terminal: bool = False) -> tuple[PtyAp
     """`vramchat` on a tiny model that never ends its replies (max tokens 16,000), and the chats' database."""
     from app.settings import Settings, save_settings
     from app.store import db_path
-    from tests.support.tiny_models import ENDLESS, write_tiny_model
+    from tests.support.tiny import ENDLESS, write_tiny_model
 
     model = write_tiny_model(folder / "endless.gguf", ENDLESS)
     save_settings(Settings(max_tokens=16000, scan_known_caches=False))

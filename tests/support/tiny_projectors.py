@@ -14,9 +14,7 @@ import gguf
 import numpy as np
 from gguf import GGMLQuantizationType as Q
 
-from tests.support.tiny_models import _random_tensor
-
-Shapes = list[tuple[str, tuple[int, ...], Q]]
+from tests.support.tiny.common import Shapes, add_kv, write_random_tensors
 
 
 @dataclass(frozen=True)
@@ -194,24 +192,36 @@ def write_tiny_projector(path: str | Path, spec: ProjectorSpec, seed: int = 0) -
     if spec.n_merge:
         writer.add_uint32(_MERGE_KEY[spec.projector_type], spec.n_merge)
     for key, value in spec.extra_kv.items():
-        if isinstance(value, bool):
-            writer.add_bool(key, value)
-        elif isinstance(value, int):
-            writer.add_uint32(key, value)
-        elif isinstance(value, float):
-            writer.add_float32(key, value)
-        else:
-            writer.add_string(key, str(value))
-    for name, shape, t in tensors_of(spec):
-        data, raw_type = _random_tensor(rng, shape, t)
-        if raw_type is None:
-            writer.add_tensor(name, data)
-        else:
-            writer.add_tensor(name, data, raw_shape=data.shape, raw_dtype=raw_type)
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
+        add_kv(writer, key, value)
+    write_random_tensors(writer, rng, tensors_of(spec))
+    return path
+
+
+def write_mlp_projector(
+    path: str | Path, image_size: int = 224, patch_size: int = 14, n_embd: int = 128, n_layer: int = 2, seed: int = 0
+) -> Path:
+    """A small CLIP-style vision projector (mmproj, projector type "mlp") header with random weights."""
+    path = Path(path)
+    rng = np.random.default_rng(seed)
+    writer = gguf.GGUFWriter(str(path), "clip")
+    writer.add_string("clip.projector_type", "mlp")
+    writer.add_bool("clip.has_vision_encoder", True)
+    writer.add_uint32("clip.vision.image_size", image_size)
+    writer.add_uint32("clip.vision.patch_size", patch_size)
+    writer.add_uint32("clip.vision.embedding_length", n_embd)
+    writer.add_uint32("clip.vision.feed_forward_length", 4 * n_embd)
+    writer.add_uint32("clip.vision.attention.head_count", 4)
+    writer.add_uint32("clip.vision.block_count", n_layer)
+    shapes: Shapes = [("v.patch_embd.weight", (patch_size, patch_size, 3, n_embd), Q.F16)]
+    for il in range(n_layer):
+        p = f"v.blk.{il}."
+        shapes += [
+            (p + "attn_qkv.weight", (n_embd, 3 * n_embd), Q.F16),
+            (p + "ffn_up.weight", (n_embd, 4 * n_embd), Q.F16),
+            (p + "ffn_down.weight", (4 * n_embd, n_embd), Q.F16),
+        ]
+    shapes.append(("mm.0.weight", (n_embd, 256), Q.F16))
+    write_random_tensors(writer, rng, shapes)
     return path
 
 

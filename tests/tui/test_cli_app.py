@@ -137,7 +137,7 @@ def test_a_model_that_cannot_chat_is_refused_with_the_reason(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import app.tui
-    from tests.support.tiny_models import TinySpec, write_tiny_model
+    from tests.support.tiny import TinySpec, write_tiny_model
 
     monkeypatch.setattr(app.tui, "run", lambda *_a, **_k: pytest.fail("the app must not start"))
     path = write_tiny_model(tmp_path / "dream.gguf", TinySpec("dream", name="Tiny Dream"))

@@ -415,7 +415,7 @@ async def test_a_failing_scan_is_reported(shelf: Path) -> None:
 
 
 async def test_a_model_that_cannot_chat_is_not_loaded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from tests.support.tiny_models import TinySpec, write_tiny_model
+    from tests.support.tiny import TinySpec, write_tiny_model
 
     monkeypatch.setenv("VRAMCHAT_DEVICES", "8GiB,ram=32GiB")
     shelf = tmp_path / "shelf"
@@ -541,7 +541,7 @@ async def test_a_first_start_lists_and_plans_the_models_while_the_demo_is_assemb
 
 async def test_a_badge_is_shown_whole_estimate_included(shelf: Path) -> None:
     """The fit column is wide enough for the longest badge: "· estimate" was cut to "· est"."""
-    from tests.support.tiny_models import TinySpec, write_tiny_model
+    from tests.support.tiny import TinySpec, write_tiny_model
 
     write_tiny_model(shelf / "tiny-baichuan.gguf", TinySpec("baichuan"))
     app = make_app(shelf)

@@ -16,7 +16,7 @@ import pytest
 from app.settings import Settings
 from app.telemetry import Telemetry
 from planner.hardware import GiB, MiB
-from tests.support.tiny_models import ZOO, write_tiny_model
+from tests.support.tiny import ZOO, write_tiny_model
 from tests.support.tui_helpers import make_app, model_loaded, picker_ready, reply_done, wait_for
 
 SIZE = (160, 45)
@@ -29,7 +29,7 @@ def fixed_shelf(monkeypatch: pytest.MonkeyPatch) -> Path:
     root = Path(tempfile.gettempdir()) / "vramchat-snapshot-models"
     root.mkdir(exist_ok=True)
     for name in ("llama-f16", "qwen3-hd", "gemma2"):
-        write_tiny_model(root / f"{name}.gguf", ZOO[name])  # always: tiny_models.py may have changed
+        write_tiny_model(root / f"{name}.gguf", ZOO[name])  # always: tests/support/tiny may have changed
     return root
 
 

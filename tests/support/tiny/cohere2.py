@@ -1,0 +1,58 @@
+"""Tiny models of the architectures with attention and FFN side by side on one norm (planner.archs.cohere2):
+Cohere 2, Command R, Falcon and Phi-2."""
+
+from __future__ import annotations
+
+from gguf import GGMLQuantizationType as Q
+
+from tests.support.tiny.common import (
+    Shapes,
+    TinySpec,
+    attention,
+    attn_output,
+    biased_ffn,
+    fused_qkv,
+    gated_ffn,
+    norm,
+    output_norm,
+    ungated_ffn,
+)
+
+_FUSED_QKV = ("phi2", "falcon")  # with norm biases; Phi-2's projections have biases too
+
+
+def layer_tensors(spec: TinySpec, il: int) -> Shapes:
+    a = spec.arch
+    if a not in _FUSED_QKV:
+        return norm(spec, il, "attn_norm") + attention(spec, il) + gated_ffn(spec, il)
+    out = norm(spec, il, "attn_norm", bias=True) + fused_qkv(spec, il, bias=a == "phi2") + attn_output(spec, il)
+    if a == "falcon":  # a GELU FFN without a gate, no biases
+        return out + ungated_ffn(spec, il)
+    return out + [(f"blk.{il}.attn_output.bias", (spec.n_embd,), Q.F32), *biased_ffn(spec, il)]  # phi2: biases
+
+
+def global_tensors(spec: TinySpec) -> Shapes:
+    if spec.arch not in _FUSED_QKV:
+        return output_norm(spec)
+    out = output_norm(spec, bias=True)
+    return [*out, ("output.bias", (spec.n_vocab,), Q.F32)] if spec.arch == "phi2" else out
+
+
+ZOO: dict[str, TinySpec] = {
+    "phi2": TinySpec("phi2", extra_kv={"phi2.attention.layer_norm_epsilon": 1e-5}),
+    "falcon": TinySpec("falcon", n_head_kv=1, extra_kv={"falcon.attention.layer_norm_epsilon": 1e-5}),
+    "command-r": TinySpec(
+        "command-r",
+        n_head_kv=2,
+        output_type=None,
+        extra_kv={"command-r.logit_scale": 0.0625, "command-r.attention.layer_norm_epsilon": 1e-5},
+    ),
+    "cohere2": TinySpec(
+        "cohere2",
+        n_head_kv=2,
+        n_swa=256,
+        n_layer=8,
+        output_type=None,
+        extra_kv={"cohere2.logit_scale": 0.0625, "cohere2.attention.layer_norm_epsilon": 1e-5},
+    ),
+}

@@ -1,0 +1,84 @@
+"""Tiny models of DeepSeek V2 / V3 and Mistral 4 (planner.archs.deepseek2): latent attention (MLA), leading
+dense layers, routed experts plus a shared expert; the pieces are shared with DeepSeek V3.2."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gguf import GGMLQuantizationType as Q
+
+from tests.support.tiny.common import Shapes, TinySpec, experts, gated_ffn, nextn, output_norm, shared_expert
+
+global_tensors = output_norm
+
+
+def latent_attention(spec: TinySpec, il: int) -> Shapes:
+    """The attention norm, the latent attention's projections and norms, and the FFN norm."""
+    e, w, f32, p = spec.n_embd, spec.weight_type, Q.F32, f"blk.{il}."
+    kv_lora, q_lora = spec.count("attention.kv_lora_rank"), spec.count("attention.q_lora_rank")
+    hk, hv = spec.count("attention.key_length_mla"), spec.count("attention.value_length_mla")
+    rope = spec.count("rope.dimension_count")
+    nope, nh = hk - rope, spec.n_head
+    return [
+        (p + "attn_norm.weight", (e,), f32),
+        (p + "attn_q_a_norm.weight", (q_lora,), f32),
+        (p + "attn_kv_a_norm.weight", (kv_lora,), f32),
+        (p + "attn_q_a.weight", (e, q_lora), w),
+        (p + "attn_q_b.weight", (q_lora, nh * hk), w),
+        (p + "attn_kv_a_mqa.weight", (e, kv_lora + rope), w),
+        (p + "attn_k_b.weight", (nope, kv_lora, nh), Q.F16),
+        (p + "attn_v_b.weight", (kv_lora, hv, nh), Q.F16),
+        (p + "attn_output.weight", (nh * hv, e), w),
+        (p + "ffn_norm.weight", (e,), f32),
+    ]
+
+
+def ffn_block(spec: TinySpec, il: int) -> Shapes:
+    """A dense FFN in the leading layers, else routed experts and the shared expert; the MTP layers' own."""
+    if il < spec.count("leading_dense_block_count"):
+        return gated_ffn(spec, il)
+    fe, p = spec.n_ff_exp, f"blk.{il}."
+    out = experts(spec, il, fe) + shared_expert(spec, il, fe * spec.count("expert_shared_count"))
+    if spec.count("expert_gating_func", 0) == 2:
+        out.append((p + "exp_probs_b.bias", (spec.n_expert,), Q.F32))
+    if il >= spec.n_layer - spec.count("nextn_predict_layers", 0):
+        out += [*nextn(spec, il), (p + "nextn.shared_head_norm.weight", (spec.n_embd,), Q.F32)]
+    return out
+
+
+def layer_tensors(spec: TinySpec, il: int) -> Shapes:
+    return latent_attention(spec, il) + ffn_block(spec, il)
+
+
+# DeepSeek V3's routing: sigmoid gates with a bias, normalised and scaled weights, grouped experts
+V3_ROUTING: dict[str, Any] = {
+    "expert_gating_func": 2,
+    "expert_weights_norm": True,
+    "expert_weights_scale": 2.5,
+    "expert_group_count": 4,
+    "expert_group_used_count": 2,
+}
+
+
+def mla_spec(arch: str, extra: dict[str, Any] | None = None, **spec: Any) -> TinySpec:
+    """A tiny latent-attention (MLA) model with experts, deepseek2's shape; `extra` keys are `arch`'s."""
+    keys = {
+        "attention.kv_lora_rank": 64,
+        "attention.q_lora_rank": 32,
+        "attention.key_length_mla": 64,
+        "attention.value_length_mla": 32,
+        "rope.dimension_count": 32,
+        "leading_dense_block_count": 1,
+        "expert_shared_count": 1,
+        **(extra or {}),
+    }
+    shape: dict[str, Any] = dict(n_head=4, n_head_kv=1, head_dim=96, n_expert=8, n_expert_used=2, n_ff_exp=32, n_ff=128)
+    return TinySpec(arch, **{**shape, **spec}, extra_kv={f"{arch}.{k}": v for k, v in keys.items()})
+
+
+ZOO: dict[str, TinySpec] = {
+    "deepseek2": mla_spec("deepseek2"),
+    "mistral4": mla_spec("mistral4"),
+    "deepseek2-mtp": mla_spec("deepseek2", {"nextn_predict_layers": 1}, n_layer=5, name="tiny-glm-mtp"),
+    "deepseek3": mla_spec("deepseek2", V3_ROUTING, name="tiny-deepseek-v3"),
+}

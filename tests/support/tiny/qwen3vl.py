@@ -1,0 +1,36 @@
+"""Tiny models of Qwen3-VL's text model (planner.archs.qwen3vl): qwen3 or qwen3moe with deepstack layers
+and multi-section RoPE."""
+
+from __future__ import annotations
+
+from tests.support.tiny.common import Shapes, TinySpec, experts, gated_ffn, norm, output_norm, qk_norm_attention
+
+global_tensors = output_norm
+
+
+def layer_tensors(spec: TinySpec, il: int) -> Shapes:
+    out = norm(spec, il, "attn_norm") + qk_norm_attention(spec, il) + norm(spec, il, "ffn_norm")
+    if spec.n_expert:  # qwen3vlmoe
+        return out + experts(spec, il, spec.n_ff_exp or spec.n_ff)
+    return out + gated_ffn(spec, il)
+
+
+ZOO: dict[str, TinySpec] = {
+    "qwen3vl": TinySpec(
+        "qwen3vl",
+        n_head=4,
+        n_head_kv=2,
+        head_dim=32,
+        extra_kv={"qwen3vl.n_deepstack_layers": 2, "qwen3vl.rope.dimension_sections": [8, 4, 4, 0]},
+    ),
+    "qwen3vlmoe": TinySpec(
+        "qwen3vlmoe",
+        n_head=4,
+        n_head_kv=2,
+        head_dim=32,
+        n_expert=8,
+        n_expert_used=2,
+        n_ff_exp=64,
+        extra_kv={"qwen3vlmoe.n_deepstack_layers": 3, "qwen3vlmoe.rope.dimension_sections": [8, 4, 4, 0]},
+    ),
+}
