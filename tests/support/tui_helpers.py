@@ -62,3 +62,100 @@ def reply_done(app: VramchatApp) -> Callable[[], bool]:
         return not screen.generating  # type: ignore[attr-defined]
 
     return done
+
+
+def screen_text(app: VramchatApp) -> list[str]:
+    """The screen as a person reads it: one string per row (what a screenshot shows, as text)."""
+    import io
+
+    from rich.console import Console
+
+    width, height = app.size
+    console = Console(width=width, height=height, file=io.StringIO(), record=True, legacy_windows=False)
+    console.print(app.screen._compositor.render_update(full=True))
+    return console.export_text().splitlines()
+
+
+# words that end in an ellipsis by design (placeholders and "in progress" words), not text cut short
+_ELLIPSIS_WORDS = ("Ask something…", "Search chats…", "Looking for models…", "Planning…", "Probing devices…")
+
+
+def layout_problems(app: VramchatApp) -> list[str]:
+    """What a person would see as broken at this size: a widget squeezed to nothing, a label or a
+    cell cut short (an ellipsis where text should be), a button or a key of the footer that does not
+    show whole. Empty when the screen reads whole."""
+    from rich.text import Text
+    from textual.widgets import Button, DataTable, Static
+
+    problems: list[str] = []
+    screen = app.screen
+    lines = screen_text(app)
+    for row, line in enumerate(lines):
+        cleaned = line
+        for word in _ELLIPSIS_WORDS:
+            cleaned = cleaned.replace(word, "")
+        if "…" in cleaned:
+            problems.append(f"row {row} is cut short: {line.strip()!r}")
+    for widget in screen.query("*"):
+        if not _shown(widget):
+            continue
+        region = widget.region
+        if region.width <= 0 or region.height <= 0:
+            problems.append(f"{widget!r} has no room ({region.width}x{region.height})")
+            continue
+        if isinstance(widget, (Static, Button)):
+            # one row of text: it must fit that row (more rows wrap, which cuts nothing)
+            plain = _plain(widget)
+            need = max((Text(s).cell_len for s in plain.splitlines()), default=0)
+            room = widget.content_region.width
+            if need > room and widget.content_region.height <= 1 and "\n" not in plain.strip():
+                problems.append(f"{widget!r} needs {need} columns for {plain!r}, has {room}")
+        if isinstance(widget, DataTable):
+            for key, column in widget.columns.items():
+                room = max(column.content_width, column.width) if column.auto_width else column.width
+                for row_key in widget.rows:
+                    cell = widget.get_cell(row_key, key)
+                    width = Text.from_markup(cell).cell_len if isinstance(cell, str) else Text(str(cell)).cell_len
+                    if isinstance(cell, Text):
+                        width = cell.cell_len
+                    if width > room:
+                        problems.append(f"{widget.id}: {column.label.plain} cell {str(cell)!r} cut to {room}")
+    return problems
+
+
+def _plain(widget) -> str:
+    """The text a Static or a Button shows, as plain text."""
+    from rich.text import Text
+    from textual.content import Content
+    from textual.widgets import Button
+
+    visual = widget.label if isinstance(widget, Button) else widget.visual
+    if isinstance(visual, (Text, Content)):
+        return visual.plain
+    return str(visual) if isinstance(visual, str) else ""
+
+
+def _shown(widget) -> bool:
+    """Displayed, with every ancestor displayed, on the current screen."""
+    node = widget
+    while node is not None and node is not widget.screen:
+        if not node.display or not getattr(node, "visible", True):
+            return False
+        node = node.parent
+    return True
+
+
+def footer_keys_cut(app: VramchatApp) -> list[str]:
+    """The footer's keys whose description is not shown whole on the last row (a screen without a
+    footer of its own, a dialog over another screen, has none to check)."""
+    from textual.widgets import Footer
+
+    if not app.screen.query(Footer):
+        return []
+    bottom = screen_text(app)[-1]
+    return [
+        b.description
+        for b in app.screen.active_bindings.values()
+        for b in [b.binding]
+        if b.show and b.description and b.description not in bottom
+    ]

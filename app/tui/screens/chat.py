@@ -12,7 +12,7 @@ import threading
 from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
-from textual import events, on, work
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -43,6 +43,7 @@ from app.tui.widgets.chat_input import ChatInput
 from app.tui.widgets.dashboard import Dashboard
 from app.tui.widgets.footer import AdaptiveFooter
 from app.tui.widgets.message_view import MessageView
+from app.tui.widgets.status_line import StatusLine
 from planner.fit import FitResult
 from planner.model import ModelAnatomy
 from planner.retry import Retry
@@ -134,7 +135,7 @@ class ChatScreen(Screen):
                     yield Label("", id="load-status", markup=False)
                     yield ProgressBar(id="load-progress", show_eta=False, total=1.0)
                 yield VerticalScroll(id="messages")
-                yield Static("", id="context-line", markup=False)
+                yield StatusLine(id="context-line")
                 yield ChatInput(id="input")
             yield Dashboard(self.services.started_session, id="dashboard")
         yield AdaptiveFooter()
@@ -570,9 +571,6 @@ class ChatScreen(Screen):
         self.services.settings.show_dashboard = not self.has_class("-dash-hidden")
         self.services.save_settings()
 
-    def on_resize(self, event: events.Resize) -> None:
-        self.update_context_line(event.size.width)
-
     def action_chat_settings(self) -> None:
         from app.tui.screens.dialogs import ChatSettings, ChatSettingsDialog
 
@@ -723,42 +721,32 @@ class ChatScreen(Screen):
         for hint in self.query("#hint"):
             await hint.remove()
 
-    def update_context_line(self, width: int | None = None) -> None:
-        """The status line under the conversation, as much of it as the width holds: the context in
-        use first, then sampling, then what is least needed (the format, the growth limit)."""
+    def update_context_line(self) -> None:
+        """The status line under the conversation: the context in use first, then sampling, then what
+        is least needed (the format, the growth limit); the line drops those first when short of room."""
         app = self.services
-        line = self.query_one("#context-line", Static)
-        width = (width or self.size.width or 80) - 2  # the line's padding
+        line = self.query_one("#context-line", StatusLine)
         model = app.session.model if app.session_started else None
         if model is None:
-            line.update(fit_parts([(0, "no model loaded"), (1, "F2 opens the model list")], width))
+            line.show([(0, "no model loaded"), (1, "F2 opens the model list")])
             return
         if not self.loading and not app.session.engine.loaded:
-            line.update(fit_parts([(0, "the engine stopped"), (1, "F5 reloads"), (2, "F2 the model list")], width))
+            line.show([(0, "the engine stopped"), (1, "F5 reloads"), (2, "F2 the model list")])
             return
         settings = app.settings
         used = self.context_tokens
         share = used / model.n_ctx if model.n_ctx else 0
         system = self.conversation.system_prompt if self.conversation else settings.system_prompt
-        parts = [
-            (0, f"context {used:,} / {model.n_ctx:,} ({share:.0%})"),
-            (3, f"grows to {model.max_ctx:,}" if model.n_ctx < model.max_ctx else ""),
-            (1, describe_temperature(settings.temperature, model.fmt)),
-            (2, f"max {settings.max_tokens} tokens"),
-            (4, "system prompt" if system else ""),
-            (5, f"{model.fmt.name} format"),
-        ]
-        line.update(fit_parts(parts, width))
-
-
-def fit_parts(parts: list[tuple[int, str]], width: int, sep: str = " · ") -> str:
-    """The parts that fit in `width`, in their order, dropping the least important (highest number)
-    first; the most important one is kept whole, or cut with an ellipsis when even it is too long."""
-    kept = [(rank, text) for rank, text in parts if text]
-    while len(kept) > 1 and len(sep.join(t for _, t in kept)) > width:
-        kept.remove(max(kept, key=lambda p: p[0]))
-    line = sep.join(t for _, t in kept)
-    return line if len(line) <= width else line[: max(width - 1, 0)] + "…"
+        line.show(
+            [
+                (0, f"context {used:,} / {model.n_ctx:,} ({share:.0%})"),
+                (3, f"grows to {model.max_ctx:,}" if model.n_ctx < model.max_ctx else ""),
+                (1, describe_temperature(settings.temperature, model.fmt)),
+                (2, f"max {settings.max_tokens} tokens"),
+                (4, "system prompt" if system else ""),
+                (5, f"{model.fmt.name} format"),
+            ]
+        )
 
 
 def _first_line(text: str) -> str:

@@ -445,7 +445,6 @@ class PickerScreen(Screen):
             self.query_one(field_id, Input).value = ""
         self.query_one("#kv", Select).value = "auto"
         self.query_one("#fa", Select).value = "auto"
-        self.query_one("#plan-scroll").border_subtitle = path
         if plan_after_refresh:
             self.plan_state = "pending"
             self.call_after_refresh(self.request_plan, True)

@@ -1,0 +1,141 @@
+"""Every screen at 80x24, 100x30, 160x48 and 200x50: nothing squeezed to nothing, nothing cut short.
+
+A first user met a crash at 80 columns (the chat column wrapped to width 0), a picker whose fit
+column (its point) was the first to go and a Size without its unit, a footer cut mid-word. These
+tests drive each screen at the sizes terminals come in and read the screen as a person would
+(tests.support.tui_helpers.layout_problems): an ellipsis where text should be, a label or a button
+narrower than its words, a table cell cut, a widget with no room, a footer key not shown whole.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from app.settings import Settings
+from app.tui.screens.chat import ChatScreen
+from app.tui.screens.picker import PickerScreen
+from tests.support.fake_engine import FakeEngine
+from tests.support.tui_helpers import (
+    footer_keys_cut,
+    layout_problems,
+    make_app,
+    model_loaded,
+    picker_ready,
+    reply_done,
+    screen_text,
+    wait_for,
+)
+
+SIZES = [(80, 24), (100, 30), (160, 48), (200, 50)]
+REPLY = "The capital of France is **Paris**. It has been the capital since the tenth century, on the Seine."
+
+
+@pytest.fixture
+def shelf(tmp_path: Path, zoo: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("VRAMCHAT_DEVICES", "8GiB/1GiB,ram=32GiB/8GiB")
+    root = tmp_path / "shelf"
+    root.mkdir()
+    shutil.copy(zoo["llama-f16"], root / "llama-f16.gguf")
+    shutil.copy(zoo["qwen3-hd"], root / "a-model-with-quite-a-long-file-name-q4_k_m.gguf")
+    return root
+
+
+def _whole(app) -> None:
+    assert layout_problems(app) == [], "\n".join(screen_text(app))
+    assert footer_keys_cut(app) == [], "\n".join(screen_text(app))
+
+
+async def _chat(app, pilot) -> ChatScreen:
+    await wait_for(pilot, picker_ready(app))
+    await pilot.press("ctrl+l")
+    await wait_for(pilot, model_loaded(app))
+    box = app.screen.query_one("#input")
+    box.focus()
+    box.load_text("What is the capital of France?")
+    await pilot.press("enter")
+    await pilot.pause(0.05)
+    await wait_for(pilot, reply_done(app))
+    await pilot.pause(0.1)
+    assert isinstance(app.screen, ChatScreen)
+    return app.screen
+
+
+@pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
+async def test_the_picker_reads_whole(shelf: Path, size: tuple[int, int]) -> None:
+    app = make_app(shelf)
+    async with app.run_test(size=size) as pilot:
+        await wait_for(pilot, picker_ready(app))
+        await pilot.pause(0.1)
+        screen = app.screen
+        assert isinstance(screen, PickerScreen)
+        _whole(app)
+        text = "\n".join(screen_text(app))
+        # the point of the picker: name, size with its unit, and the fit, at every size
+        assert "Fit on this machine" in text and "full GPU" in text and " KiB" in text or " MiB" in text
+        load = screen.query_one("#load")
+        assert load.region.bottom <= size[1] - 1, "the Load button is on screen"
+
+
+@pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
+async def test_the_chat_reads_whole(shelf: Path, size: tuple[int, int]) -> None:
+    app = make_app(shelf, FakeEngine(reply=REPLY), settings=Settings(scan_known_caches=False))
+    async with app.run_test(size=size) as pilot:
+        chat = await _chat(app, pilot)
+        conversation = chat.query_one("#conversation")
+        assert conversation.region.width >= 40, "the conversation keeps at least 40 columns"
+        _whole(app)
+        text = "\n".join(screen_text(app))
+        assert "Paris" in text and "context " in text
+        pane = chat.query_one("#chat-list-pane")
+        if size[0] >= 150:  # beside the conversation from 150 columns
+            assert pane.region.width > 0
+        else:  # below, hidden until Ctrl+B opens it as a drawer over the conversation
+            assert pane.region.width == 0
+            await pilot.press("ctrl+b")
+            await pilot.pause(0.1)
+            assert pane.region.width > 0 and conversation.region.width >= 40
+            assert "What is the capital of France?" in "\n".join(screen_text(app))  # the chat is listed
+            _whole(app)
+            await pilot.press("escape")  # Esc closes the drawer
+            await pilot.pause(0.1)
+            assert pane.region.width == 0
+
+
+@pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
+async def test_the_dashboard_help_and_dialogs_read_whole(shelf: Path, size: tuple[int, int]) -> None:
+    app = make_app(shelf, FakeEngine(reply=REPLY), settings=Settings(scan_known_caches=False))
+    async with app.run_test(size=size) as pilot:
+        await _chat(app, pilot)
+        for key, close in (("f3", "escape"), ("f1", "escape"), ("f4", "escape")):
+            await pilot.press(key)
+            await pilot.pause(0.2)
+            _whole(app)
+            await pilot.press(close)
+            await pilot.pause(0.1)
+        await pilot.press("f2")  # the picker's RPC servers dialog
+        await wait_for(pilot, lambda: isinstance(app.screen, PickerScreen))
+        await pilot.press("f6")
+        await pilot.pause(0.2)
+        _whole(app)
+
+
+async def test_a_running_chat_resized_through_every_size_keeps_working(shelf: Path) -> None:
+    """160 -> 80 -> 100 -> 200 -> 80 columns with a chat going: no crash, each size reads whole, and a
+    reply sent at the smallest size arrives."""
+    app = make_app(shelf, FakeEngine(reply=REPLY), settings=Settings(scan_known_caches=False))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await _chat(app, pilot)
+        for size in [(80, 24), (100, 30), (200, 50), (80, 24)]:
+            await pilot.resize_terminal(*size)
+            await pilot.pause(0.2)
+            _whole(app)
+        box = app.screen.query_one("#input")
+        box.focus()
+        box.load_text("And of Italy?")
+        await pilot.press("enter")
+        await pilot.pause(0.05)
+        await wait_for(pilot, reply_done(app))
+        assert sum("Paris" in line for line in screen_text(app)) >= 1
