@@ -97,6 +97,8 @@ class Telemetry:
     host_memory: MemoryProbe | None = None  # host RAM, read apart so that a GPU failure keeps it
     # GPUs whose memory is host RAM (Apple silicon, integrated): do not add them to the host's
     unified: frozenset[str] = frozenset()
+    # told of every sample, in the sampler's thread (the drift alarm, app.drift); one that fails is counted
+    observers: list[Callable[[Sample], object]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._samples: deque[Sample] = deque(maxlen=self.config.history)
@@ -139,6 +141,12 @@ class Telemetry:
         )
         with self._lock:
             self._samples.append(sample)
+        for observer in list(self.observers):
+            try:
+                observer(sample)
+            except Exception as exc:  # an observer failing must not kill the sampler either
+                self.errors += 1
+                self.last_error = f"observer: {type(exc).__name__}: {exc}"
         return sample
 
     def _run(self) -> None:

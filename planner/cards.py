@@ -281,7 +281,7 @@ def card_device(card: Card, index: int, name: str) -> Device:
         compute_capability=card.compute_capability,
         card=card.name,
         bandwidth=card.bandwidth,
-        bandwidth_source="vendor spec sheet (planner/cards.py)",
+        bandwidth_source="vendor spec sheet",
     )
 
 

@@ -385,8 +385,8 @@ def _plan_memory(
         usage.overhead = ovh.total + paging
         if ovh.estimate:
             estimates.append(
-                f"{d.name}: backend overhead (driver context, library workspaces) of "
-                f"{ovh.total // MiB} MiB is an estimate, llama.cpp does not report it: {ovh.source}"
+                f"{d.name}: backend overhead (driver context, library workspaces), which llama.cpp does not "
+                f"report: {ovh.source}"
             )
         else:
             estimates.append(f"{d.name}: backend overhead {ovh.total // MiB} MiB: {ovh.source}")

@@ -32,6 +32,7 @@ from app.tui.themes import THEMES
 
 if TYPE_CHECKING:
     from app.devices import DeviceReport
+    from app.drift import DriftAlarm
     from app.tui.screens.chat import ChatScreen
     from app.tui.session import EngineLike, ModelSession
     from planner.fit import FitResult
@@ -52,6 +53,7 @@ class AppOptions:
     vram: str | None = None
     ram: str | None = None
     cpu: bool = False
+    gpu: list[str] = field(default_factory=list)  # cards to plan for instead of this machine's (--gpu)
     include_demo: bool = True
     engine_factory: Callable[[], EngineLike] | None = None  # None: llama.cpp in an engine process
     store_path: Path | None = None
@@ -96,7 +98,15 @@ class VramchatApp(App):
             from app.tui.session import ModelSession, default_engine
 
             self._session = ModelSession(self.options.engine_factory or default_engine, elastic=self._elastic)
+            self._session.on_drift = self._drift_alarm
         return self._session
+
+    def _drift_alarm(self, alarm: DriftAlarm) -> None:
+        """A GPU holds more than planned (told once per device and load, from the telemetry's thread)."""
+        try:
+            self.call_from_thread(self.notify, alarm.line, title="Memory drift", severity="warning", timeout=20)
+        except RuntimeError:  # already on the app's thread
+            self.notify(alarm.line, title="Memory drift", severity="warning", timeout=20)
 
     def _open_store(self) -> Store:
         store, notes = open_store(self.options.store_path)
@@ -187,7 +197,7 @@ class VramchatApp(App):
         picker stores it in `devices` on the UI thread)."""
         from app.devices import probe_devices  # the probes' modules load in the scan worker, not before the picker
 
-        return probe_devices(self.options.vram, self.options.ram, cpu_only=self.options.cpu)
+        return probe_devices(self.options.vram, self.options.ram, cpu_only=self.options.cpu, gpu=self.options.gpu)
 
     def assembled_demo(self) -> tuple[Path | None, bool]:
         """The demo model's file when it is ready, and whether it still has to be assembled (the
