@@ -219,7 +219,7 @@ class ModelSession:
             committed_plan(fit.plan, report.n_ctx, devices.gpus, devices.host),
         )
         self._devices = devices
-        self.telemetry = for_engine(engine, devices, fit.plan, speed=self._speed)  # type: ignore[arg-type]
+        self.telemetry = for_engine(engine, devices, fit.plan, speed=self._speed, plan_now=self._plan_now)  # type: ignore[arg-type]
         # what the GPUs hold beyond the buffers: learned for the next plan, and watched while the model runs
         self.learning = learn_after_load(self.model, devices.gpus, getattr(engine, "pid", None))
         self.drift = DriftWatch(devices.gpus, self._plan_now, self._drifted, self._drift_alarm)
