@@ -314,16 +314,8 @@ def learn_after_load(model: LoadedLike, devices: list[Device], pid: int | None) 
     if not gpus:
         return None
     plan, report = model.now, model.report
-    names = [d.name for d in gpus]
-    paged = {d.name for d in gpus if d.backend == "cuda"}
-    buffers = buffers_by_device([table for _kind, table in report.measurements.tables()], names, paged)
-    for b in plan.buffers:  # a device llama.cpp's log said nothing of: the plan's buffers
-        if b.device in names and b.device not in buffers:
-            buffers[b.device] = sum(
-                on_pages(x.bytes) if x.device in paged else x.bytes for x in plan.buffers if x.device == b.device
-            )
     uses_cublas = not plan.config.flash_attn or plan.model.n_expert > 0
-    learning = LoadLearning(gpus, buffers, uses_cublas, pid)
+    learning = LoadLearning(gpus, buffers_now(model, gpus), uses_cublas, pid)
     process, free = read_now(pid)
     after = report.process
     if after is not None:  # the engine's own reading, right after the load (Metal has no other)
@@ -333,9 +325,26 @@ def learn_after_load(model: LoadedLike, devices: list[Device], pid: int | None) 
     return learning
 
 
-def after_reply(learning: LoadLearning | None) -> list[Entry]:
-    if learning is None or learning.replied:
+def buffers_now(model: LoadedLike, gpus: list[Device]) -> dict[str, int]:
+    """llama.cpp's buffers per GPU as allocated now (the context may have grown since the load); the
+    plan's for a device the log said nothing of."""
+    plan, report = model.now, model.report
+    names = [d.name for d in gpus]
+    paged = {d.name for d in gpus if d.backend == "cuda"}
+    buffers = buffers_by_device([table for _kind, table in report.measurements.tables()], names, paged)
+    for name in names:
+        if name not in buffers and any(b.device == name for b in plan.buffers):
+            buffers[name] = sum(
+                on_pages(b.bytes) if name in paged else b.bytes for b in plan.buffers if b.device == name
+            )
+    return buffers
+
+
+def after_reply(learning: LoadLearning | None, model: LoadedLike | None) -> list[Entry]:
+    """After a reply: the first of the load is read (its buffers as allocated now)."""
+    if learning is None or learning.replied or model is None:
         return []
+    learning.buffers = buffers_now(model, learning.devices)
     return learning.after_reply(*read_now(learning.pid))
 
 

@@ -116,7 +116,7 @@ def device_line(report: DeviceReport) -> str:
     """The devices plans are made for, on one line (the picker's head, the end of --list)."""
     held = report.held_by_others
     parts = [
-        f"{d.name} {format_size(d.free)} free of {format_size(d.total)}"
+        f"{d.name}{f' {d.card}' if d.simulated and d.card else ''} {format_size(d.free)} free of {format_size(d.total)}"
         + (f" (RPC server {d.description})" if d.backend == "rpc" else "")
         + (f" ({format_size(held[d.name])} held by other processes)" if held.get(d.name) else "")
         for d in report.gpus

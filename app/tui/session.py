@@ -20,7 +20,13 @@ from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from app.devices import DeviceReport
-from app.devices.learned_overhead import LoadLearning, after_failed_load, after_reply, learn_after_load
+from app.devices.learned_overhead import (
+    LoadLearning,
+    after_failed_load,
+    after_reply,
+    buffers_now,
+    learn_after_load,
+)
 from app.drift import DriftAlarm, DriftWatch
 from app.engine import EngineError, GenerationParams, GenerationStats, LoadReport
 from app.engine.crash import EngineCrashed
@@ -229,13 +235,17 @@ class ModelSession:
 
     def reply_finished(self) -> None:
         """A reply ended well (worker thread): the first of a load shows the runtime's growth."""
-        after_reply(self.learning)
+        after_reply(self.learning, self.model)
 
     def _plan_now(self) -> MemoryPlan | None:
         return self.model.now if self.model is not None else None
 
     def _drifted(self, name: str, used: int, total: int) -> bool:
-        return bool(self.learning and self.learning.drifted(name, used, total))
+        learning, model = self.learning, self.model
+        if learning is None or model is None:
+            return False
+        learning.buffers = buffers_now(model, learning.devices)  # the context may have grown since the load
+        return bool(learning.drifted(name, used, total))
 
     def _drift_alarm(self, alarm: DriftAlarm) -> None:
         if self.on_drift is not None:
