@@ -42,12 +42,13 @@ driver and build (never below the derived model-specific part).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from planner import cuda_paths
-from planner.cards import identify
-from planner.cuda_paths import AttentionShape, MatrixWeight
 from planner.hardware import Device, MiB
 from planner.units import round_up
+
+if TYPE_CHECKING:  # imported where a GPU is priced: a plan for the CPU alone needs neither
+    from planner.cuda_paths import AttentionShape, MatrixWeight
 
 PAGE = 2 * MiB  # cudaMalloc rounds large allocations up to 2 MiB pages
 
@@ -123,18 +124,28 @@ def context_for(sm_count: int, threads_per_sm: int) -> int:
     return CUDA_CONTEXT_BASE + CUDA_CONTEXT_PER_THREAD * sm_count * threads_per_sm
 
 
-@dataclass(frozen=True)
 class _Identity:
-    sm_count: int | None
-    threads_per_sm: int | None
-    cc: str | None
-    name: str
-    from_table: bool = False
+    """What a GPU is, from the device or the card table (a plain class: one dataclass less to import)."""
+
+    __slots__ = ("cc", "from_table", "name", "sm_count", "threads_per_sm")
+
+    def __init__(
+        self, sm_count: int | None, threads_per_sm: int | None, cc: str | None, name: str, from_table: bool = False
+    ) -> None:
+        self.sm_count, self.threads_per_sm, self.cc, self.name, self.from_table = (
+            sm_count,
+            threads_per_sm,
+            cc,
+            name,
+            from_table,
+        )
 
 
 def _identity(d: Device) -> _Identity:
     if d.sm_count and d.threads_per_sm and d.compute_capability:
         return _Identity(d.sm_count, d.threads_per_sm, d.compute_capability, d.card or d.description)
+    from planner.cards import identify  # the card table: only for a GPU that did not say what it is
+
     card = identify(d.card or d.description)
     if card is not None and card.backend in ("cuda", "rocm"):
         return _Identity(
@@ -152,6 +163,8 @@ def _mib(n: int) -> str:
 
 
 def _cuda(d: Device, work: Workload) -> Overhead:
+    from planner import cuda_paths
+
     ident = _identity(d)
     cc = cuda_paths.parse_cc(ident.cc)
     parts: dict[str, int] = {}
@@ -196,11 +209,15 @@ def _cuda(d: Device, work: Workload) -> Overhead:
 def _growth(work: Workload, cc: int | None) -> int:
     if work.flash_attn or not work.attention:
         return 0
+    from planner import cuda_paths
+
     cc = cc if cc is not None else 900
     return cuda_paths.pool_size(cuda_paths.attention_pool_peak(list(work.attention), work.n_tokens, cc), cc)
 
 
 def _rocm(d: Device, work: Workload) -> Overhead:
+    from planner import cuda_paths
+
     ident = _identity(d)
     cc = cuda_paths.parse_cc(ident.cc)
     parts = {"context": ESTIMATES["rocm"]}
