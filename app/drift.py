@@ -71,7 +71,9 @@ SPILL_CAUSE = (
     "Panel so that an over-allocation fails instead"
 )
 
-Recorder = Callable[[str, int, int], bool]  # (device, used, total) -> whether it was recorded
+# (device, used, total) -> (whether the learned figure rose, the cause when the reading knows it better)
+Recorder = Callable[[str, int, int], tuple[bool, str | None]]
+OTHERS_CAUSE = "another program took memory on this GPU (NVML: vramchat's engine holds what was planned)"
 
 
 class DriftWatch:
@@ -117,10 +119,9 @@ class DriftWatch:
             if used - expected <= tolerance(planned[name]) and not spill:
                 continue
             device = self._devices[name]
-            recorded = bool(self._record and self._record(name, used, total))
-            alarm = DriftAlarm(
-                name, used, expected, spill, SPILL_CAUSE if spill else likely_cause(plan, device), recorded
-            )
+            recorded, known = self._record(name, used, total) if self._record is not None else (False, None)
+            cause = SPILL_CAUSE if spill else known or likely_cause(plan, device)
+            alarm = DriftAlarm(name, used, expected, spill, cause, recorded)
             with self._lock:
                 self.alarms[name] = alarm
             raised.append(alarm)

@@ -217,6 +217,14 @@ def buffers_by_device(tables: Iterable[Mapping[str, int]], gpu_names: list[str],
     return out
 
 
+@dataclass(frozen=True)
+class Drift:
+    """What a drift alarm's reading did: raised the learned figure, or showed other programs took the memory."""
+
+    raised: bool
+    others: bool
+
+
 @dataclass
 class LoadLearning:
     """One loaded model's devices, read after the load and after the first reply (and on a drift)."""
@@ -255,11 +263,30 @@ class LoadLearning:
         self.replied = True
         return self.store.record(self.read(REPLY, process, free_now))
 
-    def drifted(self, name: str, used_now: int, total: int) -> list[Entry]:
+    def drifted(self, name: str, used_now: int, total: int) -> Drift:
+        """The device holds more than planned: record what this process holds beyond its buffers. Where NVML
+        has the engine's own figure, other programs' memory does not count (and is named as the cause)."""
         d = next((d for d in self.devices if d.name == name), None)
         if d is None:
-            return []
-        return self.store.record(self.read(DRIFT, {}, {name: max(total - used_now, 0)}))
+            return Drift(False, False)
+        process, _free = read_now(self.pid)
+        if name in process:
+            readings = self.read(DRIFT, {name: process[name]}, {})
+        else:
+            readings = self.read(DRIFT, {}, {name: max(total - used_now, 0)})
+        if not readings:
+            return Drift(False, False)
+        key = device_key(d)
+        before = self.store.entries().get(key)
+        attr = "runtime_cublas" if self.uses_cublas else "runtime_flash_attn"
+        was = (getattr(before, attr) or 0, before.context) if before is not None else (0, 0)
+        after = {device_key(r.device): r for r in readings}
+        self.store.record(readings)
+        now = self.store.entries().get(key)
+        rose = now is not None and (getattr(now, attr) or 0, now.context) > was
+        own = after[key].held if key in after else 0
+        others = name in process and not rose and own <= sum(was)
+        return Drift(rose, others)
 
 
 def failure_readings(devices: list[Device], planned_buffers: Mapping[str, int], failed: Iterable[str]) -> list[Reading]:

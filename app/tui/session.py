@@ -27,7 +27,7 @@ from app.devices.learned_overhead import (
     buffers_now,
     learn_after_load,
 )
-from app.drift import DriftAlarm, DriftWatch
+from app.drift import OTHERS_CAUSE, DriftAlarm, DriftWatch
 from app.engine import EngineError, GenerationParams, GenerationStats, LoadReport
 from app.engine.crash import EngineCrashed
 from app.engine.failure import Failure, classify
@@ -240,12 +240,13 @@ class ModelSession:
     def _plan_now(self) -> MemoryPlan | None:
         return self.model.now if self.model is not None else None
 
-    def _drifted(self, name: str, used: int, total: int) -> bool:
+    def _drifted(self, name: str, used: int, total: int) -> tuple[bool, str | None]:
         learning, model = self.learning, self.model
         if learning is None or model is None:
-            return False
+            return False, None
         learning.buffers = buffers_now(model, learning.devices)  # the context may have grown since the load
-        return bool(learning.drifted(name, used, total))
+        drift = learning.drifted(name, used, total)
+        return drift.raised, OTHERS_CAUSE if drift.others else None
 
     def _drift_alarm(self, alarm: DriftAlarm) -> None:
         if self.on_drift is not None:

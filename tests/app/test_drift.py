@@ -55,7 +55,7 @@ def test_windows_spilling_to_shared_memory(demo) -> None:
     config = fixed_config(demo, report.gpus, n_gpu_layers=demo.n_layer + 1, n_ctx=4096, flash_attn=True)
     plan = evaluate(demo, config, report.gpus, report.host).plan
     told = []
-    watch = DriftWatch(report.gpus, lambda: plan, lambda *a: True, told.append, platform="win32")
+    watch = DriftWatch(report.gpus, lambda: plan, lambda *a: (True, None), told.append, platform="win32")
     (alarm,) = watch.check(_sample({"CUDA0": (8 * GiB - 10 * MiB, 8 * GiB)}))
     assert alarm.spill and "shared system memory" in alarm.line and "Sysmem Fallback" in alarm.line
     assert alarm.recorded and told == [alarm]

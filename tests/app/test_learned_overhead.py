@@ -167,20 +167,38 @@ def test_a_failed_load_and_a_drift_raise_it(nvidia: FakeNvidia, demo, gemma_path
     _reply(session)
     assert probe_devices().gpus[0].learned.runtime_flash_attn == 80 * MiB  # type: ignore[union-attr]
 
-    # while the model runs, the device holds 300 MiB more than the plan: the alarm records it
+    # while the model runs, the device holds 300 MiB more than the plan, and NVML says the engine grew by
+    # that much: the alarm records it
     drift = session.drift
     assert drift is not None
     planned = session.model.now.gpus[0].planned  # type: ignore[union-attr]
     others = report.gpus[0].total - report.gpus[0].free
     total = report.gpus[0].total
-    alarms = drift.check(type("Sample", (), {"devices": {"CUDA0": (others + planned + 300 * MiB, total)}})())
+
+    def sample(used: int) -> object:
+        return type("Sample", (), {"devices": {"CUDA0": (used, total)}})()
+
+    nvidia.compute = [(PID, on_gpu + 480 * MiB)]
+    alarms = drift.check(sample(others + planned + 300 * MiB))
     assert alarms and alarms[0].recorded and "more than planned" in alarms[0].line
-    assert drift.check(type("Sample", (), {"devices": {"CUDA0": (others + planned + 400 * MiB, total)}})()) == []
+    assert drift.check(sample(others + planned + 400 * MiB)) == []  # once per device and load
     session.close()
     learned = probe_devices().gpus[0].learned
     assert learned is not None and learned.raised_by == "a drift alarm"
-    # the reading: free before the plan less free now less the buffers, i.e. 300 MiB beyond the planned overhead
-    assert learned.runtime_flash_attn is not None and learned.runtime_flash_attn > 80 * MiB
+    assert learned.runtime_flash_attn == 380 * MiB  # NVML's figure for the engine, less its buffers and context
+
+    # another program takes 500 MiB while the engine holds what was learned: named, and nothing is raised
+    nvidia.compute = [(PID, on_gpu + 100 * MiB)]
+    session = ModelSession(lambda: GpuEngine(tables), verify=False, elastic=False)
+    session.load(str(gemma_path), demo, fit, probe_devices())
+    drift = session.drift
+    assert drift is not None
+    planned = session.model.now.gpus[0].planned  # type: ignore[union-attr]
+    nvidia.compute = [(PID, on_gpu + 480 * MiB)]
+    (alarm,) = drift.check(sample(others + planned + 500 * MiB))
+    assert "another program took memory" in alarm.line and not alarm.recorded
+    session.close()
+    assert probe_devices().gpus[0].learned.runtime_flash_attn == 380 * MiB  # type: ignore[union-attr]
 
     # a load that ran out of memory on CUDA0 with 1 GiB free: the backend took at least what was left
     small = replace(report.gpus[0], free=1 * GiB)
