@@ -1,7 +1,8 @@
 """The drift alarm: a GPU holding more than the plan said, while the model runs.
 
-Fed by the telemetry's samples (app.telemetry, about 2 Hz). Each device's memory in use is compared
-with what it should hold: what other programs held when the plan was made, plus the plan's total
+Fed by the telemetry's samples (app.telemetry, about 2 Hz). Each device's free memory is compared
+with its free memory when the plan was made, from the same source (free with free: NVML's total
+includes a driver reserve that CUDA's leaves out): what has gone since should be the plan's total
 for the context held now. Beyond the tolerance (2% of the plan or 64 MiB, the bar the H100 record
 is held to), or on Windows when the device's memory is all but gone (the driver then spills to
 shared system memory, 5-20x slower, instead of failing), the alarm says so in one line with the
@@ -31,24 +32,25 @@ def tolerance(planned: int) -> int:
 @dataclass(frozen=True)
 class DriftAlarm:
     device: str
-    used: int
-    expected: int
+    taken: int  # free memory gone since the plan was made (free then - free now)
+    planned: int  # the plan's total for the context held now
+    free: int  # free memory now
     spill: bool
     cause: str
     recorded: bool
 
     @property
     def excess(self) -> int:
-        return self.used - self.expected
+        return self.taken - self.planned
 
     @property
     def line(self) -> str:
         if self.spill:
-            head = f"{self.device} is full ({format_size(self.used)} in use): {self.cause}"
+            head = f"{self.device} is full ({format_size(self.free)} free): {self.cause}"
         else:
             head = (
-                f"{self.device} holds {format_size(self.excess)} more than planned ({format_size(self.used)} in use, "
-                f"{format_size(self.expected)} expected): likely {self.cause}"
+                f"{self.device} holds {format_size(self.excess)} more than planned ({format_size(self.taken)} taken "
+                f"since the plan, {format_size(self.planned)} planned): likely {self.cause}"
             )
         return head + (". Recorded: the next plan for this GPU counts it." if self.recorded else ".")
 
@@ -87,8 +89,8 @@ class DriftWatch:
         on_alarm: Callable[[DriftAlarm], None] | None = None,
         platform: str = sys.platform,
     ) -> None:
-        # what other programs held on each GPU when the plan was made
-        self._others = {d.name: max(d.total - d.free, 0) for d in devices if d.is_gpu and d.backend != "rpc"}
+        # each GPU's free memory when the plan was made
+        self._free = {d.name: d.free for d in devices if d.is_gpu and d.backend != "rpc"}
         self._devices = {d.name: d for d in devices}
         self._plan_now = plan_now
         self._record = record
@@ -112,16 +114,17 @@ class DriftWatch:
         planned = {d.name: d.planned for d in plan.gpus}
         raised = []
         for name, (used, total) in readings.items():
-            if name not in self._others or name not in planned or name in self.alarms:
+            if name not in self._free or name not in planned or name in self.alarms:
                 continue
-            expected = self._others[name] + planned[name]
-            spill = self._platform == "win32" and total > 0 and total - used <= max(SPILL_FLOOR, total // 100)
-            if used - expected <= tolerance(planned[name]) and not spill:
+            free = max(total - used, 0)
+            taken = self._free[name] - free
+            spill = self._platform == "win32" and total > 0 and free <= max(SPILL_FLOOR, total // 100)
+            if taken - planned[name] <= tolerance(planned[name]) and not spill:
                 continue
             device = self._devices[name]
             recorded, known = self._record(name, used, total) if self._record is not None else (False, None)
             cause = SPILL_CAUSE if spill else known or likely_cause(plan, device)
-            alarm = DriftAlarm(name, used, expected, spill, cause, recorded)
+            alarm = DriftAlarm(name, taken, planned[name], free, spill, cause, recorded)
             with self._lock:
                 self.alarms[name] = alarm
             raised.append(alarm)

@@ -61,3 +61,20 @@ def test_windows_spilling_to_shared_memory(demo) -> None:
     assert alarm.recorded and told == [alarm]
     linux = DriftWatch(report.gpus, lambda: plan, platform="linux")
     assert linux.check(_sample({"CUDA0": (1 * GiB + plan.gpus[0].planned, 8 * GiB)})) == []
+
+
+def test_free_is_compared_with_free_not_total_with_total(demo) -> None:
+    """The probe's total is CUDA's (81,079 MiB on our H100), the telemetry's NVML's (81,559 MiB, with the
+    driver's reserve): the 480 MiB between them is no drift."""
+    from dataclasses import replace
+
+    report = probe_devices("80GiB")
+    device = replace(report.gpus[0], total=81079 * MiB, free=80000 * MiB)
+    config = fixed_config(demo, [device], n_gpu_layers=demo.n_layer + 1, n_ctx=4096, flash_attn=True)
+    plan = evaluate(demo, config, [device], report.host).plan
+    watch = DriftWatch([device], lambda: plan, platform="linux")
+    nvml_total = 81559 * MiB
+    free_now = 80000 * MiB - plan.gpus[0].planned
+    assert watch.check(_sample({"CUDA0": (nvml_total - free_now, nvml_total)})) == []
+    (alarm,) = watch.check(_sample({"CUDA0": (nvml_total - free_now + 200 * MiB, nvml_total)}))
+    assert alarm.excess == 200 * MiB
