@@ -221,7 +221,7 @@ def _rocm(d: Device, work: Workload) -> Overhead:
     ident = _identity(d)
     cc = cuda_paths.parse_cc(ident.cc)
     parts = {"context": ESTIMATES["rocm"]}
-    notes = [f"{_mib(ESTIMATES['rocm'])} an estimate of {_ESTIMATE_WHY['rocm']}"]
+    notes = [f"{_mib(ESTIMATES['rocm'])}, an estimate of {_ESTIMATE_WHY['rocm']}"]
     if cc is not None:
         dequant = cuda_paths.dequant_pool_peak(list(work.weights), work.n_tokens, cc, work.n_expert_used)
         if dequant:
@@ -268,7 +268,7 @@ def gpu_overhead(device: Device, work: Workload) -> Overhead:
     else:
         size = ESTIMATES.get(device.backend, 256 * MiB)
         why = _ESTIMATE_WHY.get(device.backend, "the backend's context")
-        derived = Overhead(size, 0, f"{_mib(size)} an estimate of {why}", False, {"context": size}, estimate=True)
+        derived = Overhead(size, 0, f"{_mib(size)}, an estimate of {why}", False, {"context": size}, estimate=True)
     if device.learned is not None:
         return _learned(device, derived, work)
     return derived
