@@ -97,6 +97,11 @@ def build_parser() -> argparse.ArgumentParser:
     modes.add_argument("--devices", action="store_true", help="print what each device probe found and exit")
     modes.add_argument("--json", action="store_true", help="with --plan, --list or --devices: print JSON")
     modes.add_argument(
+        "--forget-overhead",
+        action="store_true",
+        help="forget the GPU overhead vramchat learned on this machine's loads (--devices shows it) and exit",
+    )
+    modes.add_argument(
         "--llama-args",
         action="store_true",
         help="with --plan: print the flags that run this configuration in llama-server or llama-cli",
@@ -136,6 +141,14 @@ def build_parser() -> argparse.ArgumentParser:
     devs = p.add_argument_group("devices (what-if planning)")
     devs.add_argument(
         "--vram", metavar="SIZE[,SIZE...]", help="plan for simulated GPUs with these sizes instead of this machine's"
+    )
+    devs.add_argument(
+        "--gpu",
+        action="append",
+        default=[],
+        metavar="CARD",
+        help='plan for a card you do not have, from vramchat\'s table: --gpu "RTX 4090" (repeat for several, '
+        '"2x RTX 3090" for two; --gpu list shows the table)',
     )
     devs.add_argument("--ram", metavar="SIZE", help="plan for this much host RAM")
     devs.add_argument("--margin", metavar="SIZE", type=_size, help="memory to keep free on each GPU (default 256MiB)")
@@ -243,7 +256,7 @@ def _make_plan(args: argparse.Namespace):
     if args.ctx is not None and args.ctx > MAX_CONTEXT:
         raise UsageError(f"--ctx {args.ctx} is beyond any model's context")
     try:
-        report = probe_devices(args.vram, args.ram, cpu_only=args.cpu)
+        report = probe_devices(args.vram, args.ram, cpu_only=args.cpu, gpu=args.gpu)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     _require_rpc_servers(report)
@@ -279,6 +292,7 @@ def run_plan(args: argparse.Namespace, replay_key=None) -> int:
         committed = _committed(result.plan, report, args.elastic)
     if args.json:
         data = annotate_plan_json(plan_to_json(result), report)
+        data["advice"] = _metal_advice(model, result, report)
         if committed is not None:
             data["elastic"] = _elastic_json(result.plan, committed)
         if confirmed is not None:
@@ -303,10 +317,35 @@ def run_plan(args: argparse.Namespace, replay_key=None) -> int:
             from app.engine.verify import table
 
             print("\n" + table(result.plan, confirmed))
-        notes = plan_notes(report, [d.name for d in result.plan.gpus])
+        notes = plan_notes(report, [d.name for d in result.plan.gpus], _metal_advice(model, result, report))
         if notes:
             print(f"\n{notes}")
     return EXIT_OK if result.plan.fits else EXIT_NO_FIT
+
+
+def _metal_advice(model, result, report) -> list[str]:
+    """Where a Mac's GPU working set keeps layers off the GPU that its RAM could hold: how to raise it."""
+    from app.devices.free_memory import wired_limit_advice
+
+    plan = result.plan
+    metal = [d for d in report.gpus if d.backend == "metal" and d.unified]
+    if not metal or plan.verdict == "full_gpu":
+        return []
+    from planner.errors import PlannerError
+    from planner.fit import evaluate
+
+    try:
+        full = evaluate(model, plan.config.with_(n_gpu_layers=model.n_layer + 1), report.gpus, report.host).plan
+    except PlannerError:
+        return []
+    out = []
+    for d in metal:
+        usage = next((u for u in full.gpus if u.name == d.name), None)
+        if usage is not None:
+            line = wired_limit_advice(d, usage.planned + usage.margin, report.host.total)
+            if line:
+                out.append(line)
+    return out
 
 
 def run_prompt(args: argparse.Namespace) -> int:
@@ -497,7 +536,7 @@ def run_list(args: argparse.Namespace) -> int:
     if warning:
         print(f"Warning: {warning}", file=sys.stderr)
     try:
-        report = probe_devices(args.vram, args.ram, cpu_only=args.cpu)
+        report = probe_devices(args.vram, args.ram, cpu_only=args.cpu, gpu=args.gpu)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     folders = folders_to_scan(args.models_dir, settings.models_dirs, settings.scan_known_caches)
@@ -578,6 +617,13 @@ def run_app(args: argparse.Namespace) -> int:
                 f"vramchat --plan {model} shows its memory",
                 EXIT_BAD_FILE,
             )
+    if args.gpu:
+        from app.devices.what_if import cards_for
+
+        try:
+            cards_for(args.gpu)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
     if args.vram is not None or args.ram is not None:
         from app.devices.simulated import parse_devices
 
@@ -593,7 +639,14 @@ def run_app(args: argparse.Namespace) -> int:
         from app.tui.app import AppOptions
 
         return app.tui.run(
-            AppOptions(model=model, models_dirs=list(args.models_dir), vram=args.vram, ram=args.ram, cpu=args.cpu)
+            AppOptions(
+                model=model,
+                models_dirs=list(args.models_dir),
+                vram=args.vram,
+                ram=args.ram,
+                cpu=args.cpu,
+                gpu=list(args.gpu),
+            )
         )
 
     return run_guarded(run)
@@ -634,13 +687,26 @@ def run_devices(args: argparse.Namespace) -> int:
     from app.devices.render import devices_text
 
     try:
-        report = probe_devices(args.vram, args.ram, cpu_only=args.cpu)
+        report = probe_devices(args.vram, args.ram, cpu_only=args.cpu, gpu=args.gpu)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     if args.json:
         print(json.dumps(report.to_json(), indent=2))
         return EXIT_OK
     print(devices_text(report))
+    return EXIT_OK
+
+
+def run_forget_overhead() -> int:
+    """--forget-overhead: plans go back to the overhead derived from each device."""
+    from app.devices.learned_overhead import LearnedStore, summary
+
+    store = LearnedStore()
+    gone = store.forget()
+    if gone:
+        print(f"Forgot the overhead learned on {len(gone)} GPU{'s' if len(gone) > 1 else ''}: {summary(gone)}")
+    else:
+        print("Nothing learned to forget: no GPU overhead has been recorded on this machine.")
     return EXIT_OK
 
 
@@ -706,6 +772,15 @@ def _main(argv: Sequence[str] | None) -> int:
                 raise UsageError(f"--models-dir {folder}: no such folder")
         if args.image_max_tokens is not None and not args.mmproj:
             raise UsageError("--image-max-tokens goes with --mmproj")
+        if args.gpu and args.vram is not None:
+            raise UsageError("--gpu names cards, --vram bare sizes: use one of them")
+        if [g for g in args.gpu if g.strip().lower() == "list"]:
+            from planner.cards import card_table
+
+            print(card_table())
+            return EXIT_OK
+        if args.forget_overhead:
+            return run_forget_overhead()
         if args.devices:
             return run_devices(args)
         if args.plan:

@@ -69,6 +69,7 @@ def write_reply(
                     engine.stop()  # the engine clears stop requests made before it started
             stats = engine.last_stats
         text = sink.finish(stats.stopped_by, stats.generated_tokens, stats.tokens_per_second)
+        session.reply_finished()
         return ReplyOutcome(OK, text, stats)
     except ChatError as exc:
         if store is not None:

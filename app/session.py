@@ -20,6 +20,14 @@ from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from app.devices import DeviceReport
+from app.devices.learned_overhead import (
+    LoadLearning,
+    after_failed_load,
+    after_reply,
+    buffers_now,
+    learn_after_load,
+)
+from app.drift import OTHERS_CAUSE, DriftAlarm, DriftWatch
 from app.elastic_context import ElasticContext
 from app.engine.crash import EngineCrashed, EngineExit
 from app.engine.dry_run import DryRun
@@ -69,6 +77,11 @@ class EngineLike(Protocol):
     stall_timeout: float | None
     # whether `resize` can change the context without a reload (the context grows with the chat)
     resizable: bool
+
+    @property
+    def pid(self) -> int | None:
+        """The process llama.cpp runs in (None: this one, or none yet)."""
+        ...
 
     def exit_while_idle(self) -> EngineExit | None:
         """How the engine ended if it ended between requests with a model loaded (told once)."""
@@ -154,6 +167,9 @@ class ModelSession:
         self.model: LoadedModel | None = None
         self.telemetry: Telemetry | None = None
         self.generating = threading.Event()
+        self.learning: LoadLearning | None = None
+        self.drift: DriftWatch | None = None
+        self.on_drift: Callable[[DriftAlarm], None] | None = None  # the app's notification (sampler thread)
 
     @property
     def engine(self) -> EngineLike:
@@ -210,6 +226,8 @@ class ModelSession:
                     fit = with_extra_buffers(anatomy, fit, devices, False)
                     continue
                 failure = classify(str(exc), exc.log, [g.name for g in devices.gpus], exc.status)
+                if failure.memory:  # the GPUs that refused took more than planned: the next plan counts it
+                    after_failed_load(fit.plan, devices.gpus, failure.devices)
                 if not failure.memory or attempt == MAX_RETRIES:
                     tried = f" (after {attempt} smaller plan{'s' if attempt > 1 else ''})" if attempt else ""
                     raise LoadFailed(f"{exc}{tried}", failure) from None
@@ -230,9 +248,32 @@ class ModelSession:
             committed_plan(fit.plan, report.n_ctx, devices.gpus, devices.host),
         )
         self._devices = devices
-        self.telemetry = for_engine(engine, devices, fit.plan, speed=self._speed)  # type: ignore[arg-type]
+        self.telemetry = for_engine(engine, devices, fit.plan, speed=self._speed, plan_now=self._plan_now)  # type: ignore[arg-type]
+        # what the GPUs hold beyond the buffers: learned for the next plan, and watched while the model runs
+        self.learning = learn_after_load(self.model, devices.gpus, engine.pid)
+        self.drift = DriftWatch(devices.gpus, self._plan_now, self._drifted, self._drift_alarm)
+        self.telemetry.observers.append(self.drift.check)
         self.telemetry.start()
         return self.model
+
+    def reply_finished(self) -> None:
+        """A reply ended well (worker thread): the first of a load shows the runtime's growth."""
+        after_reply(self.learning, self.model)
+
+    def _plan_now(self) -> MemoryPlan | None:
+        return self.model.now if self.model is not None else None
+
+    def _drifted(self, name: str, used: int, total: int) -> tuple[bool, str | None]:
+        learning, model = self.learning, self.model
+        if learning is None or model is None:
+            return False, None
+        learning.buffers = buffers_now(model, learning.devices)  # the context may have grown since the load
+        drift = learning.drifted(name, used, total)
+        return drift.raised, OTHERS_CAUSE if drift.others else None
+
+    def _drift_alarm(self, alarm: DriftAlarm) -> None:
+        if self.on_drift is not None:
+            self.on_drift(alarm)
 
     # -- a context that grows with the conversation ---------------------------------------------------
 
@@ -416,6 +457,7 @@ class ModelSession:
         if self.telemetry is not None:
             self.telemetry.stop()
             self.telemetry = None
+        self.learning = self.drift = None
         if self._engine is not None and self.model is not None:
             self._engine.unload()
         self.model = None

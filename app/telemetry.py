@@ -97,6 +97,8 @@ class Telemetry:
     host_memory: MemoryProbe | None = None  # host RAM, read apart so that a GPU failure keeps it
     # GPUs whose memory is host RAM (Apple silicon, integrated): do not add them to the host's
     unified: frozenset[str] = frozenset()
+    # told of every sample, in the sampler's thread (the drift alarm, app.drift); one that fails is counted
+    observers: list[Callable[[Sample], object]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._samples: deque[Sample] = deque(maxlen=self.config.history)
@@ -139,6 +141,12 @@ class Telemetry:
         )
         with self._lock:
             self._samples.append(sample)
+        for observer in list(self.observers):
+            try:
+                observer(sample)
+            except Exception as exc:  # an observer failing must not kill the sampler either
+                self.errors += 1
+                self.last_error = f"observer: {type(exc).__name__}: {exc}"
         return sample
 
     def _run(self) -> None:
@@ -188,11 +196,13 @@ def for_engine(
     plan: MemoryPlan | None,
     config: TelemetryConfig | None = None,
     speed: Callable[[], tuple[float, bool]] | None = None,
+    plan_now: Callable[[], MemoryPlan | None] | None = None,
 ) -> Telemetry:
     """A sampler for a loaded engine: GPUs through llama.cpp's device API (or simulated, following
     `plan`), host RAM and RSS through psutil, arena and KV as llama.cpp logged them at load (the
     plan's figures when the log said nothing), KV in use from the plan's layout. `speed` replaces
-    the engine's own tokens/s reading (the app shows zero between replies)."""
+    the engine's own tokens/s reading (the app shows zero between replies); `plan_now` gives the plan for
+    the context held now, which simulated GPUs follow."""
     from app.devices.host import process_rss, rss_reader
     from app.devices.live import GpuMemoryReader, HostMemoryReader
 
@@ -217,7 +227,7 @@ def for_engine(
     except Exception:  # psutil unusable: the sampler records each failed read instead
         rss = process_rss
     return Telemetry(
-        memory=GpuMemoryReader(report, plan, loaded),
+        memory=GpuMemoryReader(report, plan, loaded, plan_now),
         rss=rss,
         engine=engine,
         kv_layout=plan.kv if plan is not None else None,

@@ -12,6 +12,19 @@ HOST = "CPU"  # the host's memory, named as llama.cpp names it (its buffers and 
 
 
 @dataclass(frozen=True)
+class LearnedOverhead:
+    """What one GPU held beyond llama.cpp's buffers in earlier loads on this machine (recorded by
+    app.devices.learned_overhead, per device, driver and build). Peaks: a figure that grows is kept."""
+
+    context: int  # after a load: the backend's context and whatever else the load took beside its buffers
+    runtime_flash_attn: int | None = None  # growth through a reply, graphs with flash attention and no experts
+    runtime_cublas: int | None = None  # growth through a reply, graphs without flash attention or with experts
+    loads: int = 0
+    replies: int = 0
+    raised_by: str = ""  # "a failed load", "a drift alarm" when the last raise came from one
+
+
+@dataclass(frozen=True)
 class Device:
     """One memory pool llama.cpp can place buffers in."""
 
@@ -24,6 +37,17 @@ class Device:
     unified: bool = False
     description: str = ""
     simulated: bool = False
+    # the GPU's identity, read from the device (the driver API, sysfs) or from planner.cards for a what-if;
+    # the backend's own overhead is derived from it (planner.gpu_overhead)
+    sm_count: int | None = None  # streaming multiprocessors (NVIDIA) or compute units (AMD)
+    threads_per_sm: int | None = None  # the most threads resident on one SM / CU
+    compute_capability: str | None = None  # "8.9" (NVIDIA) or a gfx target, "gfx1100" (AMD)
+    card: str = ""  # the card's name, as the driver or planner.cards names it
+    driver: str = ""  # the driver's version, when known
+    # memory bandwidth in bytes/s, and where the figure comes from ("spec sheet", "measured" ...)
+    bandwidth: float | None = None
+    bandwidth_source: str = ""
+    learned: LearnedOverhead | None = None
 
     @property
     def is_gpu(self) -> bool:

@@ -11,7 +11,7 @@ from planner import compute_memo
 from planner.backends import CPU, backend_rules
 from planner.config import LoadConfig, Resolved, resolve
 from planner.errors import ModelError, PlannerError
-from planner.gpu_overhead import gpu_overhead, on_pages
+from planner.gpu_overhead import Overhead, Workload, gpu_overhead, on_pages
 from planner.hardware import Device, Host, MiB
 from planner.kv import KVLayout, kv_layout
 from planner.model import ModelAnatomy
@@ -68,6 +68,8 @@ class DeviceUsage:
     shared: int = 0
     layers: int = 0
     description: str = ""  # an RPC device's server, HOST:PORT
+    # the backend's own cost beside the buffers, with its basis (planner.gpu_overhead); None on the host
+    overhead_detail: Overhead | None = None
 
     @property
     def planned(self) -> int:
@@ -201,6 +203,55 @@ def _compute_sizes(
     return compute_memo.remembered(compute_memo.size_key(model, r, placement, gpus, wb, op_offload), price)
 
 
+def gpu_workload(
+    model: ModelAnatomy, r: Resolved, kv: KVLayout, wb: WeightBuffers, placement: LayerPlacement, idx: int, d: Device
+) -> Workload:
+    """What the runtime's memory on GPU `idx` depends on: the graph's kind, the quantized matrices there
+    (only where ggml-cuda may unpack them: planner.cuda_paths) and, without flash attention, the
+    attention layers whose cache is there."""
+    from planner import cuda_paths
+
+    experts = model.n_expert > 0
+    work = Workload(r.config.flash_attn, experts, r.reserve_tokens)
+    if d.backend not in ("cuda", "rocm"):
+        return work
+    cc = cuda_paths.parse_cc(d.compute_capability)
+    weights: tuple[cuda_paths.MatrixWeight, ...] = ()
+    if cc is not None and not (cuda_paths.is_nvidia(cc) and cc >= cuda_paths.TURING):
+        on_device = [name for name, where in wb.tensor_device.items() if where == idx]
+        # the layers' matrices: the output matrix multiplies one token (llama_batch_get_one asks for the last
+        # token's logits only), so MMVQ takes it
+        by_name = {t.name: t for layer in model.layers for t in layer.tensors}
+        found = []
+        for name in on_device:
+            t = by_name.get(name)
+            if t is not None and t.type.is_quantized and len(t.shape) >= 2:
+                shape = (*t.shape, 1, 1)
+                found.append(cuda_paths.MatrixWeight(t.type, (shape[0], shape[1], shape[2])))
+        weights = tuple(found)
+    attention: tuple[cuda_paths.AttentionShape, ...] = ()
+    if not r.config.flash_attn and r.config.offload_kqv:
+        shapes = []
+        for layer in model.trunk_layers:
+            if not layer.caches_kv or placement.layers[layer.index] != idx:
+                continue
+            k = next((t for t in kv.for_layer(layer.index) if t.kind == "k"), None)
+            cells = kv.cells_swa if (layer.is_swa and kv.cells_swa) else kv.cells
+            shapes.append(
+                cuda_paths.AttentionShape(
+                    cells,
+                    layer.n_head,
+                    layer.n_head_kv,
+                    layer.head_dim_k,
+                    layer.head_dim_v,
+                    bool(k is not None and k.type.is_quantized),
+                )
+            )
+        attention = tuple(shapes)
+    n_used = model.experts.n_used if model.experts else 0
+    return Workload(r.config.flash_attn, experts, r.reserve_tokens, weights, attention, n_used)
+
+
 def plan_memory(
     model: ModelAnatomy,
     config: LoadConfig,
@@ -325,24 +376,27 @@ def _plan_memory(
             gpu_usage[idx].compute += size
             buffers.append(Buffer(name, "compute", name, size))
 
-    experts = model.n_expert > 0
     for idx, d in enumerate(gpus_used):
         if d.backend == "rpc":
             continue  # the server's own backend context is already out of the free memory it reports
-        ovh = gpu_overhead(d.backend, r.config.flash_attn, experts)
+        ovh = gpu_overhead(d, gpu_workload(model, r, kv, wb, placement, idx, d))
         usage = gpu_usage[idx]
+        usage.overhead_detail = ovh
         # the driver holds each buffer in whole pages: what it takes beyond the buffers' bytes
         paging = sum(on_pages(b.bytes) - b.bytes for b in buffers if b.device == d.name) if ovh.measured else 0
         usage.overhead = ovh.total + paging
-        if ovh.measured:
+        if ovh.estimate:
             estimates.append(
-                f"{d.name}: CUDA context and runtime workspaces ({ovh.total // MiB} MiB) are {ovh.source}; "
-                "other GPUs and drivers differ by tens of MiB"
+                f"{d.name}: backend overhead (driver context, library workspaces), which llama.cpp does not "
+                f"report: {ovh.source}"
             )
         else:
+            estimates.append(f"{d.name}: backend overhead {ovh.total // MiB} MiB: {ovh.source}")
+        if ovh.growth:
             estimates.append(
-                f"{d.name}: backend overhead (driver context, library workspaces) of "
-                f"{ovh.total // MiB} MiB is an estimate: llama.cpp does not report it"
+                f"{d.name}: without flash attention ggml-cuda's pool can grow by up to {ovh.growth // MiB} MiB "
+                "more as the conversation fills the context (derived from the source, not yet measured; "
+                "not in the total)"
             )
         if not backend_rules(d.backend).verified:
             estimates.append(

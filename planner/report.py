@@ -35,22 +35,45 @@ def _config_json(plan: MemoryPlan) -> dict[str, Any]:
 
 
 def _device_json(d: DeviceUsage) -> dict[str, Any]:
+    return (
+        {
+            "name": d.name,
+            "kind": "gpu",
+            "backend": d.backend,
+            "total": d.total,
+            "free": d.free,
+            "margin": d.margin,
+            "weights": d.weights,
+            "kv": d.kv,
+            "recurrent": d.recurrent,
+            "compute": d.compute,
+            "overhead": d.overhead,
+            "planned": d.planned,
+            "layers": d.layers,
+            "fits": d.fits,
+        }
+        | ({"endpoint": d.description} if d.backend == "rpc" else {})
+        | _overhead_json(d)
+    )
+
+
+def _overhead_json(d: DeviceUsage) -> dict[str, Any]:
+    """The overhead's parts and basis: derived from the device, fitted, learned on this machine, or an estimate."""
+    o = d.overhead_detail
+    if o is None:
+        return {}
     return {
-        "name": d.name,
-        "kind": "gpu",
-        "backend": d.backend,
-        "total": d.total,
-        "free": d.free,
-        "margin": d.margin,
-        "weights": d.weights,
-        "kv": d.kv,
-        "recurrent": d.recurrent,
-        "compute": d.compute,
-        "overhead": d.overhead,
-        "planned": d.planned,
-        "layers": d.layers,
-        "fits": d.fits,
-    } | ({"endpoint": d.description} if d.backend == "rpc" else {})
+        "overhead_detail": {
+            "context": o.context,
+            "runtime": o.runtime,
+            "paging": d.overhead - o.total,
+            "parts": dict(o.parts),
+            "source": o.source,
+            "learned": o.source.startswith("learned"),
+            "estimate": o.estimate,
+            "pool_growth_not_in_total": o.growth,
+        }
+    }
 
 
 def _host_json(d: DeviceUsage) -> dict[str, Any]:

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Sequence
 
-from app.devices import advice, ggml, held, host, nvml, rocm
+from app.devices import advice, amd_sysfs, free_memory, ggml, held, host, learned_overhead, nvml, rocm
 from app.devices.advice import Mismatch
 from app.devices.held import HeldMemory
 from app.devices.probes import HOST, DeviceReport, Probe
@@ -261,7 +262,57 @@ def _planner_device(d: ggml.GGMLDevice, apple_silicon: bool, warnings: list[str]
         backend = rules
     # Apple silicon's GPU and an integrated GPU take their memory out of host RAM
     unified = (d.backend == "metal" and apple_silicon) or d.type == "igpu"
-    return Device(d.name, "gpu", backend, d.total, d.free, unified=unified, description=d.description)
+    return Device(
+        d.name,
+        "gpu",
+        backend,
+        d.total,
+        d.free,
+        unified=unified,
+        description=d.description,
+        sm_count=d.sm_count,
+        threads_per_sm=d.threads_per_sm,
+        compute_capability=d.compute_capability,
+        card=d.card,
+        driver=d.driver,
+    )
+
+
+def _what_if_report(names: Sequence[str], ram: str | None, cpu_only: bool) -> DeviceReport:
+    """--gpu: the named cards, with this machine's host (or the Mac's RAM for an Apple chip, or --ram)."""
+    from app.devices import what_if
+
+    cards = what_if.cards_for(names)
+    report = _simulated_report(_parse(f"ram={ram}", "--ram") if ram is not None else SimulatedSpec(), "--gpu")
+    gpus = [] if cpu_only else what_if.devices_for(cards)
+    host_dev = report.host if ram is not None else what_if.host_for(cards, report.host)
+    held_map = {name: h for name, h in report.held.items() if name == HOST}
+    if host_dev is not report.host:
+        held_map[HOST] = HeldMemory(0, held.SIMULATED)
+    held_map.update({d.name: HeldMemory(0, held.SIMULATED) for d in gpus})
+    probes = [Probe("what-if", True, f"--gpu: {what_if.describe(cards)}, all of their memory free")]
+    probes += [p for p in report.probes if p.name != "simulated"]
+    return DeviceReport(gpus, host_dev, probes, held=held_map, simulated=True)
+
+
+def _probe_amd_sysfs(probes: list[Probe], llama_gpus: list[ggml.GGMLDevice]) -> list[amd_sysfs.AmdGpu]:
+    """The amdgpu driver's own counters, where llama.cpp drives an AMD GPU (ROCm or Vulkan)."""
+    if not any(d.backend in ("rocm", "vulkan") for d in llama_gpus):
+        return []
+    gpus = amd_sysfs.read_gpus()
+    if gpus:
+        probes.append(
+            Probe(
+                "amdgpu (sysfs)",
+                True,
+                ", ".join(
+                    f"{g.pci_bus_id} {g.gfx_target or '?'}: VRAM {format_size(g.vram_used)} used of "
+                    f"{format_size(g.vram_total)}" + (" (APU)" if g.apu else "")
+                    for g in gpus
+                ),
+            )
+        )
+    return gpus
 
 
 def _simulated_report(spec: SimulatedSpec, source: str) -> DeviceReport:
@@ -297,11 +348,15 @@ def _parse(text: str, source: str) -> SimulatedSpec:
         raise ValueError(f"{source}: {exc}") from None
 
 
-def probe_devices(vram: str | None = None, ram: str | None = None, cpu_only: bool = False) -> DeviceReport:
-    """Probe this machine, or believe in simulated devices (--vram / VRAMCHAT_DEVICES).
+def probe_devices(
+    vram: str | None = None, ram: str | None = None, cpu_only: bool = False, gpu: Sequence[str] = ()
+) -> DeviceReport:
+    """Probe this machine, or believe in simulated devices (--vram / VRAMCHAT_DEVICES) or cards (--gpu).
 
-    Raises ValueError (with a readable reason) only for a malformed --vram, --ram or VRAMCHAT_DEVICES.
+    Raises ValueError (with a readable reason) only for a malformed --vram, --ram, --gpu or VRAMCHAT_DEVICES.
     """
+    if gpu:
+        return _what_if_report(gpu, ram, cpu_only)
     env = os.environ.get(ENV_VAR, "").strip()
     if vram is not None or env:
         source = "--vram" if vram is not None else ENV_VAR
@@ -333,6 +388,9 @@ def probe_devices(vram: str | None = None, ram: str | None = None, cpu_only: boo
     apple_silicon = bool(mem and mem.unified)
     llama_gpus = [d for d in llama_devices or [] if d.is_gpu]
     gpus = [_planner_device(d, apple_silicon, warnings) for d in llama_gpus]
+    sysfs = _probe_amd_sysfs(probes, llama_gpus)
+    gpus, notes = free_memory.reconcile(gpus, {d.name: d.device_id for d in llama_gpus}, nvidia, sysfs, host_dev)
+    gpus = learned_overhead.apply(gpus)
     held_map.update(held.held_on_gpus(llama_gpus, nvidia, amd))
     mismatches = advice.find_mismatches(
         None if llama_devices is None else [d.backend for d in llama_gpus],
@@ -346,7 +404,7 @@ def probe_devices(vram: str | None = None, ram: str | None = None, cpu_only: boo
     if cpu_only:
         gpus = []
     # llama.cpp lists the RPC servers' devices first ("to minimize network transfers")
-    return DeviceReport(remote + gpus, host_dev, probes, warnings, held_map, mismatches)
+    return DeviceReport(remote + gpus, host_dev, probes, warnings, held_map, mismatches, notes=notes)
 
 
 def mismatch_notice(report: DeviceReport) -> str | None:

@@ -46,6 +46,12 @@ class GGMLDevice:
     total: int
     # the lower-case PCI bus id ("0000:c1:00.0") when the backend reports one
     device_id: str | None = None
+    # the GPU's identity (app.devices.identity), where the driver API or sysfs tells it
+    sm_count: int | None = None
+    threads_per_sm: int | None = None
+    compute_capability: str | None = None
+    driver: str = ""
+    card: str = ""
 
     @property
     def backend(self) -> str:
@@ -125,7 +131,7 @@ def _probe_child() -> tuple[list[GGMLDevice], frozenset[str]]:
 
     from app.children import child_env
 
-    env = child_env(**{IN_PROCESS_ENV: "1"})
+    env = child_env(None, **{IN_PROCESS_ENV: "1"})
     try:
         proc = subprocess.run(
             [sys.executable, "-m", "app.devices.ggml"],
@@ -154,15 +160,26 @@ def list_devices() -> list[GGMLDevice]:
         _last_devices = devices
         devices = _free_without_probe_context(devices)
     else:
+        from app.devices.identity import enrich
+
         ggml, _ = libraries()
-        devices = [_device(ggml, i) for i in range(ggml.ggml_backend_dev_count())]
+        devices = enrich([_device(ggml, i) for i in range(ggml.ggml_backend_dev_count())])
     _last_devices = devices
     return devices
 
 
+def last_devices() -> list[GGMLDevice]:
+    """The devices llama.cpp listed last in this process (asked again when none were)."""
+    return _last_devices or list_devices()
+
+
 def _free_without_probe_context(devices: list[GGMLDevice]) -> list[GGMLDevice]:
     """The probe child counted its own CUDA context (518 MiB on an H100) as used while it asked; NVML
-    and pyrsmi read the GPU without a context of ours, so their free memory is what a load can have."""
+    and pyrsmi read the GPU without a context of ours, so their free memory is what a load can have.
+    Not on Windows: there llama.cpp's free is the WDDM budget, up to 3 GiB below NVML's, and a load
+    gets that budget (app.devices.free_memory says so)."""
+    if sys.platform == "win32":
+        return devices
     try:
         vendor = _vendor_gpu_memory()
     except Exception:  # a vendor library that misbehaves: llama.cpp's own figure stands

@@ -26,19 +26,27 @@ class GpuMemoryReader:
     """The report's GPUs as llama.cpp sees them now, or as simulated."""
 
     def __init__(
-        self, report: DeviceReport, plan: MemoryPlan | None = None, loaded: Callable[[], bool] = _never_loaded
+        self,
+        report: DeviceReport,
+        plan: MemoryPlan | None = None,
+        loaded: Callable[[], bool] = _never_loaded,
+        plan_now: Callable[[], MemoryPlan | None] | None = None,
     ) -> None:
         self.names = [d.name for d in report.gpus]
         self.simulated = report.simulated
         self._base = {d.name: (d.total - d.free, d.total) for d in report.gpus}
         self._planned = {d.name: d.planned for d in plan.gpus} if plan is not None else {}
         self._loaded = loaded
+        # the plan for the context held now, when it grows with the conversation (a simulated GPU follows it)
+        self._plan_now = plan_now
         # an RPC server serves one client at a time, and while a model is loaded that client is the
         # engine: its devices read as the server reported them at the probe, plus the plan's buffers
         self.remote = [d.name for d in report.gpus if d.backend == "rpc"]
 
     def _as_planned(self, names: list[str]) -> Reading:
-        extra = self._planned if self._loaded() else {}
+        now = self._plan_now() if self._plan_now is not None else None
+        planned = {d.name: d.planned for d in now.gpus} if now is not None else self._planned
+        extra = planned if self._loaded() else {}
         return {name: (self._base[name][0] + extra.get(name, 0), self._base[name][1]) for name in names}
 
     def __call__(self) -> Reading:

@@ -126,6 +126,23 @@ def list_gpus() -> list[NvmlGpu]:
             nv.nvmlShutdown()
 
 
+def driver_version() -> str:
+    """The NVIDIA driver's version ("580.159.04"); RuntimeError when NVML is unusable."""
+    if _no_driver_here():
+        raise RuntimeError("no NVIDIA driver (libnvidia-ml not found)")
+    try:
+        nv = _nvml()
+    except Exception as exc:
+        raise RuntimeError(str(exc) or type(exc).__name__) from None
+    try:
+        return _text(nv.nvmlSystemGetDriverVersion())
+    except Exception as exc:
+        raise RuntimeError(_reason(exc)) from None
+    finally:
+        with contextlib.suppress(Exception):
+            nv.nvmlShutdown()
+
+
 def process_memory(pid: int | None = None) -> dict[int, int]:
     """GPU index -> bytes this process holds, as NVML sees it (empty when NVML is unusable)."""
     pid = os.getpid() if pid is None else pid

@@ -7,9 +7,23 @@ from typing import Any
 
 from app.devices.advice import Mismatch
 from app.devices.held import HeldMemory
-from planner.hardware import HOST, Device, Host
+from planner.hardware import HOST, Device, Host, LearnedOverhead
 
 __all__ = ["HOST", "DeviceReport", "Probe"]  # HOST: the host's key in `held`, as llama.cpp names it
+
+
+def to_json(learned: LearnedOverhead | None) -> dict[str, Any] | None:
+    """What was learned of a device's overhead, as --devices --json prints it."""
+    if learned is None:
+        return None
+    return {
+        "context": learned.context,
+        "runtime_flash_attn": learned.runtime_flash_attn,
+        "runtime_cublas": learned.runtime_cublas,
+        "loads": learned.loads,
+        "replies": learned.replies,
+        "raised_by": learned.raised_by or None,
+    }
 
 
 @dataclass
@@ -34,6 +48,8 @@ class DeviceReport:
     held: dict[str, HeldMemory] = field(default_factory=dict)
     mismatches: list[Mismatch] = field(default_factory=list)
     simulated: bool = False
+    # what a backend's free memory means here, and what was corrected (app.devices.free_memory)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def held_by_others(self) -> dict[str, int]:
@@ -60,6 +76,16 @@ class DeviceReport:
                     "description": d.description,
                     "held_by_others": self.held_by_others.get(d.name),
                     "held": held(d.name),
+                    "identity": {
+                        "card": d.card or None,
+                        "sm_count": d.sm_count,
+                        "threads_per_sm": d.threads_per_sm,
+                        "compute_capability": d.compute_capability,
+                        "driver": d.driver or None,
+                        "bandwidth": d.bandwidth,
+                        "bandwidth_source": d.bandwidth_source or None,
+                    },
+                    "learned_overhead": to_json(d.learned),
                 }
                 for d in self.gpus
             ],
@@ -76,4 +102,5 @@ class DeviceReport:
             ],
             "mismatches": [m.to_json() for m in self.mismatches],
             "warnings": list(self.warnings),
+            "notes": list(self.notes),
         }

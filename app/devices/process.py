@@ -25,6 +25,8 @@ class ProcessMemory:
     gpu: dict[str, int] = field(default_factory=dict)
     # llama.cpp GPU name -> bytes in use on the whole device (total - free), every process included
     device_used: dict[str, int] = field(default_factory=dict)
+    # llama.cpp GPU name -> free bytes as llama.cpp reports them (what learning compares free with)
+    device_free: dict[str, int] = field(default_factory=dict)
     # probe -> "ok" or "unavailable: why"
     sources: dict[str, str] = field(default_factory=dict)
 
@@ -33,6 +35,7 @@ class ProcessMemory:
             "rss": self.rss,
             "gpu": dict(self.gpu),
             "device_used": dict(self.device_used),
+            "device_free": dict(self.device_free),
             "sources": dict(self.sources),
         }
 
@@ -80,4 +83,6 @@ def snapshot(pid: int | None = None, vendor: bool = True) -> ProcessMemory:
             size = g.processes.get(pid)
             if size is not None:
                 gpu[name] = size
-    return ProcessMemory(time.monotonic(), rss, gpu, {d.name: d.used for d in devices}, sources)
+    return ProcessMemory(
+        time.monotonic(), rss, gpu, {d.name: d.used for d in devices}, {d.name: d.free for d in devices}, sources
+    )

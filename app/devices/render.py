@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from app.devices.learned_overhead import describe as describe_learned
 from app.devices.probes import HOST, DeviceReport
-from planner.hardware import format_size
+from planner.hardware import Device, format_size
 
 
 def _held_json(report: DeviceReport, name: str) -> dict[str, Any]:
@@ -28,6 +29,7 @@ def annotate_plan_json(data: dict[str, Any], report: DeviceReport) -> dict[str, 
         data["host"].update(_held_json(report, HOST))
     data["gpu_mismatch"] = [m.to_json() for m in report.mismatches]
     data["warnings"] = list(report.warnings)
+    data["device_notes"] = list(report.notes)
     data["simulated_devices"] = report.simulated
     return data
 
@@ -44,14 +46,36 @@ def held_lines(report: DeviceReport, gpu_names: Sequence[str]) -> list[str]:
     return lines
 
 
-def plan_notes(report: DeviceReport, gpu_names: Sequence[str]) -> str:
-    """What follows the plan's table: memory held by others, then warnings (mismatch first)."""
+def plan_notes(report: DeviceReport, gpu_names: Sequence[str], advice: Sequence[str] = ()) -> str:
+    """What follows the plan's table: memory held by others, what free memory means on these devices,
+    advice (the Metal wired limit), then warnings (mismatch first)."""
     parts = []
     lines = held_lines(report, gpu_names)
     if lines:
         parts.append("\n".join(["Held by other processes (the plan counts only free memory)", *lines]))
+    if report.notes:
+        parts.append("\n".join(["Free memory on these devices", *(f"  - {n}" for n in report.notes)]))
+    parts += [f"Advice: {a}" for a in advice]
     parts += [f"Warning: {w}" for w in report.warnings]
     return "\n\n".join(parts)
+
+
+def identity_line(d: Device) -> str | None:
+    """What the GPU is, as the overhead is derived from it."""
+    parts = []
+    if d.card and d.card not in d.description:
+        parts.append(d.card)
+    if d.sm_count:
+        unit = "SMs" if d.backend == "cuda" else "CUs" if d.backend == "rocm" else "cores"
+        threads = f" x {d.threads_per_sm:,} threads" if d.threads_per_sm else ""
+        parts.append(f"{d.sm_count} {unit}{threads}")
+    if d.compute_capability:
+        parts.append(f"compute capability {d.compute_capability}" if d.backend == "cuda" else d.compute_capability)
+    if d.driver:
+        parts.append(f"driver {d.driver}")
+    if d.bandwidth:
+        parts.append(f"{d.bandwidth / 1e9:g} GB/s ({d.bandwidth_source or 'bandwidth'})")
+    return ", ".join(parts) or None
 
 
 def devices_text(report: DeviceReport) -> str:
@@ -62,20 +86,27 @@ def devices_text(report: DeviceReport) -> str:
         lines.append(f"  {status}{probe.name:<14} {probe.detail}")
     lines += ["", "Devices vramchat plans for"]
     for d in report.gpus:
-        h = report.held.get(d.name)
-        extra = f", {format_size(h.bytes)} held by others: {h.source}" if h and h.bytes else ""
+        others = report.held.get(d.name)
+        extra = f", {format_size(others.bytes)} held by others: {others.source}" if others and others.bytes else ""
         shared = ", shares host RAM" if d.unified else ""
         if d.backend == "rpc":
             shared += f", lent by the RPC server {d.description} (over the network)"
         lines.append(
             f"  {d.name:<8} {d.backend:<7} {format_size(d.free)} free of {format_size(d.total)}{shared}{extra}"
         )
+        identity = identity_line(d)
+        if identity:
+            lines.append(f"           {identity}")
+        if d.learned is not None:
+            lines.append(f"           overhead {describe_learned(d.learned)}")
     h, held = report.host, report.held.get(HOST)
     lines.append(
         f"  host     RAM     {format_size(h.free)} available of {format_size(h.total)}"
         + (f", {format_size(held.bytes)} held by others: {held.source}" if held and held.bytes else "")
         + (f"; CPU features: {', '.join(sorted(h.cpu_features))}" if h.cpu_features else "")
     )
+    if report.notes:
+        lines += ["", "Free memory on these devices", *(f"  - {n}" for n in report.notes)]
     for warning in report.warnings:
         lines += ["", f"Warning: {warning}"]
     return "\n".join(lines)
@@ -85,7 +116,7 @@ def device_line(report: DeviceReport) -> str:
     """The devices plans are made for, on one line (the picker's head, the end of --list)."""
     held = report.held_by_others
     parts = [
-        f"{d.name} {format_size(d.free)} free of {format_size(d.total)}"
+        f"{d.name}{f' {d.card}' if d.simulated and d.card else ''} {format_size(d.free)} free of {format_size(d.total)}"
         + (f" (RPC server {d.description})" if d.backend == "rpc" else "")
         + (f" ({format_size(held[d.name])} held by other processes)" if held.get(d.name) else "")
         for d in report.gpus

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from textual.worker import Worker
 
     from app.devices import DeviceReport
+    from app.drift import DriftAlarm
     from app.session import EngineLike, ModelSession
 
 Notify = Callable[[str, str], None]  # (message, severity), safe to call from any thread
@@ -35,6 +36,7 @@ class AppOptions:
     vram: str | None = None
     ram: str | None = None
     cpu: bool = False
+    gpu: list[str] = field(default_factory=list)  # cards to plan for instead of this machine's (--gpu)
     include_demo: bool = True
     engine_factory: Callable[[], EngineLike] | None = None  # None: llama.cpp in an engine process
     store_path: Path | None = None
@@ -69,7 +71,12 @@ class Services:
             self._session = ModelSession(
                 self.options.engine_factory or default_engine, elastic=self.settings.elastic_context
             )
+            self._session.on_drift = self._drift_alarm
         return self._session
+
+    def _drift_alarm(self, alarm: DriftAlarm) -> None:
+        """A GPU holds more than planned (told once per device and load, from the telemetry's thread)."""
+        self._notify(f"Memory drift: {alarm.line}", "warning")
 
     @property
     def session_started(self) -> bool:
@@ -97,7 +104,7 @@ class Services:
         picker stores it in `devices` on the UI thread)."""
         from app.devices import probe_devices  # the probes' modules load in the scan worker, not before the picker
 
-        return probe_devices(self.options.vram, self.options.ram, cpu_only=self.options.cpu)
+        return probe_devices(self.options.vram, self.options.ram, cpu_only=self.options.cpu, gpu=self.options.gpu)
 
     def assembled_demo(self) -> tuple[Path | None, bool]:
         """The demo model's file when it is ready, and whether it still has to be assembled (the

@@ -87,6 +87,10 @@ class FakeEngine:
     def kv_cells_used(self) -> int:
         return self._cells
 
+    @property
+    def pid(self) -> int | None:
+        return None  # llama.cpp does not run anywhere
+
     def exit_while_idle(self):
         """As an engine process killed while idle reports it (after `die()`), once."""
         if not self.dead or self.report is None:

@@ -185,6 +185,8 @@ def install_llama_devices(monkeypatch: pytest.MonkeyPatch, devices: list[GGMLDev
 
     monkeypatch.setattr(ggml, "list_devices", listing)
     monkeypatch.setattr(ggml, "gpu_memory", gpu_memory)
+    # what the process listed last (the app matches vendor readings to it): these devices
+    monkeypatch.setattr(ggml, "_last_devices", [] if isinstance(devices, Exception) else list(devices))
 
 
 def simulated_gpus(sizes: list[int], backend: str = "cuda") -> list[Device]:

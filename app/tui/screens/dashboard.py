@@ -75,9 +75,9 @@ class DashboardScreen(Screen):
                 "Devices are simulated: a GPU in the plan is not really used; llama.cpp puts what it "
                 "cannot place on a GPU on the CPU."
             )
-        overhead = sum(d.overhead for d in plan.gpus)
-        if overhead:
-            measured = all(d.backend == "cuda" for d in plan.gpus if d.overhead)
-            source = "measured on an H100 (driver context, cuBLAS, pool)" if measured else "an estimate"
-            notes.append(f"GPU backend overhead ({format_size(overhead)}) is {source} and has no buffer.")
+        for d in plan.gpus:
+            if d.overhead and d.overhead_detail is not None:
+                notes.append(
+                    f"{d.name} backend overhead ({format_size(d.overhead)}), no buffer: {d.overhead_detail.source}."
+                )
         self.query_one("#dash-note", Static).update("\n".join(notes))

@@ -52,6 +52,7 @@ class Dashboard(VerticalScroll):
         yield Static(
             "No model loaded: the graphs start when a model is loaded.", id="dash-status", classes="dash-status"
         )
+        yield Static("", id="dash-drift", classes="dash-drift")  # the drift alarm (app.drift), when one is raised
         yield MemoryGraph("KV cache", _mem, id="g-kv")
         yield MemoryGraph("Compute arena", _mem, id="g-compute")
         yield MemoryGraph("Process RSS", _mem, id="g-rss")
@@ -83,6 +84,10 @@ class Dashboard(VerticalScroll):
         if status_text != self._status:
             self._status = status_text
             self.query_one("#dash-status", Static).update(status_text)
+        drift = getattr(getattr(self.app, "session", None), "drift", None)
+        alarm = drift.line if drift is not None else ""
+        self.query_one("#dash-drift", Static).update(alarm)
+        self.query_one("#dash-drift", Static).display = bool(alarm)
         for gone in [name for name in self._device_graphs if name not in last.devices]:
             self._device_graphs.pop(gone).remove()  # a device the model no longer uses (an RPC server left out)
         for name, (used, total) in last.devices.items():
