@@ -11,63 +11,10 @@ from __future__ import annotations
 import ctypes
 import os
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
+from app.devices.ggml_device import DEVICE_TYPES, GPU_TYPES, GGMLDevice
 from app.native import DeviceProps, GGMLUnavailable, libraries, library_dir, library_names
-
-DEVICE_TYPES = {0: "cpu", 1: "gpu", 2: "igpu", 3: "accel", 4: "meta"}
-GPU_TYPES = ("gpu", "igpu")
-
-# llama.cpp's device names start with the backend's name (GGML_CUDA_NAME is "ROCm" in a HIP build)
-_NAME_PREFIXES = (
-    ("cuda", "cuda"),
-    ("rocm", "rocm"),
-    ("hip", "rocm"),
-    ("mtl", "metal"),
-    ("metal", "metal"),
-    ("vulkan", "vulkan"),
-    ("sycl", "sycl"),
-    ("opencl", "opencl"),
-    ("musa", "musa"),
-    ("cann", "cann"),
-    ("webgpu", "webgpu"),
-    ("rpc", "rpc"),
-)
-
-
-@dataclass(frozen=True)
-class GGMLDevice:
-    """A device as llama.cpp's own device API reports it."""
-
-    name: str  # CUDA0, ROCm0, MTL0, Vulkan0, CPU
-    description: str
-    type: str  # cpu, gpu, igpu, accel, meta
-    free: int
-    total: int
-    # the lower-case PCI bus id ("0000:c1:00.0") when the backend reports one
-    device_id: str | None = None
-    # the GPU's identity (app.devices.identity), where the driver API or sysfs tells it
-    sm_count: int | None = None
-    threads_per_sm: int | None = None
-    compute_capability: str | None = None
-    driver: str = ""
-    card: str = ""
-
-    @property
-    def backend(self) -> str:
-        lowered = self.name.lower()
-        for prefix, backend in _NAME_PREFIXES:
-            if lowered.startswith(prefix):
-                return backend
-        return "cpu" if self.type == "cpu" else "unknown"
-
-    @property
-    def is_gpu(self) -> bool:
-        return self.type in GPU_TYPES
-
-    @property
-    def used(self) -> int:
-        return max(self.total - self.free, 0)
 
 
 def _device(ggml: ctypes.CDLL, index: int) -> GGMLDevice:

@@ -14,7 +14,7 @@ from dataclasses import replace
 from functools import lru_cache
 
 from app.devices import amd_sysfs, cuda_driver, pci
-from app.devices.ggml import GGMLDevice
+from app.devices.ggml_device import GGMLDevice
 
 
 @lru_cache(maxsize=1)

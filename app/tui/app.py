@@ -101,12 +101,12 @@ class VramchatApp(App):
         "vramchat[demo]"): plain text unless a caller asks for markup."""
         super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
 
-    def _notify_from_anywhere(self, message: str, severity: str) -> None:
+    def _notify_from_anywhere(self, message: str, severity: str, title: str) -> None:
         level: SeverityLevel = "error" if severity == "error" else "warning"
         if threading.get_ident() == self._thread_id:
-            self.notify(message, severity=level, timeout=15)
+            self.notify(message, title=title, severity=level, timeout=15)
         else:
-            self.call_from_thread(self.notify, message, severity=level, timeout=15)
+            self.call_from_thread(self.notify, message, title=title, severity=level, timeout=15)
 
     # -- lifecycle ------------------------------------------------------------------------------
 

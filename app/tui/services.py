@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from app.drift import DriftAlarm
     from app.session import EngineLike, ModelSession
 
-Notify = Callable[[str, str], None]  # (message, severity), safe to call from any thread
+Notify = Callable[[str, str, str], None]  # (message, severity, title), safe to call from any thread
 
 
 @dataclass
@@ -76,7 +76,7 @@ class Services:
 
     def _drift_alarm(self, alarm: DriftAlarm) -> None:
         """A GPU holds more than planned (told once per device and load, from the telemetry's thread)."""
-        self._notify(f"Memory drift: {alarm.line}", "warning")
+        self._notify(alarm.line, "warning", "Memory drift")
 
     @property
     def session_started(self) -> bool:
@@ -90,14 +90,14 @@ class Services:
         try:
             save_settings(self.settings)
         except OSError as exc:
-            self._notify(f"Could not save the settings: {exc}", "error")
+            self._notify(f"Could not save the settings: {exc}", "error", "")
 
     def report_worker_error(self, worker: Worker[object]) -> None:
         """A worker that failed unexpectedly is reported, never left silent (nor a traceback)."""
         from app.errors import describe
 
         title, text = describe(worker.error)
-        self._notify(f"{title} ({worker.group}): {text}", "error")
+        self._notify(text, "error", f"{title} ({worker.group})")
 
     def probe_devices(self) -> DeviceReport:
         """Probe (or simulate) the devices; called from the scan worker, which posts the report (the
@@ -135,7 +135,7 @@ class Services:
                 try:
                     future.set_result(demo_model_path())
                 except DemoUnavailable as exc:
-                    self._notify(str(exc), "error")
+                    self._notify(str(exc), "error", "The demo model")
                     future.set_result(None)
                 except BaseException as exc:  # reported by the scan worker that waits for it
                     future.set_exception(exc)
