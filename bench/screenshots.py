@@ -1,10 +1,12 @@
 """The README's screenshots, taken from the real app on this machine with the demo model.
 
-    python bench/screenshots.py [--out assets]
+    python bench/screenshots.py [--out assets] [--png]
 
 Runs vramchat headless (a private home, the real engine, the real devices), takes
 the picker, then loads the demo model, asks two questions and takes the chat with
-its memory dashboard. Writes SVGs (Textual's own screenshots).
+its memory dashboard: at the README's size, and the picker and the chat again at 80x24 and
+200x50 (the smallest and a large terminal; every screen adapts). Writes SVGs (Textual's own
+screenshots); `--png` also renders each to PNG with a headless Chromium, to look at them.
 """
 
 from __future__ import annotations
@@ -21,15 +23,16 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 SIZE = (140, 38)
+SIZES = ((80, 24), (200, 50))  # the picker and the chat again at these sizes: screenshot-*-WxH.svg
 
 
-async def shoot(out: Path) -> None:
+async def shoot(out: Path) -> list[Path]:
     from app.settings import Settings
     from app.tui.app import AppOptions, VramchatApp
     from app.tui.widgets.chat_input import ChatInput
     from tests.support.tui_helpers import model_loaded, picker_ready, reply_done, wait_for
 
-    app = VramchatApp(AppOptions(), Settings(scan_known_caches=False, temperature=0.0, max_tokens=64))
+    app = VramchatApp(AppOptions(), Settings(scan_known_caches=False, max_tokens=64))  # greedy: a base model
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, picker_ready(app), timeout=120)
         await pilot.pause(0.3)
@@ -47,18 +50,59 @@ async def shoot(out: Path) -> None:
         app.clear_notifications()
         await pilot.pause(0.2)
         app.save_screenshot(str(out / "screenshot-chat.svg"))
+        shots = [out / "screenshot-picker.svg", out / "screenshot-chat.svg"]
+        for width, height in SIZES:
+            await pilot.resize_terminal(width, height)
+            await pilot.pause(1.0)
+            app.clear_notifications()
+            shots.append(Path(app.save_screenshot(str(out / f"screenshot-chat-{width}x{height}.svg"))))
+            await pilot.press("f2")
+            await pilot.pause(1.0)
+            shots.append(Path(app.save_screenshot(str(out / f"screenshot-picker-{width}x{height}.svg"))))
+            await pilot.press("f2")
+            await pilot.pause(0.5)
+        return shots
+
+
+def to_png(svg: Path) -> Path:
+    """The SVG as a PNG, drawn by a headless Chromium at the SVG's own size."""
+    import re
+    import subprocess
+
+    head = svg.read_text(encoding="utf-8")[:2000]
+    box = re.search(r'viewBox="0 0 ([0-9.]+) ([0-9.]+)"', head)
+    width, height = (int(float(box.group(1))), int(float(box.group(2)))) if box else (1600, 1000)
+    png = svg.with_suffix(".png")
+    subprocess.run(
+        [
+            "chromium",
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            f"--screenshot={png}",
+            f"--window-size={width},{height}",
+            svg.resolve().as_uri(),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    return png
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=str(ROOT / "assets"))
+    parser.add_argument("--png", action="store_true", help="also render each SVG to PNG (needs chromium)")
     args = parser.parse_args()
     os.environ.setdefault("VRAMCHAT_HOME", tempfile.mkdtemp(prefix="vramchat-shots-"))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    asyncio.run(shoot(out))
-    for name in ("screenshot-picker.svg", "screenshot-chat.svg"):
-        print(f"{out / name}: {(out / name).stat().st_size:,} bytes")
+    for shot in asyncio.run(shoot(out)):
+        print(f"{shot}: {shot.stat().st_size:,} bytes")
+        if args.png:
+            print(f"  {to_png(shot)}")
 
 
 if __name__ == "__main__":

@@ -94,3 +94,37 @@ def test_memory_held_by_others_reduces_what_fits(llama8b) -> None:
     free = solve(llama8b, [Device("CUDA0", "gpu", "cuda", 8 * GiB, 8 * GiB)], HOST)
     busy = solve(llama8b, [Device("CUDA0", "gpu", "cuda", 8 * GiB, 5 * GiB)], HOST)
     assert busy.plan.layers_on_gpu < free.plan.layers_on_gpu
+
+
+def test_a_smaller_micro_batch_when_compute_decides_the_fit(gemma) -> None:
+    """The demo in 600 MiB of RAM: at the default micro-batch of 512 its compute buffer (the logits of
+    262,144 tokens, 514.5 MiB) leaves nothing for the rest; at 128 the whole 32,768 tokens fit."""
+    small = Host(600 * MiB, 600 * MiB, frozenset({"avx2"}))
+    result = solve(gemma, [], small)
+    config = result.plan.resolved.config
+    assert result.plan.fits and config.n_ubatch == 128 and config.n_batch == 128
+    assert result.plan.resolved.n_ctx == DEFAULT_CONTEXT_CAP
+    why = next(r for r in result.reasons if isinstance(r, str) and r.startswith("Micro-batch 128"))
+    assert "--ubatch 128 --batch 128" in why and "514.5 MiB" in why and "without it nothing fits" in why
+    _check_result(result)
+
+
+def test_the_default_micro_batch_when_it_costs_nothing(gemma) -> None:
+    result = solve(gemma, [], HOST)
+    assert result.plan.fits and result.plan.resolved.config.n_ubatch == 512
+    assert not any(isinstance(r, str) and r.startswith("Micro-batch") for r in result.reasons)
+
+
+def test_a_micro_batch_that_was_asked_for_is_kept(gemma) -> None:
+    small = Host(600 * MiB, 600 * MiB, frozenset({"avx2"}))
+    result = solve(gemma, [], small, Wishes(n_ubatch=512, n_batch=512))
+    assert not result.plan.fits and result.plan.resolved.config.n_ubatch == 512
+
+
+def test_a_context_past_the_trained_length_is_planned_with_a_warning(gemma) -> None:
+    result = solve(gemma, [], HOST, Wishes(n_ctx=131072))
+    assert result.plan.resolved.n_ctx == 131072
+    warning = next(r for r in result.reasons if isinstance(r, str) and "trained for" in r)
+    assert "beyond the 32,768" in warning and "--rope-scaling yarn --rope-scale 4 --yarn-orig-ctx 32768" in warning
+    within = solve(gemma, [], HOST, Wishes(n_ctx=32768))
+    assert not any(isinstance(r, str) and "trained for" in r for r in within.reasons)
