@@ -284,9 +284,13 @@ def run_download(args: argparse.Namespace) -> int:
         return EXIT_CANCELLED
     if tty and plan.files:
         sys.stderr.write("\n")
-    where = " (already in the Hugging Face cache: not copied)" if result.from_hf_cache else ""
-    checked = " (sha256 checked)" if any(f.sha256 for f, _ in plan.files) else ""
-    print(f"{result.model_path}{where}{checked if plan.files else ''}")
+    if result.from_hf_cache:
+        how = " (in the Hugging Face cache, where another tool put it: used there, not copied)"
+    elif not plan.files:
+        how = " (downloaded before)"
+    else:
+        how = " (sha256 checked)" if any(f.sha256 for f, _ in plan.files) else ""
+    print(f"{result.model_path}{how}")
     if result.projector_path is not None:
         print(f"{result.projector_path}")
     return EXIT_OK

@@ -89,7 +89,7 @@ class ByteSource(Protocol):
     size: int
 
     def read(self, start: int, end: int) -> bytes:
-        """Exactly the bytes [start, end) of the file (raise on anything less)."""
+        """The bytes [start, end) of the file; fewer only where it holds no more (a header kept alone)."""
         ...
 
 
@@ -310,9 +310,9 @@ class _GrowingCursor(_Cursor):
         if target <= held:
             return
         chunk = self.source.read(held, target)
-        if len(chunk) != target - held:
+        if held + len(chunk) < needed or len(chunk) > target - held:
             raise self.fail(f"asked for bytes {held:,}-{target - 1:,}, received {len(chunk):,} bytes")
-        self.buf += chunk
+        self.buf += chunk  # a source may hold less than asked (a cached header), never less than needed
 
     def skip_strings(self, count: int, what: str) -> None:
         """The fast walk over what is held, batch by batch; where a batch runs past the held bytes,

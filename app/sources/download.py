@@ -70,6 +70,7 @@ class Download:
     free: int  # bytes free where they go
     model_path: Path  # the first shard, where it will be
     projector_path: Path | None
+    from_hf_cache: bool = False  # the model is the Hugging Face cache's copy (no second one is made)
 
 
 @dataclass(frozen=True)
@@ -142,7 +143,7 @@ def plan_download(source: ModelSource, root: Path | None = None, with_projector:
             continue
         kept.append((file, target))
         needed += file.size - _partial_size(target, file)
-    return Download(tuple(kept), tuple(reused), needed, free_bytes(folder), model_path, projector_path)
+    return Download(tuple(kept), tuple(reused), needed, free_bytes(folder), model_path, projector_path, bool(cached))
 
 
 def download(
@@ -167,12 +168,12 @@ def download(
             f"{destination_folder(source, root)}"
         )
     total = sum(f.size for f, _ in plan.files)
-    meter = _Meter(total, progress)
+    meter = _Meter(total, progress if plan.files else None)
     written = 0
     for file, target in plan.files:
         written += _fetch(source, file, target, meter, cancel)
     meter.finish()
-    return DownloadResult(plan.model_path, plan.projector_path, written, bool(plan.reused) and not plan.files)
+    return DownloadResult(plan.model_path, plan.projector_path, written, plan.from_hf_cache)
 
 
 def discard_partial(source: ModelSource, root: Path | None = None) -> int:

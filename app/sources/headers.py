@@ -46,7 +46,7 @@ class HeldBytes:
     data: bytes
 
     def read(self, start: int, end: int) -> bytes:
-        return self.data[start:end] if end <= len(self.data) else b""
+        return self.data[start:end]
 
 
 def shard_name(source: ModelSource, file: SourceFile) -> str:

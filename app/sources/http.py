@@ -82,9 +82,16 @@ def hub_failure(exc: BaseException, what: str) -> SourceError | None:
     if isinstance(exc, OfflineModeIsEnabled):
         return Unreachable(f"{what}: offline mode (HF_HUB_OFFLINE) is on and it was never read before")
     if isinstance(exc, GatedRepoError):
+        from huggingface_hub import get_token
+
         repo = getattr(exc, "repo_id", None) or what
+        page = f"{constants.ENDPOINT}/{repo}"
+        if get_token():
+            return Gated(
+                f"{repo} is a gated repository and the token in use has no access: accept its conditions on {page}"
+            )
         return Gated(
-            f"{repo} is a gated repository: accept its conditions on {constants.ENDPOINT}/{repo} "
+            f"{repo} is a gated repository: accept its conditions on {page} "
             "and set HF_TOKEN to a token of that account (or run `hf auth login`)"
         )
     if isinstance(exc, RevisionNotFoundError):
@@ -192,10 +199,12 @@ def _read_range_once(
         if on_response is not None:
             on_response(response)
         if status == 206:
-            first = content_range_start(response.headers.get("Content-Range", ""))
+            content_range = response.headers.get("Content-Range", "")
+            first = content_range_start(content_range)
             if first != start:
                 raise SourceError(f"{what}: asked for byte {start:,} on, the server sent from byte {first}")
-            return _body(response, end - start, what)
+            total = content_range_total(content_range)  # a file shorter than the range asked for
+            return _body(response, min(end, total) - start if total is not None else end - start, what)
         if status == 200:
             length = _int(response.headers.get("Content-Length"))
             if start == 0 and length is not None and length <= end - start:
@@ -205,6 +214,9 @@ def _read_range_once(
                 "so the header cannot be read without downloading the model"
             )
         if status == 416:
+            total = content_range_total(response.headers.get("Content-Range", ""))
+            if total is not None and start >= total:
+                return b""  # nothing there: the file is shorter (or empty); the reader says what that means
             raise SourceError(f"{what}: the server says bytes {start:,}-{end - 1:,} lie past the end of the file")
         response.read()
         if hub:
@@ -236,6 +248,7 @@ def content_range_start(content_range: str) -> int | None:
 
 
 def content_range_total(content_range: str) -> int | None:
+    """The file's size in a Content-Range header (`bytes 0-99/1234`, `bytes */1234`)."""
     try:
         return int(content_range.rsplit("/", 1)[1])
     except (IndexError, ValueError):

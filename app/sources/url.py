@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from app.sources import store
-from app.sources.errors import SourceError, Unreachable
+from app.sources.errors import NotFound, SourceError, Unreachable
 from app.sources.http import content_range_total, read_range, translated, url_client
 from app.sources.model import URL, ModelSource, SourceFile
 from app.sources.naming import quant_of, shard_names
@@ -45,7 +45,18 @@ def resolve(ref: UrlRef) -> ModelSource:
     urls = shard_urls(ref.url)
     workers = min(len(urls), 8)
     with ThreadPoolExecutor(workers) as pool:
-        files = list(pool.map(_identify, urls))
+        found = [pool.submit(_identify, u) for u in urls]
+        files = []
+        for index, future in enumerate(found):
+            try:
+                files.append(future.result())
+            except NotFound:
+                if index == 0:
+                    raise
+                name = _file_name(urls[index])
+                raise NotFound(
+                    f"{urls[0]}: split model: shard {index + 1} of {len(urls)} is missing ({name})"
+                ) from None
     notes = tuple(dict.fromkeys(n for _, n in files if n))
     name = _file_name(urls[0])
     return ModelSource(
@@ -74,7 +85,7 @@ def _identify(url: str) -> tuple[SourceFile, str]:
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(known["saved"]))
         return _from_record(url, known), f"{exc}; planned from the header read on {when}"
     headers = {k.lower(): v for k, v in seen.items()}
-    size = content_range_total(headers.get("content-range", "")) if "content-range" in headers else len(data)
+    size = content_range_total(headers["content-range"]) if "content-range" in headers else len(data)
     if size is None:
         raise SourceError(f"{what}: the server did not say the file's size")
     identity = _identity(headers)
