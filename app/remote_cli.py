@@ -197,6 +197,7 @@ def quants_text(title: str, table: QuantTable, report: Any) -> str:
 
 def quants_json(title: str, table: QuantTable, report: Any) -> dict[str, Any]:
     from app.catalog import fit_badge
+    from planner.report import plan_to_json
 
     out_rows = []
     for row in table.rows:
@@ -217,7 +218,7 @@ def quants_json(title: str, table: QuantTable, report: Any) -> dict[str, Any]:
             item.update(
                 verdict=plan.verdict,
                 exact=summary.exact,
-                config=plan.config.to_json() if hasattr(plan.config, "to_json") else None,
+                config=plan_to_json(row.result)["config"],
                 n_ctx=plan.resolved.n_ctx,
                 n_gpu_layers=plan.layers_on_gpu,
                 type_k=plan.resolved.type_k.name,

@@ -47,7 +47,7 @@ class RepoListing:
     gated: bool
     files: tuple[SourceFile, ...]  # every file, GGUF or not
     saved: float = 0.0  # when it was fetched (from the cache: when it was first seen)
-    from_cache: bool = False
+    from_cache: str = ""  # why the cached listing is used ('' when fetched now)
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,7 @@ def list_repo(repo_id: str, revision: str | None = None) -> RepoListing:
     """Every file of the repo with its size and checksum; offline, the listing seen last."""
     key = (endpoint(), repo_id, revision or "main")
     if offline():
-        return _cached_listing(key, f"{HF_PREFIX}{repo_id}: offline mode (HF_HUB_OFFLINE) is on")
+        return _cached_listing(key, f"{HF_PREFIX}{repo_id}: offline mode (HF_HUB_OFFLINE) is on", "offline mode")
     from huggingface_hub import HfApi
 
     try:
@@ -84,7 +84,7 @@ def list_repo(repo_id: str, revision: str | None = None) -> RepoListing:
         if error is None:
             raise
         if isinstance(error, Unreachable):
-            return _cached_listing(key, str(error))
+            return _cached_listing(key, str(error), "the hub cannot be reached")
         raise error from None
     files = tuple(
         SourceFile(
@@ -110,12 +110,12 @@ def list_repo(repo_id: str, revision: str | None = None) -> RepoListing:
     return listing
 
 
-def _cached_listing(key: tuple[str, str, str], why: str) -> RepoListing:
+def _cached_listing(key: tuple[str, str, str], error: str, why: str) -> RepoListing:
     record = store.load_record("listings", *key)
     if record is None:
-        raise Unreachable(f"{why}, and this repo was never listed before")
+        raise Unreachable(f"{error}, and this repo was never listed before")
     files = tuple(SourceFile(n, s, u, i, h) for n, s, u, i, h in record["files"])
-    return RepoListing(record["repo_id"], record["commit"], record["gated"], files, record["saved"], True)
+    return RepoListing(record["repo_id"], record["commit"], record["gated"], files, record["saved"], why)
 
 
 def repo_models(listing: RepoListing) -> list[ModelSource]:
@@ -159,7 +159,7 @@ def _offline_note(listing: RepoListing) -> str:
     if not listing.from_cache:
         return ""
     when = time.strftime("%Y-%m-%d %H:%M", time.localtime(listing.saved))
-    return f"the hub cannot be reached: {listing.repo_id} as listed on {when}"
+    return f"{listing.from_cache}: {listing.repo_id} as listed on {when}"
 
 
 def resolve(ref: HubRef) -> ModelSource:

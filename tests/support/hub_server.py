@@ -20,11 +20,14 @@ bytes sent, for the "read only the header" figures.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import re
+import socket
 import threading
+import time
 import urllib.parse
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -71,11 +74,14 @@ class Repo:
     downloads: int = 0
     pipeline_tag: str = "text-generation"
     tags: list[str] = field(default_factory=lambda: ["gguf"])
+    wrong_sha256: set[str] = field(default_factory=set)  # files whose published checksum is wrong
 
     def sibling(self, name: str) -> dict[str, Any]:
         path = self.files[name]
         size = path.stat().st_size
         sha = sha256_of(path)
+        if name in self.wrong_sha256:
+            sha = hashlib.sha256(sha.encode()).hexdigest()
         return {
             "rfilename": name,
             "size": size,
@@ -93,9 +99,11 @@ class LocalHub:
         self.token = token
         self.mode = "normal"  # or "no-range"
         self.drop_at: int | None = None
+        self.rate: int | None = None  # bytes per second a file is sent at (None: as fast as it goes)
         self.log: list[Logged] = []
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
+        self._connections: set[Any] = set()
         self._thread: threading.Thread | None = None
 
     # -- set-up ------------------------------------------------------------------------------------
@@ -145,10 +153,16 @@ class LocalHub:
         return self
 
     def stop(self) -> None:
+        """Stop listening and cut every open connection (a client's kept-alive one too): as offline."""
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
             self._server = None
+        with self._lock:
+            open_now = list(self._connections)
+        for connection in open_now:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
 
     def __enter__(self) -> LocalHub:
         return self.start()
@@ -167,6 +181,17 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:  # quiet
         pass
+
+    def setup(self) -> None:
+        super().setup()
+        with self.server_hub._lock:
+            self.server_hub._connections.add(self.connection)
+
+    def finish(self) -> None:
+        with self.server_hub._lock:
+            self.server_hub._connections.discard(self.connection)
+        with contextlib.suppress(OSError):
+            super().finish()
 
     def do_HEAD(self) -> None:
         self._route(head=True)
@@ -190,8 +215,8 @@ class _Handler(BaseHTTPRequestHandler):
             if path.startswith("/_cdn/"):
                 sha = path.split("/")[2]
                 for repo in hub.repos.values():
-                    for local in repo.files.values():
-                        if sha256_of(local) == sha:
+                    for name, local in repo.files.items():
+                        if repo.sibling(name)["lfs"]["sha256"] == sha:
                             return self._serve_file(local, head, etag=f'"{sha}"')
                 return self._plain(404, b"no such blob", head)
             if path == "/api/models":
@@ -299,7 +324,7 @@ class _Handler(BaseHTTPRequestHandler):
         local = repo.files.get(name)
         if local is None:
             return self._error(404, "EntryNotFound", f"{name} does not exist on {revision}", head)
-        sha = sha256_of(local)
+        sha = repo.sibling(name)["lfs"]["sha256"]
         size = local.stat().st_size
         location = f"{self.server_hub.url}/_cdn/{sha}/{urllib.parse.quote(os.path.basename(name))}"
         self.send_response(302)
@@ -371,11 +396,13 @@ class _Handler(BaseHTTPRequestHandler):
             handle.seek(start)
             pos = start
             while pos < end:
-                stop = min(end, pos + _CHUNK)
+                stop = min(end, pos + (max(hub.rate // 20, 4096) if hub.rate else _CHUNK))
                 drop = hub.drop_at
                 if drop is not None and pos < drop <= stop:
                     stop = drop
                 block = handle.read(stop - pos)
+                if hub.rate:
+                    time.sleep(len(block) / hub.rate)
                 try:
                     self.wfile.write(block)
                 except (BrokenPipeError, ConnectionResetError):
@@ -387,7 +414,7 @@ class _Handler(BaseHTTPRequestHandler):
                     hub.drop_at = None  # once: the next request gets the rest
                     self.wfile.flush()
                     self.close_connection = True
-                    self.connection.shutdown(2)
+                    self.connection.shutdown(socket.SHUT_RDWR)
                     return self._log(status, sent)
         self._log(status, sent)
 

@@ -211,19 +211,22 @@ def split_model(demo: Path, folder: Path, n: int = 3, stem: str | None = None, c
     return paths
 
 
-def quant_repo(demo: Path, folder: Path, name: str = "gemma-3-270m-it") -> dict[str, Path]:
-    """A repo's files (path in the repo -> local file): every quant of QUANTS (the demo itself as
-    Q4_K_M), Q8_0 also split in two under Q8_0/, and a vision projector."""
+def quant_repo(
+    demo: Path, folder: Path, name: str = "gemma-3-270m-it", quants: tuple[str, ...] = QUANTS
+) -> dict[str, Path]:
+    """A repo's files (path in the repo -> local file): each of `quants` (the demo itself as Q4_K_M), Q8_0
+    also split in two under Q8_0/, and a vision projector."""
     from tests.support.tiny_projectors import PROJECTORS, write_tiny_projector
 
     files: dict[str, Path] = {}
-    for quant in QUANTS:
+    for quant in quants:
         repo_path = f"{name}-{quant}.gguf"
         if quant == "Q4_K_M":
             files[repo_path] = demo
             continue
         files[repo_path] = write_quant(demo, folder / repo_path, quant)
-    for shard in split_model(files[f"{name}-Q8_0.gguf"], folder / "Q8_0", 2, f"{name}-Q8_0", copy_data=False):
-        files[f"Q8_0/{shard.name}"] = shard
+    if "Q8_0" in quants:
+        for shard in split_model(files[f"{name}-Q8_0.gguf"], folder / "Q8_0", 2, f"{name}-Q8_0", copy_data=False):
+            files[f"Q8_0/{shard.name}"] = shard
     files["mmproj-F16.gguf"] = write_tiny_projector(folder / "mmproj-F16.gguf", PROJECTORS["gemma3"])
     return files
