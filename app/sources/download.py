@@ -71,6 +71,7 @@ class Download:
     model_path: Path  # the first shard, where it will be
     projector_path: Path | None
     from_hf_cache: bool = False  # the model is the Hugging Face cache's copy (no second one is made)
+    projector_to_hf_cache: SourceFile | None = None  # fetched by huggingface_hub into its cache, beside the model
 
 
 @dataclass(frozen=True)
@@ -132,8 +133,14 @@ def plan_download(source: ModelSource, root: Path | None = None, with_projector:
         model_path = todo[0][1]
     projector = choose_projector(source) if with_projector else None
     projector_path = None
-    if projector is not None:
-        projector_path = (model_path.parent if cached else model_folder) / projector.file_name
+    to_hf_cache = None
+    if projector is not None and cached:
+        # the model stays in the Hugging Face cache: its projector goes there too (by the hub's own client,
+        # into the same snapshot folder), where a scan finds it beside the model
+        projector_path = _in_hf_cache_one(source, projector)
+        to_hf_cache = projector if projector_path is None else None
+    elif projector is not None:
+        projector_path = model_folder / projector.file_name
         todo.append((projector, projector_path))
     needed = 0
     kept: list[tuple[SourceFile, Path]] = []
@@ -143,7 +150,11 @@ def plan_download(source: ModelSource, root: Path | None = None, with_projector:
             continue
         kept.append((file, target))
         needed += file.size - _partial_size(target, file)
-    return Download(tuple(kept), tuple(reused), needed, free_bytes(folder), model_path, projector_path, bool(cached))
+    if to_hf_cache is not None:
+        needed += to_hf_cache.size
+    return Download(
+        tuple(kept), tuple(reused), needed, free_bytes(folder), model_path, projector_path, bool(cached), to_hf_cache
+    )
 
 
 def download(
@@ -173,7 +184,10 @@ def download(
     for file, target in plan.files:
         written += _fetch(source, file, target, meter, cancel)
     meter.finish()
-    return DownloadResult(plan.model_path, plan.projector_path, written, plan.from_hf_cache)
+    projector_path = plan.projector_path
+    if plan.projector_to_hf_cache is not None:
+        projector_path = _projector_into_hf_cache(source, plan.projector_to_hf_cache)
+    return DownloadResult(plan.model_path, projector_path, written, plan.from_hf_cache)
 
 
 def discard_partial(source: ModelSource, root: Path | None = None) -> int:
@@ -348,6 +362,25 @@ def _in_hf_cache(source: ModelSource) -> list[Path]:
             return []
         found.append(hit)
     return found
+
+
+def _in_hf_cache_one(source: ModelSource, file: SourceFile) -> Path | None:
+    from huggingface_hub import try_to_load_from_cache
+
+    assert source.repo_id is not None
+    with contextlib.suppress(Exception):
+        hit = try_to_load_from_cache(source.repo_id, file.name, revision=source.revision)
+        if isinstance(hit, str) and _same_content(Path(hit), file):
+            return Path(hit)
+    return None
+
+
+def _projector_into_hf_cache(source: ModelSource, projector: SourceFile) -> Path:
+    from huggingface_hub import hf_hub_download
+
+    assert source.repo_id is not None
+    with translated(f"{source.ref}: {projector.file_name}", hub=True):
+        return Path(hf_hub_download(source.repo_id, projector.name, revision=source.revision))
 
 
 def _same_content(path: Path, file: SourceFile) -> bool:

@@ -11,7 +11,7 @@ import pytest
 from tests.support.hub_server import LocalHub
 from tests.support.remote_models import quant_repo, split_model
 
-REPO = "acme/gemma-3-270m-it-GGUF"
+REPO = "acme/gemma-3-270m-GGUF"
 TEST_QUANTS = ("Q2_K", "Q4_0", "Q4_K_M", "Q8_0", "F16")
 
 

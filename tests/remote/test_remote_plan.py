@@ -54,7 +54,7 @@ def test_llama_args_name_the_remote_file_as_llama_cpp_does(
     url = hub.add_file("demo.gguf", gemma_path)
     assert plan_json(capsys, url, *WHAT_IF)["llama_args"][:2] == ["-mu", url]
     args = plan_json(capsys, f"hf:{REPO}:Q4_K_M", *WHAT_IF)["llama_args"]
-    assert args[:4] == ["-hfr", REPO, "-hff", "gemma-3-270m-it-Q4_K_M.gguf"]
+    assert args[:4] == ["-hfr", REPO, "-hff", "gemma-3-270m-Q4_K_M.gguf"]
 
 
 def test_the_hub_ref_forms_name_the_same_file(hub: LocalHub, capsys: pytest.CaptureFixture[str]) -> None:
@@ -63,11 +63,11 @@ def test_the_hub_ref_forms_name_the_same_file(hub: LocalHub, capsys: pytest.Capt
         for word in (
             f"hf:{REPO}:Q4_K_M",
             f"hf:{REPO}:q4_k_m",
-            f"{REPO}/gemma-3-270m-it-Q4_K_M.gguf",
-            f"{hub.url}/{REPO}/resolve/main/gemma-3-270m-it-Q4_K_M.gguf",
+            f"{REPO}/gemma-3-270m-Q4_K_M.gguf",
+            f"{hub.url}/{REPO}/resolve/main/gemma-3-270m-Q4_K_M.gguf",
         )
     }
-    assert paths == {f"hf:{REPO}/gemma-3-270m-it-Q4_K_M.gguf"}
+    assert paths == {f"hf:{REPO}/gemma-3-270m-Q4_K_M.gguf"}
 
 
 def test_a_model_planned_once_plans_again_from_the_cache_and_offline(
@@ -138,7 +138,7 @@ def test_quants_table_reads_each_header_once(hub: LocalHub, capsys: pytest.Captu
 
 
 def test_quants_of_a_local_folder(capsys: pytest.CaptureFixture[str], repo_files: dict[str, Path]) -> None:
-    folder = repo_files["gemma-3-270m-it-Q2_K.gguf"].parent
+    folder = repo_files["gemma-3-270m-Q2_K.gguf"].parent
     code, out, err = run_cli(capsys, "--quants", str(folder), "--json", "--cpu")
     assert code == 0, err
     rows = json.loads(out)["models"]

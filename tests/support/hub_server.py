@@ -7,8 +7,8 @@ use, with the status codes and headers the hub sends (read from huggingface_hub'
 - `GET /api/models/{repo}[/revision/{rev}]` (model info; `?blobs=true` adds each file's size and LFS
   sha256), `GET /api/models?search=&filter=gguf&sort=downloads&limit=` (search, most downloaded first)
 - `HEAD|GET /{repo}/resolve/{rev}/{path}`: a 302 to the "CDN" with `ETag`, `X-Repo-Commit`,
-  `X-Linked-Size`, `X-Linked-Etag` (as the hub answers for an LFS file); `/_cdn/{sha256}/{name}` serves
-  the bytes
+  `X-Linked-Size`, `X-Linked-Etag` (as the hub answers for an LFS file); the CDN, `/_cdn/{sha256}/{name}`
+  on another host name (localhost: the same server), serves the bytes
 - errors as the hub signals them: 401 + `X-Error-Code: RepoNotFound` (unknown repo), 401/403 +
   `GatedRepo` (a gated repo without / with the wrong token), 404 + `EntryNotFound`, `RevisionNotFound`
 
@@ -326,7 +326,9 @@ class _Handler(BaseHTTPRequestHandler):
             return self._error(404, "EntryNotFound", f"{name} does not exist on {revision}", head)
         sha = repo.sibling(name)["lfs"]["sha256"]
         size = local.stat().st_size
-        location = f"{self.server_hub.url}/_cdn/{sha}/{urllib.parse.quote(os.path.basename(name))}"
+        # the CDN is another host (as the hub's is): huggingface_hub reads the metadata off this redirect
+        cdn = self.server_hub.url.replace("127.0.0.1", "localhost")
+        location = f"{cdn}/_cdn/{sha}/{urllib.parse.quote(os.path.basename(name))}"
         self.send_response(302)
         self.send_header("Location", location)
         self.send_header("ETag", f'"{repo.sibling(name)["blobId"]}"')

@@ -212,7 +212,7 @@ def split_model(demo: Path, folder: Path, n: int = 3, stem: str | None = None, c
 
 
 def quant_repo(
-    demo: Path, folder: Path, name: str = "gemma-3-270m-it", quants: tuple[str, ...] = QUANTS
+    demo: Path, folder: Path, name: str = "gemma-3-270m", quants: tuple[str, ...] = QUANTS
 ) -> dict[str, Path]:
     """A repo's files (path in the repo -> local file): each of `quants` (the demo itself as Q4_K_M), Q8_0
     also split in two under Q8_0/, and a vision projector."""
