@@ -193,7 +193,8 @@ def best_choice(rows: list[QuantRow]) -> tuple[int | None, str]:
     if full:
         whole = [(i, r) for i, r in full if ctx(r) >= wanted(r)]
         if whole:
-            i, r = max(whole, key=lambda ir: (ir[1].source.size, -ir[0]))
+            # of equal size, F16 rather than BF16 (which older GPUs run slowly)
+            i, r = max(whole, key=lambda ir: (ir[1].source.size, ir[1].quant != "BF16", -ir[0]))
             return i, f"the largest quant that runs wholly on the GPU at {ctx(r):,} tokens"
         i, r = max(full, key=lambda ir: (ctx(ir[1]), ir[1].source.size))
         return i, f"runs wholly on the GPU with the longest context ({ctx(r):,} tokens)"

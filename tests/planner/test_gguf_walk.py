@@ -4,10 +4,9 @@ also when the bytes arrive as the walk reaches them (a remote header read by ran
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 
 import pytest
-
-from collections.abc import Callable
 
 from planner.errors import GGUFError
 from planner.gguf import _Cursor, _GrowingCursor
