@@ -126,6 +126,8 @@ def run_quants(args: argparse.Namespace) -> int:
     if progress:
         sys.stderr.write("\r\033[K")
     report = getattr(plan, "report", None)
+    if all(row.result is None for row in table.rows):  # not one header could be read: say why, once
+        raise VramchatError(table.rows[0].error if len(table.rows) == 1 else f"{args.model}: {table.rows[0].error}")
     if args.json:
         print(json.dumps(quants_json(title, table, report), indent=2))
     else:
