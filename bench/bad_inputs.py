@@ -329,7 +329,7 @@ def load_rows(base: Path) -> list[Row]:
     model = write_tiny_model(
         base / "big-kv.gguf", TinySpec("llama", n_embd=1024, n_head=8, n_head_kv=8, n_ff=256, n_ctx_train=131072)
     )
-    child = ROOT / "tests" / "oom_child.py"
+    child = ROOT / "tests" / "support" / "oom_child.py"
     rows = []
     for headroom, case in (
         (800, "a load that runs out of memory (the plan's 1 GiB KV cache cannot be allocated)"),

@@ -7,6 +7,23 @@
 
 Nothing here is imported by a plan of a local file; huggingface_hub and httpx2 are imported when a
 remote model is asked for.
+
+For the picker's hub view (every call blocks on the network: run it in a worker thread, post the
+result to the UI; every failure is a `SourceError` with a one-line message and a title):
+
+    set_note_sink(fn)                            notes (planned offline ...) to fn, not stderr: set it first
+    hub.popular_chat_repos(limit) / hub.search_repos(query, limit) -> list[RepoSummary]
+    hub.list_repo(repo_id) -> RepoListing        (offline: the listing seen last, `from_cache` says why)
+    hub.repo_models(listing) -> list[ModelSource]
+    quants.plan_quants(models, load_anatomy, plan, progress) -> QuantTable
+        plan(source, anatomy) -> FitResult, e.g. choices.plan_for(anatomy, gpus, host, PlanChoice());
+        rows[i].summary is what catalog.fit_badge draws; table.best / table.why; progress(done, total)
+        is called from the reading threads as headers arrive
+    download.plan_download(source) -> Download   (needed, free, paths: show before starting)
+    download.download(source, progress=fn, cancel=threading.Event()) -> DownloadResult
+        progress(Progress) from the downloading thread, at most 10 times a second (done, total, speed,
+        seconds_left); cancel.set() stops it between two chunks (Cancelled; the hidden partial is kept
+        to resume); download.discard_partial(source) drops it
 """
 
 from __future__ import annotations

@@ -15,10 +15,16 @@ from app.sources import store, url
 from app.sources.http import read_range
 from app.sources.model import HUB, ModelSource, SourceFile
 from app.sources.refs import HF_PREFIX
-from planner.gguf import GGUFFile, read_gguf_header, read_gguf_model
+from planner.gguf import FIRST_BLOCK, GGUFFile, read_gguf_header, read_gguf_model
 from planner.model import ModelAnatomy
 
 MAX_PARALLEL = 8
+LATER_SHARD_BLOCK = 64 * 1024  # a split model's later shards hold a few keys and their tensors' table
+
+
+def first_block_of(index: int) -> int:
+    """The first read of a shard's header: the first shard holds the vocabulary, the others little."""
+    return FIRST_BLOCK if index == 0 else LATER_SHARD_BLOCK
 
 
 @dataclass
@@ -67,7 +73,7 @@ def read_header(source: ModelSource, index: int) -> tuple[GGUFFile, bytes]:
         except Exception:  # a damaged entry: read it again
             pass
     reader = RangeFile(name, file.size, file.url, source.kind == HUB, url.first_block(file.url))
-    header, data = read_gguf_header(reader, index)
+    header, data = read_gguf_header(reader, index, first_block_of(index))
     store.keep_header(file.identity, file.size, data)
     return header, data
 

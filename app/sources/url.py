@@ -21,7 +21,6 @@ from app.sources.http import content_range_total, read_range, translated, url_cl
 from app.sources.model import URL, ModelSource, SourceFile
 from app.sources.naming import quant_of, shard_names
 from app.sources.refs import UrlRef
-from planner.gguf import FIRST_BLOCK
 
 _first_blocks: dict[str, bytes] = {}  # URL -> its first bytes, read while resolving it
 _lock = threading.Lock()
@@ -42,10 +41,12 @@ def shard_urls(url: str) -> list[str]:
 
 
 def resolve(ref: UrlRef) -> ModelSource:
+    from app.sources.headers import first_block_of
+
     urls = shard_urls(ref.url)
     workers = min(len(urls), 8)
     with ThreadPoolExecutor(workers) as pool:
-        found = [pool.submit(_identify, u) for u in urls]
+        found = [pool.submit(_identify, u, first_block_of(i)) for i, u in enumerate(urls)]
         files = []
         for index, future in enumerate(found):
             try:
@@ -68,7 +69,7 @@ def resolve(ref: UrlRef) -> ModelSource:
     )
 
 
-def _identify(url: str) -> tuple[SourceFile, str]:
+def _identify(url: str, block: int) -> tuple[SourceFile, str]:
     """The file at `url` (its first block kept), and a note when it comes from the cache offline."""
     what = url
     known = store.load_record("urls", url)
@@ -78,7 +79,7 @@ def _identify(url: str) -> tuple[SourceFile, str]:
             if same:
                 return _from_record(url, known), ""
         seen: dict[str, Any] = {}
-        data = read_range(url, 0, FIRST_BLOCK, hub=False, what=what, on_response=lambda r: seen.update(r.headers))
+        data = read_range(url, 0, block, hub=False, what=what, on_response=lambda r: seen.update(r.headers))
     except Unreachable as exc:
         if known is None:
             raise

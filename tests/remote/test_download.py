@@ -73,12 +73,12 @@ def test_a_cancelled_download_leaves_nothing_in_the_list_and_resumes_later(
         if p.fraction >= 0.5:
             cancel.set()
 
-    hub.rate = 400 * 1024 * 1024  # fast, but in small steps: the cancel lands mid-file
+    hub.rate = 100 * 1024 * 1024  # in small steps: the cancel lands within a few percent of half-way
     with pytest.raises(Cancelled, match="kept, hidden, to resume"):
         download(source, root=models, progress=halfway, cancel=cancel, with_projector=False)
     assert _listed(models) == []  # the partial file is hidden
     left = plan_download(source, models, with_projector=False).needed
-    assert 0 < left < gemma_path.stat().st_size * 0.6
+    assert 0 < left < gemma_path.stat().st_size * 0.55
     hub.rate = None
     hub.clear_log()
     result = download(source, root=models, with_projector=False)
