@@ -1,7 +1,7 @@
 """Every quant of a model, planned for this machine: the rows of `--quants` and of the picker's hub view.
 
 `plan_quants` reads the headers of all the models in parallel (remote ones by ranges, each kept in the
-cache), then plans each with the caller's planner (the CLI's: the same plan `--plan` prints, what-if
+cache) and plans each as it arrives with the caller's planner (the CLI's: the same plan `--plan` prints, what-if
 flags and all), and marks the best choice with the reason. No Textual, no printing: app/remote_cli.py
 prints the table, the picker will draw the same rows.
 """
@@ -110,65 +110,62 @@ def predicted_tokens_per_second(anatomy: ModelAnatomy, result: FitResult) -> flo
     return None
 
 
-def read_anatomies(
-    sources: list[ModelSource],
-    load: Callable[[ModelSource], ModelAnatomy],
-    progress: Callable[[int, int], None] | None = None,
-    parallel: int = MAX_PARALLEL,
-) -> list[tuple[ModelAnatomy | None, str]]:
-    """Each model's anatomy (headers read in parallel), or the one-line reason it cannot be read."""
-    from app.errors import VramchatError
-    from planner.errors import PlannerError
-
-    done = [0]
-
-    def one(source: ModelSource) -> tuple[ModelAnatomy | None, str]:
-        try:
-            if source.problem:
-                return None, source.problem
-            return load(source), ""
-        except (PlannerError, VramchatError) as exc:
-            return None, str(getattr(exc, "problem", None) or exc)
-        finally:
-            done[0] += 1
-            if progress:
-                progress(done[0], len(sources))
-
-    if not sources:
-        return []
-    with ThreadPoolExecutor(max(1, min(parallel, len(sources)))) as pool:
-        return list(pool.map(one, sources))
-
-
 def plan_quants(
     sources: list[ModelSource],
     load: Callable[[ModelSource], ModelAnatomy],
     plan: Callable[[ModelSource, ModelAnatomy], FitResult],
     progress: Callable[[int, int], None] | None = None,
+    parallel: int = MAX_PARALLEL,
 ) -> QuantTable:
-    """Read every model's header (in parallel), plan each with `plan`, and choose the best.
+    """Read every model's header (in parallel threads) and plan each as soon as it is read (in this
+    thread), then choose the best.
 
-    `load` is app.sources.load_anatomy (or a cached variant); `plan` solves one model for the devices
-    and wishes at hand. Runs in the caller's thread (a worker, for the picker); `progress(done, total)`
-    is called as headers arrive, from the reading threads."""
-    from planner.errors import PlannerError
+    `load` is app.sources.load_anatomy; `plan` solves one model for the devices and wishes at hand.
+    Blocking: the picker runs it in a worker. `progress(done, total)` is called in this thread as each
+    model is planned."""
+    from concurrent.futures import as_completed
 
-    rows = []
-    for source, (anatomy, error) in zip(sources, read_anatomies(sources, load, progress)):
-        row = QuantRow(source, anatomy, error=error)
-        if anatomy is not None:
-            try:
-                row.result = plan(source, anatomy)
-                row.tokens_per_second = predicted_tokens_per_second(anatomy, row.result)
-            except PlannerError as exc:
-                row.error = str(exc)
-        rows.append(row)
+    rows = [QuantRow(source) for source in sources]
+    if sources:
+        with ThreadPoolExecutor(max(1, min(parallel, len(sources)))) as pool:
+            pending = {pool.submit(_read_one, source, load): index for index, source in enumerate(sources)}
+            for done, future in enumerate(as_completed(pending), start=1):
+                row = rows[pending[future]]
+                row.anatomy, row.error = future.result()
+                if row.anatomy is not None:
+                    _plan_row(row, plan)
+                if progress:
+                    progress(done, len(sources))
     table = QuantTable(rows)
     table.best, table.why = best_choice(rows)
     if table.best is not None:
         rows[table.best].best = True
     table.notes = list(dict.fromkeys(n for s in sources for n in s.notes))
     return table
+
+
+def _read_one(source: ModelSource, load: Callable[[ModelSource], ModelAnatomy]) -> tuple[ModelAnatomy | None, str]:
+    """The model's anatomy, or the one-line reason it cannot be read."""
+    from app.errors import VramchatError
+    from planner.errors import PlannerError
+
+    if source.problem:
+        return None, source.problem
+    try:
+        return load(source), ""
+    except (PlannerError, VramchatError) as exc:
+        return None, str(getattr(exc, "problem", None) or exc)
+
+
+def _plan_row(row: QuantRow, plan: Callable[[ModelSource, ModelAnatomy], FitResult]) -> None:
+    from planner.errors import PlannerError
+
+    assert row.anatomy is not None
+    try:
+        row.result = plan(row.source, row.anatomy)
+        row.tokens_per_second = predicted_tokens_per_second(row.anatomy, row.result)
+    except PlannerError as exc:
+        row.error = str(exc)
 
 
 def best_choice(rows: list[QuantRow]) -> tuple[int | None, str]:

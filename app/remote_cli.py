@@ -121,7 +121,7 @@ def run_quants(args: argparse.Namespace) -> int:
     for model in models:
         sources.remember(model)
     plan = _planner_like_plan(args)
-    progress = _progress_line("reading headers") if sys.stderr.isatty() and not args.json else None
+    progress = _progress_line("planned") if sys.stderr.isatty() and not args.json else None
     table = plan_quants(models, sources.load_anatomy, plan, progress)
     if progress:
         sys.stderr.write("\r\033[K")

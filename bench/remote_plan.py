@@ -64,7 +64,8 @@ def _header_bytes(path: Path) -> int:
 
 def _serve_all(hub: LocalHub, shards: list[Path]) -> str:
     """Every shard at its URL; the first one's."""
-    return next(hub.add_file(s.name, s) for s in shards)
+    urls = [hub.add_file(s.name, s) for s in shards]
+    return urls[0]
 
 
 def bytes_read(hub: LocalHub, demo: Path, shards: list[Path], env: dict[str, str]) -> list[str]:

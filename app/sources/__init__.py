@@ -17,8 +17,9 @@ result to the UI; every failure is a `SourceError` with a one-line message and a
     hub.repo_models(listing) -> list[ModelSource]
     quants.plan_quants(models, load_anatomy, plan, progress) -> QuantTable
         plan(source, anatomy) -> FitResult, e.g. choices.plan_for(anatomy, gpus, host, PlanChoice());
-        rows[i].summary is what catalog.fit_badge draws; table.best / table.why; progress(done, total)
-        is called from the reading threads as headers arrive
+        headers read in parallel threads, each model planned in the calling thread as its header
+        arrives; rows[i].summary is what catalog.fit_badge draws; table.best / table.why;
+        progress(done, total) is called in the calling thread
     download.plan_download(source) -> Download   (needed, free, paths: show before starting)
     download.download(source, progress=fn, cancel=threading.Event()) -> DownloadResult
         progress(Progress) from the downloading thread, at most 10 times a second (done, total, speed,

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -40,6 +41,12 @@ def _listed(models: Path) -> list[str]:
 
 def _cdn_gets(hub: LocalHub) -> list[str | None]:
     return [e.range for e in hub.requests("/_cdn/") if e.method == "GET"]
+
+
+def _until(condition: Callable[[], bool], seconds: float = 10.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.02)
 
 
 def test_a_download_cut_at_half_resumes_from_its_partial_file_and_is_checked(
@@ -80,6 +87,7 @@ def test_a_cancelled_download_leaves_nothing_in_the_list_and_resumes_later(
     left = plan_download(source, models, with_projector=False).needed
     assert 0 < left < gemma_path.stat().st_size * 0.55
     hub.rate = None
+    _until(lambda: len(_cdn_gets(hub)) == 1)  # the server has seen the cancelled request end
     hub.clear_log()
     result = download(source, root=models, with_projector=False)
     assert _cdn_gets(hub) == [f"bytes={gemma_path.stat().st_size - left}-"]
