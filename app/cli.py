@@ -215,6 +215,8 @@ def _resolve_model(name: str | None) -> str:
 
     if name in DEMO_NAMES:
         return str(demo_model_path())
+    if os.path.exists(name) or ("/" not in name and ":" not in name):
+        return name
     from app.sources import canonical_ref  # hf:ORG/REPO:QUANT, an URL: the file it names
 
     return canonical_ref(name)
@@ -736,10 +738,11 @@ def _main(argv: Sequence[str] | None) -> int:
             raise UsageError("--image-max-tokens goes with --mmproj")
         if args.devices:
             return run_devices(args)
-        from app.remote_cli import handles, run_remote  # --quants, --download, a remote MODEL to load
+        if args.quants or args.download or (args.model and not os.path.exists(args.model) and "/" in args.model):
+            from app.remote_cli import handles, run_remote  # --quants, --download, a remote MODEL to load
 
-        if handles(args):
-            return run_remote(args)
+            if handles(args):
+                return run_remote(args)
         if args.plan:
             return run_plan(args, replay_key)
         if args.prompt is not None:
