@@ -94,6 +94,18 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="print the models the picker would list, with their fit on this machine, and exit",
     )
+    modes.add_argument(
+        "--quants",
+        action="store_true",
+        help="plan every GGUF of MODEL, a Hugging Face repo (ORG/REPO) or a folder, and print one table: "
+        "each quant's fit on this machine and the best choice",
+    )
+    modes.add_argument(
+        "--download",
+        action="store_true",
+        help="download MODEL (hf:ORG/REPO:QUANT, ORG/REPO/FILE.gguf or an URL) and its projector into the "
+        "models folder: resumed if interrupted, checked against the hub's sha256",
+    )
     modes.add_argument("--devices", action="store_true", help="print what each device probe found and exit")
     modes.add_argument("--json", action="store_true", help="with --plan, --list or --devices: print JSON")
     modes.add_argument(
@@ -218,7 +230,11 @@ def _resolve_model(name: str | None) -> str:
 
     if name in DEMO_NAMES:
         return str(demo_model_path())
-    return name
+    if os.path.exists(name) or ("/" not in name and ":" not in name):
+        return name
+    from app.sources import canonical_ref  # hf:ORG/REPO:QUANT, an URL: the file it names
+
+    return canonical_ref(name)
 
 
 def _choice(args: argparse.Namespace, projector=None) -> PlanChoice:
@@ -511,6 +527,9 @@ def _verified(path: str, model, result, report, solved: bool):
         raise UsageError(
             "--verify asks llama.cpp on this machine's devices: it cannot check simulated ones (--vram, --ram)"
         )
+    from app.sources import local_path
+
+    path = local_path(path)  # a remote model: a sparse copy of its headers, nothing downloaded
     engine = EngineProcess()
     try:
         return confirm_plan(
@@ -783,6 +802,11 @@ def _main(argv: Sequence[str] | None) -> int:
             return run_forget_overhead()
         if args.devices:
             return run_devices(args)
+        if args.quants or args.download or (args.model and not os.path.exists(args.model) and "/" in args.model):
+            from app.remote_cli import handles, run_remote  # --quants, --download, a remote MODEL to load
+
+            if handles(args):
+                return run_remote(args)
         if args.plan:
             return run_plan(args, replay_key)
         if args.prompt is not None:

@@ -6,16 +6,6 @@ one line on stderr); anything else that reaches the top is a bug, shown as such.
 
 from __future__ import annotations
 
-from planner.errors import ConfigError, GGUFError, ModelError, PlannerError
-
-# titles for the planner's errors, which carry a message meant for the user but no title of their own
-_PLANNER_TITLES: tuple[tuple[type[PlannerError], str], ...] = (
-    (GGUFError, "The model file cannot be read"),
-    (ModelError, "llama.cpp would refuse this model"),
-    (ConfigError, "llama.cpp would refuse this configuration"),
-    (PlannerError, "The model cannot be planned"),
-)
-
 
 class VramchatError(Exception):
     """An error with a message meant for the user."""
@@ -29,7 +19,16 @@ def describe(error: BaseException | None) -> tuple[str, str]:
         return "Something went wrong", "a background task failed"
     if isinstance(error, VramchatError):
         return error.title, str(error) or type(error).__name__
+    from planner.errors import ConfigError, GGUFError, ModelError, PlannerError  # not on the replay's path
+
     if isinstance(error, PlannerError):
-        title = next(t for kind, t in _PLANNER_TITLES if isinstance(error, kind))
+        # the planner's errors carry a message meant for the user but no title of their own
+        titles: tuple[tuple[type[PlannerError], str], ...] = (
+            (GGUFError, "The model file cannot be read"),
+            (ModelError, "llama.cpp would refuse this model"),
+            (ConfigError, "llama.cpp would refuse this configuration"),
+            (PlannerError, "The model cannot be planned"),
+        )
+        title = next(t for kind, t in titles if isinstance(error, kind))
         return title, str(error) or type(error).__name__
     return "Something went wrong (please report this)", f"{type(error).__name__}: {error}"

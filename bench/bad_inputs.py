@@ -130,6 +130,73 @@ def command_line_rows(files: dict[str, Path], home: Path) -> list[Row]:
     return rows
 
 
+def remote_rows(files: dict[str, Path], base: Path) -> list[Row]:
+    """The same bad files read over HTTP (the remote reader keeps every check), and what only a remote
+    model can get wrong: a local hub (tests/support/hub_server.py) as HF_ENDPOINT, the real client."""
+    from tests.support.hub_server import LocalHub
+
+    home = base / "remote-home"
+    rows = []
+    with LocalHub() as hub:
+        ok = files["ok"]
+        hub.add_repo("acme/tiny-GGUF", {"tiny-Q8_0.gguf": ok})
+        hub.add_repo("acme/gated-GGUF", {"gated-Q8_0.gguf": files["unknown_arch"]}, gated=True)
+        url = {key: hub.add_file(path.name, path) for key, path in files.items() if path.is_file()}
+        # a vocabulary of 12 million empty strings: a legal header of 96 MB, larger than any real one
+        key = b"tokenizer.ggml.tokens"
+        huge = base / "huge-header.gguf"
+        with huge.open("wb") as handle:
+            handle.write(b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + struct.pack("<Q", len(key)) + key)
+            handle.write(struct.pack("<IIQ", 9, 8, 12_000_000))
+            handle.truncate(8 * 12_000_000 + 4096)
+        cases: list[tuple[str, list[str], dict[str, str]]] = [
+            ("a text file named .gguf, at an URL", ["--plan", url["text"]], {}),
+            ("an empty file at an URL", ["--plan", url["empty"]], {}),
+            ("a download cut in the tensor data, at an URL", ["--plan", url["truncated"]], {}),
+            ("a download cut in the header, at an URL", ["--plan", url["header_only"]], {}),
+            ("a GGUF version from the future, at an URL", ["--plan", url["version"]], {}),
+            ("a tensor count of 2^60, at an URL", ["--plan", url["huge_count"]], {}),
+            ("a header larger than any real one (96 MB)", ["--plan", hub.add_file(huge.name, huge)], {}),
+            ("an URL the server does not have", ["--plan", f"{hub.url}/files/gone.gguf"], {}),
+            ("a server without range requests", ["--plan", url["ok"]], {"mode": "no-range"}),
+            ("no network (nothing answers)", ["--plan", "http://127.0.0.1:9/model.gguf"], {}),
+            ("a repo that does not exist", ["--plan", "hf:acme/no-such-repo:Q4_K_M"], {}),
+            ("a quant the repo does not have", ["--plan", "hf:acme/tiny-GGUF:Q4_K_M"], {}),
+            ("a file the repo does not have", ["--plan", "acme/tiny-GGUF/tiny-Q2_K.gguf"], {}),
+            ("a gated repo without a token", ["--plan", "hf:acme/gated-GGUF:Q8_0"], {}),
+            ("a gated repo, a token without access", ["--plan", "hf:acme/gated-GGUF:Q8_0"], {"HF_TOKEN": "hf_x"}),
+            ("HF_HUB_OFFLINE=1, a repo never seen", ["--quants", "acme/never-seen-GGUF"], {"HF_HUB_OFFLINE": "1"}),
+            ("a remote model given to chat", ["hf:acme/tiny-GGUF:Q8_0", "-p", "hi"], {}),
+            (
+                "a download cut half-way (the connection dropped)",
+                ["--download", "hf:acme/tiny-GGUF:Q8_0"],
+                {"drop": "half"},
+            ),
+        ]
+        for case, args, extra in cases:
+            hub.mode = extra.get("mode", "normal")
+            hub.drop_at = ok.stat().st_size // 2 if extra.get("drop") else None
+            env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "VRAMCHAT_"))}
+            env.update(VRAMCHAT_HOME=str(home), HF_ENDPOINT=hub.url, HF_HOME=str(base / "hf-home"))
+            env.update({k: v for k, v in extra.items() if k.startswith("HF_")})
+            proc = subprocess.run(
+                [str(VRAMCHAT), *args], capture_output=True, text=True, env=env, timeout=120, stdin=subprocess.DEVNULL
+            )
+            sees = _what_it_says(proc)
+            if extra.get("drop") and proc.returncode == 0:
+                sees = f"resumed from the partial file, checked: {proc.stdout.splitlines()[0]}"
+            host = hub.url.removeprefix("http://")
+            rows.append(
+                Row(
+                    case,
+                    "vramchat " + " ".join(args).replace(host, "HOST"),
+                    sees.replace(host, "HOST"),
+                    str(proc.returncode),
+                )
+            )
+    return rows
+
+
 def _what_it_says(proc: subprocess.CompletedProcess[str]) -> str:
     verdict = [ln for ln in proc.stdout.splitlines() if ln.startswith("Verdict:")]
     if verdict:
@@ -141,7 +208,7 @@ def _what_it_says(proc: subprocess.CompletedProcess[str]) -> str:
             text += f"; under \u201cEstimates\u201d: {first[2:]}"
         return text
     lines = [ln for ln in proc.stderr.strip().splitlines() if not ln.startswith(("usage:", " "))]
-    return lines[-1] if lines else proc.stdout.strip().splitlines()[-1]
+    return lines[-1] if lines else (proc.stdout.strip().splitlines() or ["(nothing)"])[-1]
 
 
 async def _app_sees(home: Path, folder: Path, select: str | None = None) -> tuple[list[str], str, str]:
@@ -262,7 +329,7 @@ def load_rows(base: Path) -> list[Row]:
     model = write_tiny_model(
         base / "big-kv.gguf", TinySpec("llama", n_embd=1024, n_head=8, n_head_kv=8, n_ff=256, n_ctx_train=131072)
     )
-    child = ROOT / "tests" / "oom_child.py"
+    child = ROOT / "tests" / "support" / "oom_child.py"
     rows = []
     for headroom, case in (
         (800, "a load that runs out of memory (the plan's 1 GiB KV cache cannot be allocated)"),
@@ -331,6 +398,7 @@ def main(argv: list[str] | None = None) -> int:
             ("Command line", lambda: command_line_rows(files, base / "cli-home"), True),
             ("The app", lambda: app_rows(files, base / "app"), False),
             ("Loads and crashes", lambda: load_rows(base), False),
+            ("Remote models (URLs and the Hugging Face hub)", lambda: remote_rows(files, base), True),
         ]
         parts = [
             "# Bad input: what the user sees",

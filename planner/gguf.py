@@ -6,6 +6,11 @@ skipped by walking their lengths; only their element type and length are kept.
 Every length and count is checked against the bytes left in the file before it
 is used, so a hostile header ends in one `GGUFError`, never a hang or a large
 allocation.
+
+A file that is not on this machine (an URL, the Hugging Face hub) is read the same way through a
+`ByteSource`: the first block, then as much more as the header needs (`read_gguf_header`), never
+the tensor data, and never more than `MAX_REMOTE_HEADER` bytes. Every check above applies to it
+unchanged: the bounds are the whole file's, the bytes arrive as the reads reach them.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ import os
 import struct
 import sys
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from planner.errors import GGUFError
 from planner.ggml_types import TYPES_BY_ID, GGMLType, tensor_bytes
@@ -70,6 +75,22 @@ _U64 = struct.Struct("<Q")
 _I64 = struct.Struct("<q")
 
 _SPLIT_RE = SPLIT_NAME
+
+FIRST_BLOCK = 256 * 1024  # the first read of a remote header; each later read at least doubles what is held
+# No real GGUF header comes near this (a 262,144-token vocabulary with its scores takes 6.5 MB): a remote
+# header that runs past it is refused rather than read on, whatever the file's size allows.
+MAX_REMOTE_HEADER = 64 * 1024 * 1024
+
+
+class ByteSource(Protocol):
+    """A file read by byte ranges: `name` is what errors call it, `size` the whole file's bytes."""
+
+    name: str
+    size: int
+
+    def read(self, start: int, end: int) -> bytes:
+        """The bytes [start, end) of the file; fewer only where it holds no more (a header kept alone)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -179,6 +200,7 @@ class _Cursor:
         if limit is not None and length > limit:
             self.pos += length
             return SkippedArray("string bytes", length)
+        self.need(length, what)  # within the file (checked above); a growing cursor fetches it
         raw = bytes(self.buf[self.pos : self.pos + length])
         self.pos += length
         return raw.decode("utf-8", errors="replace")
@@ -198,7 +220,7 @@ class _Cursor:
         it), and only a walk that failed is done again, checked, for the precise message."""
         pos = self.pos
         if _LITTLE_ENDIAN and count >= 64:
-            pos = self._walk_aligned(count)
+            pos = self._walk_aligned(count, self.end)
         else:
             unpack = _U64.unpack_from
             try:
@@ -211,11 +233,11 @@ class _Cursor:
             return
         self._skip_strings_checked(count, what)
 
-    def _walk_aligned(self, count: int) -> int:
-        """The fast walk through eight views of the buffer as native (little-endian) u64s, one per
-        byte offset modulo 8: a length is then one index, `views[pos % 8][pos // 8]`, a third
-        cheaper than unpacking it. Returns where the strings end, or past the end on a bad length."""
-        pos, end = self.pos, self.end
+    def _walk_aligned(self, count: int, end: int) -> int:
+        """The fast walk through eight views of the buffer's first `end` bytes as native (little-endian)
+        u64s, one per byte offset modulo 8: a length is then one index, `views[pos % 8][pos // 8]`, a
+        third cheaper than unpacking it. Returns where the strings end, or past `end` on a bad length."""
+        pos = self.pos
         base = memoryview(self.buf)
         views: list[memoryview] = []
         try:
@@ -240,10 +262,11 @@ class _Cursor:
             base.release()
         return pos
 
-    def _skip_strings_checked(self, count: int, what: str) -> None:
+    def _skip_strings_checked(self, count: int, what: str, first: int = 0) -> None:
+        """The walk with every length checked; `first` is the index of the first string (for messages)."""
         buf, pos, end = self.buf, self.pos, self.end
         unpack = _U64.unpack_from
-        for index in range(count):
+        for index in range(first, first + count):
             if pos + 8 > end:
                 self.pos = pos
                 raise self.fail(f"truncated file: {what}[{index}] at byte {pos}")
@@ -252,6 +275,79 @@ class _Cursor:
             if pos > end:
                 raise self.fail(f"{what}[{index}] claims {length} bytes, past the end of the file")
         self.pos = pos
+
+
+class _GrowingCursor(_Cursor):
+    """A cursor over a file that is read as the parse reaches it (a remote file's header).
+
+    Bounds are the whole file's (`end` is its size), so every check reads as for a local file;
+    `buf` holds the first bytes fetched so far, and grows (at least doubling: a header of H bytes
+    costs under 2H and a handful of reads) when a read reaches past it, up to `limit` bytes."""
+
+    __slots__ = ("limit", "source")
+
+    def __init__(self, source: ByteSource, first_block: int, limit: int) -> None:
+        super().__init__(b"", source.name)
+        self.buf = bytearray()
+        self.end = source.size
+        self.source = source
+        self.limit = limit
+        self._grow(min(first_block, self.end, limit))
+
+    def need(self, n: int, what: str) -> None:
+        super().need(n, what)
+        if self.pos + n > len(self.buf):
+            self._grow(self.pos + n)
+
+    def _grow(self, needed: int) -> None:
+        held = len(self.buf)
+        if needed > self.limit:
+            raise self.fail(
+                f"the header reaches past {self.limit // (1024 * 1024)} MiB (byte {needed:,} is needed), "
+                "more than any real GGUF header: not read further"
+            )
+        target = min(max(needed, 2 * held), self.end, self.limit)
+        if target <= held:
+            return
+        chunk = self.source.read(held, target)
+        if held + len(chunk) < needed or len(chunk) > target - held:
+            raise self.fail(f"asked for bytes {held:,}-{target - 1:,}, received {len(chunk):,} bytes")
+        self.buf += chunk  # a source may hold less than asked (a cached header), never less than needed
+
+    def skip_strings(self, count: int, what: str) -> None:
+        """The fast walk over what is held, batch by batch; where a batch runs past the held bytes,
+        a checked walk finds the string that does: past the file's end it is reported as the local
+        reader reports it, within the file the bytes are fetched and the walk goes on."""
+        index = 0
+        unpack = _U64.unpack_from
+        while index < count:
+            batch = min(count - index, 1 << 14)
+            held = len(self.buf)
+            pos = self._walk_aligned(batch, held) if _LITTLE_ENDIAN and batch >= 64 else held + 1
+            if pos <= held:
+                self.pos = pos
+                index += batch
+                continue
+            pos, needed = self.pos, 0
+            for _ in range(batch):
+                if pos + 8 > held:
+                    if pos + 8 > self.end:
+                        self.pos = pos
+                        raise self.fail(f"truncated file: {what}[{index}] at byte {pos}")
+                    needed = pos + 8
+                    break
+                (length,) = unpack(self.buf, pos)
+                following = pos + 8 + length
+                if following > self.end:
+                    raise self.fail(f"{what}[{index}] claims {length} bytes, past the end of the file")
+                if following > held:
+                    needed = following
+                    break
+                pos = following
+                index += 1
+            self.pos = pos
+            if needed:
+                self._grow(needed)
 
 
 def _read_value(cur: _Cursor, type_id: int, key: str) -> Any:
@@ -292,9 +388,13 @@ def _read_value(cur: _Cursor, type_id: int, key: str) -> Any:
 
 
 def _parse(buf: Any, path: str, file_size: int, shard: int) -> GGUFFile:
-    cur = _Cursor(buf, path)
+    return _parse_cursor(_Cursor(buf, path), file_size, shard)
+
+
+def _parse_cursor(cur: _Cursor, file_size: int, shard: int) -> GGUFFile:
+    path = cur.path
     cur.need(4, "magic")
-    magic = bytes(buf[0:4])
+    magic = bytes(cur.buf[0:4])
     if magic != GGUF_MAGIC:
         raise cur.fail(f"not a GGUF file (magic {magic!r}, expected b'GGUF')")
     cur.pos = 4
@@ -419,13 +519,7 @@ def read_gguf(path: str | os.PathLike[str]) -> GGUFModel:
     path = os.fspath(path)
     paths = split_shard_paths(path)
     first = read_gguf_file(paths[0], 0)
-    declared = first.metadata.get("split.count")
-    if len(paths) == 1 and isinstance(declared, int) and declared > 1:
-        raise GGUFError(
-            path,
-            f"the header says the model is split into {declared} files, "
-            "but the file name does not follow the -0000N-of-0000M.gguf pattern",
-        )
+    _check_split_name(path, first, len(paths))
     shards = [first]
     for index, shard_path in enumerate(paths[1:], start=1):
         if not os.path.exists(shard_path):
@@ -433,10 +527,46 @@ def read_gguf(path: str | os.PathLike[str]) -> GGUFModel:
                 path, f"split model: shard {index + 1} of {len(paths)} is missing ({os.path.basename(shard_path)})"
             )
         shards.append(read_gguf_file(shard_path, index))
-    model = GGUFModel(path=paths[0], shards=shards, metadata=dict(first.metadata))
+    return model_of_shards(paths[0], shards)
+
+
+def _check_split_name(path: str, first: GGUFFile, n_named: int) -> None:
+    declared = first.metadata.get("split.count")
+    if n_named == 1 and isinstance(declared, int) and declared > 1:
+        raise GGUFError(
+            path,
+            f"the header says the model is split into {declared} files, "
+            "but the file name does not follow the -0000N-of-0000M.gguf pattern",
+        )
+
+
+def model_of_shards(path: str, shards: list[GGUFFile]) -> GGUFModel:
+    """One model from its shards' headers (the first holds the metadata); a tensor in two shards is refused."""
+    model = GGUFModel(path=path, shards=shards, metadata=dict(shards[0].metadata))
     for shard in shards:
         for info in shard.tensors:
             if info.name in model.tensors:
                 raise GGUFError(shard.path, f"tensor {info.name!r} appears in more than one shard")
             model.tensors[info.name] = info
     return model
+
+
+def read_gguf_header(
+    source: ByteSource, shard: int = 0, first_block: int = FIRST_BLOCK, limit: int = MAX_REMOTE_HEADER
+) -> tuple[GGUFFile, bytes]:
+    """One file's header read from `source` by byte ranges, with every check of `read_gguf_file`:
+    the header, and its bytes (everything before the tensor data: what a sparse copy or a cache holds)."""
+    if source.size == 0:
+        raise GGUFError(source.name, "the file is empty")
+    cur = _GrowingCursor(source, first_block, limit)
+    header = _parse_cursor(cur, source.size, shard)
+    return header, bytes(cur.buf[: min(header.data_offset, len(cur.buf))])
+
+
+def read_gguf_model(sources: list[ByteSource], headers: list[tuple[GGUFFile, bytes]] | None = None) -> GGUFModel:
+    """A model from its files read by byte ranges, in shard order (one source for a single file), as
+    `read_gguf` reads local ones; `headers` gives shards already read (in the same order)."""
+    if headers is None:
+        headers = [read_gguf_header(source, index) for index, source in enumerate(sources)]
+    _check_split_name(sources[0].name, headers[0][0], len(sources))
+    return model_of_shards(sources[0].name, [header for header, _ in headers])

@@ -36,8 +36,7 @@ def to_llama_args(
     """llama-server / llama-cli flags for the plan's configuration (as resolved: the padded context)."""
     c, r = plan.config, plan.resolved
     out = [
-        "-m",
-        model_path,
+        *model_flags(model_path),
         "-ngl",
         str(r.n_gpu_layers if plan.gpus else 0),
         "-c",
@@ -81,15 +80,31 @@ def to_llama_args(
     return out
 
 
+def model_flags(model_path: str) -> list[str]:
+    """How llama.cpp names the model: -m PATH, -mu URL (a file at an URL), or -hfr ORG/REPO -hff FILE
+    (a file of a Hugging Face repo, named hf:ORG/REPO/FILE as vramchat names it)."""
+    if model_path.startswith(("http://", "https://")):
+        return ["-mu", model_path]
+    if model_path.startswith("hf:"):
+        parts = model_path[3:].split("/", 2)
+        if len(parts) == 3:
+            repo = f"{parts[0]}/{parts[1]}".split("@", 1)[0]
+            return ["-hfr", repo, "-hff", parts[2]]
+    return ["-m", model_path]
+
+
 def from_llama_args(args: list[str]) -> tuple[str, LoadConfig]:
     """The model path and the configuration llama.cpp would run for these flags (the ones above)."""
     values: dict[str, Any] = {"n_gpu_layers": 0}  # LoadConfig's fields by name (Any: each has its own type)
     path = ""
+    hub: dict[str, str] = {}
     i = 0
     while i < len(args):
         flag = args[i]
-        if flag == "-m":
+        if flag in ("-m", "-mu"):
             path, i = args[i + 1], i + 2
+        elif flag in ("-hfr", "-hff"):
+            hub[flag], i = args[i + 1], i + 2
         elif flag == "-fa":
             values["flash_attn"], i = args[i + 1] == "on", i + 2
         elif flag == "-ts":
@@ -107,4 +122,6 @@ def from_llama_args(args: list[str]) -> tuple[str, LoadConfig]:
             i += 1
         else:
             raise ValueError(f"unknown flag {flag!r}")
+    if hub:
+        path = f"hf:{hub.get('-hfr', '')}/{hub.get('-hff', '')}"
     return path, LoadConfig(**values)

@@ -1,7 +1,11 @@
-"""The header-only reader: what it reads, and how it refuses broken files."""
+"""The header-only reader: what it reads, and how it refuses broken files.
+
+Every test runs twice: on the file, and on the same file served over HTTP and read by range requests
+(`tests/support/remote_reader.py`): the remote reader keeps every check of the local one."""
 
 from __future__ import annotations
 
+import re
 import struct
 from pathlib import Path
 
@@ -9,14 +13,29 @@ import gguf
 import numpy as np
 import pytest
 
+from app.errors import VramchatError
 from planner.errors import GGUFError
-from planner.gguf import MAX_KEPT_ARRAY, SkippedArray, read_gguf, read_gguf_file
+from planner.gguf import MAX_KEPT_ARRAY, GGUFFile, GGUFModel, SkippedArray, read_gguf
+from tests.support.remote_reader import READERS
 from tests.support.tiny import TinySpec, write_tiny_model
 
 
-def test_reads_the_same_tensors_and_metadata_as_the_gguf_library(zoo: dict[str, Path]) -> None:
+@pytest.fixture(params=sorted(READERS))
+def reader(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+def read_file(reader: str, path: Path) -> GGUFFile:
+    return READERS[reader][0](path)
+
+
+def read_model(reader: str, path: Path) -> GGUFModel:
+    return READERS[reader][1](path)
+
+
+def test_reads_the_same_tensors_and_metadata_as_the_gguf_library(zoo: dict[str, Path], reader: str) -> None:
     path = zoo["qwen2-q4_0"]
-    mine = read_gguf(path)
+    mine = read_model(reader, path)
     theirs = gguf.GGUFReader(path)
     assert mine.architecture == "qwen2"
     assert set(mine.tensors) == {t.name for t in theirs.tensors}
@@ -31,8 +50,8 @@ def test_reads_the_same_tensors_and_metadata_as_the_gguf_library(zoo: dict[str, 
     assert mine.metadata["general.name"] == "tiny-qwen2"
 
 
-def test_large_arrays_are_skipped_but_their_length_is_kept(gemma_path: Path) -> None:
-    model = read_gguf(gemma_path)
+def test_large_arrays_are_skipped_but_their_length_is_kept(gemma_path: Path, reader: str) -> None:
+    model = read_model(reader, gemma_path)
     tokens = model.metadata["tokenizer.ggml.tokens"]
     assert isinstance(tokens, SkippedArray)
     assert len(tokens) == 262144 > MAX_KEPT_ARRAY
@@ -40,13 +59,13 @@ def test_large_arrays_are_skipped_but_their_length_is_kept(gemma_path: Path) -> 
     assert len(model.tensors) == 236
 
 
-def test_split_models_are_read_across_all_shards(tmp_path: Path) -> None:
+def test_split_models_are_read_across_all_shards(tmp_path: Path, reader: str) -> None:
     spec = TinySpec("llama", n_layer=4)
     whole = write_tiny_model(tmp_path / "whole.gguf", spec)
     # write the same model split into three shards, as gguf-split names them
     writer = gguf.GGUFWriter(str(tmp_path / "split.gguf"), "llama", split_max_tensors=12)
-    reader = gguf.GGUFReader(whole)
-    for field in reader.fields.values():
+    source = gguf.GGUFReader(whole)
+    for field in source.fields.values():
         if field.name.startswith("GGUF.") or field.name == "general.architecture":
             continue
         value = field.contents()
@@ -55,7 +74,7 @@ def test_split_models_are_read_across_all_shards(tmp_path: Path) -> None:
             writer.add_key_value(field.name, value, vtype, sub_type=field.types[-1])
         else:
             writer.add_key_value(field.name, value, vtype)
-    for t in reader.tensors:
+    for t in source.tensors:
         writer.add_tensor(
             t.name,
             np.array(t.data),
@@ -68,13 +87,14 @@ def test_split_models_are_read_across_all_shards(tmp_path: Path) -> None:
     writer.close()
     shards = sorted(tmp_path.glob("split-*-of-*.gguf"))
     assert len(shards) >= 2
-    model = read_gguf(shards[0])
+    model = read_model(reader, shards[0])
     assert len(model.shards) == len(shards)
     assert set(model.tensors) == set(read_gguf(whole).tensors)
     assert model.file_bytes == sum(p.stat().st_size for p in shards)
     shards[-1].unlink()
-    with pytest.raises(GGUFError, match=r"shard .* is missing"):
-        read_gguf(shards[0])
+    with pytest.raises(Exception, match=r"shard .* is missing") as excinfo:
+        read_model(reader, shards[0])
+    assert isinstance(excinfo.value, (GGUFError, VramchatError))
 
 
 # -- malformed files -------------------------------------------------------------------------
@@ -120,13 +140,13 @@ def _write(tmp_path: Path, data: bytes, name: str = "bad.gguf") -> Path:
         (_header(n_kv=1) + _kv("", 4, b"\1\0\0\0"), "empty"),
     ],
 )
-def test_malformed_headers_give_one_clear_error(tmp_path: Path, data: bytes, message: str) -> None:
+def test_malformed_headers_give_one_clear_error(tmp_path: Path, data: bytes, message: str, reader: str) -> None:
     # enough trailing bytes that the counts are plausible, so the reader gets to the broken part
     padding = b"" if len(data) <= 24 else b"\0" * 64
     path = _write(tmp_path, data + padding)
     with pytest.raises(GGUFError, match=message) as excinfo:
-        read_gguf_file(path)
-    assert str(path) in str(excinfo.value)
+        read_file(reader, path)
+    assert path.name in str(excinfo.value) and "\n" not in str(excinfo.value)
 
 
 def _tensor_info(name: str, shape: tuple[int, ...], type_id: int, offset: int) -> bytes:
@@ -160,19 +180,29 @@ def _with_tensors(infos: list[bytes], data_bytes: int) -> bytes:
     ],
 )
 def test_malformed_tensor_tables_give_one_clear_error(
-    tmp_path: Path, infos: list[bytes], data_bytes: int, message: str
+    tmp_path: Path, infos: list[bytes], data_bytes: int, message: str, reader: str
 ) -> None:
     path = _write(tmp_path, _with_tensors(infos, data_bytes))
     with pytest.raises(GGUFError, match=message):
-        read_gguf_file(path)
+        read_file(reader, path)
 
 
-def test_a_truncated_model_file_is_reported_as_truncated(tmp_path: Path, zoo: dict[str, Path]) -> None:
+def test_a_truncated_model_file_is_reported_as_truncated(tmp_path: Path, zoo: dict[str, Path], reader: str) -> None:
     data = zoo["llama-f16"].read_bytes()
     for cut in (30, 200, 3000, len(data) // 2, len(data) - 1):
         path = _write(tmp_path, data[:cut], f"cut{cut}.gguf")
-        with pytest.raises(GGUFError, match=r"truncated|past the end|claims"):
-            read_gguf(path)
+        # the message, not the path: a temporary folder named after this test holds "truncated" itself
+        with pytest.raises(GGUFError, match=r"truncated|past the end|claims|impossible for a file") as excinfo:
+            read_model(reader, path)
+        assert re.search(r"truncated|past the end|claims|impossible for a file", excinfo.value.problem)
+
+
+def test_a_missing_remote_file_is_named(tmp_path: Path) -> None:
+    from app.sources import resolve_source
+    from tests.support.remote_reader import shared_hub
+
+    with pytest.raises(VramchatError, match="no such file on the server"):
+        resolve_source(shared_hub().url + "/files/nope.gguf")
 
 
 def test_missing_files_and_directories_are_named(tmp_path: Path) -> None:

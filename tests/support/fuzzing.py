@@ -12,12 +12,13 @@ import random
 import struct
 import time
 import tracemalloc
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from planner.anatomy import load_anatomy
 from planner.config import LoadConfig
 from planner.errors import PlannerError
-from planner.gguf import read_gguf
+from planner.gguf import GGUFModel, read_gguf
 from planner.hardware import GiB, Host
 from planner.memory import plan_memory
 
@@ -78,14 +79,15 @@ def mutate(data: bytes, rng: random.Random, header_end: int) -> tuple[bytes, str
     return bytes(buf[:at] + buf[at + size :]), f"dropped {size} bytes at {at}"
 
 
-def run_case(path: str, host: Host | None = None) -> Outcome:
-    """Read, model and plan one file; classify what happened."""
+def run_case(path: str, host: Host | None = None, read: Callable[[str], GGUFModel] = read_gguf) -> Outcome:
+    """Read (with `read`: the local reader, or one over HTTP), model and plan one file; classify what
+    happened."""
     host = host or Host(32 * GiB, 32 * GiB, frozenset({"avx2"}))
     tracemalloc.start()
     started = time.perf_counter()
     read_peak = plan_peak = 0
     try:
-        model = load_anatomy(read_gguf(path))
+        model = load_anatomy(read(path))
         read_peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.reset_peak()
         plan = plan_memory(model, LoadConfig(n_ctx=512, n_batch=64, n_ubatch=64), [], host)

@@ -1,0 +1,308 @@
+"""The command line's remote-model modes: `--quants ORG/REPO` and `--download REF`.
+
+`--plan REF` needs nothing here: app/cli.py resolves REF (app.sources.canonical_ref) and reads its
+header through app/header_cache.py, which hands remote words to app/sources. Errors are
+`VramchatError`s: one line on stderr, exit 1 (2 for usage), as the rest of the command line does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import TYPE_CHECKING, Any
+
+from app.errors import VramchatError
+from app.sources.refs import is_remote
+
+if TYPE_CHECKING:
+    from app.quants import QuantTable
+    from app.sources.model import ModelSource
+    from planner.fit import FitResult
+    from planner.model import ModelAnatomy
+
+EXIT_OK, EXIT_NO_FIT, EXIT_CANCELLED = 0, 3, 130
+
+
+def handles(args: argparse.Namespace) -> bool:
+    """Whether the command line asks for a mode of this module (or to load a remote model)."""
+    if args.quants or args.download:
+        return True
+    wants_load = not (args.plan or args.list or args.devices)
+    return bool(wants_load and args.model and is_remote(args.model))
+
+
+def run_remote(args: argparse.Namespace) -> int:
+    from app.cli import UsageError
+
+    if args.quants and args.download:
+        raise UsageError("--quants and --download are two commands: give one")
+    if not args.model:
+        raise UsageError(f"{'--quants' if args.quants else '--download'} needs a MODEL (ORG/REPO, hf:ORG/REPO:QUANT)")
+    if args.quants:
+        return run_quants(args)
+    if args.download:
+        return run_download(args)
+    raise UsageError(
+        f"{args.model} is not on this machine: plan it (--plan, --quants) or download it first "
+        f"(vramchat --download {args.model})"
+    )
+
+
+# -- --quants ----------------------------------------------------------------------------------------
+
+
+def quant_sources(target: str) -> tuple[str, list[ModelSource]]:
+    """The models `target` names: a hub repo's (ORG/REPO, hf:ORG/REPO), or a local folder's; (title, models)."""
+    from app.sources.refs import HubRef, parse_ref
+
+    if os.path.isdir(target):
+        return target, _folder_sources(target)
+    ref = parse_ref(target)
+    if isinstance(ref, HubRef):
+        from app.sources import hub
+
+        listing = hub.list_repo(ref.repo_id, ref.revision)
+        title = f"{listing.repo_id} (commit {listing.commit[:10]})" if listing.commit else listing.repo_id
+        return title, hub.repo_models(listing)
+    from app.sources import resolve_source
+
+    return target, [resolve_source(target)]
+
+
+def _folder_sources(folder: str) -> list[ModelSource]:
+    from pathlib import Path
+
+    from app.discovery import Folder, scan
+    from app.sources.model import LOCAL, ModelSource, SourceFile
+    from app.sources.naming import quant_of
+
+    out = []
+    for f in scan([Folder(Path(folder), "--quants")]):
+        shards = tuple(SourceFile(name=p, size=_size(p)) for p in f.shards)
+        projectors = tuple(SourceFile(name=p, size=_size(p)) for p in f.projectors)
+        problem = f.problem
+        out.append(ModelSource(LOCAL, f.path, shards, projectors, quant=quant_of(f.path), problem=problem))
+    out.sort(key=lambda m: (m.size, m.ref))
+    return out
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def _planner_like_plan(args: argparse.Namespace) -> Any:
+    """Plan one model exactly as `--plan` does with the same flags (what-if devices, wishes, fixed knobs)."""
+    from app import cli
+
+    def plan(source: ModelSource, anatomy: ModelAnatomy) -> FitResult:
+        from app import sources
+
+        sources.remember(source)
+        words = argparse.Namespace(**{**vars(args), "model": source.ref, "mmproj": None})
+        _path, _model, report, result, _fixed = cli._make_plan(words)
+        plan.report = report  # type: ignore[attr-defined]
+        return result
+
+    return plan
+
+
+def run_quants(args: argparse.Namespace) -> int:
+    from app import sources
+    from app.quants import plan_quants
+
+    title, models = quant_sources(args.model)
+    if not models:
+        raise VramchatError(f"{args.model}: no GGUF model in it")
+    for model in models:
+        sources.remember(model)
+    plan = _planner_like_plan(args)
+    progress = _progress_line("planned") if sys.stderr.isatty() and not args.json else None
+    table = plan_quants(models, sources.load_anatomy, plan, progress)
+    if progress:
+        sys.stderr.write("\r\033[K")
+    report = getattr(plan, "report", None)
+    if all(row.result is None for row in table.rows):  # not one header could be read: say why, once
+        raise VramchatError(table.rows[0].error if len(table.rows) == 1 else f"{args.model}: {table.rows[0].error}")
+    if args.json:
+        print(json.dumps(quants_json(title, table, report), indent=2))
+    else:
+        print(quants_text(title, table, report))
+    return EXIT_OK if table.best is not None else EXIT_NO_FIT
+
+
+def _progress_line(what: str) -> Any:
+    def show(done: int, total: int) -> None:
+        sys.stderr.write(f"\r\033[K{what} {done}/{total}")
+        sys.stderr.flush()
+
+    return show
+
+
+def _row_cells(row: Any) -> list[str]:
+    from app.catalog import fit_badge
+    from planner.hardware import format_size
+
+    summary = row.summary
+    badge = fit_badge(summary)[0]
+    if row.result is None:
+        return [row.label, format_size(row.source.size), badge, "-", "-", "-", "-"]
+    plan = row.result.plan
+    kv = plan.resolved.type_k.name
+    if plan.resolved.type_v.name != kv:
+        kv += f"/{plan.resolved.type_v.name}"
+    layers = f"{plan.layers_on_gpu}/{summary.n_layer + 1}" if plan.gpus else "0 (CPU)"
+    speed = f"{row.tokens_per_second:.1f}" if row.tokens_per_second is not None else "-"
+    return [row.label, format_size(row.source.size), badge, f"{plan.resolved.n_ctx:,}", layers, kv, speed]
+
+
+def quants_text(title: str, table: QuantTable, report: Any) -> str:
+    from planner.hardware import format_size
+
+    header = ["quant", "size", "fit on this machine", "context", "GPU layers", "KV", "tok/s"]
+    rows = [header] + [_row_cells(r) for r in table.rows]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    lines = [f"{title}: {len(table.rows)} model{'s' if len(table.rows) != 1 else ''}", ""]
+    for index, cells in enumerate(rows):
+        mark = "  "
+        if index and table.rows[index - 1].best:
+            mark = "* "
+        text = "  ".join(c.rjust(w) if k in (1, 3) else c.ljust(w) for k, (c, w) in enumerate(zip(cells, widths)))
+        lines.append((mark + text).rstrip())
+    lines.append("")
+    if table.best is not None:
+        best = table.rows[table.best]
+        lines.append(f"* Best: {best.label} ({best.source.file_name}): {table.why}")
+    else:
+        lines.append(f"Best: none: {table.why}")
+    projectors = {p.file_name: p.size for r in table.rows for p in r.source.projectors}
+    if projectors:
+        lines.append(
+            "Projectors (images): "
+            + ", ".join(f"{name} ({format_size(size)})" for name, size in sorted(projectors.items()))
+            + "; --download takes one with the model"
+        )
+    for row in table.rows:
+        if row.error:
+            lines.append(f"{row.source.file_name}: {row.error}")
+    if report is not None:
+        from app.devices.render import device_line
+
+        lines.append(f"Planned for: {device_line(report)}")
+    lines.append("tok/s: the speed model is not wired yet (-)")
+    return "\n".join(lines)
+
+
+def quants_json(title: str, table: QuantTable, report: Any) -> dict[str, Any]:
+    from app.catalog import fit_badge
+    from planner.report import plan_to_json
+
+    out_rows = []
+    for row in table.rows:
+        summary = row.summary
+        item: dict[str, Any] = {
+            "quant": row.quant,
+            "ref": row.source.ref,
+            "files": [{"name": f.name, "size": f.size, "sha256": f.sha256} for f in row.source.files],
+            "projectors": [{"name": p.name, "size": p.size, "sha256": p.sha256} for p in row.source.projectors],
+            "size": row.source.size,
+            "fit": fit_badge(summary)[0],
+            "best": row.best,
+            "tokens_per_second": row.tokens_per_second,
+            "error": row.error or None,
+        }
+        if row.result is not None:
+            plan = row.result.plan
+            item.update(
+                verdict=plan.verdict,
+                exact=summary.exact,
+                config=plan_to_json(row.result)["config"],
+                n_ctx=plan.resolved.n_ctx,
+                n_gpu_layers=plan.layers_on_gpu,
+                type_k=plan.resolved.type_k.name,
+                type_v=plan.resolved.type_v.name,
+                planned={**{d.name: d.planned for d in plan.gpus}, "host": plan.host.planned},
+            )
+        out_rows.append(item)
+    best = table.rows[table.best] if table.best is not None else None
+    return {
+        "source": title,
+        "models": out_rows,
+        "best": {"ref": best.source.ref, "quant": best.quant, "why": table.why} if best else None,
+        "why": table.why,
+        "notes": table.notes,
+        "devices": report.to_json() if report is not None and hasattr(report, "to_json") else None,
+    }
+
+
+# -- --download --------------------------------------------------------------------------------------
+
+
+def run_download(args: argparse.Namespace) -> int:
+    import threading
+
+    from app.sources import resolve_source
+    from app.sources.download import Progress, download, plan_download
+    from app.sources.errors import Cancelled
+    from planner.hardware import format_size
+
+    source = resolve_source(args.model)
+    if not source.is_remote:
+        raise VramchatError(f"{args.model}: already on this machine")
+    plan = plan_download(source)
+    tty = sys.stderr.isatty()
+    last = [-1]
+
+    def show(p: Progress) -> None:
+        percent = int(p.fraction * 100)
+        speed = f"{format_size(int(p.speed))}/s" if p.speed else "…"
+        left = _duration(p.seconds_left) if p.seconds_left is not None else "…"
+        line = f"{p.file}: {format_size(p.done)} of {format_size(p.total)} ({percent}%), {speed}, {left} left"
+        if tty:
+            sys.stderr.write(f"\r\033[K{line}")
+            sys.stderr.flush()
+        elif percent // 10 != last[0] // 10 or p.phase == "done":
+            print(line, file=sys.stderr)
+        last[0] = percent
+
+    if plan.files:
+        print(
+            f"Downloading {source.ref}: {format_size(plan.needed)} to {plan.model_path.parent} "
+            f"({format_size(plan.free)} free)",
+            file=sys.stderr,
+        )
+    try:
+        result = download(source, progress=show, cancel=threading.Event())
+    except KeyboardInterrupt:
+        if tty:
+            sys.stderr.write("\n")
+        print("vramchat: download interrupted; what arrived is kept: run it again to resume", file=sys.stderr)
+        return EXIT_CANCELLED
+    except Cancelled as exc:
+        print(f"vramchat: {exc}", file=sys.stderr)
+        return EXIT_CANCELLED
+    if tty and plan.files:
+        sys.stderr.write("\n")
+    if result.from_hf_cache:
+        how = " (in the Hugging Face cache, where another tool put it: used there, not copied)"
+    elif not plan.files:
+        how = " (downloaded before)"
+    else:
+        how = " (sha256 checked)" if any(f.sha256 for f, _ in plan.files) else ""
+    print(f"{result.model_path}{how}")
+    if result.projector_path is not None:
+        print(f"{result.projector_path}")
+    return EXIT_OK
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(seconds + 0.5)
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min {seconds % 60:02d} s"
+    return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
