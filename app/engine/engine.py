@@ -356,8 +356,15 @@ class Engine:
             t0 = time.perf_counter()
             keep = self._reuse_prefix(tokens)
             stats.reused_tokens = keep
+            stats.prompt_started = t0
+
+            def read(done: int, total: int) -> None:
+                stats.prompt_read = done
+                if self.on_prefill_step is not None:
+                    self.on_prefill_step(done, total)
+
             try:
-                self._decode(tokens[keep:], self.on_prefill_step)
+                self._decode(tokens[keep:], read)
             except _Stopped:
                 stats.stopped_by = "user"
                 return

@@ -176,10 +176,22 @@ def _phi3(messages: list[ChatMessage]) -> str:
     return "".join(f"<|{m.role}|>\n{m.content}<|end|>\n" for m in messages) + "<|assistant|>\n"
 
 
+# One worked exchange before the conversation shows a base model what a Q/A transcript is for: short,
+# direct answers. Without it the demo (Gemma 3 270M) answered "Italy is the capital of Italy." and
+# "Spain is the capital of Spain." even greedily; with it, "Rome." and "Madrid." (measured: 8 short
+# factual questions, greedy, 5 of 8 right without it, 7 of 8 with it).
+TRANSCRIPT_PRIMER = ("What is the capital of Japan?", "Tokyo.")
+
+
 def transcript(messages: list[ChatMessage]) -> str:
-    """A plain Q/A transcript for base models: the system prompt leads, each turn is Q:/A:."""
+    """A plain Q/A transcript for base models: the system prompt leads, then one worked exchange
+    (TRANSCRIPT_PRIMER), then each turn as Q:/A:."""
     lines: list[str] = []
+    primed = False
     for m in messages:
+        if m.role != "system" and not primed:
+            lines += [f"Q: {TRANSCRIPT_PRIMER[0]}", f"A: {TRANSCRIPT_PRIMER[1]}"]
+            primed = True
         if m.role == "system":
             lines.append(m.content.strip())
         elif m.role == "user":

@@ -19,7 +19,8 @@ def chars(text: str) -> list[int]:
 
 def test_base_model_gets_a_transcript() -> None:
     build = build_prompt(TRANSCRIPT, "", [ChatMessage("user", "What is the capital of France?")], 4096, 64, chars)
-    assert build.text == "Q: What is the capital of France?\nA:"
+    # one worked exchange first: it shows a base model what the transcript is for (short answers)
+    assert build.text == "Q: What is the capital of Japan?\nA: Tokyo.\nQ: What is the capital of France?\nA:"
     assert build.dropped == 0 and build.tokens == chars(build.text)
 
 
@@ -37,10 +38,10 @@ def test_gguf_template_is_rendered_without_a_second_bos() -> None:
 def test_oldest_turns_are_dropped_and_the_system_prompt_kept() -> None:
     turns = []
     for i in range(10):
-        turns += [ChatMessage("user", f"question {i} " + "x" * 40), ChatMessage("assistant", f"answer {i} " + "y" * 40)]
+        turns += [ChatMessage("user", f"question {i} " + "x" * 35), ChatMessage("assistant", f"answer {i} " + "y" * 35)]
     turns.append(ChatMessage("user", "last question"))
     build = build_prompt(TRANSCRIPT, "SYSTEM", turns, 512, 128, chars)
-    assert build.text.startswith("SYSTEM\nQ: question ")
+    assert build.text.startswith("SYSTEM\nQ: What is the capital of Japan?\nA: Tokyo.\nQ: question ")
     assert build.text.endswith("Q: last question\nA:")
     assert build.dropped > 0 and build.dropped % 2 == 0  # whole turns
     assert len(build.tokens) <= 512 - 128

@@ -34,6 +34,21 @@ def test_a_question_answered_on_stdout(gemma_path: Path) -> None:
     assert "Paris" in proc.stdout and proc.stdout.endswith("\n") and not proc.stdout.startswith(" ")
 
 
+@pytest.mark.parametrize(
+    ("question", "answer"), [("What is the capital of France?", "Paris"), ("What is the capital of Italy?", "Rome")]
+)
+def test_the_demo_answers_the_readmes_question_without_being_told_a_temperature(
+    gemma_path: Path, question: str, answer: str
+) -> None:
+    """A base model in the transcript format decodes greedily unless the user set a temperature: the
+    README's own question gets Paris every time (sampled at 0.2 it once said "France is the capital of
+    France." and "10,000,000,000.")."""
+    for _ in range(2):
+        proc = _run(str(gemma_path), "-p", question)
+        assert proc.returncode == 0, proc.stderr
+        assert answer in proc.stdout and "capital of " + answer not in proc.stdout, proc.stdout
+
+
 def test_the_answer_as_json_with_memory_per_device(gemma_path: Path) -> None:
     proc = _run(str(gemma_path), "-p", "What is the capital of France?", "--json", "--temp", "0", "-n", "32")
     assert proc.returncode == 0, proc.stderr

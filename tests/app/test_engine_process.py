@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -221,3 +222,53 @@ def test_a_plain_exit_reads_as_an_exit() -> None:
     info = EngineExit(3, "loading", ("Traceback (most recent call last):", "RuntimeError: boom"))
     assert info.message().startswith("llama.cpp's engine process exited with status 3 while loading the model")
     assert "RuntimeError: boom" in info.message()
+
+
+def test_an_engine_killed_while_idle_is_told_once(engine: EngineProcess, zoo: dict[str, Path]) -> None:
+    """kill -9 of the engine between replies: the app's watchdog learns how it ended, once, and the
+    engine counts as unloaded (the next load starts a new process)."""
+    engine.load(str(zoo["llama-f16"]), LoadConfig(n_ctx=512))
+    assert engine.exit_while_idle() is None  # alive
+    pid = engine.pid
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    ended = None
+    while ended is None and time.monotonic() < deadline:
+        ended = engine.exit_while_idle()
+        time.sleep(0.05)
+    assert ended is not None and ended.signal_name == "SIGKILL" and ended.phase == "idle"
+    assert "while idle" in ended.message()
+    assert not engine.loaded and engine.exit_while_idle() is None  # told once
+    engine.load(str(zoo["llama-f16"]), LoadConfig(n_ctx=512))
+    assert engine.loaded and engine.pid != pid
+
+
+def test_a_long_prompt_reports_its_reading_batch_by_batch(engine: EngineProcess, zoo: dict[str, Path]) -> None:
+    """The engine process says how much of a prompt it has read after each batch (the chat shows it
+    while a long prompt is read); a prompt of one batch says nothing until it is read."""
+    engine.load(str(zoo["llama-f16"]), LoadConfig(n_ctx=2048, n_batch=128, n_ubatch=128))
+    prompt = (engine.tokenize("the quick brown fox jumps over the lazy dog " * 200))[:1000]
+    assert len(prompt) == 1000
+    steps: list[int] = []
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.is_set():
+            reading = engine.last_stats.reading_prompt()
+            if reading is not None and reading[0] and (not steps or steps[-1] != reading[0]):
+                steps.append(reading[0])
+            time.sleep(0.0005)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        list(engine.generate(prompt, GenerationParams(max_tokens=2, temperature=0.0)))
+    finally:
+        stop.set()
+        watcher.join()
+    stats = engine.last_stats
+    assert stats.prompt_read == 896  # the last batch's start: 7 batches of 128 read before the 8th
+    assert all(s % 128 == 0 for s in steps) and steps == sorted(steps)
+    list(engine.generate(prompt[:50], GenerationParams(max_tokens=2, temperature=0.0)))
+    assert engine.last_stats.prompt_read == 0

@@ -45,3 +45,22 @@ def test_values_out_of_range_are_clamped_and_said(tmp_path: Path) -> None:
     assert (settings.max_tokens, settings.temperature) == (1, 2.0)
     assert warning is not None and "max_tokens -4 (out of range: using 1)" in warning
     assert "temperature 9 (out of range: using 2.0)" in warning
+
+
+def test_an_unset_temperature_is_the_models_own_and_a_saved_one_is_kept(tmp_path: Path) -> None:
+    from app.engine.templates import ChatFormat
+    from app.sampling import describe_temperature, temperature_for
+
+    transcript = ChatFormat("transcript", "transcript")
+    chat = ChatFormat("chatml", "builtin")
+    assert Settings().temperature is None
+    assert temperature_for(None, transcript) == 0.0 and describe_temperature(None, transcript) == "greedy (base model)"
+    assert temperature_for(None, chat) == 0.2 and temperature_for(0.7, transcript) == 0.7
+    # version 1 wrote its default (0.2) with every save, whatever the user did: not a choice
+    path = tmp_path / "settings.json"
+    path.write_text(json.dumps({"temperature": 0.2, "theme": "vramchat-light"}))
+    assert load_settings(path)[0].temperature is None
+    save_settings(Settings(temperature=0.2), path)  # now a choice, and saved as one
+    assert load_settings(path)[0].temperature == 0.2
+    save_settings(Settings(), path)
+    assert json.loads(path.read_text())["temperature"] is None and load_settings(path)[0].temperature is None

@@ -37,7 +37,7 @@ def test_a_base_model_without_template_gets_the_qa_transcript() -> None:
     assert fmt.kind == "transcript"
     assert fmt.stop == TRANSCRIPT_STOPS and "\nQ:" in fmt.stop
     prompt = render(fmt, [ChatMessage("user", "What is the capital of France?")])
-    assert prompt == "Q: What is the capital of France?\nA:"
+    assert prompt == "Q: What is the capital of Japan?\nA: Tokyo.\nQ: What is the capital of France?\nA:"
 
 
 def test_an_instruction_tuned_model_without_template_gets_its_family_format() -> None:

@@ -25,6 +25,7 @@ class FakeEngine:
         fail_load: str = "",
         out_of_memory_loads: int = 0,
         out_of_memory_after: int = -1,
+        prefill_seconds: float = 0.0,
     ) -> None:
         """`fail_load`: every load fails with this message. `out_of_memory_loads`: the first N loads
         fail as llama.cpp does when a buffer cannot be allocated. `out_of_memory_after`: the next
@@ -35,6 +36,7 @@ class FakeEngine:
         self.fail_load = fail_load
         self.out_of_memory_loads = out_of_memory_loads
         self.out_of_memory_after = out_of_memory_after
+        self.prefill_seconds = prefill_seconds  # a long prompt's reading, in steps the app can show
         self.loads: list[LoadConfig] = []
         self.report: LoadReport | None = None
         self.last_stats = GenerationStats()
@@ -136,8 +138,14 @@ class FakeEngine:
         self.prompts.append(tokens)
         self.params.append(params)
         self._stop.clear()
-        stats = GenerationStats(prompt_tokens=len(tokens), generation_started=time.perf_counter())
+        stats = GenerationStats(prompt_tokens=len(tokens))
         self.last_stats = stats
+        if self.prefill_seconds:
+            stats.prompt_started = time.perf_counter()
+            for step in range(1, 11):
+                time.sleep(self.prefill_seconds / 10)
+                stats.prompt_read = len(tokens) * step // 10
+        stats.generation_started = time.perf_counter()
         self._cells = len(tokens)
         self.started.set()
         words = self.reply.split(" ")
