@@ -86,7 +86,8 @@ def resolve(model: ModelAnatomy, config: LoadConfig) -> Resolved:
             "a quantized V cache needs flash attention: llama.cpp refuses "
             f"type_v={type_v.name} with flash attention off"
         )
-    for layer in model.kv_layers:
+    # llama_init_from_model checks the head sizes against the block sizes only with flash attention
+    for layer in model.kv_layers if config.flash_attn else ():
         if layer.head_dim_k % type_k.block_size:
             raise ConfigError(
                 f"K cache type {type_k.name} needs a head size that is a multiple of "

@@ -197,8 +197,10 @@ class GraphContext:
         up_b: Tensor | None = None,
         gate_b: Tensor | None = None,
         down_b: Tensor | None = None,
+        act_scales: Tensor | None = None,
     ) -> Tensor:
-        """build_ffn: act is silu, gelu, relu, relu_sqr, swiglu (fused), geglu (fused)."""
+        """build_ffn: act is silu, gelu, relu, relu_sqr, swiglu (fused), geglu (fused). `act_scales`
+        (MPT's AWQ ffn_act.scales) divide an ungated GELU's output."""
         g = self.g
         tmp = self.mm(up, cur) if up is not None else cur
         if up_b is not None:
@@ -216,6 +218,8 @@ class GraphContext:
                 gated_par = False
             else:
                 cur = g.unary(cur)
+                if act == "gelu" and act_scales is not None:
+                    cur = g.div(cur, act_scales)
         elif act == "relu_sqr":
             cur = g.sqr(g.unary(cur))
         elif act in ("swiglu", "geglu", "reglu"):
