@@ -83,11 +83,23 @@ FAMILIES: list[tuple[str, list[str]]] = [
             "plamo",
             "chatglm",
             "openelm",
+            "plamo3-full",
         ],
     ),
     (
         "Sliding window (SWA)",
-        ["gemma2", "gemma3", "gemma3-270m", "gemma3n", "gemma4", "olmo3", "exaone4-swa", "cohere2"],
+        [
+            "gemma2",
+            "gemma3",
+            "gemma3-270m",
+            "gemma3n",
+            "gemma4",
+            "olmo3",
+            "exaone4-swa",
+            "cohere2",
+            "plamo3",
+            "muse-glimmer",
+        ],
     ),
     (
         "Mixture of experts",
@@ -159,7 +171,7 @@ def _configs(name: str, quick: bool) -> list[dict]:
     swa = (
         name.startswith("gemma2")
         or name.startswith(("gemma3", "gemma4"))
-        or name in ("gpt-oss", "olmo3", "exaone4-swa", "cohere2", "llama4")
+        or name in ("gpt-oss", "olmo3", "exaone4-swa", "cohere2", "llama4", "plamo3", "muse-glimmer")
     )
     configs = grid(swa=swa, n_ctx=(512, 4096) if quick else (512, 2048, 8192))
     if name == "llama4":  # past its 8,192-token chunks, where the chunked cache stops growing

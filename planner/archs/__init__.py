@@ -104,6 +104,8 @@ FAMILIES: dict[str, str] = {
     "plamo": "classic",
     "chatglm": "classic",
     "openelm": "classic",
+    "plamo3": "plamo3",
+    "muse-glimmer": "muse_glimmer",
 }
 
 # llama_model::create_memory gives these no KV cache at all: text encoders (embedding models),
