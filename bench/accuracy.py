@@ -117,6 +117,7 @@ FAMILIES: list[tuple[str, list[str]]] = [
             "minimax-m2",
             "llama4",
             "exaone-moe",
+            "maple",
         ],
     ),
     ("Multi-head latent attention (MLA)", ["deepseek2", "deepseek3", "deepseek2-mtp", "mistral4", "deepseek32"]),
@@ -171,7 +172,7 @@ def _configs(name: str, quick: bool) -> list[dict]:
     swa = (
         name.startswith("gemma2")
         or name.startswith(("gemma3", "gemma4"))
-        or name in ("gpt-oss", "olmo3", "exaone4-swa", "cohere2", "llama4", "plamo3", "muse-glimmer")
+        or name in ("gpt-oss", "olmo3", "exaone4-swa", "cohere2", "llama4", "plamo3", "muse-glimmer", "maple")
     )
     configs = grid(swa=swa, n_ctx=(512, 4096) if quick else (512, 2048, 8192))
     if name == "llama4":  # past its 8,192-token chunks, where the chunked cache stops growing

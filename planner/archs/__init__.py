@@ -106,6 +106,7 @@ FAMILIES: dict[str, str] = {
     "openelm": "classic",
     "plamo3": "plamo3",
     "muse-glimmer": "muse_glimmer",
+    "maple": "maple",
 }
 
 # llama_model::create_memory gives these no KV cache at all: text encoders (embedding models),

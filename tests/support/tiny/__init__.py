@@ -54,6 +54,7 @@ FAMILIES: tuple[str, ...] = (
     "classic",
     "plamo3",
     "muse_glimmer",
+    "maple",
 )
 
 # A zoo of small models covering the architectures and tensor types the planner supports.
