@@ -118,6 +118,8 @@ FAMILIES: list[tuple[str, list[str]]] = [
             "llama4",
             "exaone-moe",
             "maple",
+            "cohere2moe",
+            "cohere2moe-fused",
         ],
     ),
     ("Multi-head latent attention (MLA)", ["deepseek2", "deepseek3", "deepseek2-mtp", "mistral4", "deepseek32"]),
@@ -172,7 +174,19 @@ def _configs(name: str, quick: bool) -> list[dict]:
     swa = (
         name.startswith("gemma2")
         or name.startswith(("gemma3", "gemma4"))
-        or name in ("gpt-oss", "olmo3", "exaone4-swa", "cohere2", "llama4", "plamo3", "muse-glimmer", "maple")
+        or name
+        in (
+            "gpt-oss",
+            "olmo3",
+            "exaone4-swa",
+            "cohere2",
+            "llama4",
+            "plamo3",
+            "muse-glimmer",
+            "maple",
+            "cohere2moe",
+            "cohere2moe-fused",
+        )
     )
     configs = grid(swa=swa, n_ctx=(512, 4096) if quick else (512, 2048, 8192))
     if name == "llama4":  # past its 8,192-token chunks, where the chunked cache stops growing

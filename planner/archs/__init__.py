@@ -107,6 +107,7 @@ FAMILIES: dict[str, str] = {
     "plamo3": "plamo3",
     "muse-glimmer": "muse_glimmer",
     "maple": "maple",
+    "cohere2moe": "cohere2moe",
 }
 
 # llama_model::create_memory gives these no KV cache at all: text encoders (embedding models),

@@ -55,6 +55,7 @@ FAMILIES: tuple[str, ...] = (
     "plamo3",
     "muse_glimmer",
     "maple",
+    "cohere2moe",
 )
 
 # A zoo of small models covering the architectures and tensor types the planner supports.
