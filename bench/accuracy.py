@@ -120,6 +120,7 @@ FAMILIES: list[tuple[str, list[str]]] = [
             "maple",
             "cohere2moe",
             "cohere2moe-fused",
+            "deepseek2-ocr",
         ],
     ),
     ("Multi-head latent attention (MLA)", ["deepseek2", "deepseek3", "deepseek2-mtp", "mistral4", "deepseek32"]),

@@ -108,6 +108,7 @@ FAMILIES: dict[str, str] = {
     "muse-glimmer": "muse_glimmer",
     "maple": "maple",
     "cohere2moe": "cohere2moe",
+    "deepseek2-ocr": "deepseek2",
 }
 
 # llama_model::create_memory gives these no KV cache at all: text encoders (embedding models),
