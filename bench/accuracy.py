@@ -123,7 +123,10 @@ FAMILIES: list[tuple[str, list[str]]] = [
             "deepseek2-ocr",
         ],
     ),
-    ("Multi-head latent attention (MLA)", ["deepseek2", "deepseek3", "deepseek2-mtp", "mistral4", "deepseek32"]),
+    (
+        "Multi-head latent attention (MLA)",
+        ["deepseek2", "deepseek3", "deepseek2-mtp", "mistral4", "deepseek32", "glm-dsa", "glm-dsa-default"],
+    ),
     ("Recurrent", ["mamba", "mamba2", "rwkv6", "rwkv7"]),
     (
         "Hybrid (attention + recurrent)",

@@ -109,6 +109,7 @@ FAMILIES: dict[str, str] = {
     "maple": "maple",
     "cohere2moe": "cohere2moe",
     "deepseek2-ocr": "deepseek2",
+    "glm-dsa": "deepseek32",
 }
 
 # llama_model::create_memory gives these no KV cache at all: text encoders (embedding models),
