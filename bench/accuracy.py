@@ -84,6 +84,7 @@ FAMILIES: list[tuple[str, list[str]]] = [
             "chatglm",
             "openelm",
             "plamo3-full",
+            "graniteswitch",
         ],
     ),
     (

@@ -110,6 +110,7 @@ FAMILIES: dict[str, str] = {
     "cohere2moe": "cohere2moe",
     "deepseek2-ocr": "deepseek2",
     "glm-dsa": "deepseek32",
+    "graniteswitch": "granite_switch",
 }
 
 # llama_model::create_memory gives these no KV cache at all: text encoders (embedding models),

@@ -56,6 +56,7 @@ FAMILIES: tuple[str, ...] = (
     "muse_glimmer",
     "maple",
     "cohere2moe",
+    "granite_switch",
 )
 
 # A zoo of small models covering the architectures and tensor types the planner supports.
