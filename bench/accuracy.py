@@ -122,6 +122,11 @@ FAMILIES: list[tuple[str, list[str]]] = [
             "cohere2moe",
             "cohere2moe-fused",
             "deepseek2-ocr",
+            "deepseek",
+            "arctic",
+            "dbrx",
+            "grok",
+            "grok-dense",
         ],
     ),
     (

@@ -76,6 +76,8 @@ def resolve(model: ModelAnatomy, config: LoadConfig) -> Resolved:
                 f"{name} {value!r} is not a KV cache type llama.cpp accepts ({', '.join(KV_CACHE_TYPES)})"
             )
     type_k, type_v = ggml_type(config.type_k), ggml_type(config.type_v)
+    if config.flash_attn and model.flash_attn_off:
+        config = config.with_(flash_attn=False)  # "flash_attn is not compatible with Grok - forcing off"
     if model.latent_cache and type_k is not type_v:
         raise ConfigError(
             f"this model (multi-head latent attention) needs the same K and V cache types; "

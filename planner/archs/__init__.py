@@ -111,6 +111,10 @@ FAMILIES: dict[str, str] = {
     "deepseek2-ocr": "deepseek2",
     "glm-dsa": "deepseek32",
     "graniteswitch": "granite_switch",
+    "deepseek": "moe_decoders",
+    "arctic": "moe_decoders",
+    "dbrx": "moe_decoders",
+    "grok": "moe_decoders",
 }
 
 # llama_model::create_memory gives these no KV cache at all: text encoders (embedding models),

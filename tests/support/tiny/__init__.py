@@ -57,6 +57,7 @@ FAMILIES: tuple[str, ...] = (
     "maple",
     "cohere2moe",
     "granite_switch",
+    "moe_decoders",
 )
 
 # A zoo of small models covering the architectures and tensor types the planner supports.
