@@ -127,6 +127,7 @@ FAMILIES: list[tuple[str, list[str]]] = [
             "dbrx",
             "grok",
             "grok-dense",
+            "phimoe",
         ],
     ),
     (

@@ -115,6 +115,7 @@ FAMILIES: dict[str, str] = {
     "arctic": "moe_decoders",
     "dbrx": "moe_decoders",
     "grok": "moe_decoders",
+    "phimoe": "phi3",
 }
 
 # llama_model::create_memory gives these no KV cache at all: text encoders (embedding models),
