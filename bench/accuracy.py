@@ -85,6 +85,7 @@ FAMILIES: list[tuple[str, list[str]]] = [
             "openelm",
             "plamo3-full",
             "graniteswitch",
+            "deci",
         ],
     ),
     (

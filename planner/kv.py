@@ -96,4 +96,4 @@ def _indexer_tensors(model: ModelAnatomy, r: Resolved) -> list[KVTensor]:
 
 def kv_cache_layers(model: ModelAnatomy) -> list[LayerAnatomy]:
     """Layers that own K/V tensors: attention layers that have KV (not shared, not purely recurrent)."""
-    return [layer for layer in model.layers if layer.caches_kv and layer.n_head_kv > 0]
+    return [layer for layer in model.layers if layer.caches_kv and (layer.n_head_kv > 0 or model.kv_on_every_layer)]

@@ -164,6 +164,9 @@ class ModelAnatomy:
     n_no_rope_layer_step: int = 0  # every n-th layer without RoPE (Llama 4)
     use_kq_norm: bool = True
     flash_attn_off: bool = False  # llama_init_from_model forces flash attention off (Grok)
+    # a plain llama_kv_cache without a layer filter: layers without KV heads get a zero-width K and,
+    # stored transposed, a V of the widest width all the same (Deci's attention-free layers)
+    kv_on_every_layer: bool = False
     shortconv_l_cache: int = 0  # LFM2's short convolution
     no_cache: bool = False  # llama.cpp keeps no KV cache (embedding and diffusion models)
     # typed records of the families that have them (planner.hparams); None where a model has none

@@ -116,6 +116,7 @@ FAMILIES: dict[str, str] = {
     "dbrx": "moe_decoders",
     "grok": "moe_decoders",
     "phimoe": "phi3",
+    "deci": "deci",
 }
 
 # llama_model::create_memory gives these no KV cache at all: text encoders (embedding models),

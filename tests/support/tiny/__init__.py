@@ -58,6 +58,7 @@ FAMILIES: tuple[str, ...] = (
     "cohere2moe",
     "granite_switch",
     "moe_decoders",
+    "deci",
 )
 
 # A zoo of small models covering the architectures and tensor types the planner supports.
