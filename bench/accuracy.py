@@ -86,6 +86,8 @@ FAMILIES: list[tuple[str, list[str]]] = [
             "plamo3-full",
             "graniteswitch",
             "deci",
+            "bitnet",
+            "minicpm3",
         ],
     ),
     (

@@ -117,6 +117,8 @@ FAMILIES: dict[str, str] = {
     "grok": "moe_decoders",
     "phimoe": "phi3",
     "deci": "deci",
+    "bitnet": "bitnet",
+    "minicpm3": "minicpm3",
 }
 
 # llama_model::create_memory gives these no KV cache at all: text encoders (embedding models),

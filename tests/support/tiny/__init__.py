@@ -59,6 +59,8 @@ FAMILIES: tuple[str, ...] = (
     "granite_switch",
     "moe_decoders",
     "deci",
+    "bitnet",
+    "minicpm3",
 )
 
 # A zoo of small models covering the architectures and tensor types the planner supports.
