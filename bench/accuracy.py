@@ -137,7 +137,7 @@ FAMILIES: list[tuple[str, list[str]]] = [
         "Multi-head latent attention (MLA)",
         ["deepseek2", "deepseek3", "deepseek2-mtp", "mistral4", "deepseek32", "glm-dsa", "glm-dsa-default"],
     ),
-    ("Recurrent", ["mamba", "mamba2", "rwkv6", "rwkv7"]),
+    ("Recurrent", ["mamba", "mamba2", "rwkv6", "rwkv7", "rwkv6qwen2", "arwkv7"]),
     (
         "Hybrid (attention + recurrent)",
         [

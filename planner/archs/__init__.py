@@ -119,6 +119,8 @@ FAMILIES: dict[str, str] = {
     "deci": "deci",
     "bitnet": "bitnet",
     "minicpm3": "minicpm3",
+    "rwkv6qwen2": "rwkv",
+    "arwkv7": "rwkv",
 }
 
 # llama_model::create_memory gives these no KV cache at all: text encoders (embedding models),
