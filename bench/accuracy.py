@@ -158,6 +158,24 @@ FAMILIES: list[tuple[str, list[str]]] = [
 ]
 KINDS = ("weights", "kv", "kv_swa", "recurrent", "output", "compute")
 
+# Why an architecture of the pinned build is not exact here: a line each (docs/accuracy.md lists them)
+NOT_EXACT_WHY: dict[str, str] = {
+    "gptj": "llama.cpp names it but has no loader or graph for it (llama_model_mapping refuses it): no GGUF of it "
+    "loads in this build",
+    "gemma4-assistant": "Gemma 4's multi-token-prediction drafter, not a chat model: llama.cpp builds no context for "
+    "it without its target model's (ctx_other), whose KV cache it reads",
+    "t5": "encoder-decoder: vramchat's engine (llama-cpp-python's Llama) never runs the encoder (llama_encode), so "
+    "it cannot chat with it",
+    "t5encoder": "encoder only: there is no decoder to chat with",
+    "deepseek4": "DeepSeek V4 (June 2026) has its own compressed KV cache (llama_kv_cache_dsv4: compressed rows per "
+    "layer ratio, compressor and indexer states), hyper-connections and hash-routed experts, about 3,700 lines of "
+    "the pinned source: not modelled yet; its plans are estimates that llama.cpp's dry run replaces at load",
+    "qwen4exp": "Qwen3.8-Flash-Next (August 2026): the pinned source marks its graph for complete reimplementation "
+    "(TAG_QWEN4_REIMPLEMENT); a hybrid memory with an indexer cache, hyper-connections, block-sparse (QSA) "
+    "attention and n-gram per-layer embeddings: not modelled yet; its plans are estimates that llama.cpp's dry run "
+    "replaces at load",
+}
+
 
 def _features() -> frozenset[str]:
     from app.devices.ggml import cpu_features
@@ -264,6 +282,10 @@ def _left_to_do(exact: set[str]) -> list[str]:
         + ", ".join(f"`{a}`" for a in no_cache)
         + ".",
     ]
+    why = [a for a in BUILD_ARCHITECTURES if a in NOT_EXACT_WHY and a not in exact]
+    if why:
+        lines.append("- **Why not exact**:")
+        lines += [f"  - `{a}`: {NOT_EXACT_WHY[a]}." for a in why]
     if ruled:
         lines.append(
             "- **Rules without a tiny model here** (priced by a family's rule, not compared in this file): "
