@@ -76,17 +76,22 @@ def resolve(model: ModelAnatomy, config: LoadConfig) -> Resolved:
                 f"{name} {value!r} is not a KV cache type llama.cpp accepts ({', '.join(KV_CACHE_TYPES)})"
             )
     type_k, type_v = ggml_type(config.type_k), ggml_type(config.type_v)
+    fa_forced_off = config.flash_attn and model.flash_attn_off
+    if fa_forced_off:
+        config = config.with_(flash_attn=False)  # "flash_attn is not compatible with Grok - forcing off"
     if model.latent_cache and type_k is not type_v:
         raise ConfigError(
             f"this model (multi-head latent attention) needs the same K and V cache types; "
             f"llama.cpp refuses K {type_k.name} with V {type_v.name}"
         )
     if type_v.is_quantized and not config.flash_attn:
+        why = f" (it turns flash attention off for {model.architecture})" if fa_forced_off else ""
         raise ConfigError(
             "a quantized V cache needs flash attention: llama.cpp refuses "
-            f"type_v={type_v.name} with flash attention off"
+            f"type_v={type_v.name} with flash attention off{why}"
         )
-    for layer in model.kv_layers:
+    # llama_init_from_model checks the head sizes against the block sizes only with flash attention
+    for layer in model.kv_layers if config.flash_attn else ():
         if layer.head_dim_k % type_k.block_size:
             raise ConfigError(
                 f"K cache type {type_k.name} needs a head size that is a multiple of "

@@ -66,6 +66,12 @@ class SparseIndexer:
     n_head: int
     head_size: int
     top_k: int
+    # the layers whose indexer runs (GLM DSA: the others reuse the top k of the last one that ran);
+    # empty: every layer's
+    full: tuple[bool, ...] = ()
+
+    def runs(self, il: int) -> bool:
+        return not self.full or self.full[il]
 
 
 @dataclass

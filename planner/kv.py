@@ -84,15 +84,16 @@ def kv_layout(model: ModelAnatomy, r: Resolved) -> KVLayout:
 def _indexer_tensors(model: ModelAnatomy, r: Resolved) -> list[KVTensor]:
     """The indexer key cache of sparse attention (llama_kv_cache_dsa's second llama_kv_cache): one
     KV head of the indexer's size, as many cells as the main cache, no V."""
-    head = model.indexer.head_size if model.indexer else 0
-    if not head:
+    indexer = model.indexer
+    if indexer is None or not indexer.head_size:
         return []
     return [
-        KVTensor(layer.index, False, "lid", r.type_k, (head, r.n_ctx_seq, r.n_stream))
+        KVTensor(layer.index, False, "lid", r.type_k, (indexer.head_size, r.n_ctx_seq, r.n_stream))
         for layer in kv_cache_layers(model)
+        if indexer.runs(layer.index)  # GLM DSA: only the layers whose indexer runs keep its keys
     ]
 
 
 def kv_cache_layers(model: ModelAnatomy) -> list[LayerAnatomy]:
     """Layers that own K/V tensors: attention layers that have KV (not shared, not purely recurrent)."""
-    return [layer for layer in model.layers if layer.caches_kv and layer.n_head_kv > 0]
+    return [layer for layer in model.layers if layer.caches_kv and (layer.n_head_kv > 0 or model.kv_on_every_layer)]

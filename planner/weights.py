@@ -242,7 +242,7 @@ def weight_buffers(
             put(info, device, matmul=False)
     for info in model.output_tensors:
         put(info, placement.output, _is_matmul_weight(info))
-    if model.tied_output:
+    if model.tied_output and not model.output_is_token_embd:
         embd = model.tensor("token_embd.weight")
         if embd is not None:
             if placement.output == HOST_INDEX:

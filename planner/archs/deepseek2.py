@@ -1,5 +1,6 @@
 """DeepSeek V2 / V3 and Mistral 4 (src/models/deepseek2.cpp): multi-head latent attention (the KV cache
-holds the compressed latent), leading dense layers, grouped routing and a shared expert.
+holds the compressed latent), leading dense layers, grouped routing and a shared expert. DeepSeek-OCR's
+decoder (deepseek2ocr.cpp, built by deepseek2's graph) has plain multi-head attention instead.
 
 The graph pieces are shared with DeepSeek V3.2 (planner.archs.deepseek32).
 """
@@ -10,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from planner.archs.common import (
     read_experts,
+    require,
 )
 from planner.ggml_graph import F32, Tensor, row_size
 from planner.graphs.context import GraphContext
@@ -25,6 +27,8 @@ if TYPE_CHECKING:
 
 
 def read_deepseek2(anatomy: ModelAnatomy, meta: Meta) -> None:
+    if anatomy.architecture == "deepseek2-ocr":  # llama_model_deepseek2ocr requires the shared-expert count
+        require(anatomy, meta, "attention.layer_norm_rms_epsilon", "expert_shared_count")
     read_experts(anatomy, meta)
     if anatomy.experts is not None:
         experts = anatomy.experts
@@ -142,6 +146,13 @@ def build_deepseek2(ctx: GraphContext) -> None:
         n_head = layer.n_head
         inp_sa = inp_l
         cur = ctx.build_norm(inp_l, w.layer(il, "attn_norm.weight"), il=il)
+        if m.architecture == "deepseek2-ocr":  # multi-head attention, NeoX RoPE on the whole head
+            hd = layer.head_dim_k
+            q, k, v = ctx.build_qkv(layer, cur, hd, n_head, hd, n_head)
+            q, k = g.rope(q, inp_pos), g.rope(k, inp_pos)
+            cur = ctx.build_attn(inp_attn, layer, w.layer(il, "attn_output.weight"), None, q, k, v)
+            inp_l = finish_layer(ctx, il, cur, inp_sa, out_ids)
+            continue
         if w.layer(il, "attn_q_a.weight") is not None:
             q = g.mul_mat(w.layer_req(il, "attn_q_a.weight"), cur)
             q = ctx.build_norm(q, w.layer(il, "attn_q_a_norm.weight"), il=il)

@@ -1,5 +1,7 @@
 """DeepSeek V3.2 (src/models/deepseek32.cpp): DeepSeek V3 with sparse attention (DSA): a lightning
-indexer scores every cached token and keeps the top k for the latent attention.
+indexer scores every cached token and keeps the top k for the latent attention. GLM DSA (GLM 5,
+src/models/glm-dsa.cpp) builds the same graph, with indexers on some layers only: the others reuse the
+top k of the last layer whose indexer ran, and keep no indexer keys.
 """
 
 from __future__ import annotations
@@ -33,6 +35,61 @@ def _hadamard_size(head: int) -> int:
     return n
 
 
+# llama.cpp's GLM 5.2 indexer layers (glm-dsa.cpp, GLM_5_2_DEFAULT_INDEXER_TYPES): the first two,
+# then every fourth from the third
+def _glm52_full(il: int) -> bool:
+    return il < 2 or (il - 2) % 4 == 0
+
+
+def _glm_dsa(anatomy: ModelAnatomy, meta: Meta) -> None:
+    """llama_model_glm_dsa::load_arch_hparams: deepseek32's keys with sigmoid routing by default; GLM 5
+    and 5.1 (trained context under 1M) run every indexer, GLM 5.2 its own pattern, the header's
+    attention.indexer.types (1: runs, 0: shared) wins."""
+    require(anatomy, meta, "expert_feed_forward_length", "expert_shared_count", "attention.layer_norm_rms_epsilon")
+    require(anatomy, meta, "attention.q_lora_rank", "attention.kv_lora_rank")
+    require(anatomy, meta, "attention.indexer.head_count", "attention.indexer.key_length", "attention.indexer.top_k")
+    read_deepseek2(anatomy, meta)
+    if not anatomy.latent_cache:
+        raise ModelError(anatomy.path, "GLM_DSA architecture requires MLA (key_length_mla and value_length_mla)")
+    if anatomy.experts is not None:
+        anatomy.experts.gating_func = meta.int_or("expert_gating_func", 0) or 2  # none: sigmoid
+    n_trunk = anatomy.n_trunk
+    types = meta.get("attention.indexer.types")
+    if isinstance(types, list) and len(types) >= n_trunk:
+        full = [bool(t) for t in types[:n_trunk]]
+    elif isinstance(types, int) and not isinstance(types, bool):
+        full = [bool(types)] * n_trunk
+    elif anatomy.n_ctx_train < 1048576:
+        full = [True] * n_trunk
+    else:
+        full = [_glm52_full(il) for il in range(n_trunk)]
+    if full and not full[0]:
+        raise ModelError(
+            anatomy.path, "a shared indexer layer before any full one: llama.cpp aborts building its graph"
+        )
+    _read_indexer(anatomy, meta, tuple(full))
+
+
+def _read_indexer(anatomy: ModelAnatomy, meta: Meta, full: tuple[bool, ...] = ()) -> None:
+    n_head = meta.int_or("attention.indexer.head_count", 0)
+    head = meta.int_or("attention.indexer.key_length", 0)
+    if not (0 < n_head <= 1 << 16 and 0 < head <= 1 << 16):
+        raise ModelError(anatomy.path, f"indexer sizes {n_head} x {head} are out of range")
+    top_k = meta.int_or("attention.indexer.top_k", 0)
+    anatomy.indexer = SparseIndexer(n_head=n_head, head_size=head, top_k=top_k, full=full)
+    # the graph multiplies the indexer's queries and keys by a head-sized rotation and ropes the
+    # first n_rot values of a head: llama.cpp aborts (GGML_ASSERT) on a head that fits neither
+    if _hadamard_size(head) != head or anatomy.rope_dims > head:
+        raise ModelError(
+            anatomy.path,
+            f"indexer key length {head} is not a power-of-two multiple of 64 at least the RoPE size "
+            f"{anatomy.rope_dims} (llama.cpp aborts building its graph)",
+        )
+    anatomy.notes.append(
+        f"sparse attention (DSA): an indexer key cache of {head} values a token and layer beside the latent one"
+    )
+
+
 def _deepseek32(anatomy: ModelAnatomy, meta: Meta) -> None:
     """DeepSeek V3.2: DeepSeek V3 with sparse attention (DSA). A lightning indexer per layer scores
     every cached token and keeps the top k for the latent attention; its keys (one head, RoPE'd and
@@ -57,22 +114,7 @@ def _deepseek32(anatomy: ModelAnatomy, meta: Meta) -> None:
         anatomy.experts.gating_func = gating
     if gating not in (1, 2, 3, 4):  # softmax, sigmoid, softmax_weight, sqrt_softplus
         raise ModelError(anatomy.path, f"expert gating function {gating} is unknown (llama.cpp aborts)")
-    n_head = meta.int_or("attention.indexer.head_count", 0)
-    head = meta.int_or("attention.indexer.key_length", 0)
-    if not (0 < n_head <= 1 << 16 and 0 < head <= 1 << 16):
-        raise ModelError(anatomy.path, f"indexer sizes {n_head} x {head} are out of range")
-    anatomy.indexer = SparseIndexer(n_head=n_head, head_size=head, top_k=meta.int_or("attention.indexer.top_k", 0))
-    # the graph multiplies the indexer's queries and keys by a head-sized rotation and ropes the
-    # first n_rot values of a head: llama.cpp aborts (GGML_ASSERT) on a head that fits neither
-    if _hadamard_size(head) != head or anatomy.rope_dims > head:
-        raise ModelError(
-            anatomy.path,
-            f"indexer key length {head} is not a power-of-two multiple of 64 at least the RoPE size "
-            f"{anatomy.rope_dims} (llama.cpp aborts building its graph)",
-        )
-    anatomy.notes.append(
-        f"sparse attention (DSA): an indexer key cache of {head} values a token and layer beside the latent one"
-    )
+    _read_indexer(anatomy, meta)
 
 
 Inputs = dict[str, Tensor]
@@ -170,13 +212,16 @@ def build_deepseek32(ctx: GraphContext) -> None:
     inp_pos = ctx.build_inp_pos()
     inp = build_attn_inp_k_dsa(ctx)
     out_ids = ctx.build_inp_out_ids()
+    indexer = m.sparse_indexer
+    top_k: Tensor | None = None
     for layer in m.trunk_layers:
         il = layer.index
         inp_sa = inp_l
         cur = ctx.build_norm(inp_l, w.layer(il, "attn_norm.weight"), il=il)
         qr = g.mul_mat(w.layer_req(il, "attn_q_a.weight"), cur)
         qr = ctx.build_norm(qr, w.layer(il, "attn_q_a_norm.weight"), il=il)
-        top_k = lightning_indexer(ctx, layer, cur, qr, inp_pos, inp)
+        if indexer.runs(il) or top_k is None:  # GLM DSA's shared layers reuse the last top k
+            top_k = lightning_indexer(ctx, layer, cur, qr, inp_pos, inp)
         q = g.mul_mat(w.layer_req(il, "attn_q_b.weight"), qr)
         kv_cmpr, k_pe = kv_latent(ctx, il, cur, inp_pos)
         q_cur, k_cur, v_cur = absorbed_qkv(ctx, layer, q, kv_cmpr, k_pe, inp_pos)
@@ -185,5 +230,8 @@ def build_deepseek32(ctx: GraphContext) -> None:
     finish_model(ctx, inp_l)
 
 
-read_hparams = _deepseek32
+def read_hparams(anatomy: ModelAnatomy, meta: Meta) -> None:
+    (_glm_dsa if anatomy.architecture == "glm-dsa" else _deepseek32)(anatomy, meta)
+
+
 build_graph = build_deepseek32

@@ -1,9 +1,11 @@
-"""Phi-3 (src/models/phi3.cpp): a fused QKV projection, a fused gate/up FFN, no sliding window."""
+"""Phi-3 (src/models/phi3.cpp): a fused QKV projection, a fused gate/up FFN, no sliding window. PhiMoE
+(phimoe.cpp, built by phi3's graph) has layer norms with biases, routed experts and an output bias."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from planner.archs.common import read_experts
 from planner.graphs.blocks import final_output
 from planner.graphs.context import GraphContext
 
@@ -13,6 +15,9 @@ if TYPE_CHECKING:
 
 
 def _phi3(anatomy: ModelAnatomy, meta: Meta) -> None:
+    if anatomy.architecture == "phimoe":  # no window; experts on every layer
+        read_experts(anatomy, meta)
+        return
     # llama.cpp disables Phi's sliding window (set_swa_pattern(1): no layer is SWA).
     anatomy.notes.append("Phi-3 sliding window is disabled in this llama.cpp build: full KV cache on every layer")
 
@@ -41,7 +46,13 @@ def build_phi3(ctx: GraphContext) -> None:
         cur = g.add(cur, residual)
         residual = cur
         cur = ctx.build_norm(cur, w.layer(il, "ffn_norm.weight"), w.layer(il, "ffn_norm.bias"), il=il)
-        cur = ctx.build_ffn(cur, w.layer(il, "ffn_up.weight"), None, w.layer(il, "ffn_down.weight"), "swiglu", False)
+        if w.layer(il, "ffn_gate_inp.weight") is None:
+            cur = ctx.build_ffn(
+                cur, w.layer(il, "ffn_up.weight"), None, w.layer(il, "ffn_down.weight"), "swiglu", False
+            )
+        else:  # PhiMoE
+            moe = m.moe
+            cur = ctx.build_moe_ffn(cur, il, moe.n_expert, moe.n_used, "silu", True, moe.weights_scale, "softmax")
         inp_l = g.add(residual, cur)
     final_output(ctx, inp_l, output_bias=True)
 

@@ -1,5 +1,7 @@
 """RWKV-6 and RWKV-7 (src/models/rwkv6.cpp, rwkv7.cpp, graph-context-rwkv): every layer recurrent
-(token shift + WKV state), no KV cache.
+(token shift + WKV state), no KV cache. RWKV6-Qwen2 (QRWKV, rwkv6qwen2.cpp) and ARWKV-7 (arwkv7.cpp)
+put those time mixes into a transformer's layer: RMS norms, one token shift, a SwiGLU FFN; QRWKV's time
+mix has biases, grouped K/V heads and gated linear attention instead of WKV6.
 """
 
 from __future__ import annotations
@@ -33,6 +35,10 @@ def _rwkv(anatomy: ModelAnatomy, meta: Meta) -> None:
         token_shift_count=meta.int_or("token_shift_count", 2),
         rescale_every_n_layers=meta.int_or("rescale_every_n_layers", 0),
     )
+    if anatomy.architecture in _WITH_FFN and anatomy.rwkv.token_shift_count != 1:
+        # their graphs GGML_ASSERT(n_embd == n_embd_r()): one token shift
+        problem = f"{anatomy.architecture}: token_shift_count must be 1 (llama.cpp aborts building its graph)"
+        raise GGUFError(anatomy.path, problem)
     for layer in anatomy.layers:
         layer.is_recurrent = True
         layer.has_kv = False
@@ -40,6 +46,10 @@ def _rwkv(anatomy: ModelAnatomy, meta: Meta) -> None:
     moved = [t for t in anatomy.other_tensors if t.name.startswith("token_embd_norm.")]
     anatomy.other_tensors = [t for t in anatomy.other_tensors if t not in moved]
     anatomy.layers[0].tensors.extend(moved)
+
+
+# the architectures whose layers end in a transformer's FFN (one token shift, RMS norms)
+_WITH_FFN = ("rwkv6qwen2", "arwkv7")
 
 
 # time mix of one layer: (ctx, rs inputs, normed input, previous tokens, first layer's value, layer) -> (out, value)
@@ -105,7 +115,7 @@ def _lerp_views(ctx: GraphContext, xxx: Tensor, count: int) -> list[Tensor]:
 def _rwkv6_time_mix(
     ctx: GraphContext, inp: dict[str, Tensor], cur: Tensor, x_prev: Tensor, first_value: Tensor | None, il: int
 ) -> tuple[Tensor, Tensor | None]:
-    """llm_build_rwkv6_base::build_rwkv6_time_mix (RWKV-6, not the QRWKV variant)."""
+    """llm_build_rwkv6_base::build_rwkv6_time_mix: RWKV-6's, or QRWKV's (no time_mix_first)."""
     g, w, n_embd, n_tokens = ctx.g, ctx.w, ctx.n_embd, ctx.n_tokens
     n_seq_tokens, n_seqs = _seq_shape(ctx)
     head_size = ctx.model.rwkv_hparams.head_size
@@ -132,19 +142,38 @@ def _rwkv6_time_mix(
     r = ctx.mm(w.layer_req(il, "time_mix_receptance.weight"), xr)
     k = ctx.mm(w.layer_req(il, "time_mix_key.weight"), xk)
     v = ctx.mm(w.layer_req(il, "time_mix_value.weight"), xv)
-    gate = g.unary(ctx.mm(w.layer_req(il, "time_mix_gate.weight"), xg))
+    r, k, v = (_biased(ctx, t, il, name) for t, name in ((r, "receptance"), (k, "key"), (v, "value")))
+    gate = g.unary(ctx.mm(w.layer_req(il, "time_mix_gate.weight"), xg))  # QRWKV: sigmoid, else SiLU
+    n_head_kv = ctx.model.layers[il].n_head_kv
+    if n_head_kv not in (0, n_head):  # QRWKV's grouped K/V heads, repeated to every head
+        shape = (head_size, n_head // n_head_kv, n_head_kv, n_tokens)
+        k = g.repeat(g.reshape(k, head_size, 1, n_head_kv, n_tokens), shape)
+        v = g.repeat(g.reshape(v, head_size, 1, n_head_kv, n_tokens), shape)
     k, v, r = (g.reshape(t, head_size, n_head, n_tokens) for t in (k, v, r))
     decay = g.mul_mat(
         w.layer_req(il, "time_mix_decay_w2.weight"), g.unary(g.mul_mat(w.layer_req(il, "time_mix_decay_w1.weight"), xw))
     )
     decay = g.add(decay, w.layer_req(il, "time_mix_decay.weight"))
     decay = g.reshape(g.unary(g.unary(g.unary(decay))), head_size, n_head, n_tokens)
+    first = w.layer(il, "time_mix_first.weight")
+    if first is None:  # QRWKV: k * (1 - w), gated linear attention
+        k = g.sub(k, g.mul(k, decay))
     _, s_l = w.rs(il)
     state = ctx.build_rs(inp, s_l, n_embd_s(ctx.model), n_seqs)
-    out = g.rwkv_wkv6(k, v, r, w.layer_req(il, "time_mix_first.weight"), decay, state)
-    cur = _group_norm(ctx, _store_wkv_state(ctx, out, il), il)
+    if first is None:
+        rows = n_tokens + head_size * state.ne[1]
+        out = g.op("GATED_LINEAR_ATTN", F32, (head_size * n_head, rows), [k, v, r, decay, state])
+        cur = g.reshape(_store_wkv_state(ctx, out, il), n_embd, n_tokens)
+    else:
+        out = g.rwkv_wkv6(k, v, r, first, decay, state)
+        cur = _group_norm(ctx, _store_wkv_state(ctx, out, il), il)
     cur = ctx.mm(w.layer_req(il, "time_mix_output.weight"), g.mul(cur, gate))
     return g.reshape(cur, n_embd, n_seq_tokens, n_seqs), first_value
+
+
+def _biased(ctx: GraphContext, t: Tensor, il: int, name: str) -> Tensor:
+    bias = ctx.w.layer(il, f"time_mix_{name}.bias")
+    return t if bias is None else ctx.g.add(t, bias)
 
 
 def _rwkv6_channel_mix(ctx: GraphContext, cur: Tensor, x_prev: Tensor, il: int) -> Tensor:
@@ -271,6 +300,31 @@ def _build_rwkv(ctx: GraphContext, time_mix: TimeMix, channel_mix: ChannelMix, r
     ctx.set_outputs(cur, ctx.mm(w.get("output.weight"), cur))
 
 
+def _build_rwkv_with_ffn(ctx: GraphContext, time_mix: TimeMix) -> None:
+    """rwkv6qwen2.cpp and arwkv7.cpp: a time mix in place of attention, then a transformer's FFN."""
+    g, w, m = ctx.g, ctx.w, ctx.model
+    n_embd, n_tokens = ctx.n_embd, ctx.n_tokens
+    n_seq_tokens, n_seqs = _seq_shape(ctx)
+    inp_l = ctx.build_inp_embd()
+    rs_inp = ctx.build_rs_inp()
+    out_ids = ctx.build_inp_out_ids()
+    first_value: Tensor | None = None
+    for layer in m.trunk_layers:
+        il = layer.index
+        inp_l = g.reshape(inp_l, n_embd, n_seq_tokens, n_seqs)
+        shift = _token_shift_load(ctx, rs_inp, il)
+        att_norm = ctx.build_norm(inp_l, w.layer(il, "attn_norm.weight"), w.layer(il, "attn_norm.bias"), il=il)
+        cur, first_value = time_mix(ctx, rs_inp, att_norm, _shifted(ctx, shift, att_norm), first_value, il)
+        g.expand(_token_shift_store(ctx, _last_token(ctx, att_norm), il))
+        ffn_inp = g.reshape(g.add(cur, inp_l), n_embd, n_tokens)
+        if il == m.n_trunk - 1:
+            ffn_inp = g.get_rows(ffn_inp, out_ids)
+        cur = ctx.build_norm(ffn_inp, w.layer(il, "ffn_norm.weight"), il=il)
+        inp_l = g.add(ctx.build_layer_ffn(cur, il), ffn_inp)
+    cur = ctx.build_norm(inp_l, w.get("output_norm.weight"), w.get_optional("output_norm.bias"))
+    ctx.set_outputs(cur, ctx.mm(w.get("output.weight"), cur))
+
+
 def build_rwkv6(ctx: GraphContext) -> None:
     _build_rwkv(ctx, _rwkv6_time_mix, _rwkv6_channel_mix, rwkv6=True)
 
@@ -283,4 +337,8 @@ read_hparams = _rwkv
 
 
 def build_graph(ctx: GraphContext) -> None:
-    (build_rwkv6 if ctx.model.architecture == "rwkv6" else build_rwkv7)(ctx)
+    arch = ctx.model.architecture
+    if arch in _WITH_FFN:
+        _build_rwkv_with_ffn(ctx, _rwkv6_time_mix if arch == "rwkv6qwen2" else _rwkv7_time_mix)
+        return
+    (build_rwkv6 if arch == "rwkv6" else build_rwkv7)(ctx)

@@ -197,16 +197,25 @@ class GraphContext:
         up_b: Tensor | None = None,
         gate_b: Tensor | None = None,
         down_b: Tensor | None = None,
+        act_scales: Tensor | None = None,
+        up_s: Tensor | None = None,
+        gate_s: Tensor | None = None,
     ) -> Tensor:
-        """build_ffn: act is silu, gelu, relu, relu_sqr, swiglu (fused), geglu (fused)."""
+        """build_ffn: act is silu, gelu, relu, relu_sqr, swiglu (fused), geglu (fused). `act_scales`
+        (MPT's AWQ ffn_act.scales) divide an ungated GELU's output; `up_s` and `gate_s` (BitNet's
+        per-tensor scales) multiply the projections after their biases."""
         g = self.g
         tmp = self.mm(up, cur) if up is not None else cur
         if up_b is not None:
             tmp = g.add(tmp, up_b)
+        if up_s is not None:
+            tmp = g.mul(tmp, up_s)
         if gate is not None:
             cur = self.mm(gate, tmp if not parallel else cur)
             if gate_b is not None:
                 cur = g.add(cur, gate_b)
+            if gate_s is not None:
+                cur = g.mul(cur, gate_s)
         else:
             cur = tmp
         gated_par = gate is not None and parallel
@@ -216,6 +225,8 @@ class GraphContext:
                 gated_par = False
             else:
                 cur = g.unary(cur)
+                if act == "gelu" and act_scales is not None:
+                    cur = g.div(cur, act_scales)
         elif act == "relu_sqr":
             cur = g.sqr(g.unary(cur))
         elif act in ("swiglu", "geglu", "reglu"):

@@ -109,3 +109,20 @@ def test_granite_without_logit_scale_and_jamba_with_odd_inner_size_are_refused(t
     jamba = jamba.with_(extra_kv={**jamba.extra_kv, "jamba.ssm.inner_size": 384})
     with pytest.raises(GGUFError, match="twice the embedding length"):
         load_anatomy(read_gguf(write_tiny_model(tmp_path / "jamba.gguf", jamba)))
+
+
+def test_an_mpt_with_qk_norms_aborts_llama_cpp_and_is_refused_by_the_planner(tmp_path: Path) -> None:
+    """MPT's graph reshapes a view of its fused QKV projection when the file has Q/K norms: llama.cpp
+    aborts building the context (GGML_ASSERT), so the planner refuses the header up front."""
+    from planner.anatomy import load_anatomy
+    from planner.errors import ModelError
+    from planner.gguf import read_gguf
+    from tests.support.oracle.oracle import measure
+    from tests.support.tiny import write_tiny_model
+
+    spec = ZOO["mpt-positions"].with_(name="tiny mpt qk-norm")
+    path = write_tiny_model(tmp_path / "mpt-qk-norm.gguf", spec)
+    _, rows = measure(path, [{"n_ctx": 512}])
+    assert rows == []  # the process died building the graph: no configuration came back
+    with pytest.raises(ModelError, match="would abort"):
+        load_anatomy(read_gguf(path))

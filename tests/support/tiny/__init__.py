@@ -51,6 +51,16 @@ FAMILIES: tuple[str, ...] = (
     "falcon_h1",
     "nemotron_h",
     "plamo2",
+    "classic",
+    "plamo3",
+    "muse_glimmer",
+    "maple",
+    "cohere2moe",
+    "granite_switch",
+    "moe_decoders",
+    "deci",
+    "bitnet",
+    "minicpm3",
 )
 
 # A zoo of small models covering the architectures and tensor types the planner supports.

@@ -69,6 +69,8 @@ class TinySpec:
     # per-layer query heads (PLaMo-2 writes 0 at its Mamba layers)
     q_heads: tuple[int, ...] = ()
     name: str = ""
+    # header keys beyond the spec's, with the architecture's prefix; None leaves a key out (the RMS
+    # epsilon, which every tiny model otherwise gets)
     extra_kv: dict[str, object] = field(default_factory=dict)
     # the end-of-generation tokens (</s>, <|endoftext|>) get a zero row in the output matrix, so that
     # the model practically never ends a reply by itself (for tests that need a long stream)
@@ -185,7 +187,8 @@ def write_tiny_model(path: str | Path, spec: TinySpec, seed: int = 0) -> Path:
     writer.add_feed_forward_length(list(spec.ff_lengths) if spec.ff_lengths else spec.n_ff)
     writer.add_head_count(list(spec.q_heads) if spec.q_heads else spec.n_head)
     writer.add_head_count_kv(list(spec.kv_heads) if spec.kv_heads else spec.n_head_kv)
-    writer.add_layer_norm_rms_eps(1e-6)
+    if spec.extra_kv.get(f"{arch}.attention.layer_norm_rms_epsilon", 1e-6) is not None:  # None: leave it out
+        writer.add_layer_norm_rms_eps(1e-6)
     writer.add_rope_freq_base(10000.0)
     if spec.head_dim:
         writer.add_key_length(spec.head_dim)
@@ -207,7 +210,8 @@ def write_tiny_model(path: str | Path, spec: TinySpec, seed: int = 0) -> Path:
         if spec.n_ff_shexp:
             writer.add_expert_shared_feed_forward_length(spec.n_ff_shexp)
     for key, value in spec.extra_kv.items():
-        add_kv(writer, key, value)
+        if value is not None:
+            add_kv(writer, key, value)
     tokens, scores, types = _vocab(spec.n_vocab)
     writer.add_tokenizer_model("llama")
     writer.add_token_list(tokens)

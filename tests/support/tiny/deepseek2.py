@@ -7,7 +7,16 @@ from typing import Any
 
 from gguf import GGMLQuantizationType as Q
 
-from tests.support.tiny.common import Shapes, TinySpec, experts, gated_ffn, nextn, output_norm, shared_expert
+from tests.support.tiny.common import (
+    Shapes,
+    TinySpec,
+    attention,
+    experts,
+    gated_ffn,
+    nextn,
+    output_norm,
+    shared_expert,
+)
 
 global_tensors = output_norm
 
@@ -46,7 +55,24 @@ def ffn_block(spec: TinySpec, il: int) -> Shapes:
     return out
 
 
+def _ocr(spec: TinySpec, il: int) -> Shapes:
+    """DeepSeek-OCR's decoder: plain Q/K/V, then the norms (FFN's first), then deepseek2's FFN block."""
+    f32, p = Q.F32, f"blk.{il}."
+    out = attention(spec, il) + [
+        (p + "ffn_norm.weight", (spec.n_embd,), f32),
+        (p + "attn_norm.weight", (spec.n_embd,), f32),
+    ]
+    if il < spec.count("leading_dense_block_count"):
+        gate, up, down = gated_ffn(spec, il)
+        return out + [down, up, gate]
+    gate_inp, gate_exps, up_exps, down_exps = experts(spec, il, spec.n_ff_exp)
+    gate, up, down = shared_expert(spec, il, spec.n_ff_exp * spec.count("expert_shared_count"))
+    return out + [gate_inp, down_exps, gate_exps, up_exps, gate, down, up]
+
+
 def layer_tensors(spec: TinySpec, il: int) -> Shapes:
+    if spec.arch == "deepseek2-ocr":
+        return _ocr(spec, il)
     return latent_attention(spec, il) + ffn_block(spec, il)
 
 
@@ -81,4 +107,13 @@ ZOO: dict[str, TinySpec] = {
     "mistral4": mla_spec("mistral4"),
     "deepseek2-mtp": mla_spec("deepseek2", {"nextn_predict_layers": 1}, n_layer=5, name="tiny-glm-mtp"),
     "deepseek3": mla_spec("deepseek2", V3_ROUTING, name="tiny-deepseek-v3"),
+    # DeepSeek-OCR's decoder: multi-head attention, one dense layer, 8 experts (softmax) and a shared one
+    "deepseek2-ocr": TinySpec(
+        "deepseek2-ocr",
+        n_head_kv=4,
+        n_expert=8,
+        n_expert_used=2,
+        n_ff_exp=32,
+        extra_kv={"deepseek2-ocr.leading_dense_block_count": 1, "deepseek2-ocr.expert_shared_count": 2},
+    ),
 }

@@ -25,7 +25,9 @@ def _indexer(spec: TinySpec, il: int) -> Shapes:
 
 
 def layer_tensors(spec: TinySpec, il: int) -> Shapes:
-    return latent_attention(spec, il) + _indexer(spec, il) + ffn_block(spec, il)
+    types = spec.extra_kv.get(f"{spec.arch}.attention.indexer.types")
+    runs = not isinstance(types, list) or types[il]  # GLM DSA's shared layers have no indexer
+    return latent_attention(spec, il) + (_indexer(spec, il) if runs else []) + ffn_block(spec, il)
 
 
 ZOO: dict[str, TinySpec] = {
@@ -40,5 +42,31 @@ ZOO: dict[str, TinySpec] = {
             "attention.indexer.top_k": 2048,
         },
         name="tiny-deepseek-v3.2",
+    ),
+    # GLM 5.2's sparse attention: indexers on the first two layers and every fourth after, the
+    # layers between reusing the last top k; sigmoid routing without the header saying so
+    "glm-dsa": mla_spec(
+        "glm-dsa",
+        {
+            "expert_weights_norm": True,
+            "expert_weights_scale": 2.5,
+            "attention.indexer.head_count": 4,
+            "attention.indexer.key_length": 64,
+            "attention.indexer.top_k": 1024,
+            "attention.indexer.types": [1, 1, 1, 0, 0, 0],
+        },
+        n_layer=6,
+    ),
+    # no indexer types in the header and a 1M-token training context: llama.cpp's GLM 5.2 pattern; the
+    # shared layers' indexer tensors are loaded (optional) and unused
+    "glm-dsa-default": mla_spec(
+        "glm-dsa",
+        {
+            "attention.indexer.head_count": 4,
+            "attention.indexer.key_length": 64,
+            "attention.indexer.top_k": 1024,
+        },
+        n_layer=7,
+        n_ctx_train=1048576,
     ),
 }
