@@ -58,8 +58,10 @@ class Card:
         return self.memory
 
 
-def _nv(name: str, gib: float, sms: int, threads: int, cc: str, gbs: float, *aliases: str, **kw) -> Card:
-    return Card(name, "cuda", int(gib * GiB), sms, threads, cc, gbs * GB_S, aliases, **kw)
+def _nv(
+    name: str, gib: float, sms: int, threads: int, cc: str, gbs: float, *aliases: str, visible: int | None = None
+) -> Card:
+    return Card(name, "cuda", int(gib * GiB), sms, threads, cc, gbs * GB_S, aliases, visible)
 
 
 def _amd(name: str, gib: float, cus: int, gfx: str, gbs: float, *aliases: str) -> Card:

@@ -276,7 +276,7 @@ def solve(model: ModelAnatomy, gpus: list[Device], host: Host, wishes: Wishes | 
             break
         batch = ubatch if wishes.n_batch is None else max(wishes.n_batch, ubatch)
         smaller = _solve_at(model, gpus, host, replace(wishes, n_ubatch=ubatch, n_batch=batch))
-        if _score(smaller) > _score(best):
+        if _worth_it(best, smaller):
             best = smaller
     if best is not first:
         best.reasons.insert(1, _ubatch_reason(first, best))
@@ -290,10 +290,23 @@ def _complete(result: FitResult, model: ModelAnatomy, gpus: list[Device]) -> boo
     return plan.fits and plan.layers_on_gpu >= top and plan.resolved.n_ctx >= _pad(result.desired_ctx)
 
 
-def _score(result: FitResult) -> tuple[bool, int, int]:
-    """Better plans first: one that fits, then more layers on the GPU, then more context."""
-    plan = result.plan
-    return (plan.fits, plan.layers_on_gpu if plan.fits else 0, plan.resolved.n_ctx if plan.fits else 0)
+# A smaller micro-batch reads prompts in smaller steps (on a GPU, several times slower): it is kept
+# only for a fit, more layers on the GPU, the whole context wanted, or at least this much more context.
+UBATCH_CONTEXT_GAIN = 1.10
+
+
+def _worth_it(before: FitResult, after: FitResult) -> bool:
+    """Whether the plan at a smaller micro-batch buys enough to pay for its slower prompt reading."""
+    was, now = before.plan, after.plan
+    if not now.fits:
+        return False
+    if not was.fits or now.layers_on_gpu > was.layers_on_gpu:
+        return True
+    if now.layers_on_gpu < was.layers_on_gpu:
+        return False
+    wanted = _pad(after.desired_ctx)
+    gained = now.resolved.n_ctx > was.resolved.n_ctx
+    return gained and (now.resolved.n_ctx >= wanted or now.resolved.n_ctx >= UBATCH_CONTEXT_GAIN * was.resolved.n_ctx)
 
 
 def _ubatch_reason(before: FitResult, after: FitResult) -> str:
