@@ -53,6 +53,7 @@ FAMILIES: dict[str, str] = {
     "qwen3vlmoe": "qwen3vl",
     "glm4": "glm4",
     "hunyuan-dense": "hunyuan",
+    "hunyuan_vl": "hunyuan",  # multi-section RoPE with rope.dimension_sections
     "glm4moe": "glm4moe",
     "phi3": "phi3",
     "apertus": "apertus",
@@ -91,6 +92,10 @@ FAMILIES: dict[str, str] = {
     "nemotron_h": "nemotron_h",
     "nemotron_h_moe": "nemotron_h",
     "plamo2": "plamo2",
+    "dots1": "dots1",
+    "bailingmoe": "dots1",  # no Q/K norms, experts on every layer, softmax routing
+    "bailingmoe2": "dots1",  # a fused QKV, multi-token-prediction layers skipped
+    "mellum": "dots1",  # a window on 3 of every 4 layers, no shared expert
 }
 
 # llama_model::create_memory gives these no KV cache at all: text encoders (embedding models),

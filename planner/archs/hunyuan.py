@@ -1,5 +1,6 @@
-"""Hunyuan dense (src/models/hunyuan-dense.cpp, which builds hunyuan-vl.cpp's graph): llama's layers with
-per-head Q/K norms applied after RoPE (K first), a SiLU-gated FFN.
+"""Hunyuan dense and Hunyuan VL's text model (src/models/hunyuan-vl.cpp; hunyuan-dense.cpp builds the same
+graph): llama's layers with per-head Q/K norms applied after RoPE (K first), a SiLU-gated FFN; Hunyuan VL
+with rope.dimension_sections uses multi-section RoPE (four positions a token).
 """
 
 from __future__ import annotations
@@ -7,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from planner.archs.common import read_experts, require
+from planner.errors import GGUFError
 from planner.graphs.blocks import final_output
 from planner.graphs.context import GraphContext
 
@@ -20,8 +22,23 @@ def _hunyuan_dense(anatomy: ModelAnatomy, meta: Meta) -> None:
     # only picks ggml_rope_multi over ggml_rope_ext (NeoX RoPE either way: one position a token).
     # llama_model_base::load_hparams: an expert count of 1 is no experts at all
     require(anatomy, meta, "attention.layer_norm_rms_epsilon")
+    sections = meta.get("rope.dimension_sections")
+    if isinstance(sections, list) and len(sections) != 4:
+        key = f"{anatomy.architecture}.rope.dimension_sections"
+        raise GGUFError(anatomy.path, f"key {key} has wrong array length; expected 4, got {len(sections)}")
+    # llama_model_rope_type: Hunyuan VL's M-RoPE when the first two sections are set (use_mrope), which
+    # gives four positions a token (llama_hparams::n_pos_per_embd); Hunyuan dense keeps NeoX RoPE
+    if anatomy.architecture == "hunyuan_vl" and _uses_mrope(sections):
+        anatomy.n_pos_per_embd = 4
     if meta.int_or("expert_count", 0) > 1:
         read_experts(anatomy, meta)
+
+
+def _uses_mrope(sections: object) -> bool:
+    """llama_hparams::use_mrope: the first two RoPE sections are set (a single number fills all four)."""
+    if isinstance(sections, list):
+        return len(sections) >= 2 and sections[0] > 0 and sections[1] > 0
+    return isinstance(sections, int) and sections > 0
 
 
 def build_hunyuan_dense(ctx: GraphContext) -> None:

@@ -51,6 +51,7 @@ FAMILIES: tuple[str, ...] = (
     "falcon_h1",
     "nemotron_h",
     "plamo2",
+    "dots1",
 )
 
 # A zoo of small models covering the architectures and tensor types the planner supports.

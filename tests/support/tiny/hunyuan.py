@@ -23,4 +23,13 @@ ZOO: dict[str, TinySpec] = {
         output_type=None,
         extra_kv={"hunyuan-dense.expert_count": 1, "hunyuan-dense.expert_used_count": 1},
     ),
+    # Hunyuan VL's text model: the same layers, multi-section RoPE (four positions a token), tied output
+    "hunyuan_vl": TinySpec(
+        "hunyuan_vl",
+        n_head_kv=2,
+        weight_type=Q.Q8_0,
+        output_type=None,
+        extra_kv={"hunyuan_vl.rope.dimension_sections": [8, 4, 4, 0]},
+    ),
+    "hunyuan_vl-norope-sections": TinySpec("hunyuan_vl", n_head_kv=4, name="tiny-hunyuan-vl-neox"),
 }
