@@ -54,6 +54,8 @@ FAMILIES: dict[str, str] = {
     "glm4": "glm4",
     "hunyuan-dense": "hunyuan",
     "hunyuan_vl": "hunyuan",  # multi-section RoPE with rope.dimension_sections
+    "hunyuan-moe": "hunyuan",  # a shared expert beside softmax-routed experts
+    "maincoder": "hunyuan",  # Q's norm before K's
     "glm4moe": "glm4moe",
     "phi3": "phi3",
     "apertus": "apertus",
@@ -96,6 +98,8 @@ FAMILIES: dict[str, str] = {
     "bailingmoe": "dots1",  # no Q/K norms, experts on every layer, softmax routing
     "bailingmoe2": "dots1",  # a fused QKV, multi-token-prediction layers skipped
     "mellum": "dots1",  # a window on 3 of every 4 layers, no shared expert
+    "pangu-embedded": "pangu",
+    "talkie": "talkie",
 }
 
 # llama_model::create_memory gives these no KV cache at all: text encoders (embedding models),

@@ -57,6 +57,13 @@ def require(anatomy: ModelAnatomy, meta: Meta, *keys: str) -> None:
             )
 
 
+def require_output(anatomy: ModelAnatomy) -> None:
+    """An untied output matrix the loader creates without TENSOR_NOT_REQUIRED: without it llama.cpp refuses."""
+    if not any(t.name == "output.weight" for t in anatomy.output_tensors):
+        problem = f"missing tensor 'output.weight' (llama.cpp refuses a {anatomy.architecture} model without it)"
+        raise GGUFError(anatomy.path, problem)
+
+
 def read_ssm(anatomy: ModelAnatomy, meta: Meta) -> None:
     """Mamba-style state-space hyper-parameters (conv kernel, inner size, state size, dt rank, groups)."""
     sizes = {

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from planner.archs.common import load_swa_pattern, read_experts, require
+from planner.archs.common import load_swa_pattern, read_experts, require, require_output
 from planner.errors import GGUFError
 from planner.graphs.blocks import attention_inputs, final_output
 from planner.graphs.context import GraphContext
@@ -33,6 +33,7 @@ _FIXED_ROUTER = {"bailingmoe": GATING_SOFTMAX, "mellum": GATING_SOFTMAX}
 def _dots1(anatomy: ModelAnatomy, meta: Meta) -> None:
     arch = anatomy.architecture
     require(anatomy, meta, "attention.layer_norm_rms_epsilon", *_REQUIRED[arch])
+    require_output(anatomy)  # none of them ties the output to the embeddings
     read_experts(anatomy, meta)
     if anatomy.experts is None or anatomy.experts.n_used == 0:  # load_arch_tensors throws (or asserts)
         raise GGUFError(anatomy.path, f"{arch}: n_expert and n_expert_used must be > 0 (llama.cpp refuses the model)")

@@ -52,6 +52,8 @@ FAMILIES: tuple[str, ...] = (
     "nemotron_h",
     "plamo2",
     "dots1",
+    "pangu",
+    "talkie",
 )
 
 # A zoo of small models covering the architectures and tensor types the planner supports.
