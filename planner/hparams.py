@@ -29,6 +29,7 @@ class Experts:
     n_layer_dense_lead: int = 0  # leading layers with a dense FFN (DeepSeek)
     moe_layer_step: int = 0  # experts on every n-th layer only (Llama 4)
     n_used_per_layer: list[int] = field(default_factory=list)  # top-k that differs per layer (Nemotron-H MoE)
+    n_per_chunk: int = 0  # GroveMoE: experts per group, each group with one small chunk expert
 
     @property
     def gating(self) -> str:

@@ -100,6 +100,8 @@ FAMILIES: dict[str, str] = {
     "mellum": "dots1",  # a window on 3 of every 4 layers, no shared expert
     "pangu-embedded": "pangu",
     "talkie": "talkie",
+    "smallthinker": "smallthinker",
+    "grovemoe": "grovemoe",
 }
 
 # llama_model::create_memory gives these no KV cache at all: text encoders (embedding models),

@@ -246,9 +246,14 @@ class GraphContext:
         n_group_used: int = 0,
         logits: Tensor | None = None,
         weight_before_ffn: bool = False,
+        grouped_from: int = 0,
+        stem: str = "exps",
     ) -> Tensor:
         """build_moe_ffn: router, top-k experts, expert matmuls, weighted sum of the experts.
-        `logits` are router logits the caller computed (probs_in), e.g. from the input before a latent projection."""
+        `logits` are router logits the caller computed (probs_in), e.g. from the input before a latent projection.
+        `grouped_from` (GroveMoE): the router's expert count; its experts are picked by a sigmoid, and where
+        the experts here are fewer (one per group), the picked ids are divided down to their group's.
+        `stem` names the expert tensors (ffn_up_<stem> ...): GroveMoE's chunk experts are "chexps"."""
         g, w = self.g, self.w
         n_embd, n_tokens = cur.ne[0], cur.ne[1]
         if logits is None:
@@ -268,6 +273,8 @@ class GraphContext:
             selection = g.add(probs, exp_probs_b)
         if weight_before_ffn:  # llama4: top-k on the raw logits, the sigmoid only weighs the picked experts
             selection = logits
+        if grouped_from:
+            selection = g.unary(logits)
         if n_expert_groups > 1 and n_tokens > 0:
             per_group = n_expert // n_expert_groups
             groups = g.reshape(selection, per_group, n_expert_groups, n_tokens)
@@ -281,7 +288,9 @@ class GraphContext:
             selection = g.set_rows(filled, picked, expert_groups)
             selection = g.reshape(selection, n_expert, n_tokens)
         selected = g.argsort_top_k(selection, n_expert_used)
-        probs3 = g.reshape(probs, 1, n_expert, n_tokens)
+        if grouped_from and n_expert != grouped_from:  # f32, scaled by 1/experts per group, back to i32
+            selected = g.cast(g.scale(g.cast(selected, F32)), I32)
+        probs3 = g.reshape(probs, 1, grouped_from or n_expert, n_tokens)
         weights = g.get_rows(probs3, selected)
         if gating == "softmax_weight":
             weights = g.reshape(weights, n_expert_used, n_tokens)
@@ -299,24 +308,26 @@ class GraphContext:
         cur = g.reshape(cur, n_embd, 1, n_tokens)
         if weight_before_ffn:  # llama4 weighs each expert's input, not its output
             cur = g.mul(g.repeat(cur, (n_embd, n_expert_used, n_tokens, 1)), weights)
-        gate_up_exps = w.layer(il, "ffn_gate_up_exps.weight")
-        gate_exps = w.layer(il, "ffn_gate_exps.weight")
+        gate_up_exps = w.layer(il, f"ffn_gate_up_{stem}.weight")
+        gate_exps = w.layer(il, f"ffn_gate_{stem}.weight")
         if gate_up_exps is not None:
             gate_up = self._mm_id(gate_up_exps, cur, selected, None)
-            b = w.layer(il, "ffn_gate_up_exps.bias")
+            b = w.layer(il, f"ffn_gate_up_{stem}.bias")
             if b is not None:
                 gate_up = g.add_id(gate_up, b, selected)
             n_ff = gate_up.ne[0] // 2
             cur = g.view(gate_up, (n_ff, gate_up.ne[1], gate_up.ne[2]), gate_up.nb[1:3], 0)
             up = g.view(gate_up, (n_ff, gate_up.ne[1], gate_up.ne[2]), gate_up.nb[1:3], n_ff * gate_up.nb[0])
         else:
-            up = self._mm_id(w.layer_req(il, "ffn_up_exps.weight"), cur, selected, w.layer(il, "ffn_up_exps.scale"))
-            b = w.layer(il, "ffn_up_exps.bias")
+            up = self._mm_id(
+                w.layer_req(il, f"ffn_up_{stem}.weight"), cur, selected, w.layer(il, f"ffn_up_{stem}.scale")
+            )
+            b = w.layer(il, f"ffn_up_{stem}.bias")
             if b is not None:
                 up = g.add_id(up, b, selected)
-            gate_s = w.layer(il, "ffn_gate_exps.scale")
+            gate_s = w.layer(il, f"ffn_gate_{stem}.scale")
             cur = self._mm_id(gate_exps, cur, selected, gate_s) if gate_exps is not None else up
-            b = w.layer(il, "ffn_gate_exps.bias")
+            b = w.layer(il, f"ffn_gate_{stem}.bias")
             if b is not None:
                 cur = g.add_id(cur, b, selected)
         has_gate = gate_exps is not None or gate_up_exps is not None
@@ -326,9 +337,9 @@ class GraphContext:
             cur = g.glu_split(cur, up)
         elif act == "relu_sqr":
             cur = g.sqr(g.unary(cur))
-        down_s = w.layer(il, "ffn_down_exps.scale")
-        experts = self._mm_id(w.layer_req(il, "ffn_down_exps.weight"), cur, selected, down_s)
-        b = w.layer(il, "ffn_down_exps.bias")
+        down_s = w.layer(il, f"ffn_down_{stem}.scale")
+        experts = self._mm_id(w.layer_req(il, f"ffn_down_{stem}.weight"), cur, selected, down_s)
+        b = w.layer(il, f"ffn_down_{stem}.bias")
         if b is not None:
             experts = g.add_id(experts, b, selected)
         if not weight_before_ffn:

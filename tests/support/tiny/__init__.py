@@ -54,6 +54,8 @@ FAMILIES: tuple[str, ...] = (
     "dots1",
     "pangu",
     "talkie",
+    "smallthinker",
+    "grovemoe",
 )
 
 # A zoo of small models covering the architectures and tensor types the planner supports.
