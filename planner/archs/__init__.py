@@ -102,6 +102,8 @@ FAMILIES: dict[str, str] = {
     "talkie": "talkie",
     "smallthinker": "smallthinker",
     "grovemoe": "grovemoe",
+    "paddleocr": "paddleocr",
+    "spark2_5": "spark2_5",
 }
 
 # llama_model::create_memory gives these no KV cache at all: text encoders (embedding models),

@@ -56,6 +56,8 @@ FAMILIES: tuple[str, ...] = (
     "talkie",
     "smallthinker",
     "grovemoe",
+    "paddleocr",
+    "spark2_5",
 )
 
 # A zoo of small models covering the architectures and tensor types the planner supports.
