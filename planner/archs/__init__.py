@@ -104,6 +104,8 @@ FAMILIES: dict[str, str] = {
     "grovemoe": "grovemoe",
     "paddleocr": "paddleocr",
     "spark2_5": "spark2_5",
+    "cogvlm": "cogvlm",
+    "chameleon": "chameleon",
 }
 
 # llama_model::create_memory gives these no KV cache at all: text encoders (embedding models),

@@ -58,6 +58,8 @@ FAMILIES: tuple[str, ...] = (
     "grovemoe",
     "paddleocr",
     "spark2_5",
+    "cogvlm",
+    "chameleon",
 )
 
 # A zoo of small models covering the architectures and tensor types the planner supports.
