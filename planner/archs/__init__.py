@@ -51,6 +51,7 @@ FAMILIES: dict[str, str] = {
     "qwen2vl": "qwen2vl",
     "qwen3vl": "qwen3vl",
     "qwen3vlmoe": "qwen3vl",
+    "qwen3tts": "qwen3vl",  # Qwen3-TTS's talker: Qwen3-VL's text model with a 3,072-token output
     "glm4": "glm4",
     "hunyuan-dense": "hunyuan",
     "hunyuan_vl": "hunyuan",  # multi-section RoPE with rope.dimension_sections
