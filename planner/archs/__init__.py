@@ -107,6 +107,7 @@ FAMILIES: dict[str, str] = {
     "spark2_5": "spark2_5",
     "cogvlm": "cogvlm",
     "chameleon": "chameleon",
+    "llama-embed": "llama_embed",
 }
 
 # llama_model::create_memory gives these no KV cache at all: text encoders (embedding models),

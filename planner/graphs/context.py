@@ -425,6 +425,26 @@ class GraphContext:
             cur = self.mm(wo, cur)
         return cur
 
+    def build_attn_inp_no_cache(self) -> Tensor:
+        """build_attn_inp_no_cache: the mask of attention over the micro-batch alone (no KV cache read)."""
+        mask_type = F16 if self.shape.flash_attn else F32
+        return self.g.input(mask_type, (self.n_tokens, self.n_tokens, 1, 1), "attn_inp_kq_mask")
+
+    def build_attn_no_cache(
+        self, mask: Tensor, wo: Tensor | None, wo_b: Tensor | None, q: Tensor, k: Tensor, v: Tensor
+    ) -> Tensor:
+        """build_attn without a cache (llm_graph_input_attn_no_cache): Q, K and V of the micro-batch only."""
+        g = self.g
+        g.expand(q)
+        g.expand(k)
+        g.expand(v)
+        cur = self.build_attn_mha(q, k, v, None, mask, None)
+        if wo is not None:
+            cur = self.mm(wo, cur)
+        if wo_b is not None:
+            cur = g.add(cur, wo_b)
+        return cur
+
     def _uniform_head_dims(self, swa: bool) -> tuple[int, int]:
         """n_embd_head_k_all / _v_all of one cache: the head size if all its layers agree, else -1."""
         layers = [layer for layer in self.model.kv_layers if layer.is_swa == swa]

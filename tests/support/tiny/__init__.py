@@ -60,6 +60,7 @@ FAMILIES: tuple[str, ...] = (
     "spark2_5",
     "cogvlm",
     "chameleon",
+    "llama_embed",
 )
 
 # A zoo of small models covering the architectures and tensor types the planner supports.
