@@ -108,6 +108,7 @@ FAMILIES: dict[str, str] = {
     "cogvlm": "cogvlm",
     "chameleon": "chameleon",
     "llama-embed": "llama_embed",
+    "afmoe": "afmoe",
 }
 
 # llama_model::create_memory gives these no KV cache at all: text encoders (embedding models),

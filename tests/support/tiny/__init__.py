@@ -61,6 +61,7 @@ FAMILIES: tuple[str, ...] = (
     "cogvlm",
     "chameleon",
     "llama_embed",
+    "afmoe",
 )
 
 # A zoo of small models covering the architectures and tensor types the planner supports.
