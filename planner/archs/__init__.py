@@ -109,6 +109,7 @@ FAMILIES: dict[str, str] = {
     "chameleon": "chameleon",
     "llama-embed": "llama_embed",
     "afmoe": "afmoe",
+    "laguna": "laguna",
 }
 
 # llama_model::create_memory gives these no KV cache at all: text encoders (embedding models),

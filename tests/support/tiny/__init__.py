@@ -62,6 +62,7 @@ FAMILIES: tuple[str, ...] = (
     "chameleon",
     "llama_embed",
     "afmoe",
+    "laguna",
 )
 
 # A zoo of small models covering the architectures and tensor types the planner supports.
