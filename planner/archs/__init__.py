@@ -110,6 +110,7 @@ FAMILIES: dict[str, str] = {
     "llama-embed": "llama_embed",
     "afmoe": "afmoe",
     "laguna": "laguna",
+    "granite_swa": "granite_swa",
 }
 
 # llama_model::create_memory gives these no KV cache at all: text encoders (embedding models),

@@ -72,6 +72,8 @@ class GraphContext:
             cur = g.view(cur, (self.n_embd, self.n_tokens), (cur.nb[1],), 0)
         self.inp_embd = cur
         if self.model.granite is not None and self.model.granite.embedding:
+            if not cur.is_contiguous():  # the view of a wide (deepstack) input
+                cur = g.cont(cur)
             cur = g.scale(cur)
         g.expand(cur)
         return cur

@@ -63,6 +63,7 @@ FAMILIES: tuple[str, ...] = (
     "llama_embed",
     "afmoe",
     "laguna",
+    "granite_swa",
 )
 
 # A zoo of small models covering the architectures and tensor types the planner supports.
