@@ -99,6 +99,7 @@ FAMILIES: dict[str, str] = {
     "bailingmoe": "dots1",  # no Q/K norms, experts on every layer, softmax routing
     "bailingmoe2": "dots1",  # a fused QKV, multi-token-prediction layers skipped
     "mellum": "dots1",  # a window on 3 of every 4 layers, no shared expert
+    "hy_v3": "dots1",  # output rows picked after the output norm, multi-token-prediction layers skipped
     "pangu-embedded": "pangu",
     "talkie": "talkie",
     "smallthinker": "smallthinker",

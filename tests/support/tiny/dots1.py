@@ -1,5 +1,5 @@
 """Tiny models of dots.llm1 and its look-alikes (planner.archs.dots1): Ling (bailingmoe, bailingmoe2),
-Mellum. Per-head Q/K norms, a dense FFN in the leading layers, routed plus shared experts elsewhere."""
+Mellum, Hy V3. Per-head Q/K norms, a dense FFN in the leading layers, routed plus shared experts elsewhere."""
 
 from __future__ import annotations
 
@@ -45,8 +45,28 @@ def _ffn(spec: TinySpec, il: int, shared: int) -> Shapes:
     return out
 
 
+def _hy_v3(spec: TinySpec, il: int) -> Shapes:
+    """Hy V3's block (the same in its multi-token-prediction layers, which add their own tensors)."""
+    e, w, p, ne, fe = spec.n_embd, spec.weight_type, f"blk.{il}.", spec.n_expert, spec.n_ff_exp
+    fs = spec.n_ff_shexp or fe
+    out = norm(spec, il, "attn_norm") + qkv(spec, il) + attn_output(spec, il) + _qk_norms(spec, il, k_first=False)
+    out += norm(spec, il, "ffn_norm") + [
+        (p + "ffn_gate_inp.weight", (e, ne), Q.F32),
+        (p + "exp_probs_b", (ne,), Q.F32),  # named without a suffix by this loader
+        (p + "ffn_down_exps.weight", (fe, e, ne), w),
+        (p + "ffn_gate_exps.weight", (e, fe, ne), w),
+        (p + "ffn_up_exps.weight", (e, fe, ne), w),
+        (p + "ffn_gate_shexp.weight", (e, fs), w),
+        (p + "ffn_up_shexp.weight", (e, fs), w),
+        (p + "ffn_down_shexp.weight", (fs, e), w),
+    ]
+    return out + nextn(spec, il) if il >= spec.n_layer - spec.count("nextn_predict_layers", 0) else out
+
+
 def layer_tensors(spec: TinySpec, il: int) -> Shapes:
     a = spec.arch
+    if a == "hy_v3":
+        return _hy_v3(spec, il)
     n_shared = spec.count("expert_shared_count", 0)
     if a == "bailingmoe2":  # a fused QKV, Q/K norms; the multi-token-prediction layers' extra tensors
         mtp = il >= spec.n_layer - spec.count("nextn_predict_layers", 0)
@@ -108,6 +128,20 @@ ZOO: dict[str, TinySpec] = {
             "bailingmoe2.expert_weights_norm": True,
             "bailingmoe2.expert_weights_scale": 2.5,
         },
+    ),
+    # Hy V3: sigmoid routing by default with a selection bias, a wider shared expert, one multi-token-
+    # prediction layer (skipped), tied output
+    "hy_v3": TinySpec(
+        "hy_v3",
+        n_layer=5,
+        n_head_kv=2,
+        n_expert=8,
+        n_expert_used=2,
+        n_ff_exp=64,
+        n_ff_shexp=96,
+        weight_type=Q.Q8_0,
+        output_type=None,
+        extra_kv={"hy_v3.nextn_predict_layers": 1, "hy_v3.expert_weights_norm": True},
     ),
     # Mellum: a window on 3 of every 4 layers, softmax-routed experts only
     "mellum": TinySpec(
