@@ -112,6 +112,7 @@ FAMILIES: dict[str, str] = {
     "afmoe": "afmoe",
     "laguna": "laguna",
     "granite_swa": "granite_swa",
+    "hrm_text": "hrm_text",
 }
 
 # llama_model::create_memory gives these no KV cache at all: text encoders (embedding models),

@@ -64,6 +64,7 @@ FAMILIES: tuple[str, ...] = (
     "afmoe",
     "laguna",
     "granite_swa",
+    "hrm_text",
 )
 
 # A zoo of small models covering the architectures and tensor types the planner supports.
