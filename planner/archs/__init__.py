@@ -113,6 +113,7 @@ FAMILIES: dict[str, str] = {
     "laguna": "laguna",
     "granite_swa": "granite_swa",
     "hrm_text": "hrm_text",
+    "mimo2": "mimo2",
 }
 
 # llama_model::create_memory gives these no KV cache at all: text encoders (embedding models),

@@ -65,6 +65,7 @@ FAMILIES: tuple[str, ...] = (
     "laguna",
     "granite_swa",
     "hrm_text",
+    "mimo2",
 )
 
 # A zoo of small models covering the architectures and tensor types the planner supports.
