@@ -155,6 +155,10 @@ class ModelAnatomy:
     f_logit_scale: float = 0.0
     f_attn_temp_scale: float = 0.0  # queries scaled by position (an inp_attn_scale input)
     f_clamp_kqv: float = 0.0  # Q, K and V clamped to +-f_clamp_kqv after their projections (OLMo)
+    # per-layer SwiGLU limits of the experts and of the other gated FFNs (0: none), llama_hparams'
+    # swiglu_clamp_exp / swiglu_clamp_shexp (Step 3.5, Ling 3 ...): each adds clamp nodes to the graph
+    swiglu_clamp_exp: list[float] = field(default_factory=list)
+    swiglu_clamp_shexp: list[float] = field(default_factory=list)
     use_rope: bool = True
     n_pos_per_embd: int = 1  # 4 with multi-section RoPE
     n_deepstack: int = 0  # Qwen3-VL's input slices added to the first layers

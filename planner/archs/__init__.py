@@ -114,6 +114,7 @@ FAMILIES: dict[str, str] = {
     "granite_swa": "granite_swa",
     "hrm_text": "hrm_text",
     "mimo2": "mimo2",
+    "step35": "step35",
 }
 
 # llama_model::create_memory gives these no KV cache at all: text encoders (embedding models),

@@ -64,6 +64,27 @@ def require_output(anatomy: ModelAnatomy) -> None:
         raise GGUFError(anatomy.path, problem)
 
 
+def per_layer_floats(anatomy: ModelAnatomy, meta: Meta, key: str) -> list[float]:
+    """get_key_or_arr of floats: one number for every layer, or an array of exactly one per layer."""
+    value = meta.get(key)
+    if value is None:
+        return []
+    if isinstance(value, list):
+        if len(value) != anatomy.n_layer:
+            problem = (
+                f"key {anatomy.architecture}.{key} has wrong array length; expected {anatomy.n_layer}, got {len(value)}"
+            )
+            raise GGUFError(anatomy.path, problem)
+        return [float(v) for v in value]
+    return [float(value)] * anatomy.n_layer
+
+
+def read_swiglu_clamps(anatomy: ModelAnatomy, meta: Meta) -> None:
+    """swiglu_clamp_exp and swiglu_clamp_shexp: the experts' and the other gated FFNs' SwiGLU limits."""
+    anatomy.swiglu_clamp_exp = per_layer_floats(anatomy, meta, "swiglu_clamp_exp")
+    anatomy.swiglu_clamp_shexp = per_layer_floats(anatomy, meta, "swiglu_clamp_shexp")
+
+
 def read_ssm(anatomy: ModelAnatomy, meta: Meta) -> None:
     """Mamba-style state-space hyper-parameters (conv kernel, inner size, state size, dt rank, groups)."""
     sizes = {

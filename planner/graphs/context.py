@@ -15,6 +15,16 @@ from planner.ggml_graph import F16, F32, FLAG_OUTPUT, I32, I64, Graph, Tensor, r
 from planner.ggml_types import GGMLType
 from planner.model import LayerAnatomy, ModelAnatomy
 
+# the architectures whose SwiGLU limit is one fused op (ggml_swiglu_clamp) rather than clamp nodes, in
+# build_ffn and in build_moe_ffn
+_FUSED_SWIGLU_CLAMP = frozenset(("deepseek4", "glm5-next"))
+_FUSED_SWIGLU_CLAMP_EXPERTS = frozenset(("deepseek4", "glm5-next", "maple", "hy_v4"))
+
+
+def _limit(limits: list[float], il: int) -> float:
+    """A layer's SwiGLU limit, 0 when it has none (llama.cpp's threshold is 1e-6)."""
+    return limits[il] if 0 <= il < len(limits) and limits[il] > 1e-6 else 0.0
+
 
 @dataclass(frozen=True)
 class GraphShape:
@@ -172,7 +182,7 @@ class GraphContext:
         """The layer's own SwiGLU FFN (ffn_up, ffn_gate, ffn_down, parallel gate): llama's, and most families'."""
         w = self.w
         return self.build_ffn(
-            cur, w.layer(il, "ffn_up.weight"), w.layer(il, "ffn_gate.weight"), w.layer(il, "ffn_down.weight")
+            cur, w.layer(il, "ffn_up.weight"), w.layer(il, "ffn_gate.weight"), w.layer(il, "ffn_down.weight"), il=il
         )
 
     def build_shared_expert(self, cur: Tensor, il: int) -> Tensor:
@@ -186,6 +196,7 @@ class GraphContext:
             w.layer(il, "ffn_down_shexp.weight"),
             "silu",
             True,
+            il=il,
         )
 
     def build_ffn(
@@ -199,8 +210,10 @@ class GraphContext:
         up_b: Tensor | None = None,
         gate_b: Tensor | None = None,
         down_b: Tensor | None = None,
+        il: int = -1,
     ) -> Tensor:
-        """build_ffn: act is silu, gelu, relu, relu_sqr, swiglu (fused), geglu (fused)."""
+        """build_ffn: act is silu, gelu, relu, relu_sqr, swiglu (fused), geglu (fused). A layer's SwiGLU
+        limit (swiglu_clamp_shexp[il], `il` given) clamps the up projection and the activated gate."""
         g = self.g
         tmp = self.mm(up, cur) if up is not None else cur
         if up_b is not None:
@@ -212,7 +225,15 @@ class GraphContext:
         else:
             cur = tmp
         gated_par = gate is not None and parallel
-        if act in ("silu", "gelu", "relu"):
+        limit = _limit(self.model.swiglu_clamp_shexp, il)
+        if act == "silu" and gated_par and limit:
+            if self.model.architecture in _FUSED_SWIGLU_CLAMP:  # ggml_swiglu_clamp
+                cur = g.glu_split(cur, tmp)
+            else:  # clamp(up) * clamp(silu(gate))
+                tmp = g.clamp(tmp)
+                cur = g.mul(g.clamp(g.unary(cur)), tmp)
+            gated_par = False
+        elif act in ("silu", "gelu", "relu"):
             if gated_par:
                 cur = g.glu_split(cur, tmp)
                 gated_par = False
@@ -333,7 +354,14 @@ class GraphContext:
             if b is not None:
                 cur = g.add_id(cur, b, selected)
         has_gate = gate_exps is not None or gate_up_exps is not None
-        if act in ("silu", "gelu", "relu"):
+        limit = _limit(self.model.swiglu_clamp_exp, il) if gate_exps is not None else 0.0
+        if act == "silu" and limit:
+            if self.model.architecture in _FUSED_SWIGLU_CLAMP_EXPERTS:  # ggml_swiglu_clamp
+                cur = g.glu_split(cur, up)
+            else:  # clamp(up) * clamp(silu(gate))
+                up = g.clamp(up)
+                cur = g.mul(g.clamp(g.unary(cur)), up)
+        elif act in ("silu", "gelu", "relu"):
             cur = g.glu_split(cur, up) if has_gate else g.unary(cur)
         elif act == "swiglu_oai":
             cur = g.glu_split(cur, up)

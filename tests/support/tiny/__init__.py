@@ -66,6 +66,7 @@ FAMILIES: tuple[str, ...] = (
     "granite_swa",
     "hrm_text",
     "mimo2",
+    "step35",
 )
 
 # A zoo of small models covering the architectures and tensor types the planner supports.
