@@ -50,6 +50,14 @@ class StateSpace:
 
 
 @dataclass
+class KimiDeltaAttention:
+    """Kimi Delta Attention (Kimi Linear's recurrent layers): the heads' size and the Q/K/V convolutions' kernel."""
+
+    head_dim: int
+    d_conv: int
+
+
+@dataclass
 class LatentAttention:
     """DeepSeek's multi-head latent attention: low-rank Q and KV projections."""
 

@@ -17,7 +17,16 @@ from planner.errors import ModelError
 from planner.gguf import TensorInfo
 
 if TYPE_CHECKING:
-    from planner.hparams import AltUp, Experts, GraniteScales, LatentAttention, Rwkv, SparseIndexer, StateSpace
+    from planner.hparams import (
+        AltUp,
+        Experts,
+        GraniteScales,
+        KimiDeltaAttention,
+        LatentAttention,
+        Rwkv,
+        SparseIndexer,
+        StateSpace,
+    )
 
 _LAYER_RE = re.compile(r"^blk\.(\d+)\.")
 
@@ -172,6 +181,7 @@ class ModelAnatomy:
     # typed records of the families that have them (planner.hparams); None where a model has none
     experts: Experts | None = None
     ssm: StateSpace | None = None
+    kda: KimiDeltaAttention | None = None
     mla: LatentAttention | None = None
     indexer: SparseIndexer | None = None
     rwkv: Rwkv | None = None

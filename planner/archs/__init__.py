@@ -115,6 +115,7 @@ FAMILIES: dict[str, str] = {
     "hrm_text": "hrm_text",
     "mimo2": "mimo2",
     "step35": "step35",
+    "kimi-linear": "kimi_linear",
 }
 
 # llama_model::create_memory gives these no KV cache at all: text encoders (embedding models),

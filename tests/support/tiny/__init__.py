@@ -67,6 +67,7 @@ FAMILIES: tuple[str, ...] = (
     "hrm_text",
     "mimo2",
     "step35",
+    "kimi_linear",
 )
 
 # A zoo of small models covering the architectures and tensor types the planner supports.
