@@ -116,6 +116,7 @@ FAMILIES: dict[str, str] = {
     "mimo2": "mimo2",
     "step35": "step35",
     "kimi-linear": "kimi_linear",
+    "bailingmoe3": "bailingmoe3",
 }
 
 # llama_model::create_memory gives these no KV cache at all: text encoders (embedding models),

@@ -36,7 +36,7 @@ _REQUIRED = (
 )
 
 
-def _kimi_linear(anatomy: ModelAnatomy, meta: Meta) -> None:
+def read_kimi_linear(anatomy: ModelAnatomy, meta: Meta) -> None:
     # llama_model_kimi_linear::load_arch_hparams: the layers without KV heads are the recurrent (KDA) ones;
     # the latent sizes make it an MLA model (hparams.is_mla), so the attention cache holds K only
     require(anatomy, meta, *_REQUIRED)
@@ -66,9 +66,7 @@ def _kimi_linear(anatomy: ModelAnatomy, meta: Meta) -> None:
             raise GGUFError(anatomy.path, problem)
 
 
-def _conv(
-    ctx: GraphContext, r_l: Tensor, states: Tensor, which: int, x: Tensor, il: int, name: str, kv_head: int = 0
-) -> Tensor:
+def kda_conv(ctx: GraphContext, r_l: Tensor, states: Tensor, which: int, x: Tensor, il: int, name: str) -> Tensor:
     """causal_conv1d: prepend the stored convolution state (the which-th of Q, K, V), store the new
     one, convolve, SiLU; [head_dim, n_head, n_seq_tokens, n_seqs]."""
     g, w, m = ctx.g, ctx.w, ctx.model
@@ -106,9 +104,9 @@ def _kda(ctx: GraphContext, inp: dict[str, Tensor], cur: Tensor, il: int) -> Ten
     n_seq_tokens = ctx.n_tokens // n_seqs
     r_l, s_l = w.rs(il)
     states = ctx.build_rs(inp, r_l, n_embd_r(m), n_seqs)
-    q = _conv(ctx, r_l, states, 0, cur, il, "ssm_conv1d_q.weight")
-    k = _conv(ctx, r_l, states, 1, cur, il, "ssm_conv1d_k.weight")
-    v = _conv(ctx, r_l, states, 2, cur, il, "ssm_conv1d_v.weight")
+    q = kda_conv(ctx, r_l, states, 0, cur, il, "ssm_conv1d_q.weight")
+    k = kda_conv(ctx, r_l, states, 1, cur, il, "ssm_conv1d_k.weight")
+    v = kda_conv(ctx, r_l, states, 2, cur, il, "ssm_conv1d_v.weight")
     decay = g.mul_mat(w.layer_req(il, "ssm_f_b.weight"), g.mul_mat(w.layer_req(il, "ssm_f_a.weight"), cur))
     decay = g.reshape(g.unary(g.add(decay, w.layer_req(il, "ssm_dt.bias"))), hd, n_head, ctx.n_tokens)
     decay = g.mul(decay, g.reshape(w.layer_req(il, "ssm_a"), 1, n_head, 1))
@@ -190,5 +188,5 @@ def build_kimi_linear(ctx: GraphContext) -> None:
     final_output(ctx, inp_l)
 
 
-read_hparams = _kimi_linear
+read_hparams = read_kimi_linear
 build_graph = build_kimi_linear

@@ -68,6 +68,7 @@ FAMILIES: tuple[str, ...] = (
     "mimo2",
     "step35",
     "kimi_linear",
+    "bailingmoe3",
 )
 
 # A zoo of small models covering the architectures and tensor types the planner supports.
