@@ -117,6 +117,7 @@ FAMILIES: dict[str, str] = {
     "step35": "step35",
     "kimi-linear": "kimi_linear",
     "bailingmoe3": "bailingmoe3",
+    "nanbeige": "nanbeige",
 }
 
 # llama_model::create_memory gives these no KV cache at all: text encoders (embedding models),

@@ -69,6 +69,7 @@ FAMILIES: tuple[str, ...] = (
     "step35",
     "kimi_linear",
     "bailingmoe3",
+    "nanbeige",
 )
 
 # A zoo of small models covering the architectures and tensor types the planner supports.
