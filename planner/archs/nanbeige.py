@@ -10,6 +10,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from planner.archs.common import require
+from planner.errors import GGUFError
 from planner.graphs.blocks import final_output
 from planner.graphs.context import GraphContext
 
@@ -29,8 +30,6 @@ def _nanbeige(anatomy: ModelAnatomy, meta: Meta) -> None:
     require(anatomy, meta, "attention.layer_norm_rms_epsilon")
     loops = _loops(anatomy)
     if loops < 1:
-        from planner.errors import GGUFError
-
         raise GGUFError(anatomy.path, f"nanbeige: num_loops {loops} (llama.cpp aborts: it needs at least 1)")
     phys = anatomy.layers
     anatomy.layers = phys + [
