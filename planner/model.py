@@ -177,6 +177,7 @@ class ModelAnatomy:
     n_no_rope_layer_step: int = 0  # every n-th layer without RoPE (Llama 4)
     use_kq_norm: bool = True
     shortconv_l_cache: int = 0  # LFM2's short convolution
+    n_embd_head_la: int = 0  # MiniMax-01's lightning-attention head: its layers' state is head x head a head
     no_cache: bool = False  # llama.cpp keeps no KV cache (embedding and diffusion models)
     # typed records of the families that have them (planner.hparams); None where a model has none
     experts: Experts | None = None

@@ -61,6 +61,8 @@ def n_embd_s(model: ModelAnatomy) -> int:
         return model.n_embd * model.rwkv.head_size
     if model.kda is not None:  # one head_dim x head_dim state a head
         return model.kda.head_dim * model.kda.head_dim * model.layers[0].n_head
+    if model.n_embd_head_la:  # MiniMax-01's lightning attention: the same, its own head size
+        return model.n_embd_head_la * model.n_embd_head_la * model.layers[0].n_head
     return model.ssm.d_state * model.ssm.d_inner if model.ssm else 0
 
 

@@ -118,6 +118,7 @@ FAMILIES: dict[str, str] = {
     "kimi-linear": "kimi_linear",
     "bailingmoe3": "bailingmoe3",
     "nanbeige": "nanbeige",
+    "minimax-01": "minimax01",
 }
 
 # llama_model::create_memory gives these no KV cache at all: text encoders (embedding models),

@@ -70,6 +70,7 @@ FAMILIES: tuple[str, ...] = (
     "kimi_linear",
     "bailingmoe3",
     "nanbeige",
+    "minimax01",
 )
 
 # A zoo of small models covering the architectures and tensor types the planner supports.
