@@ -227,6 +227,19 @@ def _table(rows: list[ConfigRow]) -> list[str]:
 # Why an estimated architecture is not exact yet, one line each (docs/accuracy.md lists them under
 # "Not exact yet"); an architecture without a line is simply not done yet.
 NOT_EXACT_WHY: dict[str, str] = {
+    "plm": "llama.cpp aborts building PLM's graph with flash attention on (its V reaches the cache as one flat row "
+    "per token and ggml_set_rows rejects the shape), so half of the grid cannot be measured",
+    "dots3note": "latent attention with its own windowed sizes plus DeepSeek V3.2's sparse indexer on the layers an "
+    "array names, in llama_kv_cache_dsa_iswa (a windowed and a full latent cache and the indexer keys): not "
+    "mirrored yet (a 288B-A19B release)",
+    "glm5-next": "KDA layers beside sparse latent attention in llama_memory_hybrid_idx (a third, indexer-key cache "
+    "filtered per layer): not mirrored yet (GLM-5.3-Flash, 320B-A18B)",
+    "hy_v4": "DeepSeek V4-style hyper-connections around every block and a sparse indexer shared across layers: not "
+    "mirrored yet",
+    "minimax-m3": "block-sparse MSA attention in llama_kv_cache_msa (an indexer cache kept in step with the KV cache "
+    "and position maps the graph reads): not mirrored yet (428B-A23B)",
+    "kimi-k3": "Kimi Linear's layers plus attention-residual blocks, experts in a latent width and the SiTU "
+    "activation: not mirrored yet (a 2.8T-A50B release)",
     "eagle3": "a speculative-decoding draft head (EAGLE-3): it runs beside a target model, never on its own",
     "dflash": "a speculative-decoding draft head (DFlash / DSpark): it runs beside a target model, never on its own",
     "pockettts": "the text backbone of Pocket TTS's speech pipeline (no LM head; the audio comes from the flow "
