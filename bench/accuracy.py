@@ -88,6 +88,18 @@ FAMILIES: list[tuple[str, list[str]]] = [
             "deci",
             "bitnet",
             "minicpm3",
+            "hunyuan_vl",
+            "hunyuan_vl-norope-sections",
+            "maincoder",
+            "pangu-embedded",
+            "talkie",
+            "paddleocr",
+            "cogvlm",
+            "chameleon",
+            "chameleon-swin",
+            "qwen3tts",
+            "llama-embed",
+            "hrm_text",
         ],
     ),
     (
@@ -103,6 +115,8 @@ FAMILIES: list[tuple[str, list[str]]] = [
             "cohere2",
             "plamo3",
             "muse-glimmer",
+            "spark2_5",
+            "granite_swa",
         ],
     ),
     (
@@ -131,6 +145,21 @@ FAMILIES: list[tuple[str, list[str]]] = [
             "grok",
             "grok-dense",
             "phimoe",
+            "dots1",
+            "bailingmoe",
+            "bailingmoe2",
+            "hunyuan-moe",
+            "hy_v3",
+            "mellum",
+            "smallthinker",
+            "smallthinker-dense",
+            "grovemoe",
+            "afmoe",
+            "laguna",
+            "laguna-dense-attn",
+            "granite_swa-moe",
+            "mimo2",
+            "step35",
         ],
     ),
     (
@@ -174,6 +203,23 @@ NOT_EXACT_WHY: dict[str, str] = {
     "(TAG_QWEN4_REIMPLEMENT); a hybrid memory with an indexer cache, hyper-connections, block-sparse (QSA) "
     "attention and n-gram per-layer embeddings: not modelled yet; its plans are estimates that llama.cpp's dry run "
     "replaces at load",
+    "plm": "llama.cpp aborts building PLM's graph with flash attention on (its V reaches the cache as one flat row "
+    "per token and ggml_set_rows rejects the shape), so half of the grid cannot be measured",
+    "dots3note": "latent attention with its own windowed sizes plus DeepSeek V3.2's sparse indexer on the layers an "
+    "array names, in llama_kv_cache_dsa_iswa (a windowed and a full latent cache and the indexer keys): not "
+    "mirrored yet (a 288B-A19B release)",
+    "glm5-next": "KDA layers beside sparse latent attention in llama_memory_hybrid_idx (a third, indexer-key cache "
+    "filtered per layer): not mirrored yet (GLM-5.3-Flash, 320B-A18B)",
+    "hy_v4": "DeepSeek V4-style hyper-connections around every block and a sparse indexer shared across layers: not "
+    "mirrored yet",
+    "minimax-m3": "block-sparse MSA attention in llama_kv_cache_msa (an indexer cache kept in step with the KV cache "
+    "and position maps the graph reads): not mirrored yet (428B-A23B)",
+    "kimi-k3": "Kimi Linear's layers plus attention-residual blocks, experts in a latent width and the SiTU "
+    "activation: not mirrored yet (a 2.8T-A50B release)",
+    "eagle3": "a speculative-decoding draft head (EAGLE-3): it runs beside a target model, never on its own",
+    "dflash": "a speculative-decoding draft head (DFlash / DSpark): it runs beside a target model, never on its own",
+    "pockettts": "the text backbone of Pocket TTS's speech pipeline (no LM head; the audio comes from the flow "
+    "network in its projector), not a chat model",
 }
 
 
@@ -219,6 +265,9 @@ def _configs(name: str, quick: bool) -> list[dict]:
             "cohere2moe",
             "cohere2moe-fused",
         )
+        or name in ("gpt-oss", "olmo3", "exaone4-swa", "cohere2", "llama4")
+        or name in ("mellum", "smallthinker", "spark2_5", "afmoe", "laguna", "granite_swa", "granite_swa-moe")
+        or name in ("mimo2", "step35")
     )
     configs = grid(swa=swa, n_ctx=(512, 4096) if quick else (512, 2048, 8192))
     if name == "llama4":  # past its 8,192-token chunks, where the chunked cache stops growing

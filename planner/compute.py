@@ -24,6 +24,9 @@ from planner.scheduler import SchedBackend, Scheduler
 from planner.units import HOST_BUFFER
 from planner.weights import HOST_INDEX, LayerPlacement, WeightBuffers
 
+# llama_context::sched_reserve's last prompt graph has one sequence for these ([TAG_RESERVE_DIAG_DECAY])
+_RESERVE_ONE_SEQUENCE = frozenset(("kimi-linear", "minimax-01"))
+
 # where a weight lives: (name, duplicate) -> (backend, whether a host weight sits in a plain host buffer)
 LocateWeight = Callable[[str, bool], tuple[str, bool]]
 # where a layer's caches live: layer index -> backend
@@ -174,8 +177,14 @@ def compute_buffers(
     n_outputs_pp = min(n_tokens, r.n_batch)
     scheduled = []
     n_nodes = n_splits = 0
-    for tokens, outputs in ((pp_tokens, n_outputs_pp), (n_seqs, n_seqs)):
-        ctx = build_graph(model, r, kv, tokens, n_seqs, outputs, locate_weight, locate_layer)
+    # llama_context reserves the prompt graph, the one-token graph, then the prompt graph again, for the
+    # architectures whose inp_diag_decay grows with n_seq_tokens^2 with a single sequence
+    # ([TAG_RESERVE_DIAG_DECAY]); the buffers keep the largest of each
+    reserves = [(pp_tokens, n_seqs, n_outputs_pp), (n_seqs, n_seqs, n_seqs)]
+    if model.architecture in _RESERVE_ONE_SEQUENCE and n_seqs > 1:
+        reserves.append((n_tokens, 1, n_outputs_pp))
+    for i, (tokens, seqs, outputs) in enumerate(reserves):
+        ctx = build_graph(model, r, kv, tokens, seqs, outputs, locate_weight, locate_layer)
         pin_active = tokens < 32 or full_offload
 
         def pinned(t: Tensor, pin_active: bool = pin_active) -> int | None:
@@ -184,7 +193,7 @@ def compute_buffers(
             return backend_index[_backend_name(gpus, placement.layers[t.pin_layer])]
 
         sg = scheduler.split(ctx.g.nodes, ctx.g.leafs, pinned)
-        if tokens == pp_tokens:
+        if i == 0:
             n_nodes, n_splits = len(ctx.g.nodes), sg.n_splits
         node_buffers, leaf_buffers = sg.node_backend, sg.leaf_backend
         scheduled.append((sg.nodes, sg.leafs, node_buffers, leaf_buffers))

@@ -29,6 +29,7 @@ class Experts:
     n_layer_dense_lead: int = 0  # leading layers with a dense FFN (DeepSeek)
     moe_layer_step: int = 0  # experts on every n-th layer only (Llama 4)
     n_used_per_layer: list[int] = field(default_factory=list)  # top-k that differs per layer (Nemotron-H MoE)
+    n_per_chunk: int = 0  # GroveMoE: experts per group, each group with one small chunk expert
 
     @property
     def gating(self) -> str:
@@ -46,6 +47,14 @@ class StateSpace:
     dt_rank: int
     n_group: int
     dt_b_c_rms: bool = False
+
+
+@dataclass
+class KimiDeltaAttention:
+    """Kimi Delta Attention (Kimi Linear's recurrent layers): the heads' size and the Q/K/V convolutions' kernel."""
+
+    head_dim: int
+    d_conv: int
 
 
 @dataclass

@@ -17,7 +17,16 @@ from planner.errors import ModelError
 from planner.gguf import TensorInfo
 
 if TYPE_CHECKING:
-    from planner.hparams import AltUp, Experts, GraniteScales, LatentAttention, Rwkv, SparseIndexer, StateSpace
+    from planner.hparams import (
+        AltUp,
+        Experts,
+        GraniteScales,
+        KimiDeltaAttention,
+        LatentAttention,
+        Rwkv,
+        SparseIndexer,
+        StateSpace,
+    )
 
 _LAYER_RE = re.compile(r"^blk\.(\d+)\.")
 
@@ -155,6 +164,10 @@ class ModelAnatomy:
     f_logit_scale: float = 0.0
     f_attn_temp_scale: float = 0.0  # queries scaled by position (an inp_attn_scale input)
     f_clamp_kqv: float = 0.0  # Q, K and V clamped to +-f_clamp_kqv after their projections (OLMo)
+    # per-layer SwiGLU limits of the experts and of the other gated FFNs (0: none), llama_hparams'
+    # swiglu_clamp_exp / swiglu_clamp_shexp (Step 3.5, Ling 3 ...): each adds clamp nodes to the graph
+    swiglu_clamp_exp: list[float] = field(default_factory=list)
+    swiglu_clamp_shexp: list[float] = field(default_factory=list)
     use_rope: bool = True
     n_pos_per_embd: int = 1  # 4 with multi-section RoPE
     n_deepstack: int = 0  # Qwen3-VL's input slices added to the first layers
@@ -170,10 +183,12 @@ class ModelAnatomy:
     # the LM head multiplies by token_embd itself, no duplicated output tensor (BitNet)
     output_is_token_embd: bool = False
     shortconv_l_cache: int = 0  # LFM2's short convolution
+    n_embd_head_la: int = 0  # MiniMax-01's lightning-attention head: its layers' state is head x head a head
     no_cache: bool = False  # llama.cpp keeps no KV cache (embedding and diffusion models)
     # typed records of the families that have them (planner.hparams); None where a model has none
     experts: Experts | None = None
     ssm: StateSpace | None = None
+    kda: KimiDeltaAttention | None = None
     mla: LatentAttention | None = None
     indexer: SparseIndexer | None = None
     rwkv: Rwkv | None = None

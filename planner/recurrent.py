@@ -46,6 +46,9 @@ def n_embd_r(model: ModelAnatomy) -> int:
         return model.rwkv.token_shift_count * model.n_embd
     if model.shortconv_l_cache:
         return model.n_embd * (model.shortconv_l_cache - 1)
+    if model.kda is not None:  # Kimi's Q, K and V convolutions, each n_head x head_dim wide
+        d_conv = model.kda.d_conv - 1 if model.kda.d_conv > 0 else 3
+        return 3 * d_conv * model.layers[0].n_head * model.kda.head_dim
     ssm = model.ssm
     if ssm is None:
         return 0
@@ -56,6 +59,10 @@ def n_embd_s(model: ModelAnatomy) -> int:
     """llama_hparams::n_embd_s: the per-sequence scan (or WKV) state."""
     if model.rwkv is not None:
         return model.n_embd * model.rwkv.head_size
+    if model.kda is not None:  # one head_dim x head_dim state a head
+        return model.kda.head_dim * model.kda.head_dim * model.layers[0].n_head
+    if model.n_embd_head_la:  # MiniMax-01's lightning attention: the same, its own head size
+        return model.n_embd_head_la * model.n_embd_head_la * model.layers[0].n_head
     return model.ssm.d_state * model.ssm.d_inner if model.ssm else 0
 
 

@@ -51,8 +51,12 @@ FAMILIES: dict[str, str] = {
     "qwen2vl": "qwen2vl",
     "qwen3vl": "qwen3vl",
     "qwen3vlmoe": "qwen3vl",
+    "qwen3tts": "qwen3vl",  # Qwen3-TTS's talker: Qwen3-VL's text model with a 3,072-token output
     "glm4": "glm4",
     "hunyuan-dense": "hunyuan",
+    "hunyuan_vl": "hunyuan",  # multi-section RoPE with rope.dimension_sections
+    "hunyuan-moe": "hunyuan",  # a shared expert beside softmax-routed experts
+    "maincoder": "hunyuan",  # Q's norm before K's
     "glm4moe": "glm4moe",
     "phi3": "phi3",
     "apertus": "apertus",
@@ -121,6 +125,30 @@ FAMILIES: dict[str, str] = {
     "minicpm3": "minicpm3",
     "rwkv6qwen2": "rwkv",
     "arwkv7": "rwkv",
+    "dots1": "dots1",
+    "bailingmoe": "dots1",  # no Q/K norms, experts on every layer, softmax routing
+    "bailingmoe2": "dots1",  # a fused QKV, multi-token-prediction layers skipped
+    "mellum": "dots1",  # a window on 3 of every 4 layers, no shared expert
+    "hy_v3": "dots1",  # output rows picked after the output norm, multi-token-prediction layers skipped
+    "pangu-embedded": "pangu",
+    "talkie": "talkie",
+    "smallthinker": "smallthinker",
+    "grovemoe": "grovemoe",
+    "paddleocr": "paddleocr",
+    "spark2_5": "spark2_5",
+    "cogvlm": "cogvlm",
+    "chameleon": "chameleon",
+    "llama-embed": "llama_embed",
+    "afmoe": "afmoe",
+    "laguna": "laguna",
+    "granite_swa": "granite_swa",
+    "hrm_text": "hrm_text",
+    "mimo2": "mimo2",
+    "step35": "step35",
+    "kimi-linear": "kimi_linear",
+    "bailingmoe3": "bailingmoe3",
+    "nanbeige": "nanbeige",
+    "minimax-01": "minimax01",
 }
 
 # llama_model::create_memory gives these no KV cache at all: text encoders (embedding models),

@@ -57,6 +57,34 @@ def require(anatomy: ModelAnatomy, meta: Meta, *keys: str) -> None:
             )
 
 
+def require_output(anatomy: ModelAnatomy) -> None:
+    """An untied output matrix the loader creates without TENSOR_NOT_REQUIRED: without it llama.cpp refuses."""
+    if not any(t.name == "output.weight" for t in anatomy.output_tensors):
+        problem = f"missing tensor 'output.weight' (llama.cpp refuses a {anatomy.architecture} model without it)"
+        raise GGUFError(anatomy.path, problem)
+
+
+def per_layer_floats(anatomy: ModelAnatomy, meta: Meta, key: str) -> list[float]:
+    """get_key_or_arr of floats: one number for every layer, or an array of exactly one per layer."""
+    value = meta.get(key)
+    if value is None:
+        return []
+    if isinstance(value, list):
+        if len(value) != anatomy.n_layer:
+            problem = (
+                f"key {anatomy.architecture}.{key} has wrong array length; expected {anatomy.n_layer}, got {len(value)}"
+            )
+            raise GGUFError(anatomy.path, problem)
+        return [float(v) for v in value]
+    return [float(value)] * anatomy.n_layer
+
+
+def read_swiglu_clamps(anatomy: ModelAnatomy, meta: Meta) -> None:
+    """swiglu_clamp_exp and swiglu_clamp_shexp: the experts' and the other gated FFNs' SwiGLU limits."""
+    anatomy.swiglu_clamp_exp = per_layer_floats(anatomy, meta, "swiglu_clamp_exp")
+    anatomy.swiglu_clamp_shexp = per_layer_floats(anatomy, meta, "swiglu_clamp_shexp")
+
+
 def read_ssm(anatomy: ModelAnatomy, meta: Meta) -> None:
     """Mamba-style state-space hyper-parameters (conv kernel, inner size, state size, dt rank, groups)."""
     sizes = {

@@ -29,6 +29,7 @@ _LLAMA_LIKE = {
     "qwen3moe": (True, False, True),
     "qwen3vl": (True, False, True),
     "qwen3vlmoe": (True, False, True),
+    "qwen3tts": (True, False, True),
     "ernie4_5-moe": (False, False, True),
     "glm4moe": (False, False, True),
     "minimax-m2": (True, True, True),

@@ -15,6 +15,16 @@ from planner.ggml_graph import F16, F32, FLAG_OUTPUT, I32, I64, Graph, Tensor, r
 from planner.ggml_types import GGMLType
 from planner.model import LayerAnatomy, ModelAnatomy
 
+# the architectures whose SwiGLU limit is one fused op (ggml_swiglu_clamp) rather than clamp nodes, in
+# build_ffn and in build_moe_ffn
+_FUSED_SWIGLU_CLAMP = frozenset(("deepseek4", "glm5-next"))
+_FUSED_SWIGLU_CLAMP_EXPERTS = frozenset(("deepseek4", "glm5-next", "maple", "hy_v4"))
+
+
+def _limit(limits: list[float], il: int) -> float:
+    """A layer's SwiGLU limit, 0 when it has none (llama.cpp's threshold is 1e-6)."""
+    return limits[il] if 0 <= il < len(limits) and limits[il] > 1e-6 else 0.0
+
 
 @dataclass(frozen=True)
 class GraphShape:
@@ -72,6 +82,8 @@ class GraphContext:
             cur = g.view(cur, (self.n_embd, self.n_tokens), (cur.nb[1],), 0)
         self.inp_embd = cur
         if self.model.granite is not None and self.model.granite.embedding:
+            if not cur.is_contiguous():  # the view of a wide (deepstack) input
+                cur = g.cont(cur)
             cur = g.scale(cur)
         g.expand(cur)
         return cur
@@ -170,7 +182,7 @@ class GraphContext:
         """The layer's own SwiGLU FFN (ffn_up, ffn_gate, ffn_down, parallel gate): llama's, and most families'."""
         w = self.w
         return self.build_ffn(
-            cur, w.layer(il, "ffn_up.weight"), w.layer(il, "ffn_gate.weight"), w.layer(il, "ffn_down.weight")
+            cur, w.layer(il, "ffn_up.weight"), w.layer(il, "ffn_gate.weight"), w.layer(il, "ffn_down.weight"), il=il
         )
 
     def build_shared_expert(self, cur: Tensor, il: int) -> Tensor:
@@ -184,6 +196,7 @@ class GraphContext:
             w.layer(il, "ffn_down_shexp.weight"),
             "silu",
             True,
+            il=il,
         )
 
     def build_ffn(
@@ -200,10 +213,12 @@ class GraphContext:
         act_scales: Tensor | None = None,
         up_s: Tensor | None = None,
         gate_s: Tensor | None = None,
+        il: int = -1,
     ) -> Tensor:
         """build_ffn: act is silu, gelu, relu, relu_sqr, swiglu (fused), geglu (fused). `act_scales`
         (MPT's AWQ ffn_act.scales) divide an ungated GELU's output; `up_s` and `gate_s` (BitNet's
-        per-tensor scales) multiply the projections after their biases."""
+        per-tensor scales) multiply the projections after their biases. A layer's SwiGLU limit
+        (swiglu_clamp_shexp[il], `il` given) clamps the up projection and the activated gate."""
         g = self.g
         tmp = self.mm(up, cur) if up is not None else cur
         if up_b is not None:
@@ -219,7 +234,15 @@ class GraphContext:
         else:
             cur = tmp
         gated_par = gate is not None and parallel
-        if act in ("silu", "gelu", "relu"):
+        limit = _limit(self.model.swiglu_clamp_shexp, il)
+        if act == "silu" and gated_par and limit:
+            if self.model.architecture in _FUSED_SWIGLU_CLAMP:  # ggml_swiglu_clamp
+                cur = g.glu_split(cur, tmp)
+            else:  # clamp(up) * clamp(silu(gate))
+                tmp = g.clamp(tmp)
+                cur = g.mul(g.clamp(g.unary(cur)), tmp)
+            gated_par = False
+        elif act in ("silu", "gelu", "relu"):
             if gated_par:
                 cur = g.glu_split(cur, tmp)
                 gated_par = False
@@ -257,9 +280,14 @@ class GraphContext:
         n_group_used: int = 0,
         logits: Tensor | None = None,
         weight_before_ffn: bool = False,
+        grouped_from: int = 0,
+        stem: str = "exps",
     ) -> Tensor:
         """build_moe_ffn: router, top-k experts, expert matmuls, weighted sum of the experts.
-        `logits` are router logits the caller computed (probs_in), e.g. from the input before a latent projection."""
+        `logits` are router logits the caller computed (probs_in), e.g. from the input before a latent projection.
+        `grouped_from` (GroveMoE): the router's expert count; its experts are picked by a sigmoid, and where
+        the experts here are fewer (one per group), the picked ids are divided down to their group's.
+        `stem` names the expert tensors (ffn_up_<stem> ...): GroveMoE's chunk experts are "chexps"."""
         g, w = self.g, self.w
         n_embd, n_tokens = cur.ne[0], cur.ne[1]
         if logits is None:
@@ -279,6 +307,8 @@ class GraphContext:
             selection = g.add(probs, exp_probs_b)
         if weight_before_ffn:  # llama4: top-k on the raw logits, the sigmoid only weighs the picked experts
             selection = logits
+        if grouped_from:
+            selection = g.unary(logits)
         if n_expert_groups > 1 and n_tokens > 0:
             per_group = n_expert // n_expert_groups
             groups = g.reshape(selection, per_group, n_expert_groups, n_tokens)
@@ -292,7 +322,9 @@ class GraphContext:
             selection = g.set_rows(filled, picked, expert_groups)
             selection = g.reshape(selection, n_expert, n_tokens)
         selected = g.argsort_top_k(selection, n_expert_used)
-        probs3 = g.reshape(probs, 1, n_expert, n_tokens)
+        if grouped_from and n_expert != grouped_from:  # f32, scaled by 1/experts per group, back to i32
+            selected = g.cast(g.scale(g.cast(selected, F32)), I32)
+        probs3 = g.reshape(probs, 1, grouped_from or n_expert, n_tokens)
         weights = g.get_rows(probs3, selected)
         if gating == "softmax_weight":
             weights = g.reshape(weights, n_expert_used, n_tokens)
@@ -310,36 +342,45 @@ class GraphContext:
         cur = g.reshape(cur, n_embd, 1, n_tokens)
         if weight_before_ffn:  # llama4 weighs each expert's input, not its output
             cur = g.mul(g.repeat(cur, (n_embd, n_expert_used, n_tokens, 1)), weights)
-        gate_up_exps = w.layer(il, "ffn_gate_up_exps.weight")
-        gate_exps = w.layer(il, "ffn_gate_exps.weight")
+        gate_up_exps = w.layer(il, f"ffn_gate_up_{stem}.weight")
+        gate_exps = w.layer(il, f"ffn_gate_{stem}.weight")
         if gate_up_exps is not None:
             gate_up = self._mm_id(gate_up_exps, cur, selected, None)
-            b = w.layer(il, "ffn_gate_up_exps.bias")
+            b = w.layer(il, f"ffn_gate_up_{stem}.bias")
             if b is not None:
                 gate_up = g.add_id(gate_up, b, selected)
             n_ff = gate_up.ne[0] // 2
             cur = g.view(gate_up, (n_ff, gate_up.ne[1], gate_up.ne[2]), gate_up.nb[1:3], 0)
             up = g.view(gate_up, (n_ff, gate_up.ne[1], gate_up.ne[2]), gate_up.nb[1:3], n_ff * gate_up.nb[0])
         else:
-            up = self._mm_id(w.layer_req(il, "ffn_up_exps.weight"), cur, selected, w.layer(il, "ffn_up_exps.scale"))
-            b = w.layer(il, "ffn_up_exps.bias")
+            up = self._mm_id(
+                w.layer_req(il, f"ffn_up_{stem}.weight"), cur, selected, w.layer(il, f"ffn_up_{stem}.scale")
+            )
+            b = w.layer(il, f"ffn_up_{stem}.bias")
             if b is not None:
                 up = g.add_id(up, b, selected)
-            gate_s = w.layer(il, "ffn_gate_exps.scale")
+            gate_s = w.layer(il, f"ffn_gate_{stem}.scale")
             cur = self._mm_id(gate_exps, cur, selected, gate_s) if gate_exps is not None else up
-            b = w.layer(il, "ffn_gate_exps.bias")
+            b = w.layer(il, f"ffn_gate_{stem}.bias")
             if b is not None:
                 cur = g.add_id(cur, b, selected)
         has_gate = gate_exps is not None or gate_up_exps is not None
-        if act in ("silu", "gelu", "relu"):
+        limit = _limit(self.model.swiglu_clamp_exp, il) if gate_exps is not None else 0.0
+        if act == "silu" and limit:
+            if self.model.architecture in _FUSED_SWIGLU_CLAMP_EXPERTS:  # ggml_swiglu_clamp
+                cur = g.glu_split(cur, up)
+            else:  # clamp(up) * clamp(silu(gate))
+                up = g.clamp(up)
+                cur = g.mul(g.clamp(g.unary(cur)), up)
+        elif act in ("silu", "gelu", "relu"):
             cur = g.glu_split(cur, up) if has_gate else g.unary(cur)
         elif act == "swiglu_oai":
             cur = g.glu_split(cur, up)
         elif act == "relu_sqr":
             cur = g.sqr(g.unary(cur))
-        down_s = w.layer(il, "ffn_down_exps.scale")
-        experts = self._mm_id(w.layer_req(il, "ffn_down_exps.weight"), cur, selected, down_s)
-        b = w.layer(il, "ffn_down_exps.bias")
+        down_s = w.layer(il, f"ffn_down_{stem}.scale")
+        experts = self._mm_id(w.layer_req(il, f"ffn_down_{stem}.weight"), cur, selected, down_s)
+        b = w.layer(il, f"ffn_down_{stem}.bias")
         if b is not None:
             experts = g.add_id(experts, b, selected)
         if not weight_before_ffn:
@@ -423,6 +464,26 @@ class GraphContext:
         cur = self.build_attn_mha(q, kv, vv, None, inp["mask"], None, v_mla=v_mla)
         if wo is not None:
             cur = self.mm(wo, cur)
+        return cur
+
+    def build_attn_inp_no_cache(self) -> Tensor:
+        """build_attn_inp_no_cache: the mask of attention over the micro-batch alone (no KV cache read)."""
+        mask_type = F16 if self.shape.flash_attn else F32
+        return self.g.input(mask_type, (self.n_tokens, self.n_tokens, 1, 1), "attn_inp_kq_mask")
+
+    def build_attn_no_cache(
+        self, mask: Tensor, wo: Tensor | None, wo_b: Tensor | None, q: Tensor, k: Tensor, v: Tensor
+    ) -> Tensor:
+        """build_attn without a cache (llm_graph_input_attn_no_cache): Q, K and V of the micro-batch only."""
+        g = self.g
+        g.expand(q)
+        g.expand(k)
+        g.expand(v)
+        cur = self.build_attn_mha(q, k, v, None, mask, None)
+        if wo is not None:
+            cur = self.mm(wo, cur)
+        if wo_b is not None:
+            cur = g.add(cur, wo_b)
         return cur
 
     def _uniform_head_dims(self, swa: bool) -> tuple[int, int]:

@@ -33,4 +33,13 @@ ZOO: dict[str, TinySpec] = {
         n_ff_exp=64,
         extra_kv={"qwen3vlmoe.n_deepstack_layers": 3, "qwen3vlmoe.rope.dimension_sections": [8, 4, 4, 0]},
     ),
+    # Qwen3-TTS's talker: the loader wants an output matrix 3,072 wide, so the vocabulary is that size
+    "qwen3tts": TinySpec(
+        "qwen3tts",
+        n_head=4,
+        n_head_kv=2,
+        head_dim=32,
+        n_vocab=3072,
+        extra_kv={"qwen3tts.rope.dimension_sections": [8, 4, 4, 0]},
+    ),
 }
