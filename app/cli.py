@@ -13,7 +13,9 @@ import os
 import sys
 
 from app import __version__
-from app.errors import VramchatError
+from app.command_plan import make_plan as _make_plan
+from app.command_plan import resolve_model as _resolve_model
+from app.errors import UsageError, VramchatError
 from planner import LLAMA_CPP_BUILD
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a replayed plan's start is short)
@@ -21,15 +23,9 @@ if TYPE_CHECKING:  # argparse is imported when the command line is parsed: a rep
     import argparse
     from collections.abc import Sequence
 
-    from app.planning import PlanChoice
 
 EXIT_OK, EXIT_BAD_FILE, EXIT_USAGE, EXIT_NO_FIT, EXIT_LOAD_FAILED = 0, 1, 2, 3, 4
 EXIT_STDOUT_CLOSED = 141  # as a shell reports a command ended by SIGPIPE
-
-
-class UsageError(VramchatError):
-    title = "Usage"
-    pass
 
 
 def _whole_number(text: str, minimum: int) -> int:
@@ -221,75 +217,6 @@ def build_parser() -> argparse.ArgumentParser:
 def _fail(message: str, code: int) -> int:
     print(f"vramchat: error: {message}", file=sys.stderr)
     return code
-
-
-def _resolve_model(name: str | None) -> str:
-    if not name:
-        raise UsageError("--plan needs a MODEL (a .gguf file, or 'demo')")
-    from app.demo import DEMO_NAMES, demo_model_path
-
-    if name in DEMO_NAMES:
-        return str(demo_model_path())
-    if os.path.exists(name) or ("/" not in name and ":" not in name):
-        return name
-    from app.sources import canonical_ref  # hf:ORG/REPO:QUANT, an URL: the file it names
-
-    return canonical_ref(name)
-
-
-def _choice(args: argparse.Namespace, projector=None) -> PlanChoice:
-    """The command line's knobs as a choice: what they mean is app.planning's rule, the picker's too."""
-    from app.planning import PlanChoice
-
-    return PlanChoice(
-        n_ctx=args.ctx or None,
-        kv=args.ctk or "auto",
-        n_gpu_layers=args.ngl,
-        flash_attn=args.fa or "auto",
-        type_v=args.ctv,
-        n_batch=args.batch,
-        n_ubatch=args.ubatch,
-        swa_full=args.swa_full,
-        n_seq_max=args.parallel,
-        n_cpu_moe=args.n_cpu_moe,
-        cpu_extra_buffers=args.repack,
-        margins={},
-        projector=projector,
-    )
-
-
-def _make_plan(args: argparse.Namespace):
-    """The plan for MODEL and the command line's wishes or fixed configuration: (path, anatomy, device
-    report, FitResult, fixed)."""
-    import dataclasses
-
-    from app.devices import probe_devices
-    from app.header_cache import load_anatomy_cached
-    from app.planning import MAX_CONTEXT, plan_model
-    from planner.errors import ConfigError
-
-    path = _resolve_model(args.model)
-    if args.ctx is not None and args.ctx > MAX_CONTEXT:
-        raise UsageError(f"--ctx {args.ctx} is beyond any model's context")
-    try:
-        report = probe_devices(args.vram, args.ram, cpu_only=args.cpu, gpu=args.gpu)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    _require_rpc_servers(report)
-    model = load_anatomy_cached(path)
-    projector = None
-    if args.mmproj:
-        from planner.projector import read_projector
-
-        projector = read_projector(args.mmproj, args.image_max_tokens)
-    choice = _choice(args, projector)
-    if args.margin is not None:
-        choice = dataclasses.replace(choice, margins={d.name: args.margin for d in report.gpus})
-    try:
-        result = plan_model(model, report.gpus, report.host, choice)
-    except ConfigError as exc:
-        raise UsageError(str(exc)) from None
-    return path, model, report, result, choice.fixed
 
 
 def run_plan(args: argparse.Namespace, replay_key=None) -> int:
@@ -688,17 +615,6 @@ def _use_rpc_servers(given: str | None) -> None:
         use_endpoints(parse_endpoints(given))
     except ValueError as exc:
         raise UsageError(f"--rpc: {exc}") from None
-
-
-def _require_rpc_servers(report) -> None:
-    """Plans and one-shot answers are for the devices asked for: a server that cannot be reached is an error."""
-    from app.rpc.endpoint import configured_endpoints
-
-    if report.simulated:
-        return
-    missing = [w for w in report.warnings if w.startswith("RPC server")]
-    if missing and configured_endpoints():
-        raise VramchatError(missing[0] + " (--rpc none plans without RPC servers)")
 
 
 def run_devices(args: argparse.Namespace) -> int:

@@ -13,6 +13,12 @@ class VramchatError(Exception):
     title = "Something went wrong"
 
 
+class UsageError(VramchatError):
+    """The command line asks for something that cannot be done as asked (exit status 2)."""
+
+    title = "Usage"
+
+
 def describe(error: BaseException | None) -> tuple[str, str]:
     """(title, text) for showing `error` to a user."""
     if error is None:

@@ -37,14 +37,7 @@ def _entry(path: str) -> Path | None:
 
 def load_anatomy_cached(path: str) -> ModelAnatomy:
     """The model's anatomy: from the cache when this file was read before, else from its header.
-    A model on the hub or at an URL (hf:ORG/REPO:QUANT, https://...) is read by ranges (app/sources)."""
-    if not os.path.exists(path):
-        from app.sources.refs import is_remote
-
-        if is_remote(path):
-            from app import sources
-
-            return sources.load_anatomy(sources.resolve_source(path))
+    (A model on the hub or at an URL is app.sources' to read: app.command_plan.anatomy_of.)"""
     from planner.anatomy import load_anatomy
     from planner.gguf import read_gguf
 

@@ -34,7 +34,7 @@ def handles(args: argparse.Namespace) -> bool:
 
 
 def run_remote(args: argparse.Namespace) -> int:
-    from app.cli import UsageError
+    from app.errors import UsageError
 
     if args.quants and args.download:
         raise UsageError("--quants and --download are two commands: give one")
@@ -97,14 +97,14 @@ def _size(path: str) -> int:
 
 def _planner_like_plan(args: argparse.Namespace) -> Any:
     """Plan one model exactly as `--plan` does with the same flags (what-if devices, wishes, fixed knobs)."""
-    from app import cli
+    from app.command_plan import make_plan
 
     def plan(source: ModelSource, anatomy: ModelAnatomy) -> FitResult:
         from app import sources
 
         sources.remember(source)
         words = argparse.Namespace(**{**vars(args), "model": source.ref, "mmproj": None})
-        _path, _model, report, result, _fixed = cli._make_plan(words)
+        _path, _model, report, result, _fixed = make_plan(words)
         plan.report = report  # type: ignore[attr-defined]
         return result
 

@@ -12,19 +12,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from app.sources import store, url
+from app.sources.blocks import first_block_of
 from app.sources.http import read_range
 from app.sources.model import HUB, ModelSource, SourceFile
 from app.sources.refs import HF_PREFIX
-from planner.gguf import FIRST_BLOCK, GGUFFile, read_gguf_header, read_gguf_model
+from planner.gguf import GGUFFile, read_gguf_header, read_gguf_model
 from planner.model import ModelAnatomy
 
 MAX_PARALLEL = 8
-LATER_SHARD_BLOCK = 64 * 1024  # a split model's later shards hold a few keys and their tensors' table
-
-
-def first_block_of(index: int) -> int:
-    """The first read of a shard's header: the first shard holds the vocabulary, the others little."""
-    return FIRST_BLOCK if index == 0 else LATER_SHARD_BLOCK
 
 
 @dataclass

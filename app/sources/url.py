@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from app.sources import store
+from app.sources.blocks import first_block_of
 from app.sources.errors import NotFound, SourceError, Unreachable
 from app.sources.http import content_range_total, read_range, translated, url_client
 from app.sources.model import URL, ModelSource, SourceFile
@@ -41,8 +42,6 @@ def shard_urls(url: str) -> list[str]:
 
 
 def resolve(ref: UrlRef) -> ModelSource:
-    from app.sources.headers import first_block_of
-
     urls = shard_urls(ref.url)
     workers = min(len(urls), 8)
     with ThreadPoolExecutor(workers) as pool:
