@@ -83,9 +83,11 @@ class BufferWatch:
         self.callback = llama_cpp.ggml_backend_sched_eval_callback(self._on_node)
 
     def begin(self) -> None:
-        """Before an encode: the compute buffer may grow (ggml then makes a new one), read it again."""
+        """Before an encode: read the buffers again (the compute buffer may have grown: ggml then made a
+        new one); each buffer counts once an encode, whichever nodes show it."""
         self._seen.clear()
         self.compute = {}
+        self.weights = {}
         self.stopped = False
 
     def _on_node(self, tensor: int, ask: bool, _user: Any) -> bool:

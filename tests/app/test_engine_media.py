@@ -81,6 +81,11 @@ def test_the_projectors_buffers_are_read_while_it_encodes(pairs: dict[str, tuple
         m = engine.report.measurements
         assert m.projector_weights == {"CPU": planned_weights(p)}
         assert m.projector_compute == {"CPU": compute_buffers(p, True)["CPU"]}
+        # another picture, in another chat: the same buffers, each counted once
+        _ask(engine, MediaPrompt(f"Q: {marker}\nAnd this?", (_picture(tmp_path, "b.png", (40, 30), seed=3),)))
+        assert len(engine.encoded) == 2
+        assert engine.report.measurements.projector_weights == {"CPU": planned_weights(p)}
+        assert engine.report.measurements.projector_compute == {"CPU": compute_buffers(p, True)["CPU"]}
     finally:
         engine.close()
 
