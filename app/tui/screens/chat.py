@@ -457,7 +457,7 @@ class ChatScreen(Screen):
         line.display = bool(self.pending)
         text = Text("Attached: ", style="bold")
         for i, a in enumerate(self.pending):
-            text.append(("  " if i else "") + ("🖼 " if a.kind == "image" else "🔊 ") + a.describe())
+            text.append(("  ·  " if i else "") + ("" if a.kind == "image" else "♪ ") + a.describe())
         text.append("   (sent with your next message; /image clear removes them)", style="dim")
         line.update(text)
 

@@ -87,7 +87,7 @@ class Picture(Vertical):
         self.note = note
 
     def compose(self) -> ComposeResult:
-        caption = Text(("🖼 " if self.attachment.kind == "image" else "🔊 ") + self.attachment.describe())
+        caption = Text(("" if self.attachment.kind == "image" else "♪ ") + self.attachment.describe())
         if self.note:
             caption.append(f" · {self.note}", style="italic")
         yield Static(caption, classes="picture-caption", markup=False)
