@@ -43,7 +43,7 @@ def _status_kib(pid: int, field: str) -> int:
 def scenario(name: str, model: Path, mmproj: Path, pictures: list[tuple[str, tuple[int, int]]], work: Path) -> dict:
     from app.devices import probe_devices
     from app.engine.process import EngineProcess
-    from app.engine.types import MediaPrompt
+    from app.engine.types import GenerationParams, MediaPrompt
     from app.media import inspect, pixel_limit, prepare
     from app.planning import PlanChoice, plan_model
     from app.session import projector_load
@@ -52,6 +52,7 @@ def scenario(name: str, model: Path, mmproj: Path, pictures: list[tuple[str, tup
     from planner.projector import read_projector
     from tests.support.vision import write_picture
 
+    SHORT = GenerationParams(max_tokens=4, temperature=0)  # the pictures are what is measured, not the reply
     report = probe_devices(cpu_only=True)
     anatomy = load_anatomy(read_gguf(model))
     projector = read_projector(mmproj)
@@ -77,7 +78,7 @@ def scenario(name: str, model: Path, mmproj: Path, pictures: list[tuple[str, tup
         marker = loaded.projector.marker if loaded.projector else ""
         started = time.perf_counter()
         for m in media:  # one question a picture: each its own prompt, as a chat sends them
-            for _ in engine.generate(MediaPrompt(f"{marker}\nWhat is in this picture?", (m,))):
+            for _ in engine.generate(MediaPrompt(f"{marker}\nWhat is in this picture?", (m,)), SHORT):
                 pass
         reply_seconds = time.perf_counter() - started
         peak = _status_kib(pid, "VmHWM")
