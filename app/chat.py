@@ -34,6 +34,7 @@ class PromptBuild:
     reply_room: int  # tokens kept free for the reply
     dropped: int  # oldest messages left out to fit
     kept: int  # conversation messages in the prompt (the system prompt not counted)
+    media: tuple[str, ...] = ()  # the images in the prompt, in order: one media marker each in `text`
 
     @property
     def near_limit(self) -> bool:
@@ -46,8 +47,42 @@ class PromptBuild:
 
 def to_messages(stored: Sequence[StoredMessage]) -> list[ChatMessage]:
     """The conversation as the chat format sees it: empty replies (a stop before the first
-    token) are left out; partial replies stay, as the user saw them."""
-    return [ChatMessage(m.role, m.content) for m in stored if m.role in ("user", "assistant") and m.content.strip()]
+    token) are left out; partial replies stay, as the user saw them; images go with their message."""
+    return [
+        ChatMessage(m.role, m.content, tuple(a.id for a in m.attachments))
+        for m in stored
+        if m.role in ("user", "assistant") and (m.content.strip() or m.attachments)
+    ]
+
+
+MediaTokenizer = Callable[[str, tuple[str, ...]], list[int]]  # (prompt text, images by id) -> cells
+
+
+def with_markers(turns: Sequence[ChatMessage], marker: str) -> list[ChatMessage]:
+    """Each image as the projector's marker at the head of its message (as llama-server places an image
+    part before the text), where the model's template then puts the message. Without a projector
+    (`marker` empty) images stay out of the prompt: the model reads the words alone."""
+    out = []
+    for m in turns:
+        content = m.content
+        if m.media and marker:
+            content = "".join(f"{marker}\n" for _ in m.media) + content
+        out.append(ChatMessage(m.role, content))
+    return out
+
+
+def _rendered(
+    fmt: ChatFormat,
+    head: list[ChatMessage],
+    turns: Sequence[ChatMessage],
+    eos: str,
+    tokenize: Callable[[str], list[int]],
+    marker: str,
+    tokenize_media: MediaTokenizer | None,
+) -> tuple[str, list[int], tuple[str, ...]]:
+    text = render(fmt, head + with_markers(turns, marker), bos="", eos=eos)
+    media = tuple(i for m in turns for i in m.media) if marker and tokenize_media is not None else ()
+    return text, (tokenize_media(text, media) if media and tokenize_media else tokenize(text)), media
 
 
 def reply_room(n_ctx: int, max_tokens: int) -> int:
@@ -62,9 +97,12 @@ def build_prompt(
     max_tokens: int,
     tokenize: Callable[[str], list[int]],
     eos: str = "",
+    marker: str = "",
+    tokenize_media: MediaTokenizer | None = None,
 ) -> PromptBuild:
     """Render `turns` (oldest first, ending with the user's message) to fit `n_ctx` with room
-    for `max_tokens`; drop whole turns from the front while it does not fit."""
+    for `max_tokens`; drop whole turns from the front while it does not fit. With a projector
+    (`marker`, `tokenize_media`), each image counts as the tokens the projector makes of it."""
     if not turns or turns[-1].role != "user":
         raise ChatError("there is no question to answer")
     room = reply_room(n_ctx, max_tokens)
@@ -73,12 +111,14 @@ def build_prompt(
     starts = [i for i, m in enumerate(turns) if m.role == "user"]  # where a turn may begin
     for start in starts:
         # BOS comes from the tokenizer (add_special), not the template, so it is never doubled
-        text = render(fmt, head + turns[start:], bos="", eos=eos)
-        tokens = tokenize(text)
+        text, tokens, media = _rendered(fmt, head, turns[start:], eos, tokenize, marker, tokenize_media)
         if len(tokens) <= budget:
-            return PromptBuild(text, tokens, n_ctx, room, start, len(turns) - start)
-    last = len(tokenize(render(fmt, [*head, turns[-1]], bos="", eos=eos)))
+            return PromptBuild(text, tokens, n_ctx, room, start, len(turns) - start, media)
+    _, last_tokens, last_media = _rendered(fmt, head, turns[-1:], eos, tokenize, marker, tokenize_media)
+    last = len(last_tokens)
     what = "your message and the system prompt take" if head else "your message takes"
+    if last_media:
+        what = what.replace("your message", "your message with its images")
     raise ChatError(
         f"{what} {last:,} tokens; with {room:,} kept for the reply the context of "
         f"{n_ctx:,} tokens cannot hold it. Shorten it, lower max tokens, or load with a longer context."
@@ -86,13 +126,19 @@ def build_prompt(
 
 
 def conversation_tokens(
-    fmt: ChatFormat, system: str, turns: list[ChatMessage], tokenize: Callable[[str], list[int]], eos: str = ""
+    fmt: ChatFormat,
+    system: str,
+    turns: list[ChatMessage],
+    tokenize: Callable[[str], list[int]],
+    eos: str = "",
+    marker: str = "",
+    tokenize_media: MediaTokenizer | None = None,
 ) -> int:
     """How many tokens of context the conversation takes as it stands (what the status line counts)."""
     head = [ChatMessage("system", system)] if system.strip() else []
     if not turns:
         return 0
-    return len(tokenize(render(fmt, head + turns, bos="", eos=eos)))
+    return len(_rendered(fmt, head, turns, eos, tokenize, marker, tokenize_media)[1])
 
 
 class ReplySink:

@@ -180,7 +180,23 @@ def build_parser() -> argparse.ArgumentParser:
         "--image-max-tokens",
         type=_positive_int,
         metavar="N",
-        help="with --mmproj: the most tokens one image may take, as llama-server's flag (default: the projector's)",
+        help="with --mmproj or --image: the most tokens one image may take, as llama-server's flag "
+        "(default: the projector's); a larger image is scaled down",
+    )
+    modes.add_argument(
+        "--image",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="with -p: show the model this picture (repeat for several); the projector beside MODEL is "
+        "loaded, or the one --mmproj names",
+    )
+    modes.add_argument(
+        "--audio",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="with -p: let the model hear this sound (WAV, MP3, FLAC), for projectors with an audio encoder",
     )
     wish.add_argument(
         "--elastic",
@@ -307,6 +323,7 @@ def run_prompt(args: argparse.Namespace) -> int:
 
     if not args.prompt.strip():
         raise UsageError("-p needs a question")
+    attached = _attached(args)  # a missing or unreadable file, or no picture: said before anything loads
     path, model, report, result, _fixed = _make_plan(args)
     why_not = not_for_chat(model.architecture)
     if why_not:
@@ -342,29 +359,106 @@ def run_prompt(args: argparse.Namespace) -> int:
                 sys.stdout.write(text)
                 sys.stdout.flush()
 
+        shelf = None
+        if attached:
+            from app.media import MediaShelf, pixel_limit
+
+            shelf = MediaShelf(pixel_limit(loaded.projector))
+            for a, file in attached:
+                shelf.add(a, file)
+        told: set[str] = set()
+
+        def fitted(_build) -> None:
+            for media_id, scaled in (shelf.scaled if shelf else {}).items():
+                if media_id not in told:  # a larger image is scaled down, never an out-of-memory
+                    told.add(media_id)
+                    print(f"vramchat: {scaled.describe()}", file=sys.stderr)
+
         outcome = write_reply(
             session,
             None,
             0,
-            [ChatMessage("user", args.prompt)],
+            [ChatMessage("user", args.prompt, tuple(a.id for a, _ in attached))],
             settings.system_prompt,
             params,
             [g.name for g in report.gpus],
             threading.Event(),
-            on_fitted=lambda b: None,
+            on_fitted=fitted,
             on_piece=piece,
+            media=shelf,
         )
         if stream:
             sys.stdout.write("\n")
         if outcome.kind != OK:
             return _fail(outcome.error or "the reply failed", EXIT_LOAD_FAILED)
         if args.json:
-            print(json.dumps(_answer_json(session, outcome), indent=2))
+            data = _answer_json(session, outcome)
+            if attached:
+                data["images"] = _images_json(attached, shelf, session)
+            print(json.dumps(data, indent=2))
         return EXIT_OK
     except ChatError as exc:
         return _fail(str(exc), EXIT_USAGE)
     finally:
         session.close()
+
+
+def _attached(args: argparse.Namespace) -> list:
+    """The files of --image and --audio, checked (list of (Attachment, Path)); MediaError says what is wrong."""
+    from pathlib import Path
+
+    from app.media import inspect
+
+    out = []
+    for file, kind in [*((f, "image") for f in args.image), *((f, "audio") for f in args.audio)]:
+        a = inspect(file)
+        if a.kind != kind:
+            what = "a sound: give it with --audio" if a.kind == "audio" else "a picture: give it with --image"
+            raise UsageError(f"{file} is {what}")
+        out.append((a, Path(os.path.expanduser(file))))
+    return out
+
+
+def _images_json(attached: list, shelf, session) -> list[dict]:
+    """Each picture or sound sent: its size, the size the model was shown, and the tokens it became."""
+    encoded = {e.id: e for e in getattr(session.engine, "encoded", [])}
+    out = []
+    for a, _file in attached:
+        scaled = shelf.scaled.get(a.id) if shelf else None
+        event = encoded.get(a.id)
+        out.append(
+            {
+                "name": a.name,
+                "kind": a.kind,
+                "bytes": a.size,
+                "width": a.width,
+                "height": a.height,
+                "sent": list(scaled.after) if scaled else [a.width, a.height],
+                "scaled": scaled is not None,
+                "tokens": event.tokens if event else None,
+                "encode_seconds": round(event.seconds, 3) if event else None,
+            }
+        )
+    return out
+
+
+def _projector_json(model) -> dict | None:
+    """The projector's buffers: planned beside what libmtmd allocated (exact once an image has been encoded)."""
+    from app.engine.llama_log import device_of
+
+    if model.projector is None:
+        return None
+    gpus = [d.name for d in model.plan.gpus]
+    m = model.report.measurements
+    out: dict = {"path": model.projector.path, "type": model.projector.projector_type}
+    for kind, measured in (("projector_weights", m.projector_weights), ("projector_compute", m.projector_compute)):
+        planned = {b.device: b.bytes for b in model.plan.buffers if b.kind == kind}
+        allocated: dict[str, int] = {}
+        for name, size in measured.items():
+            where = device_of(name, gpus)
+            allocated[where] = allocated.get(where, 0) + size
+        out[kind.removeprefix("projector_")] = {"planned": planned, "allocated": allocated or None}
+    return out
 
 
 def _answer_json(session, outcome) -> dict:
@@ -399,6 +493,7 @@ def _answer_json(session, outcome) -> dict:
             "kv_committed": kv_committed,
             "kv_in_use": {"cells": cells, "bytes": kv_bytes_in_use(plan.kv, cells)},
         },
+        "projector": _projector_json(model),
     }
 
 
@@ -705,8 +800,10 @@ def _main(argv: Sequence[str] | None) -> int:
         for folder in args.models_dir:
             if not os.path.isdir(os.path.expanduser(folder)):
                 raise UsageError(f"--models-dir {folder}: no such folder")
-        if args.image_max_tokens is not None and not args.mmproj:
-            raise UsageError("--image-max-tokens goes with --mmproj")
+        if (args.image or args.audio) and args.prompt is None:
+            raise UsageError("--image and --audio go with -p (in the app, /image PATH attaches a picture)")
+        if args.image_max_tokens is not None and not (args.mmproj or args.image or args.audio):
+            raise UsageError("--image-max-tokens goes with --mmproj or --image")
         if args.gpu and args.vram is not None:
             raise UsageError("--gpu names cards, --vram bare sizes: use one of them")
         if [g for g in args.gpu if g.strip().lower() == "list"]:

@@ -71,10 +71,13 @@ def make_plan(args: argparse.Namespace) -> tuple[str, ModelAnatomy, DeviceReport
     require_rpc_servers(report)
     model = anatomy_of(path)
     projector = None
-    if args.mmproj:
-        from planner.projector import read_projector
+    media = bool(getattr(args, "image", None) or getattr(args, "audio", None))
+    if args.mmproj or media:
+        from app.vision import projector_for
 
-        projector = read_projector(args.mmproj, args.image_max_tokens)
+        projector = projector_for(
+            path, model, args.mmproj, args.image_max_tokens, sees=bool(args.image), hears=bool(args.audio)
+        )
     choice = choice_of(args, projector)
     if args.margin is not None:
         choice = dataclasses.replace(choice, margins={d.name: args.margin for d in report.gpus})

@@ -16,7 +16,8 @@ from app.chat import ChatError, PromptBuild, ReplySink, build_prompt
 from app.engine.crash import EngineCrashed
 from app.engine.failure import classify
 from app.engine.templates import ChatMessage
-from app.engine.types import EngineError, GenerationParams, GenerationStats
+from app.engine.types import EngineError, GenerationParams, GenerationStats, Media, MediaPrompt
+from app.media import MediaError
 from app.outcome import CRASHED, ENGINE_CRASH, FAILED, OK, OUT_OF_MEMORY, REFUSED, ReplyOutcome
 from app.store import Store
 
@@ -36,33 +37,51 @@ def write_reply(
     on_fitted: Callable[[PromptBuild], None],
     on_piece: Callable[[str], None],
     on_growth: Callable[[Growth], None] | None = None,
+    media: Callable[[str], Media] | None = None,
 ) -> ReplyOutcome:
     """Build the prompt, stream the reply into `msg_id`, and say how it ended. Never raises for
     what the engine does: a crash or an error keeps what was written, marked cut short.
 
     When the context grows with the conversation, the prompt is fitted to the plan's maximum and
     the context made large enough first (`on_growth` is told); if it cannot grow, the prompt is
-    fitted to the context there is, dropping the oldest turns."""
+    fitted to the context there is, dropping the oldest turns. Images in the turns go to the
+    projector when one is loaded (`media` gives each one's pixels by its id)."""
     model = session.model
     assert model is not None
     engine = session.engine
     sink = ReplySink(store, msg_id)
     session.generating.set()
     try:
-        room = model.max_ctx if session.elastic else model.n_ctx
-        build = build_prompt(model.fmt, system, turns, room, params.max_tokens, engine.tokenize, eos=model.eos)
+        if turns and turns[-1].media and not model.marker:
+            raise ChatError(
+                f"{model.name} was loaded without a vision projector, so it cannot see images. Load it with its "
+                "projector (the picker's Vision setting; --mmproj on the command line), or send the words alone."
+            )
+        marker = model.marker if media is not None else ""
+
+        def tokenize_media(text: str, ids: tuple[str, ...]) -> list[int]:
+            assert media is not None
+            return engine.tokenize_media(MediaPrompt(text, tuple(media(i) for i in ids)))
+
+        def fitted(n_ctx: int) -> PromptBuild:
+            return build_prompt(
+                model.fmt, system, turns, n_ctx, params.max_tokens, engine.tokenize, model.eos, marker, tokenize_media
+            )
+
+        build = fitted(model.max_ctx if session.elastic else model.n_ctx)
         growth = session.grow_for(len(build.tokens) + build.reply_room)
         if growth is not None and on_growth is not None:
             on_growth(growth)
         if len(build.tokens) + build.reply_room > model.n_ctx:  # the context could not grow that far
-            build = build_prompt(
-                model.fmt, system, turns, model.n_ctx, params.max_tokens, engine.tokenize, eos=model.eos
-            )
+            build = fitted(model.n_ctx)
         on_fitted(build)
+        prompt: list[int] | MediaPrompt = build.tokens
+        if build.media and media is not None:
+            prompt = MediaPrompt(build.text, tuple(media(i) for i in build.media))
         if cancelled.is_set():
             stats = GenerationStats(stopped_by="user")
         else:
-            for piece in engine.generate(build.tokens, params):
+            for piece in engine.generate(prompt, params):
                 sink.add(piece)
                 on_piece(piece)
                 if cancelled.is_set():
@@ -71,7 +90,7 @@ def write_reply(
         text = sink.finish(stats.stopped_by, stats.generated_tokens, stats.tokens_per_second)
         session.reply_finished()
         return ReplyOutcome(OK, text, stats)
-    except ChatError as exc:
+    except (ChatError, MediaError) as exc:
         if store is not None:
             store.delete_message(msg_id)
         return ReplyOutcome(REFUSED, "", GenerationStats(stopped_by="error"), str(exc))

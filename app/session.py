@@ -14,6 +14,7 @@ decode ran out of memory mid-chat. Anything else ends in `LoadFailed`.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
@@ -34,7 +35,15 @@ from app.engine.dry_run import DryRun
 from app.engine.failure import Failure, classify
 from app.engine.process import RPC_STALL_SECONDS
 from app.engine.templates import ChatFormat, choose_format
-from app.engine.types import EngineError, GenerationParams, GenerationStats, LoadReport, ResizeReport
+from app.engine.types import (
+    EngineError,
+    GenerationParams,
+    GenerationStats,
+    LoadReport,
+    MediaPrompt,
+    ProjectorLoad,
+    ResizeReport,
+)
 from app.engine.verify import Confirmed, Verification, confirm_plan, replan
 from app.errors import VramchatError
 from app.outcome import CRASHED, ENGINE_CRASH, ReplyOutcome
@@ -45,6 +54,7 @@ from planner.elastic import committed_plan
 from planner.fit import FitResult
 from planner.memory import MemoryPlan
 from planner.model import ModelAnatomy
+from planner.projector import Projector
 from planner.retry import MAX_RETRIES, Retry, describe_changes, safer_plan
 
 RetryCallback = Callable[[Retry | None, str], None]  # None: the same plan, without CPU extra buffers
@@ -60,9 +70,19 @@ class EngineLike(Protocol):
     def loaded(self) -> bool: ...
 
     def load(
-        self, path: str, config: LoadConfig, progress: Callable[[float], bool | None] | None = None
+        self,
+        path: str,
+        config: LoadConfig,
+        progress: Callable[[float], bool | None] | None = None,
+        projector: ProjectorLoad | None = None,
     ) -> LoadReport: ...
-    def generate(self, prompt: list[int] | str, params: GenerationParams | None = None) -> Iterator[str]: ...
+    def generate(
+        self, prompt: list[int] | str | MediaPrompt, params: GenerationParams | None = None
+    ) -> Iterator[str]: ...
+    def tokenize_media(self, prompt: MediaPrompt) -> list[int]:
+        """The cells a prompt with images takes (the projector says how many tokens each image becomes)."""
+        ...
+
     def stop(self) -> None: ...
     def unload(self) -> None: ...
     def tokenize(self, text: str, add_special: bool = True, parse_special: bool = True) -> list[int]: ...
@@ -77,6 +97,8 @@ class EngineLike(Protocol):
     stall_timeout: float | None
     # whether `resize` can change the context without a reload (the context grows with the chat)
     resizable: bool
+    # while an image of the prompt goes through the projector: (its place, how many); None otherwise
+    encoding: tuple[int, int] | None
 
     @property
     def pid(self) -> int | None:
@@ -126,6 +148,26 @@ class LoadedModel:
     @property
     def name(self) -> str:
         return self.anatomy.name or self.path.rsplit("/", 1)[-1]
+
+    @property
+    def projector(self) -> Projector | None:
+        """The vision projector loaded beside the model (None: text only)."""
+        return self.plan.projector if self.report.projector is not None else None
+
+    @property
+    def marker(self) -> str:
+        """The text that stands for an image in a prompt ('' when no projector is loaded)."""
+        return self.report.projector.marker if self.report.projector is not None else ""
+
+    @property
+    def sees(self) -> bool:
+        """Whether the model can be shown images."""
+        return self.report.projector is not None and self.report.projector.vision
+
+    @property
+    def hears(self) -> bool:
+        """Whether the model can be given sounds (a projector with an audio encoder)."""
+        return self.report.projector is not None and self.report.projector.audio
 
 
 @dataclass(frozen=True)
@@ -195,6 +237,12 @@ class ModelSession:
         self.unload()
         engine = self.engine
         first = fit.plan
+        if first.projector is not None:
+            from planner.projectors.match import mismatch
+
+            wrong = mismatch(first.projector, anatomy)
+            if wrong:
+                raise LoadFailed(f"{wrong}. {WITHOUT_PROJECTOR}")
         confirmed: Confirmed | None = None
         for attempt in range(MAX_RETRIES + 1):
             try:
@@ -205,16 +253,20 @@ class ModelSession:
                         fit.plan,
                         devices.gpus,
                         devices.host,  # type: ignore
-                        lambda g, h, plan=fit.plan: replan(anatomy, plan, g, h),
+                        functools.partial(replan, anatomy, fit.plan),
                     )
                     if confirmed is not None:
                         fit = replace(fit, plan=confirmed.plan)
                 # a server that stops answering must not hang a reply
                 uses_rpc = any(d.backend == "rpc" for d in fit.plan.gpus if d.layers)
                 engine.stall_timeout = RPC_STALL_SECONDS if uses_rpc else None
-                report = engine.load(path, self._load_config(fit.plan), progress=progress)
+                report = engine.load(
+                    path, self._load_config(fit.plan), progress=progress, projector=projector_load(fit.plan)
+                )
                 break
             except EngineError as exc:
+                if str(exc).startswith(PROJECTOR_FAILED):
+                    raise LoadFailed(f"{exc}. {WITHOUT_PROJECTOR}") from None
                 if (
                     isinstance(exc, EngineCrashed)
                     and exc.exit.cpu_extra_buffer
@@ -471,7 +523,22 @@ def with_extra_buffers(anatomy: ModelAnatomy, fit: FitResult, devices: DeviceRep
     """The same plan with the CPU's extra buffer types (CPU_REPACK, AMX) on or off, priced again."""
     from planner.fit import evaluate
 
-    return evaluate(anatomy, fit.plan.config.with_(cpu_extra_buffers=value), devices.gpus, devices.host)
+    config = fit.plan.config.with_(cpu_extra_buffers=value)
+    return evaluate(anatomy, config, devices.gpus, devices.host, projector=fit.plan.projector)
+
+
+# what the engine's message begins with when libmtmd refused the projector, and what the user can do
+PROJECTOR_FAILED = "could not load the projector"
+WITHOUT_PROJECTOR = "Load the model without it (the picker's Vision setting off; without --mmproj on the command line)"
+
+
+def projector_load(plan: MemoryPlan) -> ProjectorLoad | None:
+    """The projector as the plan placed it: on the first GPU when the plan put its buffers there."""
+    p = plan.projector
+    if p is None:
+        return None
+    on_gpu = any(b.kind == "projector_weights" and b.device != "CPU" for b in plan.buffers)
+    return ProjectorLoad(p.path, on_gpu, plan.config.flash_attn, p.image_max_tokens)
 
 
 def _reprobed(devices: DeviceReport, reprobe: Callable[[], DeviceReport] | None) -> DeviceReport:

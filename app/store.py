@@ -21,10 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from app.errors import VramchatError
+from app.media import Attachment
 from app.paths import data_dir
 
 DB_FILE = "conversations.sqlite3"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 TITLE_CHARS = 60
 
 # MIGRATIONS[n] takes a database from version n to n + 1.
@@ -53,6 +54,22 @@ MIGRATIONS: dict[int, str] = {
     );
     CREATE INDEX messages_by_conversation ON messages (conversation_id, id);
     CREATE INDEX conversations_by_update ON conversations (updated);
+    """,
+    # images and sounds sent with a message: the files are kept by content (app.media.MediaStore)
+    1: """
+    CREATE TABLE attachments (
+        id INTEGER PRIMARY KEY,
+        message_id INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+        position INTEGER NOT NULL,
+        sha256 TEXT NOT NULL,
+        name TEXT NOT NULL,
+        kind TEXT NOT NULL DEFAULT 'image' CHECK (kind IN ('image', 'audio')),
+        bytes INTEGER NOT NULL DEFAULT 0,
+        width INTEGER NOT NULL DEFAULT 0,
+        height INTEGER NOT NULL DEFAULT 0,
+        suffix TEXT NOT NULL DEFAULT ''
+    );
+    CREATE INDEX attachments_by_message ON attachments (message_id, position);
     """,
 }
 
@@ -91,6 +108,7 @@ class StoredMessage:
     stopped_by: str = ""
     tokens: int = 0
     tokens_per_second: float = 0.0
+    attachments: tuple[Attachment, ...] = ()
 
 
 @dataclass
@@ -225,9 +243,10 @@ class Store:
                 "SELECT c.id, c.title, c.model_name, c.updated, "
                 "(SELECT COUNT(*) FROM messages m2 WHERE m2.conversation_id = c.id) AS n FROM conversations c "
                 "WHERE c.title LIKE ? ESCAPE '\\' OR EXISTS (SELECT 1 FROM messages m WHERE "
-                "m.conversation_id = c.id AND m.content LIKE ? ESCAPE '\\') "
-                "ORDER BY c.updated DESC, c.id DESC LIMIT ?",
-                (needle, needle, limit),
+                "m.conversation_id = c.id AND m.content LIKE ? ESCAPE '\\') OR EXISTS (SELECT 1 FROM attachments a "
+                "JOIN messages m3 ON m3.id = a.message_id WHERE m3.conversation_id = c.id AND a.name LIKE ? "
+                "ESCAPE '\\') ORDER BY c.updated DESC, c.id DESC LIMIT ?",
+                (needle, needle, needle, limit),
             ).fetchall()
         return [ConversationSummary(r["id"], r["title"], r["model_name"], r["updated"], r["n"]) for r in rows]
 
@@ -239,6 +258,11 @@ class Store:
             msgs = self._db.execute(
                 "SELECT * FROM messages WHERE conversation_id = ? ORDER BY id", (conv_id,)
             ).fetchall()
+            attached = self._attachments(
+                "SELECT a.* FROM attachments a JOIN messages m ON m.id = a.message_id WHERE m.conversation_id = ? "
+                "ORDER BY a.message_id, a.position",
+                (conv_id,),
+            )
         return Conversation(
             row["id"],
             row["title"],
@@ -247,8 +271,15 @@ class Store:
             row["system_prompt"],
             row["created"],
             row["updated"],
-            [_message(m) for m in msgs],
+            [_message(m, attached.get(m["id"], ())) for m in msgs],
         )
+
+    def _attachments(self, query: str, args: tuple[object, ...]) -> dict[int, tuple[Attachment, ...]]:
+        out: dict[int, list[Attachment]] = {}
+        for r in self._db.execute(query, args).fetchall():
+            a = Attachment(r["sha256"], r["name"], r["kind"], r["bytes"], r["width"], r["height"], r["suffix"])
+            out.setdefault(r["message_id"], []).append(a)
+        return {k: tuple(v) for k, v in out.items()}
 
     def set_system_prompt(self, conv_id: int, text: str) -> None:
         with self._tx() as db:
@@ -266,21 +297,29 @@ class Store:
 
     # -- messages ---------------------------------------------------------------------------
 
-    def add_message(self, conv_id: int, role: str, content: str) -> StoredMessage:
-        """A complete message (the user's, or a system note); the first user message names the chat."""
+    def add_message(
+        self, conv_id: int, role: str, content: str, attachments: tuple[Attachment, ...] = ()
+    ) -> StoredMessage:
+        """A complete message (the user's, or a system note), with the images it carries (their files are
+        kept by app.media.MediaStore); the first user message names the chat."""
         now = time.time()
         with self._tx() as db:
             cur = db.execute(
                 "INSERT INTO messages (conversation_id, role, content, created, updated) VALUES (?, ?, ?, ?, ?)",
                 (conv_id, role, content, now, now),
             )
+            msg_id = int(cur.lastrowid or 0)
+            for position, a in enumerate(attachments):
+                db.execute(
+                    "INSERT INTO attachments (message_id, position, sha256, name, kind, bytes, width, height, suffix) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (msg_id, position, a.id, a.name, a.kind, a.size, a.width, a.height, a.suffix),
+                )
             db.execute("UPDATE conversations SET updated = ? WHERE id = ?", (now, conv_id))
             if role == "user":
-                db.execute(
-                    "UPDATE conversations SET title = ? WHERE id = ? AND title = ''", (title_from(content), conv_id)
-                )
-            msg_id = int(cur.lastrowid or 0)
-        return StoredMessage(msg_id, conv_id, role, content)
+                title = title_from(content) or title_from(", ".join(a.name for a in attachments))
+                db.execute("UPDATE conversations SET title = ? WHERE id = ? AND title = ''", (title, conv_id))
+        return StoredMessage(msg_id, conv_id, role, content, attachments=tuple(attachments))
 
     def begin_reply(self, conv_id: int) -> int:
         """An empty assistant message in state 'streaming'; returns its id."""
@@ -321,10 +360,11 @@ class Store:
     def message(self, msg_id: int) -> StoredMessage | None:
         with self._lock:
             row = self._db.execute("SELECT * FROM messages WHERE id = ?", (msg_id,)).fetchone()
-        return _message(row) if row is not None else None
+            attached = self._attachments("SELECT * FROM attachments WHERE message_id = ? ORDER BY position", (msg_id,))
+        return _message(row, attached.get(msg_id, ())) if row is not None else None
 
 
-def _message(row: sqlite3.Row) -> StoredMessage:
+def _message(row: sqlite3.Row, attachments: tuple[Attachment, ...] = ()) -> StoredMessage:
     return StoredMessage(
         row["id"],
         row["conversation_id"],
@@ -334,4 +374,5 @@ def _message(row: sqlite3.Row) -> StoredMessage:
         row["stopped_by"],
         row["tokens"],
         row["tokens_per_second"],
+        attachments,
     )

@@ -51,6 +51,5 @@ def committed_plan(plan: MemoryPlan, n_ctx: int, gpus: list[Device], host: Host)
     """The plan's configuration at a smaller context: what a load that starts there commits."""
     if n_ctx >= plan.resolved.n_ctx:
         return plan
-    return plan_memory(
-        plan.model, plan.config.with_(n_ctx=n_ctx), gpus, host, {u.name: u.margin for u in [*plan.gpus, plan.host]}
-    )
+    margins = {u.name: u.margin for u in [*plan.gpus, plan.host]}
+    return plan_memory(plan.model, plan.config.with_(n_ctx=n_ctx), gpus, host, margins, projector=plan.projector)

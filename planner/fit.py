@@ -269,9 +269,13 @@ def solve(model: ModelAnatomy, gpus: list[Device], host: Host, wishes: Wishes | 
     wishes = wishes or Wishes()
     if wishes.n_ubatch is not None:
         return _solve_at(model, gpus, host, wishes)
-    first = _solve_at(model, gpus, host, replace(wishes, n_ubatch=UBATCH_STEPS[0], n_batch=wishes.n_batch))
+    steps = _ubatch_steps(model, wishes)
+    batch = wishes.n_batch
+    if steps[0] > UBATCH_STEPS[0]:  # a micro-batch beyond the default batch: the batch grows with it
+        batch = max(batch or 0, steps[0])
+    first = _solve_at(model, gpus, host, replace(wishes, n_ubatch=steps[0], n_batch=batch))
     best = first
-    for ubatch in UBATCH_STEPS[1:]:
+    for ubatch in steps[1:]:
         if _complete(best, model, gpus):
             break
         batch = ubatch if wishes.n_batch is None else max(wishes.n_batch, ubatch)
@@ -281,6 +285,17 @@ def solve(model: ModelAnatomy, gpus: list[Device], host: Host, wishes: Wishes | 
     if best is not first:
         best.reasons.insert(1, _ubatch_reason(first, best))
     return best
+
+
+def _ubatch_steps(model: ModelAnatomy, wishes: Wishes) -> tuple[int, ...]:
+    """The micro-batches to try: UBATCH_STEPS, none smaller than the largest image when the model reads
+    an image's tokens both ways (llama.cpp reads such an image in one micro-batch)."""
+    if wishes.projector is None:
+        return UBATCH_STEPS
+    from planner.projectors.match import image_tokens_in_one_batch
+
+    floor = image_tokens_in_one_batch(wishes.projector, model)
+    return tuple(dict.fromkeys(max(step, floor) for step in UBATCH_STEPS))
 
 
 def _complete(result: FitResult, model: ModelAnatomy, gpus: list[Device]) -> bool:

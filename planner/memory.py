@@ -107,6 +107,9 @@ class MemoryPlan:
     host: DeviceUsage
     buffers: list[Buffer]
     estimates: list[str] = field(default_factory=list)
+    # the vision projector loaded beside the model (its buffers are among `buffers`), so that a plan made
+    # again from this one (a retry, the dry run's correction, another context size) keeps it
+    projector: Projector | None = None
 
     @property
     def fits(self) -> bool:
@@ -414,4 +417,4 @@ def _plan_memory(
             "compute buffers are a rough estimate (logits, activations and attention of one "
             "micro-batch): this architecture's graph is not modelled yet"
         )
-    return MemoryPlan(model, config, r, placement, kv, gpu_usage, host_usage, buffers, estimates)
+    return MemoryPlan(model, config, r, placement, kv, gpu_usage, host_usage, buffers, estimates, projector)

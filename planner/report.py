@@ -148,6 +148,29 @@ def verdict_words(verdict: str) -> str:
     return _VERDICT_WORDS.get(verdict, verdict)
 
 
+def projector_share(plan: MemoryPlan) -> str:
+    """The vision projector's part of the plan, in words: its buffers, where, and the largest image."""
+    p = plan.projector
+    if p is None:
+        return ""
+    weights = sum(b.bytes for b in plan.buffers if b.kind == "projector_weights")
+    compute = sum(b.bytes for b in plan.buffers if b.kind == "projector_compute")
+    where = next((b.device for b in plan.buffers if b.kind == "projector_weights"), "CPU")
+    name = p.path.replace("\\", "/").rsplit("/", 1)[-1]
+    text = (
+        f"{name}: {format_size(weights)} weights and {format_size(compute)} compute on "
+        f"{'host RAM' if where == 'CPU' else where}"
+    )
+    from planner.projectors import rule_for
+
+    if p.has_vision and rule_for(p.projector_type) is not None:
+        from planner.projectors.compute import largest_images
+
+        nx, ny = max(largest_images(p, p.image_max_tokens), key=lambda im: im[0] * im[1])
+        text += f", for images up to {nx}×{ny} pixels"
+    return text
+
+
 def plan_to_table(result: FitResult) -> str:
     plan = result.plan
     m, r = plan.model, plan.resolved
@@ -195,6 +218,8 @@ def plan_to_table(result: FitResult) -> str:
     lines.append(row("host RAM", plan.host, plan.host.output + plan.host.overhead))
     if plan.host.weights_mapped:
         lines.append(f"  (host weights include {format_size(plan.host.weights_mapped)} memory-mapped from the file)")
+    if plan.projector is not None:
+        lines.append(f"  (of which the vision projector {projector_share(plan)})")
     lines += ["", "Why"]
     lines += [f"  - {reason}" for reason in result.reasons]
     if result.alternatives:

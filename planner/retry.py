@@ -105,6 +105,7 @@ def wishes_for(plan: MemoryPlan) -> Wishes:
         use_mmap=c.use_mmap,
         margins={d.name: d.margin for d in [*plan.gpus, plan.host]},
         cpu_extra_buffers=c.cpu_extra_buffers,
+        projector=plan.projector,
     )
 
 

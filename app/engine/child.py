@@ -37,6 +37,8 @@ class _Server:
         self.engine = Engine()
         self.engine.on_prefilled = self._prefilled
         self.engine.on_prefill_step = self._prefill_step
+        self.engine.on_media_encoding = lambda index, count: self.send(p.ENCODING, index, count)
+        self.engine.on_media_encoded = self._media_encoded
         self.inbox: queue.Queue[tuple[Any, ...]] = queue.Queue()
         self._send_lock = threading.Lock()
 
@@ -58,6 +60,11 @@ class _Server:
 
     def _prefill_step(self, done: int, total: int) -> None:
         self.send(p.PREFILLING, done, total)
+
+    def _media_encoded(self, event: Any) -> None:
+        report = self.engine.report
+        m = report.measurements if report is not None else None
+        self.send(p.ENCODED, event, m.projector_weights if m else {}, m.projector_compute if m else {})
 
     def _prefilled(self, stats: Any) -> None:
         self.send(p.PREFILLED, stats.reused_tokens, stats.prompt_seconds, self.engine.kv_cells_used())
@@ -102,18 +109,20 @@ class _Server:
         if op in (p.LOAD, p.DRY_RUN):
             _connect_rpc_servers()
         if op == p.LOAD:
-            path, config = args
+            path, config, projector = args
 
             def progress(fraction: float) -> bool:
                 self.send(p.PROGRESS, fraction)
                 return True
 
-            report = engine.load(path, config, progress)
+            report = engine.load(path, config, progress, projector)
             self.send(p.LOADED, report)
         elif op == p.GENERATE:
             self.generate(*args)
         elif op == p.TOKENIZE:
             self.send(p.RESULT, engine.tokenize(*args))
+        elif op == p.TOKENIZE_MEDIA:
+            self.send(p.RESULT, engine.tokenize_media(*args))
         elif op == p.SPECIAL_TEXT:
             self.send(p.RESULT, engine.special_text(*args))
         elif op == p.DRY_RUN:

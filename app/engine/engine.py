@@ -19,12 +19,26 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from app.devices.process import snapshot
 from app.engine.llama_log import capture
 from app.engine.params import apply_context_params, apply_model_params, ensure_backend
-from app.engine.types import EngineError, GenerationParams, GenerationStats, LoadReport, ResizeReport
+from app.engine.types import (
+    EngineError,
+    GenerationParams,
+    GenerationStats,
+    LoadReport,
+    MediaEncoded,
+    MediaPrompt,
+    ProjectorInfo,
+    ProjectorLoad,
+    ResizeReport,
+)
 from planner.config import LoadConfig
+
+if TYPE_CHECKING:
+    from app.engine.media import MediaChunks, MediaContext
 
 
 class Engine:
@@ -33,10 +47,15 @@ class Engine:
         self._ctx = None
         self._vocab = None
         self._sampler = None
-        self._tokens: list[int] = []  # what the KV cache holds, in order
+        self._tokens: list[int] = []  # what the KV cache holds, in order (an image: media.media_cell)
+        self._positions: list[int] = []  # each cell's position (an image's cells: the image's first)
+        self._n_past = 0  # the next position (under M-RoPE an image takes fewer positions than cells)
+        self._batch: Any = None  # a llama_batch with room for n_batch tokens, positions given
+        self._media: MediaContext | None = None  # the projector, when one is loaded
+        self._prepared: MediaChunks | None = None  # the last media prompt tokenized, kept for its reply
         self._stop = threading.Event()
-        self._abort_cb = None
-        self._progress_cb = None
+        self._abort_cb: Any = None
+        self._progress_cb: Any = None
         self.report: LoadReport | None = None
         self.last_stats = GenerationStats()
         self.generating = threading.Event()
@@ -44,6 +63,10 @@ class Engine:
         self.on_prefilled: Callable[[GenerationStats], None] | None = None
         # told after each batch of a prompt is read: (tokens read so far, of how many), for progress
         self.on_prefill_step: Callable[[int, int], None] | None = None
+        # told before an image is encoded: (its place among the prompt's new images, how many there are)
+        self.on_media_encoding: Callable[[int, int], None] | None = None
+        # told when an image has gone through the projector
+        self.on_media_encoded: Callable[[MediaEncoded], None] | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -52,9 +75,14 @@ class Engine:
         return self._ctx is not None
 
     def load(
-        self, path: str | os.PathLike[str], config: LoadConfig, progress: Callable[[float], bool | None] | None = None
+        self,
+        path: str | os.PathLike[str],
+        config: LoadConfig,
+        progress: Callable[[float], bool | None] | None = None,
+        projector: ProjectorLoad | None = None,
     ) -> LoadReport:
-        """Load the model and create its context exactly as `config` says.
+        """Load the model and create its context exactly as `config` says, and the projector beside it
+        when one is given.
 
         `progress(fraction)` is called while the weights load; returning False cancels.
         """
@@ -95,30 +123,48 @@ class Engine:
             raise EngineError(_failure("could not create the context", log.errors()), log.errors())
         self._model, self._ctx = model, ctx
         self._vocab = llama_cpp.llama_model_get_vocab(model)
-        self._tokens = []
+        self._forget_cells()
+        info = None
+        if projector is not None:
+            info = self._load_projector(projector)
         template = llama_cpp.llama_model_chat_template(model, None)
         seconds = time.perf_counter() - start
+        measurements = log.measurements
+        if self._media is not None:
+            measurements.projector_weights, measurements.projector_compute = self._media.buffers()
         self.report = LoadReport(
             path=path,
             config=config,
             seconds=seconds,
-            measurements=log.measurements,
+            measurements=measurements,
             n_ctx=llama_cpp.llama_n_ctx(ctx),
             n_vocab=llama_cpp.llama_vocab_n_tokens(self._vocab),
             chat_template=template.decode("utf-8", errors="replace") if template else None,
             log_tail=log.tail(60),
             process_before=before,
             process=snapshot(),
+            projector=info,
         )
         return self.report
+
+    def _load_projector(self, load: ProjectorLoad) -> ProjectorInfo:
+        """libmtmd's context for the projector, beside the model just loaded; on failure nothing stays loaded."""
+        from app.engine.media import MediaContext
+
+        try:
+            self._media = MediaContext(self._model, load, _threads(), self._stop)
+        except EngineError:
+            self.unload()
+            raise
+        media = self._media
+        return ProjectorInfo(load.path, media.vision, media.audio, load.marker, media.seconds)
 
     def _new_context(self, model, config: LoadConfig):
         import llama_cpp
 
         cparams = llama_cpp.llama_context_default_params()
         apply_context_params(cparams, config)
-        threads = max(1, (os.cpu_count() or 2))
-        cparams.n_threads = cparams.n_threads_batch = threads
+        cparams.n_threads = cparams.n_threads_batch = _threads()
         ctx = llama_cpp.llama_init_from_model(model, cparams)
         if ctx:
             self._abort_cb = llama_cpp.ggml_abort_callback(lambda _data: bool(self._stop.is_set()))
@@ -138,7 +184,7 @@ class Engine:
         old = self.report.config
         new = old.with_(n_ctx=n_ctx)
         state = self._save_state() if keep and self._tokens else None
-        tokens = list(self._tokens) if state is not None else []
+        cells = (list(self._tokens), list(self._positions), self._n_past) if state is not None else None
         log = capture()
         model_buffers = dict(self.report.measurements.model)
         log.reset()
@@ -153,15 +199,17 @@ class Engine:
             new = old
             ctx = self._new_context(self._model, old)
             if not ctx:  # not even the old size any more: nothing is loaded
-                self._tokens = []
+                self._forget_cells()
                 self.report = None
                 raise EngineError(_failure("could not create the context again", log.errors()), log.errors())
         self._ctx = ctx
-        self._tokens = []
-        if state is not None and self._restore_state(state):
-            self._tokens = tokens
+        self._forget_cells()
+        if state is not None and cells is not None and self._restore_state(state):
+            self._tokens, self._positions, self._n_past = cells
         measurements = log.measurements
         measurements.model = model_buffers
+        measurements.projector_weights = self.report.measurements.projector_weights
+        measurements.projector_compute = self.report.measurements.projector_compute
         self.report = dataclasses.replace(
             self.report, config=new, n_ctx=llama_cpp.llama_n_ctx(ctx), measurements=measurements
         )
@@ -185,9 +233,19 @@ class Engine:
         buf = (ctypes.c_uint8 * len(state)).from_buffer_copy(state)
         return llama_cpp.llama_state_seq_set_data(self._ctx, buf, len(state), 0) == len(state)
 
+    def _forget_cells(self) -> None:
+        self._tokens, self._positions, self._n_past = [], [], 0
+
     def unload(self) -> None:
         import llama_cpp
 
+        self._drop_prepared()
+        if self._media is not None:
+            self._media.close()
+            self._media = None
+        if self._batch is not None:
+            llama_cpp.llama_batch_free(self._batch)
+            self._batch = None
         if self._sampler is not None:
             llama_cpp.llama_sampler_free(self._sampler)
             self._sampler = None
@@ -198,7 +256,7 @@ class Engine:
             llama_cpp.llama_model_free(self._model)
             self._model = None
         self._vocab = None
-        self._tokens = []
+        self._forget_cells()
         self.report = None
 
     def close(self) -> None:
@@ -294,31 +352,47 @@ class Engine:
         self._sampler = chain
 
     def _decode(self, tokens: list[int], progress: Callable[[int, int], None] | None = None) -> None:
+        """Decode `tokens` at the next positions, a batch at a time; logits for the last one."""
         import llama_cpp
 
         n_batch = self.report.config.n_batch if self.report else 512
+        if self._batch is None:
+            self._batch = llama_cpp.llama_batch_init(n_batch, 0, 1)
+        batch = self._batch
         for i in range(0, len(tokens), n_batch):
             if progress is not None and i:
                 progress(i, len(tokens))
             chunk = tokens[i : i + n_batch]
-            arr = (llama_cpp.llama_token * len(chunk))(*chunk)
-            rc = llama_cpp.llama_decode(self._ctx, llama_cpp.llama_batch_get_one(arr, len(chunk)))
-            if rc == 2:
-                raise _Stopped
-            if rc != 0:
-                reason = {
-                    1: "the KV cache is full (no slot for the batch)",
-                    -2: "out of memory",
-                    -3: "the computation failed",
-                }
-                errors = capture().errors()
-                raise EngineError(
-                    _failure(f"llama.cpp could not decode ({reason.get(rc, f'error {rc}')})", errors), errors, rc
-                )
+            n = len(chunk)
+            for j, token in enumerate(chunk):
+                batch.token[j] = token
+                batch.pos[j] = self._n_past + j
+                batch.n_seq_id[j] = 1
+                batch.seq_id[j][0] = 0
+                batch.logits[j] = j == n - 1
+            batch.n_tokens = n
+            self._check(llama_cpp.llama_decode(self._ctx, batch))
             self._tokens.extend(chunk)
+            self._positions.extend(range(self._n_past, self._n_past + n))
+            self._n_past += n
+
+    @staticmethod
+    def _check(rc: int) -> None:
+        """llama_decode's status: 0 goes on, 2 (aborted) is a stop, anything else an EngineError."""
+        if rc == 0:
+            return
+        if rc == 2:
+            raise _Stopped
+        reason = {
+            1: "the KV cache is full (no slot for the batch)",
+            -2: "out of memory",
+            -3: "the computation failed",
+        }
+        errors = capture().errors()
+        raise EngineError(_failure(f"llama.cpp could not decode ({reason.get(rc, f'error {rc}')})", errors), errors, rc)
 
     def _reuse_prefix(self, tokens: list[int]) -> int:
-        """Keep the part of the KV cache the new prompt shares with what it holds."""
+        """Keep the part of the KV cache the new prompt shares with what it holds (never part of an image)."""
         import llama_cpp
 
         keep = 0
@@ -327,22 +401,128 @@ class Engine:
                 break
             keep += 1
         keep = min(keep, len(tokens) - 1)  # always evaluate the last token to get logits
+        # an image is decoded whole: a cut inside one goes back to where it starts
+        while 0 < keep < len(self._tokens) and self._tokens[keep] < 0 and self._tokens[keep - 1] == self._tokens[keep]:
+            keep -= 1
         if keep < len(self._tokens):
             mem = llama_cpp.llama_get_memory(self._ctx)
-            if not llama_cpp.llama_memory_seq_rm(mem, 0, keep, -1):
+            if llama_cpp.llama_memory_seq_rm(mem, 0, self._positions[keep], -1):
+                self._n_past = self._positions[keep]
+            else:
                 llama_cpp.llama_memory_clear(mem, True)
-                keep = 0
+                keep, self._n_past = 0, 0
             self._tokens = self._tokens[:keep]
+            self._positions = self._positions[:keep]
         return keep
 
-    def generate(self, prompt: list[int] | str, params: GenerationParams | None = None) -> Iterator[str]:
-        """Stream the reply to `prompt` as text pieces. Stops at EOS, a stop string,
-        max_tokens, a full context, or `stop()`; `last_stats` tells which."""
+    # -- images and sounds ------------------------------------------------------------------------
+
+    @property
+    def media_marker(self) -> str:
+        """The text that stands for one image in a prompt ('' without a projector)."""
+        return self._media.load.marker if self._media is not None else ""
+
+    def tokenize_media(self, prompt: MediaPrompt) -> list[int]:
+        """The cells `prompt` takes in the KV cache: its text's tokens, and each image's as many as the
+        projector makes of it (what a context must hold). Kept for the reply that follows."""
+        return self._prepare(prompt).cells
+
+    def _prepare(self, prompt: MediaPrompt) -> MediaChunks:
+        self._require()
+        if self._media is None:
+            raise EngineError("no projector is loaded: this model cannot see images")
+        key = (prompt.text, tuple(m.id for m in prompt.media))
+        if self._prepared is not None and self._prepared.key == key:
+            return self._prepared
+        self._drop_prepared()
+        self._prepared = self._media.tokenize(prompt)
+        return self._prepared
+
+    def _drop_prepared(self) -> None:
+        if self._prepared is not None:
+            self._prepared.free()
+            self._prepared = None
+
+    def _eval_media(self, chunks: MediaChunks, keep: int, progress: Callable[[int, int], None] | None) -> None:
+        """Decode the prompt's chunks past the `keep` cells the cache already holds: text a batch at a
+        time, each image through the projector, then its embeddings."""
+        media = self._media
+        assert media is not None and self.report is not None
+        config = self.report.config
+        total = len(chunks.cells) - keep
+        todo = [s for s, at in _starts(chunks) if at >= keep and s.kind != "text"]
+        start, done, encoded = 0, 0, 0
+        for segment in chunks.segments:
+            end = start + len(segment.cells)
+            if end <= keep:
+                start = end
+                continue
+            if segment.kind == "text":
+                skip = max(keep - start, 0)
+                offset = done
+
+                def step(read: int, _of: int, offset: int = offset) -> None:
+                    if progress is not None:
+                        progress(offset + read, total)
+
+                self._decode(segment.cells[skip:], step)
+                done += len(segment.cells) - skip
+            else:
+                n = len(segment.cells)
+                both_ways = media.non_causal(segment)
+                if both_ways and n > config.n_ubatch:
+                    raise EngineError(
+                        f"this image takes {n:,} tokens and the model reads an image in one micro-batch of at most "
+                        f"{config.n_ubatch:,}: load it with --ubatch {n} or more, or allow fewer tokens an image "
+                        f"(--image-max-tokens)"
+                    )
+                if self.on_media_encoding is not None:
+                    self.on_media_encoding(encoded, len(todo))
+                try:
+                    seconds = media.encode(segment)
+                except Exception as exc:
+                    from app.engine.media import Stopped
+
+                    if isinstance(exc, Stopped):
+                        raise _Stopped from None
+                    raise
+                self._record_projector_buffers()
+                rc, new_n_past = media.decode(self._ctx, segment, self._n_past, min(config.n_batch, config.n_ubatch))
+                self._check(rc)
+                self._tokens.extend(segment.cells)
+                self._positions.extend([self._n_past] * n)
+                self._n_past = new_n_past
+                done += n
+                if progress is not None:
+                    progress(done, total)
+                if self.on_media_encoded is not None:
+                    self.on_media_encoded(MediaEncoded(segment.media_id, encoded, len(todo), n, seconds))
+                encoded += 1
+            start = end
+
+    def _record_projector_buffers(self) -> None:
+        """The projector's buffers as ggml holds them now (exact, read while it encoded)."""
+        if self._media is None or self.report is None:
+            return
+        m = self.report.measurements
+        m.projector_weights, m.projector_compute = self._media.buffers()
+
+    # -- generation (continued) --------------------------------------------------------------------
+
+    def generate(self, prompt: list[int] | str | MediaPrompt, params: GenerationParams | None = None) -> Iterator[str]:
+        """Stream the reply to `prompt` (tokens, text, or text with images) as text pieces. Stops at EOS,
+        a stop string, max_tokens, a full context, or `stop()`; `last_stats` tells which."""
         import llama_cpp
 
         self._require()
         params = params or GenerationParams()
-        tokens = self.tokenize(prompt) if isinstance(prompt, str) else list(prompt)
+        chunks = self._prepare(prompt) if isinstance(prompt, MediaPrompt) else None
+        if chunks is not None:
+            tokens = chunks.cells
+            if chunks.segments and chunks.segments[-1].kind != "text":
+                raise EngineError("a prompt cannot end with an image")
+        else:
+            tokens = self.tokenize(prompt) if isinstance(prompt, str) else list(prompt)  # type: ignore[arg-type]
         if not tokens:
             raise EngineError("the prompt is empty")
         if len(tokens) >= self.n_ctx:
@@ -364,7 +544,10 @@ class Engine:
                     self.on_prefill_step(done, total)
 
             try:
-                self._decode(tokens[keep:], read)
+                if chunks is not None:
+                    self._eval_media(chunks, keep, read)
+                else:
+                    self._decode(tokens[keep:], read)
             except _Stopped:
                 stats.stopped_by = "user"
                 return
@@ -414,6 +597,7 @@ class Engine:
                 yield pending
             stats.generation_seconds = time.perf_counter() - t1
         finally:
+            self._drop_prepared()  # an image's preprocessed pixels are not kept beyond its reply
             self.generating.clear()
 
 
@@ -435,6 +619,18 @@ def _safe_prefix(text: str, stops: tuple[str, ...]) -> int:
                 hold = max(hold, k)
                 break
     return len(text) - hold
+
+
+def _threads() -> int:
+    return max(1, os.cpu_count() or 2)
+
+
+def _starts(chunks: MediaChunks) -> Iterator[tuple[Any, int]]:
+    """Each segment with the cell it starts at."""
+    at = 0
+    for segment in chunks.segments:
+        yield segment, at
+        at += len(segment.cells)
 
 
 def _failure(what: str, errors: list[str]) -> str:

@@ -37,14 +37,17 @@ class Measurements:
     recurrent: dict[str, int] = field(default_factory=dict)
     output: dict[str, int] = field(default_factory=dict)
     compute: dict[str, int] = field(default_factory=dict)
+    # the vision projector's buffers (libmtmd, app.engine.media): its weights once an image ran through
+    # them, its compute buffer as clip's warmup logged it, then exactly after each image
+    projector_weights: dict[str, int] = field(default_factory=dict)
+    projector_compute: dict[str, int] = field(default_factory=dict)
 
     def total(self) -> int:
-        return sum(
-            sum(d.values()) for d in (self.model, self.kv, self.kv_swa, self.recurrent, self.output, self.compute)
-        )
+        return sum(sum(d.values()) for _, d in self.tables())
 
     def tables(self) -> list[tuple[str, dict[str, int]]]:
-        """(kind, sizes per buffer name) in the planner's words: weights, kv, kv_swa, recurrent, output, compute."""
+        """(kind, sizes per buffer name) in the planner's words: weights, kv, kv_swa, recurrent, output, compute,
+        projector_weights, projector_compute."""
         return [
             ("weights", self.model),
             ("kv", self.kv),
@@ -52,6 +55,8 @@ class Measurements:
             ("recurrent", self.recurrent),
             ("output", self.output),
             ("compute", self.compute),
+            ("projector_weights", self.projector_weights),
+            ("projector_compute", self.projector_compute),
         ]
 
     def by_kind(self) -> dict[str, int]:
@@ -61,6 +66,8 @@ class Measurements:
             "recurrent": sum(self.recurrent.values()),
             "output": sum(self.output.values()),
             "compute": sum(self.compute.values()),
+            "projector_weights": sum(self.projector_weights.values()),
+            "projector_compute": sum(self.projector_compute.values()),
         }
 
 
@@ -117,7 +124,8 @@ class LogCapture:
         with self._lock:
             return list(self.lines)[-n:]
 
-    def install(self) -> None:
+    def callback(self):  # -> llama_cpp.llama_log_callback (a ctypes function, kept alive by this capture)
+        """The C log callback that feeds this capture (llama.cpp's, or libmtmd's: `app.engine.media`)."""
         import llama_cpp
 
         def callback(level: int, text: bytes, _user: ctypes.c_void_p) -> None:
@@ -128,8 +136,14 @@ class LogCapture:
                 for line in complete:
                     self.feed(line)
 
-        self._callback = llama_cpp.llama_log_callback(callback)
-        llama_cpp.llama_log_set(self._callback, ctypes.c_void_p(0))
+        if self._callback is None:
+            self._callback = llama_cpp.llama_log_callback(callback)
+        return self._callback
+
+    def install(self) -> None:
+        import llama_cpp
+
+        llama_cpp.llama_log_set(self.callback(), ctypes.c_void_p(0))
 
 
 _CAPTURE: LogCapture | None = None

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from app.engine.types import LoadReport
     from app.engine.verify import Verification
 
-KINDS = ("weights", "kv", "kv_swa", "recurrent", "output", "compute")
+KINDS = ("weights", "kv", "kv_swa", "recurrent", "output", "compute", "projector_weights", "projector_compute")
 
 
 @dataclass(frozen=True)
@@ -45,14 +45,7 @@ class BufferComparison:
 
 
 def _measured(m: Measurements) -> dict[str, dict[str, int]]:
-    return {
-        "weights": m.model,
-        "kv": m.kv,
-        "kv_swa": m.kv_swa,
-        "recurrent": m.recurrent,
-        "output": m.output,
-        "compute": m.compute,
-    }
+    return dict(m.tables())
 
 
 def compare(
@@ -84,7 +77,9 @@ def compare(
             key = (kind, device)
             if key not in planned and key not in measured:
                 continue
-            value = measured.get(key, 0 if anything_measured else None)
+            # the projector's weights are known once an image has run through them: unmeasured until then
+            unmeasured = None if kind.startswith("projector_") or not anything_measured else 0
+            value = measured.get(key, unmeasured)
             rows.append(BufferComparison(kind, device, planned.get(key, 0), value, lines.get(key, 0) * LOG_ROUNDING))
         if before is not None and after is not None:
             rows.append(_process_row(plan, device, before, after))

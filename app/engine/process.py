@@ -32,7 +32,16 @@ from app.devices.ggml import IN_PROCESS_ENV
 from app.engine import protocol as p
 from app.engine.crash import EngineCrashed, EngineExit, oom_kills
 from app.engine.dry_run import DryRun
-from app.engine.types import EngineError, GenerationParams, GenerationStats, LoadReport, ResizeReport
+from app.engine.types import (
+    EngineError,
+    GenerationParams,
+    GenerationStats,
+    LoadReport,
+    MediaEncoded,
+    MediaPrompt,
+    ProjectorLoad,
+    ResizeReport,
+)
 from planner.config import LoadConfig
 
 STOP_GRACE = 5.0  # seconds a stopped request may take before the child is killed
@@ -117,6 +126,10 @@ class EngineProcess:
         self.resizable = True  # the child carries the conversation over to a context of a new size
         self.stall_timeout: float | None = None  # RPC_STALL_SECONDS while the model uses RPC devices
         self._stalled = False
+        # while an image of the prompt is encoded: (its place, how many); the images encoded so far
+        self.encoding: tuple[int, int] | None = None
+        self.encoded: list[MediaEncoded] = []
+        self.on_media_encoded: Callable[[MediaEncoded], None] | None = None
 
     # -- the child --------------------------------------------------------------------------
 
@@ -237,10 +250,14 @@ class EngineProcess:
     # -- lifecycle --------------------------------------------------------------------------
 
     def load(
-        self, path: str | os.PathLike[str], config: LoadConfig, progress: Callable[[float], bool | None] | None = None
+        self,
+        path: str | os.PathLike[str],
+        config: LoadConfig,
+        progress: Callable[[float], bool | None] | None = None,
+        projector: ProjectorLoad | None = None,
     ) -> LoadReport:
-        """Load the model in the engine process (a new one, or the one a dry run started);
-        `progress(fraction)` returning False cancels."""
+        """Load the model (and the projector, when one is given) in the engine process (a new one, or the
+        one a dry run started); `progress(fraction)` returning False cancels."""
         if self.report is not None:
             self.unload()
         with self._call_lock:
@@ -248,7 +265,7 @@ class EngineProcess:
             if self._child is None or not self._child.alive():
                 self._start()
             self.phase = "loading"
-            self._send(p.LOAD, os.fspath(path), config)
+            self._send(p.LOAD, os.fspath(path), config, projector)
             try:
                 while True:
                     kind, *args = self._receive()
@@ -301,6 +318,10 @@ class EngineProcess:
     def tokenize(self, text: str, add_special: bool = True, parse_special: bool = True) -> list[int]:
         return self._call("tokenize", p.TOKENIZE, text, add_special, parse_special)
 
+    def tokenize_media(self, prompt: MediaPrompt) -> list[int]:
+        """The cells a prompt with images takes (each image as many as the projector makes of it)."""
+        return self._call("tokenize", p.TOKENIZE_MEDIA, prompt)
+
     def special_text(self, which: str) -> str:
         if which not in self._special:
             self._special[which] = self._call("tokenize", p.SPECIAL_TEXT, which)
@@ -337,8 +358,9 @@ class EngineProcess:
             self._stop_requested = time.monotonic()
         self._send(p.STOP)
 
-    def generate(self, prompt: list[int] | str, params: GenerationParams | None = None) -> Iterator[str]:
-        """Stream the reply's pieces as the child writes them; `last_stats` follows along."""
+    def generate(self, prompt: list[int] | str | MediaPrompt, params: GenerationParams | None = None) -> Iterator[str]:
+        """Stream the reply's pieces as the child writes them; `last_stats` follows along (and
+        `encoding`, while an image of the prompt goes through the projector)."""
         params = params or GenerationParams()
         with self._call_lock:
             if not self.loaded:
@@ -360,6 +382,12 @@ class EngineProcess:
                     elif kind == p.PREFILLING:
                         stats.prompt_read, total = args
                         stats.reused_tokens = max(stats.prompt_tokens - total, 0)
+                    elif kind == p.ENCODING:
+                        self.encoding = (args[0], args[1])
+                    elif kind == p.ENCODED:
+                        event, weights, compute = args
+                        self.encoding = None
+                        self._media_encoded(event, weights, compute)
                     elif kind == p.PREFILLED:
                         stats.reused_tokens, stats.prompt_seconds, self._cells = args
                         stats.generation_started = time.perf_counter()
@@ -376,12 +404,22 @@ class EngineProcess:
                         stats.stopped_by = "error"
                         raise EngineError(text, log, status)
             finally:
+                self.encoding = None
                 if not finished and self._child is not None:
                     self._drain()  # the caller stopped reading: stop the child and wait for its end
                 self._stop_requested = 0.0
                 self.generating.clear()
                 if self._child is not None:
                     self.phase = "idle"
+
+    def _media_encoded(self, event: MediaEncoded, weights: dict[str, int], compute: dict[str, int]) -> None:
+        """An image went through the projector: its buffers now (exact), and the news for whoever listens."""
+        if self.report is not None:
+            m = self.report.measurements
+            m.projector_weights, m.projector_compute = weights, compute
+        self.encoded.append(event)
+        if self.on_media_encoded is not None:
+            self.on_media_encoded(event)
 
     def _drain(self) -> None:
         self.stop()

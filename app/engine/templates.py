@@ -30,6 +30,7 @@ class TemplateError(VramchatError, RuntimeError):
 class ChatMessage:
     role: str  # system, user, assistant
     content: str
+    media: tuple[str, ...] = ()  # the images (or sounds) sent with it, by content hash (app.media)
 
 
 @dataclass(frozen=True)

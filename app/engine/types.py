@@ -90,6 +90,62 @@ class ResizeReport:
     state_bytes: int
 
 
+@dataclass(frozen=True)
+class ProjectorLoad:
+    """A vision (or audio) projector to load beside the model with libmtmd, as the plan placed it."""
+
+    path: str
+    use_gpu: bool  # the plan put it on the first GPU (libmtmd's choice when it may use one), else the CPU
+    flash_attn: bool
+    image_max_tokens: int | None = None  # None: the projector's own limit
+    # the text that stands for one image or sound in a prompt; unlikely in what people write, so that a
+    # user's own words are never taken for one (llama-server draws a random one the same way)
+    marker: str = "<__vramchat_media__>"
+
+
+@dataclass(frozen=True)
+class Media:
+    """One image (its pixels as RGB bytes, width x height) or one sound file (its bytes, which libmtmd
+    decodes: WAV, MP3, FLAC), named by the SHA-256 of the file it came from."""
+
+    id: str
+    kind: str  # "image" or "audio"
+    data: bytes
+    width: int = 0
+    height: int = 0
+
+
+@dataclass(frozen=True)
+class MediaPrompt:
+    """A prompt with images or sounds in it: the text holds the projector's marker once for each item of
+    `media`, in order."""
+
+    text: str
+    media: tuple[Media, ...] = ()
+
+
+@dataclass(frozen=True)
+class MediaEncoded:
+    """An image (or sound) went through the projector: how many tokens it became, in how long."""
+
+    id: str
+    index: int  # its place among the prompt's media still to encode (0-based)
+    count: int  # how many are encoded for this prompt
+    tokens: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class ProjectorInfo:
+    """The projector a load put beside the model."""
+
+    path: str
+    vision: bool
+    audio: bool
+    marker: str
+    seconds: float  # loading it, its warmup included
+
+
 @dataclass
 class LoadReport:
     path: str
@@ -103,3 +159,4 @@ class LoadReport:
     # the process as psutil / NVML / llama.cpp's devices saw it just before and just after the load
     process_before: ProcessMemory | None = None
     process: ProcessMemory | None = None
+    projector: ProjectorInfo | None = None

@@ -73,6 +73,7 @@ class PlanComputed(Message):
     request: int  # the request this answers; older answers are ignored
     result: FitResult | None
     error: str = ""
+    note: str = ""  # why the vision projector beside the model is not in the plan
 
 
 @dataclass

@@ -109,6 +109,15 @@ def largest_images(p: Projector, image_max_tokens: int | None = None) -> list[tu
     return rule.largest_images(p, image_max_tokens or rule.max_tokens)
 
 
+def largest_image_pixels(p: Projector, image_max_tokens: int | None = None) -> int | None:
+    """The most pixels an image keeps through clip's preprocessing under the plan (the area of the
+    largest image it accepts): a larger one is scaled down before it is encoded, so it costs no more
+    compute than planned. None for a type without a rule here."""
+    if rule_for(p.projector_type) is None:
+        return None
+    return max(nx * ny for nx, ny in largest_images(p, image_max_tokens))
+
+
 def build_graph(
     p: Projector, flash_attn: bool, image: tuple[int, int] | None = None, backend: str = "host"
 ) -> ClipGraph:

@@ -65,7 +65,7 @@ def test_messages_whose_chat_was_lost_are_kept(tmp_path: Path) -> None:
     db.commit()
     db.close()
     store = Store(tmp_path / "new.sqlite3")
-    assert salvage(source, store) == {"conversations": 1, "messages": 4}
+    assert salvage(source, store) == {"conversations": 1, "messages": 4, "attachments": 0}
     recovered = [c for c in store.conversations() if c.title == "(recovered)"]
     assert len(recovered) == 1 and recovered[0].n_messages == 2
 

@@ -11,9 +11,11 @@ import time
 from collections.abc import Callable, Iterator
 
 from app.engine import GenerationParams, GenerationStats, LoadReport, Measurements
+from app.engine.types import MediaPrompt, ProjectorInfo, ProjectorLoad
 from planner.config import LoadConfig
 
 DEFAULT_REPLY = "The capital of France is **Paris**."
+IMAGE_TOKENS = 16
 
 
 class FakeEngine:
@@ -47,10 +49,18 @@ class FakeEngine:
         self.started = threading.Event()
         self.stall_timeout: float | None = None
         self.resizes: list[int] = []
+        self.encoding: tuple[int, int] | None = None
+        self.media_prompts: list[MediaPrompt] = []
         self.resizable = False  # a context of fixed size, unless a test makes it grow (ElasticFakeEngine)
         self.dead = False
 
-    def load(self, path: str, config: LoadConfig, progress: Callable[[float], bool | None] | None = None) -> LoadReport:
+    def load(
+        self,
+        path: str,
+        config: LoadConfig,
+        progress: Callable[[float], bool | None] | None = None,
+        projector: ProjectorLoad | None = None,
+    ) -> LoadReport:
         for f in (0.25, 0.5, 1.0):
             if progress is not None:
                 progress(f)
@@ -73,6 +83,8 @@ class FakeEngine:
             model={"CPU_Mapped": 1_000_000}, kv={"CPU": 2_097_152}, output={"CPU": 2048}, compute={"CPU": 3_145_728}
         )
         self.report = LoadReport(path, config, 0.5, m, n_ctx, 512, None)
+        if projector is not None:  # a projector that sees: each picture 16 tokens, as tiny Gemma 3's
+            self.report.projector = ProjectorInfo(projector.path, True, False, projector.marker, 0.1)
         self._cells = 0
         return self.report
 
@@ -82,6 +94,16 @@ class FakeEngine:
 
     def tokenize(self, text: str, add_special: bool = True, parse_special: bool = True) -> list[int]:
         return [ord(c) % 512 for c in text]  # one token per character: easy to reason about
+
+    def tokenize_media(self, prompt: MediaPrompt) -> list[int]:
+        marker = self.report.projector.marker if self.report is not None and self.report.projector else ""
+        parts = prompt.text.split(marker) if marker else [prompt.text]
+        cells: list[int] = []
+        for i, part in enumerate(parts):
+            if i:
+                cells += [-1] * IMAGE_TOKENS
+            cells += self.tokenize(part)
+        return cells
 
     def special_text(self, which: str) -> str:
         return "</s>" if which == "eos" else "<s>"
@@ -132,9 +154,13 @@ class FakeEngine:
         self.report = None
         self._cells = 0
 
-    def generate(self, prompt: list[int] | str, params: GenerationParams | None = None) -> Iterator[str]:
+    def generate(self, prompt: list[int] | str | MediaPrompt, params: GenerationParams | None = None) -> Iterator[str]:
         params = params or GenerationParams()
-        tokens = self.tokenize(prompt) if isinstance(prompt, str) else list(prompt)
+        if isinstance(prompt, MediaPrompt):
+            self.media_prompts.append(prompt)
+            tokens = self.tokenize_media(prompt)
+        else:
+            tokens = self.tokenize(prompt) if isinstance(prompt, str) else list(prompt)
         self.prompts.append(tokens)
         self.params.append(params)
         self._stop.clear()
@@ -186,8 +212,14 @@ class ElasticFakeEngine(FakeEngine):
         self.fail_growth = fail_growth
         self.resizable = True
 
-    def load(self, path: str, config: LoadConfig, progress: Callable[[float], bool | None] | None = None) -> LoadReport:
-        report = super().load(path, config, progress)
+    def load(
+        self,
+        path: str,
+        config: LoadConfig,
+        progress: Callable[[float], bool | None] | None = None,
+        projector: ProjectorLoad | None = None,
+    ) -> LoadReport:
+        report = super().load(path, config, progress, projector)
         report.measurements.kv = {"CPU": report.n_ctx * self.CELL}
         return report
 

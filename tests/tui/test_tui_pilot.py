@@ -26,6 +26,7 @@ from tests.support.fake_engine import FakeEngine
 from tests.support.tui_helpers import make_app, model_loaded, picker_ready, reply_done, wait_for
 
 SIZE = (160, 45)
+PRIMER = "Q: What is the capital of Japan?\nA: Tokyo.\n"  # the transcript's worked exchange (app.engine.templates)
 
 
 @pytest.fixture
@@ -152,7 +153,7 @@ async def test_chat_send_retry_copy_new_and_past_chats(shelf: Path) -> None:
         # written to the store as sent and completed
         conv = app.store.conversation(chat.conversation.id)  # type: ignore[union-attr]
         assert [(m.role, m.state) for m in conv.messages] == [("user", "complete"), ("assistant", "complete")]
-        assert engine.prompts[-1] == engine.tokenize("Q: What is the capital of France?\nA:")
+        assert engine.prompts[-1] == engine.tokenize(f"{PRIMER}Q: What is the capital of France?\nA:")
 
         await pilot.press("ctrl+r")
         await pilot.pause(0.05)
@@ -234,7 +235,7 @@ async def test_chat_settings_apply_and_persist(shelf: Path) -> None:
         assert isinstance(app.screen, ChatScreen), str(dialog.query_one("#settings-error").render())
         await send(app, pilot, "Capital of France?")
         assert engine.params[-1].max_tokens == 7 and engine.params[-1].temperature == 0.5
-        assert engine.prompts[-1] == engine.tokenize("Answer in one word.\nQ: Capital of France?\nA:")
+        assert engine.prompts[-1] == engine.tokenize(f"Answer in one word.\n{PRIMER}Q: Capital of France?\nA:")
     saved, _ = load_settings()
     assert (saved.system_prompt, saved.max_tokens, saved.temperature) == ("Answer in one word.", 7, 0.5)
 
@@ -543,7 +544,7 @@ async def test_a_badge_is_shown_whole_estimate_included(shelf: Path) -> None:
     """The fit column is wide enough for the longest badge: "· estimate" was cut to "· est"."""
     from tests.support.tiny import TinySpec, write_tiny_model
 
-    write_tiny_model(shelf / "tiny-baichuan.gguf", TinySpec("baichuan"))
+    write_tiny_model(shelf / "tiny-zebra.gguf", TinySpec("zebra"))  # an architecture without rules
     app = make_app(shelf)
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, picker_ready(app))

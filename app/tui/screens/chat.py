@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
@@ -25,6 +26,8 @@ from textual.worker import Worker, WorkerState
 from app.chat import conversation_tokens, stop_note, to_messages
 from app.engine import GenerationParams, GenerationStats
 from app.engine.templates import ChatMessage
+from app.engine.types import MediaPrompt
+from app.media import Attachment
 from app.outcome import ENGINE_CRASH
 from app.reply import write_reply
 from app.sampling import describe_temperature, temperature_for
@@ -92,6 +95,7 @@ def stored_note(m: StoredMessage) -> str:
 
 
 if TYPE_CHECKING:
+    from app.media import MediaShelf
     from app.recovery import Recovery
     from app.tui.services import Services
 
@@ -109,6 +113,7 @@ class ChatScreen(Screen):
         Binding("f4", "chat_settings", "Settings", show=False),
         Binding("f5", "reload_model", "Reload", show=False),
         Binding("ctrl+s", "export_chat", "Export", show=False),
+        Binding("ctrl+t", "attach", "Attach picture", show=False),
     ]
 
     def __init__(self, services: Services) -> None:
@@ -123,6 +128,7 @@ class ChatScreen(Screen):
         self.model_path = ""
         self.context_tokens = 0  # the tokens the open conversation takes in the context
         self._prompt_timer: Timer | None = None
+        self.pending: list[Attachment] = []  # pictures attached to the next message
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -136,6 +142,7 @@ class ChatScreen(Screen):
                     yield ProgressBar(id="load-progress", show_eta=False, total=1.0)
                 yield VerticalScroll(id="messages")
                 yield StatusLine(id="context-line")
+                yield Static("", id="attachments", markup=False)
                 yield ChatInput(id="input")
             yield Dashboard(self.services.started_session, id="dashboard")
         yield AdaptiveFooter()
@@ -144,6 +151,7 @@ class ChatScreen(Screen):
         self.query_one("#chat-list-pane").border_title = "Chats"
         self.query_one("#dashboard").border_title = "Memory"
         self.query_one("#load-bar").display = False
+        self.query_one("#attachments").display = False
         self.set_class(not self.services.settings.show_dashboard, "-dash-hidden")
         self.query_one("#messages", VerticalScroll).anchor()
         self.refresh_chat_list()
@@ -338,10 +346,140 @@ class ChatScreen(Screen):
 
     @on(ChatInput.Submitted)
     def _submitted(self, event: ChatInput.Submitted) -> None:
+        from app.media import paths_in
+
+        text = event.text.strip()
+        if text.split(maxsplit=1)[:1] == ["/image"]:
+            self.query_one("#input", ChatInput).clear()
+            self._image_command(text.removeprefix("/image").strip())
+            return
+        dropped = paths_in(text)
+        if dropped:  # a terminal that types a dropped file's path rather than pasting it
+            self.query_one("#input", ChatInput).clear()
+            self.attach(dropped)
+            return
+        if not text and not self.pending:
+            return
         if not self._ready_to_generate():
             return
         self.query_one("#input", ChatInput).clear()
-        self.run_worker(self._send(event.text.strip()), exclusive=False)
+        self.run_worker(self._send(text), exclusive=False)
+
+    # -- pictures attached to the next message --------------------------------------------------------
+
+    def _image_command(self, rest: str) -> None:
+        """`/image PATH [PATH...]` attaches, `/image` alone opens the file dialog, `/image clear` drops them."""
+        import shlex
+
+        if not rest:
+            self.action_attach()
+            return
+        if rest == "clear":
+            self.pending.clear()
+            self._show_pending()
+            return
+        try:
+            paths = shlex.split(rest)
+        except ValueError:
+            paths = [rest]
+        self.attach(paths)
+
+    @on(ChatInput.FilesPasted)
+    def _pasted(self, event: ChatInput.FilesPasted) -> None:
+        self.attach(event.paths)
+
+    def action_attach(self) -> None:
+        from app.tui.screens.attach import AttachDialog
+
+        def chosen(path: str | None) -> None:
+            if path:
+                self.attach([path])
+
+        self.app.push_screen(AttachDialog(), chosen)
+
+    def attach(self, paths: list[str]) -> None:
+        """Check and keep the files (hashing a large one takes a moment: in a worker), then list them."""
+        model = self.services.session.model if self.services.session_started else None
+        if model is not None and not model.sees:
+            self.app.notify(
+                f"{model.name} was loaded without a vision projector, so it cannot see pictures. Load it with "
+                "Vision on (F2, the model's settings), or load a model with a projector beside it.",
+                title="This model cannot see",
+                severity="error",
+                timeout=10,
+            )
+            return
+        self._keep(paths)
+
+    @work(thread=True, group="attach", exit_on_error=False)
+    def _keep(self, paths: list[str]) -> None:
+        from app.media import MediaError, MediaStore
+
+        kept, errors = [], []
+        for path in paths:
+            try:
+                kept.append(MediaStore().put(path))
+            except MediaError as exc:
+                errors.append(str(exc))
+        self.app.call_from_thread(self._kept, kept, errors)
+
+    def _kept(self, kept: list[Attachment], errors: list[str]) -> None:
+        for error in errors:
+            self.app.notify(error, title="Not attached", severity="error", timeout=10)
+        model = self.services.session.model if self.services.session_started else None
+        for a in kept:
+            if a.kind == "audio" and model is not None and not model.hears:
+                self.app.notify(
+                    f"{a.name} is a sound, and {model.name}'s projector has no audio encoder.",
+                    title="Not attached",
+                    severity="error",
+                )
+                continue
+            if all(p.id != a.id for p in self.pending):
+                self.pending.append(a)
+            note = self._scaled_note(a)
+            if note:
+                self.app.notify(f"{a.name}: {note}.", title="Picture attached", timeout=6)
+        self._show_pending()
+        self.query_one("#input", ChatInput).focus()
+
+    def _scaled_note(self, a: Attachment) -> str:
+        """What the model will be shown of a picture, when it is scaled down for the plan."""
+        from app.media import pixel_limit, scaled_size
+
+        model = self.services.session.model if self.services.session_started else None
+        if model is None or not model.sees or a.kind != "image":
+            return ""
+        w, h = scaled_size(a.width, a.height, pixel_limit(model.projector))
+        return f"scaled to {w}×{h} for the model" if (w, h) != (a.width, a.height) else ""
+
+    def _show_pending(self) -> None:
+        line = self.query_one("#attachments", Static)
+        line.display = bool(self.pending)
+        text = Text("Attached: ", style="bold")
+        for i, a in enumerate(self.pending):
+            text.append(("  ·  " if i else "") + ("" if a.kind == "image" else "♪ ") + a.describe())
+        text.append("   (sent with your next message; /image clear removes them)", style="dim")
+        line.update(text)
+
+    def _pictures(self, attachments: tuple[Attachment, ...]) -> tuple[tuple[Attachment, Path | None, str], ...]:
+        from app.media import MediaStore
+
+        store = MediaStore()
+        return tuple((a, store.path_of(a) if store.has(a) else None, self._scaled_note(a)) for a in attachments)
+
+    def _shelf(self, messages: list[StoredMessage]) -> MediaShelf | None:
+        """The conversation's pictures, as the loaded model is shown them (None: it cannot see)."""
+        from app.media import MediaShelf, MediaStore, pixel_limit
+
+        model = self.services.session.model
+        if model is None or not model.sees:
+            return None
+        shelf = MediaShelf(pixel_limit(model.projector), MediaStore())
+        for m in messages:
+            for a in m.attachments:
+                shelf.add(a)
+        return shelf
 
     def _ready_to_generate(self) -> bool:
         if self.loading:
@@ -364,9 +502,13 @@ class ChatScreen(Screen):
         if self.conversation is None:
             model = app.session.model
             self.conversation = store.new_conversation(model.path, model.name, app.settings.system_prompt)
-        msg = store.add_message(self.conversation.id, "user", text)  # written before it is shown
+        attachments = tuple(self.pending)
+        msg = store.add_message(self.conversation.id, "user", text, attachments)  # written before it is shown
+        self.pending.clear()
+        self._show_pending()
         await self._remove_hint()
-        await self.query_one("#messages").mount(MessageView("user", text, msg_id=msg.id))
+        view = MessageView("user", text, msg_id=msg.id, pictures=self._pictures(attachments))
+        await self.query_one("#messages").mount(view)
         self.refresh_chat_list()
         await self._start_reply()
 
@@ -387,10 +529,17 @@ class ChatScreen(Screen):
         self._prompt_timer = self.set_interval(0.25, self._show_prompt_progress)
         temperature = temperature_for(settings.temperature, model.fmt)
         params = GenerationParams(max_tokens=settings.max_tokens, temperature=temperature, stop=model.fmt.stop)
-        self._generate(msg_id, turns, conv.system_prompt, params)
+        self._generate(msg_id, turns, conv.system_prompt, params, self._shelf(conv.messages))
 
     @work(thread=True, exclusive=True, group="generate", exit_on_error=False)
-    def _generate(self, msg_id: int, turns: list[ChatMessage], system: str, params: GenerationParams) -> None:
+    def _generate(
+        self,
+        msg_id: int,
+        turns: list[ChatMessage],
+        system: str,
+        params: GenerationParams,
+        shelf: MediaShelf | None = None,
+    ) -> None:
         gpus = [g.name for g in getattr(self.services.devices, "gpus", [])]
         outcome = write_reply(
             self.services.session,
@@ -404,6 +553,7 @@ class ChatScreen(Screen):
             on_fitted=lambda b: self.post_message(PromptFitted(len(b.tokens), b.n_ctx, b.dropped, b.near_limit)),
             on_piece=lambda piece: self.post_message(ReplyPiece(msg_id, piece)),
             on_growth=lambda growth: self.post_message(ContextResized(growth)),
+            media=shelf,
         )
         self.post_message(ReplyFinished(msg_id, outcome, self.services.session.recover(outcome)))
 
@@ -457,7 +607,13 @@ class ChatScreen(Screen):
     def _show_prompt_progress(self) -> None:
         """While a long prompt is read, its progress in the reply's header: nothing is written yet."""
         view = self._reply
-        reading = self.services.session.engine.last_stats.reading_prompt() if view is not None else None
+        engine = self.services.session.engine
+        encoding = getattr(engine, "encoding", None)
+        if view is not None and encoding is not None:
+            index, count = encoding
+            view.set_note(f"showing the model the picture{f' {index + 1} of {count}' if count > 1 else ''}…")
+            return
+        reading = engine.last_stats.reading_prompt() if view is not None else None
         if view is None or reading is None:
             return
         read, total, speed = reading
@@ -655,6 +811,7 @@ class ChatScreen(Screen):
                 author=conv.model_name if m.role == "assistant" else "",
                 note=stored_note(m),
                 msg_id=m.id,
+                pictures=self._pictures(m.attachments),
             )
             for m in conv.messages
             if m.role != "system"
@@ -681,9 +838,22 @@ class ChatScreen(Screen):
         if model is None or conversation is None or self.generating or self.loading:
             return
         stored = self.services.store.conversation(conversation.id)
+        shelf = self._shelf(stored.messages)
+        engine = session.engine
+
+        def tokenize_media(text: str, ids: tuple[str, ...]) -> list[int]:
+            assert shelf is not None
+            return engine.tokenize_media(MediaPrompt(text, tuple(shelf(i) for i in ids)))
+
         try:
             count = conversation_tokens(
-                model.fmt, stored.system_prompt, to_messages(stored.messages), session.engine.tokenize, model.eos
+                model.fmt,
+                stored.system_prompt,
+                to_messages(stored.messages),
+                engine.tokenize,
+                model.eos,
+                model.marker if shelf is not None else "",
+                tokenize_media,
             )
         except Exception:  # the engine is gone, say: the next reply says so
             return

@@ -120,6 +120,11 @@ class PickerScreen(Screen):
                 yield Input(placeholder="auto", id="ngl", restrict=r"[0-9]*", compact=True)
                 yield Label("Flash attn", classes="knob")
                 yield Select([(f, f) for f in FA_CHOICES], value="auto", allow_blank=False, id="fa", compact=True)
+                # shown for a model with a vision projector beside it: load the projector too (images in the chat)
+                yield Label("Vision", classes="knob vision-knob")
+                yield Select(
+                    [("on", "on"), ("off", "off")], value="on", allow_blank=False, id="vision", compact=True
+                ).add_class("vision-knob")
                 yield Button("Load", id="load", variant="primary", disabled=True, compact=True)
             with VerticalScroll(id="plan-scroll"):
                 yield Static("", id="plan-verdict")
@@ -445,6 +450,11 @@ class PickerScreen(Screen):
             self.query_one(field_id, Input).value = ""
         self.query_one("#kv", Select).value = "auto"
         self.query_one("#fa", Select).value = "auto"
+        entry = self.entries.get(path)
+        vision = entry is not None and bool(entry.file.projectors)
+        self.query_one("#vision", Select).value = "on"  # a vision model loads its projector unless told not to
+        for knob in self.query(".vision-knob"):
+            knob.display = vision
         if plan_after_refresh:
             self.plan_state = "pending"
             self.call_after_refresh(self.request_plan, True)
@@ -452,7 +462,7 @@ class PickerScreen(Screen):
             self.request_plan(now=True)
 
     @on(Input.Changed, "#ctx, #ngl")
-    @on(Select.Changed, "#kv, #fa")
+    @on(Select.Changed, "#kv, #fa, #vision")
     def _knob_changed(self) -> None:
         self.request_plan()
 
@@ -489,18 +499,23 @@ class PickerScreen(Screen):
             return
         self.plan_state = "pending"
         self.query_one("#plan-verdict", Static).update(Text("Planning…", style="dim"))
-        self._plan(path, choice, self._request)
+        vision = entry is not None and bool(entry.file.projectors) and self.query_one("#vision", Select).value == "on"
+        projectors = list(entry.file.projectors) if entry is not None and vision else []
+        self._plan(path, choice, self._request, projectors)
 
     @work(thread=True, exclusive=True, group="plan", exit_on_error=False)
-    def _plan(self, path: str, choice: PlanChoice, request: int) -> None:
+    def _plan(self, path: str, choice: PlanChoice, request: int, projectors: list[str]) -> None:
         from app.header_cache import load_anatomy_cached
 
         report = self.services.devices
+        note = ""
         try:
             model = self.anatomies.get(path)
             if model is None:
                 model = load_anatomy_cached(path)  # a header read before comes from the cache
                 self.anatomies[path] = model
+            if projectors:
+                choice, note = _with_projector(choice, projectors, model)
             result = plan_model(model, report.gpus, report.host, choice)
         except PlannerError as exc:
             self.post_message(PlanComputed(path, request, None, getattr(exc, "problem", None) or str(exc)))
@@ -508,7 +523,7 @@ class PickerScreen(Screen):
         except Exception as exc:  # a hostile header must not take the picker down
             self.post_message(PlanComputed(path, request, None, f"{type(exc).__name__}: {exc}"))
             return
-        self.post_message(PlanComputed(path, request, result))
+        self.post_message(PlanComputed(path, request, result, note=note))
 
     def on_plan_computed(self, message: PlanComputed) -> None:
         if message.request != self._request or message.path != self.selected:
@@ -518,7 +533,7 @@ class PickerScreen(Screen):
             return
         self.result = message.result
         self.plan_state = "ready"
-        self._show_plan(message.result)
+        self._show_plan(message.result, message.note)
         if self._load_when_ready:
             self._load_when_ready = False
             self.action_load()
@@ -542,9 +557,9 @@ class PickerScreen(Screen):
         self.query_one("#plan-text", Static).update("")
         self.query_one("#load", Button).disabled = True
 
-    def _show_plan(self, result: FitResult) -> None:
+    def _show_plan(self, result: FitResult, note: str = "") -> None:
         from planner.explain import headline
-        from planner.report import plan_to_table, verdict_words
+        from planner.report import plan_to_table, projector_share, verdict_words
 
         plan = result.plan
         theme = self.app.current_theme
@@ -557,11 +572,13 @@ class PickerScreen(Screen):
         verdict = Text(verdict_words(plan.verdict), style=f"bold {color}".strip())
         verdict.append(f"   {headline(plan)}", style="dim")
         entry = self.entries.get(self.selected or "")
-        if entry is not None and entry.file.projectors:
+        if plan.projector is not None:
+            verdict.append(f"\nVision on, pictures in the chat: the projector {projector_share(plan)}.")
+        elif entry is not None and entry.file.projectors:
             names = ", ".join(os.path.basename(p) for p in entry.file.projectors)
             verdict.append(
-                f"\nVision projector beside it: {names}. vramchat chats in text only and does not "
-                "load it, so the plan leaves it out.",
+                f"\nVision projector beside it: {names}. "
+                + (note or "Vision is off: it is not loaded, and the model reads words only."),
                 style="italic",
             )
         if entry is not None and len(entry.file.shards) > 1:
@@ -633,3 +650,19 @@ class PickerScreen(Screen):
     def model_name(self, path: str) -> str:
         entry = self.entries.get(path)
         return entry.name if entry else Path(path).name
+
+
+def _with_projector(choice: PlanChoice, projectors: list[str], model: ModelAnatomy) -> tuple[PlanChoice, str]:
+    """The choice with the projector that fits the model (planned beside it), or unchanged and why not."""
+    import dataclasses
+
+    from app.vision import choose_projector
+    from planner.projectors.match import mismatch
+
+    found = choose_projector(projectors, model)
+    if found is None:
+        return choice, "It cannot be read, so it is not loaded: the model reads words only."
+    wrong = mismatch(found, model)
+    if wrong:
+        return choice, f"{wrong}, so it is not loaded: the model reads words only."
+    return dataclasses.replace(choice, projector=found), ""

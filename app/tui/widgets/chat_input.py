@@ -1,4 +1,5 @@
-"""The message box: multi-line; Enter sends, Shift+Enter or Ctrl+J starts a new line."""
+"""The message box: multi-line; Enter sends, Shift+Enter or Ctrl+J starts a new line; a pasted file path
+(what a terminal pastes when a file is dropped on it) attaches the file instead of becoming text."""
 
 from __future__ import annotations
 
@@ -14,13 +15,29 @@ class ChatInput(TextArea):
     class Submitted(Message):
         text: str
 
+    @dataclass
+    class FilesPasted(Message):
+        """The paste was nothing but the paths of files that exist (a file dropped on the terminal)."""
+
+        paths: list[str]
+
     DEFAULT_CSS = """
     ChatInput { height: auto; max-height: 10; min-height: 3; }
     """
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id, soft_wrap=True, show_line_numbers=False, tab_behavior="focus")
-        self.placeholder = "Ask something… (Enter sends, Shift+Enter or Ctrl+J for a new line)"
+        self.placeholder = "Ask something… (Enter sends, Shift+Enter for a new line, Ctrl+T or /image PATH attaches)"
+
+    async def _on_paste(self, event: events.Paste) -> None:
+        """Paths of files attach them; anything else is pasted as text (TextArea's own handler runs next)."""
+        from app.media import paths_in
+
+        paths = paths_in(event.text)
+        if paths:
+            event.stop()
+            event.prevent_default()
+            self.post_message(self.FilesPasted(paths))
 
     async def _on_key(self, event: events.Key) -> None:
         if event.key == "enter":

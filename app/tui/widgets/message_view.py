@@ -1,6 +1,8 @@
-"""One message of the conversation: who said it, then the text as Markdown."""
+"""One message of the conversation: who said it, the pictures sent with it, then the text as Markdown."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -8,24 +10,41 @@ from textual.containers import Vertical
 from textual.widgets import Markdown, Static
 from textual.widgets.markdown import MarkdownStream
 
+from app.media import Attachment
+from app.tui.widgets.picture import Picture
+
 
 class MessageView(Vertical):
     DEFAULT_CSS = """
     MessageView { height: auto; }
     """
 
-    def __init__(self, role: str, text: str, *, author: str = "", note: str = "", msg_id: int = 0) -> None:
+    def __init__(
+        self,
+        role: str,
+        text: str,
+        *,
+        author: str = "",
+        note: str = "",
+        msg_id: int = 0,
+        pictures: tuple[tuple[Attachment, Path | None, str], ...] = (),
+    ) -> None:
+        """`pictures`: (attachment, the file kept for it, a note such as "scaled for the model")."""
         super().__init__(classes=f"message {role}")
         self.role = role
         self.text = text
         self.author = author or {"user": "You", "assistant": "Model", "system": "System"}.get(role, role)
         self.note = note
         self.msg_id = msg_id
+        self.pictures = pictures
         self._stream: MarkdownStream | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(self._header(), classes="message-author")
-        yield Markdown(self.text, classes="message-body")
+        for attachment, path, note in self.pictures:
+            yield Picture(attachment, path, note)
+        if self.text or not self.pictures:
+            yield Markdown(self.text, classes="message-body")
 
     def _header(self) -> Text:
         header = Text(self.author, style="bold")
