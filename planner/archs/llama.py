@@ -73,11 +73,14 @@ def build_llama(ctx: GraphContext) -> None:
         freqs = w.get_optional("rope_freqs.weight")
         if qk_norm and not qk_norm_flat:
             q = ctx.build_norm(q, w.layer(il, "attn_q_norm.weight"), il=il)
-        if not learned_positions:
+        # smollm3 leaves every n_no_rope_layer_step-th layer without RoPE (its Q, K and V then stay views
+        # of a fused QKV projection, which changes the graph's buffers)
+        use_rope = not learned_positions and not (m.n_no_rope_layer_step and (il + 1) % m.n_no_rope_layer_step == 0)
+        if use_rope:
             q = g.rope(q, inp_pos, freqs)
         if qk_norm and not qk_norm_flat:
             k = ctx.build_norm(k, w.layer(il, "attn_k_norm.weight"), il=il)
-        if not learned_positions:
+        if use_rope:
             k = g.rope(k, inp_pos, freqs)
         if attn_scale is not None:
             q = g.mul(q, attn_scale)
@@ -134,6 +137,8 @@ def build_llama(ctx: GraphContext) -> None:
 def read_hparams(anatomy: ModelAnatomy, meta: Meta) -> None:
     """Dense attention on every layer, no sliding window; experts read when present."""
     read_experts(anatomy, meta)
+    if anatomy.architecture == "smollm3":  # llama.cpp's fixed step: every 4th layer without RoPE
+        anatomy.n_no_rope_layer_step = 4
     if anatomy.architecture == "mistral3":  # Ministral 3 scales its queries by position (llama 4 scaling)
         anatomy.f_attn_temp_scale = meta.float_or("attention.temperature_scale", 0.0)
 
