@@ -75,8 +75,8 @@ class TinySpec:
     # the model practically never ends a reply by itself (for tests that need a long stream)
     never_ends: bool = False
     # tensors llama.cpp's loader takes when present (TENSOR_NOT_REQUIRED), added to every layer or to
-    # the globals (names in OPTIONAL_TENSORS), and tensors left out of the family's layout (a layer's
-    # suffix such as "attn_q_norm.weight", or a global tensor's name)
+    # the globals (names in OPTIONAL_TENSORS), and tensors left out of the family's layout (a suffix
+    # such as "attn_q_norm.weight" for every layer, or a full name: "blk.3.attn_v.weight")
     optional: tuple[str, ...] = ()
     without: tuple[str, ...] = ()
     # the axes of the family's real releases that this variant covers (docs/accuracy.md lists them)
@@ -225,6 +225,8 @@ def _fused(spec: TinySpec, il: int, layer: Shapes) -> Shapes:
     return out
 
 
+# the optional tensors above, the fused layouts, and "separate_qkv" for a family that fuses Q, K and V by
+# default (Phi-3) where its loader takes them apart as well
 OPTIONAL_TENSORS = (
     "qkv_bias",
     "attn_output_bias",
@@ -233,6 +235,7 @@ OPTIONAL_TENSORS = (
     "rope_freqs",
     "fused_qkv",
     "fused_gate_up_exps",
+    "separate_qkv",
 )
 
 
@@ -243,7 +246,7 @@ def tensors_of(spec: TinySpec) -> Shapes:
     out: Shapes = [("token_embd.weight", (spec.n_embd, spec.n_vocab), spec.embd_type)]
     for il in range(spec.n_layer):
         layer = _fused(spec, il, family.layer_tensors(spec, il) + optional_layer_tensors(spec, il))
-        out += [t for t in layer if t[0].removeprefix(f"blk.{il}.") not in spec.without]
+        out += [t for t in layer if t[0] not in spec.without and t[0].removeprefix(f"blk.{il}.") not in spec.without]
     out += [t for t in family.global_tensors(spec) + optional_global_tensors(spec) if t[0] not in spec.without]
     if spec.output_type is not None:
         out.append(("output.weight", (spec.n_embd, spec.n_vocab), spec.output_type))
