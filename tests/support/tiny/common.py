@@ -76,7 +76,7 @@ class TinySpec:
     never_ends: bool = False
     # tensors llama.cpp's loader takes when present (TENSOR_NOT_REQUIRED), added to every layer or to
     # the globals (names in OPTIONAL_TENSORS), and tensors left out of the family's layout (a suffix
-    # such as "attn_q_norm.weight" for every layer, or a full name: "blk.3.attn_v.weight")
+    # such as "attn_q_norm.weight" for every layer, a full name: "blk.3.attn_v.weight", or "blk.4.*")
     optional: tuple[str, ...] = ()
     without: tuple[str, ...] = ()
     # the axes of the family's real releases that this variant covers (docs/accuracy.md lists them)
@@ -239,6 +239,13 @@ OPTIONAL_TENSORS = (
 )
 
 
+def _left_out(spec: TinySpec, name: str, il: int | None = None) -> bool:
+    """Whether `TinySpec.without` drops this tensor: by its layer suffix, its full name, or "blk.N.*"."""
+    if name in spec.without or (il is not None and name.removeprefix(f"blk.{il}.") in spec.without):
+        return True
+    return any(w.endswith("*") and name.startswith(w[:-1]) for w in spec.without)
+
+
 def tensors_of(spec: TinySpec) -> Shapes:
     family = family_module(spec.arch)
     unknown = set(spec.optional) - set(OPTIONAL_TENSORS)
@@ -246,8 +253,8 @@ def tensors_of(spec: TinySpec) -> Shapes:
     out: Shapes = [("token_embd.weight", (spec.n_embd, spec.n_vocab), spec.embd_type)]
     for il in range(spec.n_layer):
         layer = _fused(spec, il, family.layer_tensors(spec, il) + optional_layer_tensors(spec, il))
-        out += [t for t in layer if t[0] not in spec.without and t[0].removeprefix(f"blk.{il}.") not in spec.without]
-    out += [t for t in family.global_tensors(spec) + optional_global_tensors(spec) if t[0] not in spec.without]
+        out += [t for t in layer if not _left_out(spec, t[0], il)]
+    out += [t for t in family.global_tensors(spec) + optional_global_tensors(spec) if not _left_out(spec, t[0])]
     if spec.output_type is not None:
         out.append(("output.weight", (spec.n_embd, spec.n_vocab), spec.output_type))
     return out
@@ -272,7 +279,8 @@ def write_tiny_model(path: str | Path, spec: TinySpec, seed: int = 0) -> Path:
         writer.add_key_length(spec.head_k)
         # MLA: K holds the latent and the RoPE part, V the latent alone
         mla_v = spec.extra_kv.get(f"{arch}.attention.kv_lora_rank")
-        writer.add_value_length(int(mla_v) if isinstance(mla_v, int) else spec.head_v)
+        mla = isinstance(mla_v, int) and not spec.head_dim_v
+        writer.add_value_length(int(mla_v) if mla else spec.head_v)  # type: ignore[arg-type]
     if spec.n_swa:
         writer.add_sliding_window(spec.n_swa)
     if spec.swa_pattern:
