@@ -225,8 +225,8 @@ def _fused(spec: TinySpec, il: int, layer: Shapes) -> Shapes:
     return out
 
 
-# the optional tensors above, the fused layouts, and "separate_qkv" for a family that fuses Q, K and V by
-# default (Phi-3) where its loader takes them apart as well
+# the optional tensors above, the fused layouts, and layout flags a family reads: "separate_qkv" (Phi-3,
+# which fuses Q, K and V by default), "legacy_ssm_in" (an early Qwen3-Next conversion)
 OPTIONAL_TENSORS = (
     "qkv_bias",
     "attn_output_bias",
@@ -236,6 +236,7 @@ OPTIONAL_TENSORS = (
     "fused_qkv",
     "fused_gate_up_exps",
     "separate_qkv",
+    "legacy_ssm_in",
 )
 
 
@@ -288,10 +289,11 @@ def write_tiny_model(path: str | Path, spec: TinySpec, seed: int = 0) -> Path:
     header_kv = getattr(family_module(arch), "header_kv", None)  # a family's keys beyond the spec's
     for key, value in (header_kv(spec) if header_kv else {}).items():
         add_kv(writer, key, value)
-    if spec.n_expert:
+    if spec.n_expert:  # (a per-layer array in extra_kv replaces the spec's single value)
         writer.add_expert_count(spec.n_expert)
-        writer.add_expert_used_count(spec.n_expert_used)
-        if spec.n_ff_exp:
+        if f"{arch}.expert_used_count" not in spec.extra_kv:
+            writer.add_expert_used_count(spec.n_expert_used)
+        if spec.n_ff_exp and f"{arch}.expert_feed_forward_length" not in spec.extra_kv:
             writer.add_expert_feed_forward_length(spec.n_ff_exp)
         if spec.n_ff_shexp:
             writer.add_expert_shared_feed_forward_length(spec.n_ff_shexp)
