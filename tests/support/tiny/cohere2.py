@@ -31,7 +31,9 @@ def layer_tensors(spec: TinySpec, il: int) -> Shapes:
             out += [(p + "attn_k_norm.weight", (hk, spec.n_head_kv), Q.F32)]
         return out + attention(spec, il) + gated_ffn(spec, il)
     out = norm(spec, il, "attn_norm", bias=True) + fused_qkv(spec, il, bias=a == "phi2") + attn_output(spec, il)
-    if a == "falcon":  # a GELU FFN without a gate, no biases
+    if a == "falcon":  # a GELU FFN without a gate, no biases; Falcon-40B's second norm feeds attention
+        if "attn_norm_2" in spec.optional:
+            out += norm(spec, il, "attn_norm_2", bias=True)
         return out + ungated_ffn(spec, il)
     return out + [(f"blk.{il}.attn_output.bias", (spec.n_embd,), Q.F32), *biased_ffn(spec, il)]  # phi2: biases
 
@@ -69,6 +71,15 @@ ZOO: dict[str, TinySpec] = {
         output_type=None,
         extra_kv={"command-r.logit_scale": 0.0833, "command-r.attention.layer_norm_epsilon": 1e-5},
         covers=("Q/K norms (64 layers)", "MQA"),
+    ),
+    "falcon-40b-two-norms": TinySpec(  # Falcon-40B: a second layer norm for attention, 8 KV heads; tied here
+        "falcon",
+        n_head=8,
+        n_head_kv=2,
+        output_type=None,
+        optional=("attn_norm_2",),
+        extra_kv={"falcon.attention.layer_norm_epsilon": 1e-5},
+        covers=("second attention norm", "GQA", "tied"),
     ),
     "cohere2-6-layers": TinySpec(  # 6 layers: not a multiple of the period of 4, the last two windowed
         "cohere2",

@@ -191,6 +191,11 @@ def optional_layer_tensors(spec: TinySpec, il: int) -> Shapes:
             (p + "attn_q_norm.weight", (spec.head_k,), Q.F32),
             (p + "attn_k_norm.weight", (spec.head_k,), Q.F32),
         ],
+        # one norm weight per head (StableLM 2 12B, Command R+)
+        "qk_norm_per_head": [
+            (p + "attn_q_norm.weight", (spec.head_k, spec.n_head), Q.F32),
+            (p + "attn_k_norm.weight", (spec.head_k, kv), Q.F32),
+        ],
     }
     return [t for name in spec.optional if name in shapes for t in shapes[name]]
 
@@ -232,11 +237,13 @@ OPTIONAL_TENSORS = (
     "attn_output_bias",
     "ffn_bias",
     "qk_norm",
+    "qk_norm_per_head",
     "rope_freqs",
     "fused_qkv",
     "fused_gate_up_exps",
     "separate_qkv",
     "legacy_ssm_in",
+    "attn_norm_2",
 )
 
 

@@ -195,6 +195,14 @@ ZOO: dict[str, TinySpec] = {
         extra_kv={"ernie4_5-moe.interleave_moe_layer_step": 1, "ernie4_5-moe.leading_dense_block_count": 1},
         covers=("leading dense layer", "64 experts, 6 used", "shared expert", "tied"),
     ),
+    "stablelm2-12b-parallel": TinySpec(  # StableLM 2 12B: per-head Q/K norms, no FFN norm (parallel residual)
+        "stablelm",
+        n_head_kv=1,
+        optional=("qk_norm_per_head",),
+        without=("ffn_norm.weight", "ffn_norm.bias"),
+        extra_kv={"stablelm.attention.layer_norm_epsilon": 1e-5},
+        covers=("per-head Q/K norms", "parallel residual (no FFN norm)", "MQA"),
+    ),
     "ernie4_5-moe-no-bias": TinySpec(
         "ernie4_5-moe",
         n_expert=8,
