@@ -231,7 +231,8 @@ def _fused(spec: TinySpec, il: int, layer: Shapes) -> Shapes:
 
 
 # the optional tensors above, the fused layouts, and layout flags a family reads: "separate_qkv" (Phi-3,
-# which fuses Q, K and V by default), "legacy_ssm_in" (an early Qwen3-Next conversion)
+# which fuses Q, K and V by default), "legacy_ssm_in" (an early Qwen3-Next conversion), "attn_norm_2"
+# (Falcon-40B), "mtp_heads" (a multi-token-prediction layer with its own embeddings and output head)
 OPTIONAL_TENSORS = (
     "qkv_bias",
     "attn_output_bias",
@@ -244,6 +245,7 @@ OPTIONAL_TENSORS = (
     "separate_qkv",
     "legacy_ssm_in",
     "attn_norm_2",
+    "mtp_heads",
 )
 
 

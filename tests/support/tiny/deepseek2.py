@@ -48,7 +48,7 @@ def ffn_block(spec: TinySpec, il: int) -> Shapes:
         out.append((p + "exp_probs_b.bias", (spec.n_expert,), Q.F32))
     if il >= spec.n_layer - spec.count("nextn_predict_layers", 0):
         out += [*nextn(spec, il), (p + "nextn.shared_head_norm.weight", (spec.n_embd,), Q.F32)]
-        if "mtp_heads" in spec.name:  # the MTP layer's own embeddings and head (optional in the loader)
+        if "mtp_heads" in spec.optional:  # the MTP layer's own embeddings and head (optional in the loader)
             vocab: tuple[int, int] = (spec.n_embd, spec.n_vocab)
             out += [(p + "nextn.embed_tokens.weight", vocab, spec.embd_type)]
             out += [(p + "nextn.shared_head_head.weight", vocab, spec.weight_type)]
@@ -121,7 +121,8 @@ ZOO: dict[str, TinySpec] = {
         "deepseek2",
         {**V3_ROUTING, "nextn_predict_layers": 1},
         n_layer=5,
-        name="tiny-deepseek-v3 mtp_heads",
+        name="tiny-deepseek-v3",
+        optional=("mtp_heads",),
         covers=("MTP layer with its own embeddings and head", "grouped routing"),
     ),
     "deepseek3-mtp-stripped": mla_spec(  # a conversion that keeps nextn_predict_layers but drops the layer

@@ -23,4 +23,8 @@ ZOO: dict[str, TinySpec] = {
         output_type=None,
         extra_kv={"hunyuan-dense.expert_count": 1, "hunyuan-dense.expert_used_count": 1},
     ),
+    # variants along the axes real releases differ in
+    "hunyuan-dense-untied-no-expert-keys": TinySpec(  # Hunyuan 0.5B-7B: no expert keys at all; untied
+        "hunyuan-dense", n_head_kv=1, head_dim=64, covers=("no expert keys", "untied", "MQA", "head size")
+    ),
 }

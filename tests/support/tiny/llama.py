@@ -203,6 +203,71 @@ ZOO: dict[str, TinySpec] = {
         extra_kv={"stablelm.attention.layer_norm_epsilon": 1e-5},
         covers=("per-head Q/K norms", "parallel residual (no FFN norm)", "MQA"),
     ),
+    "minicpm-scales-untied": TinySpec(  # MiniCPM 2B / 4: Granite's scales (embedding, residual, logits), untied
+        "minicpm",
+        n_head_kv=4,
+        weight_type=Q.Q8_0,
+        extra_kv={"minicpm.embedding_scale": 12.0, "minicpm.residual_scale": 0.22, "minicpm.logit_scale": 0.1},
+        covers=("embedding, residual and logit scales", "MHA", "untied"),
+    ),
+    "minicpm-moe": TinySpec(  # MiniCPM-MoE-8x2B: 8 experts, 2 used, tied
+        "minicpm",
+        n_expert=8,
+        n_expert_used=2,
+        n_ff=64,
+        output_type=None,
+        extra_kv={"minicpm.embedding_scale": 12.0, "minicpm.residual_scale": 0.22},
+        covers=("8 experts, 2 used", "tied"),
+    ),
+    "internlm2-gqa": TinySpec("internlm2", n_head=8, n_head_kv=2, covers=("GQA 4:1",)),  # InternLM2.5 7B: 32 over 8
+    "exaone-tied-rope-freqs": TinySpec(  # EXAONE 3.5 2.4B: tied; RoPE frequency factors
+        "exaone", n_head_kv=1, output_type=None, optional=("rope_freqs",), covers=("tied", "rope_freqs", "MQA")
+    ),
+    "seed_oss-untied-bias": TinySpec(  # Seed-OSS 36B: Q/K/V biases, 80 heads over 8, untied
+        "seed_oss",
+        n_head=8,
+        n_head_kv=1,
+        head_dim=32,
+        optional=("qkv_bias",),
+        covers=("Q/K/V biases", "GQA 8:1", "query width != n_embd", "untied"),
+    ),
+    "arcee-tied-rope-freqs": TinySpec(
+        "arcee", n_head_kv=1, output_type=None, optional=("rope_freqs",), covers=("tied", "rope_freqs", "MQA")
+    ),
+    "starcoder2-tied-mqa": TinySpec(
+        "starcoder2",
+        n_head_kv=1,
+        output_type=None,
+        extra_kv={"starcoder2.attention.layer_norm_epsilon": 1e-5},
+        covers=("tied", "MQA"),
+    ),
+    "gpt2-tied": TinySpec(
+        "gpt2",
+        n_ctx_train=4096,
+        output_type=None,
+        extra_kv={"gpt2.attention.layer_norm_epsilon": 1e-5},
+        covers=("tied",),
+    ),
+    "olmoe-64e": TinySpec(  # OLMoE-1B-7B: 64 experts, 8 used
+        "olmoe",
+        n_expert=64,
+        n_expert_used=8,
+        n_ff=16,
+        n_head_kv=4,
+        n_layer=3,
+        covers=("64 experts, 8 used", "odd layers"),
+    ),
+    "minimax-m2-mha-untied": TinySpec(
+        "minimax-m2",
+        n_head_kv=4,
+        n_expert=16,
+        n_expert_used=4,
+        n_ff=32,
+        n_ff_exp=32,
+        head_dim=64,
+        extra_kv={"minimax-m2.expert_gating_func": 2},
+        covers=("MHA", "head size", "16 experts, 4 used"),
+    ),
     "ernie4_5-moe-no-bias": TinySpec(
         "ernie4_5-moe",
         n_expert=8,
