@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import has_compiler
-from tests.support.compare import compare_cpu, grid
+from tests.support.compare import compare_cpu, grid, variant_grid
 from tests.support.tiny import ZOO
 
 pytestmark = [pytest.mark.llama, pytest.mark.skipif(not has_compiler(), reason="the oracle needs a C compiler")]
@@ -33,10 +33,21 @@ def _assert_exact(rows) -> None:
                 assert buf.error == 0, (row.config, buf)
 
 
-@pytest.mark.parametrize("name", sorted(ZOO))
+@pytest.mark.parametrize("name", sorted(n for n, spec in ZOO.items() if not spec.covers))
 def test_tiny_models_match_llama_cpp(zoo: dict[str, Path], name: str) -> None:
     spec = ZOO[name]
     _assert_exact(compare_cpu(zoo[name], grid(swa=bool(spec.n_swa))))
+
+
+@pytest.mark.parametrize("name", sorted(n for n, spec in ZOO.items() if spec.covers))
+def test_variants_match_llama_cpp(zoo: dict[str, Path], name: str) -> None:
+    """Each family's variants (head sizes, windows, tied output, optional tensors, MTP layers, experts
+    ...) on the variant grid: two contexts, flash attention on and off, f16 and q8_0 caches, two sequences
+    unified and not, a micro-batch of 128, and a quantized V without flash attention (refused by both)."""
+    spec = ZOO[name]
+    rows = compare_cpu(zoo[name], variant_grid(swa=bool(spec.n_swa)))
+    _assert_exact(rows)
+    assert rows[-1].refused_by_llama and rows[-1].refused_by_planner
 
 
 def test_gemma3_270m_matches_llama_cpp(gemma_path: Path) -> None:
