@@ -120,3 +120,30 @@ def test_granite_without_logit_scale_and_jamba_with_odd_inner_size_are_refused(t
     jamba = jamba.with_(extra_kv={**jamba.extra_kv, "jamba.ssm.inner_size": 384})
     with pytest.raises(GGUFError, match="twice the embedding length"):
         load_anatomy(read_gguf(write_tiny_model(tmp_path / "jamba.gguf", jamba)))
+
+
+def test_quantized_k_head_sizes_are_checked_as_llama_cpp_checks_them(tmp_path: Path) -> None:
+    """llama.cpp checks head sizes against the K cache type's block only with flash attention: 14
+    heads of 16 over 2 KV heads (K rows of 32 values) load with a q8_0 K cache and flash attention off
+    (the planner refused them), and are refused with it on; one KV head of 16 (a K row of 16) makes
+    ggml abort without flash attention, so the planner refuses that configuration."""
+    from planner.anatomy import load_anatomy
+    from planner.config import LoadConfig
+    from planner.errors import ConfigError
+    from planner.gguf import read_gguf
+    from planner.hardware import GiB, Host
+    from planner.memory import plan_memory
+    from tests.support.oracle.oracle import measure
+    from tests.support.tiny import TinySpec, write_tiny_model
+
+    two = write_tiny_model(tmp_path / "two.gguf", TinySpec("qwen2", n_embd=224, n_head=14, n_head_kv=2))
+    rows = compare_cpu(two, [{"n_ctx": 512, "type_k": "q8_0"}, {"n_ctx": 512, "type_k": "q8_0", "flash_attn": True}])
+    assert not rows[0].refused_by_llama and not rows[0].refused_by_planner
+    _assert_exact(rows)
+    assert rows[1].refused_by_llama and rows[1].refused_by_planner
+    one = write_tiny_model(tmp_path / "one.gguf", TinySpec("qwen2", n_embd=224, n_head=14, n_head_kv=1))
+    _, measured = measure(one, [{"n_ctx": 512, "type_k": "q8_0"}])
+    assert measured == []  # the engine process died in a GGML_ASSERT
+    config = LoadConfig(n_gpu_layers=0, n_ctx=512, type_k="q8_0")
+    with pytest.raises(ConfigError, match="would abort"):
+        plan_memory(load_anatomy(read_gguf(one)), config, [], Host(64 * GiB, 64 * GiB, frozenset()))

@@ -97,6 +97,16 @@ ZOO: dict[str, TinySpec] = {
         output_type=None,
         covers=("window period from the header (3)", "last layer sliding"),
     ),
+    "gemma3-fused-qkv": TinySpec(
+        "gemma3",
+        n_layer=6,
+        n_swa=512,
+        head_dim=64,
+        n_head_kv=1,
+        output_type=None,
+        optional=("fused_qkv",),
+        covers=("fused QKV (--fuse-qkv)",),
+    ),
     "gemma3-no-swa": TinySpec(  # sliding_window_pattern 1 in the HF config: no window key at all
         "gemma3", n_layer=4, head_dim=64, n_head_kv=2, output_type=None, covers=("no sliding window", "GQA")
     ),

@@ -181,6 +181,17 @@ ZOO: dict[str, TinySpec] = {
     "smollm3-tied-6": TinySpec(  # SmolLM3 is tied; 6 layers: not a multiple of the NoPE step of 4
         "smollm3", n_layer=6, output_type=None, covers=("tied", "layers not a multiple of the NoPE step")
     ),
+    "smollm3-fused-qkv": TinySpec(  # convert_hf_to_gguf.py --fuse-qkv: RoPE-less layers keep views of it
+        "smollm3", n_layer=8, optional=("fused_qkv",), covers=("fused QKV (--fuse-qkv)", "untied")
+    ),
+    "qwen3-fused-qkv": TinySpec(
+        "qwen3",
+        n_head_kv=2,
+        head_dim=64,
+        output_type=None,
+        optional=("fused_qkv",),
+        covers=("fused QKV (--fuse-qkv)", "tied"),
+    ),
     "ernie4_5-head-size": TinySpec(  # ERNIE 4.5 0.3B: 128-wide heads on 1,024 / 16
         "ernie4_5", head_dim=64, covers=("head size", "untied")
     ),
