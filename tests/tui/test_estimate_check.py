@@ -86,3 +86,24 @@ async def test_simulated_devices_leave_the_estimate_unchecked(
         table = app.screen.query_one("#models", DataTable)
         assert str(table.get_cell(estimated, "fit")).endswith("· estimate")
     assert not started
+
+
+async def test_a_checked_row_from_the_cache_shows_at_once_and_its_plan_is_llama_cpps(estimated_shelf: Path) -> None:
+    """The next start reads "checked" from the plan cache before any dry run; selected, the row's plan
+    is llama.cpp's again (checked once more in the background)."""
+    estimated = str(estimated_shelf / "tiny-baichuan.gguf")
+    first = make_app(estimated_shelf, real_engine=True)
+    async with first.run_test(size=(160, 45)) as pilot:
+        table = first.screen.query_one("#models", DataTable)
+        await wait_for(
+            pilot, lambda: estimated in table.rows and str(table.get_cell(estimated, "fit")).endswith("checked")
+        )
+    again = make_app(estimated_shelf, real_engine=True)
+    async with again.run_test(size=(160, 45)) as pilot:
+        screen = again.screen
+        assert isinstance(screen, PickerScreen)
+        table = screen.query_one("#models", DataTable)
+        await wait_for(pilot, lambda: estimated in table.rows and str(table.get_cell(estimated, "fit")) != "planning…")
+        assert str(table.get_cell(estimated, "fit")).endswith("· checked")  # from the cache, no dry run yet
+        table.move_cursor(row=table.get_row_index(estimated))
+        await wait_for(pilot, lambda: "Checked by llama.cpp" in str(screen.query_one("#plan-verdict").render()))

@@ -398,16 +398,20 @@ class PickerScreen(Screen):
 
     # -- estimated rows, checked by llama.cpp in the background ----------------------------------
 
-    def _queue_checks(self, entries: list[CatalogEntry]) -> None:
+    def _queue_checks(self, entries: list[CatalogEntry], again: bool = False) -> None:
         """Rows whose plan is an estimate go to llama.cpp's dry run, one at a time, in a worker (and
-        in an engine process); on simulated devices there is nothing real to check against."""
+        in an engine process); on simulated devices there is nothing real to check against. `again`:
+        rows the cache already has checked too (the selected one, for the plan llama.cpp confirmed)."""
+        from dataclasses import replace
+
         from app.estimate_check import needs_check
 
         report = self.services.devices
         if report is None or report.simulated:
             return
         for entry in entries:
-            if entry.fresh and needs_check(entry.summary) and entry.file.path not in self._checks_asked:
+            summary = replace(entry.summary, checked=False) if again and entry.summary else entry.summary
+            if entry.fresh and needs_check(summary) and entry.file.path not in self._checks_asked:
                 self._checks_asked.add(entry.file.path)
                 self._checks_queued.append(entry)
         if self._checks_queued and not self._checking:
@@ -523,6 +527,10 @@ class PickerScreen(Screen):
             self.call_after_refresh(self.request_plan, True)
         else:
             self.request_plan(now=True)
+        entry = self.entries.get(path)
+        if entry is not None and entry.summary is not None and entry.summary.checked and path not in self.checked_fits:
+            # checked at an earlier start (the badge comes from the cache): the plan shown is llama.cpp's too
+            self.call_after_refresh(self._queue_checks, [entry], True)
 
     @on(Input.Changed, "#ctx, #ngl")
     @on(Select.Changed, "#kv, #fa")
