@@ -103,4 +103,10 @@ ZOO: dict[str, TinySpec] = {
         },
         covers=("explicit per-layer window array", "MHA", "last layer global", "window 128"),
     ),
+    "phi2-mha-partial-rope": TinySpec(  # Phi-2: 32 full heads, 32 of 80 dimensions rotated
+        "phi2",
+        n_head_kv=4,
+        extra_kv={"phi2.attention.layer_norm_epsilon": 1e-5, "phi2.rope.dimension_count": 16},
+        covers=("MHA", "partial RoPE"),
+    ),
 }

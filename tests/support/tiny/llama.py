@@ -252,6 +252,13 @@ ZOO: dict[str, TinySpec] = {
         extra_kv={"starcoder2.attention.layer_norm_epsilon": 1e-5},
         covers=("tied", "MQA"),
     ),
+    "starcoder-tied": TinySpec(
+        "starcoder",
+        n_head_kv=1,
+        output_type=None,
+        extra_kv={"starcoder.attention.layer_norm_epsilon": 1e-5},
+        covers=("tied", "MQA"),
+    ),
     "gpt2-tied": TinySpec(
         "gpt2",
         n_ctx_train=4096,
