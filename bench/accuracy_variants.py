@@ -71,7 +71,7 @@ def variants_section(
     n_rows = n_buffers = n_off = 0
     exact = True
     for family, specs in by_family.items():
-        axes = sorted({axis for spec in specs.values() for axis in spec.covers})
+        axes = list(dict.fromkeys(axis for spec in specs.values() for axis in spec.covers))  # in the zoo's order
         archs = sorted({spec.arch for spec in specs.values()})
         lines += [f"### Family `{family}` ({', '.join(f'`{a}`' for a in archs)})", ""]
         lines += ["Axes covered: " + "; ".join(axes) + ".", ""]
