@@ -8,10 +8,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from app.discovery import Folder, ModelFile, scan
 from app.plan_cache import ModelSummary, PlanCache, device_fingerprint, file_key
 from planner.hardware import Device, Host, format_size
+
+if TYPE_CHECKING:
+    from planner.memory import MemoryPlan
 
 
 @dataclass
@@ -61,7 +65,11 @@ def summarize(path: str, gpus: list[Device], host: Host) -> ModelSummary:
     except Exception as exc:
         summary.error = f"planning failed: {type(exc).__name__}: {exc}"
         return summary
-    plan = result.plan
+    return with_plan(summary, result.plan)
+
+
+def with_plan(summary: ModelSummary, plan: MemoryPlan) -> ModelSummary:
+    """The summary's fit: the plan's verdict, layers on the GPUs, context and cache choices."""
     summary.verdict = plan.verdict
     summary.layers_on_gpu = plan.layers_on_gpu
     summary.n_ctx = plan.resolved.n_ctx
@@ -126,7 +134,8 @@ def format_params(n: int) -> str:
 
 def fit_badge(summary: ModelSummary | None) -> tuple[str, str]:
     """(text, kind) where kind is full, partial, cpu, none, error or pending; the text says "estimate"
-    for an architecture the planner has no exact rules for."""
+    for an architecture the planner has no exact rules for, "checked" once llama.cpp's dry run has
+    confirmed that plan on this machine (app.estimate_check)."""
     if summary is None:
         return "planning…", "pending"
     if summary.error:
@@ -139,8 +148,8 @@ def fit_badge(summary: ModelSummary | None) -> tuple[str, str]:
         "no_fit": ("won't fit", "none"),
     }.get(summary.verdict, (summary.verdict or "?", "error"))
     if not summary.exact and kind != "error":
-        # no exact rules for this architecture: llama.cpp's dry run confirms the figures at load
-        text += " · estimate"
+        # no exact rules for this architecture: an estimate until llama.cpp's dry run checks it
+        text += " · checked" if summary.checked else " · estimate"
     return text, kind
 
 

@@ -617,6 +617,14 @@ def run_list(args: argparse.Namespace) -> int:
         cells = [(c if len(c) <= w else c[: w - 1] + "…").ljust(w) for c, w in zip(row, widths)]
         print("  ".join([*cells, row[-1]]).rstrip())
     print(f"\nPlanned for: {device_line(report)}")
+    estimated = [e.summary for e in entries if e.summary and not e.summary.exact and e.summary.verdict]
+    notes = []
+    if any(not s.checked for s in estimated):
+        notes.append("estimate: no exact rules for the architecture yet (the picker has llama.cpp's dry run check it)")
+    if any(s.checked for s in estimated):
+        notes.append("checked: llama.cpp's dry run confirmed the plan on this machine")
+    if notes:
+        print("\n" + "\n".join(notes))
     for warning in report.warnings:
         print(f"\nWarning: {warning}")
     return EXIT_OK

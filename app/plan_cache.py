@@ -47,6 +47,7 @@ class ModelSummary:
     type_k: str = ""
     flash_attn: bool = False
     exact: bool = True
+    checked: bool = False  # an estimate (not exact) that llama.cpp's dry run confirmed on these devices
     error: str = ""
 
     def to_json(self) -> dict[str, Any]:

@@ -7,9 +7,9 @@ each in real llama.cpp (CPU build) over a grid of configurations, reads every
 buffer's exact size (bench/oracle), runs the planner on the same configuration
 and tabulates planned vs allocated bytes with the error. The real Gemma 3 270M
 is included. Exits non-zero if any row is off by more than the tolerance
-(weights, KV and recurrent state: 0 bytes; compute: 2 % or 4 MiB). Ends with loads split
-over two RPC servers on 127.0.0.1, device by device (bench/accuracy_rpc.py), and vision projectors
-loaded by libmtmd (bench/accuracy_projectors.py).
+(weights, KV and recurrent state: 0 bytes; compute: 2 % or 4 MiB). Then each family's variants, the
+axes each covers (bench/accuracy_variants.py), loads split over two RPC servers on 127.0.0.1, device
+by device (bench/accuracy_rpc.py), and vision projectors loaded by libmtmd (bench/accuracy_projectors.py).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.accuracy_projectors import projector_section  # noqa: E402
 from bench.accuracy_rpc import rpc_section  # noqa: E402
+from bench.accuracy_variants import variants_section  # noqa: E402
 from planner import LLAMA_CPP_BUILD  # noqa: E402
 from tests.support.compare import ConfigRow, compare_cpu, grid  # noqa: E402
 from tests.support.tiny import ZOO, write_tiny_model  # noqa: E402
@@ -397,6 +398,12 @@ def main() -> int:
                 lines += [f"### {label} (architecture `{rows[0].architecture}`): {status}", ""]
                 lines += _table(rows) + [""]
                 print(f"{family:<36} {name:<16} {len(rows):3d} rows  {status}", flush=True)
+        variant_lines, n_variants, variant_rows, variant_buffers, variant_off, variants_exact = variants_section(
+            Path(tmp), _table
+        )
+        lines += variant_lines
+        failures += variant_off
+        exact = exact and variants_exact
         rpc_lines, rpc_rows, rpc_buffers, rpc_off = rpc_section(Path(tmp))
         lines += rpc_lines
         failures += rpc_off
@@ -417,10 +424,12 @@ def main() -> int:
         "",
         f"Summary: {n_rows} configurations, {len(archs)} architectures ({', '.join(sorted(archs))}), "
         f"{len(families_covered)} families; {failures} buffers outside the tolerance. "
+        f"Variants of each family: {n_variants} models, {variant_rows} configurations, {variant_buffers} buffers, "
+        f"{variant_off} outside the tolerance. "
         f"Split over RPC servers: {rpc_rows} configurations, {rpc_buffers} buffers per device, {rpc_off} outside "
         "the tolerance. "
         f"Vision projectors loaded by libmtmd: {projector_rows} rows, {projector_off} buffers outside the "
-        "tolerance (the RPC and projector sections follow the families). "
+        "tolerance (the variants, RPC and projector sections follow the families). "
         f"Generated in {time.time() - started:.0f} s.",
         "",
         f"Dry run: before each load vramchat asks llama.cpp itself (a `no_alloc` model and context: the real "

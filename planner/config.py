@@ -90,8 +90,19 @@ def resolve(model: ModelAnatomy, config: LoadConfig) -> Resolved:
             "a quantized V cache needs flash attention: llama.cpp refuses "
             f"type_v={type_v.name} with flash attention off{why}"
         )
-    # llama_init_from_model checks the head sizes against the block sizes only with flash attention
-    for layer in model.kv_layers if config.flash_attn else ():
+    # llama_init_from_model checks the head sizes against the cache types' blocks only with flash
+    # attention, over every layer the graph runs (recurrent ones included). Without it a quantized K
+    # cache of any head size loads as long as each layer's K row (all its KV heads) fills whole
+    # blocks; a shorter row makes the graph's view of the cache overrun it, and ggml aborts.
+    if not config.flash_attn:
+        for layer in model.kv_layers:
+            if layer.n_embd_k_gqa % type_k.block_size:
+                raise ConfigError(
+                    f"K cache type {type_k.name} without flash attention needs K rows that are a multiple of "
+                    f"{type_k.block_size} values; layer {layer.index} has {layer.n_embd_k_gqa} "
+                    "(llama.cpp would abort)"
+                )
+    for layer in model.trunk_layers if config.flash_attn else ():
         if layer.head_dim_k % type_k.block_size:
             raise ConfigError(
                 f"K cache type {type_k.name} needs a head size that is a multiple of "

@@ -66,6 +66,20 @@ class ScanFinished(Message):
 
 
 @dataclass
+class EstimateChecked(Message):
+    """llama.cpp's dry run confirmed (or corrected) an estimated row's default plan: the entry with its
+    checked summary, and that plan."""
+
+    entry: CatalogEntry
+    result: FitResult
+
+
+@dataclass
+class ChecksDone(Message):
+    """The background checks of estimated rows ended (all done, or cancelled)."""
+
+
+@dataclass
 class PlanComputed(Message):
     """The plan for the picker's current settings (or why they are not valid)."""
 

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
     from app.devices import DeviceReport
     from app.drift import DriftAlarm
+    from app.engine.verify import DryRunner
     from app.session import EngineLike, ModelSession
 
 Notify = Callable[[str, str, str], None]  # (message, severity, title), safe to call from any thread
@@ -98,6 +99,17 @@ class Services:
 
         title, text = describe(worker.error)
         self._notify(text, "error", f"{title} ({worker.group})")
+
+    def dry_runner(self) -> tuple[DryRunner, Callable[[], None]]:
+        """An engine process for the picker's checks of estimated plans, apart from the session's (a
+        dry run there would share a process with a loaded model), and how to end it. A test's engine
+        factory stands in for it (a fake has no dry run: its checks change nothing)."""
+        if self.options.engine_factory is not None:
+            return self.options.engine_factory(), lambda: None
+        from app.engine.process import EngineProcess
+
+        engine = EngineProcess()
+        return engine, engine.close
 
     def probe_devices(self) -> DeviceReport:
         """Probe (or simulate) the devices; called from the scan worker, which posts the report (the

@@ -49,6 +49,9 @@ def build_cohere2(ctx: GraphContext) -> None:
         il = layer.index
         cur = ctx.build_norm(inp_l, w.layer(il, "attn_norm.weight"), w.layer(il, "attn_norm.bias"), il=il)
         ffn_inp = cur
+        norm_2 = w.layer(il, "attn_norm_2.weight")
+        if norm_2 is not None:  # Falcon-40B: attention reads a second norm of the layer's input
+            cur = ctx.build_norm(inp_l, norm_2, w.layer(il, "attn_norm_2.bias"), il=il)
         hd = layer.head_dim_k
         q, k, v = ctx.build_qkv(layer, cur, hd, layer.n_head, hd, layer.n_head_kv)
         if layer.is_swa or not m.has_swa:

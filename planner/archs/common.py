@@ -25,6 +25,14 @@ def load_swa_pattern(anatomy: ModelAnatomy, meta: Meta, n_pattern: int, dense_fi
         layer.is_swa = is_swa
 
 
+def use_multi_section_rope(anatomy: ModelAnatomy, meta: Meta) -> None:
+    """llama_hparams::use_mrope: with the first two RoPE sections set (rope.dimension_sections), GLM-4's
+    RoPE type is MROPE and the graph takes four positions per token (n_pos_per_embd)."""
+    sections = meta.get("rope.dimension_sections")
+    if isinstance(sections, list) and len(sections) >= 2 and sections[0] > 0 and sections[1] > 0:
+        anatomy.n_pos_per_embd = 4
+
+
 def plain(anatomy: ModelAnatomy, meta: Meta) -> None:
     """Dense attention on every layer, no sliding window (experts read when present)."""
     read_experts(anatomy, meta)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from planner.archs.common import require
+from planner.archs.common import require, use_multi_section_rope
 from planner.graphs.blocks import final_output
 from planner.graphs.context import GraphContext
 
@@ -19,9 +19,7 @@ def _glm4(anatomy: ModelAnatomy, meta: Meta) -> None:
     # llama_model_glm4::load_arch_hparams: the RMS epsilon is required; rope.dimension_sections is
     # optional, and with its first two sections set (use_mrope) positions are four per token
     require(anatomy, meta, "attention.layer_norm_rms_epsilon")
-    sections = meta.get("rope.dimension_sections")
-    if isinstance(sections, list) and len(sections) >= 2 and sections[0] > 0 and sections[1] > 0:
-        anatomy.n_pos_per_embd = 4
+    use_multi_section_rope(anatomy, meta)
 
 
 def build_glm4(ctx: GraphContext) -> None:

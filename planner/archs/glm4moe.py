@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from planner.archs.common import (
     read_experts,
+    use_multi_section_rope,
 )
 from planner.archs.llama import build_llama
 from planner.hparams import (
@@ -23,6 +24,7 @@ def _glm4moe(anatomy: ModelAnatomy, meta: Meta) -> None:
     read_experts(anatomy, meta)
     if anatomy.experts is not None and not anatomy.experts.gating_func:
         anatomy.experts.gating_func = GATING_SIGMOID  # llama.cpp's default for glm4moe
+    use_multi_section_rope(anatomy, meta)  # GLM-4.5V / 4.6V: four positions per token
 
 
 read_hparams = _glm4moe

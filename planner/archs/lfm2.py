@@ -24,7 +24,8 @@ def _lfm2(anatomy: ModelAnatomy, meta: Meta) -> None:
     read_experts(anatomy, meta)
     anatomy.shortconv_l_cache = meta.int_or("shortconv.l_cache", 0)
     recurrent_where_no_kv_heads(anatomy)
-    n_swa = meta.int_or("attention.sliding_window", 0)
+    # only lfm2 reads a window (LFM2.5's audio tokenizer): its attention layers use it
+    n_swa = meta.int_or("attention.sliding_window", 0) if anatomy.architecture == "lfm2" else 0
     if n_swa > 0:
         anatomy.swa_type, anatomy.n_swa = SWA_STANDARD, n_swa
         for layer in anatomy.layers:

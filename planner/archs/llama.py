@@ -74,11 +74,14 @@ def build_llama(ctx: GraphContext) -> None:
         freqs = w.get_optional("rope_freqs.weight")
         if qk_norm and not qk_norm_flat:
             q = ctx.build_norm(q, w.layer(il, "attn_q_norm.weight"), il=il)
-        if not learned_positions:
+        # smollm3 leaves every n_no_rope_layer_step-th layer without RoPE (its Q, K and V then stay views
+        # of a fused QKV projection, which changes the graph's buffers)
+        use_rope = not learned_positions and not (m.n_no_rope_layer_step and (il + 1) % m.n_no_rope_layer_step == 0)
+        if use_rope:
             q = g.rope(q, inp_pos, freqs)
         if qk_norm and not qk_norm_flat:
             k = ctx.build_norm(k, w.layer(il, "attn_k_norm.weight"), il=il)
-        if not learned_positions:
+        if use_rope:
             k = g.rope(k, inp_pos, freqs)
         if attn_scale is not None:
             q = g.mul(q, attn_scale)
@@ -132,11 +135,51 @@ def build_llama(ctx: GraphContext) -> None:
     final_output(ctx, inp_l, output_bias=m.architecture == "qwen2")
 
 
+def build_stablelm(ctx: GraphContext) -> None:
+    """llama_model_stablelm::graph: layer norms with biases, per-head Q/K layer norms where present
+    (StableLM 2 12B), and without an FFN norm a parallel residual: the FFN reads the attention's input."""
+    g, w, m = ctx.g, ctx.w, ctx.model
+    inp_l = ctx.build_inp_embd()
+    inp_pos = ctx.build_inp_pos()
+    inp_attn = ctx.build_attn_inp_kv()
+    out_ids = ctx.build_inp_out_ids()
+    for layer in m.trunk_layers:
+        il = layer.index
+        cur = ctx.build_norm(inp_l, w.layer(il, "attn_norm.weight"), w.layer(il, "attn_norm.bias"), rms=False, il=il)
+        inp_sa = cur
+        hd = layer.head_dim_k
+        q, k, v = ctx.build_qkv(layer, cur, hd, layer.n_head, hd, layer.n_head_kv)
+        q_norm, k_norm = w.layer(il, "attn_q_norm.weight"), w.layer(il, "attn_k_norm.weight")
+        if q_norm is not None:
+            q = ctx.build_norm(q, q_norm, rms=False, il=il)
+        if k_norm is not None:
+            k = ctx.build_norm(k, k_norm, rms=False, il=il)
+        q = g.rope(q, inp_pos)
+        k = g.rope(k, inp_pos)
+        cur = ctx.build_attn(inp_attn, layer, w.layer(il, "attn_output.weight"), None, q, k, v)
+        if il == m.n_trunk - 1:
+            cur = g.get_rows(cur, out_ids)
+            inp_l = g.get_rows(inp_l, out_ids)
+            inp_sa = g.get_rows(inp_sa, out_ids)
+        ffn_inp = g.add(cur, inp_l)
+        ffn_norm = w.layer(il, "ffn_norm.weight")
+        if ffn_norm is not None:
+            cur = ctx.build_norm(ffn_inp, ffn_norm, w.layer(il, "ffn_norm.bias"), rms=False, il=il)
+        else:  # parallel residual
+            cur = inp_sa
+        cur = ctx.build_layer_ffn(cur, il)
+        inp_l = g.add(cur, ffn_inp)
+    final_output(ctx, inp_l, rms=False)
+
+
+def build_graph(ctx: GraphContext) -> None:
+    (build_stablelm if ctx.model.architecture == "stablelm" else build_llama)(ctx)
+
+
 def read_hparams(anatomy: ModelAnatomy, meta: Meta) -> None:
     """Dense attention on every layer, no sliding window; experts read when present."""
     read_experts(anatomy, meta)
+    if anatomy.architecture == "smollm3":  # llama.cpp's fixed step: every 4th layer without RoPE
+        anatomy.n_no_rope_layer_step = 4
     if anatomy.architecture == "mistral3":  # Ministral 3 scales its queries by position (llama 4 scaling)
         anatomy.f_attn_temp_scale = meta.float_or("attention.temperature_scale", 0.0)
-
-
-build_graph = build_llama

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import has_compiler
-from tests.support.compare import compare_cpu, grid
+from tests.support.compare import compare_cpu, grid, variant_grid
 from tests.support.tiny import ZOO
 
 pytestmark = [pytest.mark.llama, pytest.mark.skipif(not has_compiler(), reason="the oracle needs a C compiler")]
@@ -33,10 +33,21 @@ def _assert_exact(rows) -> None:
                 assert buf.error == 0, (row.config, buf)
 
 
-@pytest.mark.parametrize("name", sorted(ZOO))
+@pytest.mark.parametrize("name", sorted(n for n, spec in ZOO.items() if not spec.covers))
 def test_tiny_models_match_llama_cpp(zoo: dict[str, Path], name: str) -> None:
     spec = ZOO[name]
     _assert_exact(compare_cpu(zoo[name], grid(swa=bool(spec.n_swa))))
+
+
+@pytest.mark.parametrize("name", sorted(n for n, spec in ZOO.items() if spec.covers))
+def test_variants_match_llama_cpp(zoo: dict[str, Path], name: str) -> None:
+    """Each family's variants (head sizes, windows, tied output, optional tensors, MTP layers, experts
+    ...) on the variant grid: two contexts, flash attention on and off, f16 and q8_0 caches, two sequences
+    unified and not, a micro-batch of 128, and a quantized V without flash attention (refused by both)."""
+    spec = ZOO[name]
+    rows = compare_cpu(zoo[name], variant_grid(swa=bool(spec.n_swa)))
+    _assert_exact(rows)
+    assert rows[-1].refused_by_llama and rows[-1].refused_by_planner
 
 
 def test_gemma3_270m_matches_llama_cpp(gemma_path: Path) -> None:
@@ -126,3 +137,30 @@ def test_an_mpt_with_qk_norms_aborts_llama_cpp_and_is_refused_by_the_planner(tmp
     assert rows == []  # the process died building the graph: no configuration came back
     with pytest.raises(ModelError, match="would abort"):
         load_anatomy(read_gguf(path))
+
+
+def test_quantized_k_head_sizes_are_checked_as_llama_cpp_checks_them(tmp_path: Path) -> None:
+    """llama.cpp checks head sizes against the K cache type's block only with flash attention: 14
+    heads of 16 over 2 KV heads (K rows of 32 values) load with a q8_0 K cache and flash attention off
+    (the planner refused them), and are refused with it on; one KV head of 16 (a K row of 16) makes
+    ggml abort without flash attention, so the planner refuses that configuration."""
+    from planner.anatomy import load_anatomy
+    from planner.config import LoadConfig
+    from planner.errors import ConfigError
+    from planner.gguf import read_gguf
+    from planner.hardware import GiB, Host
+    from planner.memory import plan_memory
+    from tests.support.oracle.oracle import measure
+    from tests.support.tiny import TinySpec, write_tiny_model
+
+    two = write_tiny_model(tmp_path / "two.gguf", TinySpec("qwen2", n_embd=224, n_head=14, n_head_kv=2))
+    rows = compare_cpu(two, [{"n_ctx": 512, "type_k": "q8_0"}, {"n_ctx": 512, "type_k": "q8_0", "flash_attn": True}])
+    assert not rows[0].refused_by_llama and not rows[0].refused_by_planner
+    _assert_exact(rows)
+    assert rows[1].refused_by_llama and rows[1].refused_by_planner
+    one = write_tiny_model(tmp_path / "one.gguf", TinySpec("qwen2", n_embd=224, n_head=14, n_head_kv=1))
+    _, measured = measure(one, [{"n_ctx": 512, "type_k": "q8_0"}])
+    assert measured == []  # the engine process died in a GGML_ASSERT
+    config = LoadConfig(n_gpu_layers=0, n_ctx=512, type_k="q8_0")
+    with pytest.raises(ConfigError, match="would abort"):
+        plan_memory(load_anatomy(read_gguf(one)), config, [], Host(64 * GiB, 64 * GiB, frozenset()))

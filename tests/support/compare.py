@@ -185,3 +185,15 @@ def grid(swa: bool, n_ctx: tuple[int, ...] = (512, 2048, 8192)) -> list[dict[str
                         }
                     )
     return out
+
+
+def variant_grid(swa: bool) -> list[dict[str, Any]]:
+    """The grid every variant model is held to: contexts 512 and 4,096 x flash attention x f16 / q8_0
+    caches (x swa_full), two sequences in one unified cache and in two streams, a micro-batch of 128,
+    and a quantized V without flash attention (which llama.cpp refuses)."""
+    return grid(swa, n_ctx=(512, 4096)) + [
+        {"n_ctx": 4096, "n_seq_max": 2, "kv_unified": True, "flash_attn": False},
+        {"n_ctx": 4096, "n_seq_max": 2, "flash_attn": True},
+        {"n_ctx": 4096, "n_ubatch": 128, "flash_attn": False},
+        {"n_ctx": 512, "flash_attn": False, "type_k": "q8_0", "type_v": "q8_0"},
+    ]

@@ -27,9 +27,11 @@ from app.discovery import ModelFile, folders_to_scan
 from app.planning import FA_CHOICES, KV_CHOICES, PlanChoice, parse_choice, plan_model
 from app.tui import bench_hook
 from app.tui.messages import (
+    ChecksDone,
     DevicesProbed,
     EntriesAdded,
     EntriesPlanned,
+    EstimateChecked,
     LoadRequested,
     PlanComputed,
     ScanFinished,
@@ -99,6 +101,11 @@ class PickerScreen(Screen):
         self._layout: tuple[tuple[str, str, int], ...] = ()
         self._load_when_ready = False  # Enter (or Ctrl+L) came before the plan: load when it comes
         self._early_keys: list[str] = []  # moves in the list made before it was drawn, made after
+        # estimated rows checked by llama.cpp's dry run in the background (app.estimate_check)
+        self._checks_queued: list[CatalogEntry] = []
+        self._checks_asked: set[str] = set()
+        self._checking = False
+        self.checked_fits: dict[str, FitResult] = {}  # the default plan llama.cpp confirmed, per path
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -221,6 +228,7 @@ class PickerScreen(Screen):
 
     def rescan(self) -> None:
         self._scanning = True
+        self._checks_asked.clear()  # devices may have changed: estimates are checked again
         self.query_one("#scan-bar").display = True
         progress = self.query_one("#scan-progress", ProgressBar)
         progress.display = True
@@ -366,6 +374,7 @@ class PickerScreen(Screen):
         self.select(target or next(iter(self.entries)), plan_after_refresh=True)
         table.focus()
         self._play_early_keys()
+        self.call_after_refresh(self._queue_checks, message.entries)
 
     def on_entries_added(self, message: EntriesAdded) -> None:
         table = self.query_one("#models", DataTable)
@@ -390,6 +399,73 @@ class PickerScreen(Screen):
                 table.update_cell(entry.file.path, key, cells[key])
         self.query_one("#scan-status", Label).update(message.status)
         self.query_one("#scan-progress", ProgressBar).update(total=message.total, progress=message.done)
+        self._queue_checks(message.entries)
+
+    # -- estimated rows, checked by llama.cpp in the background ----------------------------------
+
+    def _queue_checks(self, entries: list[CatalogEntry], again: bool = False) -> None:
+        """Rows whose plan is an estimate go to llama.cpp's dry run, one at a time, in a worker (and
+        in an engine process); on simulated devices there is nothing real to check against. `again`:
+        rows the cache already has checked too (the selected one, for the plan llama.cpp confirmed)."""
+        from dataclasses import replace
+
+        from app.estimate_check import needs_check
+
+        report = self.services.devices
+        if report is None or report.simulated:
+            return
+        for entry in entries:
+            summary = replace(entry.summary, checked=False) if again and entry.summary else entry.summary
+            if entry.fresh and needs_check(summary) and entry.file.path not in self._checks_asked:
+                self._checks_asked.add(entry.file.path)
+                self._checks_queued.append(entry)
+        if self._checks_queued and not self._checking:
+            self._checking = True
+            batch, self._checks_queued = self._checks_queued, []
+            self._check_estimates(batch)
+
+    @work(thread=True, group="check", exit_on_error=False)
+    def _check_estimates(self, entries: list[CatalogEntry]) -> None:
+        from app.estimate_check import check_summary
+
+        worker = get_current_worker()
+        report = self.services.devices
+        runner, close = self.services.dry_runner()
+        catalog = Catalog(report.gpus, report.host, self.services.plan_cache) if report else None
+        try:
+            for entry in entries:
+                if worker.is_cancelled or catalog is None or entry.summary is None:
+                    break
+                checked = check_summary(runner, entry.file.path, entry.summary, catalog.gpus, catalog.host)
+                if checked is None:
+                    continue
+                summary, result = checked
+                catalog.cache.put(entry.key, catalog.fingerprint, summary)
+                self.post_message(EstimateChecked(CatalogEntry(entry.file, summary, fresh=True), result))
+            if catalog is not None:
+                catalog.cache.save()
+        finally:
+            close()
+            self.post_message(ChecksDone())
+
+    def on_estimate_checked(self, message: EstimateChecked) -> None:
+        entry = message.entry
+        path = entry.file.path
+        if path not in self.entries:
+            return  # rescanned since
+        self.entries[path] = entry
+        self.checked_fits[path] = message.result
+        table = self.query_one("#models", DataTable)
+        if path in table.rows:
+            cells = self._cells(entry)
+            for key, _, _ in self._layout:
+                table.update_cell(path, key, cells[key])
+        if path == self.selected and self.plan_state != "pending":
+            self.request_plan(now=True)  # the plan shown becomes the one llama.cpp checked
+
+    def on_checks_done(self, message: ChecksDone) -> None:
+        self._checking = False
+        self._queue_checks([])  # rows queued while the last batch ran
 
     def on_scan_finished(self, message: ScanFinished) -> None:
         self._scanning = False
@@ -460,6 +536,10 @@ class PickerScreen(Screen):
             self.call_after_refresh(self.request_plan, True)
         else:
             self.request_plan(now=True)
+        entry = self.entries.get(path)
+        if entry is not None and entry.summary is not None and entry.summary.checked and path not in self.checked_fits:
+            # checked at an earlier start (the badge comes from the cache): the plan shown is llama.cpp's too
+            self.call_after_refresh(self._queue_checks, [entry], True)
 
     @on(Input.Changed, "#ctx, #ngl")
     @on(Select.Changed, "#kv, #fa, #vision")
@@ -516,7 +596,8 @@ class PickerScreen(Screen):
                 self.anatomies[path] = model
             if projectors:
                 choice, note = _with_projector(choice, projectors, model)
-            result = plan_model(model, report.gpus, report.host, choice)
+            checked = self.checked_fits.get(path) if choice.is_default else None
+            result = checked or plan_model(model, report.gpus, report.host, choice)
         except PlannerError as exc:
             self.post_message(PlanComputed(path, request, None, getattr(exc, "problem", None) or str(exc)))
             return
@@ -581,6 +662,17 @@ class PickerScreen(Screen):
                 + (note or "Vision is off: it is not loaded, and the model reads words only."),
                 style="italic",
             )
+        if (
+            entry is not None
+            and entry.summary is not None
+            and entry.summary.checked
+            and result is self.checked_fits.get(self.selected or "")
+        ):
+            verdict.append(
+                "\nChecked by llama.cpp: its dry run on this machine gave these figures (the planner has no "
+                "exact rules for this architecture).",
+                style="italic",
+            )
         if entry is not None and len(entry.file.shards) > 1:
             verdict.append(
                 f"\nSplit model: {len(entry.file.shards)} files, {format_size(entry.file.size)} in all.", style="italic"
@@ -627,6 +719,7 @@ class PickerScreen(Screen):
                 timeout=10,
             )
             return
+        self.workers.cancel_group(self, "check")  # no dry-run engine beside the model being loaded
         if result.plan.fits:
             self.post_message(LoadRequested(path, anatomy, result))
             return

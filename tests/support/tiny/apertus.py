@@ -30,4 +30,12 @@ ZOO: dict[str, TinySpec] = {
             "xielu.eps": 1e-6,
         },
     ),
+    # variants along the axes real releases differ in
+    "apertus-rope-freqs": TinySpec(  # Llama 3 RoPE factors, one xIELU value for all layers, MQA
+        "apertus",
+        n_head_kv=1,
+        optional=("rope_freqs",),
+        extra_kv={"xielu.alpha_n": 0.8, "xielu.alpha_p": 0.8, "xielu.beta": 0.5, "xielu.eps": 1e-6},
+        covers=("rope_freqs", "xIELU scalars", "MQA"),
+    ),
 }

@@ -24,9 +24,16 @@ _FUSED_QKV = ("phi2", "falcon")  # with norm biases; Phi-2's projections have bi
 def layer_tensors(spec: TinySpec, il: int) -> Shapes:
     a = spec.arch
     if a not in _FUSED_QKV:
-        return norm(spec, il, "attn_norm") + attention(spec, il) + gated_ffn(spec, il)
+        out = norm(spec, il, "attn_norm")
+        if a == "command-r" and spec.n_layer >= 64:  # Command R+: per-head Q/K layer norms
+            hk, p = spec.head_k, f"blk.{il}."
+            out += [(p + "attn_q_norm.weight", (hk, spec.n_head), Q.F32)]
+            out += [(p + "attn_k_norm.weight", (hk, spec.n_head_kv), Q.F32)]
+        return out + attention(spec, il) + gated_ffn(spec, il)
     out = norm(spec, il, "attn_norm", bias=True) + fused_qkv(spec, il, bias=a == "phi2") + attn_output(spec, il)
-    if a == "falcon":  # a GELU FFN without a gate, no biases
+    if a == "falcon":  # a GELU FFN without a gate, no biases; Falcon-40B's second norm feeds attention
+        if "attn_norm_2" in spec.optional:
+            out += norm(spec, il, "attn_norm_2", bias=True)
         return out + ungated_ffn(spec, il)
     return out + [(f"blk.{il}.attn_output.bias", (spec.n_embd,), Q.F32), *biased_ffn(spec, il)]  # phi2: biases
 
@@ -54,5 +61,52 @@ ZOO: dict[str, TinySpec] = {
         n_layer=8,
         output_type=None,
         extra_kv={"cohere2.logit_scale": 0.0625, "cohere2.attention.layer_norm_epsilon": 1e-5},
+    ),
+    # variants along the axes real releases differ in
+    "command-r-plus-qk-norm": TinySpec(  # Command R+: 64 layers, and with them per-head Q/K layer norms
+        "command-r",
+        n_layer=64,
+        n_ff=128,
+        n_head_kv=1,
+        output_type=None,
+        extra_kv={"command-r.logit_scale": 0.0833, "command-r.attention.layer_norm_epsilon": 1e-5},
+        covers=("Q/K norms (64 layers)", "MQA"),
+    ),
+    "falcon-40b-two-norms": TinySpec(  # Falcon-40B: a second layer norm for attention, 8 KV heads; tied here
+        "falcon",
+        n_head=8,
+        n_head_kv=2,
+        output_type=None,
+        optional=("attn_norm_2",),
+        extra_kv={"falcon.attention.layer_norm_epsilon": 1e-5},
+        covers=("second attention norm", "GQA", "tied"),
+    ),
+    "cohere2-6-layers": TinySpec(  # 6 layers: not a multiple of the period of 4, the last two windowed
+        "cohere2",
+        n_head_kv=1,
+        n_swa=1024,
+        n_layer=6,
+        output_type=None,
+        extra_kv={"cohere2.logit_scale": 0.25, "cohere2.attention.layer_norm_epsilon": 1e-5},
+        covers=("layers not a multiple of the pattern: last layer sliding", "MQA", "window 1,024"),
+    ),
+    "cohere2-swa-array": TinySpec(
+        "cohere2",
+        n_head_kv=4,
+        n_swa=128,
+        n_layer=5,
+        output_type=None,
+        extra_kv={
+            "cohere2.logit_scale": 0.25,
+            "cohere2.attention.layer_norm_epsilon": 1e-5,
+            "cohere2.attention.sliding_window_pattern": [True, False, True, True, False],
+        },
+        covers=("explicit per-layer window array", "MHA", "last layer global", "window 128"),
+    ),
+    "phi2-mha-partial-rope": TinySpec(  # Phi-2: 32 full heads, 32 of 80 dimensions rotated
+        "phi2",
+        n_head_kv=4,
+        extra_kv={"phi2.attention.layer_norm_epsilon": 1e-5, "phi2.rope.dimension_count": 16},
+        covers=("MHA", "partial RoPE"),
     ),
 }

@@ -50,6 +50,7 @@ class TinySpec:
     n_head: int = 4
     n_head_kv: int = 2
     head_dim: int | None = None  # key/value length when it differs from n_embd / n_head
+    head_dim_v: int | None = None  # value length when it differs from the key length
     n_ff: int = 256
     n_vocab: int = 512
     n_ctx_train: int = 8192
@@ -75,6 +76,13 @@ class TinySpec:
     # the end-of-generation tokens (</s>, <|endoftext|>) get a zero row in the output matrix, so that
     # the model practically never ends a reply by itself (for tests that need a long stream)
     never_ends: bool = False
+    # tensors llama.cpp's loader takes when present (TENSOR_NOT_REQUIRED), added to every layer or to
+    # the globals (names in OPTIONAL_TENSORS), and tensors left out of the family's layout (a suffix
+    # such as "attn_q_norm.weight" for every layer, a full name: "blk.3.attn_v.weight", or "blk.4.*")
+    optional: tuple[str, ...] = ()
+    without: tuple[str, ...] = ()
+    # the axes of the family's real releases that this variant covers (docs/accuracy.md lists them)
+    covers: tuple[str, ...] = ()
 
     def with_(self, **changes: object) -> TinySpec:
         return replace(self, **changes)  # type: ignore[arg-type]
@@ -82,6 +90,10 @@ class TinySpec:
     @property
     def head_k(self) -> int:
         return self.head_dim or (self.n_embd // self.n_head if self.n_head else 0)
+
+    @property
+    def head_v(self) -> int:
+        return self.head_dim_v or self.head_k
 
     def count(self, key: str, default: int | None = None) -> int:
         """A whole number of `extra_kv`, `key` without the architecture's prefix (required without a default)."""
@@ -163,12 +175,98 @@ def family_module(architecture: str) -> ModuleType:
     return import_module(f"tests.support.tiny.{FAMILIES.get(architecture, 'llama')}")
 
 
+def optional_layer_tensors(spec: TinySpec, il: int) -> Shapes:
+    """The optional tensors a variant adds to layer `il` (`TinySpec.optional`)."""
+    e, p, kv = spec.n_embd, f"blk.{il}.", spec.kv_heads[il] if spec.kv_heads else spec.n_head_kv
+    if kv == 0:  # a recurrent layer of a hybrid has no attention to add to
+        return []
+    ff = spec.ff_lengths[il] if spec.ff_lengths else spec.n_ff
+    shapes: dict[str, Shapes] = {
+        "qkv_bias": qkv_biases(spec, il),
+        "attn_output_bias": [(p + "attn_output.bias", (e,), Q.F32)],
+        "ffn_bias": [
+            (p + "ffn_gate.bias", (ff,), Q.F32),
+            (p + "ffn_down.bias", (e,), Q.F32),
+            (p + "ffn_up.bias", (ff,), Q.F32),
+        ],
+        "qk_norm": [
+            (p + "attn_q_norm.weight", (spec.head_k,), Q.F32),
+            (p + "attn_k_norm.weight", (spec.head_k,), Q.F32),
+        ],
+        # one norm weight per head (StableLM 2 12B, Command R+)
+        "qk_norm_per_head": [
+            (p + "attn_q_norm.weight", (spec.head_k, spec.n_head), Q.F32),
+            (p + "attn_k_norm.weight", (spec.head_k, kv), Q.F32),
+        ],
+    }
+    return [t for name in spec.optional if name in shapes for t in shapes[name]]
+
+
+def optional_global_tensors(spec: TinySpec) -> Shapes:
+    """The optional tensors a variant adds outside the layers: RoPE frequency factors (llama 3's)."""
+    if "rope_freqs" not in spec.optional:
+        return []
+    n_rot = spec.extra_kv.get(f"{spec.arch}.rope.dimension_count", spec.head_k)
+    assert isinstance(n_rot, int)
+    return [("rope_freqs.weight", (n_rot // 2,), Q.F32)]
+
+
+def _fused(spec: TinySpec, il: int, layer: Shapes) -> Shapes:
+    """The layer as convert_hf_to_gguf.py --fuse-qkv / --fuse-gate-up-exps writes it: Q, K and V in one
+    attn_qkv matrix, the experts' gate and up projections in one ffn_gate_up_exps (each where present)."""
+    p, by_name = f"blk.{il}.", {name: (shape, t) for name, shape, t in layer}
+    out: Shapes = []
+    for name, shape, t in layer:
+        qkv = all(p + f"attn_{x}.weight" in by_name for x in "qkv")
+        if "fused_qkv" in spec.optional and qkv and name == p + "attn_q.weight":
+            (k_shape, _), (v_shape, _) = by_name[p + "attn_k.weight"], by_name[p + "attn_v.weight"]
+            out.append((p + "attn_qkv.weight", (shape[0], shape[1] + k_shape[1] + v_shape[1]), t))
+        elif "fused_qkv" in spec.optional and qkv and name in (p + "attn_k.weight", p + "attn_v.weight"):
+            continue
+        elif "fused_gate_up_exps" in spec.optional and name == p + "ffn_gate_exps.weight":
+            out.append((p + "ffn_gate_up_exps.weight", (shape[0], 2 * shape[1], shape[2]), t))
+        elif "fused_gate_up_exps" in spec.optional and name == p + "ffn_up_exps.weight":
+            continue
+        else:
+            out.append((name, shape, t))
+    return out
+
+
+# the optional tensors above, the fused layouts, and layout flags a family reads: "separate_qkv" (Phi-3,
+# which fuses Q, K and V by default), "legacy_ssm_in" (an early Qwen3-Next conversion), "attn_norm_2"
+# (Falcon-40B), "mtp_heads" (a multi-token-prediction layer with its own embeddings and output head)
+OPTIONAL_TENSORS = (
+    "qkv_bias",
+    "attn_output_bias",
+    "ffn_bias",
+    "qk_norm",
+    "qk_norm_per_head",
+    "rope_freqs",
+    "fused_qkv",
+    "fused_gate_up_exps",
+    "separate_qkv",
+    "legacy_ssm_in",
+    "attn_norm_2",
+    "mtp_heads",
+)
+
+
+def _left_out(spec: TinySpec, name: str, il: int | None = None) -> bool:
+    """Whether `TinySpec.without` drops this tensor: by its layer suffix, its full name, or "blk.N.*"."""
+    if name in spec.without or (il is not None and name.removeprefix(f"blk.{il}.") in spec.without):
+        return True
+    return any(w.endswith("*") and name.startswith(w[:-1]) for w in spec.without)
+
+
 def tensors_of(spec: TinySpec) -> Shapes:
     family = family_module(spec.arch)
+    unknown = set(spec.optional) - set(OPTIONAL_TENSORS)
+    assert not unknown, f"unknown optional tensors {unknown}"
     out: Shapes = [("token_embd.weight", (spec.n_embd, spec.n_vocab), spec.embd_type)]
     for il in range(spec.n_layer):
-        out += family.layer_tensors(spec, il)
-    out += family.global_tensors(spec)
+        layer = _fused(spec, il, family.layer_tensors(spec, il) + optional_layer_tensors(spec, il))
+        out += [t for t in layer if not _left_out(spec, t[0], il)]
+    out += [t for t in family.global_tensors(spec) + optional_global_tensors(spec) if not _left_out(spec, t[0])]
     if spec.output_type is not None:
         out.append(("output.weight", (spec.n_embd, spec.n_vocab), spec.output_type))
     return out
@@ -190,11 +288,12 @@ def write_tiny_model(path: str | Path, spec: TinySpec, seed: int = 0) -> Path:
     if spec.extra_kv.get(f"{arch}.attention.layer_norm_rms_epsilon", 1e-6) is not None:  # None: leave it out
         writer.add_layer_norm_rms_eps(1e-6)
     writer.add_rope_freq_base(10000.0)
-    if spec.head_dim:
-        writer.add_key_length(spec.head_dim)
+    if spec.head_dim or spec.head_dim_v:
+        writer.add_key_length(spec.head_k)
         # MLA: K holds the latent and the RoPE part, V the latent alone
         mla_v = spec.extra_kv.get(f"{arch}.attention.kv_lora_rank")
-        writer.add_value_length(int(mla_v) if isinstance(mla_v, int) else spec.head_dim)
+        mla = isinstance(mla_v, int) and not spec.head_dim_v
+        writer.add_value_length(int(mla_v) if mla else spec.head_v)  # type: ignore[arg-type]
     if spec.n_swa:
         writer.add_sliding_window(spec.n_swa)
     if spec.swa_pattern:
@@ -202,10 +301,11 @@ def write_tiny_model(path: str | Path, spec: TinySpec, seed: int = 0) -> Path:
     header_kv = getattr(family_module(arch), "header_kv", None)  # a family's keys beyond the spec's
     for key, value in (header_kv(spec) if header_kv else {}).items():
         add_kv(writer, key, value)
-    if spec.n_expert:
+    if spec.n_expert:  # (a per-layer array in extra_kv replaces the spec's single value)
         writer.add_expert_count(spec.n_expert)
-        writer.add_expert_used_count(spec.n_expert_used)
-        if spec.n_ff_exp:
+        if f"{arch}.expert_used_count" not in spec.extra_kv:
+            writer.add_expert_used_count(spec.n_expert_used)
+        if spec.n_ff_exp and f"{arch}.expert_feed_forward_length" not in spec.extra_kv:
             writer.add_expert_feed_forward_length(spec.n_ff_exp)
         if spec.n_ff_shexp:
             writer.add_expert_shared_feed_forward_length(spec.n_ff_shexp)
@@ -247,7 +347,7 @@ def qkv(spec: TinySpec, il: int) -> Shapes:
     return [
         (p + "attn_q.weight", (e, hk * spec.n_head), w),
         (p + "attn_k.weight", (e, hk * kv), w),
-        (p + "attn_v.weight", (e, hk * kv), w),
+        (p + "attn_v.weight", (e, spec.head_v * kv), w),
     ]
 
 
@@ -258,13 +358,13 @@ def qkv_biases(spec: TinySpec, il: int) -> Shapes:
     return [
         (p + "attn_q.bias", (hk * spec.n_head,), Q.F32),
         (p + "attn_k.bias", (hk * kv,), Q.F32),
-        (p + "attn_v.bias", (hk * kv,), Q.F32),
+        (p + "attn_v.bias", (spec.head_v * kv,), Q.F32),
     ]
 
 
 def attn_output(spec: TinySpec, il: int) -> Shapes:
     """The attention's output projection."""
-    return [(f"blk.{il}.attn_output.weight", (spec.head_k * spec.n_head, spec.n_embd), spec.weight_type)]
+    return [(f"blk.{il}.attn_output.weight", (spec.head_v * spec.n_head, spec.n_embd), spec.weight_type)]
 
 
 def attention(spec: TinySpec, il: int) -> Shapes:

@@ -24,22 +24,27 @@ global_tensors = output_norm
 def latent_attention(spec: TinySpec, il: int) -> Shapes:
     """The attention norm, the latent attention's projections and norms, and the FFN norm."""
     e, w, f32, p = spec.n_embd, spec.weight_type, Q.F32, f"blk.{il}."
-    kv_lora, q_lora = spec.count("attention.kv_lora_rank"), spec.count("attention.q_lora_rank")
-    hk, hv = spec.count("attention.key_length_mla"), spec.count("attention.value_length_mla")
+    kv_lora, q_lora = spec.count("attention.kv_lora_rank"), spec.count("attention.q_lora_rank", 0)
+    # an older conversion without the MLA head sizes: K and V decompressed by one attn_kv_b (no latent cache)
+    mla = f"{spec.arch}.attention.key_length_mla" in spec.extra_kv
+    hk = spec.count("attention.key_length_mla") if mla else spec.head_k
+    hv = spec.count("attention.value_length_mla") if mla else spec.head_v
     rope = spec.count("rope.dimension_count")
     nope, nh = hk - rope, spec.n_head
-    return [
-        (p + "attn_norm.weight", (e,), f32),
-        (p + "attn_q_a_norm.weight", (q_lora,), f32),
-        (p + "attn_kv_a_norm.weight", (kv_lora,), f32),
-        (p + "attn_q_a.weight", (e, q_lora), w),
-        (p + "attn_q_b.weight", (q_lora, nh * hk), w),
-        (p + "attn_kv_a_mqa.weight", (e, kv_lora + rope), w),
-        (p + "attn_k_b.weight", (nope, kv_lora, nh), Q.F16),
-        (p + "attn_v_b.weight", (kv_lora, hv, nh), Q.F16),
-        (p + "attn_output.weight", (nh * hv, e), w),
-        (p + "ffn_norm.weight", (e,), f32),
-    ]
+    out: Shapes = [(p + "attn_norm.weight", (e,), f32)]
+    if q_lora:  # DeepSeek-V2-Lite has no compressed queries
+        out.append((p + "attn_q_a_norm.weight", (q_lora,), f32))
+    out.append((p + "attn_kv_a_norm.weight", (kv_lora,), f32))
+    if q_lora:
+        out += [(p + "attn_q_a.weight", (e, q_lora), w), (p + "attn_q_b.weight", (q_lora, nh * hk), w)]
+    else:
+        out.append((p + "attn_q.weight", (e, nh * hk), w))
+    out.append((p + "attn_kv_a_mqa.weight", (e, kv_lora + rope), w))
+    if mla:
+        out += [(p + "attn_k_b.weight", (nope, kv_lora, nh), Q.F16), (p + "attn_v_b.weight", (kv_lora, hv, nh), Q.F16)]
+    else:
+        out.append((p + "attn_kv_b.weight", (kv_lora, nh * (nope + hv)), w))
+    return out + [(p + "attn_output.weight", (nh * hv, e), w), (p + "ffn_norm.weight", (e,), f32)]
 
 
 def ffn_block(spec: TinySpec, il: int) -> Shapes:
@@ -52,6 +57,10 @@ def ffn_block(spec: TinySpec, il: int) -> Shapes:
         out.append((p + "exp_probs_b.bias", (spec.n_expert,), Q.F32))
     if il >= spec.n_layer - spec.count("nextn_predict_layers", 0):
         out += [*nextn(spec, il), (p + "nextn.shared_head_norm.weight", (spec.n_embd,), Q.F32)]
+        if "mtp_heads" in spec.optional:  # the MTP layer's own embeddings and head (optional in the loader)
+            vocab: tuple[int, int] = (spec.n_embd, spec.n_vocab)
+            out += [(p + "nextn.embed_tokens.weight", vocab, spec.embd_type)]
+            out += [(p + "nextn.shared_head_head.weight", vocab, spec.weight_type)]
     return out
 
 
@@ -115,5 +124,62 @@ ZOO: dict[str, TinySpec] = {
         n_expert_used=2,
         n_ff_exp=32,
         extra_kv={"deepseek2-ocr.leading_dense_block_count": 1, "deepseek2-ocr.expert_shared_count": 2},
+    ),
+    # variants along the axes real releases differ in
+    "deepseek2-lite": mla_spec(  # DeepSeek-V2-Lite: no compressed queries, 64 experts (6 used), 2 shared
+        "deepseek2",
+        {"attention.q_lora_rank": 0, "expert_shared_count": 2},
+        n_expert=16,
+        n_expert_used=6,
+        covers=("no compressed queries (q_lora_rank 0)", "16 experts, 6 used", "2 shared experts"),
+    ),
+    "deepseek2-no-mla-keys": TinySpec(  # an older conversion: no key_length_mla, K and V cached in full
+        "deepseek2",
+        n_head=4,
+        n_head_kv=4,
+        head_dim=64,
+        head_dim_v=32,
+        n_expert=8,
+        n_expert_used=2,
+        n_ff_exp=32,
+        n_ff=128,
+        extra_kv={
+            "deepseek2.attention.kv_lora_rank": 64,
+            "deepseek2.attention.q_lora_rank": 32,
+            "deepseek2.rope.dimension_count": 32,
+            "deepseek2.leading_dense_block_count": 1,
+            "deepseek2.expert_shared_count": 1,
+        },
+        covers=("no MLA head sizes: K and V cached in full", "K and V head sizes differ"),
+    ),
+    "deepseek3-mtp-heads": mla_spec(  # V3 with its MTP layer's own embeddings and output head in the file
+        "deepseek2",
+        {**V3_ROUTING, "nextn_predict_layers": 1},
+        n_layer=5,
+        name="tiny-deepseek-v3",
+        optional=("mtp_heads",),
+        covers=("MTP layer with its own embeddings and head", "grouped routing"),
+    ),
+    "deepseek3-mtp-stripped": mla_spec(  # a conversion that keeps nextn_predict_layers but drops the layer
+        "deepseek2",
+        {**V3_ROUTING, "nextn_predict_layers": 1},
+        n_layer=5,
+        without=("blk.4.*",),
+        covers=("MTP layer declared but not in the file",),
+    ),
+    "kimi-k2-shape": mla_spec(  # Kimi K2: sigmoid routing without groups, many experts, tied here, fused
+        "deepseek2",
+        {"expert_gating_func": 2, "expert_weights_norm": True, "expert_weights_scale": 2.827},
+        n_expert=64,
+        n_expert_used=8,
+        n_ff_exp=16,
+        output_type=None,
+        optional=("fused_gate_up_exps",),
+        covers=("64 experts, 8 used, sigmoid without groups", "tied", "fused gate-up experts"),
+    ),
+    "deepseek2-temperature": mla_spec(  # Mistral Large 3 on deepseek2: queries scaled by position
+        "deepseek2",
+        {"attention.temperature_scale": 0.1, "attention.temperature_length": 8192},
+        covers=("temperature scale",),
     ),
 }

@@ -69,4 +69,16 @@ ZOO: dict[str, TinySpec] = {
         n_layer=7,
         n_ctx_train=1048576,
     ),
+    # variants along the axes real releases differ in
+    "deepseek32-tied-top-k-512": mla_spec(  # a smaller top k than the context, tied
+        "deepseek32",
+        {
+            **V3_ROUTING,
+            "attention.indexer.head_count": 2,
+            "attention.indexer.key_length": 64,
+            "attention.indexer.top_k": 512,
+        },
+        output_type=None,
+        covers=("indexer top k 512", "2 indexer heads", "tied"),
+    ),
 }

@@ -34,6 +34,13 @@ def layer_tensors(spec: TinySpec, il: int) -> Shapes:
             (p + "ffn_down_shexp.weight", (fs, e), w),
             (p + "ffn_up_shexp.weight", (e, fs), w),
         ]
+    if mtp and "mtp_heads" in spec.optional:  # the MTP layer's own embeddings, head and head norm (optional)
+        vocab = (spec.n_embd, spec.n_vocab)
+        out += [
+            (p + "nextn.embed_tokens.weight", vocab, spec.embd_type),
+            (p + "nextn.shared_head_head.weight", vocab, w),
+            (p + "nextn.shared_head_norm.weight", (e,), f32),
+        ]
     return out + nextn(spec, il) if mtp else out
 
 
@@ -58,5 +65,28 @@ ZOO: dict[str, TinySpec] = {
             "exaone-moe.expert_weights_scale": 2.5,
             "exaone-moe.expert_shared_count": 1,
         },
+    ),
+    # variants along the axes real releases differ in
+    "exaone-moe-array-mtp-heads": TinySpec(  # K-EXAONE: its layer types as an array, MTP heads in the file
+        "exaone-moe",
+        n_layer=6,
+        n_head=4,
+        n_head_kv=1,
+        n_swa=256,
+        n_expert=16,
+        n_expert_used=4,
+        n_ff_exp=32,
+        n_ff_shexp=32,
+        optional=("mtp_heads",),
+        extra_kv={
+            "exaone-moe.attention.sliding_window_pattern": [True, True, False, True, True, False],
+            "exaone-moe.leading_dense_block_count": 1,
+            "exaone-moe.nextn_predict_layers": 1,
+            "exaone-moe.expert_gating_func": 2,
+            "exaone-moe.expert_weights_norm": True,
+            "exaone-moe.expert_weights_scale": 2.5,
+            "exaone-moe.expert_shared_count": 1,
+        },
+        covers=("explicit per-layer window array", "MTP heads in the file", "MQA", "16 experts, 4 used"),
     ),
 }

@@ -31,4 +31,37 @@ ZOO: dict[str, TinySpec] = {
             "falcon-h1.ssm.group_count": 1,
         },
     ),
+    # variants along the axes real releases differ in
+    "falcon-h1-no-ssm-norm": TinySpec(  # Falcon-H1 0.5B / 1.5B: no gated norm in the mixer (mamba_rms_norm off)
+        "falcon-h1",
+        n_head=4,
+        n_head_kv=1,
+        head_dim=32,
+        without=("ssm_norm.weight",),
+        extra_kv={
+            "falcon-h1.ssm.conv_kernel": 4,
+            "falcon-h1.ssm.inner_size": 128,
+            "falcon-h1.ssm.state_size": 64,
+            "falcon-h1.ssm.time_step_rank": 4,
+            "falcon-h1.ssm.group_count": 1,
+        },
+        covers=("no SSM norm", "MQA", "inner size != 2 x n_embd"),
+    ),
+    "falcon-h1-tied-bias-groups": TinySpec(
+        "falcon-h1",
+        n_layer=3,
+        n_head=4,
+        n_head_kv=4,
+        head_dim=32,
+        output_type=None,
+        optional=("attn_output_bias", "ffn_bias", "rope_freqs"),
+        extra_kv={
+            "falcon-h1.ssm.conv_kernel": 4,
+            "falcon-h1.ssm.inner_size": 256,
+            "falcon-h1.ssm.state_size": 16,
+            "falcon-h1.ssm.time_step_rank": 8,
+            "falcon-h1.ssm.group_count": 2,
+        },
+        covers=("tied", "attention output and FFN biases", "rope_freqs", "2 SSM groups", "MHA"),
+    ),
 }

@@ -68,4 +68,18 @@ ZOO: dict[str, TinySpec] = {
         embd_type=Q.Q8_0,
         name="tiny-gemma-3n",
     ),
+    # variants along the axes real releases differ in
+    "gemma3n-e4b-array": TinySpec(  # E4B: 35 layers, its layer types as an explicit array, GQA, head size
+        "gemma3n",
+        n_layer=35,
+        n_head=4,
+        n_head_kv=2,
+        head_dim=64,
+        n_ff=128,
+        n_swa=512,
+        output_type=None,
+        weight_type=Q.Q8_0,
+        extra_kv={"gemma3n.attention.sliding_window_pattern": [True, True, True, True, False] * 7},
+        covers=("explicit per-layer window array", "35 layers (15 sharing caches)", "GQA", "head size", "window 512"),
+    ),
 }

@@ -20,4 +20,19 @@ def layer_tensors(spec: TinySpec, il: int) -> Shapes:
 
 ZOO: dict[str, TinySpec] = {
     "glm4": TinySpec("glm4", n_layer=5, n_head_kv=2, weight_type=Q.Q8_0, extra_kv={"glm4.nextn_predict_layers": 1}),
+    # variants along the axes real releases differ in
+    "glm4-0414-bias": TinySpec(  # GLM-4-9B-0414: Q/K/V biases, half of each head rotated, no MTP layer
+        "glm4",
+        n_head_kv=1,
+        optional=("qkv_bias",),
+        extra_kv={"glm4.rope.dimension_count": 16},
+        covers=("Q/K/V biases", "partial RoPE", "no MTP layer", "MQA"),
+    ),
+    "glm41v-mrope-tied": TinySpec(  # GLM-4.1V: multi-section RoPE
+        "glm4",
+        n_head_kv=4,
+        output_type=None,
+        extra_kv={"glm4.rope.dimension_sections": [8, 4, 4, 0]},
+        covers=("multi-section RoPE", "MHA", "tied"),
+    ),
 }

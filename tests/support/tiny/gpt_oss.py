@@ -33,4 +33,33 @@ ZOO: dict[str, TinySpec] = {
     "gpt-oss": TinySpec(
         "gpt-oss", n_expert=4, n_expert_used=2, n_ff_exp=64, head_dim=64, n_swa=128, weight_type=Q.MXFP4, n_vocab=1024
     ),
+    # variants along the axes real releases differ in
+    "gpt-oss-20b-shape": TinySpec(  # 20B: 32 experts, 4 used, 64 query heads over 8; here 5 layers
+        "gpt-oss",
+        n_layer=5,
+        n_head=8,
+        n_head_kv=1,
+        n_expert=32,
+        n_expert_used=4,
+        n_ff_exp=32,
+        head_dim=64,
+        n_swa=128,
+        weight_type=Q.MXFP4,
+        n_vocab=1024,
+        covers=("32 experts, 4 used", "GQA 8:1", "odd layer count: last layer sliding"),
+    ),
+    "gpt-oss-window-1024": TinySpec(
+        "gpt-oss",
+        n_layer=4,
+        n_head=4,
+        n_head_kv=4,
+        n_expert=8,
+        n_expert_used=2,
+        n_ff_exp=32,
+        head_dim=32,
+        n_swa=1024,
+        weight_type=Q.MXFP4,
+        n_vocab=1024,
+        covers=("window 1,024", "MHA", "head size 32"),
+    ),
 }

@@ -41,4 +41,25 @@ ZOO: dict[str, TinySpec] = {
         name="tiny-granitemoe-shared",
         extra_kv=_granite_scales("granitemoe"),
     ),
+    # variants along the axes real releases differ in
+    "granite-gqa-untied": TinySpec(  # Granite 3.x 8B: 32 heads over 8; untied here
+        "granite", n_head=8, n_head_kv=2, extra_kv=_granite_scales("granite"), covers=("GQA 4:1", "untied")
+    ),
+    "granite-nope-bias": TinySpec(  # rope_finetuned false: no RoPE; optional attention output and FFN biases
+        "granite",
+        n_head_kv=1,
+        output_type=None,
+        optional=("attn_output_bias", "ffn_bias"),
+        extra_kv={**_granite_scales("granite"), "granite.rope.scaling.finetuned": False},
+        covers=("no RoPE", "attention output and FFN biases", "MQA"),
+    ),
+    "granitemoe-32e-tied": TinySpec(  # granite-3.0-1b-a400m: 32 experts, 8 used, tied
+        "granitemoe",
+        n_expert=32,
+        n_expert_used=8,
+        n_ff=32,
+        output_type=None,
+        extra_kv=_granite_scales("granitemoe"),
+        covers=("32 experts, 8 used", "tied"),
+    ),
 }

@@ -60,4 +60,8 @@ ZOO: dict[str, TinySpec] = {
     ),
     # Maincoder: Q's norm before K's, both after RoPE
     "maincoder": TinySpec("maincoder", n_head_kv=2, output_type=None),
+    # variants along the axes real releases differ in
+    "hunyuan-dense-untied-no-expert-keys": TinySpec(  # Hunyuan 0.5B-7B: no expert keys at all; untied
+        "hunyuan-dense", n_head_kv=1, head_dim=64, covers=("no expert keys", "untied", "MQA", "head size")
+    ),
 }

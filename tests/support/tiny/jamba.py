@@ -43,4 +43,22 @@ ZOO: dict[str, TinySpec] = {
             "jamba.ssm.time_step_rank": 8,
         },
     ),
+    # variants along the axes real releases differ in
+    "jamba-mini-shape": TinySpec(  # Jamba 1.5 Mini: attention on 1 of 8 layers, 16 experts on every other
+        "jamba",
+        n_layer=8,
+        n_head=4,
+        n_head_kv=1,
+        kv_heads=(0, 0, 0, 0, 1, 0, 0, 0),
+        n_expert=16,
+        n_expert_used=2,
+        n_ff=64,
+        extra_kv={
+            "jamba.ssm.conv_kernel": 4,
+            "jamba.ssm.inner_size": 256,
+            "jamba.ssm.state_size": 16,
+            "jamba.ssm.time_step_rank": 8,
+        },
+        covers=("16 experts", "attention 1 of 8 layers", "MQA"),
+    ),
 }

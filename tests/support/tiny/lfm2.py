@@ -52,4 +52,39 @@ ZOO: dict[str, TinySpec] = {
             "lfm2moe.expert_gating_func": 2,  # sigmoid, with a per-expert selection bias
         },
     ),
+    # variants along the axes real releases differ in
+    "lfm2-mha-untied-8": TinySpec(  # attention on 3 of 8 layers, the last one attention, full KV heads
+        "lfm2",
+        n_layer=8,
+        n_head_kv=4,
+        kv_heads=(0, 4, 0, 0, 4, 0, 0, 4),
+        extra_kv={"lfm2.shortconv.l_cache": 3},
+        covers=("MHA", "untied", "last layer attention", "per-layer KV heads"),
+    ),
+    "lfm2-swa": TinySpec(  # LFM2.5's audio tokenizer: a window on the attention layers
+        "lfm2",
+        n_layer=4,
+        n_head_kv=1,
+        kv_heads=(0, 1, 0, 1),
+        n_swa=128,
+        output_type=None,
+        extra_kv={"lfm2.shortconv.l_cache": 3},
+        covers=("sliding window on the attention layers", "MQA"),
+    ),
+    "lfm2moe-32e": TinySpec(  # LFM2-8B-A1B: 32 experts, 4 used, after 2 dense layers
+        "lfm2moe",
+        n_layer=5,
+        n_head_kv=1,
+        kv_heads=(0, 1, 0, 0, 1),
+        output_type=None,
+        n_expert=32,
+        n_expert_used=4,
+        n_ff_exp=16,
+        extra_kv={
+            "lfm2moe.shortconv.l_cache": 3,
+            "lfm2moe.leading_dense_block_count": 2,
+            "lfm2moe.expert_gating_func": 2,
+        },
+        covers=("32 experts, 4 used", "MQA", "odd layer count"),
+    ),
 }

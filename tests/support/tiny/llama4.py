@@ -11,7 +11,8 @@ global_tensors = output_norm
 
 
 def layer_tensors(spec: TinySpec, il: int) -> Shapes:
-    dense = (il + 1) % spec.count("interleave_moe_layer_step", 1)
+    step = spec.count("interleave_moe_layer_step", 1)
+    dense = step == 0 or (il + 1) % step
     ffn = gated_ffn(spec, il) if dense else experts(spec, il, spec.n_ff_exp) + shared_expert(spec, il, spec.n_ff_exp)
     return norm(spec, il, "attn_norm") + attention(spec, il) + norm(spec, il, "ffn_norm") + ffn
 
@@ -30,5 +31,57 @@ ZOO: dict[str, TinySpec] = {
         n_ctx_train=32768,
         weight_type=Q.Q8_0,
         extra_kv={"llama4.interleave_moe_layer_step": 2},
+    ),
+    # variants along the axes real releases differ in
+    "llama4-scout-every-layer": TinySpec(  # Scout: 16 experts on every layer; RoPE factors; 7 layers
+        "llama4",
+        n_layer=7,
+        n_head=4,
+        n_head_kv=1,
+        n_expert=16,
+        n_expert_used=1,
+        n_ff_exp=32,
+        n_ctx_train=32768,
+        optional=("rope_freqs",),
+        extra_kv={"llama4.interleave_moe_layer_step": 1},
+        covers=("experts on every layer", "16 experts", "rope_freqs", "layers not a multiple of the pattern"),
+    ),
+    "llama4-maverick-128e": TinySpec(  # Maverick: 128 experts every other layer, no Q/K norm, tied here
+        "llama4",
+        n_layer=4,
+        n_head=2,
+        n_head_kv=1,
+        n_expert=128,
+        n_expert_used=1,
+        n_ff_exp=16,
+        n_ctx_train=32768,
+        output_type=None,
+        extra_kv={"llama4.interleave_moe_layer_step": 2},
+        covers=("128 experts (no Q/K norm)", "tied"),
+    ),
+    "llama4-no-chunk": TinySpec(  # a window of 0: no chunked attention, RoPE on all but the last layer
+        "llama4",
+        n_layer=4,
+        n_head=4,
+        n_head_kv=4,
+        n_expert=4,
+        n_expert_used=2,
+        n_ff_exp=32,
+        extra_kv={"llama4.interleave_moe_layer_step": 2, "llama4.attention.sliding_window": 0},
+        covers=("no chunked attention (window 0)", "MHA", "2 experts used"),
+    ),
+    "llama4-chunk-array": TinySpec(
+        "llama4",
+        n_layer=5,
+        n_head=2,
+        n_head_kv=1,
+        n_expert=4,
+        n_expert_used=1,
+        n_ff_exp=32,
+        extra_kv={
+            "llama4.interleave_moe_layer_step": 1,
+            "llama4.attention.sliding_window_pattern": [True, False, True, True, True],
+        },
+        covers=("explicit per-layer chunk array", "last layer chunked"),
     ),
 }

@@ -15,7 +15,9 @@ def _experts(spec: TinySpec, il: int) -> Shapes:
     """Routed ReLU² experts (in a latent space when moe_latent_size is set) and the shared expert."""
     e, w, p, ne = spec.n_embd, spec.weight_type, f"blk.{il}.", spec.n_expert
     latent = spec.count("moe_latent_size", 0)
-    me, fe, fs = latent or e, spec.n_ff_exp, spec.n_ff_shexp
+    per_layer = spec.extra_kv.get(f"{spec.arch}.expert_feed_forward_length")  # Nemotron 3 Puzzle
+    fe = per_layer[il] if isinstance(per_layer, list) else spec.n_ff_exp
+    me, fs = latent or e, spec.n_ff_shexp
     out: Shapes = [
         (p + "ffn_gate_inp.weight", (e, ne), Q.F32),
         (p + "exp_probs_b.bias", (ne,), Q.F32),
@@ -111,5 +113,49 @@ ZOO: dict[str, TinySpec] = {
             "nemotron_h_moe.expert_weights_norm": True,
             "nemotron_h_moe.expert_weights_scale": 2.5,
         },
+    ),
+    # variants along the axes real releases differ in
+    "nemotron-nano-v2-shape": TinySpec(  # Nemotron Nano 9B v2: 128-wide heads past n_embd / n_head, 8 groups
+        "nemotron_h",
+        n_layer=7,
+        n_head=4,
+        n_head_kv=1,
+        head_dim=64,
+        kv_heads=(0, 0, 1, 0, 0, 0, 0),
+        ff_lengths=(0, 256, 0, 0, 256, 0, 256),
+        optional=("attn_output_bias",),
+        extra_kv={
+            "nemotron_h.ssm.conv_kernel": 4,
+            "nemotron_h.ssm.inner_size": 256,
+            "nemotron_h.ssm.state_size": 32,
+            "nemotron_h.ssm.time_step_rank": 8,
+            "nemotron_h.ssm.group_count": 8,
+            "nemotron_h.attention.layer_norm_epsilon": 1e-5,
+        },
+        covers=("head size != n_embd / n_head", "8 SSM groups", "MQA", "untied", "attention output bias"),
+    ),
+    "nemotron-puzzle-per-layer": TinySpec(  # Nemotron 3 Puzzle: expert width and top-k per layer
+        "nemotron_h_moe",
+        n_layer=6,
+        kv_heads=(0, 0, 2, 0, 0, 0),
+        ff_lengths=(0, 64, 0, 64, 0, 64),
+        n_expert=16,
+        n_expert_used=6,
+        n_ff_exp=32,
+        n_ff_shexp=64,
+        output_type=None,
+        extra_kv={
+            "nemotron_h_moe.ssm.conv_kernel": 4,
+            "nemotron_h_moe.ssm.inner_size": 256,
+            "nemotron_h_moe.ssm.state_size": 32,
+            "nemotron_h_moe.ssm.time_step_rank": 8,
+            "nemotron_h_moe.ssm.group_count": 2,
+            "nemotron_h_moe.attention.layer_norm_epsilon": 1e-5,
+            "nemotron_h_moe.expert_weights_norm": True,
+            "nemotron_h_moe.expert_weights_scale": 2.5,
+            "nemotron_h_moe.expert_used_count": [0, 6, 0, 2, 0, 4],
+            "nemotron_h_moe.expert_feed_forward_length": [0, 32, 0, 16, 0, 48],
+        },
+        covers=("per-layer top-k", "per-layer expert width", "16 experts", "tied"),
     ),
 }

@@ -24,4 +24,12 @@ ZOO: dict[str, TinySpec] = {
         weight_type=Q.Q8_0,
         extra_kv={"olmo.attention.layer_norm_epsilon": 1e-5, "olmo.attention.clamp_kqv": 8.0},
     ),
+    # variants along the axes real releases differ in
+    "olmo-tied-no-clamp": TinySpec(  # OLMo 1B: tied, no Q/K/V clamp
+        "olmo",
+        n_head_kv=4,
+        output_type=None,
+        extra_kv={"olmo.attention.layer_norm_epsilon": 1e-5},
+        covers=("tied", "no clamp", "MHA"),
+    ),
 }

@@ -72,4 +72,21 @@ ZOO: dict[str, TinySpec] = {
             "plamo2.ssm.group_count": 0,
         },
     ),
+    # variants along the axes real releases differ in
+    "plamo2-tied-mqa-7": TinySpec(  # tied, one KV head, 7 layers (the last one a mixer)
+        "plamo2",
+        n_layer=7,
+        head_dim=64,
+        kv_heads=(0, 1, 0, 0, 1, 0, 0),
+        q_heads=(0, 4, 0, 0, 4, 0, 0),
+        output_type=None,
+        extra_kv={
+            "plamo2.ssm.conv_kernel": 4,
+            "plamo2.ssm.inner_size": 256,
+            "plamo2.ssm.state_size": 32,
+            "plamo2.ssm.time_step_rank": 8,
+            "plamo2.ssm.group_count": 0,
+        },
+        covers=("tied", "MQA", "odd layer count: last layer recurrent", "state 32"),
+    ),
 }

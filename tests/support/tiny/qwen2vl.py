@@ -19,4 +19,14 @@ ZOO: dict[str, TinySpec] = {
     "qwen2vl": TinySpec(
         "qwen2vl", n_head_kv=2, weight_type=Q.Q8_0, extra_kv={"qwen2vl.rope.dimension_sections": [8, 4, 4, 0]}
     ),
+    # variants along the axes real releases differ in
+    "qwen2vl-tied-gqa6": TinySpec(  # Qwen2-VL-2B: 12 heads over 2, tied
+        "qwen2vl",
+        n_embd=192,
+        n_head=6,
+        n_head_kv=1,
+        output_type=None,
+        extra_kv={"qwen2vl.rope.dimension_sections": [8, 4, 4, 0]},
+        covers=("GQA 6:1", "tied"),
+    ),
 }

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from gguf import GGMLQuantizationType as Q
 
-from tests.support.tiny.common import Shapes, TinySpec, experts, gated_ffn, norm, output_norm, shared_expert
+from tests.support.tiny.common import Shapes, TinySpec, experts, gated_ffn, nextn, norm, output_norm, shared_expert
 
 global_tensors = output_norm
 
@@ -32,9 +32,12 @@ def _delta_net(spec: TinySpec, il: int) -> Shapes:
         beta_alpha: Shapes = [(p + "ssm_beta.weight", (e, n_v), w), (p + "ssm_alpha.weight", (e, n_v), w)]
     else:
         beta_alpha = [(p + "ssm_ba.weight", (e, 2 * n_v), w)]
+    if "legacy_ssm_in" in spec.optional:  # a legacy Qwen3-Next conversion: q, k, v and z in one projection
+        qkv: Shapes = [(p + "ssm_in.weight", (e, 2 * key_dim + 2 * value_dim), w)]
+    else:
+        qkv = [(p + "attn_qkv.weight", (e, 2 * key_dim + value_dim), w), (p + "attn_gate.weight", (e, value_dim), w)]
     return [
-        (p + "attn_qkv.weight", (e, 2 * key_dim + value_dim), w),
-        (p + "attn_gate.weight", (e, value_dim), w),
+        *qkv,
         (p + "ssm_conv1d.weight", (spec.count("ssm.conv_kernel"), 2 * key_dim + value_dim), f32),
         (p + "ssm_dt.bias", (n_v,), f32),
         (p + "ssm_a", (n_v,), f32),
@@ -44,14 +47,28 @@ def _delta_net(spec: TinySpec, il: int) -> Shapes:
     ]
 
 
+def _is_recurrent(spec: TinySpec, il: int) -> bool:
+    """A delta-net layer: from the header's recurrent_layers array, else all but every interval-th layer;
+    the multi-token-prediction layers at the end are full attention."""
+    if il >= spec.n_layer - spec.count("nextn_predict_layers", 0):
+        return False
+    explicit = spec.extra_kv.get(f"{spec.arch}.attention.recurrent_layers")
+    if isinstance(explicit, list):
+        return bool(explicit[il])
+    return (il + 1) % spec.count("full_attention_interval", 4) != 0
+
+
 def layer_tensors(spec: TinySpec, il: int) -> Shapes:
     out = norm(spec, il, "attn_norm") + norm(spec, il, "post_attention_norm")
-    full_attention = (il + 1) % spec.count("full_attention_interval", 4) == 0
-    out += _gated_attention(spec, il) if full_attention else _delta_net(spec, il)
+    out += _delta_net(spec, il) if _is_recurrent(spec, il) else _gated_attention(spec, il)
     if spec.arch == "qwen35":  # dense FFN
-        return out + gated_ffn(spec, il)
-    shared_gate: Shapes = [(f"blk.{il}.ffn_gate_inp_shexp.weight", (spec.n_embd,), Q.F32)]
-    return out + experts(spec, il, spec.n_ff_exp) + shared_gate + shared_expert(spec, il, spec.n_ff_shexp)
+        out += gated_ffn(spec, il)
+    else:
+        shared_gate: Shapes = [(f"blk.{il}.ffn_gate_inp_shexp.weight", (spec.n_embd,), Q.F32)]
+        out += experts(spec, il, spec.n_ff_exp) + shared_gate + shared_expert(spec, il, spec.n_ff_shexp)
+    if il >= spec.n_layer - spec.count("nextn_predict_layers", 0):  # the MTP block's own tensors
+        out += [*nextn(spec, il), (f"blk.{il}.nextn.shared_head_norm.weight", (spec.n_embd,), Q.F32)]
+    return out
 
 
 ZOO: dict[str, TinySpec] = {
@@ -112,5 +129,75 @@ ZOO: dict[str, TinySpec] = {
             "qwen3next.full_attention_interval": 2,
             "qwen3next.rope.dimension_count": 16,
         },
+    ),
+    # variants along the axes real releases differ in
+    "qwen35-mtp-array-tied": TinySpec(  # Qwen3.5: an MTP block after the trunk, recurrent layers as an array
+        "qwen35",
+        n_layer=7,
+        n_head=4,
+        n_head_kv=1,
+        head_dim=64,
+        n_ff=128,
+        output_type=None,
+        extra_kv={
+            "qwen35.ssm.conv_kernel": 4,
+            "qwen35.ssm.inner_size": 128,
+            "qwen35.ssm.state_size": 32,
+            "qwen35.ssm.time_step_rank": 4,
+            "qwen35.ssm.group_count": 2,
+            "qwen35.attention.recurrent_layers": [True, True, False, True, True, False, False],
+            "qwen35.rope.dimension_sections": [16, 8, 8, 0],
+            "qwen35.nextn_predict_layers": 1,
+        },
+        covers=("MTP block", "explicit recurrent-layer array", "MQA", "tied"),
+    ),
+    "qwen35moe-mtp-fused": TinySpec(  # Qwen3.5 MoE: 32 experts here (256 real), 8 used; fused gate-up experts
+        "qwen35moe",
+        n_layer=6,
+        n_head=8,
+        n_head_kv=2,
+        head_dim=32,
+        n_expert=32,
+        n_expert_used=8,
+        n_ff_exp=16,
+        n_ff_shexp=32,
+        n_ff=64,
+        optional=("fused_gate_up_exps",),
+        extra_kv={
+            "qwen35moe.ssm.conv_kernel": 4,
+            "qwen35moe.ssm.inner_size": 256,
+            "qwen35moe.ssm.state_size": 32,
+            "qwen35moe.ssm.time_step_rank": 8,
+            "qwen35moe.ssm.group_count": 2,
+            "qwen35moe.full_attention_interval": 4,
+            "qwen35moe.rope.dimension_sections": [8, 4, 4, 0],
+            "qwen35moe.nextn_predict_layers": 1,
+        },
+        covers=("MTP block", "32 experts, 8 used", "fused gate-up experts", "layers not a multiple of the interval"),
+    ),
+    "qwen3next-legacy-mtp": TinySpec(  # an early Qwen3-Next conversion (ssm_in) with the MTP block
+        "qwen3next",
+        n_layer=5,
+        n_head=4,
+        n_head_kv=2,
+        head_dim=64,
+        n_expert=16,
+        n_expert_used=4,
+        n_ff_exp=32,
+        n_ff_shexp=32,
+        n_ff=64,
+        output_type=None,
+        optional=("legacy_ssm_in",),
+        extra_kv={
+            "qwen3next.ssm.conv_kernel": 4,
+            "qwen3next.ssm.inner_size": 128,
+            "qwen3next.ssm.state_size": 32,
+            "qwen3next.ssm.time_step_rank": 4,
+            "qwen3next.ssm.group_count": 2,
+            "qwen3next.full_attention_interval": 4,
+            "qwen3next.rope.dimension_count": 16,
+            "qwen3next.nextn_predict_layers": 1,
+        },
+        covers=("legacy fused q/k/v/z projection", "MTP block", "tied", "16 experts, 4 used"),
     ),
 }

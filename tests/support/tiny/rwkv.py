@@ -157,4 +157,35 @@ ZOO: dict[str, TinySpec] = {
             "rwkv7.attention.gate_lora_rank": 32,
         },
     ),
+    # variants along the axes real releases differ in
+    "rwkv6-head-64-no-rescale": TinySpec(  # RWKV-6 Finch: 64-wide heads, no rescaling, 3 layers
+        "rwkv6",
+        n_layer=3,
+        n_head=0,
+        n_head_kv=0,
+        n_ff=448,
+        extra_kv={
+            "rwkv6.wkv.head_size": 64,
+            "rwkv6.time_mix_extra_dim": 32,
+            "rwkv6.time_decay_extra_dim": 64,
+            "rwkv6.rescale_every_n_layers": 0,
+            "rwkv6.token_shift_count": 2,
+        },
+        covers=("head size 64", "no rescaling", "odd layer count"),
+    ),
+    "rwkv7-ranks": TinySpec(  # RWKV-7 Goose: LoRA ranks of another size
+        "rwkv7",
+        n_layer=3,
+        n_head=0,
+        n_head_kv=0,
+        n_ff=512,
+        extra_kv={
+            "rwkv7.wkv.head_size": 32,
+            "rwkv7.attention.decay_lora_rank": 64,
+            "rwkv7.attention.iclr_lora_rank": 64,
+            "rwkv7.attention.value_residual_mix_lora_rank": 32,
+            "rwkv7.attention.gate_lora_rank": 128,
+        },
+        covers=("head size 32", "LoRA ranks", "odd layer count"),
+    ),
 }

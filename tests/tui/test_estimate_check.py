@@ -1,0 +1,114 @@
+"""An estimated plan checked by llama.cpp in the background: the picker's badge turns from "estimate"
+to "checked" soon after the list is drawn, without holding the list up; the plan cache keeps it, so
+`vramchat --list` says "checked" too (real engine process, real dry runs, this machine's devices)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from textual.widgets import DataTable
+
+from app import cli
+from app.tui.screens.picker import PickerScreen
+from tests.support.tiny import TinySpec, write_tiny_model
+from tests.support.tui_helpers import make_app, picker_ready, wait_for
+
+pytestmark = pytest.mark.llama
+
+
+@pytest.fixture
+def estimated_shelf(tmp_path: Path, zoo: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A tiny Baichuan, with the planner's Baichuan rules taken away for the test: its plan is an
+    estimate, while llama.cpp (in the engine process) loads it as it always does; llama is exact.
+    (Every architecture llama.cpp loads with a plain decoder's tensors is exact now.)"""
+    from planner import archs
+
+    monkeypatch.delitem(archs.FAMILIES, "baichuan")
+    root = tmp_path / "shelf"
+    root.mkdir()
+    write_tiny_model(root / "tiny-baichuan.gguf", TinySpec("baichuan", name="Tiny Baichuan"))
+    (root / "llama-f16.gguf").write_bytes(zoo["llama-f16"].read_bytes())
+    return root
+
+
+async def test_an_estimate_turns_checked_soon_after_the_list_and_the_list_says_so(
+    estimated_shelf: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    app = make_app(estimated_shelf, real_engine=True)
+    estimated = str(estimated_shelf / "tiny-baichuan.gguf")
+    async with app.run_test(size=(160, 45)) as pilot:
+        screen = app.screen
+        assert isinstance(screen, PickerScreen)
+        table = screen.query_one("#models", DataTable)
+
+        def badge() -> str:
+            return str(table.get_cell(estimated, "fit")) if estimated in table.rows else ""
+
+        await wait_for(pilot, lambda: badge() not in ("", "planning…"))
+        listed = time.monotonic()
+        assert badge().endswith("· estimate")  # drawn with the estimate; the check comes after
+        # the list answers while llama.cpp checks: the cursor moves at once
+        row = table.cursor_row
+        await pilot.press("down" if row == 0 else "up")
+        await pilot.pause(0.05)
+        assert table.cursor_row != row
+        await wait_for(pilot, lambda: badge().endswith("· checked"), timeout=10)
+        took = time.monotonic() - listed
+        assert took < 2.5, f"the badge turned checked {took:.2f} s after the list"
+        await wait_for(pilot, picker_ready(app))
+        # the exact model is never sent to the dry run; only the estimate is
+        assert "estimate" not in str(table.get_cell(str(estimated_shelf / "llama-f16.gguf"), "fit"))
+        assert "checked" not in str(table.get_cell(str(estimated_shelf / "llama-f16.gguf"), "fit"))
+        # selected, the checked model shows the plan llama.cpp's figures fit, and says so
+        table.move_cursor(row=table.get_row_index(estimated))
+        await wait_for(pilot, lambda: screen.selected == estimated and screen.plan_state == "ready")
+        await wait_for(pilot, lambda: "Checked by llama.cpp" in str(screen.query_one("#plan-verdict").render()))
+        assert screen.result is screen.checked_fits[estimated]
+        assert not any("no exact rules" in e for e in screen.result.plan.estimates)
+
+    monkeypatch.setattr(cli, "_demo_for_list", lambda: None)
+    assert cli.main(["--list", "--models-dir", str(estimated_shelf)]) == 0
+    line = next(line for line in capsys.readouterr().out.splitlines() if "Tiny Baichuan" in line)
+    assert "· checked" in line and "· estimate" not in line
+
+
+async def test_simulated_devices_leave_the_estimate_unchecked(
+    estimated_shelf: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """llama.cpp can only check against this machine's devices: with simulated ones the badge says
+    "estimate" and no dry run starts."""
+    monkeypatch.setenv("VRAMCHAT_DEVICES", "8GiB,ram=32GiB")
+    app = make_app(estimated_shelf, real_engine=True)
+    started: list[object] = []
+    real = app.services.dry_runner
+    app.services.dry_runner = lambda: started.append(1) or real()  # type: ignore[method-assign]
+    estimated = str(estimated_shelf / "tiny-baichuan.gguf")
+    async with app.run_test(size=(160, 45)) as pilot:
+        await wait_for(pilot, picker_ready(app))
+        await pilot.pause(0.5)
+        table = app.screen.query_one("#models", DataTable)
+        assert str(table.get_cell(estimated, "fit")).endswith("· estimate")
+    assert not started
+
+
+async def test_a_checked_row_from_the_cache_shows_at_once_and_its_plan_is_llama_cpps(estimated_shelf: Path) -> None:
+    """The next start reads "checked" from the plan cache before any dry run; selected, the row's plan
+    is llama.cpp's again (checked once more in the background)."""
+    estimated = str(estimated_shelf / "tiny-baichuan.gguf")
+    first = make_app(estimated_shelf, real_engine=True)
+    async with first.run_test(size=(160, 45)) as pilot:
+        table = first.screen.query_one("#models", DataTable)
+        await wait_for(
+            pilot, lambda: estimated in table.rows and str(table.get_cell(estimated, "fit")).endswith("checked")
+        )
+    again = make_app(estimated_shelf, real_engine=True)
+    async with again.run_test(size=(160, 45)) as pilot:
+        screen = again.screen
+        assert isinstance(screen, PickerScreen)
+        table = screen.query_one("#models", DataTable)
+        await wait_for(pilot, lambda: estimated in table.rows and str(table.get_cell(estimated, "fit")) != "planning…")
+        assert str(table.get_cell(estimated, "fit")).endswith("· checked")  # from the cache, no dry run yet
+        table.move_cursor(row=table.get_row_index(estimated))
+        await wait_for(pilot, lambda: "Checked by llama.cpp" in str(screen.query_one("#plan-verdict").render()))
