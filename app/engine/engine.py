@@ -38,6 +38,9 @@ from app.engine.types import (
 from planner.config import LoadConfig
 
 if TYPE_CHECKING:
+    from app.engine.dry_run import DryRun
+
+if TYPE_CHECKING:
     from app.engine.media import MediaChunks, MediaContext
 
 
@@ -67,6 +70,25 @@ class Engine:
         self.on_media_encoding: Callable[[int, int], None] | None = None
         # told when an image has gone through the projector
         self.on_media_encoded: Callable[[MediaEncoded], None] | None = None
+
+    # -- what the app asks of any engine (app.session.EngineLike), in this process -----------------
+
+    resizable = True  # resize() carries the conversation over to a context of a new size
+    stall_timeout: float | None = None  # nothing to wait for: llama.cpp runs in this process
+
+    @property
+    def pid(self) -> int | None:
+        return None  # llama.cpp runs in this process (the engine process's Engine, a bench, a test)
+
+    def exit_while_idle(self) -> None:
+        """An engine in this process cannot end while this process lives."""
+        return None
+
+    def dry_run(self, path: str, config: LoadConfig) -> DryRun:
+        """llama.cpp's no_alloc dry run of `config`, in this process."""
+        from app.engine.dry_run import dry_run
+
+        return dry_run(path, config)
 
     # -- lifecycle -------------------------------------------------------------------------
 

@@ -98,12 +98,12 @@ async def test_demo_model_loads_answers_and_the_dashboard_shows_kv_grow(gemma_pa
         await pilot.pause()
         box = chat.query_one(ChatInput)
         box.focus()
-        box.load_text("Recite the alphabet forty times.")  # greedy: runs to the length limit
+        box.load_text("Write a long story about a dragon and a knight.")  # greedy: some 26 tokens, a second
         engine = app.session.engine
         previous = engine.last_stats
         await pilot.press("enter")
         await wait_for(
-            pilot, lambda: engine.last_stats is not previous and engine.last_stats.generated_tokens >= 3, timeout=60
+            pilot, lambda: engine.last_stats is not previous and engine.last_stats.generated_tokens >= 1, timeout=60
         )
         await pilot.press("escape")
         await wait_for(pilot, reply_done(app), timeout=30)
