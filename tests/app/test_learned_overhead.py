@@ -61,8 +61,8 @@ class GpuEngine(FakeEngine):
         super().__init__()
         self.plan_buffers = plan_buffers
 
-    def load(self, path, config, progress=None) -> LoadReport:
-        report = super().load(path, config, progress)
+    def load(self, path, config, progress=None, projector=None) -> LoadReport:
+        report = super().load(path, config, progress, projector)
         m = Measurements(**self.plan_buffers)
         self.report = replace(report, measurements=m)
         return self.report

@@ -9,6 +9,13 @@ from textual import events
 from textual.message import Message
 from textual.widgets import TextArea
 
+PLACEHOLDERS = (  # the message box's hint, longest first
+    "Ask something… (Enter sends, Shift+Enter for a new line, Ctrl+T or /image PATH attaches a picture)",
+    "Ask something… (Enter sends, Shift+Enter: new line, /image PATH: a picture)",
+    "Ask something… (Enter sends, Shift+Enter: new line)",
+    "Ask something…",
+)
+
 
 class ChatInput(TextArea):
     @dataclass
@@ -27,7 +34,12 @@ class ChatInput(TextArea):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id, soft_wrap=True, show_line_numbers=False, tab_behavior="focus")
-        self.placeholder = "Ask something… (Enter sends, Shift+Enter for a new line, Ctrl+T or /image PATH attaches)"
+        self.placeholder = PLACEHOLDERS[0]
+
+    def on_resize(self, event: events.Resize) -> None:
+        """The longest hint that fits the box on one row (a cut hint reads as broken)."""
+        room = self.content_size.width - 1
+        self.placeholder = next((p for p in PLACEHOLDERS if len(p) <= room), PLACEHOLDERS[-1])
 
     async def _on_paste(self, event: events.Paste) -> None:
         """Paths of files attach them; anything else is pasted as text (TextArea's own handler runs next)."""
