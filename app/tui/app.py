@@ -23,6 +23,7 @@ from textual.worker import Worker, WorkerState
 from app.settings import Settings
 from app.store import Store
 from app.tui import bench_hook
+from app.tui.hub_messages import ModelDownloaded
 from app.tui.messages import LoadRequested, ScanFinished
 from app.tui.screens.picker import PickerScreen
 from app.tui.services import AppOptions, Services
@@ -32,8 +33,19 @@ if TYPE_CHECKING:
     from app.devices import DeviceReport
     from app.session import ModelSession
     from app.tui.screens.chat import ChatScreen
+    from app.tui.screens.hub import HubScreen
     from planner.fit import FitResult
     from planner.model import ModelAnatomy
+
+
+def quiet_hub_logging() -> None:
+    """huggingface_hub logs its retries as warnings, which Python prints on stderr, over the screen: the
+    hub view says what failed in its own words, so its log goes nowhere."""
+    import logging
+
+    logger = logging.getLogger("huggingface_hub")
+    logger.addHandler(logging.NullHandler())
+    logger.propagate = False
 
 
 def css_path() -> str:
@@ -63,6 +75,7 @@ class VramchatApp(App):
     def __init__(self, options: AppOptions | None = None, settings: Settings | None = None) -> None:
         super().__init__()
         self.services = Services(options or AppOptions(), settings, self._notify_from_anywhere)
+        self._notes_said: set[str] = set()
         for theme in THEMES:
             self.register_theme(theme)
         self.theme = self.settings.theme if self.settings.theme in self.available_themes else "vramchat-dark"
@@ -173,6 +186,8 @@ class VramchatApp(App):
         self.exit()
 
     def on_unmount(self) -> None:
+        if self.is_screen_installed("hub"):
+            self.hub_screen().stop_download()  # its partial file is kept, to resume
         self.services.close()
 
     def _fatal_error(self) -> None:
@@ -203,6 +218,50 @@ class VramchatApp(App):
         chat = self.get_screen("chat")
         assert isinstance(chat, ChatScreen)
         return chat
+
+    def hub_screen(self) -> HubScreen:
+        """The hub view, made on first use and kept (a download goes on while other screens show)."""
+        from app.tui.screens.hub import HubScreen
+
+        if not self.is_screen_installed("hub"):
+            from app import sources
+
+            sources.set_note_sink(self._source_note)  # notes about remote models: never to stderr here
+            quiet_hub_logging()
+            self.install_screen(HubScreen(self.services), "hub")
+        hub = self.get_screen("hub")
+        assert isinstance(hub, HubScreen)
+        return hub
+
+    def _source_note(self, note: str) -> None:
+        """A note about a remote model (planned offline from the cache ...), from any thread, once."""
+        if note not in self._notes_said:
+            self._notes_said.add(note)
+            self._notify_from_anywhere(note, "warning", "Hugging Face hub")
+
+    def action_hub(self) -> None:
+        """F7: the hub view from the model list (or the chat), and back."""
+        from app.tui.screens.hub import HubScreen
+
+        if isinstance(self.screen, HubScreen):
+            self.pop_screen()
+            return
+        hub = self.hub_screen()
+        if hub not in self.screen_stack:
+            self.push_screen(hub)
+
+    def on_model_downloaded(self, message: ModelDownloaded) -> None:
+        """A download is whole: the model list shows it, planned and selected, ready to load."""
+        from app.tui.screens.hub import HubScreen
+
+        picker = self.get_screen("picker")
+        assert isinstance(picker, PickerScreen)
+        picker.show_downloaded(message.path)
+        if isinstance(self.screen, HubScreen):
+            self.pop_screen()
+            self.notify(f"{message.name} is downloaded and selected: Enter loads it.", title="Downloaded", timeout=8)
+        else:
+            self.notify(f"{message.name} is downloaded: it is selected in the model list.", title="Downloaded")
 
     def on_load_requested(self, message: LoadRequested) -> None:
         self.load_model(message.path, message.anatomy, message.fit)
@@ -286,7 +345,22 @@ class VramchatApp(App):
             yield SystemCommand(
                 "RPC servers", "Other machines whose GPUs or RAM to plan for (F6)", screen.action_rpc_servers
             )
+            yield SystemCommand(
+                "Hugging Face hub",
+                "Search the hub, every quant planned for this machine, download (F7)",
+                self.action_hub,
+            )
             yield SystemCommand("Go to the chat", "Switch to the chat screen", self.action_show_chat)
+        from app.tui.screens.hub import HubScreen
+
+        if isinstance(screen, HubScreen):
+            yield SystemCommand("Search the hub", "GGUF repos by name (Ctrl+F)", screen.action_search)
+            yield SystemCommand("Download the selected quant", "And its projector (Ctrl+D)", screen.action_download)
+            if screen.downloading is not None:
+                yield SystemCommand(
+                    "Cancel the download", "What arrived is kept to resume (Ctrl+X)", screen.action_cancel_download
+                )
+            yield SystemCommand("Back to the model list", "Local models (F7)", self.action_hub)
         if isinstance(screen, ChatScreen):
             yield SystemCommand("New chat", "Start a new conversation", screen.action_new_chat)
             yield SystemCommand("Retry the last reply", "Ask the model again", screen.action_retry)
