@@ -292,3 +292,21 @@ async def test_the_demo_downloaded_from_the_hub_loads_in_the_real_engine_and_ans
         await wait_for(pilot, reply_done(app), timeout=60)
         conv = app.store.conversation(chat.conversation.id)  # type: ignore[union-attr]
         assert "Paris" in conv.messages[-1].content
+
+
+def test_quitting_does_not_wait_for_the_hub(hub: LocalHub) -> None:
+    """The real app in a terminal, its hub view reading headers at 1 KB/s (hours each): Ctrl+Q ends it at
+    once, the reads abandoned (Textual waits for its thread workers; those that wait on the network give up
+    when cancelled)."""
+    from tests.support.pty_app import PtyApp, until
+
+    hub.rate = 1000
+    app = PtyApp()
+    try:
+        until(lambda: app.shown("planning…"), 60, "the hub view badging its repos")
+        app.type("\x11")  # Ctrl+Q
+        until(lambda: app.proc.poll() is not None, 15, "the app to end")
+        assert app.proc.returncode == 0
+    finally:
+        if app.proc.poll() is None:
+            app.kill()

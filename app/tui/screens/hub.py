@@ -9,9 +9,9 @@ its header as the picker plans; an opened repo has every quant planned, the best
 
 from __future__ import annotations
 
+import queue
 import threading
-from concurrent.futures import ThreadPoolExecutor, as_completed
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from rich.text import Text
 from textual import events, on, work
@@ -55,6 +55,8 @@ if TYPE_CHECKING:
 SEARCH_LIMIT = 20  # repos a search or the most downloaded list shows (each is badged: a header read)
 BADGE_PARALLEL = 4  # repos badged at once
 SEARCH_DEBOUNCE = 0.5  # seconds after the last key before a search starts by itself
+ABANDON_POLL = 0.1  # seconds between two looks, by a worker waiting on the network, at whether it is wanted
+T = TypeVar("T")
 
 # (key, label, width, shown from this table width on); a width of 0 takes what is left
 REPO_COLUMNS: tuple[tuple[str, str, int, int], ...] = (
@@ -136,6 +138,7 @@ class HubScreen(Screen):
         self.stopped: ModelSource | None = None  # cancelled or failed, its partial file kept
         self._last_done = 0
         self._asking = False  # a download is being checked or asked about: one at a time
+        self._typed_from_list = False  # letters typed in a list go to the search box until it has the focus
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -221,7 +224,7 @@ class HubScreen(Screen):
         if repo_layout != self._repo_layout:
             self._repo_layout = repo_layout
             self._fill_repos()
-        labels = [r.label for r in self.rows if r is not None] + [m.quant or m.file_name for m in self.models]
+        labels = [r.label for r in self.rows if r is not None] + [_label(m) for m in self.models]
         quant_width = max([len(label) for label in labels] + [8])
         columns = [(key, label, w or quant_width) for key, label, w in QUANT_COLUMNS]
         free = room - sum(w + 2 for _, _, w in columns)
@@ -246,7 +249,7 @@ class HubScreen(Screen):
         box.select_all()
 
     def on_key(self, event: events.Key) -> None:
-        """Typing in a list starts a search (the letters go to the search box); Down leaves the box."""
+        """Typing in a list starts a new search (the letters go to the search box); Down leaves the box."""
         focused = self.focused
         if isinstance(focused, Input) and event.key == "down":
             event.stop()
@@ -254,8 +257,11 @@ class HubScreen(Screen):
             return
         if isinstance(focused, DataTable) and event.is_printable and event.character and event.character != " ":
             box = self.query_one("#hub-search", Input)
+            # a new search: the words of the last one go (keys typed before the box has the focus follow)
+            box.value = box.value + event.character if self._typed_from_list else event.character
+            box.cursor_position = len(box.value)
+            self._typed_from_list = True
             box.focus()
-            box.insert_text_at_cursor(event.character)
             event.stop()
             event.prevent_default()
 
@@ -294,7 +300,12 @@ class HubScreen(Screen):
         from app.sources.errors import SourceError, Unreachable
 
         try:
-            repos = hub.search_repos(text, SEARCH_LIMIT) if text else hub.popular_chat_repos(SEARCH_LIMIT)
+            if text:
+                repos = call_abandonable(hub.search_repos, text, SEARCH_LIMIT)
+            else:
+                repos = call_abandonable(hub.popular_chat_repos, SEARCH_LIMIT)
+        except Abandoned:
+            return
         except Unreachable as exc:
             self.post_message(ReposFound(request, text, hub.seen_repos(text, SEARCH_LIMIT), offline=str(exc)))
             return
@@ -338,19 +349,36 @@ class HubScreen(Screen):
 
         worker = get_current_worker()
         plan = _planner(self._devices())
-        pool = ThreadPoolExecutor(BADGE_PARALLEL, thread_name_prefix="hub-badge")
-        try:
-            futures = {pool.submit(repo_fit, repo_id, load_anatomy, plan): repo_id for repo_id in repo_ids}
-            for future in as_completed(futures):
-                if worker.is_cancelled or request != self._search_request:
+        todo: queue.SimpleQueue[str] = queue.SimpleQueue()
+        for repo_id in repo_ids:
+            todo.put(repo_id)
+        left = [len(repo_ids)]
+        lock, finished = threading.Lock(), threading.Event()
+
+        def stale() -> bool:
+            return worker.is_cancelled or request != self._search_request
+
+        def badge_some() -> None:  # in a daemon thread: a stale search or quitting does not wait for it
+            while not stale():
+                try:
+                    repo_id = todo.get_nowait()
+                except queue.Empty:
                     return
                 try:
-                    fit = future.result()
+                    fit = repo_fit(repo_id, load_anatomy, plan)
                 except Exception as exc:  # a hostile header must not take the list down: that repo says why
-                    fit = RepoFit(futures[future], problem="unreadable", error=f"{type(exc).__name__}: {exc}")
-                self.post_message(RepoBadged(request, fit))
-        finally:
-            pool.shutdown(wait=False, cancel_futures=True)
+                    fit = RepoFit(repo_id, problem="unreadable", error=f"{type(exc).__name__}: {exc}")
+                if not stale():
+                    self.post_message(RepoBadged(request, fit))
+                with lock:
+                    left[0] -= 1
+                    if left[0] == 0:
+                        finished.set()
+
+        for _ in range(min(BADGE_PARALLEL, len(repo_ids))):
+            threading.Thread(target=badge_some, name="hub-badge", daemon=True).start()
+        while not finished.wait(ABANDON_POLL) and not stale():
+            pass
 
     def on_repo_badged(self, message: RepoBadged) -> None:
         if message.request != self._search_request:
@@ -417,6 +445,7 @@ class HubScreen(Screen):
             if self.models:
                 self._show_detail(self._highlighted_index())
         elif event.widget is self.query_one("#hub-repos") or event.widget is self.query_one("#hub-search"):
+            self._typed_from_list = False
             self.remove_class("-in-repo")
             if self.repos:
                 table = self.query_one("#hub-repos", DataTable)
@@ -460,7 +489,9 @@ class HubScreen(Screen):
         from app.sources import hub, load_anatomy
 
         try:
-            listing = hub.list_repo(repo_id)
+            listing = call_abandonable(hub.list_repo, repo_id)
+        except Abandoned:
+            return
         except VramchatError as exc:
             self.post_message(RepoListed(request, None, [], {}, str(exc), exc.title))
             return
@@ -477,8 +508,8 @@ class HubScreen(Screen):
             self.post_message(QuantPlanned(request, index, row))
 
         try:
-            table = plan_quants(models, load_anatomy, plan, on_row=planned)
-        except _Stale:
+            table = call_abandonable(plan_quants, models, load_anatomy, plan, on_row=planned)
+        except (Abandoned, _Stale):
             return
         self.post_message(QuantsPlanned(request, table))
 
@@ -565,7 +596,7 @@ class HubScreen(Screen):
         model = self.models[index]
         row = self.rows[index] if index < len(self.rows) else None
         mark = (BEST if index == self.best else " ") + (ON_DISK if model.ref in self.downloaded else "")
-        label = row.label if row is not None else (model.quant or model.file_name)
+        label = row.label if row is not None else _label(model)
         if row is None:
             badge, kind = "planning…", "pending"
         else:
@@ -747,7 +778,10 @@ class HubScreen(Screen):
             self.post_message(DownloadProgressed(p))
 
         try:
-            result = download(source, progress=progress, cancel=cancel)
+            result = call_abandonable(download, source, progress=progress, cancel=cancel)
+        except Abandoned:  # the app is quitting: the download stops at its next chunk, its partial file kept
+            cancel.set()
+            return
         except Cancelled:
             self.post_message(DownloadEnded(source, None, cancelled=True))
             return
@@ -880,6 +914,12 @@ class HubScreen(Screen):
         self.services.report_worker_error(event.worker)
 
 
+def _label(model: ModelSource) -> str:
+    """A quant's label before its header is read: its quant (or its file's name), how many files it is."""
+    quant = model.quant or model.file_name
+    return f"{quant} ({len(model.files)} files)" if len(model.files) > 1 else quant
+
+
 def _sentence(text: str) -> str:
     """`text` ending as a sentence does (one full stop, not one after a question mark)."""
     text = text.rstrip()
@@ -899,6 +939,36 @@ def _wrapped(repo_id: str, width: int) -> Text:
 
 class _Stale(Exception):
     """The repo being planned is no longer the one shown."""
+
+
+class Abandoned(Exception):
+    """The worker waiting for a call was cancelled (its answer is no longer wanted, or the app is quitting)."""
+
+
+def call_abandonable(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """`fn(*args, **kwargs)` in a daemon thread, waited for by the calling thread worker until it is
+    cancelled (Abandoned): a network call that takes seconds holds up neither a newer search nor quitting
+    (Textual waits for its thread workers to end). The abandoned call ends by itself, or with the process."""
+    worker = get_current_worker()
+    answer: list[T] = []
+    failure: list[BaseException] = []
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            answer.append(fn(*args, **kwargs))
+        except BaseException as exc:
+            failure.append(exc)
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name=f"hub-{getattr(fn, '__name__', 'call')}", daemon=True).start()
+    while not done.wait(ABANDON_POLL):
+        if worker.is_cancelled:
+            raise Abandoned
+    if failure:
+        raise failure[0]
+    return answer[0]
 
 
 def _on_this_machine(models: list[ModelSource]) -> dict[str, str]:
