@@ -23,7 +23,6 @@ from textual.worker import Worker, WorkerState
 from app.settings import Settings
 from app.store import Store
 from app.tui import bench_hook
-from app.tui.hub_messages import ModelDownloaded
 from app.tui.messages import LoadRequested, ScanFinished
 from app.tui.screens.picker import PickerScreen
 from app.tui.services import AppOptions, Services
@@ -32,6 +31,7 @@ from app.tui.themes import THEMES
 if TYPE_CHECKING:
     from app.devices import DeviceReport
     from app.session import ModelSession
+    from app.tui.hub_messages import ModelDownloaded  # imported with the hub view, not before the picker
     from app.tui.screens.chat import ChatScreen
     from app.tui.screens.hub import HubScreen
     from planner.fit import FitResult

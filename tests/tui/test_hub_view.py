@@ -87,8 +87,12 @@ def _listed(folder: Path) -> list[str]:
 
 
 async def test_search_and_open_a_repo_every_quant_badged_as_the_picker_badges_it(
-    hub: LocalHub, shelf: Path, repo_files: dict[str, Path], zoo: dict[str, Path]
+    hub: LocalHub, shelf: Path, repo_files: dict[str, Path], zoo: dict[str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from app import quants as quant_planning
+
+    # the speed model (another issue) fills the tok/s column through this one function: its column shows
+    monkeypatch.setattr(quant_planning, "predicted_tokens_per_second", lambda anatomy, result: 42.0)
     hub.add_repo("acme/tiny-llama-GGUF", {"tiny-llama-F16.gguf": zoo["llama-f16"]}, downloads=50)
     hub.add_repo("other/unrelated-GGUF", {"unrelated-Q8_0.gguf": zoo["qwen3-hd"]}, downloads=10, pipeline_tag="x")
     app = make_app(shelf)
@@ -129,6 +133,8 @@ async def test_search_and_open_a_repo_every_quant_badged_as_the_picker_badges_it
         text = text_of(app)
         assert "★ Best here: F16: the largest quant that runs wholly on the GPU at 32,768 tokens" in text
         assert "Q8_0 (2 files)" in text and "with mmproj-F16.gguf" in text
+        assert {"ctx", "speed", "layers", "kv"} <= {c.value for c in quants.columns}
+        assert str(quants.get_cell(screen.models[0].ref, "speed")) == "42.0" and "tok/s" in text
         assert not _listed(models_dir())  # nothing was downloaded to plan them
 
 
@@ -170,6 +176,7 @@ async def test_a_cancelled_download_leaves_nothing_in_the_list_then_resumes_and_
         assert ranges and ranges[0] is not None and int(ranges[0][6:-1]) > 30 << 20
         path = folder / DEMO_FILE
         assert path.read_bytes() == gemma_path.read_bytes()
+        assert "(sha256 checked)" in str(status.render())
         assert not [p.name for p in folder.iterdir() if p.name.startswith(".")]  # no partial left
         picker = app.screen
         assert isinstance(picker, PickerScreen)
@@ -255,6 +262,15 @@ async def test_a_first_start_without_models_of_ones_own_lands_in_the_hub_once(
         repos = screen.query_one("#hub-repos", DataTable)
         assert str(repos.get_cell(REPO, "fit")) == "full GPU · 32,768 tok"  # badged for this machine
         assert load_settings()[0].hub_on_first_start is False
+        # the palette has the view's actions, and the way back and forth
+        commands = {c.title: c.callback for c in app.get_system_commands(screen)}
+        assert {"Search the hub", "Download the selected quant", "Back to the model list"} <= set(commands)
+        commands["Back to the model list"]()
+        await wait_for(pilot, lambda: isinstance(app.screen, PickerScreen))
+        commands = {c.title: c.callback for c in app.get_system_commands(app.screen)}
+        commands["Hugging Face hub"]()
+        await wait_for(pilot, lambda: app.screen is screen)  # the same view, as it was left
+        assert screen.fits[REPO].summary is not None
     again = make_app(empty, settings=load_settings()[0], include_demo=demo)
     async with again.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: isinstance(again.screen, PickerScreen) and not again.screen._scanning)
