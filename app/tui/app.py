@@ -38,14 +38,28 @@ if TYPE_CHECKING:
     from planner.model import ModelAnatomy
 
 
-def quiet_hub_logging() -> None:
-    """huggingface_hub logs its retries as warnings, which Python prints on stderr, over the screen: the
-    hub view says what failed in its own words, so its log goes nowhere."""
+def _nothing(record: object) -> bool:
+    return False
+
+
+def quiet_hub_logging(quiet: bool = True) -> None:
+    """huggingface_hub logs its retries as warnings through a handler of its own on the stderr it found at
+    import (Textual's capture does not reach it), over the screen: while the app runs, the hub view says
+    what failed in its own words and the library's log goes nowhere."""
     import logging
 
+    if quiet:
+        import huggingface_hub.utils.logging  # noqa: F401  (12 ms) its import adds that handler: first, then quiet it
+
     logger = logging.getLogger("huggingface_hub")
-    logger.addHandler(logging.NullHandler())
-    logger.propagate = False
+    for handler in logger.handlers:
+        if quiet:
+            handler.addFilter(_nothing)
+        else:
+            handler.removeFilter(_nothing)
+    logger.propagate = not quiet
+    if quiet and not logger.handlers:  # a handler, so that Python's last resort (stderr) is not used
+        logger.addHandler(logging.NullHandler())
 
 
 def css_path() -> str:
@@ -76,6 +90,7 @@ class VramchatApp(App):
         super().__init__()
         self.services = Services(options or AppOptions(), settings, self._notify_from_anywhere)
         self._notes_said: set[str] = set()
+        self._hub: HubScreen | None = None  # the hub view, once made (Textual forgets installed screens first)
         for theme in THEMES:
             self.register_theme(theme)
         self.theme = self.settings.theme if self.settings.theme in self.available_themes else "vramchat-dark"
@@ -186,8 +201,12 @@ class VramchatApp(App):
         self.exit()
 
     def on_unmount(self) -> None:
-        if self.is_screen_installed("hub"):
-            self.hub_screen().stop_download()  # its partial file is kept, to resume
+        if self._hub is not None:
+            self._hub.stop_download()  # its partial file is kept, to resume
+            from app import sources
+
+            sources.set_note_sink(None)
+            quiet_hub_logging(False)
         self.services.close()
 
     def _fatal_error(self) -> None:
@@ -228,7 +247,8 @@ class VramchatApp(App):
 
             sources.set_note_sink(self._source_note)  # notes about remote models: never to stderr here
             quiet_hub_logging()
-            self.install_screen(HubScreen(self.services), "hub")
+            self._hub = HubScreen(self.services)
+            self.install_screen(self._hub, "hub")
         hub = self.get_screen("hub")
         assert isinstance(hub, HubScreen)
         return hub

@@ -214,7 +214,7 @@ async def test_a_full_disk_is_refused_before_the_download_starts(
 
 
 async def test_offline_the_hub_says_so_repos_seen_before_plan_from_the_cache_and_the_picker_works(
-    hub: LocalHub, shelf: Path
+    hub: LocalHub, shelf: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
     engine = FakeEngine()
     app = make_app(shelf, engine)
@@ -241,6 +241,13 @@ async def test_offline_the_hub_says_so_repos_seen_before_plan_from_the_cache_and
         await pilot.press("ctrl+l")
         await wait_for(pilot, model_loaded(app))
         assert isinstance(app.screen, ChatScreen)
+    # nothing on stderr, which is the screen: huggingface_hub's retries, vramchat's notes (toasts instead)
+    err = capfd.readouterr().err
+    assert "Retrying" not in err and "thrown while requesting" not in err and "vramchat: note" not in err
+    assert any("as listed on" in n for n in notices(app))
+    from app import sources
+
+    assert sources._note_sink is sources._stderr_note  # the app gone, notes go to stderr again
 
 
 @pytest.mark.parametrize("demo", [False, True], ids=["no-models", "only-the-demo"])
