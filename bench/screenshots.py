@@ -116,12 +116,12 @@ async def shoot_hub(out: Path, hub) -> list[Path]:  # hub: LocalHub
             await pilot.press("enter")
             await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog))
             await pilot.press("enter")
-            await wait_for(pilot, lambda: screen._last_done > 90 << 20, timeout=60)
+            await wait_for(pilot, lambda: screen.download.last_done > 90 << 20, timeout=60)
             app.clear_notifications()
             await pilot.pause(0.3)
             shot = Path(app.save_screenshot(str(out / "screenshot-hub.svg")))
             screen.stop_download()
-            await wait_for(pilot, lambda: screen.downloading is None)
+            await wait_for(pilot, lambda: screen.download.downloading is None)
             return [shot]
     finally:
         del os.environ["VRAMCHAT_DEVICES"]

@@ -376,7 +376,7 @@ class VramchatApp(App):
         if isinstance(screen, HubScreen):
             yield SystemCommand("Search the hub", "GGUF repos by name (Ctrl+F)", screen.action_search)
             yield SystemCommand("Download the selected quant", "And its projector (Ctrl+D)", screen.action_download)
-            if screen.downloading is not None:
+            if screen.download.downloading is not None:
                 yield SystemCommand(
                     "Cancel the download", "What arrived is kept to resume (Ctrl+X)", screen.action_cancel_download
                 )

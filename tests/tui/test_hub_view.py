@@ -79,7 +79,9 @@ async def start_download(app, pilot, hub: HubScreen, quant: str = "Q4_K_M") -> N
     await pilot.press("enter")
     await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog))
     await pilot.press("enter")  # the dialog's Download button has the focus
-    await wait_for(pilot, lambda: hub.downloading is not None or hub.stopped is not None or bool(hub.downloaded))
+    await wait_for(
+        pilot, lambda: hub.download.downloading is not None or hub.download.stopped is not None or bool(hub.downloaded)
+    )
 
 
 def _listed(folder: Path) -> list[str]:
@@ -149,13 +151,13 @@ async def test_a_cancelled_download_leaves_nothing_in_the_list_then_resumes_and_
         hub.rate = 40 << 20  # 40 MiB/s: the demo takes about 6 s, long enough to watch and cancel
         await start_download(app, pilot, screen)
         status = screen.query_one("#download-status")
-        await wait_for(pilot, lambda: screen._last_done > 30 << 20)
+        await wait_for(pilot, lambda: screen.download.last_done > 30 << 20)
         words = str(status.render())
         assert "Downloading gemma-3-270m-Q4_K_M.gguf: " in words and "MiB/s" in words and " left" in words
         assert "Cancel download" in screen_text(app)[-1]  # the key shows while a download runs
         await pilot.press("ctrl+x")
-        await wait_for(pilot, lambda: screen.downloading is None)
-        assert screen.stopped is not None and "Cancelled gemma-3-270m-Q4_K_M.gguf" in str(status.render())
+        await wait_for(pilot, lambda: screen.download.downloading is None)
+        assert screen.download.stopped is not None and "Cancelled gemma-3-270m-Q4_K_M.gguf" in str(status.render())
         folder = models_dir() / "acme" / "gemma-3-270m-GGUF"
         assert _listed(models_dir()) == []  # nothing half-written in the list
         assert (folder / f".{DEMO_FILE}.partial").stat().st_size > 30 << 20  # kept, hidden, to resume

@@ -1,42 +1,41 @@
 """The hub view: search the Hugging Face hub for GGUF repos, see every quant of one with its exact fit on
 this machine, download the one chosen into vramchat's models folder.
 
-Every call to the hub (search, a repo's listing, the headers, the download) runs in a thread worker
-that posts a message (app/tui/hub_messages.py); an answer to a search or a repo the user has since
-left is dropped. Repos are badged with one quant each (their Q4_K_M, or the nearest), planned from
-its header as the picker plans; an opened repo has every quant planned, the best marked with why.
+Every call to the hub (search, a repo's listing, the headers) runs in a thread worker that posts a
+message (app/tui/hub_messages.py); an answer to a search or a repo the user has since left is dropped,
+and a worker no longer wanted stops waiting for the network (app/tui/abandon.py). Repos are badged with
+one quant each (their Q4_K_M, or the nearest), planned from its header as the picker plans; an opened
+repo has every quant planned, the best marked with why. The download is app/tui/widgets/download_panel.py.
 """
 
 from __future__ import annotations
 
 import queue
 import threading
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
 from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import Button, DataTable, Header, Input, Label, ProgressBar, Static
+from textual.widgets import DataTable, Header, Input, Label, ProgressBar, Static
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from app.catalog import fit_badge
 from app.errors import VramchatError
+from app.tui.abandon import POLL, Abandoned, call_abandonable
 from app.tui.badges import badge_style
 from app.tui.hub_messages import (
-    DownloadEnded,
-    DownloadPrepared,
-    DownloadProgressed,
-    ModelDownloaded,
     QuantPlanned,
     QuantsPlanned,
     RepoBadged,
     RepoListed,
     ReposFound,
 )
+from app.tui.widgets.download_panel import DownloadPanel
 from app.tui.widgets.footer import AdaptiveFooter
 from planner.units import format_size
 
@@ -45,7 +44,6 @@ if TYPE_CHECKING:
 
     from app.devices import DeviceReport
     from app.quants import QuantRow, RepoFit
-    from app.sources.download import Download
     from app.sources.hub import RepoSummary
     from app.sources.model import ModelSource
     from app.tui.services import Services
@@ -55,8 +53,6 @@ if TYPE_CHECKING:
 SEARCH_LIMIT = 20  # repos a search or the most downloaded list shows (each is badged: a header read)
 BADGE_PARALLEL = 4  # repos badged at once
 SEARCH_DEBOUNCE = 0.5  # seconds after the last key before a search starts by itself
-ABANDON_POLL = 0.1  # seconds between two looks, by a worker waiting on the network, at whether it is wanted
-T = TypeVar("T")
 
 # (key, label, width, shown from this table width on); a width of 0 takes what is left
 REPO_COLUMNS: tuple[tuple[str, str, int, int], ...] = (
@@ -132,12 +128,7 @@ class HubScreen(Screen):
         self._debounce: Timer | None = None
         self._repo_layout: tuple[tuple[str, str, int], ...] = ()
         self._quant_layout: tuple[tuple[str, str, int], ...] = ()
-        # the download: one at a time, cancelled by its event; a cancelled or failed one can be resumed
-        self.downloading: ModelSource | None = None
-        self._cancel = threading.Event()
-        self.stopped: ModelSource | None = None  # cancelled or failed, its partial file kept
-        self._last_done = 0
-        self._asking = False  # a download is being checked or asked about: one at a time
+        self.download = DownloadPanel(id="hub-download")  # made here: the footer asks about it before compose
         self._typed_from_list = False  # letters typed in a list go to the search box until it has the focus
 
     def compose(self) -> ComposeResult:
@@ -161,19 +152,12 @@ class HubScreen(Screen):
         yield quants
         yield Static("", id="hub-best", markup=False)
         yield Static("", id="hub-detail", markup=False)
-        with Vertical(id="hub-download"):
-            yield Static("", id="download-status", markup=False)
-            with Horizontal(id="download-bar"):
-                yield ProgressBar(id="download-progress", show_eta=False)
-                yield Button("Cancel", id="download-cancel", compact=True)
-                yield Button("Resume", id="download-resume", compact=True, variant="primary")
-                yield Button("Delete the partial file", id="download-discard", compact=True)
+        yield self.download
         yield AdaptiveFooter()
 
     def on_mount(self) -> None:
         self.title = "vramchat"
         self.sub_title = "Hugging Face hub"
-        self.query_one("#hub-download").display = False
         self.query_one("#hub-progress").display = False
         self._lay_out(self.app.size.width)
         self._show_devices()
@@ -377,7 +361,7 @@ class HubScreen(Screen):
 
         for _ in range(min(BADGE_PARALLEL, len(repo_ids))):
             threading.Thread(target=badge_some, name="hub-badge", daemon=True).start()
-        while not finished.wait(ABANDON_POLL) and not stale():
+        while not finished.wait(POLL) and not stale():
             pass
 
     def on_repo_badged(self, message: RepoBadged) -> None:
@@ -658,11 +642,11 @@ class HubScreen(Screen):
             parts.append(f"✗ {row.error}")
         detail.update(" · ".join(parts))
 
-    # -- downloading ------------------------------------------------------------------------------
+    # -- downloading: app/tui/widgets/download_panel.py ------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "cancel_download":
-            return self.downloading is not None
+            return self.download.downloading is not None
         return True
 
     @on(DataTable.RowSelected, "#hub-quants")
@@ -670,219 +654,29 @@ class HubScreen(Screen):
         self.action_download()
 
     def action_download(self) -> None:
+        """Enter on a quant, or Ctrl+D: download it (and its projector), after checking the room and asking."""
         index = self._highlighted_index()
         if index is None or self.query_one("#hub-quants").region.height == 0:
             self.app.notify("Open a repository (Enter on it) and choose a quant first.", severity="warning")
-            return
-        if self.downloading is not None:
-            self.app.notify(
-                f"{self.downloading.file_name} is downloading: one at a time (Ctrl+X cancels it).", severity="warning"
-            )
-            return
-        if self._asking:
             return
         source = self.models[index]
         if source.problem:
             self.app.notify(f"{source.file_name}: {source.problem}", title="Cannot download", severity="error")
             return
-        self._asking = True
-        self._download_line(f"Checking the room for {source.file_name}", stopped=self.stopped is not None)
-        self._prepare(source)
+        row = self.rows[index] if index < len(self.rows) else None
+        self.download.request(source, fit_badge(row.summary)[0] if row is not None else "")
 
-    @work(thread=True, group="hub-prepare", exit_on_error=False)
-    def _prepare(self, source: ModelSource) -> None:
-        from app.sources.download import plan_download
-
-        try:
-            self.post_message(DownloadPrepared(source, plan_download(source)))
-        except VramchatError as exc:
-            self.post_message(DownloadPrepared(source, None, str(exc), exc.title))
-
-    def on_download_prepared(self, message: DownloadPrepared) -> None:
-        from app.sources.download import check_room
-        from app.sources.errors import NoRoom
-
-        source, plan = message.source, message.plan
-        if plan is None:
-            self._asking = False
-            self._download_failed(message.error, message.title, stopped=self.stopped is not None)
-            return
-        try:
-            check_room(source, plan)
-        except NoRoom as exc:
-            self._asking = False
-            self._download_failed(str(exc), exc.title, stopped=self.stopped is not None)
-            return
-        if not plan.files and plan.projector_to_hf_cache is None:
-            self._asking = False
-            self._start_download(source)  # whole on this machine already: listed and selected at once
-            return
-        from app.tui.screens.dialogs import ConfirmDialog
-
-        def answered(yes: bool | None) -> None:
-            self._asking = False
-            if yes:
-                self._start_download(source)
-            else:
-                self._download_line("Not downloaded.", stopped=self.stopped is not None)
-
-        self.app.push_screen(
-            ConfirmDialog(
-                "Download this model?", self._download_words(source, plan), confirm="Download", focus_confirm=True
-            ),
-            answered,
-        )
-
-    def _download_words(self, source: ModelSource, plan: Download) -> str:
-        from app.sources.download import destination_folder
-
-        files = [f for f, _ in plan.files]
-        model = [f for f in files if f in source.files]
-        extra = [f for f in files if f not in source.files]
-        if plan.projector_to_hf_cache is not None:
-            extra.append(plan.projector_to_hf_cache)
-        lines = []
-        if model:
-            pieces = f" in {len(model)} files" if len(model) > 1 else ""
-            lines.append(f"{source.file_name} ({format_size(sum(f.size for f in model))}{pieces})")
-        for f in extra:
-            lines.append(f"{'and its ' if model else ''}vision projector {f.file_name} ({format_size(f.size)})")
-        where = plan.model_path.parent if plan.from_hf_cache else destination_folder(source)
-        lines.append(f"into {where}")
-        total = sum(f.size for f in files)
-        lines.append(f"\n{format_size(plan.needed)} to download, {format_size(plan.free)} free there.")
-        if total > plan.needed:
-            lines.append(f"{format_size(total - plan.needed)} arrived before: the rest is downloaded.")
-        index = next((i for i, m in enumerate(self.models) if m.ref == source.ref), None)
-        row = self.rows[index] if index is not None and index < len(self.rows) else None
-        if row is not None:
-            lines.append(f"Fit on this machine: {fit_badge(row.summary)[0]}.")
-        return "\n".join(lines)
-
-    def _start_download(self, source: ModelSource) -> None:
-        if self.downloading is not None:
-            return
-        self.downloading, self.stopped = source, None
-        self._cancel = threading.Event()
-        self._last_done = 0
-        self._download_line(f"Downloading {source.file_name}", progress=True)
-        self.refresh_bindings()
-        self._download(source, self._cancel)
-
-    @work(thread=True, group="hub-download", exit_on_error=False)
-    def _download(self, source: ModelSource, cancel: threading.Event) -> None:
-        from app.sources.download import Progress, download
-        from app.sources.errors import Cancelled
-
-        def progress(p: Progress) -> None:
-            self.post_message(DownloadProgressed(p))
-
-        try:
-            result = call_abandonable(download, source, progress=progress, cancel=cancel)
-        except Abandoned:  # the app is quitting: the download stops at its next chunk, its partial file kept
-            cancel.set()
-            return
-        except Cancelled:
-            self.post_message(DownloadEnded(source, None, cancelled=True))
-            return
-        except VramchatError as exc:
-            self.post_message(DownloadEnded(source, None, error=str(exc), title=exc.title))
-            return
-        self.post_message(DownloadEnded(source, result))
-
-    def on_download_progressed(self, message: DownloadProgressed) -> None:
-        from app.sources.download import format_duration
-
-        p = message.progress
-        if self.downloading is None:
-            return
-        self._last_done = p.done
-        if p.phase == "done":
-            words = f"{p.file}: all {format_size(p.total)} arrived, checked"
-        else:
-            speed = f"{format_size(int(p.speed))}/s" if p.speed else "starting"
-            left = f", {format_duration(p.seconds_left)} left" if p.seconds_left is not None else ""
-            words = f"Downloading {p.file}: {format_size(p.done)} of {format_size(p.total)} · {speed}{left}"
-        self.query_one("#download-status", Static).update(words)
-        self.query_one("#download-progress", ProgressBar).update(total=max(p.total, 1), progress=p.done)
-
-    def on_download_ended(self, message: DownloadEnded) -> None:
-        source = message.source
-        self.downloading = None
-        self.refresh_bindings()
-        if message.cancelled:
-            self.stopped = source
-            kept = f" ({format_size(self._last_done)} arrived)" if self._last_done else ""
-            self._download_line(
-                f"Cancelled {source.file_name}{kept}. What arrived is kept hidden, not in the model list: "
-                "Resume goes on from there.",
-                stopped=True,
-            )
-            self.app.notify(f"{source.file_name}: download cancelled.", title="Download cancelled", timeout=5)
-            return
-        if message.result is None:
-            self.stopped = source
-            self._download_failed(message.error, message.title, stopped=True)
-            return
-        result = message.result
-        self.downloaded[source.ref] = str(result.model_path)
-        index = next((i for i, m in enumerate(self.models) if m.ref == source.ref), None)
-        if index is not None:
-            self._fill_quants()
-        if result.from_hf_cache:
-            how = "in the Hugging Face cache, where another tool put it (used there, not copied)"
-        elif result.downloaded == 0:
-            how = f"already whole in {result.model_path.parent}"
-        else:
-            checked = " (sha256 checked)" if any(f.sha256 for f in source.files) else ""
-            how = f"{format_size(result.downloaded)} written to {result.model_path.parent}{checked}"
-        self._download_line(f"Downloaded {source.file_name}: {how}.", done=True)
-        self.app.post_message(ModelDownloaded(str(result.model_path), source.file_name))
-
-    def _download_failed(self, error: str, title: str, stopped: bool = False) -> None:
-        self._download_line(f"✗ {error}", stopped=stopped, error=True)
-        self.app.notify(error, title=title or "The download did not start", severity="error", timeout=12)
-
-    def _download_line(
-        self, text: str, progress: bool = False, stopped: bool = False, done: bool = False, error: bool = False
-    ) -> None:
-        box = self.query_one("#hub-download")
-        box.display = True
-        status = self.query_one("#download-status", Static)
-        status.update(Text(text, style=f"bold {self.app.current_theme.error}" if error else ""))
-        bar = self.query_one("#download-progress", ProgressBar)
-        if progress:
-            bar.update(total=None, progress=0)
-        bar.display = progress
-        self.query_one("#download-cancel").display = progress
-        self.query_one("#download-resume").display = stopped
-        self.query_one("#download-discard").display = stopped
-        self.query_one("#download-bar").display = progress or stopped
-
-    @on(Button.Pressed, "#download-cancel")
     def action_cancel_download(self) -> None:
-        if self.downloading is not None:
-            self._cancel.set()
-            self.query_one("#download-status", Static).update(f"Cancelling {self.downloading.file_name}")
-
-    @on(Button.Pressed, "#download-resume")
-    def _resume(self) -> None:
-        if self.stopped is not None:
-            self._start_download(self.stopped)
-
-    @on(Button.Pressed, "#download-discard")
-    def _discard(self) -> None:
-        from app.sources.download import discard_partial
-
-        if self.stopped is None:
-            return
-        source, self.stopped = self.stopped, None
-        freed = discard_partial(source)
-        self._download_line(f"Deleted what had arrived of {source.file_name} ({format_size(freed)}).")
+        self.download.cancel()
 
     def stop_download(self) -> None:
-        """Cancel a download that is running (the app is quitting): its partial file stays, to resume."""
-        self._cancel.set()
+        """The app is quitting: a download running stops, its partial file kept to resume."""
+        self.download.stop()
+
+    def on_download_panel_finished(self, message: DownloadPanel.Finished) -> None:
+        self.downloaded[message.source.ref] = message.path
+        if any(m.ref == message.source.ref for m in self.models):
+            self._fill_quants()  # its ✓
 
     # -- the rest ---------------------------------------------------------------------------------
 
@@ -905,11 +699,7 @@ class HubScreen(Screen):
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.state != WorkerState.ERROR:
             return
-        if event.worker.group == "hub-download":
-            self.downloading = None
-            self.refresh_bindings()
-            self._download_line("✗ The download stopped on an unexpected error (see the notification).", error=True)
-        elif event.worker.group in ("hub-search", "hub-open"):
+        if event.worker.group in ("hub-search", "hub-open"):
             self._status("✗ The hub view stopped on an unexpected error (see the notification).", error=True)
         self.services.report_worker_error(event.worker)
 
@@ -939,36 +729,6 @@ def _wrapped(repo_id: str, width: int) -> Text:
 
 class _Stale(Exception):
     """The repo being planned is no longer the one shown."""
-
-
-class Abandoned(Exception):
-    """The worker waiting for a call was cancelled (its answer is no longer wanted, or the app is quitting)."""
-
-
-def call_abandonable(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """`fn(*args, **kwargs)` in a daemon thread, waited for by the calling thread worker until it is
-    cancelled (Abandoned): a network call that takes seconds holds up neither a newer search nor quitting
-    (Textual waits for its thread workers to end). The abandoned call ends by itself, or with the process."""
-    worker = get_current_worker()
-    answer: list[T] = []
-    failure: list[BaseException] = []
-    done = threading.Event()
-
-    def run() -> None:
-        try:
-            answer.append(fn(*args, **kwargs))
-        except BaseException as exc:
-            failure.append(exc)
-        finally:
-            done.set()
-
-    threading.Thread(target=run, name=f"hub-{getattr(fn, '__name__', 'call')}", daemon=True).start()
-    while not done.wait(ABANDON_POLL):
-        if worker.is_cancelled:
-            raise Abandoned
-    if failure:
-        raise failure[0]
-    return answer[0]
 
 
 def _on_this_machine(models: list[ModelSource]) -> dict[str, str]:
