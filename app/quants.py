@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from app.errors import VramchatError
 from app.plan_cache import ModelSummary
 from app.sources.model import ModelSource
 
@@ -116,13 +117,14 @@ def plan_quants(
     plan: Callable[[ModelSource, ModelAnatomy], FitResult],
     progress: Callable[[int, int], None] | None = None,
     parallel: int = MAX_PARALLEL,
+    on_row: Callable[[int, QuantRow], None] | None = None,
 ) -> QuantTable:
     """Read every model's header (in parallel threads) and plan each as soon as it is read (in this
     thread), then choose the best.
 
     `load` is app.sources.load_anatomy; `plan` solves one model for the devices and wishes at hand.
     Blocking: the picker runs it in a worker. `progress(done, total)` is called in this thread as each
-    model is planned."""
+    model is planned, and `on_row(index, row)` with the row planned (or unreadable)."""
     from concurrent.futures import as_completed
 
     rows = [QuantRow(source) for source in sources]
@@ -134,6 +136,8 @@ def plan_quants(
                 row.anatomy, row.error = future.result()
                 if row.anatomy is not None:
                     _plan_row(row, plan)
+                if on_row:
+                    on_row(pending[future], row)
                 if progress:
                     progress(done, len(sources))
     table = QuantTable(rows)
@@ -177,6 +181,15 @@ def best_choice(rows: list[QuantRow]) -> tuple[int | None, str]:
     ]
     if not fits:
         return None, "no quant fits this machine"
+    i, why = _best_of(fits)
+    # the same quant in one file rather than split in several (a split model's extra headers make it larger)
+    whole_file = [j for j, r in fits if r.quant == rows[i].quant and len(r.source.files) < len(rows[i].source.files)]
+    if whole_file:
+        i = min(whole_file, key=lambda j: (len(rows[j].source.files), j))
+    return i, why
+
+
+def _best_of(fits: list[tuple[int, QuantRow]]) -> tuple[int, str]:
 
     def ctx(r: QuantRow) -> int:
         assert r.result is not None
@@ -209,3 +222,69 @@ def best_choice(rows: list[QuantRow]) -> tuple[int | None, str]:
         )
     i, r = max(reach, key=lambda ir: (ir[1].source.size, -ir[0]))
     return i, f"runs {where}: the largest quant that fits ({ctx(r):,} tokens)"
+
+
+# -- one badge for a whole repo (the hub view's list of repos) -----------------------------------------
+
+
+def representative(models: list[ModelSource]) -> ModelSource | None:
+    """The model a repo is badged with before it is opened: its only one, its Q4_K_M (what llama.cpp's
+    -hf takes), else the quant nearest Q4_K_M in quality (the smaller of two as near), else the middle
+    one by size. None when it holds none that can be planned."""
+    usable = [m for m in models if not m.problem]
+    if len(usable) <= 1:
+        return usable[0] if usable else None
+    exact = [m for m in usable if m.quant == "Q4_K_M"]
+    if exact:
+        return min(exact, key=lambda m: m.size)
+    ranked = [m for m in usable if m.quant in QUALITY_RANK]
+    if ranked:
+        return min(ranked, key=lambda m: (abs(QUALITY_RANK[m.quant] - GOOD_ENOUGH), m.size))
+    by_size = sorted(usable, key=lambda m: m.size)
+    return by_size[len(by_size) // 2]
+
+
+@dataclass
+class RepoFit:
+    """A repo's badge for this machine: its representative quant planned, or why there is none."""
+
+    repo_id: str
+    quant: str = ""  # the quant the badge is for
+    models: int = 0  # how many models the repo holds
+    summary: ModelSummary | None = None
+    problem: str = ""  # a short word for the badge column: access needed, no GGUF model ...
+    error: str = ""  # the whole reason, one line
+
+
+def repo_fit(
+    repo_id: str,
+    load: Callable[[ModelSource], ModelAnatomy],
+    plan: Callable[[ModelSource, ModelAnatomy], FitResult],
+) -> RepoFit:
+    """List the repo (the listing seen last when the hub cannot be reached), read its representative
+    quant's header and plan it. Blocking (network): run it in a worker thread."""
+    from app.sources import hub
+    from app.sources.errors import Gated, NotFound, Unreachable
+    from planner.errors import PlannerError
+
+    def failed(exc: Exception, models: int = 0, quant: str = "") -> RepoFit:
+        words = {Gated: "access needed", NotFound: "not found", Unreachable: "not reachable"}
+        problem = next((w for kind, w in words.items() if isinstance(exc, kind)), "unreadable")
+        message = str(getattr(exc, "problem", None) or exc)
+        return RepoFit(repo_id, quant, models, problem=problem, error=message)
+
+    try:
+        models = hub.repo_models(hub.list_repo(repo_id))
+    except VramchatError as exc:
+        return failed(exc)
+    choice = representative(models)
+    if choice is None:
+        why = models[0].problem if models else "the repository holds no GGUF model"
+        return RepoFit(repo_id, "", len(models), problem="no GGUF model" if not models else "unreadable", error=why)
+    row = QuantRow(choice)
+    try:
+        row.anatomy = load(choice)
+    except (PlannerError, VramchatError) as exc:
+        return failed(exc, len(models), row.quant)
+    _plan_row(row, plan)
+    return RepoFit(repo_id, row.quant, len(models), row.summary, error=row.error)

@@ -246,7 +246,7 @@ def run_download(args: argparse.Namespace) -> int:
     import threading
 
     from app.sources import resolve_source
-    from app.sources.download import Progress, download, plan_download
+    from app.sources.download import Progress, download, format_duration, plan_download
     from app.sources.errors import Cancelled
     from planner.hardware import format_size
 
@@ -260,7 +260,7 @@ def run_download(args: argparse.Namespace) -> int:
     def show(p: Progress) -> None:
         percent = int(p.fraction * 100)
         speed = f"{format_size(int(p.speed))}/s" if p.speed else "…"
-        left = _duration(p.seconds_left) if p.seconds_left is not None else "…"
+        left = format_duration(p.seconds_left) if p.seconds_left is not None else "…"
         line = f"{p.file}: {format_size(p.done)} of {format_size(p.total)} ({percent}%), {speed}, {left} left"
         if tty:
             sys.stderr.write(f"\r\033[K{line}")
@@ -297,12 +297,3 @@ def run_download(args: argparse.Namespace) -> int:
     if result.projector_path is not None:
         print(f"{result.projector_path}")
     return EXIT_OK
-
-
-def _duration(seconds: float) -> str:
-    seconds = int(seconds + 0.5)
-    if seconds < 60:
-        return f"{seconds} s"
-    if seconds < 3600:
-        return f"{seconds // 60} min {seconds % 60:02d} s"
-    return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"

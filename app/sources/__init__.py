@@ -68,10 +68,11 @@ def _stderr_note(note: str) -> None:
 _note_sink: Callable[[str], None] = _stderr_note
 
 
-def set_note_sink(sink: Callable[[str], None]) -> None:
-    """Where notes about remote models go (planned offline from the cache ...): stderr unless set."""
+def set_note_sink(sink: Callable[[str], None] | None) -> None:
+    """Where notes about remote models go (planned offline from the cache ...): stderr unless set (None
+    sets stderr again)."""
     global _note_sink
-    _note_sink = sink
+    _note_sink = sink or _stderr_note
 
 
 def hub_hosts() -> tuple[str, ...]:

@@ -170,14 +170,7 @@ def download(
     Blocking: run it in a worker thread; `progress` is called from that thread."""
     plan = plan_download(source, root, with_projector)
     free = space(destination_folder(source, root)) if space is not None else plan.free
-    if plan.needed + SPACE_MARGIN > free:
-        from planner.hardware import format_size
-
-        raise NoRoom(
-            f"{source.ref}: the download needs {format_size(plan.needed)} "
-            f"(and {format_size(SPACE_MARGIN)} to spare), {format_size(free)} is free in "
-            f"{destination_folder(source, root)}"
-        )
+    check_room(source, plan, free, root)
     total = sum(f.size for f, _ in plan.files)
     meter = _Meter(total, progress if plan.files else None)
     written = 0
@@ -188,6 +181,29 @@ def download(
     if plan.projector_to_hf_cache is not None:
         projector_path = _projector_into_hf_cache(source, plan.projector_to_hf_cache)
     return DownloadResult(plan.model_path, projector_path, written, plan.from_hf_cache)
+
+
+def check_room(source: ModelSource, plan: Download, free: int | None = None, root: Path | None = None) -> None:
+    """Raise NoRoom, saying how much is needed and how much is free, when the download would not fit."""
+    free = plan.free if free is None else free
+    if plan.needed + SPACE_MARGIN > free:
+        from planner.hardware import format_size
+
+        raise NoRoom(
+            f"{source.ref}: the download needs {format_size(plan.needed)} "
+            f"(and {format_size(SPACE_MARGIN)} to spare), {format_size(free)} is free in "
+            f"{destination_folder(source, root)}"
+        )
+
+
+def format_duration(seconds: float) -> str:
+    """Time left, as a person says it: 42 s, 3 min 05 s, 1 h 07 min."""
+    whole = int(seconds + 0.5)
+    if whole < 60:
+        return f"{whole} s"
+    if whole < 3600:
+        return f"{whole // 60} min {whole % 60:02d} s"
+    return f"{whole // 3600} h {whole % 3600 // 60:02d} min"
 
 
 def discard_partial(source: ModelSource, root: Path | None = None) -> int:

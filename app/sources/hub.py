@@ -238,6 +238,25 @@ def popular_chat_repos(limit: int = 30) -> list[RepoSummary]:
     return _list_models({"filter": "gguf", "pipeline_tag": "text-generation", "sort": "downloads", "limit": limit})
 
 
+def seen_repos(query: str = "", limit: int = 30) -> list[RepoSummary]:
+    """Repos of this hub listed before (their listing is kept), whose name holds `query`, the last seen
+    first: what the hub view offers when the hub cannot be reached. Their downloads are not known (0)."""
+    here = endpoint()
+    words = query.strip().lower()
+    out: list[RepoSummary] = []
+    seen: set[str] = set()
+    for record in store.records("listings"):
+        key = record.get("key") or []
+        repo_id = str(record.get("repo_id") or "")
+        if len(key) != 3 or key[0] != here or not repo_id or repo_id in seen or words not in repo_id.lower():
+            continue
+        seen.add(repo_id)
+        out.append(RepoSummary(repo_id, 0, 0, bool(record.get("gated")), None))
+        if len(out) >= limit:
+            break
+    return out
+
+
 def _list_models(params: dict[str, Any]) -> list[RepoSummary]:
     """The hub's /api/models, as HfApi.list_models asks it, in one page and one try: a search box wants
     an answer or an error in seconds, not list_models' five retries with back-off."""

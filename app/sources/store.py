@@ -106,3 +106,16 @@ def load_record(kind: str, *key: object) -> dict[str, Any] | None:
 def keep_record(kind: str, record: dict[str, Any], *key: object) -> None:
     record = {**record, "key": [str(k) for k in key], "saved": time.time()}
     write_atomically(_folder(kind) / f"{_name(*key)}.json", json.dumps(record).encode(), MAX_LISTINGS)
+
+
+def records(kind: str) -> list[dict[str, Any]]:
+    """Every record of `kind` kept (a listing of each repo seen, say), newest first; unreadable ones skipped."""
+    found = []
+    with contextlib.suppress(OSError):
+        for entry in _folder(kind).glob("*.json"):
+            with contextlib.suppress(Exception):
+                data = json.loads(entry.read_text(encoding="utf-8"))
+                if isinstance(data, dict) and isinstance(data.get("key"), list):
+                    found.append(data)
+    found.sort(key=lambda r: -float(r.get("saved") or 0))
+    return found

@@ -31,9 +31,35 @@ from app.tui.themes import THEMES
 if TYPE_CHECKING:
     from app.devices import DeviceReport
     from app.session import ModelSession
+    from app.tui.hub_messages import ModelDownloaded  # imported with the hub view, not before the picker
     from app.tui.screens.chat import ChatScreen
+    from app.tui.screens.hub import HubScreen
     from planner.fit import FitResult
     from planner.model import ModelAnatomy
+
+
+def _nothing(record: object) -> bool:
+    return False
+
+
+def quiet_hub_logging(quiet: bool = True) -> None:
+    """huggingface_hub logs its retries as warnings through a handler of its own on the stderr it found at
+    import (Textual's capture does not reach it), over the screen: while the app runs, the hub view says
+    what failed in its own words and the library's log goes nowhere."""
+    import logging
+
+    if quiet:
+        import huggingface_hub.utils.logging  # noqa: F401  (12 ms) its import adds that handler: first, then quiet it
+
+    logger = logging.getLogger("huggingface_hub")
+    for handler in logger.handlers:
+        if quiet:
+            handler.addFilter(_nothing)
+        else:
+            handler.removeFilter(_nothing)
+    logger.propagate = not quiet
+    if quiet and not logger.handlers:  # a handler, so that Python's last resort (stderr) is not used
+        logger.addHandler(logging.NullHandler())
 
 
 def css_path() -> str:
@@ -63,6 +89,8 @@ class VramchatApp(App):
     def __init__(self, options: AppOptions | None = None, settings: Settings | None = None) -> None:
         super().__init__()
         self.services = Services(options or AppOptions(), settings, self._notify_from_anywhere)
+        self._notes_said: set[str] = set()
+        self._hub: HubScreen | None = None  # the hub view, once made (Textual forgets installed screens first)
         for theme in THEMES:
             self.register_theme(theme)
         self.theme = self.settings.theme if self.settings.theme in self.available_themes else "vramchat-dark"
@@ -173,6 +201,12 @@ class VramchatApp(App):
         self.exit()
 
     def on_unmount(self) -> None:
+        if self._hub is not None:
+            self._hub.stop_download()  # its partial file is kept, to resume
+            from app import sources
+
+            sources.set_note_sink(None)
+            quiet_hub_logging(False)
         self.services.close()
 
     def _fatal_error(self) -> None:
@@ -203,6 +237,59 @@ class VramchatApp(App):
         chat = self.get_screen("chat")
         assert isinstance(chat, ChatScreen)
         return chat
+
+    def hub_screen(self) -> HubScreen:
+        """The hub view, made on first use and kept (a download goes on while other screens show)."""
+        from app.tui.screens.hub import HubScreen
+
+        if not self.is_screen_installed("hub"):
+            from app import sources
+
+            sources.set_note_sink(self._source_note)  # notes about remote models: never to stderr here
+            quiet_hub_logging()
+            self._hub = HubScreen(self.services)
+            self.install_screen(self._hub, "hub")
+        hub = self.get_screen("hub")
+        assert isinstance(hub, HubScreen)
+        return hub
+
+    def _source_note(self, note: str) -> None:
+        """A note about a remote model (planned offline from the cache ...), from any thread, once."""
+        if note not in self._notes_said:
+            self._notes_said.add(note)
+            self._notify_from_anywhere(note, "warning", "Hugging Face hub")
+
+    def action_hub(self) -> None:
+        """F7: the hub view from the model list (or the chat), and back."""
+        from app.tui.screens.hub import HubScreen
+
+        if isinstance(self.screen, HubScreen):
+            self.pop_screen()
+            return
+        hub = self.hub_screen()
+        if hub not in self.screen_stack:
+            self.push_screen(hub)
+
+    def action_hub_landing(self) -> None:
+        """A first start without models of the user's own: the hub view, which hands back to the model
+        list if the hub cannot be reached."""
+        hub = self.hub_screen()
+        hub.landing = True
+        if hub not in self.screen_stack:
+            self.push_screen(hub)
+
+    def on_model_downloaded(self, message: ModelDownloaded) -> None:
+        """A download is whole: the model list shows it, planned and selected, ready to load."""
+        from app.tui.screens.hub import HubScreen
+
+        picker = self.get_screen("picker")
+        assert isinstance(picker, PickerScreen)
+        picker.show_downloaded(message.path)
+        if isinstance(self.screen, HubScreen):
+            self.pop_screen()
+            self.notify(f"{message.name} is downloaded and selected: Enter loads it.", title="Downloaded", timeout=8)
+        else:
+            self.notify(f"{message.name} is downloaded: it is selected in the model list.", title="Downloaded")
 
     def on_load_requested(self, message: LoadRequested) -> None:
         self.load_model(message.path, message.anatomy, message.fit)
@@ -286,7 +373,22 @@ class VramchatApp(App):
             yield SystemCommand(
                 "RPC servers", "Other machines whose GPUs or RAM to plan for (F6)", screen.action_rpc_servers
             )
+            yield SystemCommand(
+                "Hugging Face hub",
+                "Search the hub, every quant planned for this machine, download (F7)",
+                self.action_hub,
+            )
             yield SystemCommand("Go to the chat", "Switch to the chat screen", self.action_show_chat)
+        from app.tui.screens.hub import HubScreen
+
+        if isinstance(screen, HubScreen):
+            yield SystemCommand("Search the hub", "GGUF repos by name (Ctrl+F)", screen.action_search)
+            yield SystemCommand("Download the selected quant", "And its projector (Ctrl+D)", screen.action_download)
+            if screen.download.downloading is not None:
+                yield SystemCommand(
+                    "Cancel the download", "What arrived is kept to resume (Ctrl+X)", screen.action_cancel_download
+                )
+            yield SystemCommand("Back to the model list", "Local models (F7)", self.action_hub)
         if isinstance(screen, ChatScreen):
             yield SystemCommand("New chat", "Start a new conversation", screen.action_new_chat)
             yield SystemCommand("Retry the last reply", "Ask the model again", screen.action_retry)

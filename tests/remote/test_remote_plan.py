@@ -121,6 +121,20 @@ def test_quants_plans_every_model_of_a_repo_once_with_the_best_marked(
     assert single["devices"][0]["planned"] == q2["planned"]["CUDA0"] and single["config"] == q2["config"]
 
 
+def test_of_one_quant_in_one_file_and_split_the_best_is_the_one_file(
+    hub: LocalHub, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With 1400 MiB of GPU, Q8_0 is the largest quant wholly on the GPU: the whole file, not its split copy
+    (whose extra headers make it a few KiB larger)."""
+    code, out, err = run_cli(capsys, "--quants", REPO, "--json", "--vram", "1400MiB", "--ram", "16GiB")
+    assert code == 0, err
+    data = json.loads(out)
+    q8 = [r for r in data["models"] if r["quant"] == "Q8_0"]
+    assert len(q8) == 2 and all(r["verdict"] == "full_gpu" for r in q8)
+    best = next(r for r in data["models"] if r["best"])
+    assert best["quant"] == "Q8_0" and len(best["files"]) == 1 and "wholly on the GPU" in data["why"]
+
+
 def test_quants_table_reads_each_header_once(hub: LocalHub, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run_cli(capsys, "--quants", REPO, *WHAT_IF)
     assert code == 0

@@ -119,9 +119,10 @@ def layout_problems(app: VramchatApp) -> list[str]:
                 room = max(column.content_width, column.width) if column.auto_width else column.width
                 for row_key in widget.rows:
                     cell = widget.get_cell(row_key, key)
-                    width = Text.from_markup(cell).cell_len if isinstance(cell, str) else Text(str(cell)).cell_len
-                    if isinstance(cell, Text):
-                        width = cell.cell_len
+                    text = Text.from_markup(cell) if isinstance(cell, str) else cell if isinstance(cell, Text) else None
+                    text = text if text is not None else Text(str(cell))
+                    # a cell of several lines (a row made taller for it) needs its widest line's width
+                    width = max((Text(line).cell_len for line in text.plain.splitlines()), default=0)
                     if width > room:
                         problems.append(f"{widget.id}: {column.label.plain} cell {str(cell)!r} cut to {room}")
     return problems

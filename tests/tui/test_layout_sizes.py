@@ -16,8 +16,12 @@ import pytest
 
 from app.settings import Settings
 from app.tui.screens.chat import ChatScreen
+from app.tui.screens.dialogs import ConfirmDialog
+from app.tui.screens.hub import HubScreen
 from app.tui.screens.picker import PickerScreen
+from tests.remote.conftest import REPO
 from tests.support.fake_engine import FakeEngine
+from tests.support.hub_server import LocalHub
 from tests.support.tui_helpers import (
     footer_keys_cut,
     layout_problems,
@@ -120,6 +124,49 @@ async def test_the_dashboard_help_and_dialogs_read_whole(shelf: Path, size: tupl
         await pilot.press("f6")
         await pilot.pause(0.2)
         _whole(app)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
+async def test_the_hub_view_reads_whole(shelf: Path, hub: LocalHub, size: tuple[int, int]) -> None:
+    """The hub view's repos, an opened repo's quants, the download dialog, a download running and one
+    cancelled (its Resume and Delete buttons), at every size; on a short terminal one list at a time."""
+    from textual.widgets import DataTable
+
+    app = make_app(shelf, settings=Settings(scan_known_caches=False))
+    async with app.run_test(size=size) as pilot:
+        await wait_for(pilot, picker_ready(app))
+        await pilot.press("f7")
+        await wait_for(pilot, lambda: isinstance(app.screen, HubScreen))
+        screen = app.screen
+        assert isinstance(screen, HubScreen)
+        await wait_for(pilot, lambda: bool(screen.repos) and len(screen.fits) == len(screen.repos))
+        await pilot.pause(0.1)
+        _whole(app)
+        assert "full GPU · 32,768 tok" in "\n".join(screen_text(app))
+        await pilot.press("enter")  # open the repo
+        await wait_for(pilot, lambda: screen.planned == REPO, timeout=30)
+        await pilot.pause(0.2)
+        _whole(app)
+        text = "\n".join(screen_text(app))
+        assert "Best here" in text and "Q4_K_M" in text and "full GPU · 32,768 tok" in text
+        repos = screen.query_one("#hub-repos", DataTable)
+        assert (repos.region.height == 0) == (size[1] < 32), "a short terminal shows one list at a time"
+        quants = screen.query_one("#hub-quants", DataTable)
+        quants.move_cursor(row=next(i for i, m in enumerate(screen.models) if m.quant == "Q4_K_M"))
+        hub.rate = 20 << 20
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog))
+        await pilot.pause(0.1)
+        _whole(app)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: screen.download.last_done > 0)
+        await pilot.pause(0.2)
+        _whole(app)
+        await pilot.press("ctrl+x")
+        await wait_for(pilot, lambda: screen.download.stopped is not None)
+        await pilot.pause(0.2)
+        _whole(app)
+        assert "Resume" in "\n".join(screen_text(app))
 
 
 async def test_a_running_chat_resized_through_every_size_keeps_working(shelf: Path) -> None:

@@ -34,6 +34,7 @@ with it while the dashboard shows memory as it is really used.
 | `Ctrl+L` | load with the plan shown (asks first when it does not fit) |
 | `F5` | look for models again |
 | `F6` | RPC servers: other machines whose GPUs or RAM are planned for beside this one |
+| `F7` | the Hugging Face hub: find a model, see every quant's fit here, download one |
 | `Tab` | move to the settings: context, KV cache type, GPU layers, flash attention |
 
 Leave a setting blank for the planner to choose; the plan is recomputed as you type.
@@ -42,6 +43,21 @@ Fit badges: **full GPU · N tok** (every layer on the GPU at N tokens of context
 **partial · x/y layers**, **CPU only**, **won't fit** (nothing fits even on the CPU;
 you can still load anyway). **↻** marks a badge from the cache that is being re-checked
 because free memory changed.
+
+## Hugging Face hub (F7)
+
+| key | does |
+|---|---|
+| type, `Ctrl+F` | search the hub for GGUF models by name (`Enter` searches at once) |
+| `Enter` | open the repository: every quant planned for this machine, the best marked **★** with why |
+| `Enter`, `Ctrl+D` | on a quant: download it (and its vision projector) into vramchat's models folder |
+| `Ctrl+X` | cancel the download: what arrived is kept hidden, to resume (or delete it) |
+| `Esc` | from the quants back to the repositories; from there back to the model list |
+
+Each repository is badged with one quant (its Q4_K_M, or the nearest) read from its header alone,
+nothing downloaded; **✓** marks a quant already on this machine. A finished download (its sha256
+checked) is selected in the model list: `Enter` loads it. Offline, the repositories seen before
+are planned from what was kept of them.
 
 ## Chat
 

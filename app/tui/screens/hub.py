@@ -1,0 +1,760 @@
+"""The hub view: search the Hugging Face hub for GGUF repos, see every quant of one with its exact fit on
+this machine, download the one chosen into vramchat's models folder.
+
+Every call to the hub (search, a repo's listing, the headers) runs in a thread worker that posts a
+message (app/tui/hub_messages.py); an answer to a search or a repo the user has since left is dropped,
+and a worker no longer wanted stops waiting for the network (app/tui/abandon.py). Repos are badged with
+one quant each (their Q4_K_M, or the nearest), planned from its header as the picker plans; an opened
+repo has every quant planned, the best marked with why. The download is app/tui/widgets/download_panel.py.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from typing import TYPE_CHECKING, ClassVar
+
+from rich.text import Text
+from textual import events, on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal
+from textual.screen import Screen
+from textual.timer import Timer
+from textual.widgets import DataTable, Header, Input, Label, ProgressBar, Static
+from textual.worker import Worker, WorkerState, get_current_worker
+
+from app.catalog import fit_badge
+from app.errors import VramchatError
+from app.tui.abandon import POLL, Abandoned, call_abandonable
+from app.tui.badges import badge_style
+from app.tui.hub_messages import (
+    QuantPlanned,
+    QuantsPlanned,
+    RepoBadged,
+    RepoListed,
+    ReposFound,
+)
+from app.tui.widgets.download_panel import DownloadPanel
+from app.tui.widgets.footer import AdaptiveFooter
+from planner.units import format_size
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from app.devices import DeviceReport
+    from app.quants import QuantRow, RepoFit
+    from app.sources.hub import RepoSummary
+    from app.sources.model import ModelSource
+    from app.tui.services import Services
+    from planner.fit import FitResult
+    from planner.model import ModelAnatomy
+
+SEARCH_LIMIT = 20  # repos a search or the most downloaded list shows (each is badged: a header read)
+BADGE_PARALLEL = 4  # repos badged at once
+SEARCH_DEBOUNCE = 0.5  # seconds after the last key before a search starts by itself
+
+# (key, label, width, shown from this table width on); a width of 0 takes what is left
+REPO_COLUMNS: tuple[tuple[str, str, int, int], ...] = (
+    ("name", "Repository", 0, 0),
+    ("quant", "Quant", 10, 0),
+    ("fit", "Fit on this machine", 36, 0),
+    ("downloads", "Downloads", 9, 100),
+    ("likes", "Likes", 6, 150),
+)
+REPO_NAME_MIN, REPO_NAME_MAX = 16, 60
+# the quants: these always, then the others while they fit, in this order
+QUANT_COLUMNS: tuple[tuple[str, str, int], ...] = (
+    ("mark", "", 2),
+    ("quant", "Quant", 0),  # as wide as the longest quant's label
+    ("size", "Size", 10),
+    ("fit", "Fit on this machine", 36),
+)
+QUANT_OPTIONAL: tuple[tuple[str, str, int], ...] = (
+    ("ctx", "Context", 9),
+    ("speed", "tok/s", 7),  # only when the speed model gives a figure
+    ("layers", "GPU layers", 10),
+    ("kv", "KV", 9),
+)
+BEST, ON_DISK = "★", "✓"
+
+
+def format_count(n: int) -> str:
+    """A download count as the hub shows it: 950, 12.3k, 4.5M."""
+    for unit, size in (("M", 1_000_000), ("k", 1_000)):
+        if n >= size:
+            value = n / size
+            return f"{value:.1f}{unit}" if value < 100 else f"{value:.0f}{unit}"
+    return str(n)
+
+
+def _planner(report: DeviceReport) -> Callable[[ModelSource, ModelAnatomy], FitResult]:
+    """A remote model planned as the picker plans a local one: this machine's devices, no knob set."""
+    from app.planning import PlanChoice, plan_model
+
+    def plan(source: ModelSource, anatomy: ModelAnatomy) -> FitResult:
+        return plan_model(anatomy, report.gpus, report.host, PlanChoice())
+
+    return plan
+
+
+class HubScreen(Screen):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+f", "search", "Search"),
+        Binding("ctrl+d", "download", "Download"),
+        Binding("ctrl+x", "cancel_download", "Cancel download"),
+        Binding("f7", "app.hub", "Models"),
+        Binding("escape", "back", "Back", show=False),
+    ]
+
+    def __init__(self, services: Services) -> None:
+        super().__init__(id="hub")
+        self.services = services
+        self.query_text = ""
+        self.repos: list[RepoSummary] = []
+        self.fits: dict[str, RepoFit] = {}
+        self.repo_id: str | None = None  # the repo opened
+        self.planned: str | None = None  # the repo whose every quant is planned (the table complete)
+        self.models: list[ModelSource] = []
+        self.rows: list[QuantRow | None] = []  # its quants, planned as they come
+        self.best: int | None = None
+        self.why = ""
+        self.downloaded: dict[str, str] = {}  # a model's ref -> where it is on this machine
+        self.offline = ""  # why the hub cannot be reached ('' when it answered)
+        self.landing = False  # opened by a first start: offline, it hands back to the model list
+        self.from_cache = ""  # why the opened repo's listing is the one seen before ('' when fresh)
+        self._search_request = 0
+        self._open_request = 0
+        self._report: DeviceReport | None = None  # the devices the badges were planned for
+        self._debounce: Timer | None = None
+        self._repo_layout: tuple[tuple[str, str, int], ...] = ()
+        self._quant_layout: tuple[tuple[str, str, int], ...] = ()
+        self.download = DownloadPanel(id="hub-download")  # made here: the footer asks about it before compose
+        self._typed_from_list = False  # letters typed in a list go to the search box until it has the focus
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield Static("", id="hub-devices", markup=False)
+        yield Input(
+            placeholder="Search the hub for GGUF models by name, then Enter",
+            id="hub-search",
+            compact=True,
+            select_on_focus=False,
+        )
+        with Horizontal(id="hub-bar"):
+            yield Label("", id="hub-status", markup=False)
+            yield ProgressBar(id="hub-progress", show_eta=False, show_percentage=False)
+        repos: DataTable[object] = DataTable(id="hub-repos", cursor_type="row", zebra_stripes=True)
+        repos.border_title = "Repositories"
+        yield repos
+        quants: DataTable[object] = DataTable(id="hub-quants", cursor_type="row", zebra_stripes=True)
+        quants.border_title = "Quants"
+        quants.border_subtitle = "Enter downloads · Esc back"
+        yield quants
+        yield Static("", id="hub-best", markup=False)
+        yield Static("", id="hub-detail", markup=False)
+        yield self.download
+        yield AdaptiveFooter()
+
+    def on_mount(self) -> None:
+        self.title = "vramchat"
+        self.sub_title = "Hugging Face hub"
+        self.query_one("#hub-progress").display = False
+        self._lay_out(self.app.size.width)
+        self._show_devices()
+        self.query_one("#hub-repos", DataTable).focus()
+        self.search("")
+
+    def on_screen_resume(self) -> None:
+        """Back from the model list, where the devices may have changed (RPC servers, memory others took):
+        planned again when they differ as the picker's plan cache tells devices apart."""
+        from app.plan_cache import device_fingerprint
+
+        now, then = self.services.devices, self._report
+        if now is None or then is None:
+            return
+        if device_fingerprint(now.gpus, now.host) != device_fingerprint(then.gpus, then.host):
+            self._show_devices()
+            self.search(self.query_text)
+            if self.repo_id:
+                self.open_repo(self.repo_id)
+
+    def _show_devices(self) -> None:
+        report = self.services.devices
+        line = self.query_one("#hub-devices", Static)
+        if report is None:
+            line.update("Fit badges for this machine (its devices are being probed)")
+            return
+        from app.devices.render import device_line
+
+        line.update(f"Fit badges for {device_line(report)}")
+
+    def _devices(self) -> DeviceReport:
+        """The devices to plan for (in a worker): the picker's probe, or a probe of our own before it."""
+        report = self.services.devices or self.services.probe_devices()
+        self._report = report
+        return report
+
+    # -- columns as wide as the terminal allows -------------------------------------------------
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._lay_out(event.size.width)
+
+    def _lay_out(self, width: int) -> None:
+        room = width - 4  # a table's borders and its scrollbar
+        shown = [c for c in REPO_COLUMNS if width >= c[3]]
+        free = room - 2 * len(shown) - sum(c[2] for c in shown)
+        name = max(REPO_NAME_MIN, min(REPO_NAME_MAX, free))
+        repo_layout = tuple((key, label, w or name) for key, label, w, _ in shown)
+        if repo_layout != self._repo_layout:
+            self._repo_layout = repo_layout
+            self._fill_repos()
+        labels = [r.label for r in self.rows if r is not None] + [_label(m) for m in self.models]
+        quant_width = max([len(label) for label in labels] + [8])
+        columns = [(key, label, w or quant_width) for key, label, w in QUANT_COLUMNS]
+        free = room - sum(w + 2 for _, _, w in columns)
+        with_speed = any(r is not None and r.tokens_per_second is not None for r in self.rows)
+        for key, label, w in QUANT_OPTIONAL:
+            if key == "speed" and not with_speed:
+                continue
+            if free >= w + 2:
+                columns.append((key, label, w))
+                free -= w + 2
+        quant_layout = tuple(columns)
+        if quant_layout != self._quant_layout:
+            self._quant_layout = quant_layout
+            self._fill_quants()
+
+    # -- searching --------------------------------------------------------------------------------
+
+    def action_search(self) -> None:
+        """Ctrl+F: to the search box, its words selected (typing replaces them)."""
+        box = self.query_one("#hub-search", Input)
+        box.focus()
+        box.select_all()
+
+    def on_key(self, event: events.Key) -> None:
+        """Typing in a list starts a new search (the letters go to the search box); Down leaves the box."""
+        focused = self.focused
+        if isinstance(focused, Input) and event.key == "down":
+            event.stop()
+            self.query_one("#hub-repos", DataTable).focus()
+            return
+        if isinstance(focused, DataTable) and event.is_printable and event.character and event.character != " ":
+            box = self.query_one("#hub-search", Input)
+            # a new search: the words of the last one go (keys typed before the box has the focus follow)
+            box.value = box.value + event.character if self._typed_from_list else event.character
+            box.cursor_position = len(box.value)
+            self._typed_from_list = True
+            box.focus()
+            event.stop()
+            event.prevent_default()
+
+    @on(Input.Changed, "#hub-search")
+    def _typed(self, event: Input.Changed) -> None:
+        if self._debounce is not None:
+            self._debounce.stop()
+        self._debounce = self.set_timer(SEARCH_DEBOUNCE, lambda: self._search_if_new(event.value))
+
+    @on(Input.Submitted, "#hub-search")
+    def _submitted(self, event: Input.Submitted) -> None:
+        if self._debounce is not None:
+            self._debounce.stop()
+        self._search_if_new(event.value)
+        self.query_one("#hub-repos", DataTable).focus()
+
+    def _search_if_new(self, text: str) -> None:
+        if text.strip() != self.query_text:
+            self.search(text)
+
+    def search(self, text: str) -> None:
+        """Ask the hub for GGUF repos whose name holds `text` (the most downloaded chat repos for '')."""
+        self.query_text = text.strip()
+        self._search_request += 1
+        what = (
+            f"Searching the hub for {self.query_text!r}"
+            if self.query_text
+            else "Asking the hub for its most downloaded GGUF chat models"
+        )
+        self._status(what, busy=True)
+        self._search(self.query_text, self._search_request)
+
+    @work(thread=True, exclusive=True, group="hub-search", exit_on_error=False)
+    def _search(self, text: str, request: int) -> None:
+        from app.sources import hub
+        from app.sources.errors import SourceError, Unreachable
+
+        try:
+            if text:
+                repos = call_abandonable(hub.search_repos, text, SEARCH_LIMIT)
+            else:
+                repos = call_abandonable(hub.popular_chat_repos, SEARCH_LIMIT)
+        except Abandoned:
+            return
+        except Unreachable as exc:
+            self.post_message(ReposFound(request, text, hub.seen_repos(text, SEARCH_LIMIT), offline=str(exc)))
+            return
+        except SourceError as exc:
+            self.post_message(ReposFound(request, text, [], error=str(exc)))
+            return
+        self.post_message(ReposFound(request, text, repos))
+
+    def on_repos_found(self, message: ReposFound) -> None:
+        if message.request != self._search_request:
+            return  # an answer to words the user has since changed
+        if self.landing:
+            self.landing = False
+            if message.offline and not message.repos:  # a first start offline: the models here, not an empty hub
+                self.app.notify(
+                    "The Hugging Face hub cannot be reached, so vramchat opens on the models here. "
+                    "F7 opens the hub when this machine is online.",
+                    title="Hugging Face hub",
+                    timeout=8,
+                )
+                self.app.pop_screen()
+                return
+            self.services.settings.hub_on_first_start = False  # landed once: the next start opens the list
+            self.services.save_settings()
+        self.repos = message.repos
+        self.fits = {}
+        self.offline = message.offline
+        self._fill_repos()
+        what = repr(message.query)
+        if message.error:
+            self._status(f"✗ {message.error}", error=True)
+        elif message.offline:
+            seen = f"{len(message.repos)} repo{'s' if len(message.repos) != 1 else ''} seen before"
+            found = f"{seen}, from the cache" if message.repos else "No repo seen before matches"
+            self._status(f"The hub cannot be reached: {_sentence(message.offline)} {found}", error=True)
+        elif not message.repos:
+            self._status(
+                f"No GGUF repo on the hub matches {what}" if message.query else "The hub lists no GGUF chat repo"
+            )
+        elif message.query:
+            count = len(message.repos)
+            match = f"{count} GGUF repo matches" if count == 1 else f"{count} GGUF repos match"
+            self._status(f"{match} {what}, the most downloaded first; Enter opens one")
+        else:
+            self._status("The hub's most downloaded GGUF chat models; Enter opens one, or type to search")
+        if message.repos:
+            self._badge([r.repo_id for r in message.repos], message.request)
+
+    @work(thread=True, exclusive=True, group="hub-badges", exit_on_error=False)
+    def _badge(self, repo_ids: list[str], request: int) -> None:
+        """Badge each repo with one quant planned for this machine, a few at a time."""
+        from app.quants import RepoFit, repo_fit
+        from app.sources import load_anatomy
+
+        worker = get_current_worker()
+        plan = _planner(self._devices())
+        todo: queue.SimpleQueue[str] = queue.SimpleQueue()
+        for repo_id in repo_ids:
+            todo.put(repo_id)
+        left = [len(repo_ids)]
+        lock, finished = threading.Lock(), threading.Event()
+
+        def stale() -> bool:
+            return worker.is_cancelled or request != self._search_request
+
+        def badge_some() -> None:  # in a daemon thread: a stale search or quitting does not wait for it
+            while not stale():
+                try:
+                    repo_id = todo.get_nowait()
+                except queue.Empty:
+                    return
+                try:
+                    fit = repo_fit(repo_id, load_anatomy, plan)
+                except Exception as exc:  # a hostile header must not take the list down: that repo says why
+                    fit = RepoFit(repo_id, problem="unreadable", error=f"{type(exc).__name__}: {exc}")
+                if not stale():
+                    self.post_message(RepoBadged(request, fit))
+                with lock:
+                    left[0] -= 1
+                    if left[0] == 0:
+                        finished.set()
+
+        for _ in range(min(BADGE_PARALLEL, len(repo_ids))):
+            threading.Thread(target=badge_some, name="hub-badge", daemon=True).start()
+        while not finished.wait(POLL) and not stale():
+            pass
+
+    def on_repo_badged(self, message: RepoBadged) -> None:
+        if message.request != self._search_request:
+            return
+        fit = message.fit
+        self.fits[fit.repo_id] = fit
+        table = self.query_one("#hub-repos", DataTable)
+        if fit.repo_id not in table.rows:
+            return
+        cells = self._repo_cells(fit.repo_id)
+        for key, _, _ in self._repo_layout:
+            table.update_cell(fit.repo_id, key, cells[key])
+        if self.focused is table and table.cursor_row == table.get_row_index(fit.repo_id):
+            self._show_repo(fit.repo_id)
+
+    def _fill_repos(self) -> None:
+        table = self.query_one("#hub-repos", DataTable)
+        if not self._repo_layout:
+            return
+        at = table.cursor_row
+        table.clear(columns=True)
+        for key, label, width in self._repo_layout:
+            table.add_column(label, key=key, width=width)
+        for repo in self.repos:
+            cells = self._repo_cells(repo.repo_id)
+            name = cells["name"]
+            height = len(name.plain.splitlines()) if isinstance(name, Text) else 1
+            table.add_row(*[cells[key] for key, _, _ in self._repo_layout], key=repo.repo_id, height=height)
+        if self.repos:
+            table.move_cursor(row=min(at, len(self.repos) - 1))
+
+    def _name_width(self) -> int:
+        return next((w for key, _, w in self._repo_layout if key == "name"), REPO_NAME_MIN)
+
+    def _repo_cells(self, repo_id: str) -> dict[str, object]:
+        repo = next((r for r in self.repos if r.repo_id == repo_id), None)
+        fit = self.fits.get(repo_id)
+        if fit is None:
+            badge, kind = "planning…", "pending"
+        elif fit.summary is not None and not fit.summary.error:
+            badge, kind = fit_badge(fit.summary)
+        else:
+            badge, kind = (fit.problem or "unreadable"), "error"
+        name = _wrapped(repo_id, self._name_width())
+        downloads = format_count(repo.downloads) if repo is not None and repo.downloads else "-"
+        return {
+            "name": name,
+            "quant": (fit.quant if fit else "") or "-",
+            "fit": Text(badge, style=badge_style(kind, self.app.current_theme)),
+            "downloads": Text(downloads, justify="right"),
+            "likes": Text(format_count(repo.likes) if repo and repo.likes else "-", justify="right"),
+        }
+
+    @on(DataTable.RowHighlighted, "#hub-repos")
+    def _repo_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.row_key.value is not None:
+            self._show_repo(str(event.row_key.value))
+
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        """The line under the lists speaks of the list the user is in; on a short terminal only that list
+        shows (the repos, or the opened repo's quants)."""
+        if event.widget is self.query_one("#hub-quants"):
+            self.add_class("-in-repo")
+            if self.models:
+                self._show_detail(self._highlighted_index())
+        elif event.widget is self.query_one("#hub-repos") or event.widget is self.query_one("#hub-search"):
+            self._typed_from_list = False
+            self.remove_class("-in-repo")
+            if self.repos:
+                table = self.query_one("#hub-repos", DataTable)
+                self._show_repo(self.repos[min(max(table.cursor_row, 0), len(self.repos) - 1)].repo_id)
+
+    def _show_repo(self, repo_id: str) -> None:
+        """What the highlighted repo's badge stands for, or why it has none."""
+        fit = self.fits.get(repo_id)
+        if fit is None:
+            text = f"{repo_id}: being planned for this machine (one quant's header is read)"
+        elif fit.error:
+            text = f"{repo_id}: {fit.error}"
+        else:
+            count = f"{fit.models} GGUF model{'s' if fit.models != 1 else ''}"
+            text = f"{repo_id}: {count}; the badge is its {fit.quant}'s. Enter plans every quant."
+        self.query_one("#hub-detail", Static).update(text)
+
+    # -- a repo opened: every quant planned -------------------------------------------------------
+
+    @on(DataTable.RowSelected, "#hub-repos")
+    def _repo_chosen(self, event: DataTable.RowSelected) -> None:
+        if event.row_key.value is not None:
+            self.open_repo(str(event.row_key.value))
+            self.add_class("-in-repo")  # shown first: a short terminal shows one list at a time
+            self.call_after_refresh(self.query_one("#hub-quants", DataTable).focus)
+
+    def open_repo(self, repo_id: str) -> None:
+        self.repo_id, self.planned, self.from_cache = repo_id, None, ""
+        self._open_request += 1
+        self.models, self.rows, self.best, self.why, self.downloaded = [], [], None, "", {}
+        self.query_one("#hub-quants", DataTable).border_title = repo_id
+        self.query_one("#hub-best", Static).update("")
+        self.query_one("#hub-detail", Static).update("")
+        self._fill_quants()
+        self._status(f"Listing {repo_id}", busy=True)
+        self._open(repo_id, self._open_request)
+
+    @work(thread=True, exclusive=True, group="hub-open", exit_on_error=False)
+    def _open(self, repo_id: str, request: int) -> None:
+        from app.quants import plan_quants
+        from app.sources import hub, load_anatomy
+
+        try:
+            listing = call_abandonable(hub.list_repo, repo_id)
+        except Abandoned:
+            return
+        except VramchatError as exc:
+            self.post_message(RepoListed(request, None, [], {}, str(exc), exc.title))
+            return
+        models = hub.repo_models(listing)
+        self.post_message(RepoListed(request, listing, models, _on_this_machine(models)))
+        if not models:
+            return
+        worker = get_current_worker()
+        plan = _planner(self._devices())
+
+        def planned(index: int, row: QuantRow) -> None:
+            if worker.is_cancelled or request != self._open_request:
+                raise _Stale
+            self.post_message(QuantPlanned(request, index, row))
+
+        try:
+            table = call_abandonable(plan_quants, models, load_anatomy, plan, on_row=planned)
+        except (Abandoned, _Stale):
+            return
+        self.post_message(QuantsPlanned(request, table))
+
+    def on_repo_listed(self, message: RepoListed) -> None:
+        if message.request != self._open_request:
+            return
+        if message.listing is None:
+            self._status(f"✗ {message.error}", error=True)
+            self.app.notify(message.error, title=message.title, severity="error", timeout=10)
+            return
+        self.models = message.models
+        self.rows = [None] * len(message.models)
+        self.downloaded = message.downloaded
+        self._quant_layout = ()
+        self._lay_out(self.app.size.width)
+        listing = message.listing
+        commit = f" (commit {listing.commit[:10]})" if listing.commit else ""
+        self.query_one("#hub-quants", DataTable).border_title = f"{listing.repo_id}{commit}"
+        self.from_cache = listing.from_cache
+        if not message.models:
+            self.planned = listing.repo_id
+            self._status(f"{listing.repo_id} holds no GGUF model")
+            return
+        cached = f" ({listing.from_cache}: the listing seen before)" if listing.from_cache else ""
+        self._status(
+            f"Planning {len(message.models)} models of {listing.repo_id}{cached}", busy=True, total=len(message.models)
+        )
+
+    def on_quant_planned(self, message: QuantPlanned) -> None:
+        if message.request != self._open_request or message.index >= len(self.rows):
+            return
+        self.rows[message.index] = message.row
+        done = sum(r is not None for r in self.rows)
+        self.query_one("#hub-progress", ProgressBar).update(total=len(self.rows), progress=done)
+        table = self.query_one("#hub-quants", DataTable)
+        key = message.row.source.ref
+        if key in table.rows:
+            cells = self._quant_cells(message.index)
+            for column, _, _ in self._quant_layout:
+                table.update_cell(key, column, cells[column])
+        if self._highlighted_index() == message.index:
+            self._show_detail(message.index)
+
+    def on_quants_planned(self, message: QuantsPlanned) -> None:
+        if message.request != self._open_request:
+            return
+        table = message.table
+        self.rows = list(table.rows)
+        self.planned = self.repo_id
+        self.best, self.why = table.best, table.why
+        self._quant_layout = ()
+        self._lay_out(self.app.size.width)  # the speed column comes with the first figure
+        quants = self.query_one("#hub-quants", DataTable)
+        if self.best is not None and quants.cursor_row == 0:
+            quants.move_cursor(row=self.best)
+        best = self.query_one("#hub-best", Static)
+        if self.best is not None:
+            row = self.rows[self.best]
+            assert row is not None
+            best.update(Text.assemble((f"{BEST} Best here: {row.label}", "bold"), f": {self.why}"))
+        else:
+            best.update(Text(f"✗ {self.why}", style="bold"))
+        name = self.repo_id or ""
+        planned = sum(1 for r in self.rows if r is not None and r.result is not None)
+        cached = f" from the cache ({self.from_cache})" if self.from_cache else ""
+        self._status(f"{name}: {planned} of {len(self.rows)} models planned{cached}; Enter downloads one")
+        self._show_detail(self._highlighted_index())
+
+    def _fill_quants(self) -> None:
+        table = self.query_one("#hub-quants", DataTable)
+        if not self._quant_layout:
+            return
+        at = table.cursor_row
+        table.clear(columns=True)
+        for key, label, width in self._quant_layout:
+            table.add_column(label, key=key, width=width)
+        for index, model in enumerate(self.models):
+            cells = self._quant_cells(index)
+            table.add_row(*[cells[key] for key, _, _ in self._quant_layout], key=model.ref)
+        if self.models:
+            table.move_cursor(row=min(at, len(self.models) - 1))
+
+    def _quant_cells(self, index: int) -> dict[str, object]:
+        model = self.models[index]
+        row = self.rows[index] if index < len(self.rows) else None
+        mark = (BEST if index == self.best else " ") + (ON_DISK if model.ref in self.downloaded else "")
+        label = row.label if row is not None else _label(model)
+        if row is None:
+            badge, kind = "planning…", "pending"
+        else:
+            badge, kind = fit_badge(row.summary)
+        cells: dict[str, object] = {
+            "mark": Text(mark, style="bold"),
+            "quant": Text(label, style="bold" if index == self.best else ""),
+            "size": Text(format_size(model.size), justify="right"),
+            "fit": Text(badge, style=badge_style(kind, self.app.current_theme)),
+            "ctx": "-",
+            "speed": "-",
+            "layers": "-",
+            "kv": "-",
+        }
+        if row is not None and row.result is not None:
+            plan = row.result.plan
+            kv = plan.resolved.type_k.name
+            if plan.resolved.type_v.name != kv:
+                kv += f"/{plan.resolved.type_v.name}"
+            cells["ctx"] = Text(f"{plan.resolved.n_ctx:,}", justify="right")
+            cells["layers"] = f"{plan.layers_on_gpu}/{plan.model.n_layer + 1}" if plan.gpus else "0 (CPU)"
+            cells["kv"] = kv
+            if row.tokens_per_second is not None:
+                cells["speed"] = Text(f"{row.tokens_per_second:.1f}", justify="right")
+        return cells
+
+    @on(DataTable.RowHighlighted, "#hub-quants")
+    def _quant_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self._show_detail(event.cursor_row)
+
+    def _highlighted_index(self) -> int | None:
+        table = self.query_one("#hub-quants", DataTable)
+        if not self.models or table.row_count == 0:
+            return None
+        return min(max(table.cursor_row, 0), len(self.models) - 1)
+
+    def _show_detail(self, index: int | None) -> None:
+        detail = self.query_one("#hub-detail", Static)
+        if index is None or index >= len(self.models):
+            detail.update("")
+            return
+        from app.sources.download import choose_projector
+
+        model = self.models[index]
+        parts = [f"{model.file_name}, {format_size(model.size)}"]
+        if len(model.files) > 1:
+            parts[0] += f" in {len(model.files)} files"
+        projector = choose_projector(model)
+        if projector is not None:
+            parts.append(f"with {projector.file_name} ({format_size(projector.size)})")
+        if model.ref in self.downloaded:
+            parts.append(f"{ON_DISK} on this machine")
+        row = self.rows[index] if index < len(self.rows) else None
+        if row is not None and row.result is not None:
+            from planner.explain import headline
+
+            parts.append(headline(row.result.plan))
+        elif row is not None and row.error:
+            parts.append(f"✗ {row.error}")
+        detail.update(" · ".join(parts))
+
+    # -- downloading: app/tui/widgets/download_panel.py ------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "cancel_download":
+            return self.download.downloading is not None
+        return True
+
+    @on(DataTable.RowSelected, "#hub-quants")
+    def _quant_chosen(self) -> None:
+        self.action_download()
+
+    def action_download(self) -> None:
+        """Enter on a quant, or Ctrl+D: download it (and its projector), after checking the room and asking."""
+        index = self._highlighted_index()
+        if index is None or self.query_one("#hub-quants").region.height == 0:
+            self.app.notify("Open a repository (Enter on it) and choose a quant first.", severity="warning")
+            return
+        source = self.models[index]
+        if source.problem:
+            self.app.notify(f"{source.file_name}: {source.problem}", title="Cannot download", severity="error")
+            return
+        row = self.rows[index] if index < len(self.rows) else None
+        self.download.request(source, fit_badge(row.summary)[0] if row is not None else "")
+
+    def action_cancel_download(self) -> None:
+        self.download.cancel()
+
+    def stop_download(self) -> None:
+        """The app is quitting: a download running stops, its partial file kept to resume."""
+        self.download.stop()
+
+    def on_download_panel_finished(self, message: DownloadPanel.Finished) -> None:
+        self.downloaded[message.source.ref] = message.path
+        if any(m.ref == message.source.ref for m in self.models):
+            self._fill_quants()  # its ✓
+
+    # -- the rest ---------------------------------------------------------------------------------
+
+    async def action_back(self) -> None:
+        """Esc: from the quants to the repos, from there back to the model list."""
+        if self.focused is self.query_one("#hub-quants"):
+            self.remove_class("-in-repo")
+            self.call_after_refresh(self.query_one("#hub-repos", DataTable).focus)
+        else:
+            await self.run_action("app.hub")
+
+    def _status(self, text: str, busy: bool = False, error: bool = False, total: int | None = None) -> None:
+        label = self.query_one("#hub-status", Label)
+        label.update(Text(text, style=f"bold {self.app.current_theme.error}" if error else ""))
+        bar = self.query_one("#hub-progress", ProgressBar)
+        bar.display = busy
+        if busy:
+            bar.update(total=total, progress=0)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.state != WorkerState.ERROR:
+            return
+        if event.worker.group in ("hub-search", "hub-open"):
+            self._status("✗ The hub view stopped on an unexpected error (see the notification).", error=True)
+        self.services.report_worker_error(event.worker)
+
+
+def _label(model: ModelSource) -> str:
+    """A quant's label before its header is read: its quant (or its file's name), how many files it is."""
+    quant = model.quant or model.file_name
+    return f"{quant} ({len(model.files)} files)" if len(model.files) > 1 else quant
+
+
+def _sentence(text: str) -> str:
+    """`text` ending as a sentence does (one full stop, not one after a question mark)."""
+    text = text.rstrip()
+    return text if text.endswith((".", "?", "!")) else f"{text}."
+
+
+def _wrapped(repo_id: str, width: int) -> Text:
+    """The repo's name whole, in as many lines as its column needs: ORG/ above NAME where it is too long."""
+    if len(repo_id) <= width:
+        return Text(repo_id)
+    org, _, name = repo_id.partition("/")
+    lines: list[str] = []
+    for part in (f"{org}/", name):
+        lines += [part[i : i + width] for i in range(0, len(part), width)] or [""]
+    return Text("\n".join(lines))
+
+
+class _Stale(Exception):
+    """The repo being planned is no longer the one shown."""
+
+
+def _on_this_machine(models: list[ModelSource]) -> dict[str, str]:
+    """Which of the models are whole on this machine already (the models folder, the Hugging Face cache)."""
+    from app.sources.download import plan_download
+
+    found = {}
+    for model in models:
+        try:
+            plan = plan_download(model, with_projector=False)
+        except VramchatError:
+            continue
+        if not plan.files:
+            found[model.ref] = str(plan.model_path)
+    return found
