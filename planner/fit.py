@@ -275,6 +275,8 @@ def solve(model: ModelAnatomy, gpus: list[Device], host: Host, wishes: Wishes | 
         batch = max(batch or 0, steps[0])
     first = _solve_at(model, gpus, host, replace(wishes, n_ubatch=steps[0], n_batch=batch))
     best = first
+    if len(steps) > 1 and first.plan.fits and not _smaller_could_buy(first, model, gpus, host, wishes, steps[-1]):
+        return first  # what the smallest micro-batch frees buys nothing: no second and third search
     for ubatch in steps[1:]:
         if _complete(best, model, gpus):
             break
@@ -285,6 +287,36 @@ def solve(model: ModelAnatomy, gpus: list[Device], host: Host, wishes: Wishes | 
     if best is not first:
         best.reasons.insert(1, _ubatch_reason(first, best))
     return best
+
+
+def _smaller_could_buy(
+    result: FitResult, model: ModelAnatomy, gpus: list[Device], host: Host, wishes: Wishes, smallest: int
+) -> bool:
+    """Whether the memory the smallest micro-batch frees, device by device, could buy something: a
+    layer more on a GPU, or a tenth more context where the context was shortened. One pricing of the
+    same placement at the smallest micro-batch (a full search at each size costs twenty or more)."""
+    if _complete(result, model, gpus):
+        return False
+    plan = result.plan
+    try:
+        small = plan_memory(
+            model,
+            plan.config.with_(n_ubatch=smallest, n_batch=smallest),
+            gpus,
+            host,
+            wishes.margins,
+            projector=wishes.projector,
+        )
+    except ConfigError:
+        return False
+    layers = [layer for layer in model.layers if not layer.is_mtp] or list(model.layers)
+    one_layer = max((layer.weight_bytes for layer in layers), default=0) + plan.kv_bytes // max(len(layers), 1)
+    all_layers = plan.layers_on_gpu >= (model.n_layer + 1 if gpus else 0)
+    wanted = plan.kv_bytes // 10 if all_layers else one_layer
+    return any(
+        before.planned - after.planned >= wanted
+        for before, after in zip([*plan.gpus, plan.host], [*small.gpus, small.host])
+    )
 
 
 def _ubatch_steps(model: ModelAnatomy, wishes: Wishes) -> tuple[int, ...]:
