@@ -9,7 +9,7 @@ def run(options: object) -> int:
     from app.tui.widgets.picture import prepare_pictures
 
     assert isinstance(options, AppOptions)
-    prepare_pictures()  # asks the terminal how it draws pictures: before Textual reads the keyboard
+    prepare_pictures()  # how the terminal draws pictures: found before Textual reads the keyboard
     app = VramchatApp(options)
     app.run()
     return app.return_code or 0

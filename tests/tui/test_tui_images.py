@@ -216,3 +216,15 @@ async def test_the_attach_dialog_completes_and_browses(tmp_path: Path) -> None:
 
 def test_the_media_folder_is_under_vramchat_home() -> None:
     assert str(media_dir()).startswith(os.environ["VRAMCHAT_HOME"]) and MediaStore().folder == media_dir()
+
+
+def test_only_a_terminal_that_draws_pictures_is_asked_how() -> None:
+    """Asking a terminal costs its timeout when it does not answer (a pty, a plain xterm): only terminals
+    known to draw pictures themselves are asked; the rest get half blocks at no cost."""
+    from app.tui.widgets.picture import graphics_terminal
+
+    assert graphics_terminal({"TERM": "xterm-kitty", "KITTY_WINDOW_ID": "1"})
+    assert graphics_terminal({"TERM": "xterm-256color", "TERM_PROGRAM": "WezTerm"})
+    assert graphics_terminal({"TERM": "foot"})
+    assert not graphics_terminal({"TERM": "xterm-256color"})
+    assert not graphics_terminal({"TERM": "screen-256color", "TMUX": "/tmp/tmux-0/default,1,0", "KITTY_WINDOW_ID": "1"})

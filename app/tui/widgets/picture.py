@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -31,19 +32,41 @@ _prepared = False
 
 
 def prepare_pictures() -> None:
-    """Find how this terminal draws pictures, before Textual starts (it asks the terminal). Half-blocks
-    where nobody answers, nothing when textual-image is missing or turned off."""
+    """How this terminal draws pictures, found before Textual starts. Kitty's graphics protocol or Sixel
+    (textual-image, which asks the terminal) where the environment names a terminal that has them;
+    coloured half blocks everywhere else (no question asked: a terminal that does not answer would cost
+    its timeout at every start); nothing when turned off."""
     global _picture_class, _prepared
     _prepared = True
     if os.environ.get(PICTURES_ENV, "").lower() in ("off", "0", "no"):
         return
+    from app.tui.widgets.half_blocks import HalfBlocks
+
+    _picture_class = HalfBlocks
+    tty = bool(sys.__stdout__ and sys.__stdout__.isatty())
+    if not tty or not graphics_terminal(os.environ):
+        return
     try:
         import textual_image.widget as drawn
-    except Exception:  # not installed, or a terminal query that failed: names and sizes only
+    except Exception:  # not installed, or a terminal query that failed: half blocks
         return
-    tty = bool(sys.__stdout__ and sys.__stdout__.isatty())
-    # off a terminal (tests, screenshots) half-blocks: text with colours, which an SVG shows too
-    _picture_class = drawn.Image if tty else drawn.HalfcellImage
+    _picture_class = drawn.Image
+
+
+def graphics_terminal(env: Mapping[str, str]) -> bool:
+    """Whether the environment names a terminal that draws pictures itself (Kitty's graphics protocol or
+    Sixel): kitty, WezTerm, Ghostty, iTerm2, Konsole, foot, mlterm, Windows Terminal; not inside tmux or
+    screen, which pass neither on unless told to."""
+    term, program = env.get("TERM", ""), env.get("TERM_PROGRAM", "")
+    if env.get("TMUX") or term.startswith(("screen", "tmux")):
+        return False
+    return (
+        bool(env.get("KITTY_WINDOW_ID") or env.get("GHOSTTY_RESOURCES_DIR") or env.get("KONSOLE_VERSION"))
+        or bool(env.get("WT_SESSION"))
+        or term in ("xterm-kitty", "xterm-ghostty", "wezterm")
+        or term.startswith(("foot", "mlterm"))
+        or program in ("WezTerm", "ghostty", "iTerm.app")
+    )
 
 
 def picture_class() -> Any:
