@@ -13,6 +13,7 @@ import sys
 
 from app.devices import advice, ggml, held, host, nvml, rocm
 from app.devices.advice import Mismatch
+from app.devices.bandwidth import with_bandwidth
 from app.devices.held import HeldMemory
 from app.devices.probes import HOST, DeviceReport, Probe
 from app.devices.simulated import ENV_VAR, SimulatedSpec, parse_devices
@@ -333,6 +334,7 @@ def probe_devices(vram: str | None = None, ram: str | None = None, cpu_only: boo
     apple_silicon = bool(mem and mem.unified)
     llama_gpus = [d for d in llama_devices or [] if d.is_gpu]
     gpus = [_planner_device(d, apple_silicon, warnings) for d in llama_gpus]
+    gpus = with_bandwidth(gpus, llama_gpus, nvidia)
     held_map.update(held.held_on_gpus(llama_gpus, nvidia, amd))
     mismatches = advice.find_mismatches(
         None if llama_devices is None else [d.backend for d in llama_gpus],

@@ -38,8 +38,11 @@ class HeldMemory:
 
 
 class _VendorGpu(Protocol):
-    index: int
-    pci_bus_id: str | None
+    @property
+    def index(self) -> int: ...
+
+    @property
+    def pci_bus_id(self) -> str | None: ...
 
 
 V = TypeVar("V", bound=_VendorGpu)
