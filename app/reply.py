@@ -18,6 +18,7 @@ from app.engine.crash import EngineCrashed
 from app.engine.engine import EngineError, GenerationParams, GenerationStats
 from app.engine.failure import classify
 from app.engine.templates import ChatMessage
+from app.speed import learn_from_reply
 from app.store import Store
 
 if TYPE_CHECKING:
@@ -87,6 +88,7 @@ def write_reply(
                     engine.stop()  # the engine clears stop requests made before it started
             stats = engine.last_stats
         text = sink.finish(stats.stopped_by, stats.generated_tokens, stats.tokens_per_second)
+        learn_from_reply(session, stats)  # the speed against its prediction, for later plans (app/speed.py)
         return ReplyOutcome(OK, text, stats)
     except ChatError as exc:
         if store is not None:
