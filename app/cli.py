@@ -51,6 +51,18 @@ def _non_negative_int(text: str) -> int:
     return _whole_number(text, 0)
 
 
+def _positive_speed(text: str) -> float:
+    import argparse
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of tokens per second") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text} must be a positive number of tokens per second")
+    return value
+
+
 def _on_off(text: str) -> bool:
     import argparse
 
@@ -152,6 +164,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="context length in tokens (default: the trained context, at most 32768)",
     )
+    wish.add_argument(
+        "--min-speed",
+        type=_positive_speed,
+        metavar="N",
+        help="prefer a configuration predicted to decode at least N tokens/s at the start of a chat",
+    )
     wish.add_argument("--mmproj", metavar="FILE", help="a vision/audio projector (mmproj .gguf) loaded beside MODEL")
     wish.add_argument(
         "--image-max-tokens",
@@ -234,6 +252,8 @@ def _make_plan(args: argparse.Namespace):
         v is not None
         for v in (args.ngl, args.ctk, args.ctv, args.ubatch, args.batch, args.swa_full, args.parallel, args.n_cpu_moe)
     ) or args.fa in ("on", "off")
+    if fixed and args.min_speed is not None:
+        raise UsageError("--min-speed is a wish for the solver: leave out --ngl, --ctk, --ctv, --fa on|off ... with it")
     try:
         if fixed:
             config = fixed_config(
@@ -259,6 +279,8 @@ def _make_plan(args: argparse.Namespace):
                 margins=margins,
                 projector=projector,
                 cpu_extra_buffers=args.repack,
+                min_speed=args.min_speed,
+                decode_speed=_decode_speed(report) if args.min_speed else None,
             )
             result = solve(model, report.gpus, report.host, wishes)
     except ConfigError as exc:
@@ -266,6 +288,12 @@ def _make_plan(args: argparse.Namespace):
     except PlannerError:
         raise
     return path, model, report, result, fixed
+
+
+def _decode_speed(report):
+    from app.speed import decode_speed_of
+
+    return lambda plan: decode_speed_of(plan, report.gpus)
 
 
 def run_plan(args: argparse.Namespace, replay_key=None) -> int:
@@ -282,8 +310,12 @@ def run_plan(args: argparse.Namespace, replay_key=None) -> int:
 
             result = dataclasses.replace(result, plan=confirmed.plan)
         committed = _committed(result.plan, report, args.elastic)
+    from app.speed import plan_speed
+
+    speed = plan_speed(result.plan, report.gpus) if not args.llama_args or args.json else None
     if args.json:
         data = annotate_plan_json(plan_to_json(result), report)
+        data["speed"] = speed.to_json() if speed is not None else None
         if committed is not None:
             data["elastic"] = _elastic_json(result.plan, committed)
         if confirmed is not None:
@@ -302,6 +334,8 @@ def run_plan(args: argparse.Namespace, replay_key=None) -> int:
         print(" ".join(shlex.quote(a) for a in to_llama_args(result.plan, path, args.mmproj, args.image_max_tokens)))
     else:
         print(plan_to_table(result))
+        if speed is not None:
+            print("\n" + speed.text())
         if committed is not None:
             print("\n" + _elastic_text(result.plan, committed))
         if confirmed is not None:
@@ -528,7 +562,12 @@ def run_list(args: argparse.Namespace) -> int:
                             "missing_shards": e.file.missing_shards,
                             "projectors": e.file.projectors,
                             "demo": e.file.is_demo,
-                            **(e.summary.to_json() if e.summary else {}),
+                            **(
+                                {k: v for k, v in e.summary.to_json().items() if not k.startswith("speed_")}
+                                if e.summary
+                                else {}
+                            ),
+                            "speed": _list_speed(e, report.gpus),
                         }
                         for e in entries
                     ],
@@ -541,8 +580,8 @@ def run_list(args: argparse.Namespace) -> int:
     if not entries:
         print("No GGUF models found in: " + ", ".join(str(f.path) for f in folders))
         return EXIT_OK
-    header = ("model", "arch", "params", "quant", "size", "fit on this machine", "path")
-    rows = [header, *table_rows(entries)]
+    header = ("model", "arch", "params", "quant", "size", "fit on this machine", "decode (start)", "path")
+    rows = [header, *table_rows(entries, report.gpus)]
     widths = [min(max(len(r[i]) for r in rows), 48) for i in range(len(header) - 1)]
     for row in rows:
         cells = [(c if len(c) <= w else c[: w - 1] + "…").ljust(w) for c, w in zip(row, widths)]
@@ -551,6 +590,19 @@ def run_list(args: argparse.Namespace) -> int:
     for warning in report.warnings:
         print(f"\nWarning: {warning}")
     return EXIT_OK
+
+
+def _list_speed(entry, gpus) -> dict | None:
+    from app.speed import predict_summary
+
+    s = entry.summary
+    if s is None or s.error:
+        return None
+    try:
+        prediction = predict_summary(s, entry.file.path, gpus)
+    except Exception:
+        return None
+    return prediction.to_json() if prediction is not None else None
 
 
 def _demo_for_list():

@@ -13,6 +13,7 @@ if TYPE_CHECKING:  # kept out of the startup path: the picker must draw fast
     from app.devices import DeviceReport
     from app.engine import GenerationStats
     from planner.fit import FitResult
+    from planner.speed import SpeedPrediction
 
 
 @dataclass
@@ -70,6 +71,7 @@ class PlanComputed(Message):
     request: int  # the request this answers; older answers are ignored
     result: FitResult | None
     error: str = ""
+    speed: SpeedPrediction | None = None  # how fast the plan will run (planner.speed)
 
 
 @dataclass
