@@ -49,8 +49,9 @@ def predict_cost(
     from planner.speed import predict
 
     cpu, why = cpu_speed(measure)
-    cal = None if _what_if(gpus) else calibration(model, devices, config)
-    prediction = predict(cost, cpu, gpu_speeds(gpus), cal)
+    speeds = gpu_speeds(gpus)
+    cal = None if _what_if(gpus) else calibration(model, devices, config, cpu, speeds)
+    prediction = predict(cost, cpu, speeds, cal)
     if cpu is None:
         prediction.notes.insert(0, f"CPU: {why}")
     return prediction
@@ -122,8 +123,7 @@ def learn_from_reply(session: Any, stats: Any) -> None:
 
 def _learn(session: Any, stats: Any) -> None:
     from app.speed_learn import keep_record, reply_record
-    from app.speed_machine import cpu_speed
-    from planner.speed import predicted_decode, predicted_prefill, token_cost
+    from planner.speed import token_cost
 
     model = session.model
     report = getattr(session, "devices", None) or getattr(session, "_devices", None)
@@ -131,23 +131,16 @@ def _learn(session: Any, stats: Any) -> None:
     if model is None or _what_if(gpus):
         return  # on a what-if card the engine runs on this machine, not on the card planned for
     plan = model.now
-    cost = token_cost(plan)
-    cpu, _ = cpu_speed()
-    speeds = gpu_speeds(gpus)
     generated = int(stats.generated_tokens)
-    evaluated = int(stats.prompt_tokens - stats.reused_tokens)
-    fill = int(stats.prompt_tokens + generated // 2)
     record = reply_record(
         model.path,
         plan,
-        cost,
         float(stats.tokens_per_second),
-        predicted_decode(cost, fill, cpu, speeds) if stats.tokens_per_second > 0 else None,
         float(stats.prompt_tokens_per_second),
-        predicted_prefill(cost, evaluated, int(stats.reused_tokens), cpu) if evaluated > 0 else None,
-        fill,
+        int(stats.prompt_tokens + generated // 2),  # the cells read while decoding, on average
         generated,
-        evaluated,
+        int(stats.prompt_tokens - stats.reused_tokens),
+        int(stats.reused_tokens),
     )
     if record is not None:
-        keep_record(record)
+        keep_record(record, token_cost(plan))

@@ -10,13 +10,17 @@ the context length is left out, since the prediction already follows the cells r
 
 A later prediction takes the ratios of the closest records (planner.speed.Calibration):
 this model in this configuration; else this model on these devices in another
-configuration; else any model on these devices. Replies on simulated GPUs are not kept: the
-engine then runs on the real machine, not on the card the plan is for.
+configuration; else any model on these devices. Each ratio is worked out again with the
+machine's figures of the moment, from the per-token cost kept beside the records (one per
+model, devices and configuration): a probe taken again, or a new llama.cpp, keeps what the
+replies taught. Replies on simulated GPUs are not kept: the engine then runs on the real
+machine, not on the card the plan is for.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import threading
@@ -26,13 +30,13 @@ from typing import TYPE_CHECKING, Any
 
 from app.cache_files import write_atomically
 from app.speed_machine import speed_folder
-from planner.speed import MAX_RATIOS, Calibration, TokenCost
+from planner.speed import MAX_RATIOS, Calibration, CpuSpeed, GpuSpeed, TokenCost, predicted_decode, predicted_prefill
 
 if TYPE_CHECKING:
     from planner.memory import MemoryPlan
 
 REPLIES_FILE = "replies.json"
-FORMAT = 1
+FORMAT = 2
 MAX_RECORDS = 2000
 MIN_DECODE_TOKENS = 16  # shorter replies time the first tokens' warm-up more than the model
 MIN_PREFILL_TOKENS = 64  # a few prompt tokens time the graph's start, not its arithmetic
@@ -79,70 +83,99 @@ def _path() -> Path:
     return speed_folder() / REPLIES_FILE
 
 
-def load_records() -> list[dict[str, Any]]:
+def _load() -> tuple[list[dict[str, Any]], dict[str, Any]]:
     try:
         data = json.loads(_path().read_bytes())
     except (OSError, ValueError):
-        return []
+        return [], {}
     if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("records"), list):
-        return []
-    return [r for r in data["records"] if isinstance(r, dict)]
+        return [], {}
+    costs = data.get("costs") if isinstance(data.get("costs"), dict) else {}
+    return [r for r in data["records"] if isinstance(r, dict)], costs
 
 
-def keep_record(record: dict[str, Any]) -> None:
-    """Add one reply's record (atomically; a cache that cannot be written only learns nothing)."""
+def load_records() -> list[dict[str, Any]]:
+    return _load()[0]
+
+
+def keep_record(record: dict[str, Any], cost: TokenCost) -> None:
+    """Add one reply's record and its plan's per-token cost (atomically; a cache that cannot be written
+    only learns nothing)."""
     with _lock:
-        records = [*load_records(), record][-MAX_RECORDS:]
-        write_atomically(_path(), json.dumps({"format": FORMAT, "records": records}).encode(), keep=16)
+        records, costs = _load()
+        records = [*records, record][-MAX_RECORDS:]
+        costs[record["cost"]] = cost.to_json()
+        costs = {k: v for k, v in costs.items() if any(r.get("cost") == k for r in records)}
+        data = {"format": FORMAT, "records": records, "costs": costs}
+        write_atomically(_path(), json.dumps(data).encode(), keep=16)
 
 
-def calibration(model: str, devices: str, config: str, records: list[dict[str, Any]] | None = None) -> Calibration:
-    """The ratios of the closest replies (see the module)."""
-    records = load_records() if records is None else records
+def calibration(model: str, devices: str, config: str, cpu: CpuSpeed | None, gpus: dict[str, GpuSpeed]) -> Calibration:
+    """The ratios of the closest replies (see the module), against today's prediction for each."""
+    records, costs = _load()
     mine = [r for r in records if r.get("devices") == devices]
     levels = (
         [r for r in mine if r.get("model") == model and r.get("config") == config],
         [r for r in mine if r.get("model") == model],
         mine,
     )
+    parsed: dict[str, TokenCost | None] = {}
+
+    def cost_of(record: dict[str, Any]) -> TokenCost | None:
+        key = str(record.get("cost"))
+        if key not in parsed:
+            try:
+                parsed[key] = TokenCost.from_json(costs[key])
+            except (KeyError, TypeError, ValueError):
+                parsed[key] = None
+        return parsed[key]
+
     for scope, chosen in zip(SCOPES, levels):
-        decode = tuple(float(r["decode_ratio"]) for r in chosen if r.get("decode_ratio"))
-        prefill = tuple(float(r["prefill_ratio"]) for r in chosen if r.get("prefill_ratio"))
+        decode, prefill = [], []
+        for r in chosen[-4 * MAX_RATIOS :]:
+            cost = cost_of(r)
+            if cost is None:
+                continue
+            if r.get("decode"):
+                predicted = predicted_decode(cost, int(r["fill"]), cpu, gpus)
+                if predicted:
+                    decode.append(float(r["decode"]) / predicted)
+            if r.get("prefill"):
+                predicted = predicted_prefill(cost, int(r["evaluated"]), int(r.get("start", 0)), cpu)
+                if predicted:
+                    prefill.append(float(r["prefill"]) / predicted)
         if decode or prefill:
-            return Calibration(decode[-MAX_RATIOS:], prefill[-MAX_RATIOS:], scope)
+            return Calibration(tuple(decode[-MAX_RATIOS:]), tuple(prefill[-MAX_RATIOS:]), scope)
     return Calibration()
 
 
 def reply_record(
     path: str,
     plan: MemoryPlan,
-    cost: TokenCost,
     decode_tps: float,
-    decode_predicted: float | None,
     prefill_tps: float,
-    prefill_predicted: float | None,
     fill: int,
     generated: int,
     evaluated: int,
+    start: int,
 ) -> dict[str, Any] | None:
-    """The record of one reply, or None when it says nothing (too short, or no prediction to compare)."""
-    decode_ratio = decode_tps / decode_predicted if decode_predicted and generated >= MIN_DECODE_TOKENS else None
-    prefill_ratio = prefill_tps / prefill_predicted if prefill_predicted and evaluated >= MIN_PREFILL_TOKENS else None
-    if not decode_ratio and not prefill_ratio:
+    """The record of one reply, or None when it says nothing (too short to time either part)."""
+    decode = generated >= MIN_DECODE_TOKENS and decode_tps > 0
+    prefill = evaluated >= MIN_PREFILL_TOKENS and prefill_tps > 0
+    if not decode and not prefill:
         return None
+    model, devices, config = model_key(path), devices_key(plan), config_key(plan)
     return {
-        "model": model_key(path),
-        "devices": devices_key(plan),
-        "config": config_key(plan),
+        "model": model,
+        "devices": devices,
+        "config": config,
+        "cost": hashlib.sha1(f"{model}\n{devices}\n{config}".encode()).hexdigest()[:16],
         "fill": fill,
         "generated": generated,
         "evaluated": evaluated,
-        "decode": round(decode_tps, 3),
-        "decode_predicted": None if decode_predicted is None else round(decode_predicted, 3),
-        "decode_ratio": None if decode_ratio is None else round(decode_ratio, 5),
-        "prefill": round(prefill_tps, 3),
-        "prefill_predicted": None if prefill_predicted is None else round(prefill_predicted, 3),
-        "prefill_ratio": None if prefill_ratio is None else round(prefill_ratio, 5),
+        "start": start,
+        "decode": round(decode_tps, 3) if decode else None,
+        "prefill": round(prefill_tps, 3) if prefill else None,
         "at": time.time(),
     }
 

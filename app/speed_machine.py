@@ -133,11 +133,12 @@ def cpu_speed(measure: bool = True) -> tuple[CpuSpeed | None, str]:
 
     measure=False only reads what was kept (for callers that must not wait half a second)."""
     key = machine_key()
+    path = speed_folder() / MACHINE_FILE
     stamp = json.dumps(key, sort_keys=True)
+    memo = f"{path}\n{stamp}"
     with _lock:
-        if stamp in _memo:
-            return _memo[stamp]
-        path = speed_folder() / MACHINE_FILE
+        if memo in _memo:
+            return _memo[memo]
         kept = _read(path)
         if kept is not None and kept.get("key") == json.loads(stamp) and not (measure and _busy(kept)):
             answer = _answer(kept)
@@ -154,7 +155,7 @@ def cpu_speed(measure: bool = True) -> tuple[CpuSpeed | None, str]:
                     kept = {"key": key, "error": str(exc)}
             write_atomically(path, json.dumps(kept).encode(), keep=16)
             answer = _answer(kept)
-        _memo[stamp] = answer
+        _memo[memo] = answer
         return answer
 
 

@@ -350,14 +350,15 @@ def _meet_speed(
                     return None
                 return p, speed(p) or 0.0
 
-            most = at(top)
-            if most is None:
+            layers = pricer.most_layers(SMALLEST_CONTEXT, kv, fa)  # the most that fit at any context
+            most = at(layers) if layers is not None and layers > ngl else None
+            if most is None or layers is None:
                 continue
             if best is None or most[1] > best[1]:
                 best = most
             if most[1] < min_speed:
                 continue
-            lo, hi = ngl, top  # lo is too slow, hi reaches the wish
+            lo, hi = ngl, layers  # lo is too slow, hi reaches the wish
             while hi - lo > 1:
                 mid = (lo + hi) // 2
                 got = at(mid)
