@@ -12,8 +12,9 @@ The derivation, for one decoded token (llama.cpp runs the whole graph once per t
    reads n cells (padded to llama.cpp's 256) of K and V, a sliding-window layer at most its
    window's cells; recurrent layers read and write their state.
 2. **Time per device.** A GPU streams bytes at its memory bandwidth times an efficiency
-   (`GPU_EFFICIENCY`, a table figure: llama.cpp's mat-vec kernels reach about 70% of the
-   spec sheet's bandwidth on recent NVIDIA cards). A CPU on a few cores is bound by the
+   (`GPU_EFFICIENCY`, a table figure: 60%, with `GPU_OP_SECONDS` a kernel, fitted to two
+   decodes recorded on an H100: the demo, where the kernels' count dominates, and an
+   8B-shaped Q4_0, where the bytes do). A CPU on a few cores is bound by the
    dequantising arithmetic as much as by memory, so its rate is timed per weight type
    (app/devices/speed_probe.py: ggml's own mat-vec with the engine's threads): `rate(type)`
    bytes/s for a matrix that stays in cache, times one slowdown factor `large_factor`
@@ -69,8 +70,10 @@ MEASURED, LEARNED, TABLE, UNKNOWN = "measured", "learned", "table", "unknown"
 _BASIS_ORDER = (UNKNOWN, TABLE, MEASURED, LEARNED)  # weakest first
 
 # -- constants (table figures: not timed on the user's machine) ---------------------------------
-GPU_EFFICIENCY = 0.70  # share of the spec-sheet bandwidth llama.cpp's decode kernels reach
-GPU_OP_SECONDS = 4e-6  # one kernel launch and its wait, per operation
+# fitted to the lent H100's 2,000-token decodes (tests/data/cuda_h100.json.gz: the demo, 246 MB a token,
+# 1.09 ms; an 8B-shaped Q4_0, 4.1 GB a token, 3.16 ms; CUDA graphs on): two unknowns, two runs
+GPU_EFFICIENCY = 0.60  # share of the spec sheet's bandwidth llama.cpp's decode kernels reach
+GPU_OP_SECONDS = 1.5e-6  # one kernel of a CUDA graph, per operation
 GPU_GRAPH_SECONDS = 150e-6  # a GPU graph's start: inputs uploaded, the result copied back
 SPLIT_SECONDS = {"cuda": 25e-6, "rocm": 30e-6, "vulkan": 40e-6, "metal": 10e-6, "rpc": 400e-6}
 ENGINE_TOKEN_SECONDS = 120e-6  # vramchat's engine loop: a ctypes decode call, the piece, the socket
@@ -477,6 +480,14 @@ class Figure:
         return f"{span} tok/s ({self.note or self.basis})"
 
 
+def _span(f: Figure) -> str:
+    """ "≈38 (35–40)" once enough replies taught it, else the range "30–45"."""
+    assert f.value is not None and f.low is not None and f.high is not None
+    if f.basis == LEARNED and f.replies >= ENOUGH_REPLIES:
+        return f"≈{_num(f.value)} ({_num(f.low)}–{_num(f.high)})"
+    return f"{_num(f.low)}–{_num(f.high)}"
+
+
 def _num(x: float) -> str:
     return f"{x:,.0f}" if x >= 10 else f"{x:.1f}"
 
@@ -530,14 +541,16 @@ class SpeedPrediction:
         }
 
     def line(self) -> str:
-        """One line for the picker and the lists: decode at the start, at a full context, prefill."""
-        if self.decode_start.value is None:
-            return f"Speed: {self.decode_start.text()}"
-        full = self.decode_full
-        at_full = f"{_num(full.value)} at {self.n_ctx:,} tokens" if full.value is not None else "unknown when full"
-        prefill = self.prefill
-        pre = f"; prompt {_num(prefill.value)} tok/s" if prefill.value is not None else ""
-        return f"Speed: {self.decode_start.text()}; {at_full}{pre}"
+        """One line for the picker: decode at the start and at a full context, the prompt, the basis."""
+        start = self.decode_start
+        if start.value is None:
+            return f"Speed: {start.text()}"
+        parts = [f"{_span(start)} tok/s at the start"]
+        if self.decode_full.value is not None:
+            parts.append(f"{_span(self.decode_full)} at {self.n_ctx:,} tokens")
+        if self.prefill.value is not None:
+            parts.append(f"prompt {_span(self.prefill)} tok/s")
+        return f"Speed: {', '.join(parts)} ({start.note or start.basis})"
 
     def short(self) -> str:
         """A table cell: the decode range at the start and its basis in a word."""

@@ -234,7 +234,9 @@ def test_a_one_shot_answer_teaches_the_next_plan(tmp_path: Path) -> None:
 # -- where the user reads it --------------------------------------------------------------------------
 
 
-def test_plan_json_carries_speed_and_the_table_says_it(zoo: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+def test_plan_json_carries_speed_and_the_table_says_it(
+    zoo: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["--plan", str(zoo["llama-f16"]), "--json"]) == 0
     speed = json.loads(capsys.readouterr().out)["speed"]
     assert speed["basis"] == "measured"

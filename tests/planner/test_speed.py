@@ -196,7 +196,9 @@ def test_a_measured_prediction_is_a_range_never_a_bare_number(zoo: dict[str, Pat
     p = predict(token_cost(_plan(_model(zoo, "llama-f16"))), CPU)
     f = p.decode_start
     assert f.basis == MEASURED and f.low < f.value < f.high
-    assert f.low == pytest.approx(f.value * (1 - MEASURED_BAND)) and f.high == pytest.approx(f.value * (1 + MEASURED_BAND))
+    assert f.low == pytest.approx(f.value * (1 - MEASURED_BAND)) and f.high == pytest.approx(
+        f.value * (1 + MEASURED_BAND)
+    )
     assert "–" in f.text() and "measured" in f.text()
     assert p.prefill.value and p.prefill.basis == MEASURED
 
@@ -235,7 +237,11 @@ def test_a_prediction_survives_the_plan_cache_as_json(zoo: dict[str, Path]) -> N
 def test_the_json_contract(zoo: dict[str, Path]) -> None:
     data = predict(token_cost(_plan(_model(zoo, "llama-f16"), ctx=4096)), CPU).to_json()
     assert data["basis"] in ("measured", "learned", "table", "unknown")
-    for key, extra in (("decode_start", "context_tokens"), ("decode_full", "context_tokens"), ("prefill", "prompt_tokens")):
+    for key, extra in (
+        ("decode_start", "context_tokens"),
+        ("decode_full", "context_tokens"),
+        ("prefill", "prompt_tokens"),
+    ):
         figure = data[key]
         assert set(figure) >= {"tokens_per_second", "low", "high", "basis", "replies", "note", extra}
         assert figure["low"] <= figure["tokens_per_second"] <= figure["high"]
@@ -304,3 +310,49 @@ def test_the_cache_factor_is_geometric_between_the_probe_sizes() -> None:
     assert CPU.cache_factor(SMALL_SET) == 1.0 and CPU.cache_factor(10 * LARGE_SET) == CPU.large_factor
     middle = math.sqrt(SMALL_SET * LARGE_SET)
     assert CPU.cache_factor(int(middle)) == pytest.approx(math.sqrt(CPU.large_factor), rel=1e-3)
+
+
+def test_the_gpu_figures_meet_the_decodes_recorded_on_an_h100(gemma_path: Path, tmp_path: Path) -> None:
+    """The table figures (GPU_EFFICIENCY, GPU_OP_SECONDS) against the lent H100's record: every run with
+    all layers on the GPU, its bandwidth as NVML gives an H100 SXM (2,619 MHz x 2 x 5,120 bit).
+    The record's loop calls llama_decode alone: the sampler and the engine's own loop are left out.
+    The two constants were fitted to two of these runs: this holds them to all the others too."""
+    from planner.speed import ENGINE_TOKEN_SECONDS, SAMPLER_SECONDS_PER_ENTRY, decode_seconds
+    from tests.support.gpu_record import DATA, load_record, record_gpu
+    from tests.support.header_clone import write
+
+    record = load_record()
+    paths = {
+        "gemma3-270m": str(gemma_path),
+        "llama-8b-shape": str(write(DATA / "llama-8b-shape.header.json.gz", tmp_path / "big.gguf", sparse=True)),
+    }
+    gpu = record_gpu(record)
+    speeds = {gpu.name: GpuSpeed(gpu.name, 2619e6 * 2 * 5120 / 8, "H100 SXM spec")}
+    checked = 0
+    for run in record["nvml"] + record["nvml_check"]:
+        spec = run["spec"] if isinstance(run["spec"], dict) else None
+        if spec is None or spec.get("model", "").rsplit("/", 1)[-1].removesuffix(".gguf") not in (
+            "gemma3-270m",
+            "llama-8b-shape",
+        ):
+            continue
+        name = spec["model"].rsplit("/", 1)[-1].removesuffix(".gguf")
+        steps = {s["step"]: s for s in run.get("steps", [])}
+        if "generation" not in steps or "prompt" not in steps:
+            continue
+        model = load_anatomy(read_gguf(paths[name]))
+        if spec["ngl"] <= model.n_layer:
+            continue  # the host's share ran on that machine's CPU, which no probe here measured
+        config = fixed_config(
+            model, [gpu], n_ctx=spec["n_ctx"], flash_attn=spec["flash_attn"], swa_full=spec.get("swa_full")
+        )
+        plan = plan_memory(model, config, [gpu], HOST)
+        cost = token_cost(plan)
+        gen, prompt = spec.get("gen", 2000), spec.get("prompt", 512)
+        measured = (steps["generation"]["t"] - steps["prompt"]["t"]) / gen
+        predicted = decode_seconds(cost, prompt + gen // 2, CPU, speeds).seconds
+        assert predicted is not None
+        predicted -= ENGINE_TOKEN_SECONDS + cost.n_vocab * SAMPLER_SECONDS_PER_ENTRY
+        assert predicted == pytest.approx(measured, rel=0.1), (name, spec)  # within 6% when this was written
+        checked += 1
+    assert checked >= 6

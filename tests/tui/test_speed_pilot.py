@@ -34,7 +34,9 @@ async def test_a_what_if_card_with_a_bandwidth_speeds_up_with_the_layers_on_it(
         everything = screen.speed.decode_start
         assert screen.result is not None and screen.result.plan.verdict == "full_gpu"
         assert everything.basis == "table" and everything.value is not None
-        assert "Speed:" in _verdict(screen) and "tok/s (table)" in _verdict(screen)
+        assert (
+            "Speed:" in _verdict(screen) and "tok/s at the start" in _verdict(screen) and "(table)" in _verdict(screen)
+        )
 
         ngl = screen.query_one("#ngl", Input)
         await pilot.click("#ngl")
