@@ -38,8 +38,8 @@ The derivation, for one decoded token (llama.cpp runs the whole graph once per t
    of a chat (fill 0) and at a full context (fill n_ctx).
 5. **Prefill** of a prompt of N tokens: the FLOPs of its matmuls, 2 x active parameters x N,
    plus attention, 2 x heads x (key + value width) x the cells each token sees, at the
-   CPU's timed mat-mul rate per weight type (a 128-token batch); plus the output matrix
-   once (only the last token's logits are computed) and each micro-batch's graph. A GPU's
+   CPU's timed mat-mul rate per weight type (a 128-token batch); plus, per batch, the output
+   matrix once (only the batch's last token's logits are computed) and its graph. A GPU's
    arithmetic rate is not known to vramchat, so a plan with GPU layers has no prefill figure.
 
 Every figure says its basis: `measured` (this machine's probe), `learned` (calibrated by the
@@ -652,10 +652,11 @@ def prefill_seconds(cost: TokenCost, n_tokens: int, start: int, cpu: CpuSpeed | 
     attn = sum(4 * int(w) * h for w, h in d.attn_heads.items()) * full_cells
     attn += sum(4 * int(w) * h for w, h in d.attn_heads_swa.items()) * swa_cells
     seconds += attn * n_tokens / cpu.prefill_rate("f16")[0]
-    # the output matrix once (the last token's logits), each micro-batch's graph
-    if d.output_bytes:
-        seconds += d.output_bytes / cpu.decode_rate(d.output_type, d.weight_bytes())[0]
+    # each batch (the engine decodes a prompt in batches of n_ubatch here) computes the logits of its last
+    # token only: the output matrix once a batch, and the batch's graph
     batches = -(-n_tokens // max(cost.n_ubatch, 1))
+    if d.output_bytes:
+        seconds += batches * d.output_bytes / cpu.decode_rate(d.output_type, d.weight_bytes())[0]
     seconds += batches * (cpu.graph_seconds + d.ops * cpu.op_seconds)
     return _Time(seconds, MEASURED, [], ())
 
