@@ -63,7 +63,7 @@ from planner.hardware import Device
 from planner.memory import MemoryPlan
 from planner.model import ModelAnatomy
 from planner.recurrent import rs_layout
-from planner.units import EXPERT_TENSOR, round_up
+from planner.units import EXPERT_TENSOR, format_size, round_up
 from planner.weights import HOST_INDEX, weight_buffers
 
 MEASURED, LEARNED, TABLE, UNKNOWN = "measured", "learned", "table", "unknown"
@@ -571,7 +571,7 @@ class SpeedPrediction:
         lines = ["Speed (predicted before the load)"] + [f"  {label:<26}{f.text()}" for label, f in rows]
         for d in self.devices:
             per = "" if d.seconds_per_token is None else f", {d.seconds_per_token * 1000:.2f} ms a token"
-            lines.append(f"  {d.name:<8} reads {d.bytes_per_token / 2**20:,.1f} MiB a token{per}: {d.source}")
+            lines.append(f"  {d.name:<8} reads {format_size(d.bytes_per_token)} a token{per}: {d.source}")
         lines += [f"  - {n}" for n in self.notes]
         return "\n".join(lines)
 
@@ -708,8 +708,6 @@ def predict(
         for d, sec, basis, source in start.per_device
     ]
     notes = list(cost.notes) + list(start.notes)
-    if pre.seconds is None and pre.notes:
-        notes.append(f"prefill: {pre.notes[0]}")
     return SpeedPrediction(
         decode_start=_figure(rate(start), start.basis, cal.decode_ratios, cal.scope, why),
         decode_full=_figure(rate(full), full.basis, cal.decode_ratios, cal.scope, why),
