@@ -51,18 +51,6 @@ def _non_negative_int(text: str) -> int:
     return _whole_number(text, 0)
 
 
-def _positive_speed(text: str) -> float:
-    import argparse
-
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of tokens per second") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"{text} must be a positive number of tokens per second")
-    return value
-
-
 def _on_off(text: str) -> bool:
     import argparse
 
@@ -87,6 +75,8 @@ def _size(text: str) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     import argparse
+
+    from app.speed import tokens_per_second
 
     p = argparse.ArgumentParser(
         prog="vramchat",
@@ -166,7 +156,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     wish.add_argument(
         "--min-speed",
-        type=_positive_speed,
+        type=tokens_per_second,
         metavar="N",
         help="prefer a configuration predicted to decode at least N tokens/s at the start of a chat",
     )
@@ -229,6 +219,7 @@ def _make_plan(args: argparse.Namespace):
     report, FitResult, fixed)."""
     from app.devices import probe_devices
     from app.header_cache import load_anatomy_cached
+    from app.speed import decode_speed_for
     from planner.errors import ConfigError, PlannerError
     from planner.fit import Wishes, evaluate, fixed_config, solve
 
@@ -280,7 +271,7 @@ def _make_plan(args: argparse.Namespace):
                 projector=projector,
                 cpu_extra_buffers=args.repack,
                 min_speed=args.min_speed,
-                decode_speed=_decode_speed(report) if args.min_speed else None,
+                decode_speed=decode_speed_for(report.gpus) if args.min_speed else None,
             )
             result = solve(model, report.gpus, report.host, wishes)
     except ConfigError as exc:
@@ -288,12 +279,6 @@ def _make_plan(args: argparse.Namespace):
     except PlannerError:
         raise
     return path, model, report, result, fixed
-
-
-def _decode_speed(report):
-    from app.speed import decode_speed_of
-
-    return lambda plan: decode_speed_of(plan, report.gpus)
 
 
 def run_plan(args: argparse.Namespace, replay_key=None) -> int:
@@ -537,6 +522,7 @@ def run_list(args: argparse.Namespace) -> int:
     from app.devices.render import device_line
     from app.discovery import folders_to_scan
     from app.settings import load_settings
+    from app.speed import list_speed
 
     settings, warning = load_settings()
     if warning:
@@ -567,7 +553,7 @@ def run_list(args: argparse.Namespace) -> int:
                                 if e.summary
                                 else {}
                             ),
-                            "speed": _list_speed(e, report.gpus),
+                            "speed": list_speed(e, report.gpus),
                         }
                         for e in entries
                     ],
@@ -590,19 +576,6 @@ def run_list(args: argparse.Namespace) -> int:
     for warning in report.warnings:
         print(f"\nWarning: {warning}")
     return EXIT_OK
-
-
-def _list_speed(entry, gpus) -> dict | None:
-    from app.speed import predict_summary
-
-    s = entry.summary
-    if s is None or s.error:
-        return None
-    try:
-        prediction = predict_summary(s, entry.file.path, gpus)
-    except Exception:
-        return None
-    return prediction.to_json() if prediction is not None else None
 
 
 def _demo_for_list():

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # the planner is imported when a speed is asked for: the reply path imports this module
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    # the planner is imported when a speed is asked for: the reply path imports this module
     from planner.hardware import Device
     from planner.memory import MemoryPlan
     from planner.speed import GpuSpeed, SpeedPrediction, TokenCost
@@ -86,6 +89,36 @@ def unknown(why: str, n_ctx: int) -> SpeedPrediction:
 def decode_speed_of(plan: MemoryPlan, gpus: list[Device]) -> float | None:
     """Decode tok/s at the start of a chat (learned where replies taught it): the solver's --min-speed test."""
     return predict_plan(plan, gpus).decode_start.value
+
+
+def decode_speed_for(gpus: list[Device]) -> Callable[[MemoryPlan], float | None]:
+    """`decode_speed_of` for these devices, as the solver's Wishes.decode_speed takes it."""
+    return lambda plan: decode_speed_of(plan, gpus)
+
+
+def tokens_per_second(text: str) -> float:
+    """--min-speed's argument: a positive number of tokens per second (an argparse type)."""
+    import argparse
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of tokens per second") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text} must be a positive number of tokens per second")
+    return value
+
+
+def list_speed(entry: Any, gpus: list[Device]) -> dict[str, Any] | None:
+    """A model list entry's `speed` object (`--list --json`), or None where it has no plan."""
+    s = entry.summary
+    if s is None or s.error:
+        return None
+    try:
+        prediction = predict_summary(s, entry.file.path, gpus)
+    except Exception:
+        return None
+    return prediction.to_json() if prediction is not None else None
 
 
 def summary_fields(plan: MemoryPlan) -> dict[str, Any]:

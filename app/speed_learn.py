@@ -90,8 +90,8 @@ def _load() -> tuple[list[dict[str, Any]], dict[str, Any]]:
         return [], {}
     if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("records"), list):
         return [], {}
-    costs = data.get("costs") if isinstance(data.get("costs"), dict) else {}
-    return [r for r in data["records"] if isinstance(r, dict)], costs
+    costs = data.get("costs")
+    return [r for r in data["records"] if isinstance(r, dict)], costs if isinstance(costs, dict) else {}
 
 
 def load_records() -> list[dict[str, Any]]:

@@ -243,7 +243,8 @@ def pct(pred: float, meas: float) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--zoo", default="all", help="zoo models: all, none, or names separated by commas")
-    parser.add_argument("--runs", type=int, default=5, help="replies per model and fill (default 5)")
+    parser.add_argument("--runs", type=int, default=5, help="the demo's replies per fill (default 5)")
+    parser.add_argument("--zoo-runs", type=int, default=3, help="each zoo model's replies per fill (default 3)")
     parser.add_argument("--tokens", type=int, default=64, help="tokens per reply (default 64)")
     parser.add_argument("--probes", type=int, default=5, help="probe runs interleaved with the demo's (default 5)")
     parser.add_argument("--demo-ctx", type=int, default=8192, help="the demo's context (default 8192)")
@@ -325,8 +326,8 @@ def main() -> None:
         case.engine = EngineProcess()
         try:
             case.engine.load(case.path, case.plan.config)
-            make_prompts(case, args.runs, rng)
-            for index in range(args.runs):
+            make_prompts(case, args.zoo_runs, rng)
+            for index in range(args.zoo_runs):
                 for fill in case.fills:
                     run_once(case, fill, index, args.tokens)
         except Exception as exc:  # a model this build cannot run: say so, go on
