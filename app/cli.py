@@ -74,6 +74,8 @@ def _size(text: str) -> int:
 def build_parser() -> argparse.ArgumentParser:
     import argparse
 
+    from app.speed import tokens_per_second
+
     p = argparse.ArgumentParser(
         prog="vramchat",
         description="Chat with local GGUF models, knowing before you load one how much memory it takes.",
@@ -175,6 +177,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="context length in tokens (default: the trained context, at most 32768)",
     )
+    wish.add_argument(
+        "--min-speed",
+        type=tokens_per_second,
+        metavar="N",
+        help="prefer a configuration predicted to decode at least N tokens/s at the start of a chat",
+    )
     wish.add_argument("--mmproj", metavar="FILE", help="a vision/audio projector (mmproj .gguf) loaded beside MODEL")
     wish.add_argument(
         "--image-max-tokens",
@@ -249,9 +257,13 @@ def run_plan(args: argparse.Namespace, replay_key=None) -> int:
 
             result = dataclasses.replace(result, plan=confirmed.plan)
         committed = _committed(result.plan, report, args.elastic)
+    from app.speed import plan_speed
+
+    speed = plan_speed(result.plan, report.gpus) if not args.llama_args or args.json else None
     if args.json:
         data = annotate_plan_json(plan_to_json(result), report)
         data["advice"] = _metal_advice(model, result, report)
+        data["speed"] = speed.to_json() if speed is not None else None
         if committed is not None:
             data["elastic"] = _elastic_json(result.plan, committed)
         if confirmed is not None:
@@ -270,6 +282,8 @@ def run_plan(args: argparse.Namespace, replay_key=None) -> int:
         print(" ".join(shlex.quote(a) for a in to_llama_args(result.plan, path, args.mmproj, args.image_max_tokens)))
     else:
         print(plan_to_table(result))
+        if speed is not None:
+            print("\n" + speed.text())
         if committed is not None:
             print("\n" + _elastic_text(result.plan, committed))
         if confirmed is not None:
@@ -572,6 +586,7 @@ def run_list(args: argparse.Namespace) -> int:
     from app.devices.render import device_line
     from app.discovery import folders_to_scan
     from app.settings import load_settings
+    from app.speed import list_speed
 
     settings, warning = load_settings()
     if warning:
@@ -597,7 +612,12 @@ def run_list(args: argparse.Namespace) -> int:
                             "missing_shards": e.file.missing_shards,
                             "projectors": e.file.projectors,
                             "demo": e.file.is_demo,
-                            **(e.summary.to_json() if e.summary else {}),
+                            **(
+                                {k: v for k, v in e.summary.to_json().items() if not k.startswith("speed_")}
+                                if e.summary
+                                else {}
+                            ),
+                            "speed": list_speed(e, report.gpus),
                         }
                         for e in entries
                     ],
@@ -610,8 +630,8 @@ def run_list(args: argparse.Namespace) -> int:
     if not entries:
         print("No GGUF models found in: " + ", ".join(str(f.path) for f in folders))
         return EXIT_OK
-    header = ("model", "arch", "params", "quant", "size", "fit on this machine", "path")
-    rows = [header, *table_rows(entries)]
+    header = ("model", "arch", "params", "quant", "size", "fit on this machine", "decode (start)", "path")
+    rows = [header, *table_rows(entries, report.gpus)]
     widths = [min(max(len(r[i]) for r in rows), 48) for i in range(len(header) - 1)]
     for row in rows:
         cells = [(c if len(c) <= w else c[: w - 1] + "…").ljust(w) for c, w in zip(row, widths)]

@@ -47,6 +47,7 @@ def choice_of(args: argparse.Namespace, projector: Any = None) -> PlanChoice:
         n_seq_max=args.parallel,
         n_cpu_moe=args.n_cpu_moe,
         cpu_extra_buffers=args.repack,
+        min_speed=getattr(args, "min_speed", None),
         margins={},
         projector=projector,
     )
@@ -79,6 +80,8 @@ def make_plan(args: argparse.Namespace) -> tuple[str, ModelAnatomy, DeviceReport
             path, model, args.mmproj, args.image_max_tokens, sees=bool(args.image), hears=bool(args.audio)
         )
     choice = choice_of(args, projector)
+    if choice.fixed and choice.min_speed is not None:
+        raise UsageError("--min-speed is a wish for the solver: leave out --ngl, --ctv, --ubatch, --batch ... with it")
     if args.margin is not None:
         choice = dataclasses.replace(choice, margins={d.name: args.margin for d in report.gpus})
     try:

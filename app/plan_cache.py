@@ -14,7 +14,7 @@ import json
 import os
 import threading
 import time
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,7 @@ from planner import LLAMA_CPP_BUILD
 from planner.hardware import Device, Host
 
 CACHE_FILE = "plans.json"
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2  # 2: summaries carry the per-token cost the speed column needs
 MAX_ENTRIES = 2000
 _GPU_BUCKET = 256 * 1024 * 1024  # free memory is compared in steps, or every start would miss
 _HOST_BUCKET = 1024 * 1024 * 1024
@@ -49,6 +49,10 @@ class ModelSummary:
     exact: bool = True
     checked: bool = False  # an estimate (not exact) that llama.cpp's dry run confirmed on these devices
     error: str = ""
+    # the plan's per-token cost and learning keys (app.speed.summary_fields): the speed without planning again
+    speed_cost: dict[str, Any] = field(default_factory=dict)
+    speed_devices: str = ""
+    speed_config: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -14,7 +14,8 @@ Everything else is part of the key, compared whole: the command line, the workin
 environment variables vramchat, llama.cpp and ggml read, the settings file, the model's files
 (real path, size, modification time), the code of `app` and `planner` (every file's size and
 time), and what the device probe reads: the llama.cpp libraries (names, sizes, times), the CPU
-(/proc/cpuinfo's identity and flags), total RAM and the marks of a GPU driver. A run is replayed
+(/proc/cpuinfo's identity and flags), total RAM and the marks of a GPU driver, and the speed
+figures the plan quotes (this machine's probe, the replies learned from). A run is replayed
 only where the probe is that simple: Linux, llama.cpp built without a GPU backend, no GPU driver,
 no RPC server, no simulated devices; elsewhere the plan is made as usual. A cache that cannot
 be read or written is ignored.
@@ -93,6 +94,15 @@ def _files(root: str) -> list[tuple[str, int, int]]:
     return sorted(out)
 
 
+def _speed_files() -> list[tuple[str, int, int]]:
+    """The speed figures a plan quotes (app.speed_machine, app.speed_learn): a new probe or a reply
+    learned from makes the kept plan's `speed` stale."""
+    from app.paths import cache_dir
+
+    folder = cache_dir() / "speed"
+    return _files(str(folder)) if folder.is_dir() else []
+
+
 def _model_files(path: str) -> list[tuple[str, int, int]]:
     """The model's files as the reader opens them: the file, or every shard of a split model."""
     from planner.units import SPLIT_NAME
@@ -151,6 +161,7 @@ def key_for(words: list[str]) -> tuple[dict[str, Any], int] | None:
             "llama_cpp": [lib, _files(lib)],
             "cpu": _cpu_identity(),
             "ram": total,
+            "speed": _speed_files(),
         }
     except (OSError, ValueError, KeyError, IndexError):
         return None
@@ -270,6 +281,8 @@ def keep(
         if json.dumps(_render(template, host.free, host.total)) != json.dumps(data):
             return
         model = [key["words"].index(args.model), path, _model_files(path)]
+        # the speed figures as the plan read them: a probe run or a reply learned during this plan counts
+        key = dict(key, speed=_speed_files())
         text = json.dumps({"key": key, "model": model, "bounds": [low, high], "exit": exit_code, "template": template})
     except (OSError, ValueError, KeyError, TypeError):
         return

@@ -16,8 +16,11 @@ from typing import TYPE_CHECKING
 from planner.errors import ConfigError
 
 if TYPE_CHECKING:  # the solver is imported when a plan is made, not when the picker is drawn
+    from collections.abc import Callable
+
     from planner.fit import FitResult
     from planner.hardware import Device, Host
+    from planner.memory import MemoryPlan
     from planner.model import ModelAnatomy
     from planner.projector import Projector
 
@@ -42,6 +45,8 @@ class PlanChoice:
     n_seq_max: int | None = None
     n_cpu_moe: int | None = None
     cpu_extra_buffers: bool | None = None  # None: this CPU's default (planner.weights)
+    # --min-speed: the decode speed (tok/s at the start of a chat) the solver should reach (app.speed)
+    min_speed: float | None = None
     margins: dict[str, int] = field(default_factory=dict, hash=False, compare=False)
     projector: Projector | None = field(default=None, hash=False, compare=False)
 
@@ -95,10 +100,18 @@ def plan_model(model: ModelAnatomy, gpus: list[Device], host: Host, choice: Plan
             margins=choice.margins,
             projector=choice.projector,
             cpu_extra_buffers=choice.cpu_extra_buffers,
+            min_speed=choice.min_speed,
+            decode_speed=_decode_speed(gpus) if choice.min_speed else None,
         )
         return solve(model, gpus, host, wishes)
     n_ctx = choice.n_ctx if choice.n_ctx is not None else _longest_fixed_context(model, gpus, host, choice)
     return evaluate(model, _fixed(model, gpus, choice, n_ctx), gpus, host, choice.margins, choice.projector)
+
+
+def _decode_speed(gpus: list[Device]) -> Callable[[MemoryPlan], float | None]:
+    from app.speed import decode_speed_for
+
+    return decode_speed_for(gpus)
 
 
 def _fixed(model: ModelAnatomy, gpus: list[Device], choice: PlanChoice, n_ctx: int | None):  # -> LoadConfig

@@ -19,6 +19,7 @@ from app.sources.model import ModelSource
 
 if TYPE_CHECKING:
     from planner.fit import FitResult
+    from planner.hardware import Device
     from planner.model import ModelAnatomy
 
 MAX_PARALLEL = 8
@@ -52,7 +53,7 @@ class QuantRow:
     anatomy: ModelAnatomy | None = None
     result: FitResult | None = None
     error: str = ""
-    tokens_per_second: float | None = None  # None until the speed model is wired (issue 26)
+    tokens_per_second: float | None = None  # predicted decode at the start of a chat (app.speed); None: unknown
     best: bool = False
 
     @property
@@ -103,12 +104,13 @@ class QuantTable:
     notes: list[str] = field(default_factory=list)
 
 
-def predicted_tokens_per_second(anatomy: ModelAnatomy, result: FitResult) -> float | None:
-    """Predicted decode speed of this plan on this machine: the `tok/s` column.
+def predicted_tokens_per_second(result: FitResult, gpus: list[Device]) -> float | None:
+    """Predicted decode speed of this plan on these devices and this CPU, at the start of a chat: the
+    `tok/s` column (app.speed: the probe's figures, what replies taught; None where a figure is missing,
+    a GPU without a known bandwidth say)."""
+    from app.speed import plan_speed
 
-    Returns None ("-" in the table) until planner/speed.py (issue 26) is wired here; this is the one
-    function to connect it."""
-    return None
+    return plan_speed(result.plan, gpus).decode_start.value
 
 
 def plan_quants(
@@ -118,13 +120,15 @@ def plan_quants(
     progress: Callable[[int, int], None] | None = None,
     parallel: int = MAX_PARALLEL,
     on_row: Callable[[int, QuantRow], None] | None = None,
+    speed: Callable[[FitResult], float | None] | None = None,
 ) -> QuantTable:
     """Read every model's header (in parallel threads) and plan each as soon as it is read (in this
     thread), then choose the best.
 
     `load` is app.sources.load_anatomy; `plan` solves one model for the devices and wishes at hand.
     Blocking: the picker runs it in a worker. `progress(done, total)` is called in this thread as each
-    model is planned, and `on_row(index, row)` with the row planned (or unreadable)."""
+    model is planned, and `on_row(index, row)` with the row planned (or unreadable). `speed` gives a
+    plan's predicted tok/s (predicted_tokens_per_second for the devices planned for)."""
     from concurrent.futures import as_completed
 
     rows = [QuantRow(source) for source in sources]
@@ -135,7 +139,7 @@ def plan_quants(
                 row = rows[pending[future]]
                 row.anatomy, row.error = future.result()
                 if row.anatomy is not None:
-                    _plan_row(row, plan)
+                    _plan_row(row, plan, speed)
                 if on_row:
                     on_row(pending[future], row)
                 if progress:
@@ -161,13 +165,17 @@ def _read_one(source: ModelSource, load: Callable[[ModelSource], ModelAnatomy]) 
         return None, str(getattr(exc, "problem", None) or exc)
 
 
-def _plan_row(row: QuantRow, plan: Callable[[ModelSource, ModelAnatomy], FitResult]) -> None:
+def _plan_row(
+    row: QuantRow,
+    plan: Callable[[ModelSource, ModelAnatomy], FitResult],
+    speed: Callable[[FitResult], float | None] | None = None,
+) -> None:
     from planner.errors import PlannerError
 
     assert row.anatomy is not None
     try:
         row.result = plan(row.source, row.anatomy)
-        row.tokens_per_second = predicted_tokens_per_second(row.anatomy, row.result)
+        row.tokens_per_second = speed(row.result) if speed is not None else None
     except PlannerError as exc:
         row.error = str(exc)
 

@@ -113,7 +113,7 @@ def _planner_like_plan(args: argparse.Namespace) -> Any:
 
 def run_quants(args: argparse.Namespace) -> int:
     from app import sources
-    from app.quants import plan_quants
+    from app.quants import plan_quants, predicted_tokens_per_second
 
     title, models = quant_sources(args.model)
     if not models:
@@ -122,7 +122,12 @@ def run_quants(args: argparse.Namespace) -> int:
         sources.remember(model)
     plan = _planner_like_plan(args)
     progress = _progress_line("planned") if sys.stderr.isatty() and not args.json else None
-    table = plan_quants(models, sources.load_anatomy, plan, progress)
+
+    def speed(result: Any) -> float | None:  # the devices are the ones the plan was made for
+        report = getattr(plan, "report", None)
+        return predicted_tokens_per_second(result, report.gpus) if report is not None else None
+
+    table = plan_quants(models, sources.load_anatomy, plan, progress, speed=speed)
     if progress:
         sys.stderr.write("\r\033[K")
     report = getattr(plan, "report", None)
@@ -193,7 +198,10 @@ def quants_text(title: str, table: QuantTable, report: Any) -> str:
         from app.devices.render import device_line
 
         lines.append(f"Planned for: {device_line(report)}")
-    lines.append("tok/s: the speed model is not wired yet (-)")
+    lines.append(
+        "tok/s: predicted decode at the start of a chat (--plan MODEL shows its range and basis; "
+        "- where a figure is missing)"
+    )
     return "\n".join(lines)
 
 
@@ -212,7 +220,7 @@ def quants_json(title: str, table: QuantTable, report: Any) -> dict[str, Any]:
             "size": row.source.size,
             "fit": fit_badge(summary)[0],
             "best": row.best,
-            "tokens_per_second": row.tokens_per_second,
+            "tokens_per_second": round(row.tokens_per_second, 1) if row.tokens_per_second is not None else None,
             "error": row.error or None,
         }
         if row.result is not None:

@@ -19,6 +19,7 @@ from app.engine.templates import ChatMessage
 from app.engine.types import EngineError, GenerationParams, GenerationStats, Media, MediaPrompt
 from app.media import MediaError
 from app.outcome import CRASHED, ENGINE_CRASH, FAILED, OK, OUT_OF_MEMORY, REFUSED, ReplyOutcome
+from app.speed import learn_from_reply
 from app.store import Store
 
 if TYPE_CHECKING:
@@ -89,6 +90,7 @@ def write_reply(
             stats = engine.last_stats
         text = sink.finish(stats.stopped_by, stats.generated_tokens, stats.tokens_per_second)
         session.reply_finished()
+        learn_from_reply(session, stats)  # the speed against its prediction, for later plans (app/speed.py)
         return ReplyOutcome(OK, text, stats)
     except (ChatError, MediaError) as exc:
         if store is not None:

@@ -9,6 +9,7 @@ says fits.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
@@ -52,6 +53,10 @@ class Wishes:
     use_mmap: bool = True
     projector: Projector | None = None
     cpu_extra_buffers: bool | None = None  # None: this CPU's default (planner.weights.uses_cpu_extra_buffers)
+    # --min-speed: the decode speed (tok/s at the start of a chat) a plan should reach, and how fast a
+    # plan decodes on this machine (the app passes planner.speed's prediction; None where unknown)
+    min_speed: float | None = None
+    decode_speed: Callable[[MemoryPlan], float | None] | None = None
 
 
 @dataclass
@@ -420,8 +425,83 @@ def _solve_at(model: ModelAnatomy, gpus: list[Device], host: Host, wishes: Wishe
             f"(--n-cpu-moe {n_moe}); attention and the KV cache stay on the GPU"
             + (f", instead of only {layers_alone} whole layers on the GPU" if layers_alone else ""),
         )
+    if wishes.min_speed and wishes.decode_speed is not None:
+        faster, note = _meet_speed(pricer, plan, want, kv_types, fa_options, wishes.min_speed, wishes.decode_speed)
+        if faster is not plan:
+            plan = faster
+            reasons = _reasons(plan, want, wishes, pricer, kv_types)
+        reasons.insert(1, note)
     alternatives = _alternatives(plan, pricer, want, kv_types, fa_options)
     return FitResult(plan, reasons, alternatives, want)
+
+
+def _meet_speed(
+    pricer: _Pricer,
+    plan: MemoryPlan,
+    want: int,
+    kv_types: list[str],
+    fa_options: list[bool],
+    min_speed: float,
+    speed: Callable[[MemoryPlan], float | None],
+) -> tuple[MemoryPlan, str]:
+    """--min-speed: among the configurations that fit, one whose predicted decode at the start of a chat
+    reaches `min_speed`, at the longest context. For one file the lever is the GPU layers: more of
+    them, at the shorter context (or the quantized KV cache) that makes room for them. Decode speed
+    rises with the layers on a GPU that is faster than the host, so the fewest layers that reach
+    the wish are found by bisection, each at its longest context."""
+    now = speed(plan)
+    wish = f"--min-speed {min_speed:g}"
+    if now is None:
+        return plan, f"{wish}: this plan has no speed figure to compare (see the speed below)"
+    if now >= min_speed:
+        return plan, f"{wish}: the plan decodes about {now:,.0f} tok/s at the start of a chat"
+    top = pricer.model.n_layer + 1 if pricer.gpus else 0
+    ngl = plan.layers_on_gpu
+    best: tuple[MemoryPlan, float] | None = None  # the fastest plan seen that fits
+    found: MemoryPlan | None = None
+    for kv in kv_types:
+        for fa in fa_options:
+
+            def at(layers: int, kv: str = kv, fa: bool = fa) -> tuple[MemoryPlan, float] | None:
+                ctx = pricer.longest_context(layers, SMALLEST_CONTEXT, want, kv, fa)
+                p = pricer.plan(layers, ctx, kv, fa) if ctx else None
+                if p is None or not p.fits:
+                    return None
+                return p, speed(p) or 0.0
+
+            layers = pricer.most_layers(SMALLEST_CONTEXT, kv, fa)  # the most that fit at any context
+            most = at(layers) if layers is not None and layers > ngl else None
+            if most is None or layers is None:
+                continue
+            if best is None or most[1] > best[1]:
+                best = most
+            if most[1] < min_speed:
+                continue
+            lo, hi = ngl, layers  # lo is too slow, hi reaches the wish
+            while hi - lo > 1:
+                mid = (lo + hi) // 2
+                got = at(mid)
+                if got is not None and got[1] >= min_speed:
+                    hi = mid
+                else:
+                    lo = mid
+            candidate = at(hi)
+            if candidate is not None and (found is None or candidate[0].resolved.n_ctx > found.resolved.n_ctx):
+                found = candidate[0]
+    if found is not None:
+        fast = speed(found) or 0.0
+        return found, (
+            f"{wish}: {found.layers_on_gpu} of {top} layers on the GPU at {found.resolved.n_ctx:,} tokens "
+            f"decode about {fast:,.0f} tok/s (the longest context that fits with them); "
+            f"the plan without the wish ({ngl} layers, {plan.resolved.n_ctx:,} tokens) decodes about {now:,.0f}"
+        )
+    if best is not None and best[1] > now:
+        p, fastest = best
+        return plan, (
+            f"{wish}: nothing that fits decodes that fast; the fastest that fits is about {fastest:,.0f} tok/s "
+            f"({p.layers_on_gpu} of {top} layers on the GPU at {p.resolved.n_ctx:,} tokens), this plan about {now:,.0f}"
+        )
+    return plan, f"{wish}: nothing that fits decodes that fast; this plan decodes about {now:,.0f} tok/s"
 
 
 def _full_offload(

@@ -65,6 +65,29 @@ class Host:
     simulated: bool = False
 
 
+def parse_bandwidth(text: str) -> float:
+    """Parse a memory bandwidth like 1008GB/s, 936 GB/s, 3.35TB/s, 900GiB/s or 448 (GB/s) into bytes/s.
+
+    Spec sheets quote decimal units (1 GB/s = 10^9 bytes/s); GiB/s and TiB/s are binary."""
+    s = text.strip().replace(" ", "").lower()
+    if s.endswith(("/s", "ps")):
+        s = s[:-2]
+    units = {"": 1e9, "b": 1.0, "kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12, "gib": float(GiB), "tib": 1024.0 * GiB}
+    i = len(s)
+    while i > 0 and not (s[i - 1].isdigit() or s[i - 1] == "."):
+        i -= 1
+    number, unit = s[:i], s[i:]
+    if unit not in units:
+        raise ValueError(f"unknown bandwidth unit in {text!r} (use GB/s, TB/s or GiB/s)")
+    try:
+        value = float(number)
+    except ValueError:
+        raise ValueError(f"not a bandwidth: {text!r}") from None
+    if not (value > 0 and value != float("inf")):
+        raise ValueError(f"bandwidth must be positive: {text!r}")
+    return value * units[unit]
+
+
 def parse_size(text: str) -> int:
     """Parse sizes like 8GiB, 24G, 12000MiB, 512M, 1.5TB (binary units) into bytes."""
     s = text.strip().replace(" ", "")

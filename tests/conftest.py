@@ -31,10 +31,36 @@ def gemma_path() -> Path:
     return Path(assemble())
 
 
+@pytest.fixture(scope="session")
+def _machine_speed(tmp_path_factory: pytest.TempPathFactory) -> bytes | None:
+    """This machine's speed figures (app.speed_machine), probed once per session and given to every
+    test's home: a plan quotes its speed, and half a second of probing per test would add up."""
+    from app import speed_machine
+
+    home = tmp_path_factory.mktemp("speed-home")
+    before = os.environ.get("VRAMCHAT_HOME")
+    os.environ["VRAMCHAT_HOME"] = str(home)
+    try:
+        speed_machine.cpu_speed()
+        path = speed_machine.speed_folder() / speed_machine.MACHINE_FILE
+        return path.read_bytes() if path.exists() else None
+    finally:
+        if before is None:
+            os.environ.pop("VRAMCHAT_HOME", None)
+        else:
+            os.environ["VRAMCHAT_HOME"] = before
+
+
 @pytest.fixture(autouse=True)
-def _private_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+def _private_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, _machine_speed: bytes | None) -> Path:
     """Keep every test's data, config and cache out of the real user folders."""
+    from app import speed_machine
+
     home = tmp_path / "vramchat-home"
+    if _machine_speed is not None:
+        folder = home / "cache" / speed_machine.FOLDER
+        folder.mkdir(parents=True)
+        (folder / speed_machine.MACHINE_FILE).write_bytes(_machine_speed)
     monkeypatch.setenv("VRAMCHAT_HOME", str(home))
     monkeypatch.delenv("VRAMCHAT_DEVICES", raising=False)
     monkeypatch.setenv("VRAMCHAT_RPC", "")  # no RPC servers unless a test names some (restored after it)

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from app.devices import advice, amd_sysfs, free_memory, ggml, held, host, learned_overhead, nvml, rocm
 from app.devices.advice import Mismatch
+from app.devices.bandwidth import with_bandwidth
 from app.devices.held import HeldMemory
 from app.devices.probes import HOST, DeviceReport, Probe
 from app.devices.simulated import ENV_VAR, SimulatedSpec, parse_devices
@@ -391,6 +392,7 @@ def probe_devices(
     sysfs = _probe_amd_sysfs(probes, llama_gpus)
     gpus, notes = free_memory.reconcile(gpus, {d.name: d.device_id for d in llama_gpus}, nvidia, sysfs, host_dev)
     gpus = learned_overhead.apply(gpus)
+    gpus = with_bandwidth(gpus, llama_gpus, nvidia)
     held_map.update(held.held_on_gpus(llama_gpus, nvidia, amd))
     mismatches = advice.find_mismatches(
         None if llama_devices is None else [d.backend for d in llama_gpus],

@@ -309,13 +309,13 @@ def summary(entries: Iterable[Entry]) -> str:
 
 def read_now(pid: int | None) -> tuple[dict[str, int], dict[str, int]]:
     """(what NVML says process `pid` holds per GPU, the free memory per GPU as the probe reads it)."""
-    from app.devices import ggml, held, nvml
+    from app.devices import ggml, nvml, pci
 
     process: dict[str, int] = {}
     if pid is not None:
         with contextlib.suppress(Exception):
             gpus = [g for g in nvml.list_gpus() if not g.error]
-            for name, g in held.match(ggml.last_devices(), gpus, "cuda").items():
+            for name, g in pci.match(ggml.last_devices(), gpus, "cuda").items():
                 size = g.processes.get(pid)
                 if size is not None:
                     process[name] = size

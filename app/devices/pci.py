@@ -52,8 +52,11 @@ class _LlamaDevice(Protocol):
 
 
 class _VendorGpu(Protocol):
-    index: int
-    pci_bus_id: str | None
+    @property
+    def index(self) -> int: ...
+
+    @property
+    def pci_bus_id(self) -> str | None: ...
 
 
 V = TypeVar("V", bound=_VendorGpu)

@@ -74,6 +74,8 @@ class DeviceReport:
                     "free": d.free,
                     "unified": d.unified,
                     "description": d.description,
+                    "bandwidth": d.bandwidth,
+                    "bandwidth_source": d.bandwidth_source,
                     "held_by_others": self.held_by_others.get(d.name),
                     "held": held(d.name),
                     "identity": {

@@ -9,16 +9,19 @@ list of items:
     ram=64GiB        host RAM (total; `ram=64GiB/16GiB` holds 16 GiB used)
     backend=cuda     the GPUs' backend: cuda (default), rocm, metal, vulkan
                      (a metal GPU shares host RAM: one pool, counted once)
+    bw=1008GB/s      the GPUs' memory bandwidth (also bandwidth=), for the speed prediction;
+                     one value for every GPU, or one bw= item per GPU in order. Without it a
+                     simulated GPU has no speed figure (nothing is made up)
     none             no GPU at all (a CPU-only machine)
 
-Example: VRAMCHAT_DEVICES="12GiB/2GiB,ram=32GiB"
+Example: VRAMCHAT_DEVICES="12GiB/2GiB,ram=32GiB,bw=360GB/s"
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from planner.hardware import Device, format_size, parse_size
+from planner.hardware import Device, format_size, parse_bandwidth, parse_size
 from planner.units import DEVICE_PREFIX
 
 ENV_VAR = "VRAMCHAT_DEVICES"
@@ -32,12 +35,21 @@ class SimulatedSpec:
     gpus: list[tuple[int, int]] = field(default_factory=list)  # (total, used by others)
     ram: tuple[int, int] | None = None  # (total, used)
     backend: str = "cuda"
+    bandwidths: list[float] = field(default_factory=list)  # bytes/s: one for all GPUs, or one per GPU
+
+    def bandwidth(self, index: int) -> float | None:
+        if not self.bandwidths:
+            return None
+        if len(self.bandwidths) == 1:
+            return self.bandwidths[0]
+        return self.bandwidths[index] if index < len(self.bandwidths) else None
 
     def devices(self) -> list[Device]:
         prefix = _PREFIX.get(self.backend, "GPU")
         unified = self.backend == "metal"
         out = []
         for i, (total, used) in enumerate(self.gpus):
+            bw = self.bandwidth(i)
             out.append(
                 Device(
                     f"{prefix}{i}",
@@ -48,6 +60,8 @@ class SimulatedSpec:
                     unified=unified,
                     description=f"simulated {format_size(total)} GPU",
                     simulated=True,
+                    bandwidth=bw,
+                    bandwidth_source=f"given for a what-if card ({bw / 1e9:,.0f} GB/s), not measured" if bw else "",
                 )
             )
         return out
@@ -77,12 +91,16 @@ def parse_devices(text: str) -> SimulatedSpec:
             key = key.lower()
             if key == "ram":
                 spec.ram = _total_used(value)
+            elif key in ("bw", "bandwidth"):
+                spec.bandwidths.append(parse_bandwidth(value))
             elif key == "backend":
                 if value.lower() not in _PREFIX:
                     raise ValueError(f"unknown backend {value!r} (use cuda, rocm, metal or vulkan)")
                 spec.backend = value.lower()
             else:
-                raise ValueError(f"unknown setting {key!r} in {text!r} (use ram= or backend=)")
+                raise ValueError(f"unknown setting {key!r} in {text!r} (use ram=, backend= or bw=)")
         else:
             spec.gpus.append(_total_used(item))
+    if len(spec.bandwidths) > 1 and len(spec.bandwidths) != len(spec.gpus):
+        raise ValueError(f"{len(spec.bandwidths)} bw= items for {len(spec.gpus)} GPUs: give one for all, or one each")
     return spec

@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # kept out of the startup path: the picker must draw fast
     from app.session import Growth
     from planner.fit import FitResult
     from planner.model import ModelAnatomy
+    from planner.speed import SpeedPrediction
 
 
 @dataclass
@@ -88,6 +89,7 @@ class PlanComputed(Message):
     result: FitResult | None
     error: str = ""
     note: str = ""  # why the vision projector beside the model is not in the plan
+    speed: SpeedPrediction | None = None  # how fast the plan will run (planner.speed)
 
 
 @dataclass

@@ -157,6 +157,23 @@ def test_quants_of_a_local_folder(capsys: pytest.CaptureFixture[str], repo_files
     assert code == 0, err
     rows = json.loads(out)["models"]
     assert len(rows) == len(TEST_QUANTS) and all(r["verdict"] == "cpu_only" for r in rows)
+    # tok/s: the decode speed --plan predicts for each file on this CPU (measured once, then kept)
+    for row in rows:
+        speed = plan_json(capsys, row["ref"], "--cpu")["speed"]["decode_start"]
+        assert row["tokens_per_second"] == speed["tokens_per_second"] and row["tokens_per_second"] > 0
+
+
+def test_quants_on_a_card_without_a_known_bandwidth_say_so(hub: LocalHub, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_cli(capsys, "--quants", REPO, *WHAT_IF)  # a what-if card with no bw=
+    assert code == 0
+    data = json.loads(run_cli(capsys, "--quants", REPO, "--json", *WHAT_IF)[1])
+    assert all(r["tokens_per_second"] is None for r in data["models"] if r["n_gpu_layers"])
+    with_bw = json.loads(run_cli(capsys, "--quants", REPO, "--json", "--vram", "2GiB,bw=100GB/s", "--ram", "16GiB")[1])
+    assert all(r["tokens_per_second"] and r["tokens_per_second"] > 0 for r in with_bw["models"])
+    # a smaller file reads fewer bytes a token on the same card: never slower
+    by_size = sorted((r for r in with_bw["models"] if r["verdict"] == "full_gpu"), key=lambda r: r["size"])
+    assert [r["tokens_per_second"] for r in by_size] == sorted((r["tokens_per_second"] for r in by_size), reverse=True)
+    assert "tok/s: predicted decode" in out
 
 
 @pytest.mark.llama

@@ -52,6 +52,8 @@ class FakeNvidia:
     graphics: list[tuple[int, int | None]] = field(default_factory=list)
     lost: bool = False
     process_lists_fail: bool = False
+    memory_clock_mhz: int = 10501  # an RTX 4090's: 10,501 MHz x 2 x 384 bit = 1,008 GB/s
+    bus_width_bits: int = 384
 
 
 def fake_pynvml(
@@ -96,6 +98,9 @@ def fake_pynvml(
     nv.nvmlDeviceGetName = lambda h: h.name  # type: ignore[attr-defined]
     nv.nvmlDeviceGetMemoryInfo = memory  # type: ignore[attr-defined]
     nv.nvmlDeviceGetPciInfo = lambda h: types.SimpleNamespace(busId=h.bus_id.encode())  # type: ignore[attr-defined]
+    nv.NVML_CLOCK_MEM = 2  # type: ignore[attr-defined]
+    nv.nvmlDeviceGetMaxClockInfo = lambda h, kind: h.memory_clock_mhz if kind == 2 else 2520  # type: ignore[attr-defined]
+    nv.nvmlDeviceGetMemoryBusWidth = lambda h: h.bus_width_bits  # type: ignore[attr-defined]
     nv.nvmlDeviceGetComputeRunningProcesses = processes("compute")  # type: ignore[attr-defined]
     nv.nvmlDeviceGetGraphicsRunningProcesses = processes("graphics")  # type: ignore[attr-defined]
     return nv

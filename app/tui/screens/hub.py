@@ -483,7 +483,7 @@ class HubScreen(Screen):
 
     @work(thread=True, exclusive=True, group="hub-open", exit_on_error=False)
     def _open(self, repo_id: str, request: int) -> None:
-        from app.quants import plan_quants
+        from app.quants import plan_quants, predicted_tokens_per_second
         from app.sources import hub, load_anatomy
 
         try:
@@ -498,7 +498,11 @@ class HubScreen(Screen):
         if not models:
             return
         worker = get_current_worker()
-        plan = _planner(self._devices())
+        devices = self._devices()
+        plan = _planner(devices)
+
+        def speed(result: FitResult) -> float | None:
+            return predicted_tokens_per_second(result, devices.gpus)
 
         def planned(index: int, row: QuantRow) -> None:
             if worker.is_cancelled or request != self._open_request:
@@ -506,7 +510,7 @@ class HubScreen(Screen):
             self.post_message(QuantPlanned(request, index, row))
 
         try:
-            table = call_abandonable(plan_quants, models, load_anatomy, plan, on_row=planned)
+            table = call_abandonable(plan_quants, models, load_anatomy, plan, on_row=planned, speed=speed)
         except (Abandoned, _Stale):
             return
         self.post_message(QuantsPlanned(request, table))

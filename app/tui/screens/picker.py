@@ -67,6 +67,7 @@ if TYPE_CHECKING:  # the planner itself is imported by the plan worker, after th
     from app.tui.services import Services
     from planner.fit import FitResult
     from planner.model import ModelAnatomy
+    from planner.speed import SpeedPrediction
 
 
 class PickerScreen(Screen):
@@ -88,6 +89,7 @@ class PickerScreen(Screen):
         self.anatomies: dict[str, ModelAnatomy] = {}
         self.selected: str | None = None
         self.result: FitResult | None = None
+        self.speed: SpeedPrediction | None = None
         self.plan_state = "none"  # none, pending, ready, error
         self._request = 0
         self._debounce: Timer | None = None
@@ -604,6 +606,7 @@ class PickerScreen(Screen):
     @work(thread=True, exclusive=True, group="plan", exit_on_error=False)
     def _plan(self, path: str, choice: PlanChoice, request: int, projectors: list[str]) -> None:
         from app.header_cache import load_anatomy_cached
+        from app.speed import plan_speed
 
         report = self.services.devices
         note = ""
@@ -616,13 +619,14 @@ class PickerScreen(Screen):
                 choice, note = _with_projector(choice, projectors, model)
             checked = self.checked_fits.get(path) if choice.is_default else None
             result = checked or plan_model(model, report.gpus, report.host, choice)
+            speed = plan_speed(result.plan, report.gpus)
         except PlannerError as exc:
             self.post_message(PlanComputed(path, request, None, getattr(exc, "problem", None) or str(exc)))
             return
         except Exception as exc:  # a hostile header must not take the picker down
             self.post_message(PlanComputed(path, request, None, f"{type(exc).__name__}: {exc}"))
             return
-        self.post_message(PlanComputed(path, request, result, note=note))
+        self.post_message(PlanComputed(path, request, result, note=note, speed=speed))
 
     def on_plan_computed(self, message: PlanComputed) -> None:
         if message.request != self._request or message.path != self.selected:
@@ -630,7 +634,7 @@ class PickerScreen(Screen):
         if message.result is None:
             self._show_error(message.error)
             return
-        self.result = message.result
+        self.result, self.speed = message.result, message.speed
         self.plan_state = "ready"
         self._show_plan(message.result, message.note)
         if self._load_when_ready:
@@ -670,6 +674,8 @@ class PickerScreen(Screen):
         }.get(plan.verdict) or ""
         verdict = Text(verdict_words(plan.verdict), style=f"bold {color}".strip())
         verdict.append(f"   {headline(plan)}", style="dim")
+        if self.speed is not None:
+            verdict.append(f"\n{self.speed.line()}")
         entry = self.entries.get(self.selected or "")
         if plan.projector is not None:
             verdict.append(f"\nVision on, pictures in the chat: the projector {projector_share(plan)}.")

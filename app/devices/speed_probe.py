@@ -1,0 +1,297 @@
+"""How fast this CPU runs llama.cpp's kernels: a short probe through ggml itself (ctypes).
+
+Decode on a CPU is not bound by memory bandwidth alone: on a few cores, dequantising each
+block costs more than reading it, so a q4_0 matrix streams at a fraction of a q8_0 one's
+bytes per second. The probe therefore times ggml's own mat-vec (one token, as decode runs
+it) for each weight type, with the thread count the engine uses, plus what every decoded
+token pays whatever its size: the graph's start (waking the threads) and one
+synchronisation of the threads per operation. A mat-mul of a 128-token batch per type
+gives prefill's arithmetic rate. The per-type matrices (8 MiB) may sit in a large cache, so
+the same q8_0 mat-vec is timed on 192 MiB too, a matrix no cache holds: the ratio of the
+two is how much slower weights stream from memory. One large f32 read is the memory's
+plain read rate with the engine's threads (reported beside; the per-type rates decide).
+
+Every figure is the best of a few repetitions (another process on the machine slows a
+run, it never speeds one up). `measure()` takes about 0.4 s on 2 cores; the app keeps
+its result per machine (app/speed_machine.py), so a plan pays for it once.
+
+Run as `python -m app.devices.speed_probe` it prints the figures as one JSON line: the
+app runs it so where llama.cpp has a GPU backend (the GPU's runtime must stay out of the
+app's process; see app/devices/ggml.py).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import random
+import time
+from typing import Any
+
+from app.native import GGMLUnavailable, libraries
+
+# ggml_type ids of the pinned ggml (ggml.h)
+TYPE_IDS = {
+    "f32": 0,
+    "f16": 1,
+    "q4_0": 2,
+    "q4_1": 3,
+    "q5_0": 6,
+    "q5_1": 7,
+    "q8_0": 8,
+    "q2_K": 10,
+    "q3_K": 11,
+    "q4_K": 12,
+    "q5_K": 13,
+    "q6_K": 14,
+    "iq4_nl": 20,
+    "iq4_xs": 23,
+    "bf16": 30,
+    "mxfp4": 39,
+}
+DECODE_TYPES = tuple(TYPE_IDS)
+PREFILL_TYPES = ("f16", "q8_0", "q4_0", "q5_0", "q4_K", "q6_K")
+ROW = 4096  # elements per row of the probe's matrices (a typical n_embd)
+DECODE_BYTES = 8 << 20  # per type: beyond a core's L2, within the last level (planner.speed.SMALL_SET)
+BANDWIDTH_BYTES = 192 << 20  # beyond most caches (a desktop's L3 is 32-128 MiB); planner.speed.LARGE_SET
+PREFILL_ROWS = 256
+PREFILL_TOKENS = 128
+N_OPS = 256  # tiny operations in the graph that times one synchronisation
+ATTENTION_WIDTHS = (64, 128, 256)  # head sizes one token's attention is timed at (ggml has faster paths for some)
+ATTENTION_CELLS = 4096
+ATTENTION_HEADS, ATTENTION_KV_HEADS = 8, 2
+REPEATS = 5
+
+
+class _InitParams(ctypes.Structure):
+    _fields_ = [("mem_size", ctypes.c_size_t), ("mem_buffer", ctypes.c_void_p), ("no_alloc", ctypes.c_bool)]
+
+
+def _declare(ggml: ctypes.CDLL, cpu: ctypes.CDLL) -> None:
+    p, i64 = ctypes.c_void_p, ctypes.c_int64
+    for name, args, res in (
+        ("ggml_init", [_InitParams], p),
+        ("ggml_free", [p], None),
+        ("ggml_new_tensor_1d", [p, ctypes.c_int, i64], p),
+        ("ggml_new_tensor_2d", [p, ctypes.c_int, i64, i64], p),
+        ("ggml_new_tensor_3d", [p, ctypes.c_int, i64, i64, i64], p),
+        ("ggml_flash_attn_ext", [p, p, p, p, p, ctypes.c_float, ctypes.c_float, ctypes.c_float], p),
+        ("ggml_mul_mat", [p, p, p], p),
+        ("ggml_add", [p, p, p], p),
+        ("ggml_new_graph_custom", [p, ctypes.c_size_t, ctypes.c_bool], p),
+        ("ggml_build_forward_expand", [p, p], None),
+        ("ggml_get_data", [p], p),
+        ("ggml_row_size", [ctypes.c_int, i64], ctypes.c_size_t),
+        ("ggml_tensor_overhead", [], ctypes.c_size_t),
+        ("ggml_graph_overhead_custom", [ctypes.c_size_t, ctypes.c_bool], ctypes.c_size_t),
+        ("ggml_quantize_chunk", [ctypes.c_int, p, p, i64, i64, i64, p], ctypes.c_size_t),
+        ("ggml_quantize_requires_imatrix", [ctypes.c_int], ctypes.c_bool),
+    ):
+        fn = getattr(ggml, name)
+        fn.argtypes, fn.restype = args, res
+    cpu.ggml_graph_compute_with_ctx.argtypes = [p, p, ctypes.c_int]
+    cpu.ggml_graph_compute_with_ctx.restype = ctypes.c_int
+    cpu.ggml_cpu_init.argtypes, cpu.ggml_cpu_init.restype = [], None
+
+
+class _Probe:
+    def __init__(self, threads: int) -> None:
+        ggml, cpu = libraries()
+        if cpu is None:
+            raise GGMLUnavailable("llama-cpp-python ships no CPU backend library (libggml-cpu)")
+        try:
+            _declare(ggml, cpu)
+        except AttributeError as exc:
+            raise GGMLUnavailable(f"this libggml lacks a function the speed probe needs: {exc}") from None
+        cpu.ggml_cpu_init()
+        self.ggml, self.cpu, self.threads = ggml, cpu, threads
+        rng = random.Random(1234)
+        self.source = (ctypes.c_float * (4 * ROW))(*(rng.gauss(0.0, 0.02) for _ in range(4 * ROW)))
+
+    def _context(self, data_bytes: int, n_tensors: int, graph_size: int = 64) -> int:
+        g = self.ggml
+        # the graph's work buffer comes out of the context too (src1 converted to the weights' dot type)
+        work = data_bytes // 2 + (16 << 20) + 4096 * self.threads
+        size = data_bytes + work + n_tensors * (g.ggml_tensor_overhead() + 64)
+        size += g.ggml_graph_overhead_custom(graph_size, False)
+        ctx = g.ggml_init(_InitParams(size, None, False))
+        if not ctx:
+            raise MemoryError(f"ggml could not allocate {size} bytes for the speed probe")
+        return int(ctx)
+
+    def _fill(self, tensor: int, type_id: int, rows: int, cols: int) -> None:
+        """Real values of the type (4 quantized rows, tiled): timing must not see pages never written."""
+        g = self.ggml
+        row = g.ggml_row_size(type_id, cols)
+        seed = ctypes.create_string_buffer(4 * row)
+        if type_id == TYPE_IDS["f32"]:
+            ctypes.memmove(seed, self.source, 4 * row)
+        else:
+            g.ggml_quantize_chunk(type_id, self.source, seed, 0, 4, cols, None)
+        base = int(g.ggml_get_data(tensor))
+        total = rows * row
+        done = min(4 * row, total)
+        ctypes.memmove(base, seed, done)
+        while done < total:  # doubling copies: a few memmoves fill hundreds of MiB
+            step = min(done, total - done)
+            ctypes.memmove(base + done, base, step)
+            done += step
+
+    def _time_graph(self, ctx: int, out: int, graph_size: int = 64, repeats: int = REPEATS) -> float:
+        g = self.ggml
+        graph = g.ggml_new_graph_custom(ctx, graph_size, False)
+        g.ggml_build_forward_expand(graph, out)
+        self.cpu.ggml_graph_compute_with_ctx(ctx, graph, self.threads)  # warm: pages, code, thread start
+        best = float("inf")
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            self.cpu.ggml_graph_compute_with_ctx(ctx, graph, self.threads)
+            best = min(best, time.perf_counter() - t0)
+        return best
+
+    def graph_start(self) -> float:
+        """Seconds a graph of one tiny operation takes: the thread pool's start and end."""
+        g = self.ggml
+        ctx = self._context(4096, 4)
+        try:
+            a = g.ggml_new_tensor_1d(ctx, TYPE_IDS["f32"], 16)
+            ctypes.memset(g.ggml_get_data(a), 0, 64)
+            return self._time_graph(ctx, g.ggml_add(ctx, a, a), repeats=2 * REPEATS)
+        finally:
+            g.ggml_free(ctx)
+
+    def per_op(self) -> float:
+        """Seconds each operation adds: one synchronisation of the threads, little work (the graph's
+        start is spread over its 256 operations: subtracting it would let one slow start make it 0)."""
+        g = self.ggml
+        ctx = self._context(N_OPS * 256, N_OPS + 4, 2 * N_OPS)
+        try:
+            a = g.ggml_new_tensor_1d(ctx, TYPE_IDS["f32"], 16)
+            ctypes.memset(g.ggml_get_data(a), 0, 64)
+            x = a
+            for _ in range(N_OPS):
+                x = g.ggml_add(ctx, x, a)
+            return self._time_graph(ctx, x, 2 * N_OPS) / N_OPS
+        finally:
+            g.ggml_free(ctx)
+
+    def decode_rate(self, name: str, nbytes: int) -> float | None:
+        """Bytes per second ggml's mat-vec streams a matrix of this type (None: cannot be made here)."""
+        g = self.ggml
+        type_id = TYPE_IDS[name]
+        if g.ggml_quantize_requires_imatrix(type_id):
+            return None
+        row = g.ggml_row_size(type_id, ROW)
+        rows = max(64, nbytes // row) // 16 * 16
+        ctx = self._context(rows * row + 3 * ROW * 4 + rows * 4, 4)
+        try:
+            w = g.ggml_new_tensor_2d(ctx, type_id, ROW, rows)
+            x = g.ggml_new_tensor_1d(ctx, TYPE_IDS["f32"], ROW)
+            self._fill(w, type_id, rows, ROW)
+            ctypes.memmove(g.ggml_get_data(x), self.source, ROW * 4)
+            seconds = self._time_graph(ctx, g.ggml_mul_mat(ctx, w, x))
+            return rows * row / seconds if seconds > 0 else None
+        finally:
+            g.ggml_free(ctx)
+
+    def prefill_rate(self, name: str) -> float | None:
+        """Floating-point operations per second of a 128-token batch against a matrix of this type."""
+        g = self.ggml
+        type_id = TYPE_IDS[name]
+        row = g.ggml_row_size(type_id, ROW)
+        ctx = self._context(PREFILL_ROWS * row + 3 * PREFILL_TOKENS * ROW * 4 + PREFILL_ROWS * PREFILL_TOKENS * 4, 4)
+        try:
+            w = g.ggml_new_tensor_2d(ctx, type_id, ROW, PREFILL_ROWS)
+            x = g.ggml_new_tensor_2d(ctx, TYPE_IDS["f32"], ROW, PREFILL_TOKENS)
+            self._fill(w, type_id, PREFILL_ROWS, ROW)
+            self._fill(x, TYPE_IDS["f32"], PREFILL_TOKENS, ROW)
+            seconds = self._time_graph(ctx, g.ggml_mul_mat(ctx, w, x), repeats=3)
+            return 2.0 * ROW * PREFILL_ROWS * PREFILL_TOKENS / seconds if seconds > 0 else None
+        finally:
+            g.ggml_free(ctx)
+
+    def attention_seconds(self, width: int) -> float | None:
+        """Seconds per cell and query head of one token's flash attention over an f16 cache (ggml's
+        kernel: a dot product, an online softmax step and a scaled add per cell)."""
+        g = self.ggml
+        f32, f16 = TYPE_IDS["f32"], TYPE_IDS["f16"]
+        cells, heads, kv_heads = ATTENTION_CELLS, ATTENTION_HEADS, ATTENTION_KV_HEADS
+        kv_bytes = 2 * width * cells * kv_heads * 2
+        ctx = self._context(kv_bytes + 4 * width * heads * 2, 8)
+        try:
+            q = g.ggml_new_tensor_3d(ctx, f32, width, 1, heads)
+            k = g.ggml_new_tensor_3d(ctx, f16, width, cells, kv_heads)
+            v = g.ggml_new_tensor_3d(ctx, f16, width, cells, kv_heads)
+            self._fill(q, f32, heads, width)
+            self._fill(k, f16, cells * kv_heads, width)
+            self._fill(v, f16, cells * kv_heads, width)
+            out = g.ggml_flash_attn_ext(ctx, q, k, v, None, 1.0 / width**0.5, 0.0, 0.0)
+            seconds = self._time_graph(ctx, out)
+            return seconds / (cells * heads)
+        finally:
+            g.ggml_free(ctx)
+
+
+def _busy_jiffies() -> tuple[int, int] | None:
+    """(all CPUs' busy jiffies, this process's): Linux only."""
+    try:
+        with open("/proc/stat") as handle:
+            values = [int(v) for v in handle.readline().split()[1:]]
+        with open("/proc/self/stat") as handle:
+            parts = handle.read().rsplit(")", 1)[1].split()
+        return sum(values) - values[3] - values[4], int(parts[11]) + int(parts[12])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def measure(threads: int | None = None) -> dict[str, Any]:
+    """Every figure of this CPU the speed model uses, with the seconds the probe took."""
+    t0 = time.perf_counter()
+    before = _busy_jiffies()
+    threads = threads or max(1, os.cpu_count() or 1)
+    probe = _Probe(threads)
+    start = probe.graph_start()
+    per_op = probe.per_op()
+    decode = {}
+    for name in DECODE_TYPES:
+        rate = probe.decode_rate(name, DECODE_BYTES)
+        if rate:
+            decode[name] = rate
+    prefill = {}
+    for name in PREFILL_TYPES:
+        rate = probe.prefill_rate(name)
+        if rate:
+            prefill[name] = rate
+    # beyond the cache: the same q8_0 mat-vec on a matrix no cache holds, and a plain f32 read
+    large = probe.decode_rate("q8_0", BANDWIDTH_BYTES)
+    bandwidth = probe.decode_rate("f32", BANDWIDTH_BYTES)
+    attention = {str(width): probe.attention_seconds(width) for width in ATTENTION_WIDTHS}
+    factor = min(1.0, large / decode["q8_0"]) if large and decode.get("q8_0") else 1.0
+    elapsed = time.perf_counter() - t0
+    after = _busy_jiffies()
+    load = None
+    if before and after:  # the share of the CPUs other processes used meanwhile
+        others = (after[0] - before[0]) - (after[1] - before[1])
+        load = max(0.0, others / os.sysconf("SC_CLK_TCK") / elapsed / (os.cpu_count() or 1))
+    return {
+        "threads": threads,
+        "graph_seconds": start,
+        "op_seconds": per_op,
+        "decode_rates": decode,
+        "prefill_rates": prefill,
+        "large_factor": factor,
+        "read_bandwidth": bandwidth,
+        "attention_seconds": attention,
+        "load": load,
+        "probe_seconds": elapsed,
+    }
+
+
+def _main() -> None:
+    import json
+
+    print(json.dumps(measure()))
+
+
+if __name__ == "__main__":
+    _main()

@@ -1,0 +1,179 @@
+"""The speed prediction where the user decides (--plan, --list, the picker) and the learning from replies.
+
+One entry for each: `predict_plan` (a plan and the devices it is for), `predict_cost` (a
+per-token cost kept in the plan cache, for the model lists), and `learn_from_reply` (the
+reply path's hook: never raises, keeps nothing it cannot compare). The formula is
+planner.speed's; this module brings this machine's figures (app.speed_machine) and what
+earlier replies taught (app.speed_learn).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    # the planner is imported when a speed is asked for: the reply path imports this module
+    from planner.hardware import Device
+    from planner.memory import MemoryPlan
+    from planner.speed import GpuSpeed, SpeedPrediction, TokenCost
+
+
+def gpu_speeds(gpus: list[Device]) -> dict[str, GpuSpeed]:
+    """Each GPU's bandwidth figure, or the words that say why there is none."""
+    from planner.speed import GpuSpeed
+
+    out = {}
+    for d in gpus:
+        if d.bandwidth:
+            out[d.name] = GpuSpeed(d.name, d.bandwidth, d.bandwidth_source or "reported by the device")
+        elif d.simulated:
+            out[d.name] = GpuSpeed(
+                d.name,
+                None,
+                "a what-if card with no memory bandwidth given (add bw=, e.g. VRAMCHAT_DEVICES=24GiB,bw=1008GB/s)",
+            )
+        else:
+            out[d.name] = GpuSpeed(d.name, None, f"no memory bandwidth reported for {d.name} ({d.backend})")
+    return out
+
+
+def _what_if(gpus: list[Device]) -> bool:
+    return any(d.simulated for d in gpus)
+
+
+def predict_cost(
+    cost: TokenCost, gpus: list[Device], model: str, devices: str, config: str, measure: bool = True
+) -> SpeedPrediction:
+    """The prediction for a per-token cost, with this machine's figures and its replies' lessons."""
+    from app.speed_learn import calibration
+    from app.speed_machine import cpu_speed
+    from planner.speed import predict
+
+    cpu, why = cpu_speed(measure)
+    speeds = gpu_speeds(gpus)
+    cal = None if _what_if(gpus) else calibration(model, devices, config, cpu, speeds)
+    prediction = predict(cost, cpu, speeds, cal)
+    if cpu is None:
+        prediction.notes.insert(0, f"CPU: {why}")
+    return prediction
+
+
+def predict_plan(plan: MemoryPlan, gpus: list[Device], measure: bool = True) -> SpeedPrediction:
+    """How fast `plan` will run on `gpus` (the device report's, which carry the bandwidths) and this CPU."""
+    from app.speed_learn import config_key, devices_key, model_key
+    from planner.speed import token_cost
+
+    return predict_cost(
+        token_cost(plan), gpus, model_key(plan.model.path), devices_key(plan), config_key(plan), measure
+    )
+
+
+def plan_speed(plan: MemoryPlan, gpus: list[Device]) -> SpeedPrediction:
+    """`predict_plan` for the places a plan is shown: a failure becomes an unknown figure with its
+    reason, never a failed plan."""
+    try:
+        return predict_plan(plan, gpus)
+    except Exception as exc:
+        return unknown(f"the speed could not be predicted ({type(exc).__name__}: {exc})", plan.resolved.n_ctx)
+
+
+def unknown(why: str, n_ctx: int) -> SpeedPrediction:
+    from planner.speed import UNKNOWN, Figure, SpeedPrediction
+
+    figure = Figure(None, None, None, UNKNOWN, why)
+    return SpeedPrediction(figure, figure, figure, n_ctx, [], [why])
+
+
+def decode_speed_of(plan: MemoryPlan, gpus: list[Device]) -> float | None:
+    """Decode tok/s at the start of a chat (learned where replies taught it): the solver's --min-speed test."""
+    return predict_plan(plan, gpus).decode_start.value
+
+
+def decode_speed_for(gpus: list[Device]) -> Callable[[MemoryPlan], float | None]:
+    """`decode_speed_of` for these devices, as the solver's Wishes.decode_speed takes it."""
+    return lambda plan: decode_speed_of(plan, gpus)
+
+
+def tokens_per_second(text: str) -> float:
+    """--min-speed's argument: a positive number of tokens per second (an argparse type)."""
+    import argparse
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of tokens per second") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text} must be a positive number of tokens per second")
+    return value
+
+
+def list_speed(entry: Any, gpus: list[Device]) -> dict[str, Any] | None:
+    """A model list entry's `speed` object (`--list --json`), or None where it has no plan."""
+    s = entry.summary
+    if s is None or s.error:
+        return None
+    try:
+        prediction = predict_summary(s, entry.file.path, gpus)
+    except Exception:
+        return None
+    return prediction.to_json() if prediction is not None else None
+
+
+def summary_fields(plan: MemoryPlan) -> dict[str, Any]:
+    """What a plan-cache summary keeps so that a model list can show the speed without planning again."""
+    from app.speed_learn import config_key, devices_key
+    from planner.speed import token_cost
+
+    cost = token_cost(plan).to_json()
+    return {"speed_cost": cost, "speed_devices": devices_key(plan), "speed_config": config_key(plan)}
+
+
+def predict_summary(summary: Any, path: str, gpus: list[Device], measure: bool = True) -> SpeedPrediction | None:
+    """The prediction for a model list's row (a ModelSummary with summary_fields), or None."""
+    from app.speed_learn import model_key
+    from planner.speed import TokenCost
+
+    data = getattr(summary, "speed_cost", None)
+    if not data:
+        return None
+    try:
+        cost = TokenCost.from_json(data)
+    except (KeyError, TypeError, ValueError):
+        return None
+    return predict_cost(cost, gpus, model_key(path), summary.speed_devices, summary.speed_config, measure)
+
+
+def learn_from_reply(session: Any, stats: Any) -> None:
+    """Keep a finished reply's speed against its prediction (app/reply.py calls it). Never raises: a
+    speed record is worth less than the reply it comes from."""
+    try:
+        _learn(session, stats)
+    except Exception:  # a cache that cannot be written, a probe that fails: nothing learned
+        return
+
+
+def _learn(session: Any, stats: Any) -> None:
+    from app.speed_learn import keep_record, reply_record
+    from planner.speed import token_cost
+
+    model = session.model
+    report = getattr(session, "devices", None) or getattr(session, "_devices", None)
+    gpus = list(report.gpus) if report is not None else []
+    if model is None or _what_if(gpus):
+        return  # on a what-if card the engine runs on this machine, not on the card planned for
+    plan = model.now
+    generated = int(stats.generated_tokens)
+    record = reply_record(
+        model.path,
+        plan,
+        float(stats.tokens_per_second),
+        float(stats.prompt_tokens_per_second),
+        int(stats.prompt_tokens + generated // 2),  # the cells read while decoding, on average
+        generated,
+        int(stats.prompt_tokens - stats.reused_tokens),
+        int(stats.reused_tokens),
+    )
+    if record is not None:
+        keep_record(record, token_cost(plan))

@@ -1,0 +1,427 @@
+"""Predicted against measured decode and prefill speed, on this CPU, side by side in one run.
+
+    python bench/speed_predict.py [--zoo all|none|NAME,...] [--runs N] [--tokens N] [--probes N]
+
+The models: the demo Gemma 3 270M and the tiny zoo models of tests/support (random weights:
+their text is noise, their speed is real). Each is planned for this machine's CPU (as
+`vramchat --plan` would, fixed to flash attention on and an f16 KV cache so that every run
+is comparable), loaded in vramchat's engine process, and asked for replies at three
+context fills (32 tokens, a quarter and three quarters of the context): the prompt's
+prefill speed and the reply's decode speed are the engine's own figures, the ones the app
+learns from. Replies use the app's default sampler chain.
+
+The prediction is planner.speed's, from this machine's probe (app/devices/speed_probe.py).
+The machine is shared, so the probe runs `--probes` times interleaved with the demo's runs
+(in a child process, as the app runs it): "first probe" is what the app would have kept,
+"median probe" the median of the predictions over all probes. Measured figures are medians
+of `--runs` interleaved runs. The load other processes put on the CPUs during each run is
+read from /proc/stat (all CPU time less this bench's and its engine's) and reported.
+
+Learning: the demo's first-round replies (3, one per fill) are recorded exactly as the app
+records a reply (app.speed.learn_from_reply, into a private VRAMCHAT_HOME), and the learned
+prediction is compared with the medians of the later rounds.
+
+For the choice of the probe: the same table gives what the plain bandwidth model would say
+(tokens/s = memory read rate / bytes per token, the read rate from numpy summing a 256 MiB
+array with the engine's thread count).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+STORY = (
+    "Once upon a time, in a small village at the edge of a great forest, there lived an old clockmaker "
+    "who repaired every clock in the valley and told the children stories about the stars. "
+)
+
+
+@dataclass
+class Case:
+    name: str
+    path: str
+    n_ctx: int
+    fills: list[int]
+    plan: Any = None
+    cost: Any = None
+    engine: Any = None
+    prompts: dict[int, list[list[int]]] = field(default_factory=dict)
+    decode: dict[int, list[tuple[float, float]]] = field(default_factory=dict)  # (tok/s, others' load)
+    prefill: dict[int, list[tuple[float, float]]] = field(default_factory=dict)
+    load: list[float] = field(default_factory=list)
+    stats: dict[int, list[Any]] = field(default_factory=dict)
+
+
+def _cpu_jiffies(pids: list[int]) -> tuple[int, int]:
+    """(all CPUs' busy jiffies, those of `pids` and their threads)."""
+    with open("/proc/stat") as handle:
+        values = [int(v) for v in handle.readline().split()[1:]]
+    busy = sum(values) - values[3] - values[4]
+    own = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as handle:
+                parts = handle.read().rsplit(")", 1)[1].split()
+            own += int(parts[11]) + int(parts[12])
+        except (OSError, IndexError, ValueError):
+            pass
+    return busy, own
+
+
+def busy_share(seconds: float) -> float:
+    """The share of the CPUs in use (by anyone) over the next `seconds`."""
+    with open("/proc/stat") as handle:
+        a = [int(v) for v in handle.readline().split()[1:]]
+    time.sleep(seconds)
+    with open("/proc/stat") as handle:
+        b = [int(v) for v in handle.readline().split()[1:]]
+    total = sum(b) - sum(a)
+    idle = (b[3] + b[4]) - (a[3] + a[4])
+    return 1 - idle / total if total else 0.0
+
+
+def wait_quiet(limit: float, patience: float, waited: list[float]) -> None:
+    """Wait until the CPUs stay under `limit` busy for a second, at most `patience` seconds."""
+    start = time.perf_counter()
+    while time.perf_counter() - start < patience:
+        if busy_share(1.0) <= limit:
+            break
+    waited.append(time.perf_counter() - start)
+
+
+def numpy_read_bandwidth(threads: int, size: int = 256 << 20) -> float:
+    """Bytes/s numpy reads a large array with `threads` threads (sum of float32 chunks, best of 5)."""
+    import numpy as np
+
+    a = np.ones(size // 4, dtype=np.float32)
+    chunks = np.array_split(a, threads)
+    best = float("inf")
+    for _ in range(5):
+        workers = [threading.Thread(target=np.sum, args=(c,)) for c in chunks]
+        t0 = time.perf_counter()
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+        best = min(best, time.perf_counter() - t0)
+    return size / best
+
+
+def plan_case(case: Case, host: Any) -> None:
+    from planner.anatomy import load_anatomy
+    from planner.fit import evaluate, fixed_config
+    from planner.gguf import read_gguf
+    from planner.speed import token_cost
+
+    model = load_anatomy(read_gguf(case.path))
+    config = fixed_config(model, [], n_ctx=case.n_ctx, flash_attn=True)
+    case.plan = evaluate(model, config, [], host).plan
+    case.cost = token_cost(case.plan)
+
+
+def make_prompts(case: Case, runs: int, rng: random.Random) -> None:
+    n_vocab = case.plan.model.n_vocab
+    base = case.engine.tokenize(STORY * 400)
+    for fill in case.fills:
+        prompts = []
+        for _ in range(runs):
+            if case.name == "demo":
+                start = rng.randrange(0, 200)
+                tokens = [base[0]] + base[1 + start : start + fill]
+            else:
+                tokens = [rng.randrange(3, n_vocab) for _ in range(fill)]
+            prompts.append(tokens[:fill])
+        case.prompts[fill] = prompts
+
+
+WAITED: list[float] = []
+PATIENCE = [30.0]
+
+
+def run_once(case: Case, fill: int, index: int, tokens: int) -> None:
+    from app.engine import GenerationParams
+
+    wait_quiet(0.10, PATIENCE[0], WAITED)
+    params = GenerationParams(max_tokens=tokens, temperature=0.7, seed=index + 1)
+    pids = [os.getpid()] + ([case.engine.pid] if case.engine.pid else [])
+    busy0, own0 = _cpu_jiffies(pids)
+    t0 = time.perf_counter()
+    for _ in case.engine.generate(case.prompts[fill][index], params):
+        pass
+    elapsed = time.perf_counter() - t0
+    busy1, own1 = _cpu_jiffies(pids)
+    hz = os.sysconf("SC_CLK_TCK")
+    others = max(0.0, ((busy1 - busy0) - (own1 - own0)) / hz / max(elapsed, 1e-6) / (os.cpu_count() or 1))
+    stats = case.engine.last_stats
+    case.load.append(others)
+    case.stats.setdefault(fill, []).append(stats)
+    if stats.generated_tokens >= 16:
+        case.decode.setdefault(fill, []).append((stats.tokens_per_second, others))
+    case.prefill.setdefault(fill, []).append((stats.prompt_tokens_per_second, others))
+
+
+def quiet_median(runs: list[tuple[float, float]], limit: float) -> tuple[float, int, int]:
+    """The median of the runs other processes left alone (all of them when none was): (median, used, of)."""
+    quiet = [v for v, load in runs if load <= limit]
+    chosen = quiet or [v for v, _ in runs]
+    return statistics.median(chosen), len(quiet) if quiet else len(runs), len(runs)
+
+
+def predictions(case: Case, first: Any, best: Any) -> dict[int, dict[str, float]]:
+    from planner.speed import predicted_decode, predicted_prefill
+
+    out = {}
+    for fill in case.fills:
+        gen = statistics.median(s.generated_tokens for s in case.stats[fill]) if case.stats.get(fill) else 0
+        at = int(fill + gen // 2)
+        out[fill] = {
+            "decode_first": predicted_decode(case.cost, at, first, {}) or 0.0,
+            "decode_best": predicted_decode(case.cost, at, best, {}) or 0.0,
+            "prefill_first": predicted_prefill(case.cost, fill, 0, first) or 0.0,
+            "prefill_best": predicted_prefill(case.cost, fill, 0, best) or 0.0,
+        }
+    return out
+
+
+def learn(case: Case, rounds: int) -> None:
+    """Record the first `rounds` rounds of replies as the app does (app.speed.learn_from_reply)."""
+    from app.devices.probes import DeviceReport
+    from app.speed import learn_from_reply
+
+    @dataclass
+    class Loaded:
+        path: str
+        now: Any
+
+    class Session:
+        def __init__(self) -> None:
+            self.model = Loaded(case.path, case.plan)
+            self._devices = DeviceReport([], None, [])  # type: ignore[arg-type]
+
+    session = Session()
+    for index in range(rounds):
+        for fill in case.fills:
+            learn_from_reply(session, case.stats[fill][index])
+
+
+def learned_decode(case: Case) -> dict[int, float]:
+    from app.speed import predict_cost
+    from app.speed_learn import config_key, devices_key, model_key
+    from planner.speed import predicted_decode
+
+    base = predict_cost(case.cost, [], model_key(case.path), devices_key(case.plan), config_key(case.plan))
+    factor = (base.decode_start.value or 0.0) / (base.raw_decode_start or 1.0)
+    out = {}
+    from app.speed_machine import cpu_speed
+
+    cpu, _ = cpu_speed()
+    for fill in case.fills:
+        gen = statistics.median(s.generated_tokens for s in case.stats[fill])
+        out[fill] = (predicted_decode(case.cost, int(fill + gen // 2), cpu, {}) or 0.0) * factor
+    return out
+
+
+def pct(pred: float, meas: float) -> str:
+    return f"{(pred / meas - 1) * 100:+.0f}%" if meas else "n/a"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--zoo", default="all", help="zoo models: all, none, or names separated by commas")
+    parser.add_argument("--runs", type=int, default=5, help="the demo's replies per fill (default 5)")
+    parser.add_argument("--zoo-runs", type=int, default=3, help="each zoo model's replies per fill (default 3)")
+    parser.add_argument("--tokens", type=int, default=64, help="tokens per reply (default 64)")
+    parser.add_argument("--probes", type=int, default=5, help="probe runs interleaved with the demo's (default 5)")
+    parser.add_argument("--demo-ctx", type=int, default=8192, help="the demo's context (default 8192)")
+    parser.add_argument(
+        "--patience",
+        type=float,
+        default=30.0,
+        help="before each run, wait up to this many seconds for the CPUs to be quiet (default 30; 0: never)",
+    )
+    parser.add_argument(
+        "--quiet",
+        type=float,
+        default=0.10,
+        help="runs during which other processes used more of the CPUs are "
+        "left out of the medians (default 0.10; all are kept where none was quieter)",
+    )
+    args = parser.parse_args()
+
+    PATIENCE[0] = args.patience
+    home = tempfile.mkdtemp(prefix="vramchat-speed-bench-")
+    os.environ["VRAMCHAT_HOME"] = home  # learning and the probe's cache stay out of the user's folders
+
+    from app.devices import probe_devices
+    from app.engine.process import EngineProcess
+    from app.speed_machine import run_probe
+    from bench.args import model_path
+    from planner.archs import not_for_chat
+    from planner.speed import CpuSpeed
+    from tests.support.tiny import ZOO, write_tiny_model
+
+    host = probe_devices().host
+    threads = max(1, os.cpu_count() or 1)
+    rng = random.Random(7)
+    cases = [Case("demo", model_path(None), args.demo_ctx, [32, args.demo_ctx // 4, 3 * args.demo_ctx // 4])]
+    names = [] if args.zoo == "none" else list(ZOO) if args.zoo == "all" else args.zoo.split(",")
+    zoo_dir = Path(home) / "zoo"
+    zoo_dir.mkdir()
+    for name in names:
+        if not_for_chat(ZOO[name].arch):
+            continue
+        path = write_tiny_model(zoo_dir / f"{name}.gguf", ZOO[name])
+        cases.append(Case(name, str(path), 4096, [32, 1024, 3072]))
+
+    probes: list[dict[str, Any]] = []
+
+    def probe() -> CpuSpeed:
+        wait_quiet(0.10, args.patience, WAITED)
+        data = run_probe()
+        probes.append(data)
+        data = dict(data, source="bench")
+        return CpuSpeed.from_json(data)
+
+    cpus = [probe()]
+    # the app's figures in the bench's home: the first probe, as the app keeps it (and learns against)
+    from app.cache_files import write_atomically
+    from app.speed_machine import MACHINE_FILE, machine_key, speed_folder
+
+    kept = {"key": machine_key(), "figures": probes[0]}
+    write_atomically(speed_folder() / MACHINE_FILE, json.dumps(kept).encode(), keep=16)
+    numpy_bw = numpy_read_bandwidth(threads)
+
+    demo = cases[0]
+    started = time.perf_counter()
+    for case in cases:
+        plan_case(case, host)
+    # the demo: rounds interleaved with probes; one engine for the whole run
+    demo.engine = EngineProcess()
+    demo.engine.load(demo.path, demo.plan.config)
+    make_prompts(demo, args.runs, rng)
+    for index in range(args.runs):
+        for fill in demo.fills if index % 2 == 0 else reversed(demo.fills):
+            run_once(demo, fill, index, args.tokens)
+        if len(cpus) < args.probes:
+            cpus.append(probe())
+        print(f"demo round {index + 1}/{args.runs} done", flush=True)
+    demo.engine.close()
+    # the zoo: one model at a time, its fills interleaved
+    for case in cases[1:]:
+        case.engine = EngineProcess()
+        try:
+            case.engine.load(case.path, case.plan.config)
+            make_prompts(case, args.zoo_runs, rng)
+            for index in range(args.zoo_runs):
+                for fill in case.fills:
+                    run_once(case, fill, index, args.tokens)
+        except Exception as exc:  # a model this build cannot run: say so, go on
+            print(f"{case.name}: skipped ({type(exc).__name__}: {exc})", flush=True)
+            case.decode.clear()
+        finally:
+            case.engine.close()
+
+    # learning: the demo's first round (3 replies) recorded as the app records them
+    learn(demo, 1)
+    learned = learned_decode(demo)
+
+    from app.speed_machine import merge
+
+    merged = probes[0]
+    for data in probes[1:]:
+        merged = merge(merged, data)
+    best = CpuSpeed.from_json(dict(merged, source="bench"))
+    first = cpus[0]
+    print()
+    print(f"Machine: {os.cpu_count()} CPUs, {threads} engine threads; numpy read {numpy_bw / 1e9:.1f} GB/s")
+    for label, c, data in (("first probe", first, probes[0]), (f"best of {len(probes)}", best, merged)):
+        att = ", ".join(
+            f"{w}: {v * 1e9:.0f} ns" for w, v in sorted(c.attention_seconds.items(), key=lambda x: int(x[0]))
+        )
+        print(
+            f"{label:<12} q8_0 {c.decode_rates.get('q8_0', 0) / 1e9:.1f} GB/s in cache, x{c.large_factor:.2f} beyond; "
+            f"q4_K {c.decode_rates.get('q4_K', 0) / 1e9:.1f}; op {c.op_seconds * 1e6:.2f} us; attention a cell-head "
+            f"({att}); f32 read {c.read_bandwidth / 1e9:.1f} GB/s; others' load {(data.get('load') or 0) * 100:.0f}%"
+        )
+    print()
+    header = (
+        f"{'model':<18}{'fill':>6} {'decode':>8} {'(best)':>8} {'measured':>9} {'runs':>5} {'err':>6} {'(best)':>6} "
+        f"{'bw-only':>8} {'err':>6}  {'prefill':>8} {'measured':>9} {'err':>6}"
+    )
+    print(header)
+    print("-" * len(header))
+    rows = []
+    for case in cases:
+        if not case.decode:
+            continue
+        preds = predictions(case, first, best)
+        for fill in case.fills:
+            if not case.decode.get(fill):
+                continue
+            meas, used, of = quiet_median(case.decode[fill], args.quiet)
+            pre, _, _ = quiet_median(case.prefill[fill], args.quiet)
+            p = preds[fill]
+            gen = statistics.median(s.generated_tokens for s in case.stats[fill])
+            cells = case.cost.cells_at(int(fill + gen // 2))
+            nbytes = sum(d.weight_bytes() + d.kv_bytes(*cells) for d in case.cost.devices)
+            naive = numpy_bw / nbytes
+            rows.append((case.name, fill, p["decode_first"], p["decode_best"], meas, naive, p["prefill_best"], pre))
+            print(
+                f"{case.name:<18}{fill:>6} {p['decode_first']:>8.1f} {p['decode_best']:>8.1f} {meas:>9.1f} "
+                f"{used:>2}/{of:<2} {pct(p['decode_first'], meas):>6} {pct(p['decode_best'], meas):>6} "
+                f"{naive:>8.1f} {pct(naive, meas):>6}  {p['prefill_best']:>8.0f} {pre:>9.0f} "
+                f"{pct(p['prefill_best'], pre):>6}"
+            )
+    print()
+    later = {}
+    for fill in demo.fills:
+        if len(demo.decode.get(fill, [])) > 1:
+            later[fill] = quiet_median(demo.decode[fill][1:], args.quiet)[0]
+    print("Demo after learning from its first 3 replies (one per fill), against the later rounds' medians:")
+    for fill in demo.fills:
+        if fill in later:
+            got, meas = learned[fill], later[fill]
+            print(f"  fill {fill:>5}: learned {got:.1f} tok/s, measured {meas:.1f}: {pct(got, meas)}")
+
+    def summary(label: str, index: int, only: str | None = None, skip: str | None = None) -> None:
+        errs = [abs(r[index] / r[4] - 1) for r in rows if r[4] and (only is None or r[0] == only) and r[0] != skip]
+        if errs:
+            print(f"  {label:<40} median {statistics.median(errs) * 100:3.0f}%, max {max(errs) * 100:3.0f}%")
+
+    print()
+    print("Decode error |predicted / measured - 1|:")
+    summary("demo, first probe", 2, only="demo")
+    summary("demo, best of the probes", 3, only="demo")
+    summary("zoo, best of the probes", 3, skip="demo")
+    summary("demo, bandwidth alone (numpy read)", 5, only="demo")
+    summary("zoo, bandwidth alone (numpy read)", 5, skip="demo")
+    print(f"  ({len({r[0] for r in rows}) - 1} zoo models: {', '.join(sorted({r[0] for r in rows} - {'demo'}))})")
+    pre_errs = [abs(r[6] / r[7] - 1) for r in rows if r[7]]
+    if pre_errs:
+        print(f"Prefill error: median {statistics.median(pre_errs) * 100:.0f}%, max {max(pre_errs) * 100:.0f}%")
+    loads = [x for c in cases for x in c.load]
+    quiet = sum(1 for x in loads if x <= args.quiet)
+    print(
+        f"Others' load on the CPUs during the runs: median {statistics.median(loads) * 100:.0f}%, "
+        f"max {max(loads) * 100:.0f}%; {quiet} of {len(loads)} runs under {args.quiet * 100:.0f}%; "
+        f"whole run {time.perf_counter() - started:.0f} s, of which {sum(WAITED):.0f} s waiting for quiet CPUs"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,730 @@
+"""How fast a plan will run: decode and prefill tokens per second, before the load.
+
+The derivation, for one decoded token (llama.cpp runs the whole graph once per token):
+
+1. **Bytes read, per device.** Every weight matrix of the layers a device holds is read once:
+   its bytes as stored (a q4_K matrix reads 4.5 bits a weight). `token_embd` is looked up,
+   not multiplied: one row a token. The output matrix (or, when tied, `token_embd` again as a
+   matrix) is read whole on the device of the output layer. A mixture-of-experts layer reads
+   only the experts the router picks: each `*_exps` tensor counts expert_used_count /
+   expert_count of its bytes; shared experts (`*_shexp`) and dense parts count whole.
+   The KV cache is read up to the filled cells: at a fill of n tokens each attention layer
+   reads n cells (padded to llama.cpp's 256) of K and V, a sliding-window layer at most its
+   window's cells; recurrent layers read and write their state.
+2. **Time per device.** A GPU streams bytes at its memory bandwidth times an efficiency
+   (`GPU_EFFICIENCY`, a table figure: 60%, with `GPU_OP_SECONDS` a kernel, fitted to two
+   decodes recorded on an H100: the demo, where the kernels' count dominates, and an
+   8B-shaped Q4_0, where the bytes do). A CPU on a few cores is bound by the
+   dequantising arithmetic as much as by memory, so its rate is timed per weight type
+   (app/devices/speed_probe.py: ggml's own mat-vec with the engine's threads): `rate(type)`
+   bytes/s for a matrix that stays in cache, times one slowdown factor `large_factor`
+   measured on a matrix that cannot (q8_0, 192 MiB), for the part of the token's working
+   set that is beyond the cache. Between 8 MiB (in cache) and 192 MiB (beyond) the factor
+   is interpolated geometrically in the working set. On this machine the same factor held
+   for six types within 10% (a q5_0 matrix slows as much as a q8_0 one). The CPU's
+   attention costs per cached cell and query head (a dot product, an online-softmax step
+   and a scaled add in ggml's flash-attention kernel), timed per head width (64, 128, 256:
+   ggml has faster paths for some widths, 34 ns a cell-head at 64 against 9 at 128 here),
+   and is slowed by the same factor once the working set spills out of the cache.
+3. **Fixed cost per token.** Each graph pays its start (`graph_seconds`, waking the threads)
+   and one synchronisation per operation (`op_seconds` x the graph's operations on the CPU,
+   both timed by the probe; `GPU_OP_SECONDS` a kernel on a GPU); each split between devices
+   passes the hidden state (n_embd floats, microseconds over PCIe) at `SPLIT_SECONDS` of
+   latency; the sampler chain costs `SAMPLER_SECONDS_PER_ENTRY` x n_vocab; the engine
+   process's own loop (Python, the socket to the app, the piece's text)
+   `ENGINE_TOKEN_SECONDS`. The GPU, split, sampler and engine figures are table figures,
+   timed once on the machine vramchat is developed on (a 2-core Xeon), not on the user's.
+4. **Decode speed** = 1 / (the sum of the devices' times + the fixed costs), at the start
+   of a chat (fill 0) and at a full context (fill n_ctx).
+5. **Prefill** of a prompt of N tokens: the FLOPs of its matmuls, 2 x active parameters x N,
+   plus attention, 2 x heads x (key + value width) x the cells each token sees, at the
+   CPU's timed mat-mul rate per weight type (a 128-token batch); plus, per batch, the output
+   matrix once (only the batch's last token's logits are computed) and its graph. A GPU's
+   arithmetic rate is not known to vramchat, so a plan with GPU layers has no prefill figure.
+
+Every figure says its basis: `measured` (this machine's probe), `learned` (calibrated by the
+speed of real replies: the median of measured / predicted), `table` (a spec-sheet or
+what-if figure, not timed here) or `unknown`. A figure is always a range: +-30% when
+measured (the error bench/speed_predict.py saw before any learning), +-50% from a table,
+and from learning the spread of the replies' ratios, never narrower than
+`MIN_LEARNED_BAND`, widened while fewer than `ENOUGH_REPLIES` replies exist.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+import statistics
+from dataclasses import dataclass, field
+from typing import Any
+
+from planner.hardware import Device
+from planner.memory import MemoryPlan
+from planner.model import ModelAnatomy
+from planner.recurrent import rs_layout
+from planner.units import EXPERT_TENSOR, format_size, round_up
+from planner.weights import HOST_INDEX, weight_buffers
+
+MEASURED, LEARNED, TABLE, UNKNOWN = "measured", "learned", "table", "unknown"
+_BASIS_ORDER = (UNKNOWN, TABLE, MEASURED, LEARNED)  # weakest first
+
+# -- constants (table figures: not timed on the user's machine) ---------------------------------
+# fitted to the lent H100's 2,000-token decodes (tests/data/cuda_h100.json.gz: the demo, 246 MB a token,
+# 1.09 ms; an 8B-shaped Q4_0, 4.1 GB a token, 3.16 ms; CUDA graphs on): two unknowns, two runs
+GPU_EFFICIENCY = 0.60  # share of the spec sheet's bandwidth llama.cpp's decode kernels reach
+GPU_OP_SECONDS = 1.5e-6  # one kernel of a CUDA graph, per operation
+GPU_GRAPH_SECONDS = 150e-6  # a GPU graph's start: inputs uploaded, the result copied back
+SPLIT_SECONDS = {"cuda": 25e-6, "rocm": 30e-6, "vulkan": 40e-6, "metal": 10e-6, "rpc": 400e-6}
+ENGINE_TOKEN_SECONDS = 120e-6  # vramchat's engine loop: a ctypes decode call, the piece, the socket
+# the engine's sampler chain (penalties, top-k, top-p, min-p, temperature, a draw) per vocabulary entry,
+# llama_sampler_sample's copy of the logits included: 1.0 ms for the demo's 262,144 entries here
+SAMPLER_SECONDS_PER_ENTRY = 3.8e-9
+# the probe's two sizes (app/devices/speed_probe.py): in cache, and beyond any cache
+SMALL_SET = 8 << 20
+LARGE_SET = 192 << 20
+KV_PAD = 256  # llama.cpp pads the cells attention reads to a multiple of 256
+OPS_PER_LAYER_GUESS = 25  # operations of a layer where no graph builder knows the architecture
+PROMPT_TOKENS = 512  # the prompt a prefill figure is quoted for
+
+# bands (half-widths as a fraction of the figure)
+MEASURED_BAND = 0.30
+TABLE_BAND = 0.50
+MIN_LEARNED_BAND = 0.05
+ENOUGH_REPLIES = 3
+MAX_RATIOS = 20  # the newest replies a calibration keeps
+
+# types the probe cannot time (they need an importance matrix to be made): the nearest timed kernel
+DECODE_FALLBACK = {
+    "q8_1": "q8_0",
+    "q8_k": "q8_0",
+    "iq2_xxs": "q2_K",
+    "iq2_xs": "q2_K",
+    "iq2_s": "q2_K",
+    "iq3_xxs": "q3_K",
+    "iq3_s": "q3_K",
+    "iq1_s": "q2_K",
+    "iq1_m": "q2_K",
+    "tq1_0": "q2_K",
+    "tq2_0": "q2_K",
+    "nvfp4": "mxfp4",
+    "q1_0": "q2_K",
+    "q2_0": "q2_K",
+}
+PREFILL_FALLBACK = {
+    "f32": "f16",
+    "bf16": "f16",
+    "q4_1": "q4_0",
+    "q5_1": "q5_0",
+    "iq4_nl": "q4_0",
+    "iq4_xs": "q4_0",
+    "mxfp4": "q4_0",
+    "q2_K": "q4_K",
+    "q3_K": "q4_K",
+    "q5_K": "q4_K",
+}
+_EXPERT_RE = re.compile(EXPERT_TENSOR)
+_EMPTY_OPS = frozenset({"NONE", "VIEW", "RESHAPE", "PERMUTE", "TRANSPOSE"})
+
+
+# -- the machine ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CpuSpeed:
+    """What the CPU probe measured (app/devices/speed_probe.py), or None where it could not."""
+
+    threads: int
+    graph_seconds: float
+    op_seconds: float
+    decode_rates: dict[str, float]  # ggml type -> bytes/s of a mat-vec that stays in cache
+    prefill_rates: dict[str, float]  # ggml type -> FLOP/s of a 128-token mat-mul
+    large_factor: float  # the rate beyond the cache / the rate in cache (q8_0)
+    read_bandwidth: float  # bytes/s of one large f32 read (reported; the per-type rates decide)
+    attention_seconds: dict[str, float] = field(default_factory=dict)  # head width -> s per cell and query head
+    source: str = "measured on this machine"
+
+    def decode_rate(self, type_name: str, working_set: int) -> tuple[float, str | None]:
+        """Bytes/s for this type at this working set, and the timed type used when this one was not."""
+        name, used = _timed(type_name, self.decode_rates, DECODE_FALLBACK)
+        rate = self.decode_rates.get(name) or min(self.decode_rates.values())
+        return rate * self.cache_factor(working_set), used
+
+    def cache_factor(self, working_set: int) -> float:
+        if working_set <= SMALL_SET:
+            return 1.0
+        if working_set >= LARGE_SET:
+            return self.large_factor
+        share = math.log(working_set / SMALL_SET) / math.log(LARGE_SET / SMALL_SET)
+        return float(self.large_factor**share)
+
+    def attention_cell(self, width: int) -> float:
+        """Seconds one cached cell costs one query head of this width (the nearest width timed)."""
+        if not self.attention_seconds:
+            return 2 * width * 2 / self.decode_rates.get("f16", min(self.decode_rates.values()))
+        near = min(self.attention_seconds, key=lambda w: abs(math.log(max(width, 1) / int(w))))
+        return self.attention_seconds[near]
+
+    def prefill_rate(self, type_name: str) -> tuple[float, str | None]:
+        name, used = _timed(type_name, self.prefill_rates, PREFILL_FALLBACK)
+        return self.prefill_rates.get(name) or min(self.prefill_rates.values()), used
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "threads": self.threads,
+            "graph_seconds": self.graph_seconds,
+            "op_seconds": self.op_seconds,
+            "decode_rates": dict(self.decode_rates),
+            "prefill_rates": dict(self.prefill_rates),
+            "large_factor": self.large_factor,
+            "read_bandwidth": self.read_bandwidth,
+            "attention_seconds": dict(self.attention_seconds),
+            "source": self.source,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> CpuSpeed:
+        return cls(
+            threads=int(data["threads"]),
+            graph_seconds=float(data["graph_seconds"]),
+            op_seconds=float(data["op_seconds"]),
+            decode_rates={str(k): float(v) for k, v in data["decode_rates"].items()},
+            prefill_rates={str(k): float(v) for k, v in data["prefill_rates"].items()},
+            large_factor=float(data["large_factor"]),
+            read_bandwidth=float(data["read_bandwidth"]),
+            attention_seconds={str(k): float(v) for k, v in data["attention_seconds"].items() if v},
+            source=str(data.get("source", "measured on this machine")),
+        )
+
+
+def _timed(type_name: str, rates: dict[str, float], fallback: dict[str, str]) -> tuple[str, str | None]:
+    """The timed type for `type_name` (ggml spells the K-quants with a capital K)."""
+    for name in (type_name, type_name.replace("_k", "_K")):
+        if name in rates:
+            return name, None
+    near = fallback.get(type_name) or fallback.get(type_name.lower())
+    if near and near in rates:
+        return near, near
+    return "q8_0" if "q8_0" in rates else next(iter(rates)), "q8_0"
+
+
+# -- what one token costs, from the plan ---------------------------------------------------------
+
+
+@dataclass
+class DeviceCost:
+    """What one decoded token reads and computes on one device (the host is "CPU")."""
+
+    name: str
+    backend: str  # cpu, cuda, rocm, metal, vulkan, rpc
+    weights: dict[str, int] = field(default_factory=dict)  # ggml type -> bytes read per token
+    output_bytes: int = 0  # of which the output matrix (prefill reads it once per prompt)
+    output_type: str = ""
+    params: dict[str, int] = field(default_factory=dict)  # ggml type -> weights multiplied per token
+    output_params: int = 0
+    kv_cell: dict[str, int] = field(default_factory=dict)  # K/V type -> bytes per cell, full-context layers
+    kv_cell_swa: dict[str, int] = field(default_factory=dict)  # the same, sliding-window layers
+    attn_heads: dict[str, int] = field(default_factory=dict)  # head width -> query heads, full-context layers
+    attn_heads_swa: dict[str, int] = field(default_factory=dict)  # the same, sliding-window layers
+    state_bytes: int = 0  # recurrent state read and written per token
+    layers: int = 0
+    ops: int = 0  # graph operations a token runs here
+
+    @property
+    def is_host(self) -> bool:
+        return self.backend == "cpu"
+
+    def weight_bytes(self) -> int:
+        return sum(self.weights.values())
+
+    def kv_bytes(self, cells: int, cells_swa: int) -> int:
+        return cells * sum(self.kv_cell.values()) + cells_swa * sum(self.kv_cell_swa.values())
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: (dict(v) if isinstance(v, dict) else v) for k, v in self.__dict__.items()}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> DeviceCost:
+        known = set(cls.__dataclass_fields__)
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+@dataclass
+class TokenCost:
+    """A plan's per-token cost: everything the speed formula needs but the machine's figures."""
+
+    devices: list[DeviceCost]  # in the order a token passes them (host first, as llama.cpp's layers)
+    n_vocab: int
+    n_embd: int
+    n_ctx: int
+    n_ubatch: int
+    cells: int  # KV cells of the full-context cache
+    cells_swa: int  # KV cells of the sliding-window cache (0: none)
+    splits: list[str] = field(default_factory=list)  # backend of each hand-over between devices
+    ops_exact: bool = True  # the operations were counted on the graph llama.cpp builds
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        data = {k: v for k, v in self.__dict__.items() if k != "devices"}
+        data["devices"] = [d.to_json() for d in self.devices]
+        data["splits"], data["notes"] = list(self.splits), list(self.notes)
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> TokenCost:
+        known = set(cls.__dataclass_fields__) - {"devices"}
+        cost = cls(devices=[DeviceCost.from_json(d) for d in data["devices"]], **{k: data[k] for k in known})
+        return cost
+
+    def cells_at(self, fill: int) -> tuple[int, int]:
+        """Cells attention reads at a fill of `fill` tokens: (full-context cache, sliding-window cache)."""
+        padded = min(self.cells, round_up(max(fill, 1), KV_PAD)) if self.cells else 0
+        return padded, min(self.cells_swa, padded) if self.cells_swa else 0
+
+
+_ops_memo: dict[tuple[str, int, int, bool, str], int | None] = {}
+
+
+def _graph_ops(plan: MemoryPlan) -> int | None:
+    """Operations a one-token graph runs (views and reshapes cost nothing), from the graph llama.cpp
+    builds; None where no graph builder knows the architecture."""
+    m, r = plan.model, plan.resolved
+    key = (m.path, m.file_bytes, m.n_layer, r.config.flash_attn, r.type_k.name)
+    if key not in _ops_memo:
+        from planner.compute import build_graph  # the graph builders: only when a count is not known
+        from planner.errors import PlannerError
+
+        try:
+            ctx = build_graph(m, r, plan.kv, 1, 1, 1)
+            _ops_memo[key] = sum(1 for node in ctx.g.nodes if node.op not in _EMPTY_OPS)
+        except (PlannerError, ArithmeticError, ValueError, KeyError, IndexError, TypeError, AttributeError):
+            _ops_memo[key] = None
+    return _ops_memo[key]
+
+
+def _expert_share(model: ModelAnatomy, layer: int) -> float:
+    experts = model.experts
+    if experts is None or not experts.n_expert:
+        return 1.0
+    used = experts.n_used
+    if experts.n_used_per_layer and layer < len(experts.n_used_per_layer):
+        used = experts.n_used_per_layer[layer] or used
+    return min(1.0, used / experts.n_expert)
+
+
+def _elements(shape: tuple[int, ...]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def token_cost(plan: MemoryPlan) -> TokenCost:
+    """Bytes read, weights multiplied and operations run per decoded token, per device (see the module)."""
+    m, r = plan.model, plan.resolved
+    gpus = [Device(d.name, "gpu", d.backend, d.total, d.free) for d in plan.gpus]
+    gpus_used = gpus if (r.n_gpu_layers > 0 or r.config.op_offload) else []
+    wb = weight_buffers(m, r, plan.placement, gpus_used, frozenset())
+    host = DeviceCost("CPU", "cpu")
+    devices = [DeviceCost(d.name, d.backend) for d in gpus]
+
+    def on(index: int) -> DeviceCost:
+        return host if index == HOST_INDEX or not gpus_used else devices[index]
+
+    def read(target: DeviceCost, type_name: str, nbytes: float, params: float, output: bool = False) -> None:
+        target.weights[type_name] = target.weights.get(type_name, 0) + round(nbytes)
+        if output:
+            target.output_bytes += round(nbytes)
+            target.output_type = type_name
+            target.output_params += round(params)
+        elif params:
+            target.params[type_name] = target.params.get(type_name, 0) + round(params)
+
+    for t in m.input_tensors:  # looked up: one row a token
+        rows = t.shape[1] if len(t.shape) > 1 else 1
+        read(host, t.type.name, t.n_bytes / max(rows, 1), 0)
+    for layer in m.layers:
+        if layer.is_mtp:
+            continue
+        share = _expert_share(m, layer.index)
+        for t in layer.tensors:
+            target = on(wb.tensor_device.get(t.name, HOST_INDEX))
+            fraction = share if _EXPERT_RE.search(t.name) else 1.0
+            matrix = len(t.shape) >= 2 and not t.name.endswith(".bias")
+            read(target, t.type.name, t.n_bytes * fraction, _elements(t.shape) * fraction if matrix else 0)
+    for t in m.other_tensors:
+        read(on(wb.tensor_device.get(t.name, HOST_INDEX)), t.type.name, t.n_bytes, 0)
+    out_device = on(plan.placement.output)
+    for t in m.output_tensors:
+        matrix = len(t.shape) >= 2
+        read(out_device, t.type.name, t.n_bytes, _elements(t.shape) if matrix else 0, output=matrix)
+    if m.tied_output:
+        embd = m.tensor("token_embd.weight")
+        if embd is not None:
+            read(out_device, embd.type.name, embd.n_bytes, _elements(embd.shape), output=True)
+
+    by_layer = {layer.index: layer for layer in m.layers}
+    for kt in plan.kv.tensors:
+        target = on(plan.placement.layers[kt.layer] if r.config.offload_kqv else HOST_INDEX)
+        cell = kt.type.row_bytes(kt.ne[0])  # one cell of one sequence's stream
+        book = target.kv_cell_swa if kt.swa else target.kv_cell
+        book[kt.type.name] = book.get(kt.type.name, 0) + cell
+        layer = by_layer[kt.layer]
+        if kt.kind == "k":
+            width = str((layer.head_dim_k + (layer.head_dim_v or layer.head_dim_k)) // 2)
+            heads = target.attn_heads_swa if kt.swa else target.attn_heads
+            heads[width] = heads.get(width, 0) + layer.n_head
+    for st in rs_layout(m, r).tensors:
+        target = on(plan.placement.layers[st.layer] if r.config.offload_kqv else HOST_INDEX)
+        target.state_bytes += 2 * st.nbytes // max(r.n_seq_max, 1)  # read, then written back
+
+    for il, index in enumerate(plan.placement.layers):
+        if not by_layer[il].is_mtp:
+            on(index).layers += 1
+    ops = _graph_ops(plan)
+    notes = []
+    if ops is None:
+        ops = OPS_PER_LAYER_GUESS * m.n_trunk + 8
+        notes.append(f"graph operations estimated ({OPS_PER_LAYER_GUESS} a layer): no graph builder for this model")
+    per_layer = ops / max(m.n_trunk, 1)
+    for d in [host, *devices]:
+        d.ops = round(per_layer * d.layers)
+    out_device.ops += max(ops - sum(d.ops for d in [host, *devices]), 0)
+
+    # a token passes the host (input), then the layers in order, then the output layer's device
+    order: list[DeviceCost] = [host]
+    for index in [*plan.placement.layers, plan.placement.output]:
+        d = on(index)
+        if d is not order[-1]:
+            order.append(d)
+    splits = [b.backend if b.backend != "cpu" else a.backend for a, b in itertools.pairwise(order)]
+    used = [host] + [d for d in devices if d.weights or d.layers]
+    repacked = sum(t.n_bytes for t in _all_tensors(m) if t.name in wb.repacked)
+    if repacked:
+        notes.append(
+            f"{repacked / 2**20:.0f} MiB of host weights run repacked for this CPU (CPU_REPACK): "
+            "the probe timed ggml's plain kernels, so decode may be faster than predicted"
+        )
+    return TokenCost(
+        used,
+        m.n_vocab,
+        m.n_embd,
+        r.n_ctx,
+        r.n_ubatch,
+        plan.kv.cells if plan.kv.tensors else 0,
+        plan.kv.cells_swa if any(t.swa for t in plan.kv.tensors) else 0,
+        splits,
+        ops_exact=not notes or not notes[0].startswith("graph"),
+        notes=notes,
+    )
+
+
+def _all_tensors(model: ModelAnatomy) -> list[Any]:
+    out = list(model.input_tensors) + list(model.output_tensors) + list(model.other_tensors)
+    for layer in model.layers:
+        out += layer.tensors
+    return out
+
+
+# -- the prediction ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GpuSpeed:
+    """A GPU's memory bandwidth (bytes/s) and where the figure comes from; None where unknown."""
+
+    name: str
+    bandwidth: float | None
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Measured / predicted speed of real replies, newest last, and whose replies they were."""
+
+    decode_ratios: tuple[float, ...] = ()
+    prefill_ratios: tuple[float, ...] = ()
+    scope: str = "this model and configuration"
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A predicted speed in tokens per second, with its range and basis; value None when unknown."""
+
+    value: float | None
+    low: float | None
+    high: float | None
+    basis: str
+    note: str = ""
+    replies: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        def r(x: float | None) -> float | None:
+            return None if x is None else round(x, 1)
+
+        return {
+            "tokens_per_second": r(self.value),
+            "low": r(self.low),
+            "high": r(self.high),
+            "basis": self.basis,
+            "replies": self.replies,
+            "note": self.note,
+        }
+
+    def text(self) -> str:
+        if self.value is None or self.low is None or self.high is None:
+            return f"unknown ({self.note})" if self.note else "unknown"
+        span = f"{_num(self.low)}–{_num(self.high)}"
+        if self.basis == LEARNED and self.replies >= ENOUGH_REPLIES:
+            return f"≈{_num(self.value)} tok/s ({span}, {self.note})"
+        return f"{span} tok/s ({self.note or self.basis})"
+
+
+def _span(f: Figure) -> str:
+    """ "≈38 (35–40)" once enough replies taught it, else the range "30–45"."""
+    assert f.value is not None and f.low is not None and f.high is not None
+    if f.basis == LEARNED and f.replies >= ENOUGH_REPLIES:
+        return f"≈{_num(f.value)} ({_num(f.low)}–{_num(f.high)})"
+    return f"{_num(f.low)}–{_num(f.high)}"
+
+
+def _num(x: float) -> str:
+    return f"{x:,.0f}" if x >= 10 else f"{x:.1f}"
+
+
+@dataclass(frozen=True)
+class DeviceSpeed:
+    name: str
+    basis: str
+    source: str
+    bytes_per_token: int
+    seconds_per_token: float | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "basis": self.basis,
+            "source": self.source,
+            "bytes_per_token": self.bytes_per_token,
+            "seconds_per_token": None if self.seconds_per_token is None else round(self.seconds_per_token, 6),
+        }
+
+
+@dataclass(frozen=True)
+class SpeedPrediction:
+    """Decode at the start and at a full context, prefill of a 512-token prompt: each a Figure."""
+
+    decode_start: Figure
+    decode_full: Figure
+    prefill: Figure
+    n_ctx: int
+    devices: list[DeviceSpeed]
+    notes: list[str]
+    raw_decode_start: float | None = None  # before any learning (what a reply is compared with)
+
+    @property
+    def basis(self) -> str:
+        bases = [f.basis for f in (self.decode_start, self.prefill)]
+        known = [b for b in bases if b != UNKNOWN]
+        if not known:
+            return UNKNOWN
+        return min(known, key=_BASIS_ORDER.index)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "basis": self.basis,
+            "decode_start": self.decode_start.to_json() | {"context_tokens": 0},
+            "decode_full": self.decode_full.to_json() | {"context_tokens": self.n_ctx},
+            "prefill": self.prefill.to_json() | {"prompt_tokens": PROMPT_TOKENS},
+            "devices": [d.to_json() for d in self.devices],
+            "notes": list(self.notes),
+        }
+
+    def line(self) -> str:
+        """One line for the picker: decode at the start and at a full context, the prompt, the basis."""
+        start = self.decode_start
+        if start.value is None:
+            return f"Speed: {start.text()}"
+        parts = [f"{_span(start)} tok/s at the start"]
+        if self.decode_full.value is not None:
+            parts.append(f"{_span(self.decode_full)} at {self.n_ctx:,} tokens")
+        if self.prefill.value is not None:
+            parts.append(f"prompt {_span(self.prefill)} tok/s")
+        return f"Speed: {', '.join(parts)} ({start.note or start.basis})"
+
+    def short(self) -> str:
+        """A table cell: the decode range at the start and its basis in a word."""
+        f = self.decode_start
+        if f.value is None or f.low is None or f.high is None:
+            return "? tok/s"
+        if f.basis == LEARNED and f.replies >= ENOUGH_REPLIES:
+            return f"≈{_num(f.value)} tok/s"
+        return f"{_num(f.low)}–{_num(f.high)} tok/s"
+
+    def text(self) -> str:
+        """The `--plan` table's section."""
+        rows = (
+            ("decode at the start", self.decode_start),
+            (f"decode at {self.n_ctx:,} tokens", self.decode_full),
+            (f"prompt of {PROMPT_TOKENS} tokens", self.prefill),
+        )
+        lines = ["Speed (predicted before the load)"] + [f"  {label:<26}{f.text()}" for label, f in rows]
+        for d in self.devices:
+            per = "" if d.seconds_per_token is None else f", {d.seconds_per_token * 1000:.2f} ms a token"
+            lines.append(f"  {d.name:<8} reads {format_size(d.bytes_per_token)} a token{per}: {d.source}")
+        lines += [f"  - {n}" for n in self.notes]
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class _Time:
+    seconds: float | None  # None: a device with no figure
+    basis: str
+    per_device: list[tuple[DeviceCost, float | None, str, str]]  # (device, seconds, basis, source)
+    notes: tuple[str, ...] = ()
+
+
+def decode_seconds(cost: TokenCost, fill: int, cpu: CpuSpeed | None, gpus: dict[str, GpuSpeed]) -> _Time:
+    """Seconds one token takes at a fill of `fill` tokens, with its basis and each device's share."""
+    cells, cells_swa = cost.cells_at(fill)
+    total, basis = 0.0, MEASURED
+    parts: list[tuple[DeviceCost, float | None, str, str]] = []
+    notes: list[str] = []
+    missing = False
+    for d in cost.devices:
+        kv = d.kv_bytes(cells, cells_swa)
+        streamed = d.weight_bytes() + kv + d.state_bytes
+        if d.is_host:
+            if cpu is None:
+                parts.append((d, None, UNKNOWN, "this CPU's speed was not measured"))
+                missing = True
+                continue
+            seconds = cpu.graph_seconds + d.ops * cpu.op_seconds
+            for type_name, nbytes in d.weights.items():
+                rate, used = cpu.decode_rate(type_name, streamed)
+                seconds += nbytes / rate
+                if used:
+                    notes.append(f"{type_name} weights timed as {used} (the probe cannot make {type_name})")
+            # attention: per cell and query head, timed in cache; slowed as the weights once it spills
+            attention = sum(
+                heads * n * cpu.attention_cell(int(width))
+                for book, n in ((d.attn_heads, cells), (d.attn_heads_swa, cells_swa))
+                for width, heads in book.items()
+            )
+            seconds += attention / cpu.cache_factor(streamed)
+            if d.state_bytes:
+                seconds += d.state_bytes / cpu.decode_rate("f32", streamed)[0]
+            parts.append((d, seconds, MEASURED, cpu.source))
+            total += seconds
+        else:
+            gpu = gpus.get(d.name)
+            if gpu is None or not gpu.bandwidth:
+                why = (gpu.source if gpu and gpu.source else "") or "its memory bandwidth is not known"
+                parts.append((d, None, UNKNOWN, why))
+                missing = True
+                continue
+            seconds = GPU_GRAPH_SECONDS + d.ops * GPU_OP_SECONDS + streamed / (gpu.bandwidth * GPU_EFFICIENCY)
+            parts.append((d, seconds, TABLE, gpu.source))
+            basis = TABLE
+            total += seconds
+    total += sum(SPLIT_SECONDS.get(b, SPLIT_SECONDS["cuda"]) for b in cost.splits)
+    total += ENGINE_TOKEN_SECONDS
+    total += cost.n_vocab * SAMPLER_SECONDS_PER_ENTRY
+    if missing:
+        return _Time(None, UNKNOWN, parts, tuple(dict.fromkeys(notes)))
+    return _Time(total, basis, parts, tuple(dict.fromkeys(notes)))
+
+
+def prefill_seconds(cost: TokenCost, n_tokens: int, start: int, cpu: CpuSpeed | None) -> _Time:
+    """Seconds a prompt of `n_tokens` takes after `start` tokens already in the cache (CPU plans only)."""
+    if any(not d.is_host for d in cost.devices):
+        return _Time(None, UNKNOWN, [], ("a GPU's arithmetic rate is not known to vramchat",))
+    if cpu is None:
+        return _Time(None, UNKNOWN, [], ("this CPU's speed was not measured",))
+    d = cost.devices[0]
+    seconds = 0.0
+    for type_name, params in d.params.items():
+        seconds += 2.0 * params * n_tokens / cpu.prefill_rate(type_name)[0]
+    # attention: each token sees the cells before it (a window's worth on sliding-window layers)
+    mean_seen = start + (n_tokens + 1) / 2
+    full_cells = min(cost.cells or 0, mean_seen)
+    swa_cells = min(cost.cells_swa, mean_seen) if cost.cells_swa else 0
+    attn = sum(4 * int(w) * h for w, h in d.attn_heads.items()) * full_cells
+    attn += sum(4 * int(w) * h for w, h in d.attn_heads_swa.items()) * swa_cells
+    seconds += attn * n_tokens / cpu.prefill_rate("f16")[0]
+    # each batch (the engine decodes a prompt in batches of n_ubatch here) computes the logits of its last
+    # token only: the output matrix once a batch, and the batch's graph
+    batches = -(-n_tokens // max(cost.n_ubatch, 1))
+    if d.output_bytes:
+        seconds += batches * d.output_bytes / cpu.decode_rate(d.output_type, d.weight_bytes())[0]
+    seconds += batches * (cpu.graph_seconds + d.ops * cpu.op_seconds)
+    return _Time(seconds, MEASURED, [], ())
+
+
+def _band(basis: str) -> float:
+    return TABLE_BAND if basis == TABLE else MEASURED_BAND
+
+
+def _figure(raw: float | None, basis: str, ratios: tuple[float, ...], scope: str, why: str = "") -> Figure:
+    """A figure from a raw prediction (tok/s) and the ratios real replies measured against it."""
+    if raw is None or raw <= 0:
+        return Figure(None, None, None, UNKNOWN, why)
+    if not ratios:
+        band = _band(basis)
+        return Figure(raw, raw * (1 - band), raw * (1 + band), basis, basis)
+    ratios = ratios[-MAX_RATIOS:]
+    n = len(ratios)
+    mid = statistics.median(ratios)
+    # the band: the replies' own spread, and while few exist, the unlearned band shrinking with their count
+    spread = max(abs(max(ratios) - mid), abs(mid - min(ratios))) / mid
+    floor = MEASURED_BAND / math.sqrt(n + 1) if n < ENOUGH_REPLIES else 0.0
+    half = min(max(spread, floor, MIN_LEARNED_BAND), _band(basis))
+    value = raw * mid
+    words = "reply" if n == 1 else "replies"
+    note = f"learned from {n} {words}" + ("" if scope == "this model and configuration" else f" ({scope})")
+    return Figure(value, value * (1 - half), value * (1 + half), LEARNED, note, n)
+
+
+def predict(
+    cost: TokenCost,
+    cpu: CpuSpeed | None,
+    gpus: dict[str, GpuSpeed] | None = None,
+    calibration: Calibration | None = None,
+) -> SpeedPrediction:
+    """The speed of a plan whose per-token cost is `cost`, on this machine's figures."""
+    gpus = gpus or {}
+    cal = calibration or Calibration()
+    start = decode_seconds(cost, 0, cpu, gpus)
+    full = decode_seconds(cost, cost.n_ctx, cpu, gpus)
+    pre = prefill_seconds(cost, PROMPT_TOKENS, 0, cpu)
+    why = "; ".join(s for _, sec, _, s in start.per_device if sec is None) or "no figure"
+
+    def rate(t: _Time) -> float | None:
+        return 1.0 / t.seconds if t.seconds else None
+
+    pre_rate = PROMPT_TOKENS / pre.seconds if pre.seconds else None
+    devices = [
+        DeviceSpeed(d.name, basis, source, d.weight_bytes() + d.state_bytes, sec)
+        for d, sec, basis, source in start.per_device
+    ]
+    notes = list(cost.notes) + list(start.notes)
+    return SpeedPrediction(
+        decode_start=_figure(rate(start), start.basis, cal.decode_ratios, cal.scope, why),
+        decode_full=_figure(rate(full), full.basis, cal.decode_ratios, cal.scope, why),
+        prefill=_figure(pre_rate, pre.basis, cal.prefill_ratios, cal.scope, "; ".join(pre.notes) or why),
+        n_ctx=cost.n_ctx,
+        devices=devices,
+        notes=list(dict.fromkeys(notes)),
+        raw_decode_start=rate(start),
+    )
+
+
+def predicted_decode(cost: TokenCost, fill: int, cpu: CpuSpeed | None, gpus: dict[str, GpuSpeed]) -> float | None:
+    """Raw decode tok/s at a fill, before learning (what a reply's measured speed is compared with)."""
+    t = decode_seconds(cost, fill, cpu, gpus)
+    return 1.0 / t.seconds if t.seconds else None
+
+
+def predicted_prefill(cost: TokenCost, n_tokens: int, start: int, cpu: CpuSpeed | None) -> float | None:
+    t = prefill_seconds(cost, n_tokens, start, cpu)
+    return n_tokens / t.seconds if t.seconds else None

@@ -1,0 +1,311 @@
+"""The speed prediction in the app: bandwidths of devices, this machine's probe and its cache, learning
+from real replies (through the real engine), and the places a user reads it (--plan, --list, replays)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from app import speed_learn, speed_machine
+from app.cli import main
+from app.devices import probe_devices
+from app.devices.ggml import GGMLDevice
+from app.devices.simulated import parse_devices
+from app.engine import GenerationStats
+from app.speed import learn_from_reply, predict_plan
+from planner.anatomy import load_anatomy
+from planner.fit import solve
+from planner.gguf import read_gguf
+from planner.hardware import Host
+from tests.support.fake_gpus import (
+    FakeNvidia,
+    GiB,
+    cpu_device,
+    fake_pynvml,
+    install_llama_devices,
+    install_nvml,
+    install_rocml,
+    simulated_gpus,
+)
+from tests.support.tiny import ZOO, write_tiny_model
+
+VRAMCHAT = str(Path(sys.executable).with_name("vramchat"))
+HOST = Host(32 * GiB, 28 * GiB)
+
+
+# -- bandwidths ---------------------------------------------------------------------------------------
+
+
+def test_a_what_if_card_carries_the_bandwidth_given() -> None:
+    (gpu,) = parse_devices("24GiB,bw=1008GB/s").devices()
+    assert gpu.bandwidth == 1008e9 and "what-if" in gpu.bandwidth_source and "not measured" in gpu.bandwidth_source
+    a, b = parse_devices("24GiB,16GiB,bandwidth=1TB/s,bw=448GB/s").devices()
+    assert (a.bandwidth, b.bandwidth) == (1e12, 448e9)
+    assert parse_devices("24GiB,16GiB,bw=900").devices()[1].bandwidth == 900e9  # one value: every GPU
+    (plain,) = parse_devices("24GiB").devices()
+    assert plain.bandwidth is None
+    with pytest.raises(ValueError, match="one for all, or one each"):
+        parse_devices("24GiB,16GiB,8GiB,bw=1TB/s,bw=448GB/s")
+    with pytest.raises(ValueError, match="bandwidth unit"):
+        parse_devices("24GiB,bw=fast")
+    with pytest.raises(ValueError, match="bw="):
+        parse_devices("24GiB,speed=9")
+
+
+def test_an_nvidia_gpu_gets_its_bandwidth_from_nvml(monkeypatch: pytest.MonkeyPatch) -> None:
+    cuda = GGMLDevice("CUDA0", "NVIDIA GeForce RTX 4090", "gpu", 20 * GiB, 24 * GiB, "0000:01:00.0")
+    install_llama_devices(monkeypatch, [cuda, cpu_device()])
+    install_nvml(monkeypatch, fake_pynvml([FakeNvidia(bus_id="00000000:01:00.0")]))
+    install_rocml(monkeypatch, None)
+    (gpu,) = probe_devices().gpus
+    assert gpu.bandwidth == 10501e6 * 2 * 384 / 8 and "NVML" in gpu.bandwidth_source  # 1,008 GB/s
+    # a driver that reports no clock: no figure, nothing made up
+    install_nvml(monkeypatch, fake_pynvml([FakeNvidia(bus_id="00000000:01:00.0", memory_clock_mhz=0)]))
+    (gpu,) = probe_devices().gpus
+    assert gpu.bandwidth is None
+
+
+# -- this machine's figures ---------------------------------------------------------------------------
+
+
+def test_the_probe_times_ggml_on_this_cpu(tmp_path: Path) -> None:
+    """The session's probe (tests/conftest.py runs the real one once): every weight type the app plans
+    for, sane magnitudes, in well under a second of work."""
+    from app.devices.speed_probe import DECODE_TYPES, PREFILL_TYPES
+
+    kept = json.loads((speed_machine.speed_folder() / speed_machine.MACHINE_FILE).read_bytes())
+    figures = kept["figures"]
+    assert set(figures["decode_rates"]) == set(DECODE_TYPES) and set(figures["prefill_rates"]) == set(PREFILL_TYPES)
+    assert all(1e8 < rate < 1e13 for rate in figures["decode_rates"].values())
+    assert 0 < figures["large_factor"] <= 1 and figures["read_bandwidth"] > 1e8
+    assert 0 < figures["op_seconds"] < 1e-3 and all(0 < s < 1e-5 for s in figures["attention_seconds"].values())
+    assert figures["threads"] == (os.cpu_count() or 1)
+
+
+def _figures(**changes: object) -> dict:
+    base = {
+        "threads": 2,
+        "graph_seconds": 3e-6,
+        "op_seconds": 4e-7,
+        "decode_rates": {"q8_0": 40e9, "f16": 50e9},
+        "prefill_rates": {"f16": 200e9},
+        "large_factor": 0.4,
+        "read_bandwidth": 25e9,
+        "attention_seconds": {"64": 3e-8},
+        "load": 0.0,
+        "probe_seconds": 0.4,
+    }
+    return base | changes
+
+
+def test_the_machine_is_probed_once_and_again_only_when_it_changes(monkeypatch: pytest.MonkeyPatch) -> None:
+    (speed_machine.speed_folder() / speed_machine.MACHINE_FILE).unlink()
+    speed_machine.forget()
+    calls = []
+    monkeypatch.setattr(speed_machine, "run_probe", lambda: calls.append(1) or _figures())
+    cpu, source = speed_machine.cpu_speed()
+    assert cpu is not None and cpu.decode_rates["q8_0"] == 40e9 and "measured on this machine" in source
+    speed_machine.forget()  # a new process: the kept figures, no probe
+    assert speed_machine.cpu_speed()[0] == cpu and len(calls) == 1
+    speed_machine.forget()
+    real_key = speed_machine.machine_key
+    monkeypatch.setattr(speed_machine, "machine_key", lambda: real_key() | {"ram": 1})  # another machine
+    speed_machine.cpu_speed()
+    assert len(calls) == 2
+
+
+def test_a_busy_probe_is_taken_again_and_each_figure_kept_at_its_best(monkeypatch: pytest.MonkeyPatch) -> None:
+    (speed_machine.speed_folder() / speed_machine.MACHINE_FILE).unlink()
+    speed_machine.forget()
+    answers = [
+        _figures(load=0.7, decode_rates={"q8_0": 10e9, "f16": 50e9}, op_seconds=9e-7),
+        _figures(load=0.0, decode_rates={"q8_0": 40e9, "f16": 20e9}, op_seconds=4e-7),
+    ]
+    monkeypatch.setattr(speed_machine, "run_probe", lambda: answers.pop(0))
+    first, _ = speed_machine.cpu_speed()
+    assert first is not None and first.decode_rates["q8_0"] == 10e9
+    speed_machine.forget()
+    best, source = speed_machine.cpu_speed()  # the first probe saw load: once more
+    assert best is not None and best.decode_rates == {"q8_0": 40e9, "f16": 50e9} and best.op_seconds == 4e-7
+    assert "best of 2 probes" in source
+    speed_machine.forget()
+    assert speed_machine.cpu_speed()[0] == best  # quiet now: no third probe (none left to pop)
+
+
+def test_a_probe_that_fails_is_unknown_in_words_and_not_retried_each_plan(monkeypatch: pytest.MonkeyPatch) -> None:
+    (speed_machine.speed_folder() / speed_machine.MACHINE_FILE).unlink()
+    speed_machine.forget()
+    calls = []
+
+    def failing() -> dict:
+        calls.append(1)
+        raise RuntimeError("the speed probe failed: no libggml")
+
+    monkeypatch.setattr(speed_machine, "run_probe", failing)
+    assert speed_machine.cpu_speed() == (None, "the speed probe failed: no libggml")
+    speed_machine.forget()
+    assert speed_machine.cpu_speed()[0] is None and len(calls) == 1
+
+
+# -- learning -----------------------------------------------------------------------------------------
+
+
+def _session(path: Path, gpus: list | None = None) -> SimpleNamespace:
+    model = load_anatomy(read_gguf(path))
+    plan = solve(model, gpus or [], HOST).plan
+    loaded = SimpleNamespace(path=str(path), now=plan, plan=plan)
+    return SimpleNamespace(model=loaded, _devices=SimpleNamespace(gpus=gpus or []), plan=plan)
+
+
+def _stats(tps: float, generated: int = 64, prompt: int = 200, prompt_tps: float = 900.0) -> GenerationStats:
+    return GenerationStats(
+        prompt_tokens=prompt,
+        generated_tokens=generated,
+        generation_seconds=generated / tps,
+        prompt_seconds=prompt / prompt_tps,
+    )
+
+
+def test_recorded_replies_move_the_next_prediction_and_narrow_its_range(zoo: dict[str, Path]) -> None:
+    session = _session(zoo["llama-f16"])
+    before = predict_plan(session.plan, []).decode_start
+    assert before.basis == "measured" and before.value
+    target = before.value * 0.7  # this machine runs it slower than predicted
+    widths = []
+    for n in range(1, 6):
+        learn_from_reply(session, _stats(target * (1 + 0.02 * (-1) ** n)))
+        after = predict_plan(session.plan, []).decode_start
+        assert after.basis == "learned" and after.replies == n
+        widths.append((after.high - after.low) / after.value)
+    assert after.value == pytest.approx(target, rel=0.05)
+    assert widths[-1] < widths[0] and "learned from 5 replies" in after.text()
+    assert predict_plan(session.plan, []).prefill.basis == "learned"
+
+
+def test_replies_that_say_nothing_are_not_kept(zoo: dict[str, Path]) -> None:
+    session = _session(zoo["llama-f16"])
+    learn_from_reply(session, _stats(500.0, generated=5, prompt=10))  # too short to time either part
+    assert speed_learn.load_records() == []
+    what_if = _session(zoo["llama-f16"], simulated_gpus([8 * GiB]))
+    learn_from_reply(what_if, _stats(500.0))  # on a what-if card the engine ran on this CPU instead
+    assert speed_learn.load_records() == []
+    learn_from_reply(SimpleNamespace(model=None), _stats(500.0))  # never raises
+    assert speed_learn.load_records() == []
+
+
+def test_other_models_on_this_machine_teach_a_model_never_run(zoo: dict[str, Path]) -> None:
+    learn_from_reply(_session(zoo["llama-f16"]), _stats(10.0))
+    other = predict_plan(_session(zoo["qwen2-q4_0"]).plan, []).decode_start
+    assert other.basis == "learned" and "other models on this machine" in other.note
+
+
+@pytest.mark.llama
+def test_a_one_shot_answer_teaches_the_next_plan(tmp_path: Path) -> None:
+    """Through the real engine: `vramchat MODEL -p` records the reply's speed, `--plan` then says learned."""
+    model = write_tiny_model(tmp_path / "talker.gguf", ZOO["llama-f16"].with_(never_ends=True))
+    env = dict(os.environ)
+    answer = subprocess.run(
+        [VRAMCHAT, str(model), "-p", "Tell me a story", "-n", "48", "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=180,
+        stdin=subprocess.DEVNULL,
+    )
+    assert answer.returncode == 0, answer.stderr
+    (record,) = speed_learn.load_records()
+    measured = json.loads(answer.stdout)["tokens_per_second"]
+    assert record["generated"] >= 16 and record["decode"] == pytest.approx(measured, rel=0.01)
+    plan = subprocess.run(
+        [VRAMCHAT, "--plan", str(model), "--json"], capture_output=True, text=True, env=env, timeout=120
+    )
+    decode = json.loads(plan.stdout)["speed"]["decode_start"]
+    assert decode["basis"] == "learned" and decode["replies"] == 1
+    # the reply read fewer than 256 cells, as a chat's start does: the lesson is its measured speed
+    assert decode["tokens_per_second"] == pytest.approx(measured, rel=0.02)
+
+
+# -- where the user reads it --------------------------------------------------------------------------
+
+
+def test_plan_json_carries_speed_and_the_table_says_it(
+    zoo: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["--plan", str(zoo["llama-f16"]), "--json"]) == 0
+    speed = json.loads(capsys.readouterr().out)["speed"]
+    assert speed["basis"] == "measured"
+    for part in ("decode_start", "decode_full", "prefill"):
+        assert speed[part]["low"] < speed[part]["tokens_per_second"] < speed[part]["high"]
+    assert main(["--plan", str(zoo["llama-f16"])]) == 0
+    table = capsys.readouterr().out
+    assert "Speed (predicted before the load)" in table and "decode at the start" in table and "(measured)" in table
+
+
+def test_a_what_if_card_without_bandwidth_says_so_in_the_plan(
+    zoo: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["--plan", str(zoo["llama-f16"]), "--vram", "8GiB", "--json"]) == 0
+    speed = json.loads(capsys.readouterr().out)["speed"]
+    assert speed["basis"] == "unknown" and speed["decode_start"]["tokens_per_second"] is None
+    assert "bw=" in speed["decode_start"]["note"]
+    assert main(["--plan", str(zoo["llama-f16"]), "--vram", "8GiB,bw=936GB/s", "--json"]) == 0
+    speed = json.loads(capsys.readouterr().out)["speed"]
+    assert speed["decode_start"]["basis"] == "table" and speed["decode_start"]["tokens_per_second"] > 0
+    (gpu,) = [d for d in speed["devices"] if d["name"] == "CUDA0"]
+    assert "what-if" in gpu["source"]
+
+
+def test_list_shows_the_speed(zoo: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = tmp_path / "models"
+    folder.mkdir()
+    (folder / "a.gguf").write_bytes(zoo["llama-f16"].read_bytes())
+    assert main(["--list", "--models-dir", str(folder), "--json"]) == 0
+    (row,) = [m for m in json.loads(capsys.readouterr().out)["models"] if m["path"].endswith("a.gguf")]
+    assert row["speed"]["decode_start"]["basis"] == "measured" and "speed_cost" not in row
+    assert main(["--list", "--models-dir", str(folder)]) == 0
+    out = capsys.readouterr().out
+    assert "decode (start)" in out and "tok/s" in out
+
+
+def test_min_speed_is_a_wish_for_the_solver(zoo: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--plan", str(zoo["llama-f16"]), "--min-speed", "1", "--json"]) == 0
+    reasons = json.loads(capsys.readouterr().out)["reasons"]
+    assert any("--min-speed 1: the plan decodes about" in r for r in reasons)
+    assert main(["--plan", str(zoo["llama-f16"]), "--min-speed", "1e9", "--json"]) == 0
+    reasons = json.loads(capsys.readouterr().out)["reasons"]
+    assert any("nothing that fits decodes that fast" in r for r in reasons)
+    assert main(["--plan", str(zoo["llama-f16"]), "--min-speed", "5", "--ngl", "0"]) == 2
+    assert "wish for the solver" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as stop:
+        main(["--plan", str(zoo["llama-f16"]), "--min-speed", "-3"])
+    assert stop.value.code == 2 and "positive number of tokens per second" in capsys.readouterr().err
+
+
+def test_a_replayed_plan_carries_the_same_speed_and_a_lesson_makes_it_plan_again(
+    zoo: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import app.cli
+
+    model = tmp_path / "m.gguf"
+    model.write_bytes(zoo["llama-f16"].read_bytes())
+    planned = []
+    make_plan = app.cli._make_plan
+    monkeypatch.setattr(app.cli, "_make_plan", lambda args: planned.append(1) or make_plan(args))
+
+    def plan() -> dict:
+        assert main(["--plan", str(model), "--json"]) == 0
+        return json.loads(capsys.readouterr().out)
+
+    first = plan()
+    again = plan()
+    assert len(planned) == 1, "the second plan should have been said again from the replay cache"
+    assert again["speed"] == first["speed"]
+    learn_from_reply(_session(model), _stats(7.0))  # a reply: the kept plan's speed is stale now
+    third = plan()
+    assert len(planned) == 2 and third["speed"]["decode_start"]["basis"] == "learned"

@@ -1,0 +1,358 @@
+"""The speed formula's parts (planner/speed.py) on tiny models and a real-sized header, with fixed figures.
+
+The figures here are made up on purpose (round numbers a test can reason about): what is
+tested is the formula, not this machine. bench/speed_predict.py compares it with real runs.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from planner.anatomy import load_anatomy
+from planner.fit import Wishes, evaluate, fixed_config, solve
+from planner.gguf import read_gguf
+from planner.hardware import GiB, Host, parse_bandwidth
+from planner.memory import plan_memory
+from planner.speed import (
+    ENOUGH_REPLIES,
+    LEARNED,
+    MEASURED,
+    MEASURED_BAND,
+    TABLE,
+    UNKNOWN,
+    Calibration,
+    CpuSpeed,
+    GpuSpeed,
+    TokenCost,
+    predict,
+    predicted_decode,
+    token_cost,
+)
+from planner.units import EXPERT_TENSOR
+from planner.weights import HOST_INDEX, weight_buffers
+from tests.support.fake_gpus import simulated_gpus
+from tests.support.synthetic import llama_like
+
+HOST = Host(32 * GiB, 28 * GiB, frozenset({"avx2"}))
+RATES = {t: 20e9 for t in ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q4_K", "q5_K", "q6_K")}
+CPU = CpuSpeed(
+    threads=2,
+    graph_seconds=3e-6,
+    op_seconds=0.4e-6,
+    decode_rates=RATES,
+    prefill_rates={t: 200e9 for t in ("f16", "q8_0", "q4_0", "q5_0", "q4_K", "q6_K")},
+    large_factor=0.4,
+    read_bandwidth=25e9,
+    attention_seconds={"64": 30e-9, "128": 10e-9, "256": 15e-9},
+    source="test figures",
+)
+
+
+def _model(zoo: dict[str, Path], name: str):
+    return load_anatomy(read_gguf(zoo[name]))
+
+
+def _plan(model, gpus=(), ngl=None, ctx=4096):
+    gpus = list(gpus)
+    return evaluate(model, fixed_config(model, gpus, n_gpu_layers=ngl, n_ctx=ctx), gpus, HOST).plan
+
+
+def _placed_bytes(plan, gpus) -> dict[int, int]:
+    """Bytes of every tensor per device index, as planner.weights places them (host = HOST_INDEX)."""
+    wb = weight_buffers(plan.model, plan.resolved, plan.placement, gpus, frozenset())
+    out: dict[int, int] = {}
+    tensors = list(plan.model.input_tensors) + list(plan.model.output_tensors) + list(plan.model.other_tensors)
+    for layer in plan.model.layers:
+        tensors += layer.tensors
+    for t in tensors:
+        device = wb.tensor_device[t.name]
+        out[device] = out.get(device, 0) + t.n_bytes
+    return out
+
+
+def test_bytes_read_per_token_are_the_weights_placed_on_each_device(zoo: dict[str, Path]) -> None:
+    model = _model(zoo, "llama-q8_0")  # an output matrix of its own (not tied)
+    gpus = simulated_gpus([8 * GiB])
+    plan = _plan(model, gpus, ngl=3)  # the output layer and the last two layers on the GPU
+    cost = token_cost(plan)
+    placed = _placed_bytes(plan, gpus)
+    by_name = {d.name: d for d in cost.devices}
+    embd = model.tensor("token_embd.weight")
+    assert embd is not None
+    one_row = embd.n_bytes // embd.shape[1]
+    # the GPU reads every weight placed there; the host all of its own but token_embd, of which one row
+    assert by_name["CUDA0"].weight_bytes() == placed[0]
+    assert by_name["CPU"].weight_bytes() == placed[HOST_INDEX] - embd.n_bytes + one_row
+    assert by_name["CUDA0"].layers == 2 and by_name["CPU"].layers == model.n_layer - 2
+    # the output matrix is read on the device of the output layer, whole
+    output = model.tensor("output.weight")
+    assert output is not None and by_name["CUDA0"].output_bytes == output.n_bytes
+    assert cost.splits == ["cuda"]  # host layers first, then the GPU's: one hand-over
+
+
+def test_tied_embeddings_are_read_whole_as_the_output_matrix(zoo: dict[str, Path]) -> None:
+    model = _model(zoo, "ernie4_5")  # output tied to token_embd
+    assert model.tied_output
+    cost = token_cost(_plan(model))
+    (host,) = cost.devices
+    embd = model.tensor("token_embd.weight")
+    assert embd is not None
+    one_row = embd.n_bytes // embd.shape[1]
+    layers = sum(layer.weight_bytes for layer in model.layers)
+    others = sum(t.n_bytes for t in model.output_tensors + model.other_tensors)
+    assert host.weight_bytes() == layers + others + one_row + embd.n_bytes
+    assert host.output_bytes == embd.n_bytes
+
+
+def test_a_mixture_of_experts_reads_only_the_experts_the_router_uses(zoo: dict[str, Path]) -> None:
+    import re
+
+    model = _model(zoo, "qwen3moe")
+    experts = model.moe
+    assert experts.n_used < experts.n_expert
+    (host,) = token_cost(_plan(model)).devices
+    pattern = re.compile(EXPERT_TENSOR)
+    expert_bytes = sum(t.n_bytes for layer in model.layers for t in layer.tensors if pattern.search(t.name))
+    dense_bytes = sum(t.n_bytes for layer in model.layers for t in layer.tensors if not pattern.search(t.name))
+    embd = model.tensor("token_embd.weight")
+    assert embd is not None and expert_bytes > 0
+    rest = sum(t.n_bytes for t in model.output_tensors + model.other_tensors) + embd.n_bytes // embd.shape[1]
+    expected = dense_bytes + expert_bytes * experts.n_used / experts.n_expert + rest
+    assert host.weight_bytes() == pytest.approx(expected, abs=len(model.layers) * 3)
+
+
+def test_shared_experts_count_whole(zoo: dict[str, Path]) -> None:
+    import re
+
+    model = _model(zoo, "granitemoe-shared")
+    shared = sum(t.n_bytes for layer in model.layers for t in layer.tensors if "_shexp" in t.name)
+    assert shared > 0
+    pattern = re.compile(EXPERT_TENSOR)
+    experts = sum(t.n_bytes for layer in model.layers for t in layer.tensors if pattern.search(t.name))
+    (host,) = token_cost(_plan(model)).devices
+    dense = sum(t.n_bytes for layer in model.layers for t in layer.tensors if not pattern.search(t.name))
+    embd = model.tensor("token_embd.weight")
+    assert embd is not None
+    rest = sum(t.n_bytes for t in model.output_tensors + model.other_tensors) + embd.n_bytes // embd.shape[1]
+    if model.tied_output:
+        rest += embd.n_bytes
+    share = model.moe.n_used / model.moe.n_expert
+    assert host.weight_bytes() == pytest.approx(dense + experts * share + rest, abs=len(model.layers) * 3)
+
+
+def test_the_kv_cache_is_read_up_to_the_fill_and_a_window_at_most(zoo: dict[str, Path]) -> None:
+    model = _model(zoo, "gemma3")  # sliding-window layers beside full-context ones
+    cost = token_cost(_plan(model, ctx=8192))
+    assert cost.cells == 8192 and 0 < cost.cells_swa < 8192
+    assert cost.cells_at(0) == (256, 256)  # llama.cpp pads the cells attention reads to 256
+    assert cost.cells_at(1000) == (1024, min(1024, cost.cells_swa))
+    full, swa = cost.cells_at(8192)
+    assert full == 8192 and swa == cost.cells_swa
+    speeds = [predicted_decode(cost, fill, CPU, {}) or 0 for fill in (0, 1024, 4096, 8192)]
+    assert speeds == sorted(speeds, reverse=True) and speeds[0] > speeds[-1]
+
+
+def test_the_graph_operations_are_counted_on_the_graph_llama_cpp_builds(zoo: dict[str, Path]) -> None:
+    cost = token_cost(_plan(_model(zoo, "llama-f16")))
+    assert cost.ops_exact and not cost.notes
+    (host,) = cost.devices
+    # a few dozen operations a layer, no views or reshapes (they cost nothing)
+    assert 10 * host.layers < host.ops < 60 * host.layers
+
+
+def test_a_gpu_with_a_bandwidth_is_predicted_and_more_layers_there_are_faster() -> None:
+    model = llama_like()  # 4.9 GB of weights
+    gpus = simulated_gpus([24 * GiB])
+    speeds = {"CUDA0": GpuSpeed("CUDA0", 1008e9, "given for a what-if card")}
+    results = {}
+    for ngl in (0, 16, 33):
+        plan = _plan(model, gpus, ngl=ngl, ctx=8192)
+        results[ngl] = predict(token_cost(plan), CPU, speeds)
+    assert results[0].decode_start.value < results[16].decode_start.value < results[33].decode_start.value
+    full = results[33]
+    assert full.decode_start.basis == TABLE  # a card's bandwidth is not measured here
+    # every layer on the card: bandwidth x efficiency over the bytes a token reads bounds the speed
+    (gpu,) = [d for d in full.devices if d.name == "CUDA0"]
+    assert full.decode_start.value < 1008e9 / gpu.bytes_per_token
+
+
+def test_a_what_if_card_without_a_bandwidth_gets_no_figure_only_words() -> None:
+    model = llama_like()
+    gpus = simulated_gpus([24 * GiB])
+    plan = _plan(model, gpus, ngl=33, ctx=8192)
+    why = "a what-if card with no memory bandwidth given (add bw=...)"
+    p = predict(token_cost(plan), CPU, {"CUDA0": GpuSpeed("CUDA0", None, why)})
+    assert p.decode_start.value is None and p.decode_start.basis == UNKNOWN and p.basis == UNKNOWN
+    assert "bw=" in p.decode_start.text() and "tok/s" not in p.decode_start.text()
+    assert p.to_json()["decode_start"]["tokens_per_second"] is None
+    # a GPU's arithmetic rate is not known: no prefill figure either, and it says why
+    assert p.prefill.value is None and "GPU" in p.prefill.note
+
+
+def test_a_measured_prediction_is_a_range_never_a_bare_number(zoo: dict[str, Path]) -> None:
+    p = predict(token_cost(_plan(_model(zoo, "llama-f16"))), CPU)
+    f = p.decode_start
+    assert f.basis == MEASURED and f.low < f.value < f.high
+    assert f.low == pytest.approx(f.value * (1 - MEASURED_BAND)) and f.high == pytest.approx(
+        f.value * (1 + MEASURED_BAND)
+    )
+    assert "–" in f.text() and "measured" in f.text()
+    assert p.prefill.value and p.prefill.basis == MEASURED
+
+
+def test_no_cpu_figures_means_unknown_with_the_reason(zoo: dict[str, Path]) -> None:
+    p = predict(token_cost(_plan(_model(zoo, "llama-f16"))), None)
+    assert p.decode_start.value is None and p.basis == UNKNOWN
+    assert "not measured" in p.decode_start.note
+
+
+def test_replies_move_the_prediction_and_narrow_its_range(zoo: dict[str, Path]) -> None:
+    cost = token_cost(_plan(_model(zoo, "llama-f16")))
+    raw = predict(cost, CPU).decode_start
+    widths = []
+    ratios: list[float] = []
+    for ratio in (0.80, 0.84, 0.78, 0.82, 0.81):
+        ratios.append(ratio)
+        f = predict(cost, CPU, calibration=Calibration(tuple(ratios))).decode_start
+        assert f.basis == LEARNED and f.replies == len(ratios)
+        assert f.value == pytest.approx(raw.value * sorted(ratios)[len(ratios) // 2] if len(ratios) % 2 else f.value)
+        widths.append((f.high - f.low) / f.value)
+    assert widths == sorted(widths, reverse=True) and widths[-1] < widths[0]
+    assert widths[0] < (raw.high - raw.low) / raw.value  # one reply already beats the unlearned band
+    last = predict(cost, CPU, calibration=Calibration(tuple(ratios))).decode_start
+    assert last.value == pytest.approx(raw.value * 0.81)
+    assert len(ratios) >= ENOUGH_REPLIES and last.text().startswith("≈") and "learned from 5 replies" in last.text()
+
+
+def test_a_prediction_survives_the_plan_cache_as_json(zoo: dict[str, Path]) -> None:
+    cost = token_cost(_plan(_model(zoo, "gemma3")))
+    again = TokenCost.from_json(cost.to_json())
+    assert again.to_json() == cost.to_json()
+    assert predict(again, CPU).to_json() == predict(cost, CPU).to_json()
+
+
+def test_the_json_contract(zoo: dict[str, Path]) -> None:
+    data = predict(token_cost(_plan(_model(zoo, "llama-f16"), ctx=4096)), CPU).to_json()
+    assert data["basis"] in ("measured", "learned", "table", "unknown")
+    for key, extra in (
+        ("decode_start", "context_tokens"),
+        ("decode_full", "context_tokens"),
+        ("prefill", "prompt_tokens"),
+    ):
+        figure = data[key]
+        assert set(figure) >= {"tokens_per_second", "low", "high", "basis", "replies", "note", extra}
+        assert figure["low"] <= figure["tokens_per_second"] <= figure["high"]
+    assert data["decode_start"]["context_tokens"] == 0 and data["decode_full"]["context_tokens"] == 4096
+    (device,) = data["devices"]
+    assert device["name"] == "CPU" and device["bytes_per_token"] > 0 and device["seconds_per_token"] > 0
+
+
+def test_bandwidths_are_read_in_spec_sheet_units() -> None:
+    assert parse_bandwidth("1008GB/s") == 1008e9
+    assert parse_bandwidth("3.35 TB/s") == pytest.approx(3.35e12)
+    assert parse_bandwidth("448") == 448e9
+    assert parse_bandwidth("100GiB/s") == 100 * GiB
+    for bad in ("fast", "-5GB/s", "12 furlongs"):
+        with pytest.raises(ValueError):
+            parse_bandwidth(bad)
+
+
+def _speed_oracle(gpus):
+    speeds = {d.name: GpuSpeed(d.name, 900e9, "test") for d in gpus}
+    return lambda plan: predict(token_cost(plan), CPU, speeds).decode_start.value
+
+
+def test_min_speed_trades_context_for_layers_on_the_gpu() -> None:
+    model = llama_like()
+    gpus = simulated_gpus([5 * GiB])  # less than the weights (4.9 GB) and what every layer needs beside
+    oracle = _speed_oracle(gpus)
+    plain = solve(model, gpus, HOST, Wishes(n_ctx=65536))
+    assert plain.verdict == "partial_gpu"
+    slow = oracle(plain.plan)
+    assert slow is not None
+    wish = slow * 1.5
+    faster = solve(model, gpus, HOST, Wishes(n_ctx=65536, min_speed=wish, decode_speed=oracle))
+    assert faster.plan.fits and faster.plan.layers_on_gpu > plain.plan.layers_on_gpu
+    assert faster.plan.resolved.n_ctx < plain.plan.resolved.n_ctx
+    got = oracle(faster.plan)
+    assert got is not None and got >= wish
+    assert any("--min-speed" in str(r) and "layers on the GPU" in str(r) for r in faster.reasons)
+    # the fewest layers that reach the wish: one layer fewer would not
+    fewer = plan_memory(model, faster.plan.config.with_(n_gpu_layers=faster.plan.layers_on_gpu - 1), gpus, HOST)
+    assert (oracle(fewer) or 0) < wish
+
+
+def test_min_speed_that_nothing_meets_keeps_the_plan_and_says_so() -> None:
+    model = llama_like()
+    gpus = simulated_gpus([5 * GiB])
+    oracle = _speed_oracle(gpus)
+    plain = solve(model, gpus, HOST, Wishes(n_ctx=65536))
+    wished = solve(model, gpus, HOST, Wishes(n_ctx=65536, min_speed=1e6, decode_speed=oracle))
+    assert wished.plan.config == plain.plan.config
+    note = next(str(r) for r in wished.reasons if "--min-speed" in str(r))
+    assert "nothing that fits decodes that fast" in note and "the fastest that fits" in note
+
+
+def test_min_speed_already_met_changes_nothing(zoo: dict[str, Path]) -> None:
+    model = _model(zoo, "llama-f16")
+    plain = solve(model, [], HOST)
+    wished = solve(model, [], HOST, Wishes(min_speed=1.0, decode_speed=lambda p: 100.0))
+    assert wished.plan.config == plain.plan.config
+    assert any("decodes about 100 tok/s" in str(r) for r in wished.reasons)
+
+
+def test_the_cache_factor_is_geometric_between_the_probe_sizes() -> None:
+    from planner.speed import LARGE_SET, SMALL_SET
+
+    assert CPU.cache_factor(SMALL_SET) == 1.0 and CPU.cache_factor(10 * LARGE_SET) == CPU.large_factor
+    middle = math.sqrt(SMALL_SET * LARGE_SET)
+    assert CPU.cache_factor(int(middle)) == pytest.approx(math.sqrt(CPU.large_factor), rel=1e-3)
+
+
+def test_the_gpu_figures_meet_the_decodes_recorded_on_an_h100(gemma_path: Path, tmp_path: Path) -> None:
+    """The table figures (GPU_EFFICIENCY, GPU_OP_SECONDS) against the lent H100's record: every run with
+    all layers on the GPU, its bandwidth as NVML gives an H100 SXM (2,619 MHz x 2 x 5,120 bit).
+    The record's loop calls llama_decode alone: the sampler and the engine's own loop are left out.
+    The two constants were fitted to two of these runs: this holds them to all the others too."""
+    from planner.speed import ENGINE_TOKEN_SECONDS, SAMPLER_SECONDS_PER_ENTRY, decode_seconds
+    from tests.support.gpu_record import DATA, load_record, record_gpu
+    from tests.support.header_clone import write
+
+    record = load_record()
+    paths = {
+        "gemma3-270m": str(gemma_path),
+        "llama-8b-shape": str(write(DATA / "llama-8b-shape.header.json.gz", tmp_path / "big.gguf", sparse=True)),
+    }
+    gpu = record_gpu(record)
+    speeds = {gpu.name: GpuSpeed(gpu.name, 2619e6 * 2 * 5120 / 8, "H100 SXM spec")}
+    checked = 0
+    for run in record["nvml"] + record["nvml_check"]:
+        spec = run["spec"] if isinstance(run["spec"], dict) else None
+        if spec is None or spec.get("model", "").rsplit("/", 1)[-1].removesuffix(".gguf") not in (
+            "gemma3-270m",
+            "llama-8b-shape",
+        ):
+            continue
+        name = spec["model"].rsplit("/", 1)[-1].removesuffix(".gguf")
+        steps = {s["step"]: s for s in run.get("steps", [])}
+        if "generation" not in steps or "prompt" not in steps:
+            continue
+        model = load_anatomy(read_gguf(paths[name]))
+        if spec["ngl"] <= model.n_layer:
+            continue  # the host's share ran on that machine's CPU, which no probe here measured
+        config = fixed_config(
+            model, [gpu], n_ctx=spec["n_ctx"], flash_attn=spec["flash_attn"], swa_full=spec.get("swa_full")
+        )
+        plan = plan_memory(model, config, [gpu], HOST)
+        cost = token_cost(plan)
+        gen, prompt = spec.get("gen", 2000), spec.get("prompt", 512)
+        measured = (steps["generation"]["t"] - steps["prompt"]["t"]) / gen
+        predicted = decode_seconds(cost, prompt + gen // 2, CPU, speeds).seconds
+        assert predicted is not None
+        predicted -= ENGINE_TOKEN_SECONDS + cost.n_vocab * SAMPLER_SECONDS_PER_ENTRY
+        assert predicted == pytest.approx(measured, rel=0.1), (name, spec)  # within 6% when this was written
+        checked += 1
+    assert checked >= 6

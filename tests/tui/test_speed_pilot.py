@@ -1,0 +1,72 @@
+"""The picker's plan panel says how fast the plan will run, and the figure follows the knobs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from textual.widgets import Input
+
+from app.tui.screens.picker import PickerScreen
+from tests.support.tui_helpers import make_app, picker_ready, wait_for
+
+SIZE = (160, 45)
+
+
+def _verdict(screen: PickerScreen) -> str:
+    return str(screen.query_one("#plan-verdict").render())
+
+
+async def test_a_what_if_card_with_a_bandwidth_speeds_up_with_the_layers_on_it(
+    tmp_path: Path, gemma_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("VRAMCHAT_DEVICES", "8GiB,bw=1008GB/s,ram=32GiB")
+    shelf = tmp_path / "shelf"
+    shelf.mkdir()
+    (shelf / "gemma.gguf").symlink_to(gemma_path)
+    app = make_app(shelf)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, picker_ready(app))
+        screen = app.screen
+        assert isinstance(screen, PickerScreen)
+        await wait_for(pilot, lambda: screen.speed is not None)
+        assert screen.speed is not None
+        everything = screen.speed.decode_start
+        assert screen.result is not None and screen.result.plan.verdict == "full_gpu"
+        assert everything.basis == "table" and everything.value is not None
+        assert (
+            "Speed:" in _verdict(screen) and "tok/s at the start" in _verdict(screen) and "(table)" in _verdict(screen)
+        )
+
+        ngl = screen.query_one("#ngl", Input)
+        await pilot.click("#ngl")
+        await pilot.press("0")
+        await wait_for(pilot, lambda: screen.result is not None and screen.result.plan.layers_on_gpu == 0)
+        await wait_for(pilot, lambda: screen.speed is not None and screen.speed.decode_start.basis != "table")
+        on_cpu = screen.speed.decode_start
+        assert on_cpu.basis == "measured" and on_cpu.value is not None
+        assert on_cpu.value < everything.value  # the card streams the weights faster than this CPU
+        assert "(measured)" in _verdict(screen)
+
+        ngl.value = "10"  # some layers on the card: between the two
+        await wait_for(pilot, lambda: screen.result is not None and screen.result.plan.layers_on_gpu == 10)
+        await wait_for(pilot, lambda: screen.speed is not None and screen.speed.decode_start.basis == "table")
+        some = screen.speed.decode_start
+        assert some.value is not None and on_cpu.value < some.value < everything.value
+
+
+async def test_a_what_if_card_without_a_bandwidth_says_what_is_missing(
+    tmp_path: Path, zoo: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("VRAMCHAT_DEVICES", "8GiB,ram=32GiB")
+    shelf = tmp_path / "shelf"
+    shelf.mkdir()
+    (shelf / "tiny.gguf").write_bytes(zoo["llama-f16"].read_bytes())
+    app = make_app(shelf)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, picker_ready(app))
+        screen = app.screen
+        assert isinstance(screen, PickerScreen)
+        await wait_for(pilot, lambda: screen.speed is not None)
+        text = _verdict(screen)
+        assert "Speed: unknown" in text and "bw=" in text
