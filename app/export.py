@@ -1,17 +1,27 @@
-"""A chat as a Markdown file: what was said, by whom, with the model and the replies' notes."""
+"""A chat as files to keep or share: Markdown to read, JSON for a bug report or a script.
+
+Both carry what was said, by whom, with the model and the replies' notes, and the chat's plan
+receipts (app.receipt): the plan it ran with, llama.cpp's dry run and the measured peaks.
+"""
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from pathlib import Path
+from typing import Any
 
+from app import __version__
 from app.chat import stop_note
 from app.paths import data_dir
-from app.store import Conversation
+from app.receipt import to_markdown as receipt_markdown
+from app.store import Conversation, StoredReceipt
+
+JSON_SCHEMA = 1
 
 
-def to_markdown(conv: Conversation) -> str:
+def to_markdown(conv: Conversation, receipts: list[StoredReceipt] | None = None) -> str:
     when = time.strftime("%Y-%m-%d %H:%M", time.localtime(conv.created))
     lines = [f"# {conv.title or 'Chat'}", "", f"*{conv.model_name} · {when} · exported by vramchat*", ""]
     if conv.system_prompt.strip():
@@ -23,19 +33,60 @@ def to_markdown(conv: Conversation) -> str:
         lines += [f"## {who}", "", m.content.strip() or "*(no text)*", ""]
         if m.role == "assistant" and m.state == "partial":
             lines += [f"*({stop_note(m.stopped_by) or 'cut short'})*", ""]
+    for i, r in enumerate(receipts or []):
+        title = "Plan receipt" if len(receipts or []) == 1 else f"Plan receipt {i + 1}"
+        lines += [f"## {title}", "", receipt_markdown(r.body), ""]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def to_json(conv: Conversation, receipts: list[StoredReceipt] | None = None) -> dict[str, Any]:
+    """The chat as one JSON object: its messages and its plan receipts (sizes in bytes)."""
+    return {
+        "schema": JSON_SCHEMA,
+        "exported_by": f"vramchat {__version__}",
+        "title": conv.title,
+        "model": {"name": conv.model_name, "path": conv.model_path},
+        "created": conv.created,
+        "updated": conv.updated,
+        "system_prompt": conv.system_prompt,
+        "messages": [
+            {
+                "role": m.role,
+                "content": m.content,
+                "state": m.state,
+                "stopped_by": m.stopped_by,
+                "tokens": m.tokens,
+                "tokens_per_second": m.tokens_per_second,
+            }
+            for m in conv.messages
+        ],
+        "receipts": [r.body for r in receipts or []],
+    }
 
 
 def export_folder() -> Path:
     return data_dir() / "exports"
 
 
-def export(conv: Conversation, folder: Path | None = None) -> Path:
-    """Write the chat to `folder` (vramchat's exports folder by default); returns the file's path."""
-    folder = folder or export_folder()
-    folder.mkdir(parents=True, exist_ok=True)
+def _stem(conv: Conversation) -> str:
     slug = re.sub(r"[^A-Za-z0-9]+", "-", conv.title or "chat").strip("-").lower()[:48] or "chat"
     stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(conv.updated))
-    path = folder / f"{stamp}-{slug}-{conv.id}.md"
-    path.write_text(to_markdown(conv), encoding="utf-8")
+    return f"{stamp}-{slug}-{conv.id}"
+
+
+def export(conv: Conversation, folder: Path | None = None, receipts: list[StoredReceipt] | None = None) -> Path:
+    """Write the chat as Markdown to `folder` (vramchat's exports folder by default); returns the path."""
+    folder = folder or export_folder()
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{_stem(conv)}.md"
+    path.write_text(to_markdown(conv, receipts), encoding="utf-8")
+    return path
+
+
+def export_json(conv: Conversation, folder: Path | None = None, receipts: list[StoredReceipt] | None = None) -> Path:
+    """Write the chat as JSON beside its Markdown; returns the path."""
+    folder = folder or export_folder()
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{_stem(conv)}.json"
+    path.write_text(json.dumps(to_json(conv, receipts), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return path

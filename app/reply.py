@@ -68,6 +68,7 @@ def write_reply(
                 if cancelled.is_set():
                     engine.stop()  # the engine clears stop requests made before it started
             stats = engine.last_stats
+            session.pace.record(len(build.tokens) + stats.generated_tokens)
         text = sink.finish(stats.stopped_by, stats.generated_tokens, stats.tokens_per_second)
         return ReplyOutcome(OK, text, stats)
     except ChatError as exc:

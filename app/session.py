@@ -31,6 +31,7 @@ from app.engine.verify import Confirmed, Verification, confirm_plan, replan
 from app.errors import VramchatError
 from app.outcome import CRASHED, ENGINE_CRASH, ReplyOutcome
 from app.recovery import SMALLER, WITHOUT_EXTRA_BUFFERS, WITHOUT_LOST_SERVERS, Recovery, recovery_for
+from app.runway import TurnPace
 from app.telemetry import Telemetry, for_engine
 from planner.config import LoadConfig
 from planner.elastic import committed_plan
@@ -154,6 +155,7 @@ class ModelSession:
         self.model: LoadedModel | None = None
         self.telemetry: Telemetry | None = None
         self.generating = threading.Event()
+        self.pace = TurnPace()  # tokens a turn adds to the context (the dashboard's runway)
 
     @property
     def engine(self) -> EngineLike:
@@ -230,7 +232,8 @@ class ModelSession:
             committed_plan(fit.plan, report.n_ctx, devices.gpus, devices.host),
         )
         self._devices = devices
-        self.telemetry = for_engine(engine, devices, fit.plan, speed=self._speed)  # type: ignore[arg-type]
+        self.pace.reset()
+        self.telemetry = for_engine(engine, devices, fit.plan, speed=self._speed, current=self._allocated)  # type: ignore[arg-type]
         self.telemetry.start()
         return self.model
 
@@ -277,6 +280,7 @@ class ModelSession:
             return None
         before = model.n_ctx
         resized = self.engine.resize(target, keep=False)
+        self.pace.reset()
         self._resized()
         return Growth(before, resized.n_ctx, resized.seconds)
 
@@ -399,6 +403,10 @@ class ModelSession:
         if on_retry is not None:
             on_retry(retry, str(error))
         return retry.result
+
+    def _allocated(self) -> MemoryPlan | None:
+        """The plan for what the engine holds now (the telemetry's simulated devices follow it)."""
+        return self.model.now if self.model is not None else None
 
     def _speed(self) -> tuple[float, bool]:
         engine = self._engine

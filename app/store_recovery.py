@@ -19,7 +19,7 @@ from pathlib import Path
 from app.store import Store, StoreError, db_path
 
 COMPANIONS = ("", "-wal", "-shm", "-journal")
-TABLES = ("conversations", "messages")  # parents first: messages refer to conversations
+TABLES = ("conversations", "messages", "receipts")  # parents first: the others refer to conversations
 
 
 def open_store(path: Path | None = None, busy_timeout: float = 5.0) -> tuple[Store, list[str]]:

@@ -188,11 +188,13 @@ def for_engine(
     plan: MemoryPlan | None,
     config: TelemetryConfig | None = None,
     speed: Callable[[], tuple[float, bool]] | None = None,
+    current: Callable[[], MemoryPlan | None] | None = None,
 ) -> Telemetry:
     """A sampler for a loaded engine: GPUs through llama.cpp's device API (or simulated, following
-    `plan`), host RAM and RSS through psutil, arena and KV as llama.cpp logged them at load (the
-    plan's figures when the log said nothing), KV in use from the plan's layout. `speed` replaces
-    the engine's own tokens/s reading (the app shows zero between replies)."""
+        `plan`), host RAM and RSS through psutil, arena and KV as llama.cpp logged them at load (the
+        plan's figures when the log said nothing), KV in use from the plan's layout. `speed` replaces
+        the engine's own tokens/s reading (the app shows zero between replies). `current()` is the plan for
+    what is allocated now, when the context grows (simulated devices follow it)."""
     from app.devices.host import process_rss, rss_reader
     from app.devices.live import GpuMemoryReader, HostMemoryReader
 
@@ -217,7 +219,7 @@ def for_engine(
     except Exception:  # psutil unusable: the sampler records each failed read instead
         rss = process_rss
     return Telemetry(
-        memory=GpuMemoryReader(report, plan, loaded),
+        memory=GpuMemoryReader(report, plan, loaded, current),
         rss=rss,
         engine=engine,
         kv_layout=plan.kv if plan is not None else None,
@@ -226,6 +228,6 @@ def for_engine(
         kv_maximum=kv_maximum,
         speed=speed or engine_speed,
         config=config or TelemetryConfig(),
-        host_memory=HostMemoryReader(report, plan, loaded),
+        host_memory=HostMemoryReader(report, plan, loaded, current),
         unified=frozenset(d.name for d in report.gpus if d.unified),
     )

@@ -23,19 +23,30 @@ def _never_loaded() -> bool:
 
 
 class GpuMemoryReader:
-    """The report's GPUs as llama.cpp sees them now, or as simulated."""
+    """The report's GPUs as llama.cpp sees them now, or as simulated. `current()` is the plan for
+    what is allocated now (a context that grows holds less than `plan`, its maximum)."""
 
     def __init__(
-        self, report: DeviceReport, plan: MemoryPlan | None = None, loaded: Callable[[], bool] = _never_loaded
+        self,
+        report: DeviceReport,
+        plan: MemoryPlan | None = None,
+        loaded: Callable[[], bool] = _never_loaded,
+        current: Callable[[], MemoryPlan | None] | None = None,
     ) -> None:
         self.names = [d.name for d in report.gpus]
         self.simulated = report.simulated
         self._base = {d.name: (d.total - d.free, d.total) for d in report.gpus}
-        self._planned = {d.name: d.planned for d in plan.gpus} if plan is not None else {}
+        self._plan = plan
+        self._current = current
         self._loaded = loaded
         # an RPC server serves one client at a time, and while a model is loaded that client is the
         # engine: its devices read as the server reported them at the probe, plus the plan's buffers
         self.remote = [d.name for d in report.gpus if d.backend == "rpc"]
+
+    @property
+    def _planned(self) -> dict[str, int]:
+        plan = (self._current() if self._current is not None else None) or self._plan
+        return {d.name: d.planned for d in plan.gpus} if plan is not None else {}
 
     def _as_planned(self, names: list[str]) -> Reading:
         extra = self._planned if self._loaded() else {}
@@ -53,15 +64,26 @@ class GpuMemoryReader:
 
 
 class HostMemoryReader:
-    """Host RAM: psutil's view, or the simulated RAM plus the plan's host usage once loaded."""
+    """Host RAM: psutil's view (in use: what is not available), or the simulated RAM plus the plan's
+    host buffers once loaded; mapped weights are file cache, available to others, as psutil counts them."""
 
     def __init__(
-        self, report: DeviceReport, plan: MemoryPlan | None = None, loaded: Callable[[], bool] = _never_loaded
+        self,
+        report: DeviceReport,
+        plan: MemoryPlan | None = None,
+        loaded: Callable[[], bool] = _never_loaded,
+        current: Callable[[], MemoryPlan | None] | None = None,
     ) -> None:
         self.simulated = report.host.simulated
         self._base = (report.host.total - report.host.free, report.host.total)
-        self._planned = plan.host.planned if plan is not None else 0
+        self._plan = plan
+        self._current = current
         self._loaded = loaded
+
+    @property
+    def _planned(self) -> int:
+        plan = (self._current() if self._current is not None else None) or self._plan
+        return plan.host.planned - plan.host.weights_mapped if plan is not None else 0
 
     def __call__(self) -> Reading:
         if self.simulated:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from app.tui.widgets.memory_graph import MemoryGraph
 
 from app.settings import Settings
 from app.tui.messages import ReplyPiece
@@ -12,7 +13,6 @@ from app.tui.screens.chat import ChatScreen
 from app.tui.screens.dashboard import DashboardScreen
 from app.tui.widgets.buffers import BufferTable
 from app.tui.widgets.chat_input import ChatInput
-from app.tui.widgets.memory_graph import MemoryGraph
 from app.tui.widgets.message_view import MessageView
 from tests.support.tui_helpers import make_app, model_loaded, reply_done, wait_for
 

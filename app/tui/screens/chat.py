@@ -108,6 +108,7 @@ class ChatScreen(Screen):
         Binding("f4", "chat_settings", "Settings", show=False),
         Binding("f5", "reload_model", "Reload", show=False),
         Binding("ctrl+s", "export_chat", "Export", show=False),
+        Binding("f7", "receipt", "Receipt", show=False),
     ]
 
     def __init__(self, services: Services) -> None:
@@ -481,6 +482,8 @@ class ChatScreen(Screen):
                     self.app.notify(text, title=title, severity="information" if title == "Stopped" else "warning")
             else:
                 await view.finish(outcome.text, reply_note(outcome.stats, outcome.error))
+        if outcome.text:
+            self._save_receipt()
         if message.recovery is not None:
             self.recover(message.recovery)
         elif outcome.error:
@@ -572,6 +575,7 @@ class ChatScreen(Screen):
 
     def on_resize(self, event: events.Resize) -> None:
         self.update_context_line(event.size.width)
+        self.call_after_refresh(self.update_context_line)  # again at the line's new width
 
     def action_chat_settings(self) -> None:
         from app.tui.screens.dialogs import ChatSettings, ChatSettingsDialog
@@ -621,19 +625,52 @@ class ChatScreen(Screen):
         self.refresh_chat_list()
 
     def action_export_chat(self) -> None:
-        """Write this chat to a Markdown file and say where."""
-        from app.export import export
+        """Write this chat, with its plan receipts, as Markdown and as JSON, and say where."""
+        from app.export import export, export_json
 
         if self.conversation is None:
             self.app.notify("There is no chat to export yet.", severity="warning")
             return
         store = self.services.store
+        conv = store.conversation(self.conversation.id)
+        receipts = store.receipts(conv.id)
         try:
-            path = export(store.conversation(self.conversation.id))
+            path = export(conv, receipts=receipts)
+            data = export_json(conv, receipts=receipts)
         except OSError as exc:
             self.app.notify(f"Could not write the file: {exc}", title="Export failed", severity="error")
             return
-        self.app.notify(f"Saved as Markdown:\n{path}", title="Chat exported", timeout=10)
+        self.app.notify(f"Saved as Markdown and JSON:\n{data}\n{path}", title="Chat exported", timeout=10)
+
+    def _save_receipt(self) -> None:
+        """Keep what this chat ran with (the plan, the dry run, the peaks so far) with the chat."""
+        from app.receipt import build, key_for
+
+        session = self.services.session
+        model, telemetry = session.model, session.telemetry
+        if model is None or self.conversation is None:
+            return
+        store = self.services.store
+        key = key_for(model)
+        kept = store.receipt(self.conversation.id, key)
+        history = telemetry.history() if telemetry is not None else []
+        store.save_receipt(self.conversation.id, key, build(model, history, kept.body if kept else None))
+
+    def action_receipt(self) -> None:
+        """The plan receipt of the chat chosen in the list (when the list has the focus), else of this one."""
+        from app.tui.screens.receipt import ReceiptScreen
+
+        chats = self.query_one("#chat-list", OptionList)
+        conv_id = self.conversation.id if self.conversation is not None else None
+        if chats.has_focus and chats.highlighted is not None:
+            option = chats.get_option_at_index(chats.highlighted)
+            conv_id = int(option.id) if option.id is not None else conv_id
+        if conv_id is None:
+            self.app.notify("There is no chat yet: its receipt is kept once the model replies.", severity="warning")
+            return
+        store = self.services.store
+        conv = store.conversation(conv_id)
+        self.app.push_screen(ReceiptScreen(conv.title or "(empty chat)", [r.body for r in store.receipts(conv_id)]))
 
     @on(OptionList.OptionSelected, "#chat-list")
     async def _open_chat(self, event: OptionList.OptionSelected) -> None:
@@ -728,7 +765,8 @@ class ChatScreen(Screen):
         use first, then sampling, then what is least needed (the format, the growth limit)."""
         app = self.services
         line = self.query_one("#context-line", Static)
-        width = (width or self.size.width or 80) - 2  # the line's padding
+        # the line's own width (the chats list and the memory panel beside it take theirs)
+        width = line.content_size.width or (width or self.size.width or 80) - 2
         model = app.session.model if app.session_started else None
         if model is None:
             line.update(fit_parts([(0, "no model loaded"), (1, "F2 opens the model list")], width))
