@@ -296,7 +296,7 @@ class VramchatApp(App):
             )
             yield SystemCommand(
                 "Plan receipt of this chat",
-                "The plan it ran with, llama.cpp's dry run and the measured peaks (F7)",
+                "The plan it ran with, llama.cpp's dry run and the measured peaks (F8)",
                 screen.action_receipt,
             )
             yield SystemCommand(

@@ -448,18 +448,18 @@ async def test_the_context_grows_with_the_chat_and_a_new_chat_gives_memory_back(
         def legend() -> str:
             return " ".join(kv.legend_text())
 
-        await wait_for(pilot, lambda: "committed 2.0 MiB" in legend())
+        await wait_for(pilot, lambda: "committed 4.0 MiB" in legend())
         assert "in use" in legend() and "planned max" in legend()
 
         await send(app, pilot, "x" * 5000)  # one token a character: more than 4,096 tokens
         assert engine.resizes == [6144] and model.n_ctx == 6144  # the next step: 4,096 -> 6,144 -> 8,192
-        await wait_for(pilot, lambda: "committed 3.0 MiB" in legend())
+        await wait_for(pilot, lambda: "committed 6.0 MiB" in legend())
         assert "6,144 of 8,192" in str(chat.sub_title)
 
         await pilot.press("ctrl+n")  # a new chat shrinks the context back to its start
         await wait_for(pilot, lambda: model.n_ctx == 4096)
         assert engine.resizes == [6144, 4096]
-        await wait_for(pilot, lambda: "committed 2.0 MiB" in legend())
+        await wait_for(pilot, lambda: "committed 4.0 MiB" in legend())
 
 
 async def test_a_context_that_cannot_grow_keeps_its_size_and_drops_old_turns(shelf: Path) -> None:

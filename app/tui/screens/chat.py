@@ -108,7 +108,7 @@ class ChatScreen(Screen):
         Binding("f4", "chat_settings", "Settings", show=False),
         Binding("f5", "reload_model", "Reload", show=False),
         Binding("ctrl+s", "export_chat", "Export", show=False),
-        Binding("f7", "receipt", "Receipt", show=False),
+        Binding("f8", "receipt", "Receipt", show=False),
     ]
 
     def __init__(self, services: Services) -> None:
@@ -653,7 +653,10 @@ class ChatScreen(Screen):
         store = self.services.store
         key = key_for(model)
         kept = store.receipt(self.conversation.id, key)
-        history = telemetry.history() if telemetry is not None else []
+        history = []
+        if telemetry is not None:
+            telemetry.sample_once()  # the reply's end, which the 2 Hz sampler may not have caught yet
+            history = telemetry.history()
         store.save_receipt(self.conversation.id, key, build(model, history, kept.body if kept else None))
 
     def action_receipt(self) -> None:

@@ -1,8 +1,8 @@
 """The memory dashboard on its own screen: the runway, a memory map per device, the plots, and
 planned vs actual per buffer with llama.cpp's dry run beside them.
 
-From 150 columns the plots stand two abreast beside the table; below 100 everything is one
-column that scrolls, the table's planned, actual and difference columns first.
+From 100 columns the plots stand two abreast, from 150 beside the table; below 150 everything is
+one column that scrolls, the table's planned, actual and difference columns first.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A chat's plan receipts, on demand (F7 in the chat, for the open chat or the one chosen in the
+"""A chat's plan receipts, on demand (F8 in the chat, for the open chat or the one chosen in the
 list): the plan it ran with, llama.cpp's dry run and the measured peaks, with a key to copy them
 as JSON for a bug report."""
 
@@ -33,7 +33,7 @@ def receipts_markdown(title: str, receipts: list[dict[str, Any]]) -> str:
 
 class ReceiptScreen(ModalScreen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape,f7,q", "dismiss", "Close"),
+        Binding("escape,f8,q", "dismiss", "Close"),
         Binding("c", "copy", "Copy JSON"),
     ]
 
