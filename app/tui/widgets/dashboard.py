@@ -96,6 +96,7 @@ class Dashboard(VerticalScroll):
         self._device_plots: dict[str, TimePlot] = {}
         self._maps: dict[str, MemoryBar] = {}
         self._shown: Sample | None = None
+        self._mounted_since = False
         self._status = ""
         self.refresh_from_session()
         self.set_interval(REFRESH_SECONDS, self.refresh_from_session)
@@ -113,15 +114,17 @@ class Dashboard(VerticalScroll):
         if telemetry is None or model is None:
             return
         latest = telemetry.latest()
-        if latest is None or latest is self._shown:
-            return  # nothing new
+        if latest is None or (latest is self._shown and not self._mounted_since):
+            return  # nothing new (and no plot mounted since the last drawing that waits for it)
         self._shown = latest
         self.show(telemetry.history(), model, session)
 
     def show(
         self, history: list[Sample], model: LoadedModel | None = None, session: ModelSession | None = None
     ) -> None:
-        """Draw these samples (oldest first), for `model` (its plans) when there is one."""
+        """Draw these samples (oldest first), for `model` (its plans) when there is one. A plot
+        mounted now (a device seen for the first time) is drawn at the next refresh."""
+        self._mounted_since = False
         last = history[-1]
         state = "a reply is streaming" if last.generating else "idle"
         status_text = f"Live, every {REFRESH_SECONDS:g} s · {state}"
@@ -180,7 +183,10 @@ class Dashboard(VerticalScroll):
         active = last.generating
 
         def visible(plot: TimePlot) -> bool:
-            return plot.display and plot.is_mounted
+            if not plot.is_mounted:
+                self._mounted_since = True  # mounted only now: drawn at the next refresh
+                return False
+            return plot.display
 
         for gone in [name for name in self._device_plots if name not in last.devices]:
             self._device_plots.pop(gone).remove()  # a device the model no longer uses (an RPC server left out)

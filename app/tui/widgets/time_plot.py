@@ -36,6 +36,10 @@ ROLES: dict[str, tuple[str, str]] = {
 }
 
 
+DASHED = ("planned", "limit")  # roles drawn as dashes, over the measured lines
+DASH_CELLS = 2  # a dash and a gap are this many cells each
+
+
 @dataclass(frozen=True)
 class Line:
     label: str  # "used", "planned" ...
@@ -57,9 +61,13 @@ class SeriesPlot(PlotWidget, can_focus=False):
         event.prevent_default()  # PlotWidget's own handler would stop the event to zoom
 
     def on_canvas_resize(self, event: Canvas.Resize) -> None:
-        """A canvas laid out anew (the y-axis margin widened, say): draw on canvases of its size."""
+        """A canvas laid out anew (the y-axis margin widened, a scrollbar came): draw again at its
+        size, the time axis set for the new width (the plot's owner is asked to draw again)."""
         self._needs_canvas_resize = True
         self._rerender()
+        owner = self.parent
+        if isinstance(owner, TimePlot):
+            owner.call_after_refresh(owner.redraw)
 
     def text(self, canvas_id: str) -> list[str]:
         """The characters one of the plot's canvases holds, row by row (what tests read)."""
@@ -67,6 +75,9 @@ class SeriesPlot(PlotWidget, can_focus=False):
         return ["".join(row) for row in canvas._buffer]
 
     def _render_plot(self) -> None:
+        plot = self.query_one("#plot", Canvas)
+        if isinstance(self._x_formatter, AgoFormatter):  # as many time labels as this width holds
+            self._x_formatter.most = max(1, (plot.size.width - 2) // 8)
         with ExitStack() as stack:  # one repaint per canvas, not one per pixel set
             for canvas in self.query(Canvas):
                 stack.enter_context(canvas.batch_refresh())
@@ -99,6 +110,9 @@ class TimePlot(Vertical):
         self.top = 0.0
         self.draws = 0  # how many times the plot was drawn (the cost a test or a bench can see)
         self._drawn: object = None
+        self._shown_with: tuple[list[float], float, list[Line], float, float, Sequence[float] | None, bool] | None = (
+            None
+        )
         if help:
             self.tooltip = f"{title}: {help}"
 
@@ -128,6 +142,7 @@ class TimePlot(Vertical):
 
         The time axis moves a pixel at a time (`active`: while a reply streams), or four at rest,
         so that a plot whose points stay on their pixels is not drawn again."""
+        self._shown_with = (list(times), now, list(lines), top, window, yticks, active)
         self.lines, self.top = list(lines), top
         self._legend()
         plot = self.query_one(SeriesPlot)
@@ -150,6 +165,11 @@ class TimePlot(Vertical):
         self._drawn = key
         self._draw(plot, ago, lines, top, window, yticks, width, height)
 
+    def redraw(self) -> None:
+        """Draw the last series again (the plot's size changed)."""
+        if self._shown_with is not None:
+            self.show(*self._shown_with)
+
     def _draw(
         self,
         plot: SeriesPlot,
@@ -163,7 +183,6 @@ class TimePlot(Vertical):
     ) -> None:
         self.draws += 1
         self.y_format.most = max(1, height // 2)  # type: ignore[attr-defined]
-        self.x_format.most = max(1, width // 8)
         ticks = list(yticks) if yticks is not None else self.y_format.get_ticks(0, top)
         labels = self.y_format.get_labels_for_ticks(ticks)
         margin = max((len(label) for label in labels), default=1) + 2
@@ -171,13 +190,19 @@ class TimePlot(Vertical):
             plot.margin_left = margin  # every tick label whole: PlotWidget cuts them to the margin
         theme = self.app.current_theme
         plot.clear()
-        for line in lines:
+        dash = window / width * DASH_CELLS  # seconds a dash of a planned line spans
+        # measured lines first, then the planned ones dashed over them: where the two fall on the
+        # same cells (a plan that is right), both still show, in turns
+        for line in sorted(lines, key=lambda one: one.role in DASHED):
             xs, ys = _window(times, line.values, window)
-            if len(xs) >= 1:
-                colour = getattr(theme, ROLES[line.role][0]) or "white"
-                if len(xs) == 1:  # a single sample: a dot's worth of line
-                    xs, ys = [xs[0] - 0.01, xs[0]], [ys[0], ys[0]]
-                plot.plot(xs, ys, line_style=colour, hires_mode=HiResMode.BRAILLE)
+            if not xs:
+                continue
+            colour = getattr(theme, ROLES[line.role][0]) or "white"
+            if len(xs) == 1:  # a single sample: a dot's worth of line
+                xs, ys = [xs[0] - 0.01, xs[0]], [ys[0], ys[0]]
+            pieces = _dashes(xs, ys, dash) if line.role in DASHED else [(xs, ys)]
+            for px, py in pieces:
+                plot.plot(px, py, line_style=colour, hires_mode=HiResMode.BRAILLE)
         plot.set_xlimits(-window, 0)
         plot.set_ylimits(0, top if top > 0 else 1)
         plot.set_yticks(ticks)
@@ -210,6 +235,34 @@ def _window(times: Sequence[float], values: Sequence[float], window: float) -> t
     else:
         start = len(times)
     return list(times[start:]), [float(v) for v in values[start:]]
+
+
+def _dashes(xs: list[float], ys: list[float], dash: float) -> list[tuple[list[float], list[float]]]:
+    """The line cut into dashes `dash` seconds long with gaps as long, on a grid fixed to the time
+    axis (so that the dashes do not crawl as time goes); each dash follows the line's steps."""
+    if dash <= 0 or len(xs) < 2:
+        return [(xs, ys)]
+    out = []
+    start = math.floor(xs[0] / (2 * dash)) * 2 * dash
+    while start < xs[-1]:
+        a, b = max(start, xs[0]), min(start + dash, xs[-1])
+        if b > a:
+            inside = [(x, y) for x, y in zip(xs, ys) if a < x < b]
+            px = [a, *(x for x, _ in inside), b]
+            py = [_at(xs, ys, a), *(y for _, y in inside), _at(xs, ys, b)]
+            out.append((px, py))
+        start += 2 * dash
+    return out
+
+
+def _at(xs: list[float], ys: list[float], x: float) -> float:
+    """The line's value at `x`: the last sample's at or before it."""
+    value = ys[0]
+    for xi, yi in zip(xs, ys):
+        if xi > x:
+            break
+        value = yi
+    return value
 
 
 def _pixels(
