@@ -4,7 +4,10 @@
 
 Runs vramchat headless (a private home, the real engine, the real devices), takes
 the picker, then loads the demo model, asks two questions and takes the chat with
-its memory dashboard. Writes SVGs (Textual's own screenshots).
+its memory dashboard; then, each during a reply that is still streaming, the memory
+panel at 100 columns (its narrowest) and the full dashboard (F3) at 200. Writes SVGs
+(Textual's own screenshots); render one to look at it with
+`chromium --headless --screenshot=out.png --window-size=W,H file.svg`.
 """
 
 from __future__ import annotations
@@ -21,6 +24,32 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 SIZE = (140, 38)
+PANEL_SIZE = (100, 40)
+FULL_SIZE = (200, 50)
+SHOTS = (
+    "screenshot-picker.svg",
+    "screenshot-chat.svg",
+    "screenshot-panel-100.svg",
+    "screenshot-dashboard-200.svg",
+)
+LONG_QUESTION = "Write a long story about a lighthouse keeper and the ships she guided home."
+
+
+async def _during_a_reply(app, pilot, question: str) -> None:
+    """Send `question` and come back once the reply has streamed for a few seconds."""
+    from app.tui.widgets.chat_input import ChatInput
+    from tests.support.tui_helpers import wait_for
+
+    engine = app.session.engine
+    before = engine.last_stats
+    box = app.screen.query_one(ChatInput)
+    box.focus()
+    box.load_text(question)
+    await pilot.press("enter")
+    await wait_for(
+        pilot, lambda: engine.last_stats is not before and engine.last_stats.generated_tokens >= 24, timeout=120
+    )
+    await pilot.pause(3.0)  # the plots see the reply's tokens/s and its KV cache grow
 
 
 async def shoot(out: Path) -> None:
@@ -48,6 +77,24 @@ async def shoot(out: Path) -> None:
         await pilot.pause(0.2)
         app.save_screenshot(str(out / "screenshot-chat.svg"))
 
+        app.settings.max_tokens = 400  # a reply long enough to be taken while it streams
+        await pilot.resize_terminal(*PANEL_SIZE)
+        await _during_a_reply(app, pilot, LONG_QUESTION)
+        app.clear_notifications()
+        await pilot.pause(0.6)
+        app.save_screenshot(str(out / "screenshot-panel-100.svg"))
+        await wait_for(pilot, reply_done(app), timeout=300)
+
+        await pilot.resize_terminal(*FULL_SIZE)
+        await _during_a_reply(app, pilot, "And what did she see on the last night?")
+        await pilot.press("f3")
+        await pilot.pause(2.0)
+        app.clear_notifications()
+        await pilot.pause(0.6)
+        app.save_screenshot(str(out / "screenshot-dashboard-200.svg"))
+        await pilot.press("escape")
+        await wait_for(pilot, reply_done(app), timeout=300)
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -57,7 +104,7 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     asyncio.run(shoot(out))
-    for name in ("screenshot-picker.svg", "screenshot-chat.svg"):
+    for name in SHOTS:
         print(f"{out / name}: {(out / name).stat().st_size:,} bytes")
 
 
