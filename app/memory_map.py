@@ -23,14 +23,15 @@ WORDS: dict[str, tuple[str, str]] = {
         "the model file mapped into memory: the system keeps it in its file cache (not counted as used) "
         "and may read it again from disk",
     ),
-    "kv_in_use": ("KV in use", "the attention cache holding this conversation's tokens"),
+    "kv_in_use": ("KV in use", "the attention cache holding this conversation's tokens (sliding-window layers' too)"),
     "kv_committed": (
         "KV committed",
         "KV cache allocated for the context held now, not filled yet: the conversation grows into it",
     ),
     "swa": (
         "SWA cache",
-        "the sliding-window layers' KV cache: they look back a fixed window, so it stops growing there",
+        "the sliding-window layers' KV cache, allocated whole and not in use yet: they look back a fixed "
+        "window, so it stops growing there",
     ),
     "recurrent": ("recurrent state", "the fixed-size state of the model's recurrent layers"),
     "output": ("output", "the logits buffer: one score per vocabulary token"),
@@ -97,10 +98,10 @@ def _on(plan: MemoryPlan, device: str, kind: str) -> int:
     return sum(b.bytes for b in plan.buffers if b.device == device and b.kind == kind)
 
 
-def kv_in_use(layout: KVLayout, cells: int) -> int:
-    """Bytes of the full-attention KV cache the conversation's `cells` fill (the sliding-window
-    cache is shown whole: it is as large as its window from the first token)."""
-    return layout.bytes_per_cell(swa=False) * min(max(cells, 0), layout.cells)
+def kv_in_use(layout: KVLayout, cells: int, swa: bool = False) -> int:
+    """Bytes of the full-attention KV cache (`swa`: of the sliding-window one, which stops at its
+    window) the conversation's `cells` fill."""
+    return layout.bytes_per_cell(swa=swa) * min(max(cells, 0), layout.cells_swa if swa else layout.cells)
 
 
 def device_map(plan: MemoryPlan, now: MemoryPlan, name: str, reading: tuple[int, int] | None, cells: int) -> DeviceMap:
@@ -109,10 +110,9 @@ def device_map(plan: MemoryPlan, now: MemoryPlan, name: str, reading: tuple[int,
     measured now (None: as the plan found it), `cells` the KV cells the conversation fills."""
     full = _usage(plan, name)
     held = _usage(now, name)
-    kv_full = _on(now, name, "kv")
-    in_use_all = kv_in_use(now.kv, cells)
-    kv_all = sum(b.bytes for b in now.buffers if b.kind == "kv")
-    in_use = min(kv_full, round(in_use_all * kv_full / kv_all)) if kv_all else 0
+    kv_full, kv_swa = _on(now, name, "kv"), _on(now, name, "kv_swa")
+    in_use = _share(kv_in_use(now.kv, cells), kv_full, now, "kv")
+    swa_in_use = _share(kv_in_use(now.kv, cells, swa=True), kv_swa, now, "kv_swa")
     projector = _on(now, name, "projector_weights") + _on(now, name, "projector_compute")
     mapped = held.weights_mapped
     resident = held.planned - mapped
@@ -123,9 +123,9 @@ def device_map(plan: MemoryPlan, now: MemoryPlan, name: str, reading: tuple[int,
     parts = {
         "weights": held.weights - _on(now, name, "projector_weights"),
         "mapped": mapped,
-        "kv_in_use": in_use,
+        "kv_in_use": in_use + swa_in_use,
         "kv_committed": kv_full - in_use,
-        "swa": _on(now, name, "kv_swa"),
+        "swa": kv_swa - swa_in_use,
         "recurrent": held.recurrent,
         "output": held.output,
         "compute": held.compute - _on(now, name, "projector_compute"),
@@ -142,6 +142,12 @@ def device_map(plan: MemoryPlan, now: MemoryPlan, name: str, reading: tuple[int,
     parts["free"] = free_now - parts["reserved"] - parts["margin"]
     segments = [Segment(key, parts[key]) for key in ORDER if parts.get(key, 0) > 0]
     return DeviceMap(name, total, segments, short)
+
+
+def _share(in_use: int, here: int, plan: MemoryPlan, kind: str) -> int:
+    """The part of the cache's bytes in use that lies on this device (its share of the cache)."""
+    everywhere = sum(b.bytes for b in plan.buffers if b.kind == kind)
+    return min(here, round(in_use * here / everywhere)) if everywhere else 0
 
 
 def device_maps(plan: MemoryPlan, now: MemoryPlan, readings: dict[str, tuple[int, int]], cells: int) -> list[DeviceMap]:

@@ -115,12 +115,12 @@ class Runway:
 
 
 def about(n: int) -> str:
-    """A token count as a person says it: 'about 2,100', exact below a hundred."""
+    """A token count as a person says it, rounded down to two figures (never more room than there
+    is): 'about 2,100', exact below a hundred."""
     if n < 100:
         return f"{n:,}"
-    digits = len(str(n)) - 2  # two significant figures
-    rounded = round(n, -digits)
-    return f"about {rounded:,}"
+    unit = 10 ** (len(str(n)) - 2)
+    return f"about {n // unit * unit:,}"
 
 
 def reachable_context(

@@ -33,7 +33,7 @@ if str(ROOT) not in sys.path:
 
 TARGET = 0.05  # of one core
 CONDITIONS = ("closed", "panel", "full")
-PROMPT = "Tell me about the history of lighthouses."
+PROMPT = "Recite the alphabet forty times."  # greedy, the demo runs it to the token limit
 
 
 def _busy() -> float:

@@ -67,3 +67,15 @@ def test_cells_are_to_scale_and_small_parts_still_get_one() -> None:
     assert sum(cell_widths([1, 999_000, 999], 1_000_000, 40)) == 40
     assert cell_widths([1, 999_000, 999], 1_000_000, 40)[0] == 1  # a tiny buffer is still seen
     assert cell_widths([10, 10], 0, 5) == [0, 0]
+
+
+def test_kv_in_use_on_the_map_is_the_kv_plots_in_use_sliding_window_layers_included(zoo: dict[str, Path]) -> None:
+    from app.telemetry import kv_bytes_in_use
+
+    anatomy = load_anatomy(read_gguf(zoo["gemma2"]))
+    plan = plan_memory(anatomy, LoadConfig(n_ctx=8_192), [], HOST)
+    assert plan.kv.cells_swa and any(b.kind == "kv_swa" for b in plan.buffers)
+    host = device_map(plan, plan, "CPU", None, cells=300)
+    assert host.get("kv_in_use") == kv_bytes_in_use(plan.kv, 300) > kv_in_use(plan.kv, 300)
+    swa_total = sum(b.bytes for b in plan.buffers if b.kind == "kv_swa")
+    assert host.get("swa") == swa_total - kv_in_use(plan.kv, 300, swa=True)

@@ -18,14 +18,14 @@ def test_tokens_until_the_context_grows_and_until_full() -> None:
     assert way.next_step == 8_192 and way.until_growth == 2_196 and way.until_full == 30_868
     assert way.turns_left == 88 and way.warning == ""
     words = way.sentences()
-    assert words[0] == "About 2,200 tokens until the context grows (to 8,192); about 31,000 until full."
+    assert words[0] == "About 2,100 tokens until the context grows (to 8,192); about 30,000 until full."
     assert words[1] == "About 350 tokens a turn: room for about 88 turns."
 
 
 def test_a_context_at_its_maximum_no_longer_grows_and_warns_before_turns_are_left_out() -> None:
     way = runway(used=31_900, committed=32_768, maximum=32_768, per_turn=400)
     assert way.next_step is None and way.until_growth is None and way.until_full == 868
-    assert way.sentences()[0] == "About 870 tokens until the context is full."
+    assert way.sentences()[0] == "About 860 tokens until the context is full."
     assert way.warning == "After about 2 more turns the oldest turns will be left out of the prompt."
     full = runway(used=32_768, committed=32_768, maximum=32_768)
     assert full.warning == "The context is full: the oldest turns are left out of the prompt."
@@ -40,8 +40,9 @@ def test_a_fixed_context_never_grows_and_a_device_short_of_room_stops_it_early()
     assert "can grow to 16,384 tokens, not 32,768" in " ".join(short.sentences())
 
 
-def test_about_rounds_as_a_person_says_it() -> None:
-    assert [about(n) for n in (42, 2_140, 27_950, 131_072)] == ["42", "about 2,100", "about 28,000", "about 130,000"]
+def test_about_rounds_down_as_a_person_says_it() -> None:
+    # never more room than there is: 32,741 tokens left of 32,768 is not "about 33,000"
+    assert [about(n) for n in (42, 2_196, 32_741, 131_072)] == ["42", "about 2,100", "about 32,000", "about 130,000"]
 
 
 def test_the_pace_is_the_mean_of_the_last_turns_and_restarts_with_another_chat() -> None:
