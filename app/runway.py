@@ -109,7 +109,8 @@ class Runway:
             )
         if self.per_turn:
             left = self.turns_left or 0
-            turns = "less than one turn" if left < 1 else f"about {left:,} turn{'s' if left != 1 else ''}"
+            count = about(left) if left >= 100 else f"about {left}"
+            turns = "less than one turn" if left < 1 else f"{count} turn{'s' if left != 1 else ''}"
             lines.append(f"About {self.per_turn:,} tokens a turn: room for {turns}.")
         return lines
 

@@ -35,6 +35,8 @@ def test_a_context_at_its_maximum_no_longer_grows_and_warns_before_turns_are_lef
 def test_a_fixed_context_never_grows_and_a_device_short_of_room_stops_it_early() -> None:
     fixed = runway(used=100, committed=4_096, maximum=32_768, elastic=False)
     assert fixed.next_step is None and fixed.until_full == 3_996
+    pace = runway(used=27, committed=4_096, maximum=32_768, per_turn=14).sentences()[-1]
+    assert pace == "About 14 tokens a turn: room for about 2,300 turns."  # an average: not to the turn
     short = runway(used=100, committed=4_096, maximum=32_768, reachable=16_384)
     assert short.next_step == 8_192 and short.until_full == 16_284
     assert "can grow to 16,384 tokens, not 32,768" in " ".join(short.sentences())

@@ -8,6 +8,7 @@ and saves it as it grows; the UI only renders what the worker posts.
 from __future__ import annotations
 
 import contextlib
+import sqlite3
 import threading
 from typing import TYPE_CHECKING, ClassVar
 
@@ -650,14 +651,19 @@ class ChatScreen(Screen):
         model, telemetry = session.model, session.telemetry
         if model is None or self.conversation is None:
             return
+        from app.store import StoreError
+
         store = self.services.store
         key = key_for(model)
-        kept = store.receipt(self.conversation.id, key)
         history = []
         if telemetry is not None:
             telemetry.sample_once()  # the reply's end, which the 2 Hz sampler may not have caught yet
             history = telemetry.history()
-        store.save_receipt(self.conversation.id, key, build(model, history, kept.body if kept else None))
+        try:
+            kept = store.receipt(self.conversation.id, key)
+            store.save_receipt(self.conversation.id, key, build(model, history, kept.body if kept else None))
+        except (StoreError, sqlite3.Error) as exc:  # the chat itself is saved; only its receipt is not
+            self.app.notify(f"The plan receipt could not be kept: {exc}", severity="warning")
 
     def action_receipt(self) -> None:
         """The plan receipt of the chat chosen in the list (when the list has the focus), else of this one."""
