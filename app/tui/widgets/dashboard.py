@@ -5,7 +5,8 @@ The panel pulls `Telemetry.history()` on a UI timer; the sampler thread never to
 draws nothing while it is not shown (the chat's panel hidden, another screen on top), and a
 plot is drawn again only when a point moves to another pixel (app.tui.widgets.time_plot).
 Plots come in order of need: device memory (one per device), the KV cache, tokens per second,
-then the compute arena and the engine's RSS, which leave first when the terminal is short.
+then the compute arena and the engine's RSS, which only the full screen draws (and not on a
+short terminal): every plot in view costs layout work each time the streaming reply grows.
 """
 
 from __future__ import annotations

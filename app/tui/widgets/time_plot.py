@@ -239,20 +239,21 @@ def _window(times: Sequence[float], values: Sequence[float], window: float) -> t
 
 def _dashes(xs: list[float], ys: list[float], dash: float) -> list[tuple[list[float], list[float]]]:
     """The line cut into dashes `dash` seconds long with gaps as long, on a grid fixed to the time
-    axis (so that the dashes do not crawl as time goes); each dash follows the line's steps."""
+    axis and ending at now (so that the dashes do not crawl as time goes, and the newest part of
+    the line is always drawn); each dash follows the line's steps."""
     if dash <= 0 or len(xs) < 2:
         return [(xs, ys)]
     out = []
-    start = math.floor(xs[0] / (2 * dash)) * 2 * dash
-    while start < xs[-1]:
-        a, b = max(start, xs[0]), min(start + dash, xs[-1])
+    end = 0.0
+    while end > xs[0]:
+        a, b = max(end - dash, xs[0]), min(end, xs[-1])
         if b > a:
             inside = [(x, y) for x, y in zip(xs, ys) if a < x < b]
             px = [a, *(x for x, _ in inside), b]
             py = [_at(xs, ys, a), *(y for _, y in inside), _at(xs, ys, b)]
             out.append((px, py))
-        start += 2 * dash
-    return out
+        end -= 2 * dash
+    return out[::-1]
 
 
 def _at(xs: list[float], ys: list[float], x: float) -> float:
