@@ -58,6 +58,11 @@ class StatusLine(Static):
         self.display = bool(str(self.render()))
 
     def say(self, text: str) -> None:
+        """Show `text` (hide the line when empty); the same text again changes nothing (an update
+        lays the screen out anew)."""
+        if text == getattr(self, "_said", None):
+            return
+        self._said = text
         self.update(text)
         self.display = bool(text)
 

@@ -66,8 +66,11 @@ class Legend(Widget):
         if key == self._shown:
             return
         self._shown = key
+        lines = len(self.lines()) if self.size.width else -1
         self.entries, self.lead = list(entries), lead
-        self.refresh(layout=True)
+        # a new layout of the screen only when the legend takes another number of lines: a figure
+        # that changes twice a second would otherwise lay the whole screen out twice a second
+        self.refresh(layout=len(self.lines()) != lines)
 
     def lines(self, width: int | None = None) -> list[Text]:
         return pack(self.entries, width if width is not None else self.size.width, self.lead)

@@ -60,9 +60,10 @@ class MemoryBar(Widget):
         if key == self._shown:
             return
         self._shown = key
+        lines = len(self.lines(self.size.width)) if self.map is not None and self.size.width else -1
         self.map = device_map
         self.tooltip = "\n".join(f"{s.label}: {format_size(s.bytes)}, {s.explanation}" for s in device_map.segments)
-        self.refresh(layout=True)
+        self.refresh(layout=len(self.lines(self.size.width)) != lines)  # a layout only for another height
 
     def _colour(self, key: str) -> str:
         theme = self.app.current_theme

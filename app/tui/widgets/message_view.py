@@ -1,12 +1,19 @@
-"""One message of the conversation: who said it, then the text as Markdown."""
+"""One message of the conversation: who said it, then the text as Markdown.
+
+A streaming reply is drawn at most ten times a second, whatever the model's speed: each drawing
+lays the screen out again (the memory panel beside it included), so a fast model would otherwise
+cost the UI a layout per token."""
 
 from __future__ import annotations
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.timer import Timer
 from textual.widgets import Markdown, Static
 from textual.widgets.markdown import MarkdownStream
+
+DRAW_SECONDS = 0.1
 
 
 class MessageView(Vertical):
@@ -22,6 +29,8 @@ class MessageView(Vertical):
         self.note = note
         self.msg_id = msg_id
         self._stream: MarkdownStream | None = None
+        self._pending = ""  # streamed, not drawn yet
+        self._flush: Timer | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(self._header(), classes="message-author")
@@ -44,11 +53,23 @@ class MessageView(Vertical):
             if not piece:
                 return
         self.text += piece
+        self._pending += piece
+        if self._flush is None:
+            self._flush = self.set_timer(DRAW_SECONDS, self._draw_pending)
+
+    async def _draw_pending(self) -> None:
+        self._flush = None
+        piece, self._pending = self._pending, ""
+        if not piece:
+            return
         if self._stream is None:
             self._stream = Markdown.get_stream(self.query_one(Markdown))
         await self._stream.write(piece)
 
     async def finish(self, text: str, note: str = "") -> None:
+        if self._flush is not None:
+            self._flush.stop()
+        await self._draw_pending()
         if self._stream is not None:
             await self._stream.stop()
             self._stream = None

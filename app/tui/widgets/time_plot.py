@@ -11,6 +11,7 @@ each pixel the time axis moves.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -38,6 +39,7 @@ ROLES: dict[str, tuple[str, str]] = {
 
 DASHED = ("planned", "limit")  # roles drawn as dashes, over the measured lines
 DASH_CELLS = 2  # a dash and a gap are this many cells each
+MIN_DRAW_SECONDS = 0.9  # a plot is drawn at most about once a second (a drawing costs milliseconds)
 
 
 @dataclass(frozen=True)
@@ -110,6 +112,7 @@ class TimePlot(Vertical):
         self.top = 0.0
         self.draws = 0  # how many times the plot was drawn (the cost a test or a bench can see)
         self._drawn: object = None
+        self._drawn_at = 0.0
         self._shown_with: tuple[list[float], float, list[Line], float, float, Sequence[float] | None, bool] | None = (
             None
         )
@@ -162,7 +165,11 @@ class TimePlot(Vertical):
         )
         if key == self._drawn:
             return
-        self._drawn = key
+        frame = key[:6]  # the size, the axes and the theme: a change there is drawn at once
+        drawn_frame = self._drawn[:6] if isinstance(self._drawn, tuple) else None
+        if frame == drawn_frame and time.monotonic() - self._drawn_at < MIN_DRAW_SECONDS:
+            return  # new points, drawn at the next sample: a plot is drawn at most once a second
+        self._drawn, self._drawn_at = key, time.monotonic()
         self._draw(plot, ago, lines, top, window, yticks, width, height)
 
     def redraw(self) -> None:
