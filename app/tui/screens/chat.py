@@ -17,7 +17,7 @@ from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import Screen
+from textual.screen import ModalScreen, Screen
 from textual.timer import Timer
 from textual.widgets import Header, Input, Label, OptionList, ProgressBar, Static
 from textual.widgets.option_list import Option, OptionDoesNotExist
@@ -151,6 +151,18 @@ class ChatScreen(Screen):
         self._show_hint()
         self.update_context_line()
         self.set_interval(ENGINE_WATCH_SECONDS, self._watch_engine)
+
+    def _compositor_refresh(self) -> None:
+        """Under a screen that hides it (the full dashboard), the chat's changes wait for its return
+        (it is repainted whole then): Textual repaints the whole screen on top for each change of
+        the one under it, which made the full dashboard cost a quarter of a core while a reply
+        streamed. Under a dialog (which lets it show through) it is drawn as usual."""
+        top = self.app.screen
+        if top is not self and not isinstance(top, ModalScreen) and top.styles.background.a == 1:
+            self._compositor._dirty_regions.clear()
+            self._dirty_widgets.clear()
+            return
+        super()._compositor_refresh()
 
     def _watch_engine(self) -> None:
         """An engine that ends while idle (kill -9, the OOM killer) is noticed within a second, not at

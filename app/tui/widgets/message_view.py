@@ -2,7 +2,7 @@
 
 A streaming reply is drawn at most ten times a second, whatever the model's speed: each drawing
 lays the screen out again (the memory panel beside it included), so a fast model would otherwise
-cost the UI a layout per token."""
+cost the UI a layout per token. Under another screen (the full dashboard) it waits to be seen."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from textual.widgets import Markdown, Static
 from textual.widgets.markdown import MarkdownStream
 
 DRAW_SECONDS = 0.1
+HIDDEN_DRAW_SECONDS = 0.5  # how often a reply under another screen checks whether it is seen again
 
 
 class MessageView(Vertical):
@@ -57,8 +58,13 @@ class MessageView(Vertical):
         if self._flush is None:
             self._flush = self.set_timer(DRAW_SECONDS, self._draw_pending)
 
-    async def _draw_pending(self) -> None:
+    async def _draw_pending(self, force: bool = False) -> None:
         self._flush = None
+        if not force and self.is_attached and self.app.screen is not self.screen:
+            # another screen on top (the full dashboard, say): Textual repaints the whole top screen
+            # for every change of the one under it, so the reply is drawn once the chat is back
+            self._flush = self.set_timer(HIDDEN_DRAW_SECONDS, self._draw_pending)
+            return
         piece, self._pending = self._pending, ""
         if not piece:
             return
@@ -69,7 +75,7 @@ class MessageView(Vertical):
     async def finish(self, text: str, note: str = "") -> None:
         if self._flush is not None:
             self._flush.stop()
-        await self._draw_pending()
+        await self._draw_pending(force=True)
         if self._stream is not None:
             await self._stream.stop()
             self._stream = None
