@@ -88,6 +88,7 @@ def write_reply(
                 if cancelled.is_set():
                     engine.stop()  # the engine clears stop requests made before it started
             stats = engine.last_stats
+            session.pace.record(len(build.tokens) + stats.generated_tokens)
         text = sink.finish(stats.stopped_by, stats.generated_tokens, stats.tokens_per_second)
         session.reply_finished()
         learn_from_reply(session, stats)  # the speed against its prediction, for later plans (app/speed.py)

@@ -48,6 +48,7 @@ from app.engine.verify import Confirmed, Verification, confirm_plan, replan
 from app.errors import VramchatError
 from app.outcome import CRASHED, ENGINE_CRASH, ReplyOutcome
 from app.recovery import SMALLER, WITHOUT_EXTRA_BUFFERS, WITHOUT_LOST_SERVERS, Recovery, recovery_for
+from app.runway import TurnPace
 from app.telemetry import Telemetry, for_engine
 from planner.config import LoadConfig
 from planner.elastic import committed_plan
@@ -212,6 +213,7 @@ class ModelSession:
         self.learning: LoadLearning | None = None
         self.drift: DriftWatch | None = None
         self.on_drift: Callable[[DriftAlarm], None] | None = None  # the app's notification (sampler thread)
+        self.pace = TurnPace()  # tokens a turn adds to the context (the dashboard's runway)
 
     @property
     def engine(self) -> EngineLike:
@@ -300,6 +302,7 @@ class ModelSession:
             committed_plan(fit.plan, report.n_ctx, devices.gpus, devices.host),
         )
         self._devices = devices
+        self.pace.reset()
         self.telemetry = for_engine(engine, devices, fit.plan, speed=self._speed, plan_now=self._plan_now)  # type: ignore[arg-type]
         # what the GPUs hold beyond the buffers: learned for the next plan, and watched while the model runs
         self.learning = learn_after_load(self.model, devices.gpus, engine.pid)
@@ -313,6 +316,7 @@ class ModelSession:
         after_reply(self.learning, self.model)
 
     def _plan_now(self) -> MemoryPlan | None:
+        """The plan for what the engine holds now (the telemetry's simulated devices follow it)."""
         return self.model.now if self.model is not None else None
 
     def _drifted(self, name: str, used: int, total: int) -> tuple[bool, str | None]:
@@ -370,6 +374,7 @@ class ModelSession:
             return None
         before = model.n_ctx
         resized = self.engine.resize(target, keep=False)
+        self.pace.reset()
         self._resized()
         return Growth(before, resized.n_ctx, resized.seconds)
 

@@ -12,6 +12,7 @@ can save the growing reply while the UI thread reads.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import threading
 import time
@@ -19,13 +20,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from app.errors import VramchatError
 from app.media import Attachment
 from app.paths import data_dir
 
 DB_FILE = "conversations.sqlite3"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 TITLE_CHARS = 60
 
 # MIGRATIONS[n] takes a database from version n to n + 1.
@@ -70,6 +72,18 @@ MIGRATIONS: dict[int, str] = {
         suffix TEXT NOT NULL DEFAULT ''
     );
     CREATE INDEX attachments_by_message ON attachments (message_id, position);
+    """,
+    # plan receipts: what each chat ran with (app.receipt), one per load, as JSON
+    2: """
+    CREATE TABLE receipts (
+        id INTEGER PRIMARY KEY,
+        conversation_id INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+        key TEXT NOT NULL,
+        body TEXT NOT NULL,
+        created REAL NOT NULL,
+        updated REAL NOT NULL,
+        UNIQUE (conversation_id, key)
+    );
     """,
 }
 
@@ -121,6 +135,17 @@ class Conversation:
     created: float
     updated: float
     messages: list[StoredMessage] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class StoredReceipt:
+    """A plan receipt kept with a chat (app.receipt builds and reads its body)."""
+
+    conversation_id: int
+    key: str
+    body: dict[str, Any]
+    created: float
+    updated: float
 
 
 @dataclass(frozen=True)
@@ -356,6 +381,38 @@ class Store:
     def delete_message(self, msg_id: int) -> None:
         with self._tx() as db:
             db.execute("DELETE FROM messages WHERE id = ?", (msg_id,))
+
+    # -- plan receipts ------------------------------------------------------------------------
+
+    def save_receipt(self, conv_id: int, key: str, body: dict[str, Any]) -> None:
+        """Keep (or bring up to date) the receipt of one load this chat ran on."""
+        now = time.time()
+        text = json.dumps(body, sort_keys=True)
+        with self._tx() as db:
+            db.execute(
+                "INSERT INTO receipts (conversation_id, key, body, created, updated) VALUES (?, ?, ?, ?, ?) "
+                "ON CONFLICT (conversation_id, key) DO UPDATE SET body = excluded.body, updated = excluded.updated",
+                (conv_id, key, text, now, now),
+            )
+
+    def receipts(self, conv_id: int) -> list[StoredReceipt]:
+        """The chat's receipts, oldest first (a body that cannot be read is left out, never an error)."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT * FROM receipts WHERE conversation_id = ? ORDER BY created, id", (conv_id,)
+            ).fetchall()
+        out = []
+        for r in rows:
+            try:
+                body = json.loads(r["body"])
+            except ValueError:
+                continue
+            if isinstance(body, dict):
+                out.append(StoredReceipt(r["conversation_id"], r["key"], body, r["created"], r["updated"]))
+        return out
+
+    def receipt(self, conv_id: int, key: str) -> StoredReceipt | None:
+        return next((r for r in self.receipts(conv_id) if r.key == key), None)
 
     def message(self, msg_id: int) -> StoredMessage | None:
         with self._lock:

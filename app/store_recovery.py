@@ -19,7 +19,8 @@ from pathlib import Path
 from app.store import Store, StoreError, db_path
 
 COMPANIONS = ("", "-wal", "-shm", "-journal")
-TABLES = ("conversations", "messages", "attachments")  # parents first: messages refer to conversations
+# parents first: messages and receipts refer to conversations, attachments to messages
+TABLES = ("conversations", "messages", "attachments", "receipts")
 
 
 def open_store(path: Path | None = None, busy_timeout: float = 5.0) -> tuple[Store, list[str]]:

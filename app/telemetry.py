@@ -236,6 +236,6 @@ def for_engine(
         kv_maximum=kv_maximum,
         speed=speed or engine_speed,
         config=config or TelemetryConfig(),
-        host_memory=HostMemoryReader(report, plan, loaded),
+        host_memory=HostMemoryReader(report, plan, loaded, plan_now),
         unified=frozenset(d.name for d in report.gpus if d.unified),
     )

@@ -4,14 +4,15 @@
 
 Runs vramchat headless (a private home, the real engine, the real devices), takes
 the picker, then loads the demo model, asks two questions and takes the chat with
-its memory dashboard: at the README's size, and the picker and the chat again at 80x24 and
-200x50 (the smallest and a large terminal; every screen adapts); then a chat with a picture: the
-demo model beside a Gemma 3 projector of random weights (what it says of the picture is the 270M
-model's guess, the pipeline is the real one); then the hub view (F7) against the test hub
-(tests/support/hub_server.py on 127.0.0.1, the real huggingface_hub client through HF_ENDPOINT; its
-repos are the demo's header at ten quants, split, gated) on a simulated GPU of 1.4 GiB, a repo opened
-and a download running. Writes SVGs (Textual's own screenshots); `--png` also renders each to PNG with
-a headless Chromium, to look at them.
+its memory dashboard: at the README's size, then, each during a reply that is still streaming, the
+memory panel at 100 columns (its narrowest) and the full dashboard (F3) at 200; the picker and the
+chat again at 80x24 and 200x50 (the smallest and a large terminal; every screen adapts); then a chat
+with a picture: the demo model beside a Gemma 3 projector of random weights (what it says of the
+picture is the 270M model's guess, the pipeline is the real one); then the hub view (F7) against the
+test hub (tests/support/hub_server.py on 127.0.0.1, the real huggingface_hub client through
+HF_ENDPOINT; its repos are the demo's header at ten quants, split, gated) on a simulated GPU of
+1.4 GiB, a repo opened and a download running. Writes SVGs (Textual's own screenshots); `--png` also
+renders each to PNG with a headless Chromium, to look at them.
 """
 
 from __future__ import annotations
@@ -29,6 +30,43 @@ if str(ROOT) not in sys.path:
 
 SIZE = (140, 38)
 SIZES = ((80, 24), (200, 50))  # the picker and the chat again at these sizes: screenshot-*-WxH.svg
+PANEL_SIZE = (100, 40)
+FULL_SIZE = (200, 50)
+# greedy, the demo writes long replies to these
+LONG_QUESTIONS = (
+    "Write the numbers from 1 to 300, separated by commas.",
+    "Recite the alphabet forty times.",
+    "List every month twice.",
+)
+
+
+async def _during_a_reply(app, pilot) -> None:
+    """Ask until a reply streams (a greedy base model ends some answers at once), and come back a
+    second into it, while it still streams."""
+    from app.tui.widgets.chat_input import ChatInput
+    from tests.support.tui_helpers import reply_done, wait_for
+
+    engine = app.session.engine
+    for question in LONG_QUESTIONS:
+        before = engine.last_stats
+        box = app.screen.query_one(ChatInput)
+        box.focus()
+        box.load_text(question)
+        await pilot.press("enter")
+        # a busy machine reads the prompt and writes the first words slowly: minutes are allowed
+        await wait_for(
+            pilot,
+            lambda before=before: (
+                engine.last_stats is not before and (engine.last_stats.generated_tokens >= 12 or reply_done(app)())
+            ),
+            timeout=600,
+        )
+        if not reply_done(app)():
+            await pilot.pause(1.2)  # the plots see the reply's tokens/s and its KV cache grow
+            if not reply_done(app)():
+                return  # still streaming: take it now
+        await wait_for(pilot, reply_done(app), timeout=600)
+    raise SystemExit("no question made the model write a long reply")
 
 
 async def shoot(out: Path) -> list[Path]:
@@ -57,6 +95,28 @@ async def shoot(out: Path) -> list[Path]:
         await pilot.pause(0.2)
         app.save_screenshot(str(out / "screenshot-chat.svg"))
         shots = [out / "screenshot-picker.svg", out / "screenshot-chat.svg"]
+
+        app.settings.max_tokens = 400  # a reply long enough to be taken while it streams
+        await pilot.resize_terminal(*PANEL_SIZE)
+        await _during_a_reply(app, pilot)
+        app.clear_notifications()
+        await pilot.pause(0.6)
+        shots.append(Path(app.save_screenshot(str(out / "screenshot-panel-100.svg"))))
+        await wait_for(pilot, reply_done(app), timeout=300)
+
+        await pilot.resize_terminal(*FULL_SIZE)
+        await pilot.press("ctrl+n")  # a new chat: the same long reply streams again
+        await pilot.pause(1.0)
+        await _during_a_reply(app, pilot)
+        await pilot.press("f3")
+        await pilot.pause(2.0)
+        app.clear_notifications()
+        await pilot.pause(0.6)
+        shots.append(Path(app.save_screenshot(str(out / "screenshot-dashboard-200.svg"))))
+        await pilot.press("escape")
+        await wait_for(pilot, reply_done(app), timeout=300)
+        app.settings.max_tokens = 64
+
         for width, height in SIZES:
             await pilot.resize_terminal(width, height)
             await pilot.pause(1.0)
@@ -187,6 +247,26 @@ async def shoot_images(out: Path) -> None:
         app.clear_notifications()
         await pilot.pause(0.3)
         app.save_screenshot(str(out / "screenshot-images.svg"))
+
+        app.settings.max_tokens = 400  # a reply long enough to be taken while it streams
+        await pilot.resize_terminal(*PANEL_SIZE)
+        await _during_a_reply(app, pilot)
+        app.clear_notifications()
+        await pilot.pause(0.6)
+        app.save_screenshot(str(out / "screenshot-panel-100.svg"))
+        await wait_for(pilot, reply_done(app), timeout=300)
+
+        await pilot.resize_terminal(*FULL_SIZE)
+        await pilot.press("ctrl+n")  # a new chat: the same long reply streams again
+        await pilot.pause(1.0)
+        await _during_a_reply(app, pilot)
+        await pilot.press("f3")
+        await pilot.pause(2.0)
+        app.clear_notifications()
+        await pilot.pause(0.6)
+        app.save_screenshot(str(out / "screenshot-dashboard-200.svg"))
+        await pilot.press("escape")
+        await wait_for(pilot, reply_done(app), timeout=300)
 
 
 def main() -> None:

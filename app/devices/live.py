@@ -23,7 +23,8 @@ def _never_loaded() -> bool:
 
 
 class GpuMemoryReader:
-    """The report's GPUs as llama.cpp sees them now, or as simulated."""
+    """The report's GPUs as llama.cpp sees them now, or as simulated. `plan_now()` is the plan for
+    what is allocated now (a context that grows holds less than `plan`, its maximum)."""
 
     def __init__(
         self,
@@ -35,18 +36,20 @@ class GpuMemoryReader:
         self.names = [d.name for d in report.gpus]
         self.simulated = report.simulated
         self._base = {d.name: (d.total - d.free, d.total) for d in report.gpus}
-        self._planned = {d.name: d.planned for d in plan.gpus} if plan is not None else {}
-        self._loaded = loaded
-        # the plan for the context held now, when it grows with the conversation (a simulated GPU follows it)
+        self._plan = plan
         self._plan_now = plan_now
+        self._loaded = loaded
         # an RPC server serves one client at a time, and while a model is loaded that client is the
         # engine: its devices read as the server reported them at the probe, plus the plan's buffers
         self.remote = [d.name for d in report.gpus if d.backend == "rpc"]
 
+    @property
+    def _planned(self) -> dict[str, int]:
+        plan = (self._plan_now() if self._plan_now is not None else None) or self._plan
+        return {d.name: d.planned for d in plan.gpus} if plan is not None else {}
+
     def _as_planned(self, names: list[str]) -> Reading:
-        now = self._plan_now() if self._plan_now is not None else None
-        planned = {d.name: d.planned for d in now.gpus} if now is not None else self._planned
-        extra = planned if self._loaded() else {}
+        extra = self._planned if self._loaded() else {}
         return {name: (self._base[name][0] + extra.get(name, 0), self._base[name][1]) for name in names}
 
     def __call__(self) -> Reading:
@@ -61,15 +64,26 @@ class GpuMemoryReader:
 
 
 class HostMemoryReader:
-    """Host RAM: psutil's view, or the simulated RAM plus the plan's host usage once loaded."""
+    """Host RAM: psutil's view (in use: what is not available), or the simulated RAM plus the plan's
+    host buffers once loaded; mapped weights are file cache, available to others, as psutil counts them."""
 
     def __init__(
-        self, report: DeviceReport, plan: MemoryPlan | None = None, loaded: Callable[[], bool] = _never_loaded
+        self,
+        report: DeviceReport,
+        plan: MemoryPlan | None = None,
+        loaded: Callable[[], bool] = _never_loaded,
+        plan_now: Callable[[], MemoryPlan | None] | None = None,
     ) -> None:
         self.simulated = report.host.simulated
         self._base = (report.host.total - report.host.free, report.host.total)
-        self._planned = plan.host.planned if plan is not None else 0
+        self._plan = plan
+        self._plan_now = plan_now
         self._loaded = loaded
+
+    @property
+    def _planned(self) -> int:
+        plan = (self._plan_now() if self._plan_now is not None else None) or self._plan
+        return plan.host.planned - plan.host.weights_mapped if plan is not None else 0
 
     def __call__(self) -> Reading:
         if self.simulated:

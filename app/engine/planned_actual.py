@@ -103,13 +103,25 @@ def _process_row(plan: MemoryPlan, device: str, before: ProcessMemory, after: Pr
 
 @dataclass(frozen=True)
 class BufferLine:
-    """One buffer: the plan's bytes, the dry run's and the allocated ones (None where a side has none)."""
+    """One buffer: the plan's bytes, the dry run's and the allocated ones (None where a side has none).
+
+    The dry run sized the plan's maximum context before the load, while `planned` and `actual` are
+    for the context held now: `dry_planned` is the figure the dry run is set beside (the plan's, at
+    that maximum), so that a context that has not grown yet still shows whether llama.cpp agreed."""
 
     name: str
     kind: str
     planned: int | None
     actual: int | None
     dry_run: int | None = None  # llama.cpp's no_alloc dry run, where it gave a figure for this buffer
+    dry_planned: int | None = None  # the planner's figure for what the dry run sized
+
+    @property
+    def dry_matches(self) -> bool | None:
+        """Whether the dry run agreed with the plan it sized (to the log's precision); None: no figure."""
+        if self.dry_run is None or self.dry_planned is None:
+            return None
+        return abs(self.dry_run - self.dry_planned) <= LOG_ROUNDING
 
     @property
     def delta(self) -> int | None:
@@ -130,7 +142,8 @@ def _by_name(m: Measurements) -> dict[tuple[str, str], int]:
 def per_buffer(
     buffers: list[Buffer], measurements: Measurements | None, verification: Verification | None = None
 ) -> list[BufferLine]:
-    """One row per buffer the plan or llama.cpp names; a side that lacks it shows None."""
+    """One row per buffer the plan (for the context held now) or llama.cpp names; a side that lacks it
+    shows None. `verification` is llama.cpp's dry run before the load (of the plan's maximum context)."""
     actual = _by_name(measurements) if measurements is not None else {}
     rows: list[BufferLine] = []
     seen: set[tuple[str, str]] = set()
@@ -140,10 +153,19 @@ def per_buffer(
     for b in buffers:
         key = (b.kind, b.name)
         seen.add(key)
-        dry = None
+        gap = None
         if verification is not None and per_device[(b.kind, b.device)] == 1:
-            dry = verification.measured(b.kind, b.device)
-        rows.append(BufferLine(b.name, b.kind, b.bytes, actual.get(key) if measurements is not None else None, dry))
+            gap = verification.gap(b.kind, b.device)
+        rows.append(
+            BufferLine(
+                b.name,
+                b.kind,
+                b.bytes,
+                actual.get(key) if measurements is not None else None,
+                gap.measured if gap is not None else None,
+                gap.planned if gap is not None else None,
+            )
+        )
     for (kind, name), size in actual.items():
         if (kind, name) not in seen:
             rows.append(BufferLine(name, kind, None, size))

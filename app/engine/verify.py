@@ -53,13 +53,16 @@ class Verification:
     def seconds(self) -> float:
         return self.dry_run.seconds
 
+    def gap(self, kind: str, device: str) -> Gap | None:
+        """The plan's figure beside llama.cpp's for one buffer kind (in the planner's words), when the
+        dry run gave one for that device alone."""
+        return next((g for g in self.gaps if g.kind == kind and g.devices == (device,)), None)
+
     def measured(self, kind: str, device: str) -> int | None:
         """llama.cpp's figure for one planned buffer (kind in the planner's words), when it gave one
         for that device alone."""
-        for g in self.gaps:
-            if g.kind == kind and g.devices == (device,):
-                return g.measured
-        return None
+        gap = self.gap(kind, device)
+        return gap.measured if gap is not None else None
 
     def differences(self) -> str:
         parts = []

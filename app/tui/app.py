@@ -393,7 +393,14 @@ class VramchatApp(App):
             yield SystemCommand("New chat", "Start a new conversation", screen.action_new_chat)
             yield SystemCommand("Retry the last reply", "Ask the model again", screen.action_retry)
             yield SystemCommand("Copy the last reply", "Copy it to the clipboard", screen.action_copy_reply)
-            yield SystemCommand("Export this chat", "Save it as a Markdown file", screen.action_export_chat)
+            yield SystemCommand(
+                "Export this chat", "Save it as Markdown and JSON, with its plan receipt", screen.action_export_chat
+            )
+            yield SystemCommand(
+                "Plan receipt of this chat",
+                "The plan it ran with, llama.cpp's dry run and the measured peaks (F8)",
+                screen.action_receipt,
+            )
             yield SystemCommand(
                 "Reload the model", "Load the model again (after the engine stopped, say)", screen.action_reload_model
             )

@@ -120,3 +120,39 @@ def test_search_finds_chats_by_title_and_message_text(tmp_path) -> None:
     assert [c.id for c in store.search("g_h")] == [a.id]  # underscore is a character, not a wildcard
     assert store.search("_") and not store.search("x_y")
     assert store.search("nothing at all") == []
+
+
+def test_plan_receipts_are_kept_per_load_brought_up_to_date_and_go_with_their_chat(tmp_path: Path) -> None:
+    store = Store(tmp_path / "c.sqlite3")
+    conv = store.new_conversation("/m.gguf", "Model")
+    store.save_receipt(conv.id, "load-1", {"peaks": {"rss": 100}})
+    store.save_receipt(conv.id, "load-1", {"peaks": {"rss": 150}})  # the same load: brought up to date
+    store.save_receipt(conv.id, "load-2", {"peaks": {"rss": 90}})  # reloaded with a smaller plan: another
+    store._db.execute(
+        "INSERT INTO receipts (conversation_id, key, body, created, updated) VALUES (?, 'x', '{', 9e9, 9e9)", (conv.id,)
+    )
+    kept = store.receipts(conv.id)
+    assert [(r.key, r.body["peaks"]["rss"]) for r in kept] == [("load-1", 150), ("load-2", 90)]  # unreadable: left out
+    assert store.receipt(conv.id, "load-2") is not None and store.receipt(conv.id, "nope") is None
+    store.delete_conversation(conv.id)
+    assert store.receipts(conv.id) == []
+
+
+def test_a_database_of_the_first_schema_gains_receipts_and_keeps_its_chats(tmp_path: Path) -> None:
+    from app.store import MIGRATIONS
+
+    path = tmp_path / "c.sqlite3"
+    db = sqlite3.connect(path)
+    db.executescript(MIGRATIONS[0] + "\nPRAGMA user_version = 1;")
+    db.execute("INSERT INTO conversations (title, created, updated) VALUES ('old chat', 1, 1)")
+    db.execute(
+        "INSERT INTO messages (conversation_id, role, content, created, updated) VALUES (1, 'user', 'hello', 1, 1)"
+    )
+    db.commit()
+    db.close()
+    store = Store(path)
+    assert store.version == SCHEMA_VERSION == 3
+    assert [m.content for m in store.conversation(1).messages] == ["hello"]
+    assert store.receipts(1) == []  # an old chat has none, and says so rather than failing
+    store.save_receipt(1, "k", {"model": "Model"})
+    assert store.receipts(1)[0].body == {"model": "Model"}

@@ -65,7 +65,7 @@ def test_messages_whose_chat_was_lost_are_kept(tmp_path: Path) -> None:
     db.commit()
     db.close()
     store = Store(tmp_path / "new.sqlite3")
-    assert salvage(source, store) == {"conversations": 1, "messages": 4, "attachments": 0}
+    assert salvage(source, store) == {"conversations": 1, "messages": 4, "attachments": 0, "receipts": 0}
     recovered = [c for c in store.conversations() if c.title == "(recovered)"]
     assert len(recovered) == 1 and recovered[0].n_messages == 2
 
@@ -108,3 +108,15 @@ def test_an_unreachable_folder(tmp_path: Path) -> None:
     store, notes = open_store(blocker / "conversations.sqlite3")
     assert "cannot create" in notes[0] and "memory only" in notes[0]
     store.new_conversation()
+
+
+def test_receipts_are_salvaged_with_their_chats(tmp_path: Path) -> None:
+    source = tmp_path / "damaged.sqlite3"
+    _filled(source, chats=2, per_chat=1)
+    old = Store(source)
+    old.save_receipt(1, "load", {"peaks": {"rss": 42}})
+    old._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    old.close()
+    store = Store(tmp_path / "new.sqlite3")
+    assert salvage(source, store) == {"conversations": 2, "messages": 2, "attachments": 0, "receipts": 1}
+    assert store.receipts(1)[0].body == {"peaks": {"rss": 42}}

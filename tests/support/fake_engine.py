@@ -203,9 +203,10 @@ class FakeEngine:
 
 class ElasticFakeEngine(FakeEngine):
     """A FakeEngine whose context can be made larger or smaller (as the engine process's can): its KV
-    cache is 512 bytes a cell, so the dashboard's figures follow the context size."""
+    cache is 1 KiB a cell, as the tiny llama-f16's (tests/support/tiny), so the dashboard's figures
+    follow the context size and agree with the plan."""
 
-    CELL = 512
+    CELL = 1024
 
     def __init__(self, *args, fail_growth: bool = False, **kwargs) -> None:
         super().__init__(*args, **kwargs)

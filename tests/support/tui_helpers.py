@@ -101,7 +101,8 @@ def layout_problems(app: VramchatApp) -> list[str]:
             continue
         region = widget.region
         if region.width <= 0 or region.height <= 0:
-            problems.append(f"{widget!r} has no room ({region.width}x{region.height})")
+            if not _scrolled_out_of_view(widget) and not _empty_by_design(widget):
+                problems.append(f"{widget!r} has no room ({region.width}x{region.height})")
             continue
         if isinstance(widget, (Static, Button)):
             # one row of text: it must fit that row (more rows wrap, which cuts nothing)
@@ -138,6 +139,28 @@ def _plain(widget) -> str:
     if isinstance(visual, (Text, Content)):
         return visual.plain
     return str(visual) if isinstance(visual, str) else ""
+
+
+def _scrolled_out_of_view(widget) -> bool:
+    """Laid out whole inside a container that scrolls to it (a plot below the memory panel's fold):
+    there is room for it, a scroll away, unlike a widget squeezed to nothing or cut off."""
+    size = widget.outer_size
+    if size.width <= 0 or size.height <= 0:
+        return False
+    node = widget.parent
+    while node is not None and node is not widget.screen:
+        if getattr(node, "is_scrollable", False) and (node.max_scroll_y > 0 or node.max_scroll_x > 0):
+            return True
+        node = node.parent
+    return False
+
+
+def _empty_by_design(widget) -> bool:
+    """textual-plot's margin row above a plot, 0 rows high where the plot draws nothing there (the
+    dashboard's plots set margin_top to 0): no room is what was asked for."""
+    from textual_plot import PlotWidget
+
+    return widget.id == "margin-top" and any(isinstance(a, PlotWidget) and a.margin_top == 0 for a in widget.ancestors)
 
 
 def _shown(widget) -> bool:

@@ -173,4 +173,4 @@ async def test_a_context_past_the_trained_length_is_planned_with_a_warning(shelf
         await wait_for(pilot, lambda: screen.result is not None and screen.result.plan.resolved.n_ctx >= 200000)
         await pilot.pause(0.2)
         text = " ".join(" ".join(screen_text(app)).split())
-        assert "the model was trained for" in text and "--rope-scaling yarn" in text
+        assert "the model was trained for" in text and "--rope-scaling yarn" in text, "\n".join(screen_text(app))

@@ -21,6 +21,7 @@ from app.tui.screens.picker import PickerScreen
 from app.tui.widgets.buffers import BufferTable
 from app.tui.widgets.chat_input import ChatInput
 from app.tui.widgets.message_view import MessageView
+from app.tui.widgets.time_plot import TimePlot
 from planner.retry import MAX_RETRIES
 from tests.support.fake_engine import FakeEngine
 from tests.support.tui_helpers import make_app, model_loaded, picker_ready, reply_done, wait_for
@@ -443,19 +444,23 @@ async def test_the_context_grows_with_the_chat_and_a_new_chat_gives_memory_back(
         chat = await open_chat(app, pilot)
         model = app.session.model
         assert model.n_ctx == 4096 and model.max_ctx == 8192  # a small context at load, the plan's maximum reserved
-        kv = chat.query_one("#g-kv")
-        await wait_for(pilot, lambda: "committed 2.0 MiB" in kv.caption)
-        assert "in use" in kv.caption and "max" in kv.caption
+        kv = chat.query_one("#p-kv", TimePlot)
+
+        def legend() -> str:
+            return " ".join(kv.legend_text())
+
+        await wait_for(pilot, lambda: "committed 4.0 MiB" in legend())
+        assert "in use" in legend() and "planned max" in legend()
 
         await send(app, pilot, "x" * 5000)  # one token a character: more than 4,096 tokens
         assert engine.resizes == [6144] and model.n_ctx == 6144  # the next step: 4,096 -> 6,144 -> 8,192
-        await wait_for(pilot, lambda: "committed 3.0 MiB" in kv.caption)
+        await wait_for(pilot, lambda: "committed 6.0 MiB" in legend())
         assert "6,144 of 8,192" in str(chat.sub_title)
 
         await pilot.press("ctrl+n")  # a new chat shrinks the context back to its start
         await wait_for(pilot, lambda: model.n_ctx == 4096)
         assert engine.resizes == [6144, 4096]
-        await wait_for(pilot, lambda: "committed 2.0 MiB" in kv.caption)
+        await wait_for(pilot, lambda: "committed 4.0 MiB" in legend())
 
 
 async def test_a_context_that_cannot_grow_keeps_its_size_and_drops_old_turns(shelf: Path) -> None:

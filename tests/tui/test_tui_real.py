@@ -12,20 +12,21 @@ from app.tui.screens.chat import ChatScreen
 from app.tui.screens.dashboard import DashboardScreen
 from app.tui.widgets.buffers import BufferTable
 from app.tui.widgets.chat_input import ChatInput
-from app.tui.widgets.memory_graph import MemoryGraph
+from app.tui.widgets.dashboard import Dashboard
 from app.tui.widgets.message_view import MessageView
+from app.tui.widgets.time_plot import TimePlot
 from tests.support.tui_helpers import make_app, model_loaded, reply_done, wait_for
 
 pytestmark = pytest.mark.llama
 
 
-async def ask(app, pilot, text: str) -> MessageView:
+async def ask(app, pilot, text: str, timeout: float = 60) -> MessageView:
     box = app.screen.query_one(ChatInput)
     box.focus()
     box.load_text(text)
     await pilot.press("enter")
     await pilot.pause(0.05)
-    await wait_for(pilot, reply_done(app), timeout=60)
+    await wait_for(pilot, reply_done(app), timeout=timeout)
     await pilot.pause(0.05)
     return list(app.screen.query(MessageView))[-1]
 
@@ -64,11 +65,11 @@ async def test_demo_model_loads_answers_and_the_dashboard_shows_kv_grow(gemma_pa
         assert "Berlin" in second.text
         await wait_for(pilot, lambda: telemetry.latest().kv_used > kv_before)  # type: ignore[union-attr]
         await pilot.pause(0.6)  # one dashboard refresh
-        kv_graph = chat.query_one("#g-kv", MemoryGraph)
-        assert kv_graph.values[-1] > kv_before and max(kv_graph.values) == kv_graph.values[-1]
-        assert kv_graph.ceiling == sum(model.report.measurements.kv.values()) + sum(
-            model.report.measurements.kv_swa.values()
-        )
+        kv_plot = chat.query_one("#p-kv", TimePlot)
+        in_use, committed, planned = kv_plot.lines
+        assert in_use.values[-1] > kv_before and max(in_use.values) == in_use.values[-1]
+        allocated = sum(model.report.measurements.kv.values()) + sum(model.report.measurements.kv_swa.values())
+        assert committed.values[-1] == allocated == planned.values[-1]  # the whole context, as planned
 
         # saved as sent and completed
         conv = app.store.conversation(chat.conversation.id)  # type: ignore[union-attr]
@@ -81,14 +82,12 @@ async def test_demo_model_loads_answers_and_the_dashboard_shows_kv_grow(gemma_pa
         dash = app.screen
         assert isinstance(dash, DashboardScreen)
         table = dash.query_one(BufferTable)
-        rows = [table.get_row_at(i) for i in range(table.row_count - 1)]
-        diffs = [str(row[5]) for row in rows]
-        assert diffs and all(d.startswith("=") for d in diffs), diffs
-        # llama.cpp's dry run before the load gave the same figures (weights: it allocates none)
-        dry = {str(row[1]): str(row[3]) for row in rows}
-        assert dry["weights"] == "-" and all(
-            dry[k] == str(row[2]) for row in rows for k in [str(row[1])] if k != "weights"
-        ), dry
+        rows = [[str(cell) for cell in table.get_row_at(i)] for i in range(table.row_count - 1)]
+        diffs = [row[3] for row in rows]
+        assert diffs and all(d == "=" for d in diffs), diffs
+        # llama.cpp's dry run before the load gave the same figures (weights: it reads none)
+        for name, planned_size, _actual, _diff, dry in rows:
+            assert dry == "-" if name.endswith("weights") else dry == f"{planned_size} ✓", (name, dry)
         await pilot.press("escape")
         await pilot.pause()
 
@@ -111,3 +110,45 @@ async def test_demo_model_loads_answers_and_the_dashboard_shows_kv_grow(gemma_pa
         assert engine.last_stats.generated_tokens < 100
         saved = app.store.conversation(chat.conversation.id).messages[-1]  # type: ignore[union-attr]
         assert saved.role == "assistant" and saved.state == "partial" and saved.content
+
+
+async def test_the_runway_follows_a_chat_with_the_demo_and_jumps_when_the_context_grows(gemma_path: Path) -> None:
+    # the context grows with the chat (the default): 4,096 tokens at load, the plan's maximum reserved
+    settings = Settings(scan_known_caches=False, temperature=0.0, max_tokens=16)
+    app = make_app(None, model=str(gemma_path), settings=settings, real_engine=True)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await wait_for(pilot, model_loaded(app), timeout=120)
+        model = app.session.model
+        assert model is not None and model.n_ctx == 4_096 < model.max_ctx
+        board = app.screen.query_one("#dashboard", Dashboard)
+        engine = app.session.engine
+
+        async def runway_now():
+            cells = engine.kv_cells_used()
+            await wait_for(
+                pilot,
+                lambda: (
+                    getattr(board, "runway", None) is not None
+                    and board.runway.used == cells
+                    and board.runway.committed == model.n_ctx
+                ),
+                timeout=30,
+            )
+            return board.runway
+
+        await ask(app, pilot, "What is the capital of France?")
+        first = await runway_now()
+        await ask(app, pilot, "What is the capital of Germany?")
+        second = await runway_now()
+        assert first.committed == second.committed == 4_096 and second.next_step == 8_192
+        assert 0 < first.used < second.used and first.until_growth > second.until_growth > 3_000
+        assert first.until_full > second.until_full and second.per_turn is not None and second.per_turn > 0
+        said = str(board.query_one("#runway").render())
+        assert "until the context grows (to 8,192)" in said and "tokens a turn" in said
+
+        # a long prompt: past 4,096 tokens the context grows, and the runway with it
+        await ask(app, pilot, "apple " * 4_100 + "\nHow many apples?", timeout=300)  # seconds on 2 busy cores
+        third = await runway_now()
+        assert third.used > 4_096 and third.committed == 8_192 == model.n_ctx
+        assert third.until_growth == 8_192 - third.used and third.until_full == model.max_ctx - third.used
+        assert third.per_turn is not None and third.per_turn > second.per_turn

@@ -9,6 +9,7 @@ look at the SVGs before committing them.
 from __future__ import annotations
 
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -33,8 +34,9 @@ def fixed_shelf(monkeypatch: pytest.MonkeyPatch) -> Path:
     return root
 
 
-def fixed_telemetry(app) -> Telemetry:
-    """Telemetry fed 30 fixed samples: memory creeping up, a burst of tokens/s."""
+def fixed_telemetry(app, streaming: bool = False) -> Telemetry:
+    """Telemetry fed 30 fixed samples half a second apart on a fixed clock: memory creeping up, a
+    burst of tokens/s (`streaming`: still going at the last sample, as during a reply)."""
     session = app.session
     model = session.model
     assert session.telemetry is not None and model is not None
@@ -47,7 +49,8 @@ def fixed_telemetry(app) -> Telemetry:
 
     def speed() -> tuple[float, bool]:
         i = step["i"]
-        return (0.0, False) if i < 18 or i > 26 else (40.0 + i, True)
+        end = 29 if streaming else 26
+        return (0.0, False) if i < 18 or i > end else (40.0 + i, True)
 
     class Cells:
         def kv_cells_used(self) -> int:
@@ -66,11 +69,15 @@ def fixed_telemetry(app) -> Telemetry:
     for i in range(30):
         step["i"] = i
         t.sample_once()
+    # on a fixed clock, so that the plots' time axis falls on the same pixels in every run
+    pinned = [replace(s, t=1_000.0 + i * 0.5) for i, s in enumerate(t.history())]
+    t._samples.clear()
+    t._samples.extend(pinned)
     session.telemetry = t
     return t
 
 
-async def load_and_chat(app, pilot) -> None:
+async def load_and_chat(app, pilot, streaming: bool = False) -> None:
     from app.tui.widgets.chat_input import ChatInput
 
     await wait_for(pilot, picker_ready(app))
@@ -82,7 +89,7 @@ async def load_and_chat(app, pilot) -> None:
     await pilot.press("enter")
     await pilot.pause(0.05)
     await wait_for(pilot, reply_done(app))
-    fixed_telemetry(app)
+    fixed_telemetry(app, streaming)
     await pilot.pause(0.7)  # a dashboard refresh
     app.clear_notifications()
     await pilot.pause(0.1)
@@ -125,3 +132,24 @@ def test_chat_in_the_light_theme(snap_compare, fixed_shelf: Path) -> None:
         await load_and_chat(app, pilot)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=chat)
+
+
+def test_the_memory_panel_at_100_columns_during_a_reply(snap_compare, fixed_shelf: Path) -> None:
+    """The panel at its narrowest (46 columns beside the chat): runway, maps and plots, nothing cut."""
+    app = make_app(fixed_shelf, settings=Settings(scan_known_caches=False))
+
+    async def chat(pilot) -> None:
+        await load_and_chat(app, pilot, streaming=True)
+
+    assert snap_compare(app, terminal_size=(100, 40), run_before=chat)
+
+
+def test_the_full_dashboard_at_200_columns_during_a_reply(snap_compare, fixed_shelf: Path) -> None:
+    app = make_app(fixed_shelf, settings=Settings(scan_known_caches=False))
+
+    async def dashboard(pilot) -> None:
+        await load_and_chat(app, pilot, streaming=True)
+        await pilot.press("f3")
+        await pilot.pause(0.7)
+
+    assert snap_compare(app, terminal_size=(200, 50), run_before=dashboard)

@@ -8,6 +8,7 @@ and saves it as it grows; the UI only renders what the worker posts.
 from __future__ import annotations
 
 import contextlib
+import sqlite3
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
@@ -17,7 +18,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.screen import Screen
+from textual.screen import ModalScreen, Screen
 from textual.timer import Timer
 from textual.widgets import Header, Input, Label, OptionList, ProgressBar, Static
 from textual.widgets.option_list import Option, OptionDoesNotExist
@@ -114,6 +115,7 @@ class ChatScreen(Screen):
         Binding("f5", "reload_model", "Reload", show=False),
         Binding("ctrl+s", "export_chat", "Export", show=False),
         Binding("ctrl+t", "attach", "Attach picture", show=False),
+        Binding("f8", "receipt", "Receipt", show=False),
     ]
 
     def __init__(self, services: Services) -> None:
@@ -158,6 +160,18 @@ class ChatScreen(Screen):
         self._show_hint()
         self.update_context_line()
         self.set_interval(ENGINE_WATCH_SECONDS, self._watch_engine)
+
+    def _compositor_refresh(self) -> None:
+        """Under a screen that hides it (the full dashboard), the chat's changes wait for its return
+        (it is repainted whole then): Textual repaints the whole screen on top for each change of
+        the one under it, which made the full dashboard cost a quarter of a core while a reply
+        streamed. Under a dialog (which lets it show through) it is drawn as usual."""
+        top = self.app.screen
+        if top is not self and not isinstance(top, ModalScreen) and top.styles.background.a == 1:
+            self._compositor._dirty_regions.clear()
+            self._dirty_widgets.clear()
+            return
+        super()._compositor_refresh()
 
     def _watch_engine(self) -> None:
         """An engine that ends while idle (kill -9, the OOM killer) is noticed within a second, not at
@@ -638,6 +652,8 @@ class ChatScreen(Screen):
                     self.app.notify(text, title=title, severity="information" if title == "Stopped" else "warning")
             else:
                 await view.finish(outcome.text, reply_note(outcome.stats, outcome.error))
+        if outcome.text:
+            self._save_receipt()
         if message.recovery is not None:
             self.recover(message.recovery)
         elif outcome.error:
@@ -775,19 +791,60 @@ class ChatScreen(Screen):
         self.refresh_chat_list()
 
     def action_export_chat(self) -> None:
-        """Write this chat to a Markdown file and say where."""
-        from app.export import export
+        """Write this chat, with its plan receipts, as Markdown and as JSON, and say where."""
+        from app.export import export, export_json
 
         if self.conversation is None:
             self.app.notify("There is no chat to export yet.", severity="warning")
             return
         store = self.services.store
+        conv = store.conversation(self.conversation.id)
+        receipts = store.receipts(conv.id)
         try:
-            path = export(store.conversation(self.conversation.id))
+            path = export(conv, receipts=receipts)
+            data = export_json(conv, receipts=receipts)
         except OSError as exc:
             self.app.notify(f"Could not write the file: {exc}", title="Export failed", severity="error")
             return
-        self.app.notify(f"Saved as Markdown:\n{path}", title="Chat exported", timeout=10)
+        self.app.notify(f"Saved as Markdown and JSON:\n{data}\n{path}", title="Chat exported", timeout=10)
+
+    def _save_receipt(self) -> None:
+        """Keep what this chat ran with (the plan, the dry run, the peaks so far) with the chat."""
+        from app.receipt import build, key_for
+
+        session = self.services.session
+        model, telemetry = session.model, session.telemetry
+        if model is None or self.conversation is None:
+            return
+        from app.store import StoreError
+
+        store = self.services.store
+        key = key_for(model)
+        history = []
+        if telemetry is not None:
+            telemetry.sample_once()  # the reply's end, which the 2 Hz sampler may not have caught yet
+            history = telemetry.history()
+        try:
+            kept = store.receipt(self.conversation.id, key)
+            store.save_receipt(self.conversation.id, key, build(model, history, kept.body if kept else None))
+        except (StoreError, sqlite3.Error) as exc:  # the chat itself is saved; only its receipt is not
+            self.app.notify(f"The plan receipt could not be kept: {exc}", severity="warning")
+
+    def action_receipt(self) -> None:
+        """The plan receipt of the chat chosen in the list (when the list has the focus), else of this one."""
+        from app.tui.screens.receipt import ReceiptScreen
+
+        chats = self.query_one("#chat-list", OptionList)
+        conv_id = self.conversation.id if self.conversation is not None else None
+        if chats.has_focus and chats.highlighted is not None:
+            option = chats.get_option_at_index(chats.highlighted)
+            conv_id = int(option.id) if option.id is not None else conv_id
+        if conv_id is None:
+            self.app.notify("There is no chat yet: its receipt is kept once the model replies.", severity="warning")
+            return
+        store = self.services.store
+        conv = store.conversation(conv_id)
+        self.app.push_screen(ReceiptScreen(conv.title or "(empty chat)", [r.body for r in store.receipts(conv_id)]))
 
     @on(OptionList.OptionSelected, "#chat-list")
     async def _open_chat(self, event: OptionList.OptionSelected) -> None:

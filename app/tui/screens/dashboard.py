@@ -1,4 +1,9 @@
-"""The memory dashboard on its own screen: larger graphs, and planned vs actual per buffer."""
+"""The memory dashboard on its own screen: the runway, a memory map per device, the plots, and
+planned vs actual per buffer with llama.cpp's dry run beside them.
+
+From 100 columns the plots stand two abreast, from 150 beside the table; below 150 everything is
+one column that scrolls, the table's planned, actual and difference columns first.
+"""
 
 from __future__ import annotations
 
@@ -6,19 +11,56 @@ from typing import TYPE_CHECKING, ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Header, Static
 
 from app.engine.planned_actual import per_buffer
-from app.tui.widgets.buffers import BufferTable
+from app.tui.widgets.buffers import AGREED, BufferTable
 from app.tui.widgets.dashboard import Dashboard
 from app.tui.widgets.footer import AdaptiveFooter
 from planner.explain import headline
 from planner.hardware import format_size
 
 if TYPE_CHECKING:
+    from app.session import LoadedModel
     from app.tui.services import Services
+
+
+def notes_for(model: LoadedModel, simulated: bool) -> list[str]:
+    """What the table's figures are, in sentences."""
+    plan = model.plan
+    notes = [
+        "Planned: the planner's figure from the file's header. Actual: what llama.cpp allocated, "
+        "from its log (0.01 MiB precision); = equal to that precision."
+    ]
+    if model.n_ctx < model.max_ctx:
+        notes.append(
+            f"The context grows with the conversation: {model.n_ctx:,} tokens committed now, up to "
+            f"{model.max_ctx:,} (planned and reserved). Planned and actual are for what is allocated now."
+        )
+    if model.verification is not None:
+        v = model.verification
+        agreed = "every figure agreed with the plan" if v.verified else v.differences()
+        notes.append(
+            f"Dry run: before the load llama.cpp sized the buffers of the {model.max_ctx:,}-token plan "
+            f"without allocating them ({v.seconds:.2f} s): {agreed}. {AGREED} agreed with the plan's figure "
+            "at that size, ≠ differed (the plan took llama.cpp's figure); weights show -: the dry run "
+            "reads none."
+        )
+    if simulated:
+        notes.append(
+            "Devices are simulated: a GPU in the plan is not really used; llama.cpp puts what it "
+            "cannot place on a GPU on the CPU."
+        )
+    for d in plan.gpus:
+        if d.overhead and d.overhead_detail is not None:
+            notes.append(
+                f"{d.name} backend overhead ({format_size(d.overhead)}), no buffer: {d.overhead_detail.source}."
+            )
+        elif d.overhead:
+            notes.append(f"{d.name} backend overhead ({format_size(d.overhead)}) has no buffer.")
+    return notes
 
 
 class DashboardScreen(Screen):
@@ -32,7 +74,7 @@ class DashboardScreen(Screen):
         yield Header()
         with Horizontal(id="dash-body"):
             yield Dashboard(self.services.started_session, id="dash-graphs", classes="full")
-            with Vertical(id="dash-side"):
+            with VerticalScroll(id="dash-side"):
                 yield Static("", id="dash-model", markup=False)
                 yield BufferTable(id="buffers")
                 yield Static("", id="dash-note", markup=False)
@@ -41,43 +83,31 @@ class DashboardScreen(Screen):
     def on_mount(self) -> None:
         self.sub_title = "memory"
         self.query_one("#dash-graphs").border_title = "Live"
-        self.query_one("#buffers").border_title = "Planned, dry run and actual, per buffer"
+        self.query_one("#buffers").border_title = "Per buffer: planned, actual, dry run"
+        self._report: object = None
+        self.fill()
+        self.set_interval(1.0, self.fill)  # the context may grow while the screen is open
+
+    def fill(self) -> None:
+        """The model line, the table and the notes, for the load (or the context size) there is now."""
         session = self.services.started_session()
         model = session.model if session is not None else None
         table = self.query_one(BufferTable)
         if model is None:
-            self.query_one("#dash-model", Static).update("No model loaded.")
-            table.fill(per_buffer([], None))
+            if self._report is not False:
+                self._report = False
+                self.query_one("#dash-model", Static).update("No model loaded.")
+                table.fill(per_buffer([], None))
             return
-        plan = model.plan
+        if model.report is self._report:
+            return
+        self._report = model.report
         self.query_one("#dash-model", Static).update(
-            f"{model.name} · {headline(plan)} · loaded in {model.report.seconds:.1f} s"
+            f"{model.name} · {headline(model.plan)} · loaded in {model.report.seconds:.1f} s"
         )
-        now = model.now  # the plan for the context held now (it grows towards `plan`)
-        dry = model.verification if now is plan else None
-        table.fill(per_buffer(now.buffers, model.report.measurements, dry))
+        # the plan for the context held now, beside what llama.cpp allocated; the dry run (of the
+        # maximum context) beside the plan it sized
+        table.fill(per_buffer(model.now.buffers, model.report.measurements, model.verification))
         devices = self.services.devices
-        notes = ["Actual sizes are read from llama.cpp's log (0.01 MiB precision)."]
-        if model.n_ctx < model.max_ctx:
-            notes.append(
-                f"The context grows with the conversation: {model.n_ctx:,} tokens committed now, up to "
-                f"{model.max_ctx:,} (planned and reserved). The table is for what is allocated now."
-            )
-        if model.verification is not None:
-            v = model.verification
-            agreed = "every figure agreed with the plan" if v.verified else v.differences()
-            notes.append(
-                f"Dry run: llama.cpp sized the buffers of the {model.max_ctx:,}-token plan without "
-                f"allocating, before the load ({v.seconds:.2f} s); {agreed}."
-            )
-        if devices is not None and devices.simulated:
-            notes.append(
-                "Devices are simulated: a GPU in the plan is not really used; llama.cpp puts what it "
-                "cannot place on a GPU on the CPU."
-            )
-        for d in plan.gpus:
-            if d.overhead and d.overhead_detail is not None:
-                notes.append(
-                    f"{d.name} backend overhead ({format_size(d.overhead)}), no buffer: {d.overhead_detail.source}."
-                )
+        notes = notes_for(model, devices is not None and devices.simulated)
         self.query_one("#dash-note", Static).update("\n".join(notes))

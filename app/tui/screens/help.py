@@ -22,7 +22,7 @@ with it while the dashboard shows memory as it is really used.
 |---|---|
 | `F1` | this help (`↑` `↓`, `PgUp` `PgDn` scroll it) |
 | `F2` | switch between the model list and the chat |
-| `F3` | the memory dashboard, full screen (planned vs actual per buffer) |
+| `F3` | the memory dashboard, full screen (plots, memory maps, planned vs actual per buffer) |
 | `Ctrl+P` | command palette: every action, the theme (light or dark), a screenshot |
 | `Ctrl+Q` | quit |
 
@@ -73,7 +73,8 @@ are planned from what was kept of them.
 | `Ctrl+G` | show or hide the memory graphs beside the chat (below 100 columns: the full dashboard) |
 | `F4` | chat settings: system prompt, temperature, max tokens |
 | `F5` | reload the model (after the engine stopped, say) |
-| `Ctrl+S` | export this chat as a Markdown file (the path is shown) |
+| `Ctrl+S` | export this chat as Markdown and JSON, with its plan receipt (the paths are shown) |
+| `F8` | the plan receipt of this chat (or of the chat chosen in the list): `c` copies it as JSON |
 
 The search box above the past chats finds every chat whose title or messages hold the text.
 
@@ -83,6 +84,30 @@ far are kept, vramchat says what happened and offers to reload.
 When a conversation nears the context length, the oldest turns are left out of the
 prompt (the system prompt stays) and vramchat says so. Every message is saved as it
 is sent; a reply is saved while it streams, so nothing is lost if the app stops.
+
+## Memory dashboard
+
+Beside the chat from 100 columns (`Ctrl+G` hides it), full screen with `F3`. Plots show the last
+minutes (`now` at the right), each line named with its figure now; the planned figure is a line
+of its own beside the measured one. Fewer plots on a short terminal, never cut words.
+
+- **Runway**: how many more tokens the conversation can take before the context must grow, and
+  before it is full; the tokens a turn takes; a warning before the oldest turns are left out.
+- **Memory map**: one bar per device, to scale; hover it for each part's meaning.
+- **Weights**: the model's parameters. **Mapped weights**: the model file mapped into memory; the
+  system keeps it in its file cache (not counted as used) and may read it again from disk.
+- **KV cache**: the attention cache that holds the conversation. **In use**: the part the
+  conversation fills. **Committed**: allocated for the context held now. **Reserved for growth**:
+  kept free, not allocated, so the context can grow to the plan's maximum.
+- **SWA cache**: the KV cache of sliding-window layers: they look back a fixed window, so it
+  stops growing there.
+- **Compute arena**: scratch memory llama.cpp reuses for each step's intermediate results.
+- **Runtime**: the GPU driver's context and libraries, no buffer of llama.cpp's. **Margin**: kept
+  free for other programs.
+- **Planned / actual / dry run**: the planner's figure from the file's header; what llama.cpp
+  allocated (its log); what llama.cpp's dry run sized before the load (✓ agreed with the plan).
+- **Plan receipt**: the plan a chat ran with, the dry run and the peaks measured, kept with the
+  chat for a bug report.
 
 Press `Esc` to close this help.
 """

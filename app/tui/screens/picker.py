@@ -661,7 +661,7 @@ class PickerScreen(Screen):
         self.query_one("#load", Button).disabled = True
 
     def _show_plan(self, result: FitResult, note: str = "") -> None:
-        from planner.explain import headline
+        from planner.explain import beyond_training, headline
         from planner.report import plan_to_table, projector_share, verdict_words
 
         plan = result.plan
@@ -672,8 +672,12 @@ class PickerScreen(Screen):
             "cpu_only": theme.secondary,
             "no_fit": theme.error,
         }.get(plan.verdict) or ""
-        verdict = Text(verdict_words(plan.verdict), style=f"bold {color}".strip())
+        verdict = Text()  # the verdict's colour is its own: the lines under it keep theirs
+        verdict.append(verdict_words(plan.verdict), style=f"bold {color}".strip())
         verdict.append(f"   {headline(plan)}", style="dim")
+        too_long = beyond_training(plan)
+        if too_long:  # beside the verdict, not at the end of the reasons below the fold
+            verdict.append(f"\n{too_long}.", style=theme.warning or "")
         if self.speed is not None:
             verdict.append(f"\n{self.speed.line()}")
         entry = self.entries.get(self.selected or "")

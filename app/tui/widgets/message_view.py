@@ -1,4 +1,8 @@
-"""One message of the conversation: who said it, the pictures sent with it, then the text as Markdown."""
+"""One message of the conversation: who said it, the pictures sent with it, then the text as Markdown.
+
+A streaming reply is drawn at most ten times a second, whatever the model's speed: each drawing
+lays the screen out again (the memory panel beside it included), so a fast model would otherwise
+cost the UI a layout per token. Under another screen (the full dashboard) it waits to be seen."""
 
 from __future__ import annotations
 
@@ -7,11 +11,15 @@ from pathlib import Path
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
+from textual.timer import Timer
 from textual.widgets import Markdown, Static
 from textual.widgets.markdown import MarkdownStream
 
 from app.media import Attachment
 from app.tui.widgets.picture import Picture
+
+DRAW_SECONDS = 0.1
+HIDDEN_DRAW_SECONDS = 0.5  # how often a reply under another screen checks whether it is seen again
 
 
 class MessageView(Vertical):
@@ -38,6 +46,8 @@ class MessageView(Vertical):
         self.msg_id = msg_id
         self.pictures = pictures
         self._stream: MarkdownStream | None = None
+        self._pending = ""  # streamed, not drawn yet
+        self._flush: Timer | None = None
 
     def compose(self) -> ComposeResult:
         yield Static(self._header(), classes="message-author")
@@ -63,11 +73,28 @@ class MessageView(Vertical):
             if not piece:
                 return
         self.text += piece
+        self._pending += piece
+        if self._flush is None:
+            self._flush = self.set_timer(DRAW_SECONDS, self._draw_pending)
+
+    async def _draw_pending(self, force: bool = False) -> None:
+        self._flush = None
+        if not force and self.is_attached and self.app.screen is not self.screen:
+            # another screen on top (the full dashboard, say): Textual repaints the whole top screen
+            # for every change of the one under it, so the reply is drawn once the chat is back
+            self._flush = self.set_timer(HIDDEN_DRAW_SECONDS, self._draw_pending)
+            return
+        piece, self._pending = self._pending, ""
+        if not piece:
+            return
         if self._stream is None:
             self._stream = Markdown.get_stream(self.query_one(Markdown))
         await self._stream.write(piece)
 
     async def finish(self, text: str, note: str = "") -> None:
+        if self._flush is not None:
+            self._flush.stop()
+        await self._draw_pending(force=True)
         if self._stream is not None:
             await self._stream.stop()
             self._stream = None
