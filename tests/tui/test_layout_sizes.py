@@ -9,6 +9,7 @@ narrower than its words, a table cell cut, a widget with no room, a footer key n
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 from pathlib import Path
 
@@ -64,6 +65,10 @@ async def _chat(app, pilot) -> ChatScreen:
     await wait_for(pilot, reply_done(app))
     await pilot.pause(0.1)
     assert isinstance(app.screen, ChatScreen)
+    # the memory panel mounts its maps and plots as the first samples come (every 0.5 s): a frame
+    # in the middle of that is not what a person reads; what settles is, and it must read whole
+    with contextlib.suppress(AssertionError):
+        await wait_for(pilot, lambda: not layout_problems(app), timeout=3)
     return app.screen
 
 

@@ -459,8 +459,10 @@ class PickerScreen(Screen):
             cells = self._cells(entry)
             for key, _, _ in self._layout:
                 table.update_cell(path, key, cells[key])
-        if path == self.selected and self.plan_state != "pending":
-            self.request_plan(now=True)  # the plan shown becomes the one llama.cpp checked
+        if path == self.selected:
+            # the plan shown becomes the one llama.cpp checked; a plan in flight may have started before
+            # the check ended: it is superseded (its answer is dropped as stale)
+            self.request_plan(now=True)
 
     def on_checks_done(self, message: ChecksDone) -> None:
         self._checking = False
