@@ -361,7 +361,7 @@ def run_prompt(args: argparse.Namespace) -> int:
             stop=loaded.fmt.stop,
         )
         stream = not args.json
-        started = []
+        started: list[bool] = []
 
         def piece(text: str) -> None:
             if stream:

@@ -142,14 +142,14 @@ def scan(
     singles: list[tuple[str, str]] = []
     sources: dict[str, str] = {}
     for _real, (path, source) in sorted(found.items(), key=lambda kv: kv[1][0]):
-        folder, name = os.path.split(path)
+        directory, name = os.path.split(path)
         sources[path] = source
         if is_projector(name):
-            projectors.setdefault(folder, []).append(path)
+            projectors.setdefault(directory, []).append(path)
             continue
         match = _SPLIT.match(name)
         if match and int(match["count"]) > 1:
-            key = (folder, match["stem"], int(match["count"]))
+            key = (directory, match["stem"], int(match["count"]))
             splits.setdefault(key, {})[int(match["idx"])] = path
         else:
             singles.append((path, source))
@@ -169,8 +169,8 @@ def scan(
                 is_demo=demo_real is not None and os.path.realpath(path) == demo_real,
             )
         )
-    for (folder, stem, count), shards in splits.items():
-        all_paths = [os.path.join(folder, f"{stem}-{i:05d}-of-{count:05d}.gguf") for i in range(1, count + 1)]
+    for (directory, stem, count), shards in splits.items():
+        all_paths = [os.path.join(directory, f"{stem}-{i:05d}-of-{count:05d}.gguf") for i in range(1, count + 1)]
         present = {i: p for i, p in shards.items() if 1 <= i <= count}
         missing = [p for i, p in enumerate(all_paths, start=1) if i not in present]
         stats = [s for s in (_stat(p) for p in present.values()) if s is not None]

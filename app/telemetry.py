@@ -119,9 +119,10 @@ class Telemetry:
 
     def sample_once(self) -> Sample:
         failed: list[str] = []
-        devices = dict(self._read("device memory", self.memory, {}, failed))
+        no_reading: dict[str, tuple[int, int]] = {}
+        devices = dict(self._read("device memory", self.memory, no_reading, failed))
         if self.host_memory is not None:
-            devices.update(self._read("host memory", self.host_memory, {}, failed))
+            devices.update(self._read("host memory", self.host_memory, no_reading, failed))
         rss = self._read("process RSS", self.rss, 0, failed)
         engine = self.engine
         cells = self._read("KV cells", engine.kv_cells_used, 0, failed) if engine is not None else 0

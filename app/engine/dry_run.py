@@ -64,7 +64,7 @@ class DryRun:
 def parse(lines: list[str]) -> DryRun:
     """The dry run's figures from llama.cpp's log lines (also usable on a real load's log)."""
     result = DryRun(ok=True, seconds=0.0)
-    cache, names = "base", []
+    cache, names = "base", list[str]()
     for line in lines:
         swa = _SWA.search(line)
         if swa:

@@ -300,7 +300,7 @@ class MediaContext:
 
         embeddings = mtmd_cpp.mtmd_get_output_embd(self._ctx)
         new_n_past = llama_cpp.llama_pos(n_past)
-        no_callback = ctypes.cast(None, mtmd_cpp.mtmd_helper_post_decode_callback)
+        no_callback = mtmd_cpp.mtmd_helper_post_decode_callback()  # a NULL function pointer
         rc = mtmd_cpp.mtmd_helper_decode_image_chunk(
             self._ctx, lctx, segment.chunk, embeddings, n_past, 0, n_batch, ctypes.byref(new_n_past), no_callback, None
         )

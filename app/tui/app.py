@@ -77,8 +77,8 @@ class VramchatApp(App):
     SUB_TITLE = "plan the memory, then chat"
     CSS_PATH = css_path()
     # every screen adapts to the terminal: side panels leave below these widths, cramped rows below 32
-    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [(0, "-narrow"), (100, "-medium"), (150, "-wide")]
-    VERTICAL_BREAKPOINTS: ClassVar[list[tuple[int, str]]] = [(0, "-short"), (32, "-tall")]
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-medium"), (150, "-wide")]  # noqa: RUF012 (an instance attribute in Textual)
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (32, "-tall")]  # noqa: RUF012
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("f1", "help", "Help"),
         Binding("f2", "toggle_screen", "Models/Chat", show=False),  # each screen shows it in its own words

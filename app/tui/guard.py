@@ -93,13 +93,13 @@ def run_guarded(run: Callable[[], int]) -> int:
     status = _wait(pid, deadline)
     if os.WIFEXITED(status):
         return os.WEXITSTATUS(status)
-    sig = os.WTERMSIG(status)
+    killed_by = os.WTERMSIG(status)
     with contextlib.suppress(termios.error, OSError):
         termios.tcsetattr(fd, termios.TCSADRAIN, saved)
     try:
-        name = signal.Signals(sig).name
+        name = signal.Signals(killed_by).name
     except ValueError:
-        name = f"signal {sig}"
+        name = f"signal {killed_by}"
     with contextlib.suppress(OSError):  # a terminal that was closed takes no more words
         sys.stdout.write(RESTORE + "\n")
         sys.stdout.write(
@@ -107,4 +107,4 @@ def run_guarded(run: Callable[[], int]) -> int:
             "run vramchat again to carry on.\n"
         )
         sys.stdout.flush()
-    return 128 + sig
+    return 128 + killed_by

@@ -30,7 +30,7 @@ def test_ruff(command: list[str]) -> None:
 
 
 def test_mypy() -> None:
-    """mypy is clean on what pyproject.toml's [tool.mypy] names (the planner, strictly)."""
+    """mypy is clean on what pyproject.toml's [tool.mypy] names (the planner strictly, the app)."""
     if importlib.util.find_spec("mypy") is None:
         pytest.fail("mypy is not installed: pip install -e '.[test]'")
     proc = subprocess.run(

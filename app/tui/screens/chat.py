@@ -96,6 +96,8 @@ def stored_note(m: StoredMessage) -> str:
 
 
 if TYPE_CHECKING:
+    from textual.message import Message
+
     from app.media import MediaShelf
     from app.recovery import Recovery
     from app.tui.services import Services
@@ -280,8 +282,9 @@ class ChatScreen(Screen):
     def _load(self, path: str, anatomy: ModelAnatomy, fit: FitResult) -> None:
         services = self.services
         try:
+            devices = services.devices or services.probe_devices()  # the picker's probe, kept
             services.session.load(
-                path, anatomy, fit, services.devices, self._post_progress, self._post_retry, services.probe_devices
+                path, anatomy, fit, devices, self._post_progress, self._post_retry, services.probe_devices
             )
         except Exception as exc:  # LoadFailed, or anything llama.cpp throws: shown, never a traceback
             self.post_message(LoadFinished(str(exc) or type(exc).__name__))
@@ -316,6 +319,9 @@ class ChatScreen(Screen):
             timeout=10,
         )
 
+    def _back_to_the_picker(self, _ok: object = None) -> None:
+        self.app.call_later(self.app.run_action, "show_picker")
+
     def on_load_finished(self, message: LoadFinished) -> None:
         self.loading = False
         self.query_one("#load-bar").display = False
@@ -327,11 +333,14 @@ class ChatScreen(Screen):
                     f"{message.error}\n\nBack to the model list: a shorter context, "
                     "fewer GPU layers or a smaller file may fit.",
                 ),
-                lambda _ok: self.app.call_later(self.app.run_action, "show_picker"),
+                self._back_to_the_picker,
             )
             self.update_context_line()
             return
         model = self.services.session.model
+        if model is None:  # unloaded meanwhile (the engine lost): the status line says so
+            self.update_context_line()
+            return
         self.sub_title = (
             f"{model.name} · {model.n_ctx:,} tokens"
             if model.n_ctx >= model.max_ctx
@@ -515,6 +524,7 @@ class ChatScreen(Screen):
         store = app.store
         if self.conversation is None:
             model = app.session.model
+            assert model is not None, "a message is sent only with a model loaded"
             self.conversation = store.new_conversation(model.path, model.name, app.settings.system_prompt)
         attachments = tuple(self.pending)
         msg = store.add_message(self.conversation.id, "user", text, attachments)  # written before it is shown
@@ -533,6 +543,7 @@ class ChatScreen(Screen):
         conv = store.conversation(self.conversation.id)
         turns = to_messages(conv.messages)
         model = app.session.model
+        assert model is not None, "a reply is asked for only with a model loaded"
         settings = app.settings
         msg_id = store.begin_reply(conv.id)
         view = MessageView("assistant", "", author=model.name, note="…", msg_id=msg_id)
@@ -544,6 +555,10 @@ class ChatScreen(Screen):
         temperature = temperature_for(settings.temperature, model.fmt)
         params = GenerationParams(max_tokens=settings.max_tokens, temperature=temperature, stop=model.fmt.stop)
         self._generate(msg_id, turns, conv.system_prompt, params, self._shelf(conv.messages))
+
+    def _post(self, message: Message) -> None:
+        """post_message for callbacks that return nothing (whether it was queued does not matter)."""
+        self.post_message(message)
 
     @work(thread=True, exclusive=True, group="generate", exit_on_error=False)
     def _generate(
@@ -564,9 +579,9 @@ class ChatScreen(Screen):
             params,
             gpus,
             self._cancel,
-            on_fitted=lambda b: self.post_message(PromptFitted(len(b.tokens), b.n_ctx, b.dropped, b.near_limit)),
-            on_piece=lambda piece: self.post_message(ReplyPiece(msg_id, piece)),
-            on_growth=lambda growth: self.post_message(ContextResized(growth)),
+            on_fitted=lambda b: self._post(PromptFitted(len(b.tokens), b.n_ctx, b.dropped, b.near_limit)),
+            on_piece=lambda piece: self._post(ReplyPiece(msg_id, piece)),
+            on_growth=lambda growth: self._post(ContextResized(growth)),
             media=shelf,
         )
         self.post_message(ReplyFinished(msg_id, outcome, self.services.session.recover(outcome)))

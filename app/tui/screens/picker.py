@@ -112,7 +112,7 @@ class PickerScreen(Screen):
         with Horizontal(id="scan-bar"):
             yield Label("Looking for models…", id="scan-status", markup=False)
             yield ProgressBar(id="scan-progress", show_eta=False)
-        table = DataTable(id="models", cursor_type="row", zebra_stripes=True)
+        table: DataTable[str | Text] = DataTable(id="models", cursor_type="row", zebra_stripes=True)
         table.border_title = "Models"
         yield table
         with Horizontal(id="plan-area"):
@@ -251,7 +251,11 @@ class PickerScreen(Screen):
         settings = app.settings
         folders = folders_to_scan(options.models_dirs, settings.models_dirs, settings.scan_known_caches)
         catalog = Catalog(report.gpus, report.host, app.plan_cache)
-        entries = catalog.scan(folders, demo, progress=lambda f: self.post_message(ScanStatus(f"Looking in {f}")))
+
+        def looking_in(folder: str) -> None:
+            self.post_message(ScanStatus(f"Looking in {folder}"))
+
+        entries = catalog.scan(folders, demo, progress=looking_in)
         if self.preselect and not any(
             os.path.realpath(e.file.path) == os.path.realpath(self.preselect) for e in entries
         ):
@@ -610,7 +614,7 @@ class PickerScreen(Screen):
         from app.header_cache import load_anatomy_cached
         from app.speed import plan_speed
 
-        report = self.services.devices
+        report = self.services.devices or self.services.probe_devices()  # planned only once probed: kept
         note = ""
         try:
             model = self.anatomies.get(path)
@@ -756,6 +760,11 @@ class PickerScreen(Screen):
         from app.tui.screens.dialogs import ConfirmDialog
 
         over = "; ".join(result.reasons[1:3]) or "the plan needs more memory than is free"
+
+        def load_if_confirmed(yes: bool | None) -> None:
+            if yes:
+                self.post_message(LoadRequested(path, anatomy, result))
+
         self.app.push_screen(
             ConfirmDialog(
                 "Load anyway?",
@@ -764,7 +773,7 @@ class PickerScreen(Screen):
                 confirm="Load anyway",
                 danger=True,
             ),
-            lambda yes: self.post_message(LoadRequested(path, anatomy, result)) if yes else None,
+            load_if_confirmed,
         )
 
     def action_focus_table(self) -> None:
