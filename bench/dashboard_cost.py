@@ -33,7 +33,7 @@ if str(ROOT) not in sys.path:
 
 TARGET = 0.05  # of one core
 CONDITIONS = ("closed", "panel", "full")
-PROMPT = "Recite the alphabet forty times."  # greedy, the demo runs it to the token limit
+PROMPT = "Write the numbers from 1 to 300, separated by commas."  # greedy, the demo runs it to the token limit
 
 
 def _busy() -> float:
