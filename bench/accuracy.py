@@ -101,6 +101,8 @@ FAMILIES: list[tuple[str, list[str]]] = [
             "qwen3tts",
             "llama-embed",
             "hrm_text",
+            "nanbeige",
+            "nanbeige-looped",
         ],
     ),
     (
@@ -183,6 +185,10 @@ FAMILIES: list[tuple[str, list[str]]] = [
             "nemotron-h-moe",
             "nemotron-h-super",
             "plamo2",
+            "kimi-linear",
+            "bailingmoe3",
+            "bailingmoe3-vl",
+            "minimax-01",
         ],
     ),
 ]
