@@ -98,6 +98,8 @@ async def shoot(out: Path) -> list[Path]:
 
         app.settings.max_tokens = 400  # a reply long enough to be taken while it streams
         await pilot.resize_terminal(*PANEL_SIZE)
+        await pilot.press("ctrl+n")  # a new chat: after the capitals the demo answers in a few words
+        await pilot.pause(1.0)
         await _during_a_reply(app, pilot)
         app.clear_notifications()
         await pilot.pause(0.6)
@@ -131,7 +133,7 @@ async def shoot(out: Path) -> list[Path]:
 
 
 HUB_QUANTS = ("Q2_K", "Q3_K_M", "Q4_0", "Q4_K_M", "IQ4_XS", "Q5_K_M", "Q6_K", "Q8_0", "F16", "BF16")
-HUB_DEVICES = "1400MiB/100MiB,ram=16GiB/4GiB"  # a small GPU: the larger quants fit it in part
+HUB_DEVICES = "1400MiB/100MiB,bw=272GB/s,ram=16GiB/4GiB"  # a small GPU (an RTX 4060's bandwidth): the larger quants fit in part
 
 
 def start_test_hub(folder: Path):  # -> LocalHub
@@ -250,6 +252,8 @@ async def shoot_images(out: Path) -> None:
 
         app.settings.max_tokens = 400  # a reply long enough to be taken while it streams
         await pilot.resize_terminal(*PANEL_SIZE)
+        await pilot.press("ctrl+n")  # a new chat: after the capitals the demo answers in a few words
+        await pilot.pause(1.0)
         await _during_a_reply(app, pilot)
         app.clear_notifications()
         await pilot.pause(0.6)
