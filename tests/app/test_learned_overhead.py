@@ -259,3 +259,20 @@ def test_a_store_that_cannot_be_read_is_started_afresh(tmp_path: Path) -> None:
     assert LearnedStore(path).entries() == {}
     drift = DriftWatch([], lambda: None)
     assert drift.check(object()) == [] and drift.line == ""
+
+
+def test_what_the_engine_holds_is_read_from_nvml_per_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """read_now matches NVML's GPU to llama.cpp's device by PCI bus id and reads the engine's own share
+    (a lookup that fails is swallowed there, so a broken match would silently learn nothing)."""
+    from app.devices import ggml, nvml
+
+    device = GGMLDevice("CUDA0", "NVIDIA GeForce RTX 4060", "gpu", 6 << 30, 8 << 30, device_id="0000:01:00.0")
+    card = nvml.NvmlGpu(
+        0, "RTX 4060", 8 << 30, 6 << 30, 2 << 30, pci_bus_id="0000:01:00.0", processes={4242: 900 << 20}
+    )
+    monkeypatch.setattr(ggml, "last_devices", lambda: [device])
+    monkeypatch.setattr(nvml, "list_gpus", lambda: [card])
+    monkeypatch.setattr(ggml, "gpu_memory", lambda: {"CUDA0": (6 << 30, 8 << 30)})
+    process, free = learned_overhead.read_now(4242)
+    assert process == {"CUDA0": 900 << 20} and free == {"CUDA0": 6 << 30}
+    assert learned_overhead.read_now(1)[0] == {}  # another process's memory is not the engine's
