@@ -133,7 +133,8 @@ async def shoot(out: Path) -> list[Path]:
 
 
 HUB_QUANTS = ("Q2_K", "Q3_K_M", "Q4_0", "Q4_K_M", "IQ4_XS", "Q5_K_M", "Q6_K", "Q8_0", "F16", "BF16")
-HUB_DEVICES = "1400MiB/100MiB,bw=272GB/s,ram=16GiB/4GiB"  # a small GPU (an RTX 4060's bandwidth): the larger quants fit in part
+# a small GPU with an RTX 4060's bandwidth: the larger quants fit in part
+HUB_DEVICES = "1400MiB/100MiB,bw=272GB/s,ram=16GiB/4GiB"
 
 
 def start_test_hub(folder: Path):  # -> LocalHub
