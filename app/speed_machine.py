@@ -125,7 +125,12 @@ def _source(data: dict[str, Any]) -> str:
     seconds = float(data.get("probe_seconds", 0.0))
     probes = int(data.get("probes", 1))
     runs = f"best of {probes} probes" if probes > 1 else f"a {seconds:.1f} s probe"
-    return f"measured on this machine ({runs} of ggml's kernels, {data.get('threads')} threads)"
+    source = f"measured on this machine ({runs} of ggml's kernels, {data.get('threads')} threads)"
+    load = data.get("load")
+    if isinstance(load, (int, float)) and load > BUSY_LOAD:  # the figures may be far too slow: say so
+        again = "measured again at a later plan" if probes < MAX_PROBES else "they may be too slow"
+        source += f"; other programs kept the CPUs {load:.0%} busy meanwhile: {again}"
+    return source
 
 
 def cpu_speed(measure: bool = True) -> tuple[CpuSpeed | None, str]:
