@@ -251,28 +251,6 @@ async def shoot_images(out: Path) -> None:
         await pilot.pause(0.3)
         app.save_screenshot(str(out / "screenshot-images.svg"))
 
-        app.settings.max_tokens = 400  # a reply long enough to be taken while it streams
-        await pilot.resize_terminal(*PANEL_SIZE)
-        await pilot.press("ctrl+n")  # a new chat: after the capitals the demo answers in a few words
-        await pilot.pause(1.0)
-        await _during_a_reply(app, pilot)
-        app.clear_notifications()
-        await pilot.pause(0.6)
-        app.save_screenshot(str(out / "screenshot-panel-100.svg"))
-        await wait_for(pilot, reply_done(app), timeout=300)
-
-        await pilot.resize_terminal(*FULL_SIZE)
-        await pilot.press("ctrl+n")  # a new chat: the same long reply streams again
-        await pilot.pause(1.0)
-        await _during_a_reply(app, pilot)
-        await pilot.press("f3")
-        await pilot.pause(2.0)
-        app.clear_notifications()
-        await pilot.pause(0.6)
-        app.save_screenshot(str(out / "screenshot-dashboard-200.svg"))
-        await pilot.press("escape")
-        await wait_for(pilot, reply_done(app), timeout=300)
-
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
