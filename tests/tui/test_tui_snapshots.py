@@ -90,8 +90,23 @@ async def load_and_chat(app, pilot, streaming: bool = False) -> None:
     await pilot.pause(0.05)
     await wait_for(pilot, reply_done(app))
     fixed_telemetry(app, streaming)
-    await pilot.pause(0.7)  # a dashboard refresh
+    await dashboards_drawn(app, pilot)
     app.clear_notifications()
+    await pilot.pause(0.1)
+
+
+async def dashboards_drawn(app, pilot) -> None:
+    """Wait until every dashboard on screen has drawn the fixed samples: the panel redraws on a
+    2 Hz timer, which a busy machine runs late (a fixed pause once caught the plots half drawn)."""
+    from app.tui.widgets.dashboard import Dashboard
+
+    latest = app.session.telemetry.latest()
+
+    def drawn() -> bool:
+        shown = [d for d in app.screen.query(Dashboard) if d.display]
+        return bool(shown) and all(d.has_drawn(latest) for d in shown)
+
+    await wait_for(pilot, drawn)
     await pilot.pause(0.1)
 
 
@@ -120,7 +135,7 @@ def test_dashboard_screen(snap_compare, fixed_shelf: Path) -> None:
     async def dashboard(pilot) -> None:
         await load_and_chat(app, pilot)
         await pilot.press("f3")
-        await pilot.pause(0.7)
+        await dashboards_drawn(app, pilot)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=dashboard)
 
@@ -150,6 +165,6 @@ def test_the_full_dashboard_at_200_columns_during_a_reply(snap_compare, fixed_sh
     async def dashboard(pilot) -> None:
         await load_and_chat(app, pilot, streaming=True)
         await pilot.press("f3")
-        await pilot.pause(0.7)
+        await dashboards_drawn(app, pilot)
 
     assert snap_compare(app, terminal_size=(200, 50), run_before=dashboard)

@@ -155,3 +155,26 @@ async def test_a_plan_that_is_right_still_shows_both_lines() -> None:
         colours = {style for char, style in zip(chars, styles) if char.strip()}
     # the two lines fall on the same cells: the planned one dashed over the measured, both seen
     assert {theme.accent, theme.primary} <= colours
+
+
+async def test_the_last_points_are_drawn_though_no_sample_follows() -> None:
+    """A plot draws at most once a second; points shown sooner are drawn when the second is up,
+    even when the sampler has stopped meanwhile (the last reply's tail must not go missing)."""
+    plot = TimePlot("Tokens/s")
+    async with _Host(plot).run_test(size=(50, 10)) as pilot:
+        await pilot.pause()
+        times = [100.0 + i * 0.5 for i in range(20)]
+        idle = [0.0] * 20
+        plot.show(times, times[-1], [Line("now", idle)], 100.0, 10.0, active=True)
+        await pilot.pause(0.2)
+        plot.show(times, times[-1], [Line("now", idle)], 100.0, 10.0, active=True)  # at the size laid out
+        await pilot.pause()
+        drawn = plot.draws
+        burst = [0.0] * 10 + [90.0] * 10
+        plot.show(times, times[-1], [Line("now", burst)], 100.0, 10.0, active=True)  # within the second
+        assert plot.draws == drawn and plot.waiting
+        await pilot.pause(1.2)  # and no sample after it
+        rows = plot.query_one(SeriesPlot).text("plot")
+    assert plot.draws == drawn + 1 and not plot.waiting
+    top = [row[1:-1] for row in rows[1:3]]
+    assert any(row.strip() for row in top)  # the burst near the top of the plot

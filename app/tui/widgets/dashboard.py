@@ -108,6 +108,12 @@ class Dashboard(VerticalScroll):
         self.refresh_from_session()
         self.set_interval(REFRESH_SECONDS, self.refresh_from_session)
 
+    def has_drawn(self, sample: Sample) -> bool:
+        """Whether `sample` is the latest drawn, in every plot (one mounted since waits for the
+        next refresh, one drawn less than a second ago for its timer)."""
+        plots = self.query(TimePlot)
+        return self._shown is sample and not self._mounted_since and not any(p.waiting for p in plots)
+
     @property
     def window(self) -> float:
         return FULL_WINDOW_SECONDS if self.has_class("full") else WINDOW_SECONDS

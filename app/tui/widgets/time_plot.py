@@ -22,6 +22,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.events import MouseScrollDown, MouseScrollUp
+from textual.timer import Timer
 from textual_hires_canvas import Canvas
 from textual_plot import AxisFormatter, HiResMode, PlotWidget
 
@@ -113,6 +114,7 @@ class TimePlot(Vertical):
         self.draws = 0  # how many times the plot was drawn (the cost a test or a bench can see)
         self._drawn: object = None
         self._drawn_at = 0.0
+        self._deferred: Timer | None = None
         self._shown_with: tuple[list[float], float, list[Line], float, float, Sequence[float] | None, bool] | None = (
             None
         )
@@ -167,10 +169,27 @@ class TimePlot(Vertical):
             return
         frame = key[:6]  # the size, the axes and the theme: a change there is drawn at once
         drawn_frame = self._drawn[:6] if isinstance(self._drawn, tuple) else None
-        if frame == drawn_frame and time.monotonic() - self._drawn_at < MIN_DRAW_SECONDS:
-            return  # new points, drawn at the next sample: a plot is drawn at most once a second
+        since = time.monotonic() - self._drawn_at
+        if frame == drawn_frame and since < MIN_DRAW_SECONDS:
+            # new points, drawn a second after the last drawing (at most once a second); a timer
+            # makes sure of it, for the sampler may have stopped (the last points must show)
+            if self._deferred is None:
+                self._deferred = self.set_timer(MIN_DRAW_SECONDS - since, self._draw_deferred)
+            return
+        if self._deferred is not None:
+            self._deferred.stop()
+            self._deferred = None
         self._drawn, self._drawn_at = key, time.monotonic()
         self._draw(plot, ago, lines, top, window, yticks, width, height)
+
+    @property
+    def waiting(self) -> bool:
+        """Whether points shown are still to be drawn (held back by the once-a-second limit)."""
+        return self._deferred is not None
+
+    def _draw_deferred(self) -> None:
+        self._deferred = None
+        self.redraw()
 
     def redraw(self) -> None:
         """Draw the last series again (the plot's size changed)."""
