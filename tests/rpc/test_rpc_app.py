@@ -39,16 +39,22 @@ def test_a_server_killed_mid_reply_is_left_out_and_the_chat_goes_on(
         db = db_path()
         app = PtyApp(str(model), "--rpc", f"{rpc_endpoints[0]},{doomed}")
         try:
-            until(lambda: app.shown("loaded in"), 120, "the model to load over both servers")
+            until(lambda: app.shown("loaded in"), 120, "the model to load over both servers", app=app)
             assert app.shown("RPC0") and app.shown("RPC1"), "the dashboard shows both remote devices"
             first_engine = engine_pid(app)
             app.type("Tell me everything\r")
-            until(lambda: [r for r in _assistant(db) if r[2] == "streaming" and r[1]], 60, "the reply to stream")
+            until(
+                lambda: [r for r in _assistant(db) if r[2] == "streaming" and r[1]], 60, "the reply to stream", app=app
+            )
             lost = app.mark()
             server.kill()
-            until(lambda: app.shown_since_in_words(lost, "RPC server stopped answering"), 60, "the app to say so")
-            until(lambda: app.shown_since_in_words(lost, f"Left out: {doomed}"), 60, "the server to be left out")
-            until(lambda: app.shown_since_in_words(lost, "loaded"), 120, "the reload without it")
+            until(
+                lambda: app.shown_since_in_words(lost, "RPC server stopped answering"), 60, "the app to say so", app=app
+            )
+            until(
+                lambda: app.shown_since_in_words(lost, f"Left out: {doomed}"), 60, "the server to be left out", app=app
+            )
+            until(lambda: app.shown_since_in_words(lost, "loaded"), 120, "the reload without it", app=app)
             assert engine_pid(app) not in (None, first_engine)
             assert app.proc.poll() is None
             answered = len(_assistant(db))
@@ -59,6 +65,7 @@ def test_a_server_killed_mid_reply_is_left_out_and_the_chat_goes_on(
                 "the next answer, from the servers left",
                 every=1.0,
                 action=lambda: app.type("\r"),
+                app=app,
             )
             app.type("\x1b")
             app.type("\x11")

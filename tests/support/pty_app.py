@@ -53,7 +53,10 @@ class PtyApp:
             pass
 
     def shown(self, text: str) -> bool:
-        return text.encode() in self.screen
+        """Whether the app drew `text` (within the last MiB kept), blanks and escape codes left out:
+        Textual redraws only the cells that changed, so a line that replaced a similar one can
+        arrive in pieces ("loaded in" as "loaded", a cursor move, "in")."""
+        return self.shown_since_in_words(0, text)
 
     def mark(self) -> int:
         """A point in the output, for `shown_since`."""
@@ -67,11 +70,16 @@ class PtyApp:
     def shown_since_in_words(self, mark: int, text: str) -> bool:
         """Like `shown_since`, for text Textual may draw in pieces (a toast's words between cursor moves):
         escape sequences and blanks are left out on both sides."""
-        new = self.written - mark
+        new = min(self.written - mark, len(self.screen))
         if new <= 0:
             return False
         drawn = _ESCAPES.sub(b"", bytes(self.screen[-new:]))
         return re.sub(rb"\s+", b"", text.encode()) in re.sub(rb"\s+", b"", drawn)
+
+    def last_words(self, chars: int = 2000) -> str:
+        """The end of what the app drew, escape codes out and blanks squeezed (for a failure's message)."""
+        drawn = _ESCAPES.sub(b" ", bytes(self.screen[-8 * chars :])).decode(errors="replace")
+        return re.sub(r"\s+", " ", drawn)[-chars:]
 
     def type(self, text: str) -> None:
         os.write(self.master, text.encode())
@@ -106,7 +114,8 @@ def rows_of(db: Path) -> list[tuple[str, str, str]]:
         con.close()
 
 
-def until(condition, timeout: float, what: str, every: float = 0.1, action=None):
+def until(condition, timeout: float, what: str, every: float = 0.1, action=None, app: PtyApp | None = None):
+    """Wait for `condition()`; a timeout fails with `what`, and with the last words `app` drew."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = condition()
@@ -115,7 +124,8 @@ def until(condition, timeout: float, what: str, every: float = 0.1, action=None)
         if action is not None:
             action()
         time.sleep(every)
-    raise AssertionError(f"timed out waiting for {what}")
+    shown = f"; the app drew last: {app.last_words()}" if app is not None else ""
+    raise AssertionError(f"timed out waiting for {what}{shown}")
 
 
 def engine_pid(app: PtyApp) -> int | None:

@@ -178,3 +178,20 @@ async def test_the_last_points_are_drawn_though_no_sample_follows() -> None:
     assert plot.draws == drawn + 1 and not plot.waiting
     top = [row[1:-1] for row in rows[1:3]]
     assert any(row.strip() for row in top)  # the burst near the top of the plot
+
+
+async def test_a_plot_removed_with_a_redraw_pending_goes_quietly() -> None:
+    """A device that leaves (an RPC server left out) takes its plot away while a redraw it asked
+    for is still pending: the app must not stop on it (it once did, with NoMatches)."""
+    plot = TimePlot("RPC1 memory")
+    host = _Host(plot)
+    async with host.run_test(size=(50, 10)) as pilot:
+        await pilot.pause()
+        times = [100.0 + i * 0.5 for i in range(20)]
+        plot.show(times, times[-1], [Line("used", [1.0] * 20)], 2.0, 10.0)
+        await pilot.pause()
+        plot.show(times, times[-1], [Line("used", [2.0] * 20)], 2.0, 10.0)  # held back: a timer
+        await plot.remove()
+        plot.redraw()  # as a canvas resized just before asked, after the next refresh
+        await pilot.pause(1.2)
+        assert host.is_running and not plot.is_attached

@@ -192,9 +192,15 @@ class TimePlot(Vertical):
         self.redraw()
 
     def redraw(self) -> None:
-        """Draw the last series again (the plot's size changed)."""
-        if self._shown_with is not None:
-            self.show(*self._shown_with)
+        """Draw the last series again (the plot's size changed, or points were held back)."""
+        if self._shown_with is None or not self._still_shown():
+            return
+        self.show(*self._shown_with)
+
+    def _still_shown(self) -> bool:
+        """False once the plot is being removed (a device gone): a redraw asked for earlier (after a
+        refresh, on a timer) finds its children already gone."""
+        return self.is_attached and not self._closing and bool(self.query(SeriesPlot)) and bool(self.query(Legend))
 
     def _draw(
         self,
