@@ -179,9 +179,16 @@ def family(architecture: str) -> ModuleType | None:
     return import_module(f"planner.archs.{name}") if name else None
 
 
+# planned exactly (they keep a KV cache), yet made for something else than a chat
+NOT_CHAT_ARCHS: dict[str, str] = {
+    "llama-embed": NO_CACHE_ARCHS["bert"],
+    "qwen3tts": "a text-to-speech model's talker (it writes audio codes, not text)",
+}
+
+
 def not_for_chat(architecture: str) -> str | None:
     """Why a model of this architecture cannot hold a chat, or None when it can."""
-    purpose = NO_CACHE_ARCHS.get(architecture)
+    purpose = NO_CACHE_ARCHS.get(architecture) or NOT_CHAT_ARCHS.get(architecture)
     return f"{purpose}, not a chat model" if purpose else None
 
 

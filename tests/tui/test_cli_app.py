@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -133,19 +135,33 @@ def test_the_demo_is_found_by_the_packages_file_name() -> None:
     assert demo.MODEL_NAME == MODEL_NAME
 
 
+@pytest.mark.parametrize(
+    "zoo_name, purpose, kv",
+    [
+        ("dream", "a diffusion language model", "none"),
+        ("llama-embed", "an embedding model (it turns text into vectors)", "f16"),  # a KV cache, yet no chat
+        ("qwen3tts", "a text-to-speech model's talker (it writes audio codes, not text)", "f16"),
+    ],
+)
 def test_a_model_that_cannot_chat_is_refused_with_the_reason(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    zoo_name: str,
+    purpose: str,
+    kv: str,
 ) -> None:
     import app.tui
-    from tests.support.tiny import TinySpec, write_tiny_model
+    from tests.support.tiny import ZOO, TinySpec, write_tiny_model
 
     monkeypatch.setattr(app.tui, "run", lambda *_a, **_k: pytest.fail("the app must not start"))
-    path = write_tiny_model(tmp_path / "dream.gguf", TinySpec("dream", name="Tiny Dream"))
+    spec = ZOO.get(zoo_name) or TinySpec(zoo_name)
+    path = write_tiny_model(tmp_path / f"{zoo_name}.gguf", replace(spec, name="Tiny One"))
     assert cli.main([str(path)]) == 1
     err = capsys.readouterr().err
-    assert "Tiny Dream is a diffusion language model, not a chat model" in err and "--plan" in err
+    assert f"Tiny One is {purpose}, not a chat model" in err and "--plan" in err
     assert cli.main(["--plan", str(path)]) == 0  # its memory is still planned
-    assert "KV cache        none" in capsys.readouterr().out
+    assert re.search(rf"KV cache +{kv}", capsys.readouterr().out)
 
 
 def test_a_scan_while_the_demo_is_assembled_never_lists_it_half_written(
