@@ -2,7 +2,8 @@
 
 The planner derives every buffer from the header; llama.cpp's dry run computes the
 KV caches, recurrent state, output and compute buffers with the real backend code
-on the real devices. Where the two differ, llama.cpp's figure wins: `corrected`
+on the real devices. Where the two differ, llama.cpp's figure wins (for an exact rule, only
+when it is the larger: `to_take`): `corrected`
 returns the plan with those buffers replaced (and its estimates about them dropped),
 and `extra_per_device` says how much more each device needs than planned, which the
 solver subtracts from that device's memory before planning again.
@@ -61,6 +62,17 @@ def gaps(plan: MemoryPlan, measured: dict[tuple[str, str], int], tolerance_per_f
         mine = sum(planned.get((kind, d), 0) for d in devices)
         rows.append(Gap(kind, devices, mine, size, tolerance_per_figure))
     return rows
+
+
+def to_take(plan: MemoryPlan, found: list[Gap]) -> list[Gap]:
+    """The figures of llama.cpp's that the plan takes: all of them for an estimate, only those above
+    the plan's for an exact architecture. Where the dry run counts less than an exact rule, the
+    allocation has always matched the rule (minimax-01's compute with several sequences: the dry run
+    said 7.9 MB, the load allocated the 16.3 MB planned), and a figure too small is the one mistake a
+    plan must not make."""
+    if not plan.model.exact:
+        return found
+    return [g for g in found if g.matches or g.delta > 0]
 
 
 def extra_per_device(found: list[Gap]) -> dict[str, int]:

@@ -3,10 +3,11 @@
 `verify(engine, path, plan)` runs the dry run in the engine process and sets its
 figures beside the plan's, buffer kind by device (to the log's 0.01 MiB). When
 every figure agrees, the plan stands (now confirmed, not estimated). When llama.cpp
-needs more than planned, its figure wins: `confirm_plan` asks the solver again
-with that much less memory on the devices concerned, checks the new plan the same
-way (a few rounds at most), and returns the plan that llama.cpp's figures fit,
-with one line telling the user what differed.
+needs more than planned, its figure wins (when it needs less, an exact rule's figure
+stays): `confirm_plan` asks the solver again with that much less memory on the
+devices concerned, checks the new plan the same way (a few rounds at most), and
+returns the plan that llama.cpp's figures fit, with one line telling the user what
+differed.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from app.engine.dry_run import DryRun
 from app.engine.llama_log import LOG_ROUNDING, device_of
 from planner.config import LoadConfig
 from planner.hardware import Device, Host, MiB, format_size
-from planner.measured import Gap, corrected, extra_per_device, gaps
+from planner.measured import Gap, corrected, extra_per_device, gaps, to_take
 from planner.memory import MemoryPlan
 from planner.model import ModelAnatomy
 from planner.rpc import rpc_buffer_names
@@ -123,8 +124,9 @@ def confirm_plan(
     for rounds in range(1, MAX_ROUNDS + 1):
         if not check.dry_run.ok:  # llama.cpp refuses the configuration: the load will say why
             return Confirmed(current, check, "", rounds)
-        fixed = _on(corrected(current, check.gaps), gpus, host)
-        more = extra_per_device(check.gaps)
+        taken = to_take(current, check.gaps)
+        fixed = _on(corrected(current, taken), gpus, host)
+        more = extra_per_device(taken)
         if fixed.fits or not any(v > 0 for v in more.values()) or rounds == MAX_ROUNDS:
             message = "" if (check.verified and current is plan) else _message(first, plan, fixed)
             return Confirmed(fixed, check, message, rounds)
@@ -159,6 +161,9 @@ def _message(first: Verification, before: MemoryPlan, after: MemoryPlan) -> str:
     from planner.retry import describe_changes
 
     changes = "; ".join(describe_changes(before, after)) or "the same configuration, which fits"
+    kept = [g for g in first.gaps if g not in to_take(before, first.gaps)]
+    if kept:
+        changes += " (the plan's larger figure kept where llama.cpp counts less: the load allocates it)"
     return f"llama.cpp's dry run needs {first.differences()} than planned: {changes}"
 
 

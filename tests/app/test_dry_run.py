@@ -137,6 +137,30 @@ def test_a_wrong_rule_is_caught_and_the_solver_plans_what_fits(
     assert fixed.host.planned <= 900 * MiB
 
 
+def test_a_dry_run_that_counts_less_than_an_exact_rule_does_not_shrink_the_plan(
+    engine: EngineProcess, tmp_path: Path
+) -> None:
+    """MiniMax-01 with three sequences: llama.cpp's dry run reports about half the compute buffer that
+    its load then allocates; the planner's exact rule said the allocation. The plan that loads keeps
+    the larger figure, and the user is told why."""
+    from tests.support.tiny import ZOO
+
+    path = str(write_tiny_model(tmp_path / "minimax01.gguf", ZOO["minimax-01"]))
+    anatomy = load_anatomy(read_gguf(path))
+    assert anatomy.exact
+    host = _host()
+    fit = solve(anatomy, [], host, Wishes(n_ctx=4096, flash_attn="on", n_seq_max=3))
+    planned = sum(b.bytes for b in fit.plan.buffers if b.kind == "compute")
+    confirmed = confirm_plan(engine, path, fit.plan, [], host, lambda g, h: replan(anatomy, fit.plan, g, h))
+    assert confirmed is not None
+    dry = confirmed.verification.gap("compute", "CPU")
+    assert dry is not None and dry.measured < planned - MiB  # what llama.cpp's dry run says
+    kept = sum(b.bytes for b in confirmed.plan.buffers if b.kind == "compute")
+    assert kept == planned and "larger figure kept" in confirmed.message
+    report = engine.load(path, confirmed.plan.config)
+    assert abs(sum(report.measurements.compute.values()) - kept) <= LOG_ROUNDING  # what the load allocates
+
+
 def test_the_session_loads_the_plan_llama_cpp_confirmed(zoo: dict[str, Path]) -> None:
     path = str(zoo["gemma3"])
     devices = probe_devices(cpu_only=True)
