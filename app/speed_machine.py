@@ -199,6 +199,8 @@ def _answer(kept: dict[str, Any]) -> tuple[CpuSpeed | None, str]:
         try:
             data = dict(kept["figures"])
             data["source"] = _source(data)
+            load = data.get("load")
+            data["busy"] = load if isinstance(load, (int, float)) and load > BUSY_LOAD else 0.0
             return CpuSpeed.from_json(data), data["source"]
         except (KeyError, TypeError, ValueError) as exc:
             return None, f"this CPU's speed figures are unreadable ({exc})"

@@ -56,7 +56,8 @@ import itertools
 import math
 import re
 import statistics
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from planner.hardware import Device
@@ -143,6 +144,7 @@ class CpuSpeed:
     read_bandwidth: float  # bytes/s of one large f32 read (reported; the per-type rates decide)
     attention_seconds: dict[str, float] = field(default_factory=dict)  # head width -> s per cell and query head
     source: str = "measured on this machine"
+    busy: float = 0.0  # how busy other programs kept the CPUs while it was measured (0: quiet enough)
 
     def decode_rate(self, type_name: str, working_set: int) -> tuple[float, str | None]:
         """Bytes/s for this type at this working set, and the timed type used when this one was not."""
@@ -180,6 +182,7 @@ class CpuSpeed:
             "read_bandwidth": self.read_bandwidth,
             "attention_seconds": dict(self.attention_seconds),
             "source": self.source,
+            "busy": self.busy,
         }
 
     @classmethod
@@ -194,6 +197,7 @@ class CpuSpeed:
             read_bandwidth=float(data["read_bandwidth"]),
             attention_seconds={str(k): float(v) for k, v in data["attention_seconds"].items() if v},
             source=str(data.get("source", "measured on this machine")),
+            busy=float(data.get("busy", 0.0)),
         )
 
 
@@ -708,15 +712,28 @@ def predict(
         for d, sec, basis, source in start.per_device
     ]
     notes = list(cost.notes) + list(start.notes)
+    busy = _busy(cpu)
     return SpeedPrediction(
-        decode_start=_figure(rate(start), start.basis, cal.decode_ratios, cal.scope, why),
-        decode_full=_figure(rate(full), full.basis, cal.decode_ratios, cal.scope, why),
-        prefill=_figure(pre_rate, pre.basis, cal.prefill_ratios, cal.scope, "; ".join(pre.notes) or why),
+        decode_start=busy(_figure(rate(start), start.basis, cal.decode_ratios, cal.scope, why)),
+        decode_full=busy(_figure(rate(full), full.basis, cal.decode_ratios, cal.scope, why)),
+        prefill=busy(_figure(pre_rate, pre.basis, cal.prefill_ratios, cal.scope, "; ".join(pre.notes) or why)),
         n_ctx=cost.n_ctx,
         devices=devices,
         notes=list(dict.fromkeys(notes)),
         raw_decode_start=rate(start),
     )
+
+
+def _busy(cpu: CpuSpeed | None) -> Callable[[Figure], Figure]:
+    """A measured figure says when the CPU was measured busy: it may be far too slow (a probe during
+    a compile once put the demo at 0.4 tok/s where it decodes at 45)."""
+
+    def mark(f: Figure) -> Figure:
+        if cpu is None or not cpu.busy or f.basis != MEASURED:
+            return f
+        return replace(f, note=f"measured while other programs kept the CPUs {cpu.busy:.0%} busy: may be too slow")
+
+    return mark
 
 
 def predicted_decode(cost: TokenCost, fill: int, cpu: CpuSpeed | None, gpus: dict[str, GpuSpeed]) -> float | None:

@@ -46,7 +46,7 @@ async def test_a_what_if_card_with_a_bandwidth_speeds_up_with_the_layers_on_it(
         on_cpu = screen.speed.decode_start
         assert on_cpu.basis == "measured" and on_cpu.value is not None
         assert on_cpu.value < everything.value  # the card streams the weights faster than this CPU
-        assert "(measured)" in _verdict(screen)
+        assert "(measured" in _verdict(screen)  # "(measured while ... busy" on a busy machine
 
         ngl.value = "10"  # some layers on the card: between the two
         await wait_for(pilot, lambda: screen.result is not None and screen.result.plan.layers_on_gpu == 10)
