@@ -157,18 +157,7 @@ def build_bailingmoe3(ctx: GraphContext) -> None:
         if experts is None or il < experts.n_layer_dense_lead:
             cur = ctx.build_layer_ffn(cur, il)
         else:
-            moe = ctx.build_moe_ffn(
-                cur,
-                il,
-                experts.n_expert,
-                experts.n_used,
-                "silu",
-                experts.weights_norm,
-                experts.weights_scale,
-                experts.gating,
-                exp_probs_b=w.layer(il, "exp_probs_b.bias"),
-            )
-            cur = g.add(moe, ctx.build_shared_expert(cur, il))
+            cur = ctx.build_routed_experts(cur, il, experts, shared=True)
         inp_l = g.add(cur, ffn_inp)
     h_nextn = ctx.build_norm(inp_l, w.get_optional("output_norm.weight"))
     h_nextn.flags |= FLAG_OUTPUT  # t_h_nextn, the multi-token-prediction head's input, is a graph output

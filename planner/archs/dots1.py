@@ -105,21 +105,8 @@ def build_dots1(ctx: GraphContext) -> None:
         if w.layer(il, "ffn_gate_inp.weight") is None or il < m.moe.n_layer_dense_lead:
             cur = ctx.build_layer_ffn(cur, il)
         else:
-            experts = m.moe
-            moe = ctx.build_moe_ffn(
-                cur,
-                il,
-                experts.n_expert,
-                experts.n_used,
-                "silu",
-                experts.weights_norm,
-                experts.weights_scale,
-                experts.gating,
-                exp_probs_b=w.layer(il, "exp_probs_b.bias") or w.layer(il, "exp_probs_b"),  # Hy V3: no suffix
-            )
-            if w.layer(il, "ffn_up_shexp.weight") is not None:
-                moe = g.add(moe, ctx.build_shared_expert(cur, il))
-            cur = moe
+            probs_b = w.layer(il, "exp_probs_b")  # Hy V3: no suffix
+            cur = ctx.build_routed_experts(cur, il, m.moe, shared=None, exp_probs_b=probs_b)
         inp_l = g.add(cur, ffn_inp)
     if not rows_at_end:
         final_output(ctx, inp_l)

@@ -172,18 +172,7 @@ def build_kimi_linear(ctx: GraphContext) -> None:
         if experts is None or il < experts.n_layer_dense_lead:
             cur = ctx.build_layer_ffn(cur, il)
         else:
-            moe = ctx.build_moe_ffn(
-                cur,
-                il,
-                experts.n_expert,
-                experts.n_used,
-                "silu",
-                True,
-                experts.weights_scale,
-                experts.gating,
-                exp_probs_b=w.layer(il, "exp_probs_b.bias"),
-            )
-            cur = g.add(moe, ctx.build_shared_expert(cur, il))
+            cur = ctx.build_routed_experts(cur, il, experts, shared=True, norm_w=True)
         inp_l = g.add(cur, ffn_inp)
     final_output(ctx, inp_l)
 

@@ -75,19 +75,7 @@ def build_laguna(ctx: GraphContext) -> None:
         ffn_inp = g.add(cur, inp_sa)
         cur = ctx.build_norm(ffn_inp, w.layer(il, "ffn_norm.weight"), il=il)
         if w.layer(il, "ffn_gate_inp.weight") is not None:
-            experts = m.moe
-            moe = ctx.build_moe_ffn(
-                cur,
-                il,
-                experts.n_expert,
-                experts.n_used,
-                "silu",
-                experts.weights_norm,
-                experts.weights_scale,
-                experts.gating,
-                exp_probs_b=w.layer(il, "exp_probs_b.bias"),
-            )
-            cur = g.add(moe, ctx.build_shared_expert(cur, il))
+            cur = ctx.build_routed_experts(cur, il, m.moe, shared=True)
         else:
             cur = ctx.build_layer_ffn(cur, il)
         inp_l = g.add(cur, ffn_inp)

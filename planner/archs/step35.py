@@ -80,19 +80,7 @@ def build_step35(ctx: GraphContext) -> None:
         if w.layer(il, "ffn_gate_inp.weight") is None:
             cur = ctx.build_layer_ffn(cur, il)
         else:
-            experts = m.moe
-            moe = ctx.build_moe_ffn(
-                cur,
-                il,
-                experts.n_expert,
-                experts.n_used,
-                "silu",
-                experts.weights_norm,
-                experts.weights_scale,
-                experts.gating,
-                exp_probs_b=w.layer(il, "exp_probs_b.bias"),
-            )
-            cur = g.add(moe, ctx.build_shared_expert(cur, il))
+            cur = ctx.build_routed_experts(cur, il, m.moe, shared=True)
         inp_l = g.add(cur, ffn_inp)
     inp_l.flags |= FLAG_OUTPUT  # t_h_nextn, the multi-token-prediction head's input, is a graph output
     cur = ctx.build_norm(g.get_rows(inp_l, out_ids), w.get_optional("output_norm.weight"))

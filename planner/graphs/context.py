@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from planner.errors import ModelError
 from planner.ggml_graph import F16, F32, FLAG_OUTPUT, I32, I64, Graph, Tensor, row_size
 from planner.ggml_types import GGMLType
+from planner.hparams import Experts
 from planner.model import LayerAnatomy, ModelAnatomy
 
 # the architectures whose SwiGLU limit is one fused op (ggml_swiglu_clamp) rather than clamp nodes, in
@@ -263,6 +264,35 @@ class GraphContext:
         if down_b is not None:
             cur = g.add(cur, down_b)
         return cur
+
+    def build_routed_experts(
+        self,
+        cur: Tensor,
+        il: int,
+        experts: Experts,
+        *,
+        shared: bool | None,
+        norm_w: bool | None = None,
+        exp_probs_b: Tensor | None = None,
+    ) -> Tensor:
+        """The routed experts as most MoE families build them (SiLU; the header's weight norm, scale
+        and gating; the expert-probability bias where the layer has one), plus the shared expert:
+        always (`shared` True) or where the layer has its weights (None). `norm_w` and `exp_probs_b`
+        replace the header's norm and the bias's usual name where a family differs."""
+        moe = self.build_moe_ffn(
+            cur,
+            il,
+            experts.n_expert,
+            experts.n_used,
+            "silu",
+            experts.weights_norm if norm_w is None else norm_w,
+            experts.weights_scale,
+            experts.gating,
+            exp_probs_b=exp_probs_b or self.w.layer(il, "exp_probs_b.bias"),
+        )
+        if shared or (shared is None and self.w.layer(il, "ffn_up_shexp.weight") is not None):
+            moe = self.g.add(moe, self.build_shared_expert(cur, il))
+        return moe
 
     def build_moe_ffn(
         self,
