@@ -88,6 +88,9 @@ def load_anatomy(gguf: GGUFModel) -> ModelAnatomy:
                     gguf.path, f"tensor {info.name!r} belongs to layer {il}, but the model has {n_layer} layers"
                 )
             layers[il].tensors.append(info)
+        elif info.name.startswith("token_embd_norm.") and layers:
+            # LLM_TENSOR_LAYER_REPEATING, created for block 0: on the first layer's device, once
+            layers[0].tensors.append(info)
         elif info.name.startswith(INPUT_TENSOR_PREFIXES):
             input_tensors.append(info)
         elif info.name.startswith(OUTPUT_TENSOR_PREFIXES):

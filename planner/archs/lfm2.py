@@ -30,10 +30,11 @@ def _lfm2(anatomy: ModelAnatomy, meta: Meta) -> None:
         anatomy.swa_type, anatomy.n_swa = SWA_STANDARD, n_swa
         for layer in anatomy.layers:
             layer.is_swa = not layer.is_recurrent
-    # LFM2 names its output norm "token_embd_norm"
-    moved = [t for t in anatomy.other_tensors + anatomy.input_tensors if t.name.startswith("token_embd_norm.")]
-    anatomy.other_tensors = [t for t in anatomy.other_tensors if t not in moved]
-    anatomy.input_tensors = [t for t in anatomy.input_tensors if t not in moved]
+    # LFM2 names its output norm "token_embd_norm" (read as the first layer's, where other families use it)
+    first = anatomy.layers[0].tensors if anatomy.layers else []
+    moved = [t for t in first if t.name.startswith("token_embd_norm.")]
+    if anatomy.layers:
+        anatomy.layers[0].tensors = [t for t in first if t not in moved]
     anatomy.output_tensors.extend(moved)
 
 

@@ -42,10 +42,6 @@ def _rwkv(anatomy: ModelAnatomy, meta: Meta) -> None:
     for layer in anatomy.layers:
         layer.is_recurrent = True
         layer.has_kv = False
-    # token_embd_norm is the first layer's norm (LLM_TENSOR_LAYER_REPEATING, created for block 0)
-    moved = [t for t in anatomy.other_tensors if t.name.startswith("token_embd_norm.")]
-    anatomy.other_tensors = [t for t in anatomy.other_tensors if t not in moved]
-    anatomy.layers[0].tensors.extend(moved)
 
 
 # the architectures whose layers end in a transformer's FFN (one token shift, RMS norms)
