@@ -185,6 +185,9 @@ class ModelAnatomy:
     shortconv_l_cache: int = 0  # LFM2's short convolution
     n_embd_head_la: int = 0  # MiniMax-01's lightning-attention head: its layers' state is head x head a head
     no_cache: bool = False  # llama.cpp keeps no KV cache (embedding and diffusion models)
+    # tensors of a multi-token-prediction block that its family creates without the block's skip flag
+    # (names after "blk.N.", by prefix): llama.cpp loads them, on the block's device, though it skips the block
+    mtp_loaded: tuple[str, ...] = ()
     # typed records of the families that have them (planner.hparams); None where a model has none
     experts: Experts | None = None
     ssm: StateSpace | None = None

@@ -225,8 +225,12 @@ def weight_buffers(
     for info in model.input_tensors:
         put(info, HOST_INDEX, matmul=False)
     for layer in model.layers:
-        if layer.is_mtp:
-            continue  # TENSOR_SKIP: multi-token-prediction weights are not loaded
+        if layer.is_mtp:  # TENSOR_SKIP: multi-token-prediction weights are not loaded, but for some families'
+            for info in layer.tensors:
+                if info.name.split(".", 2)[-1].startswith(model.mtp_loaded or ("\0",)):
+                    matmul = _is_matmul_weight(info) and ".embed_tokens." not in info.name  # GGML_OP_GET_ROWS
+                    put(info, placement.layers[layer.index], matmul)
+            continue
         device = placement.layers[layer.index]
         keep_experts_on_host = layer.index < r.config.n_cpu_moe
         for info in layer.tensors:

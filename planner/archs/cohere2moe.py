@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from planner.archs.common import load_swa_pattern, read_experts, require
+from planner.archs.common import MTP_HEADS, load_swa_pattern, read_experts, require
 from planner.errors import GGUFError
 from planner.ggml_graph import FLAG_OUTPUT, Tensor
 from planner.graphs.blocks import attention_inputs
@@ -29,6 +29,7 @@ def read_cohere2moe(anatomy: ModelAnatomy, meta: Meta) -> None:
         raise GGUFError(anatomy.path, "missing Cohere2 MoE norm epsilon (llama.cpp refuses the model)")
     require(anatomy, meta, "attention.sliding_window", "logit_scale", "leading_dense_block_count")
     require(anatomy, meta, "expert_feed_forward_length")
+    anatomy.mtp_loaded = MTP_HEADS
     anatomy.swa_type = SWA_STANDARD
     anatomy.n_swa = meta.int_or("attention.sliding_window", 0)
     load_swa_pattern(anatomy, meta, 4, dense_first=True)

@@ -12,6 +12,13 @@ if TYPE_CHECKING:
     from planner.model import ModelAnatomy
 
 
+# tensors of a skipped multi-token-prediction block that a family still loads (ModelAnatomy.mtp_loaded):
+# the output heads it creates TENSOR_NOT_REQUIRED alone (cohere2moe) ...
+MTP_HEADS = ("nextn.embed_tokens.", "nextn.shared_head_")
+# ... and with them the block's FFN and experts, also created without the skip flag (step35, hy_v3)
+MTP_FFN_AND_HEADS = (*MTP_HEADS, "ffn_gate", "ffn_up", "ffn_down", "exp_probs_b")
+
+
 def load_swa_pattern(anatomy: ModelAnatomy, meta: Meta, n_pattern: int, dense_first: bool = False) -> None:
     """llama_model_base::load_swa_pattern: an explicit per-layer array wins, else a period."""
     value = meta.get("attention.sliding_window_pattern")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from planner.archs.common import load_swa_pattern, read_experts, require, require_output
+from planner.archs.common import MTP_FFN_AND_HEADS, load_swa_pattern, read_experts, require, require_output
 from planner.errors import GGUFError
 from planner.ggml_graph import FLAG_OUTPUT
 from planner.graphs.blocks import attention_inputs, final_output
@@ -39,6 +39,8 @@ def _dots1(anatomy: ModelAnatomy, meta: Meta) -> None:
     require(anatomy, meta, "attention.layer_norm_rms_epsilon", *_REQUIRED[arch])
     if arch != "hy_v3":  # none of the others ties the output to the embeddings
         require_output(anatomy)
+    if arch == "hy_v3":
+        anatomy.mtp_loaded = MTP_FFN_AND_HEADS
     read_experts(anatomy, meta)
     if arch == "hy_v3" and anatomy.experts is None:  # its expert tensors are all optional: a dense Hy V3
         return

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from planner.archs.common import read_experts, read_swiglu_clamps, require, require_output
+from planner.archs.common import MTP_FFN_AND_HEADS, read_experts, read_swiglu_clamps, require, require_output
 from planner.errors import GGUFError
 from planner.ggml_graph import FLAG_OUTPUT
 from planner.graphs.blocks import attention_inputs
@@ -32,6 +32,8 @@ def _step35(anatomy: ModelAnatomy, meta: Meta) -> None:
         key = f"{anatomy.architecture}.attention.sliding_window_pattern"
         raise GGUFError(anatomy.path, f"array key not found in model: {key} (llama.cpp refuses the model)")
     require_output(anatomy)
+    # and its query/key norms and attention gate, also created TENSOR_NOT_REQUIRED alone
+    anatomy.mtp_loaded = (*MTP_FFN_AND_HEADS, "attn_q_norm.", "attn_k_norm.", "attn_gate.")
     anatomy.swa_type = SWA_STANDARD
     anatomy.n_swa = meta.int_or("attention.sliding_window", 0)
     for layer in anatomy.layers:

@@ -22,7 +22,7 @@ CONFIGS = [{"n_ctx": 512}, {"n_ctx": 2048, "flash_attn": True, "type_k": "q8_0",
     [(1, 99, [1]), (1, 2, [1]), (2, 99, [1, 1]), (2, 99, [3, 1]), (2, 3, [1, 1])],
     ids=["one-all", "one-some", "two-all-even", "two-all-3to1", "two-some"],
 )
-@pytest.mark.parametrize("name", ["llama-f16", "gemma3", "qwen2moe", "lfm2", "bloom"])
+@pytest.mark.parametrize("name", ["llama-f16", "gemma3", "qwen2moe", "lfm2", "bloom", "step35", "hy_v3"])
 def test_every_device_gets_what_was_planned(
     zoo: dict[str, Path], rpc_endpoints: list[Endpoint], name: str, servers: int, n_gpu_layers: int, split: list[float]
 ) -> None:
