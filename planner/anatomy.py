@@ -18,6 +18,10 @@ from planner.model import (
     ModelAnatomy,
 )
 
+# tensors outside blk.N that llama.cpp creates as block 0's (LLM_TENSOR_LAYER_REPEATING, bid 0): the
+# embeddings' norm (bloom, the BERTs, RWKV) and HRM's initial low-level state
+FIRST_LAYER_TENSORS = ("token_embd_norm.", "hrm.z_l_init")
+
 
 def _vocab_size(gguf: GGUFModel, meta: Meta) -> int:
     tokens = gguf.metadata.get("tokenizer.ggml.tokens")
@@ -88,7 +92,7 @@ def load_anatomy(gguf: GGUFModel) -> ModelAnatomy:
                     gguf.path, f"tensor {info.name!r} belongs to layer {il}, but the model has {n_layer} layers"
                 )
             layers[il].tensors.append(info)
-        elif info.name.startswith("token_embd_norm.") and layers:
+        elif info.name.startswith(FIRST_LAYER_TENSORS) and layers:
             # LLM_TENSOR_LAYER_REPEATING, created for block 0: on the first layer's device, once
             layers[0].tensors.append(info)
         elif info.name.startswith(INPUT_TENSOR_PREFIXES):

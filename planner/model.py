@@ -188,6 +188,8 @@ class ModelAnatomy:
     # tensors of a multi-token-prediction block that its family creates without the block's skip flag
     # (names after "blk.N.", by prefix): llama.cpp loads them, on the block's device, though it skips the block
     mtp_loaded: tuple[str, ...] = ()
+    # the layers llama.cpp creates rope_freqs for (one copy on each of their devices); None: every layer
+    rope_freqs_layers: tuple[int, ...] | None = None
     # typed records of the families that have them (planner.hparams); None where a model has none
     experts: Experts | None = None
     ssm: StateSpace | None = None

@@ -241,8 +241,12 @@ def weight_buffers(
                 put(info, device, _is_matmul_weight(info))
     # tensors outside blk.N that belong to the repeating layers (rope frequency tables)
     layer_devices = sorted(set(placement.layers))
+    rope_devices = layer_devices
+    if model.rope_freqs_layers is not None:
+        rope_devices = sorted({placement.layers[il] for il in model.rope_freqs_layers})
     for info in model.other_tensors:
-        for device in layer_devices or [HOST_INDEX]:
+        devices = rope_devices if info.name.startswith("rope_freqs.") else layer_devices
+        for device in devices or [HOST_INDEX]:
             put(info, device, matmul=False)
     for info in model.output_tensors:
         put(info, placement.output, _is_matmul_weight(info))

@@ -57,6 +57,8 @@ def _gemma4(anatomy: ModelAnatomy, meta: Meta) -> None:
     anatomy.layers[0].tensors += [t for t in anatomy.other_tensors if t.name in to_layer0]
     anatomy.other_tensors = [t for t in anatomy.other_tensors if t.name not in to_layer0]
     anatomy.f_final_softcap = meta.float_or("final_logit_softcapping", 0.0)
+    # rope_freqs (proportional RoPE) is created for the full-attention layers only
+    anatomy.rope_freqs_layers = tuple(layer.index for layer in anatomy.layers if not layer.is_swa)
     read_experts(anatomy, meta)
 
 

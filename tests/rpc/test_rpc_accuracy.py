@@ -34,3 +34,25 @@ def test_every_device_gets_what_was_planned(
         assert devices == {"CPU", *(f"RPC{i}" for i in range(servers))} or n_gpu_layers < 99, devices
         off = [b for b in row.buffers if not b.within_tolerance]
         assert not off, (row.config, off)
+
+
+def _chat_zoo() -> list[str]:
+    from planner.archs import NO_CACHE_ARCHS
+    from tests.support.tiny import ZOO
+
+    return [name for name, spec in ZOO.items() if spec.arch not in NO_CACHE_ARCHS]
+
+
+@pytest.mark.parametrize("name", _chat_zoo())
+def test_every_tiny_model_split_over_two_servers_lands_where_planned(
+    zoo: dict[str, Path], rpc_endpoints: list[Endpoint], name: str
+) -> None:
+    """The last two layers on two servers, one each (the output on the second): every device's
+    weights, caches and compute as planned. This sweep found tensors the planner put on the wrong
+    device (token_embd_norm, hrm.z_l_init, gemma4's rope_freqs) and an MTP block's tensors that
+    llama.cpp loads though it skips the block (step35, hy_v3)."""
+    rows = compare_rpc(zoo[name], [{"n_ctx": 512}], rpc_endpoints, 2, [1, 1])
+    for row in rows:
+        assert not row.refused_by_llama and not row.refused_by_planner, row
+        off = [b for b in row.buffers if not b.within_tolerance]
+        assert not off, off
