@@ -56,7 +56,6 @@ import itertools
 import math
 import re
 import statistics
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -712,11 +711,10 @@ def predict(
         for d, sec, basis, source in start.per_device
     ]
     notes = list(cost.notes) + list(start.notes)
-    busy = _busy(cpu)
     return SpeedPrediction(
-        decode_start=busy(_figure(rate(start), start.basis, cal.decode_ratios, cal.scope, why)),
-        decode_full=busy(_figure(rate(full), full.basis, cal.decode_ratios, cal.scope, why)),
-        prefill=busy(_figure(pre_rate, pre.basis, cal.prefill_ratios, cal.scope, "; ".join(pre.notes) or why)),
+        decode_start=_busy(_figure(rate(start), start.basis, cal.decode_ratios, cal.scope, why), cpu),
+        decode_full=_busy(_figure(rate(full), full.basis, cal.decode_ratios, cal.scope, why), cpu),
+        prefill=_busy(_figure(pre_rate, pre.basis, cal.prefill_ratios, cal.scope, "; ".join(pre.notes) or why), cpu),
         n_ctx=cost.n_ctx,
         devices=devices,
         notes=list(dict.fromkeys(notes)),
@@ -724,16 +722,12 @@ def predict(
     )
 
 
-def _busy(cpu: CpuSpeed | None) -> Callable[[Figure], Figure]:
+def _busy(f: Figure, cpu: CpuSpeed | None) -> Figure:
     """A measured figure says when the CPU was measured busy: it may be far too slow (a probe during
     a compile once put the demo at 0.4 tok/s where it decodes at 45)."""
-
-    def mark(f: Figure) -> Figure:
-        if cpu is None or not cpu.busy or f.basis != MEASURED:
-            return f
-        return replace(f, note=f"measured while other programs kept the CPUs {cpu.busy:.0%} busy: may be too slow")
-
-    return mark
+    if cpu is None or not cpu.busy or f.basis != MEASURED:
+        return f
+    return replace(f, note=f"measured while other programs kept the CPUs {cpu.busy:.0%} busy: may be too slow")
 
 
 def predicted_decode(cost: TokenCost, fill: int, cpu: CpuSpeed | None, gpus: dict[str, GpuSpeed]) -> float | None:

@@ -226,8 +226,8 @@ def weight_buffers(
         put(info, HOST_INDEX, matmul=False)
     for layer in model.layers:
         if layer.is_mtp:  # TENSOR_SKIP: multi-token-prediction weights are not loaded, but for some families'
-            for info in layer.tensors:
-                if info.name.split(".", 2)[-1].startswith(model.mtp_loaded or ("\0",)):
+            for info in layer.tensors if model.mtp_loaded else []:
+                if info.name.split(".", 2)[-1].startswith(model.mtp_loaded):
                     matmul = _is_matmul_weight(info) and ".embed_tokens." not in info.name  # GGML_OP_GET_ROWS
                     put(info, placement.layers[layer.index], matmul)
             continue
