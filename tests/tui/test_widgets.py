@@ -195,3 +195,18 @@ async def test_a_plot_removed_with_a_redraw_pending_goes_quietly() -> None:
         plot.redraw()  # as a canvas resized just before asked, after the next refresh
         await pilot.pause(1.2)
         assert host.is_running and not plot.is_attached
+
+
+async def test_a_plot_removed_as_soon_as_it_is_mounted_goes_quietly() -> None:
+    """A device seen for one sample gets a plot that is taken away again before its mount event
+    runs: the app must not stop on it (a CI run once did, with NoMatches in on_mount)."""
+    host = _Host(TimePlot("CPU memory"))
+    async with host.run_test(size=(50, 10)) as pilot:
+        await pilot.pause()
+        for _ in range(5):
+            plot = TimePlot("RPC0 memory")
+            host.screen.mount(plot)
+            plot.remove()
+            await pilot.pause(0)
+        await pilot.pause(0.2)
+        assert host.is_running and not plot.is_attached

@@ -126,6 +126,8 @@ class TimePlot(Vertical):
         yield SeriesPlot(id="plot")
 
     def on_mount(self) -> None:
+        if not self._still_shown():
+            return  # removed as soon as mounted (a device seen for one sample): its children are gone
         plot = self.query_one(SeriesPlot)
         plot.margin_top = 0
         plot.margin_bottom = 1
