@@ -36,6 +36,7 @@ from app.paths import models_dir
 from app.sources.errors import Cancelled, DownloadError, NoRoom, SourceError
 from app.sources.http import hub_client, hub_headers, translated, url_client
 from app.sources.model import HUB, ModelSource, SourceFile
+from app.sources.safe_paths import check_name, check_repo_id, inside
 
 CHUNK = 1 << 20
 RESUMES = 3  # a connection cut mid-file is resumed this many times in one run (more if bytes keep coming)
@@ -91,12 +92,25 @@ def free_bytes(folder: Path) -> int:
 
 
 def destination_folder(source: ModelSource, root: Path | None = None) -> Path:
-    """models/ORG/REPO for a hub repo, models/HOST for an URL."""
+    """models/ORG/REPO for a hub repo, models/HOST for an URL (each checked: app/sources/safe_paths.py)."""
     root = root or models_dir()
     if source.kind == HUB and source.repo_id:
-        return root.joinpath(*source.repo_id.split("/"))
+        return root.joinpath(*check_repo_id(source.repo_id, source.ref).split("/"))
     host = urllib.parse.urlsplit(source.files[0].url).hostname or "downloads"
-    return root / host.replace(":", "_")
+    return root / check_name(host.replace(":", "_"), f"{source.ref}: the server's host name")
+
+
+def _target(source: ModelSource, name: str, folder: Path, root: Path | None) -> Path:
+    """`folder / name`, refused unless it and its hidden partial files stay in the models folder."""
+    target = folder / check_name(name, source.ref)
+    for path in (target, _partial(target), _partial_meta(target)):
+        inside(root or models_dir(), path, source.ref)
+    return target
+
+
+def _name_in(source: ModelSource, file: SourceFile) -> str:
+    """A file's path under the download's folder: its path in the repo (the hub), its name (an URL)."""
+    return file.name if source.kind == HUB else file.file_name
 
 
 def choose_projector(source: ModelSource) -> SourceFile | None:
@@ -128,8 +142,7 @@ def plan_download(source: ModelSource, root: Path | None = None, with_projector:
         model_path = cached[0]
     else:
         for file in source.files:
-            target = folder / file.name if source.kind == HUB else folder / file.file_name
-            todo.append((file, target))
+            todo.append((file, _target(source, _name_in(source, file), folder, root)))
         model_path = todo[0][1]
     projector = choose_projector(source) if with_projector else None
     projector_path = None
@@ -140,7 +153,7 @@ def plan_download(source: ModelSource, root: Path | None = None, with_projector:
         projector_path = _in_hf_cache_one(source, projector)
         to_hf_cache = projector if projector_path is None else None
     elif projector is not None:
-        projector_path = model_folder / projector.file_name
+        projector_path = _target(source, projector.file_name, model_folder, root)
         todo.append((projector, projector_path))
     needed = 0
     kept: list[tuple[SourceFile, Path]] = []
@@ -211,7 +224,7 @@ def discard_partial(source: ModelSource, root: Path | None = None) -> int:
     freed = 0
     folder = destination_folder(source, root)
     for file in (*source.files, *source.projectors):
-        target = folder / file.name if source.kind == HUB else folder / file.file_name
+        target = _target(source, _name_in(source, file), folder, root)
         for path in (_partial(target), _partial_meta(target)):
             with contextlib.suppress(OSError):
                 freed += path.stat().st_size

@@ -10,6 +10,7 @@ error mapping; the endpoint, the token and offline mode are the library's (`HF_E
 from __future__ import annotations
 
 import posixpath
+import re
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from app.sources.http import hub_failure
 from app.sources.model import HUB, ModelSource, SourceFile
 from app.sources.naming import is_gguf, is_projector, quant_of, shard_names
 from app.sources.refs import HF_PREFIX, HubRef
+from app.sources.safe_paths import check_name, check_repo_id
 
 API_TIMEOUT = 15.0
 DEFAULT_QUANT = "Q4_K_M"  # what llama.cpp's -hf picks when a repo has several quants and none is named
@@ -84,8 +86,13 @@ def list_repo(repo_id: str, revision: str | None = None) -> RepoListing:
             return _cached_listing(key, str(error), "the hub cannot be reached")
         raise error from None
     commit = str(info.get("sha") or "")
-    files = tuple(_source_file(repo_id, item, commit or revision or "main") for item in info.get("siblings") or [])
-    listing = RepoListing(str(info.get("id") or repo_id), commit, bool(info.get("gated")), files, time.time())
+    where = f"{HF_PREFIX}{repo_id}: the hub's listing"
+    listed_id = check_repo_id(str(info.get("id") or repo_id), where)
+    siblings = info.get("siblings") or []
+    if not isinstance(siblings, list) or not all(isinstance(item, dict) for item in siblings):
+        raise SourceError(f"{where} is not a list of files")
+    files = tuple(_source_file(repo_id, item, commit or revision or "main", where) for item in siblings)
+    listing = RepoListing(listed_id, commit, bool(info.get("gated")), files, time.time())
     store.keep_record(
         "listings",
         {
@@ -119,15 +126,24 @@ def _model_info(repo_id: str, revision: str | None) -> dict[str, Any]:
     return info
 
 
-def _source_file(repo_id: str, item: dict[str, Any], revision: str) -> SourceFile:
+def _source_file(repo_id: str, item: dict[str, Any], revision: str, where: str) -> SourceFile:
+    """One file of a listing; a name that is not a safe relative path refuses the whole listing (a real hub
+    never sends one: a server that does is not trusted with any of its names)."""
     lfs = item.get("lfs") or None
-    name = str(item["rfilename"])
+    name = check_name(str(item.get("rfilename") or ""), where)
+    try:
+        size = int(lfs["size"] if lfs else item.get("size") or 0)
+        sha256 = str(lfs["sha256"]) if lfs else None
+    except (TypeError, KeyError, ValueError):
+        raise SourceError(f"{where}: {name}: its size or checksum is not a number and a hash") from None
+    if size < 0 or (sha256 is not None and not re.fullmatch(r"[0-9a-f]{64}", sha256)):
+        raise SourceError(f"{where}: {name}: its size ({size:,}) or checksum ({sha256!r:.80}) makes no sense")
     return SourceFile(
         name=name,
-        size=int(lfs["size"] if lfs else item.get("size") or 0),
+        size=size,
         url=file_url(repo_id, name, revision),
-        identity=f"sha256:{lfs['sha256']}" if lfs else f"git:{item['blobId']}" if item.get("blobId") else "",
-        sha256=lfs["sha256"] if lfs else None,
+        identity=f"sha256:{sha256}" if sha256 else f"git:{item['blobId']}" if item.get("blobId") else "",
+        sha256=sha256,
     )
 
 
@@ -135,8 +151,10 @@ def _cached_listing(key: tuple[str, str, str], error: str, why: str) -> RepoList
     record = store.load_record("listings", *key)
     if record is None:
         raise Unreachable(f"{error}, and this repo was never listed before")
-    files = tuple(SourceFile(n, s, u, i, h) for n, s, u, i, h in record["files"])
-    return RepoListing(record["repo_id"], record["commit"], record["gated"], files, record["saved"], why)
+    where = f"{HF_PREFIX}{key[1]}: the listing kept from before"
+    files = tuple(SourceFile(check_name(str(n), where), s, u, i, h) for n, s, u, i, h in record["files"])
+    repo_id = check_repo_id(str(record["repo_id"]), where)
+    return RepoListing(repo_id, record["commit"], record["gated"], files, record["saved"], why)
 
 
 def repo_models(listing: RepoListing) -> list[ModelSource]:

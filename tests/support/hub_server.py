@@ -75,6 +75,7 @@ class Repo:
     pipeline_tag: str = "text-generation"
     tags: list[str] = field(default_factory=lambda: ["gguf"])
     wrong_sha256: set[str] = field(default_factory=set)  # files whose published checksum is wrong
+    listed_id: str | None = None  # the id its model info claims (a hostile hub: not the repo's own)
 
     def sibling(self, name: str) -> dict[str, Any]:
         path = self.files[name]
@@ -267,8 +268,8 @@ class _Handler(BaseHTTPRequestHandler):
             return self._error(404, "RevisionNotFound", "Invalid rev id", head)
         body = {
             "_id": repo.commit[:24],
-            "id": repo.repo_id,
-            "modelId": repo.repo_id,
+            "id": repo.listed_id or repo.repo_id,
+            "modelId": repo.listed_id or repo.repo_id,
             "author": repo.repo_id.split("/")[0],
             "sha": repo.commit,
             "private": False,
