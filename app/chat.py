@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from app.engine.templates import ChatFormat, ChatMessage, render
+from app.engine.templates import ChatFormat, ChatMessage, fallback_note, render
 from app.errors import VramchatError
 from app.store import Store, StoredMessage
 
@@ -35,6 +35,7 @@ class PromptBuild:
     dropped: int  # oldest messages left out to fit
     kept: int  # conversation messages in the prompt (the system prompt not counted)
     media: tuple[str, ...] = ()  # the images in the prompt, in order: one media marker each in `text`
+    note: str = ""  # one line when the model's template was stopped and its family's format used
 
     @property
     def near_limit(self) -> bool:
@@ -113,7 +114,7 @@ def build_prompt(
         # BOS comes from the tokenizer (add_special), not the template, so it is never doubled
         text, tokens, media = _rendered(fmt, head, turns[start:], eos, tokenize, marker, tokenize_media)
         if len(tokens) <= budget:
-            return PromptBuild(text, tokens, n_ctx, room, start, len(turns) - start, media)
+            return PromptBuild(text, tokens, n_ctx, room, start, len(turns) - start, media, fallback_note(fmt))
     _, last_tokens, last_media = _rendered(fmt, head, turns[-1:], eos, tokenize, marker, tokenize_media)
     last = len(last_tokens)
     what = "your message and the system prompt take" if head else "your message takes"

@@ -382,7 +382,9 @@ def run_prompt(args: argparse.Namespace) -> int:
                 shelf.add(a, file)
         told: set[str] = set()
 
-        def fitted(_build) -> None:
+        def fitted(build) -> None:
+            if build.note:
+                print(f"vramchat: {build.note}", file=sys.stderr)
             for media_id, scaled in (shelf.scaled if shelf else {}).items():
                 if media_id not in told:  # a larger image is scaled down, never an out-of-memory
                     told.add(media_id)

@@ -1,7 +1,8 @@
 """Chat prompt formats: the GGUF's own template, a family default, or a plain transcript.
 
 A GGUF template is untrusted code: it is rendered only in Jinja's immutable
-sandbox, with ranges, output size and work bounded so it cannot hang the app.
+sandbox, with ranges, output size and work bounded, in a process of its own whose
+time and memory the kernel bounds (app/engine/template_sandbox.py).
 A base model without a template gets a transcript ("Q: ...\\nA:") that stops at
 the next question, the format short factual prompts work best with.
 """
@@ -26,6 +27,10 @@ class TemplateError(VramchatError, RuntimeError):
     title = "The chat template failed"
 
 
+class TemplateBudgetError(TemplateError):
+    """A template stopped for what it costs (work, time, memory, output), not for what it says."""
+
+
 @dataclass(frozen=True)
 class ChatMessage:
     role: str  # system, user, assistant
@@ -42,6 +47,7 @@ class ChatFormat:
     add_bos: bool = True
     description: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    fallback: ChatFormat | None = None  # what a template over its budget gives way to (the family's format)
 
 
 # --- sandboxed Jinja ---------------------------------------------------------------------------
@@ -130,7 +136,9 @@ def render_jinja(
     except TemplateError:
         raise
     except security_error as exc:
-        raise TemplateError(f"the chat template was stopped: {exc}") from None
+        raise TemplateBudgetError(f"the chat template was stopped: {exc}") from None
+    except MemoryError:
+        raise TemplateBudgetError("the chat template asked for more memory than it may use") from None
     except (
         JinjaError,
         TypeError,
@@ -140,11 +148,10 @@ def render_jinja(
         AttributeError,
         RecursionError,
         OverflowError,
-        MemoryError,
     ) as exc:
         raise TemplateError(f"the chat template failed: {exc}") from None
     if len(out) > MAX_RENDER_CHARS:
-        raise TemplateError("the chat template produced an absurdly long prompt")
+        raise TemplateBudgetError("the chat template produced an absurdly long prompt")
     return out
 
 
@@ -227,7 +234,9 @@ def choose_format(metadata: dict[str, Any], architecture: str, file_name: str = 
     models; else the transcript format for base models."""
     template = metadata.get("tokenizer.chat_template")
     if isinstance(template, str) and template.strip():
-        return ChatFormat("gguf", "jinja", template, description="the model's own chat template")
+        without = {k: v for k, v in metadata.items() if k != "tokenizer.chat_template"}
+        fallback = choose_format(without, architecture, file_name)
+        return ChatFormat("gguf", "jinja", template, description="the model's own chat template", fallback=fallback)
     name = f"{metadata.get('general.name', '')} {metadata.get('general.finetune', '')} {file_name}".lower()
     family = _FAMILY.get(architecture)
     if architecture == "llama" and "llama-3" in name.replace(" ", "-"):
@@ -245,9 +254,32 @@ def choose_format(metadata: dict[str, Any], architecture: str, file_name: str = 
     )
 
 
+def fallback_note(fmt: ChatFormat) -> str:
+    """One line when the model's template went over its budget and its family's format is used, else ''."""
+    if fmt.kind != "jinja" or fmt.fallback is None:
+        return ""
+    from app.engine.template_sandbox import over_budget
+
+    why = over_budget(fmt.template).removeprefix("the chat template was stopped: ")
+    if not why:
+        return ""
+    instead = "a plain Q/A transcript" if fmt.fallback.kind == "transcript" else f"the {fmt.fallback.name} format"
+    return f"The model's chat template was stopped ({why}): using {instead} instead."
+
+
 def render(fmt: ChatFormat, messages: list[ChatMessage], bos: str = "", eos: str = "") -> str:
+    """The prompt in `fmt`. A GGUF template runs in its own process under a hard budget
+    (app/engine/template_sandbox.py); one that goes over it gives way to its family's format
+    (`fallback_note` says so)."""
     if fmt.kind == "jinja":
-        return render_jinja(fmt.template, messages, bos, eos)
+        from app.engine.template_sandbox import TemplateOverBudget, render_bounded
+
+        try:
+            return render_bounded(fmt.template, [{"role": m.role, "content": m.content} for m in messages], bos, eos)
+        except TemplateOverBudget as exc:
+            if fmt.fallback is None:
+                raise TemplateError(f"the chat template was stopped: {exc}") from None
+            return render(fmt.fallback, messages, bos, eos)
     if fmt.kind == "builtin":
         return BUILTIN[fmt.name][0](messages)
     return transcript(messages)

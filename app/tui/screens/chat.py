@@ -133,6 +133,7 @@ class ChatScreen(Screen):
         self.context_tokens = 0  # the tokens the open conversation takes in the context
         self._prompt_timer: Timer | None = None
         self.pending: list[Attachment] = []  # pictures attached to the next message
+        self._notes_shown: set[str] = set()  # a prompt's notes said once (a template stopped)
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -579,7 +580,7 @@ class ChatScreen(Screen):
             params,
             gpus,
             self._cancel,
-            on_fitted=lambda b: self._post(PromptFitted(len(b.tokens), b.n_ctx, b.dropped, b.near_limit)),
+            on_fitted=lambda b: self._post(PromptFitted(len(b.tokens), b.n_ctx, b.dropped, b.near_limit, b.note)),
             on_piece=lambda piece: self._post(ReplyPiece(msg_id, piece)),
             on_growth=lambda growth: self._post(ContextResized(growth)),
             media=shelf,
@@ -609,6 +610,9 @@ class ChatScreen(Screen):
     def on_prompt_fitted(self, message: PromptFitted) -> None:
         self.context_tokens = message.tokens
         self.update_context_line()
+        if message.note and message.note not in self._notes_shown:
+            self._notes_shown.add(message.note)
+            self.app.notify(message.note, title="Chat template stopped", severity="warning", timeout=12)
         if message.dropped:
             self.app.notify(
                 f"The conversation is nearly as long as the context ({message.n_ctx:,} tokens): the "
