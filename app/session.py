@@ -33,7 +33,6 @@ from app.elastic_context import ElasticContext
 from app.engine.crash import EngineCrashed, EngineExit
 from app.engine.dry_run import DryRun
 from app.engine.failure import Failure, classify
-from app.engine.process import RPC_STALL_SECONDS
 from app.engine.templates import ChatFormat, choose_format
 from app.engine.types import (
     EngineError,
@@ -53,6 +52,7 @@ from app.telemetry import Telemetry, for_engine
 from planner.config import LoadConfig
 from planner.elastic import committed_plan
 from planner.fit import FitResult
+from planner.hardware import Device
 from planner.memory import MemoryPlan
 from planner.model import ModelAnatomy
 from planner.projector import Projector
@@ -96,6 +96,7 @@ class EngineLike(Protocol):
 
     # seconds a reply may go without a word before the engine counts as lost (None: no limit)
     stall_timeout: float | None
+    stall_on_rpc: bool  # a stall is blamed on an RPC server (the model uses one)
     # whether `resize` can change the context without a reload (the context grows with the chat)
     resizable: bool
     # while an image of the prompt goes through the projector: (its place, how many); None otherwise
@@ -259,9 +260,9 @@ class ModelSession:
                     )
                     if confirmed is not None:
                         fit = replace(fit, plan=confirmed.plan)
-                # a server that stops answering must not hang a reply
-                uses_rpc = any(d.backend == "rpc" for d in fit.plan.gpus if d.layers)
-                engine.stall_timeout = RPC_STALL_SECONDS if uses_rpc else None
+                # a stopped engine, a hung driver or a server that stops answering must not hang a reply
+                engine.stall_timeout = _stall_limit(fit.plan, devices.gpus)
+                engine.stall_on_rpc = any(d.backend == "rpc" for d in fit.plan.gpus if d.layers)
                 report = engine.load(
                     path, self._load_config(fit.plan), progress=progress, projector=projector_load(fit.plan)
                 )
@@ -553,3 +554,17 @@ def _reprobed(devices: DeviceReport, reprobe: Callable[[], DeviceReport] | None)
         return reprobe()
     except Exception:  # a probe that fails now: plan with what was known
         return devices
+
+
+def _stall_limit(plan: MemoryPlan, gpus: list[Device]) -> float:
+    """app.engine.stall's limit for this plan, from its predicted speed (no probe: what is known now)."""
+    from app.engine.stall import stall_limit
+    from app.speed import predict_plan
+
+    try:
+        speed = predict_plan(plan, gpus, measure=False)
+    except Exception:  # a prediction that fails leaves the generous default
+        return stall_limit(None, None, plan.config.n_batch)
+    return stall_limit(
+        speed.decode_full.low or speed.decode_full.value, speed.prefill.low or speed.prefill.value, plan.config.n_batch
+    )

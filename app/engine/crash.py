@@ -80,7 +80,9 @@ class EngineExit:
     last_lines: tuple[str, ...] = ()
     oom_killed: bool = False  # the OOM killer's count moved while the engine ran
     extra_buffers: tuple[str, ...] = field(default_factory=tuple)  # CPU extra buffer types the load used
-    stalled_seconds: float = 0.0  # ended by the app after this long without a token (RPC servers in use)
+    stalled_seconds: float = 0.0  # ended by the app after this long without a token or progress
+    stalled_on_rpc: bool = False  # ... while the model used RPC servers (the likeliest cause: one went quiet)
+    stop_ignored: float = 0.0  # ended by the app: it had not stopped this long after being asked to
 
     @property
     def signal_name(self) -> str:
@@ -92,8 +94,15 @@ class EngineExit:
 
     @property
     def how(self) -> str:
-        if self.stalled_seconds:
+        if self.stalled_seconds and self.stalled_on_rpc:
             return f"was stopped after {self.stalled_seconds:.0f} s without a token from the RPC servers"
+        if self.stalled_seconds:
+            return (
+                f"was ended by vramchat after {self.stalled_seconds:.0f} s without a token or any progress "
+                "(the process was stopped or hung: a hung GPU driver looks like this)"
+            )
+        if self.stop_ignored:
+            return f"was ended by vramchat: it had not stopped {self.stop_ignored:.0f} s after being asked to"
         name = self.signal_name
         if not name:
             return f"exited with status {self.returncode}"
@@ -125,7 +134,9 @@ class EngineExit:
     @property
     def rpc_failure(self) -> bool:
         """The evidence points to a lost RPC server: ggml-rpc aborts when a server stops answering."""
-        return bool(self.stalled_seconds) or any(_RPC_WORDS.search(line) for line in self.last_lines[-40:])
+        return (bool(self.stalled_seconds) and self.stalled_on_rpc) or any(
+            _RPC_WORDS.search(line) for line in self.last_lines[-40:]
+        )
 
     def last_words(self, n: int = 3) -> list[str]:
         """llama.cpp's last noteworthy lines (asserts and errors first), else its last lines."""

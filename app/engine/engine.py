@@ -75,6 +75,7 @@ class Engine:
 
     resizable = True  # resize() carries the conversation over to a context of a new size
     stall_timeout: float | None = None  # nothing to wait for: llama.cpp runs in this process
+    stall_on_rpc = False
 
     @property
     def pid(self) -> int | None:

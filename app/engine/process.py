@@ -47,9 +47,6 @@ from planner.config import LoadConfig
 STOP_GRACE = 5.0  # seconds a stopped request may take before the child is killed
 EXIT_GRACE = 10.0  # seconds an unload waits for the child to exit by itself
 START_TIMEOUT = 120.0  # seconds for a new child to import llama.cpp and say it is ready
-# with RPC devices, a reply that gets no token for this long is stalled: a server that stopped
-# answering without closing the connection (ggml-rpc's own socket has no timeout)
-RPC_STALL_SECONDS = 60.0
 _CPU_BUFFERS = ("CPU", "CPU_Mapped")
 
 
@@ -124,8 +121,12 @@ class EngineProcess:
         self.generating = threading.Event()
         self._special: dict[str, str] = {}
         self.resizable = True  # the child carries the conversation over to a context of a new size
-        self.stall_timeout: float | None = None  # RPC_STALL_SECONDS while the model uses RPC devices
+        # a reply (prefill or decode) that gets no message from the child for this long is stalled: the
+        # process was stopped (SIGSTOP), a driver hung, or an RPC server went quiet (app/engine/stall.py)
+        self.stall_timeout: float | None = None
+        self.stall_on_rpc = False  # the model uses RPC devices: a stall is blamed on a server
         self._stalled = False
+        self._stop_ignored = False
         # while an image of the prompt is encoded: (its place, how many); the images encoded so far
         self.encoding: tuple[int, int] | None = None
         self.encoded: list[MediaEncoded] = []
@@ -182,10 +183,12 @@ class EngineProcess:
             if not child.alive() and not child.conn.poll(0):
                 self._crashed()
             if self._stop_requested and time.monotonic() - self._stop_requested > STOP_GRACE:
+                self._stop_ignored = True
                 child.kill()  # it did not stop: ending it is the only stop left
                 self._crashed()
             stall = self.stall_timeout
-            if stall and self.phase == "decode" and time.monotonic() - waiting_since > stall:
+            replying = self.phase in ("prefill", "decode") and self.encoding is None  # an image may take long
+            if stall and replying and time.monotonic() - waiting_since > stall:
                 self._stalled = True
                 child.kill()  # blocked on a server that no longer answers: only ending it frees the reply
                 self._crashed()
@@ -200,8 +203,12 @@ class EngineProcess:
         )
         info = child.exit_info(self.phase, extra)
         if self._stalled:
-            info = dataclasses.replace(info, stalled_seconds=self.stall_timeout or 0.0)
-            self._stalled = False
+            info = dataclasses.replace(
+                info, stalled_seconds=self.stall_timeout or 0.0, stalled_on_rpc=self.stall_on_rpc
+            )
+        elif self._stop_ignored:
+            info = dataclasses.replace(info, stop_ignored=STOP_GRACE)
+        self._stalled = self._stop_ignored = False
         child.conn.close()
         self._child = None
         self.report = None

@@ -272,3 +272,39 @@ def test_a_long_prompt_reports_its_reading_batch_by_batch(engine: EngineProcess,
     assert all(s % 128 == 0 for s in steps) and steps == sorted(steps)
     list(engine.generate(prompt[:50], GenerationParams(max_tokens=2, temperature=0.0)))
     assert engine.last_stats.prompt_read == 0
+
+
+def test_an_engine_stopped_mid_reply_is_ended_and_said_so(engine: EngineProcess, endless: Path) -> None:
+    """SIGSTOP (a hung driver looks like this) used to leave the reply waiting forever: without a token or
+    any progress for the stall limit, vramchat ends it and says it was its own doing."""
+    engine.load(endless, LoadConfig(n_ctx=4096))
+    engine.stall_timeout = 2.0
+    pid = engine.pid
+    assert pid is not None
+    stopped = 0.0
+    with pytest.raises(EngineCrashed) as caught:
+        for n, _ in enumerate(engine.generate(engine.tokenize("hello"), GenerationParams(max_tokens=3000))):
+            if n == 5:
+                os.kill(pid, signal.SIGSTOP)
+                stopped = time.monotonic()
+    assert time.monotonic() - stopped < 10
+    message = str(caught.value)
+    assert "ended by vramchat after 2 s without a token or any progress" in message
+    assert "killed (SIGKILL)" not in message and not caught.value.exit.rpc_failure
+    assert _wait_gone(pid)
+
+
+def test_a_stop_the_engine_ignores_is_blamed_on_vramchat_not_an_outside_kill(
+    engine: EngineProcess, endless: Path
+) -> None:
+    engine.load(endless, LoadConfig(n_ctx=4096))
+    pid = engine.pid
+    assert pid is not None
+    with pytest.raises(EngineCrashed) as caught:
+        for n, _ in enumerate(engine.generate(engine.tokenize("hello"), GenerationParams(max_tokens=3000))):
+            if n == 5:
+                os.kill(pid, signal.SIGSTOP)  # it cannot answer the stop
+                engine.stop()  # Esc
+    message = str(caught.value)
+    assert "was ended by vramchat: it had not stopped 5 s after being asked to" in message
+    assert "killed (SIGKILL)" not in message

@@ -58,7 +58,7 @@ def test_a_server_that_hangs_mid_reply_ends_the_reply_and_is_left_out(monkeypatc
         wait_until_serving(hung, server)
         use_endpoints([hung])
         engine.load(str(demo_model_path()), LoadConfig(n_gpu_layers=99, n_ctx=1024, flash_attn=True))
-        engine.stall_timeout = 2.0
+        engine.stall_timeout, engine.stall_on_rpc = 2.0, True  # as the session sets them for RPC
         pieces = 0
         with pytest.raises(EngineCrashed) as crash:
             for _ in engine.generate("Tell me a very long story.", GenerationParams(max_tokens=4000, temperature=0.8)):

@@ -48,6 +48,7 @@ class FakeEngine:
         self._stop = threading.Event()
         self.started = threading.Event()
         self.stall_timeout: float | None = None
+        self.stall_on_rpc = False
         self.resizes: list[int] = []
         self.encoding: tuple[int, int] | None = None
         self.media_prompts: list[MediaPrompt] = []
