@@ -209,7 +209,7 @@ def plan_to_table(result: FitResult) -> str:
             d.free,
             d.headroom,
         )
-        cells = "".join(f"{format_size(v):>11}" for v in vals)
+        cells = "".join(f" {format_size(v):>10}" for v in vals)  # a space between cells, even for a wide figure
         flag = "" if d.fits else "  <-- over"
         return f"  {name:<10}{cells}{flag}"
 

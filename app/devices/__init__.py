@@ -182,7 +182,7 @@ def _probe_rpc(probes: list[Probe], warnings: list[str]) -> list[Device]:
     if not endpoints:
         return devices  # the common case: nothing of the RPC machinery imported on a plan's start
     from app.rpc.client import rpc_available
-    from app.rpc.wire import RpcError, query_server
+    from app.rpc.wire import RpcError, query_servers
 
     if endpoints and not rpc_available():
         from app.devices.advice import reinstall_command
@@ -191,13 +191,11 @@ def _probe_rpc(probes: list[Probe], warnings: list[str]) -> list[Device]:
             "this llama-cpp-python was built without the RPC backend, so it cannot load onto the RPC servers; "
             f"rebuild it with:\n  {reinstall_command()}"
         )
-    for endpoint in endpoints:
+    for endpoint, info in zip(endpoints, query_servers(endpoints)):  # all at once, each within a deadline
         name = f"RPC server {endpoint}"
-        try:
-            info = query_server(endpoint)
-        except RpcError as exc:
-            probes.append(_unavailable(name, exc))
-            warnings.append(f"RPC server {endpoint} is left out: {exc}")
+        if isinstance(info, RpcError):
+            probes.append(_unavailable(name, info))
+            warnings.append(f"RPC server {endpoint} is left out: {info}")
             continue
         lent = []
         for remote in info.devices:

@@ -20,6 +20,7 @@ import time
 from collections.abc import Sequence
 
 from app.children import child_env
+from app.rpc.addresses import EVERYWHERE, is_loopback, listen_address, reachable_addresses
 from app.rpc.endpoint import DEFAULT_PORT, Endpoint
 
 EXIT_FAILED = 1
@@ -93,6 +94,28 @@ def _peer(pid: int, port: int) -> str:
     return "a client"
 
 
+def _serving_line(host: str, endpoint: Endpoint) -> str:
+    """Where the server listens (the name given and the address it stands for), and the --rpc a
+    client can use: never 0.0.0.0, which listens everywhere but cannot be connected to."""
+    named = str(endpoint) if host == endpoint.host else f"{host} ({endpoint})"
+    port = endpoint.port
+    if endpoint.host != EVERYWHERE:
+        here = " on this machine" if is_loopback(endpoint.host) else ""
+        return f"serving on {named}; use it{here} with: vramchat MODEL --rpc {endpoint}   (Ctrl+C stops)"
+    reachable = reachable_addresses()
+    if reachable:
+        use = f"--rpc {reachable[0]}:{port}" + "".join(f" (or {a}:{port})" for a in reachable[1:4])
+    else:
+        use = (
+            f"--rpc ADDRESS:{port}, ADDRESS being this machine's address on your network "
+            f"(or its name, {socket.gethostname()}, where your network resolves it)"
+        )
+    return (
+        f"serving on {named}, every network interface; from another machine use it with: vramchat MODEL {use}"
+        "   (Ctrl+C stops)"
+    )
+
+
 def _say(text: str) -> None:
     print(f"{time.strftime('%H:%M:%S')}  {text}", flush=True)
 
@@ -103,9 +126,13 @@ def serve(argv: Sequence[str]) -> int:
     from planner.hardware import format_size
 
     args = build_parser().parse_args(list(argv))
-    endpoint = Endpoint(args.host, args.port)
     if not 0 < args.port < 65536:
         print("vramchat serve-rpc: error: --port must be between 1 and 65535", file=sys.stderr)
+        return EXIT_USAGE
+    try:  # ggml-rpc listens on an IPv4 literal only: a name is resolved here, and both are said
+        endpoint = Endpoint(listen_address(args.host), args.port)
+    except ValueError as exc:
+        print(f"vramchat serve-rpc: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     if not rpc_available():
         from app.devices.advice import reinstall_command
@@ -125,9 +152,10 @@ def serve(argv: Sequence[str]) -> int:
     if taken:
         print(f"vramchat serve-rpc: error: cannot listen on {endpoint}: {taken}", file=sys.stderr)
         return EXIT_FAILED
-    if not endpoint.is_loopback:
+    if not is_loopback(endpoint.host):
+        where = endpoint.host if args.host == endpoint.host else f"{args.host} ({endpoint.host})"
         print(
-            f"WARNING: listening on {endpoint.host}: anyone who can reach port {endpoint.port} can use the lent "
+            f"WARNING: listening on {where}: anyone who can reach port {endpoint.port} can use the lent "
             "devices and see what is computed on them; the protocol has no password or encryption. "
             "Use it only on a network you trust.",
             file=sys.stderr,
@@ -148,17 +176,16 @@ def serve(argv: Sequence[str]) -> int:
     )
     # Ctrl+C, a SIGTERM from a service manager or a closed terminal stops the server cleanly (even
     # where the shell started this command with SIGINT ignored, as it does for background jobs)
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # SIGHUP: the terminal was closed
-        signal.signal(sig, signal.default_int_handler)
     errors: list[str] = []
     threading.Thread(target=lambda: errors.extend(proc.stderr or []), daemon=True).start()
-    for name, description, free, total in lent:
-        _say(f"lending {name} ({description}): {format_size(free)} free of {format_size(total)}")
-    use_from = endpoint.host if not endpoint.is_loopback else "127.0.0.1"
-    _say(f"serving on {endpoint}; use it with: vramchat MODEL --rpc {use_from}:{endpoint.port}   (Ctrl+C stops)")
-    if cache:
-        _say(f"keeping large tensors in {cache}")
-    try:
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # SIGHUP: the terminal was closed
+        signal.signal(sig, signal.default_int_handler)
+    try:  # from here on a signal stops the server, even one that comes while the lines below are said
+        for name, description, free, total in lent:
+            _say(f"lending {name} ({description}): {format_size(free)} free of {format_size(total)}")
+        _say(_serving_line(args.host, endpoint))
+        if cache:
+            _say(f"keeping large tensors in {cache}")
         for line in proc.stdout or []:
             if line.startswith("Accepted client connection"):
                 _say(f"{_peer(proc.pid, endpoint.port)} connected")

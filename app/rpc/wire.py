@@ -6,16 +6,22 @@ vramchat speaks the few commands of the protocol it needs itself (pinned build: 
 7.x, ggml/src/ggml-rpc/ggml-rpc.cpp): HELLO, DEVICE_COUNT, and per device GET_DEVICE_MEMORY,
 GET_ALIGNMENT and GET_MAX_SIZE. Each request is | command (1 byte) | size (u64) | data |, each
 answer | size (u64) | data |, little-endian. The connection is closed at once after.
+
+A server is not trusted: its whole answer must come within QUERY_DEADLINE (a server that sends a
+byte every few seconds is cut off), and its figures must make sense (sanity.py) before a plan
+counts on them.
 """
 
 from __future__ import annotations
 
 import socket
 import struct
+import time
 from dataclasses import dataclass, field
 
 from app.errors import VramchatError
 from app.rpc.endpoint import Endpoint
+from app.rpc.sanity import device_count_problem, device_memory_problem
 
 PROTOCOL_MAJOR = 7  # RPC_PROTO_MAJOR_VERSION of the pinned ggml-rpc
 CONN_CAPS_SIZE = 24  # RPC_CONN_CAPS_SIZE: transport capabilities; all zero asks for plain TCP
@@ -24,7 +30,8 @@ CMD_GET_MAX_SIZE = 2
 CMD_GET_DEVICE_MEMORY = 11
 CMD_HELLO = 14
 CMD_DEVICE_COUNT = 15
-DEFAULT_TIMEOUT = 3.0
+DEFAULT_TIMEOUT = 3.0  # per step: connect, or one read
+QUERY_DEADLINE = 10.0  # the whole query, connect to close: every read shares it
 
 
 class RpcError(VramchatError, RuntimeError):
@@ -48,9 +55,11 @@ class ServerInfo:
 
 
 class _Connection:
-    def __init__(self, endpoint: Endpoint, timeout: float) -> None:
+    def __init__(self, endpoint: Endpoint, timeout: float, deadline: float) -> None:
         self.endpoint = endpoint
         self.timeout = timeout
+        self.deadline = deadline
+        self.ends_at = time.monotonic() + deadline
         try:
             self.sock = socket.create_connection((endpoint.host, endpoint.port), timeout=timeout)
         except TimeoutError:
@@ -68,9 +77,15 @@ class _Connection:
     def _recv(self, n: int) -> bytes:
         data = bytearray()
         while len(data) < n:
+            left = self.ends_at - time.monotonic()
+            if left <= 0:
+                raise self._too_slow()
             try:
+                self.sock.settimeout(min(self.timeout, left))
                 chunk = self.sock.recv(n - len(data))
             except TimeoutError:
+                if time.monotonic() >= self.ends_at:
+                    raise self._too_slow() from None
                 raise RpcError(
                     f"{self.endpoint}: the server did not answer within {self.timeout:g} s "
                     "(it serves one client at a time: is another one connected?)"
@@ -81,6 +96,12 @@ class _Connection:
                 raise RpcError(f"{self.endpoint}: the server closed the connection (not a llama.cpp RPC server?)")
             data += chunk
         return bytes(data)
+
+    def _too_slow(self) -> RpcError:
+        return RpcError(
+            f"{self.endpoint}: the server did not finish answering within {self.deadline:g} s "
+            "(a slow network, or not a llama.cpp RPC server?)"
+        )
 
     def call(self, command: int, payload: bytes, answer_size: int) -> bytes:
         try:
@@ -95,10 +116,12 @@ class _Connection:
         return self._recv(size)
 
 
-def query_server(endpoint: Endpoint, timeout: float = DEFAULT_TIMEOUT) -> ServerInfo:
+def query_server(endpoint: Endpoint, timeout: float = DEFAULT_TIMEOUT, deadline: float | None = None) -> ServerInfo:
     """The server's protocol version and each device's free and total memory. Raises RpcError with
-    the reason when it cannot be reached, does not answer in time, or speaks another protocol."""
-    conn = _Connection(endpoint, timeout)
+    the reason when it cannot be reached, does not answer in time (`timeout` per step, `deadline`
+    for the whole query, QUERY_DEADLINE by default), speaks another protocol or claims what no
+    llama.cpp server would."""
+    conn = _Connection(endpoint, timeout, QUERY_DEADLINE if deadline is None else deadline)
     try:
         hello = conn.call(CMD_HELLO, bytes(CONN_CAPS_SIZE), 4 + CONN_CAPS_SIZE)
         version = (hello[0], hello[1], hello[2])
@@ -108,13 +131,51 @@ def query_server(endpoint: Endpoint, timeout: float = DEFAULT_TIMEOUT) -> Server
                 f"{PROTOCOL_MAJOR}.x: run the same llama.cpp version on both machines"
             )
         (count,) = struct.unpack("<I", conn.call(CMD_DEVICE_COUNT, b"", 4))
+        _believe(endpoint, device_count_problem(count))
         devices = []
         for index in range(count):
             request = struct.pack("<I", index)
             free, total = struct.unpack("<QQ", conn.call(CMD_GET_DEVICE_MEMORY, request, 16))
+            _believe(endpoint, device_memory_problem(index, free, total))
             (alignment,) = struct.unpack("<Q", conn.call(CMD_GET_ALIGNMENT, request, 8))
             (max_size,) = struct.unpack("<Q", conn.call(CMD_GET_MAX_SIZE, request, 8))
             devices.append(RemoteDevice(index, free, total, alignment, max_size))
         return ServerInfo(endpoint, version, devices)
     finally:
         conn.close()
+
+
+def _believe(endpoint: Endpoint, problem: str | None) -> None:
+    if problem:
+        raise RpcError(f"{endpoint}: {problem}")
+
+
+def query_servers(
+    endpoints: list[Endpoint], timeout: float = DEFAULT_TIMEOUT, deadline: float | None = None
+) -> list[ServerInfo | RpcError]:
+    """Each server's answer, or the reason it has none, in the order given. The servers are asked at
+    once, so that several slow ones take no longer than one; a server still not done when the
+    deadline has passed (a host name whose lookup hangs, say) is given up on."""
+    import threading
+
+    limit = QUERY_DEADLINE if deadline is None else deadline
+    results: list[ServerInfo | RpcError | None] = [None] * len(endpoints)
+
+    def ask(i: int, endpoint: Endpoint) -> None:
+        try:
+            results[i] = query_server(endpoint, timeout, limit)
+        except RpcError as exc:
+            results[i] = exc
+
+    threads = [threading.Thread(target=ask, args=(i, e), daemon=True) for i, e in enumerate(endpoints)]
+    for thread in threads:
+        thread.start()
+    ends_at = time.monotonic() + limit + timeout  # a connect may take `timeout` past the last read
+    for thread in threads:
+        thread.join(max(ends_at - time.monotonic(), 0))
+    return [
+        result
+        if result is not None
+        else RpcError(f"{endpoint}: no answer within {limit:g} s (is the host name right?)")
+        for endpoint, result in zip(endpoints, results)
+    ]

@@ -3,6 +3,9 @@
     with rpc_servers(2) as endpoints:
         rows = compare_rpc(path, configs, endpoints, n_gpu_layers=99, tensor_split=[1, 1])
 
+    with fake_rpc_server(Claims(devices=100_000)) as endpoint:  # a server that lies
+        ...
+
 Each server is `app.rpc.server_process` lending this machine's CPU on 127.0.0.1, in a child
 process; llama.cpp then sees RPC0, RPC1 ... beside the local CPU, as it would remote GPUs. The
 planner is given the same devices (with the free memory the servers report) and the same split.
@@ -13,10 +16,13 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
+import struct
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from app.children import child_env
@@ -165,3 +171,77 @@ def compare_rpc(
             row.buffers.append(BufferRow(kind, planned.get(key, 0), actual.get(key, 0), device=device))
         rows.append(row)
     return rows
+
+
+@dataclass
+class Claims:
+    """What a fake RPC server says of itself: how many devices, each one's memory, and how slowly."""
+
+    devices: int = 1
+    free: int = 8 * GiB
+    total: int = 16 * GiB
+    drip: float = 0.0  # seconds between the bytes of every answer (a slow-loris server); 0: all at once
+
+
+@contextlib.contextmanager
+def fake_rpc_server(claims: Claims) -> Iterator[Endpoint]:
+    """A server on 127.0.0.1 that speaks the RPC protocol vramchat asks with (app.rpc.wire) and
+    claims whatever it is told to: for the servers a user did not write."""
+    from app.rpc import wire
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)
+    stop = threading.Event()
+
+    def answer(conn: socket.socket, data: bytes) -> None:
+        message = struct.pack("<Q", len(data)) + data
+        if not claims.drip:
+            conn.sendall(message)
+            return
+        for i in range(len(message)):
+            if stop.wait(claims.drip):
+                return
+            conn.sendall(message[i : i + 1])
+
+    def recv_exactly(conn: socket.socket, n: int) -> bytes:
+        data = b""
+        while len(data) < n:
+            chunk = conn.recv(n - len(data))
+            if not chunk:
+                raise ConnectionError("the client left")
+            data += chunk
+        return data
+
+    def serve_one(conn: socket.socket) -> None:
+        with conn, contextlib.suppress(OSError, ConnectionError):
+            while not stop.is_set():
+                command, size = struct.unpack("<BQ", recv_exactly(conn, 9))
+                recv_exactly(conn, size)
+                if command == wire.CMD_HELLO:
+                    answer(conn, bytes([wire.PROTOCOL_MAJOR, 0, 0, 0]) + bytes(wire.CONN_CAPS_SIZE))
+                elif command == wire.CMD_DEVICE_COUNT:
+                    answer(conn, struct.pack("<I", claims.devices))
+                elif command == wire.CMD_GET_DEVICE_MEMORY:
+                    answer(conn, struct.pack("<QQ", claims.free, claims.total))
+                elif command in (wire.CMD_GET_ALIGNMENT, wire.CMD_GET_MAX_SIZE):
+                    answer(conn, struct.pack("<Q", 32 if command == wire.CMD_GET_ALIGNMENT else 2**40))
+                else:
+                    return
+
+    def accept() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=serve_one, args=(conn,), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
+    try:
+        yield Endpoint("127.0.0.1", listener.getsockname()[1])
+    finally:
+        stop.set()
+        with contextlib.suppress(OSError):
+            listener.shutdown(socket.SHUT_RDWR)  # wakes the accepting thread
+        listener.close()
