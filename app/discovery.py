@@ -9,6 +9,7 @@ snapshot files to blobs: files are deduplicated by their real path.
 from __future__ import annotations
 
 import os
+import stat
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -103,17 +104,27 @@ def folders_to_scan(
     return out
 
 
+def _is_regular_file(path: str) -> bool:
+    """A regular file, or a link to one: a FIFO, socket or device named `*.gguf` is never opened
+    (reading a FIFO waits for a writer forever). `os.stat` follows the link and opens nothing."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:  # a broken link, or gone since the folder was listed
+        return False
+
+
 def _gguf_files(root: Path) -> Iterable[str]:
     """GGUF files under root: symlinked files are followed, symlinked folders are not (no loops),
-    hidden folders and Hugging Face's blob store are skipped."""
+    hidden folders and Hugging Face's blob store are skipped, and so is anything not a regular file."""
     root_depth = str(root).rstrip(os.sep).count(os.sep)
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False, onerror=lambda _e: None):
         if dirpath.count(os.sep) - root_depth >= MAX_DEPTH:
             dirnames[:] = []
         dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d != "blobs")
         for name in sorted(filenames):
-            if name.lower().endswith(".gguf") and not name.startswith("."):
-                yield os.path.join(dirpath, name)
+            path = os.path.join(dirpath, name)
+            if name.lower().endswith(".gguf") and not name.startswith(".") and _is_regular_file(path):
+                yield path
 
 
 def is_projector(name: str) -> bool:

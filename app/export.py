@@ -112,7 +112,7 @@ def export(conv: Conversation, folder: Path | None = None, receipts: list[Stored
         for a in attachments:
             if store.has(a):
                 shutil.copyfile(store.path_of(a), folder / media_folder / f"{a.id[:16]}{a.suffix}")
-    path.write_text(to_markdown(conv, receipts, media_folder), encoding="utf-8")
+    path.write_text(to_markdown(conv, receipts, media_folder), encoding="utf-8", errors="replace")  # any file name
     return path
 
 
@@ -121,5 +121,9 @@ def export_json(conv: Conversation, folder: Path | None = None, receipts: list[S
     folder = folder or export_folder()
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{_stem(conv)}.json"
-    path.write_text(json.dumps(to_json(conv, receipts), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    path.write_text(
+        json.dumps(to_json(conv, receipts), indent=2, ensure_ascii=False) + "\n",
+        encoding="utf-8",
+        errors="backslashreplace",
+    )
     return path

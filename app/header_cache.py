@@ -31,8 +31,9 @@ def _entry(path: str) -> Path | None:
         st = os.stat(real)
     except OSError:
         return None
-    key = f"{real}\0{st.st_size}\0{st.st_mtime_ns}\0{planner_stamp()}"
-    return cache_dir() / FOLDER / (hashlib.sha1(key.encode()).hexdigest() + ".pickle")
+    # the name as the file system holds it: a name that is not UTF-8 is a key like any other
+    key = os.fsencode(real) + f"\0{st.st_size}\0{st.st_mtime_ns}\0{planner_stamp()}".encode()
+    return cache_dir() / FOLDER / (hashlib.sha1(key).hexdigest() + ".pickle")
 
 
 def load_anatomy_cached(path: str) -> ModelAnatomy:

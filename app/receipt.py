@@ -29,7 +29,7 @@ SCHEMA = 1
 def key_for(model: LoadedModel) -> str:
     """What tells one load from another: the file and the configuration loaded."""
     config = json.dumps(plan_to_json(model.fit)["config"], sort_keys=True)
-    return hashlib.sha1(f"{model.path}\n{config}".encode()).hexdigest()[:16]
+    return hashlib.sha1(f"{model.path}\n{config}".encode(errors="surrogateescape")).hexdigest()[:16]  # any file name
 
 
 def peaks(history: list[Sample]) -> dict[str, Any]:

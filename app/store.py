@@ -13,6 +13,7 @@ can save the growing reply while the UI thread reads.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 import time
@@ -245,7 +246,7 @@ class Store:
             cur = db.execute(
                 "INSERT INTO conversations (title, model_path, model_name, system_prompt, created, "
                 "updated) VALUES (?, ?, ?, ?, ?, ?)",
-                (title, model_path, model_name, system_prompt, now, now),
+                (title, _path_value(model_path), model_name, system_prompt, now, now),
             )
             conv_id = int(cur.lastrowid or 0)
         return Conversation(conv_id, title, model_path, model_name, system_prompt, now, now)
@@ -291,7 +292,7 @@ class Store:
         return Conversation(
             row["id"],
             row["title"],
-            row["model_path"],
+            _path_from(row["model_path"]),
             row["model_name"],
             row["system_prompt"],
             row["created"],
@@ -419,6 +420,20 @@ class Store:
             row = self._db.execute("SELECT * FROM messages WHERE id = ?", (msg_id,)).fetchone()
             attached = self._attachments("SELECT * FROM attachments WHERE message_id = ? ORDER BY position", (msg_id,))
         return _message(row, attached.get(msg_id, ())) if row is not None else None
+
+
+def _path_value(path: str) -> str | bytes:
+    """A model's path as SQLite can keep it: text, or the name's bytes where the file system's name is
+    not UTF-8 (SQLite refuses such text; a TEXT column keeps a blob as it is)."""
+    try:
+        path.encode()
+    except UnicodeEncodeError:
+        return os.fsencode(path)
+    return path
+
+
+def _path_from(value: str | bytes) -> str:
+    return os.fsdecode(value) if isinstance(value, bytes) else value
 
 
 def _message(row: sqlite3.Row, attachments: tuple[Attachment, ...] = ()) -> StoredMessage:

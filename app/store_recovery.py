@@ -6,13 +6,17 @@
   old file is and how much was saved;
 - locked by another program (another vramchat?), written by a newer vramchat, or in a
   folder that cannot be written: the file is left alone and this session's chats are
-  kept in memory only, which the user is told.
+  kept in memory only, which the user is told;
+- read-only (the file or its folder cannot be written): the chats in it are still shown,
+  from a copy in memory, and new ones are kept in memory only.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
+import tempfile
 import time
 from pathlib import Path
 
@@ -29,6 +33,8 @@ def open_store(path: Path | None = None, busy_timeout: float = 5.0) -> tuple[Sto
     try:
         store = Store(path, busy_timeout)
     except StoreError as exc:
+        if exc.reason == "unwritable" and path.is_file():
+            return _read_only(path, exc)
         if exc.reason != "damaged":
             return Store(":memory:"), [f"{exc}. Chats will be kept in memory only this time; {_advice(exc.reason)}"]
         return _recover_damaged(path, exc, busy_timeout)
@@ -47,6 +53,43 @@ def _advice(reason: str) -> str:
         "newer": "the file is left as it is, your chats are safe in it.",
         "unwritable": "check the permissions of the folder.",
     }.get(reason, "nothing was changed on disk.")
+
+
+def _read_only(path: Path, exc: StoreError) -> tuple[Store, list[str]]:
+    """The chats of a database that cannot be written, in a store in memory: readable, and new chats
+    kept there. SQLite cannot open a WAL database read-only where it cannot write the -shm file beside
+    it, so the file and its log are copied to a private folder and read from there."""
+    try:
+        store = read_only_copy(path)
+    except (OSError, sqlite3.Error, StoreError):
+        return Store(":memory:"), [f"{exc}. Chats will be kept in memory only this time; {_advice(exc.reason)}"]
+    n = len(store.conversations(1 << 30))
+    return store, [
+        f"{exc}. The {n} chat{'' if n == 1 else 's'} in it can be read (Ctrl+B), but nothing new can be "
+        f"saved there: chats will be kept in memory only this time; {_advice(exc.reason)}"
+    ]
+
+
+def read_only_copy(path: Path) -> Store:
+    """A store in memory holding what `path` holds (its -wal log included), `path` left untouched."""
+    with tempfile.TemporaryDirectory(prefix="vramchat-read-only-") as folder:
+        copy = Path(folder) / path.name
+        for suffix in ("", "-wal"):
+            if Path(f"{path}{suffix}").is_file():
+                shutil.copyfile(f"{path}{suffix}", f"{copy}{suffix}")
+        source = sqlite3.connect(copy)
+        try:
+            store = Store(":memory:")
+            try:
+                source.backup(store._db)  # the whole database, its schema version included
+                store._migrate()  # an older schema brought up to date (a newer one is refused)
+                store.recovered = store._recover_interrupted()
+            except BaseException:
+                store.close()
+                raise
+        finally:
+            source.close()
+    return store
 
 
 def _recover_damaged(path: Path, exc: StoreError, busy_timeout: float) -> tuple[Store, list[str]]:

@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import mmap
 import os
+import stat
 import struct
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, BinaryIO, Protocol
 
 from planner.errors import GGUFError
 from planner.ggml_types import TYPES_BY_ID, GGMLType, tensor_bytes
@@ -484,7 +485,7 @@ def read_gguf_file(path: str | os.PathLike[str], shard: int = 0) -> GGUFFile:
     """Read one GGUF file's header."""
     path = os.fspath(path)
     try:
-        with open(path, "rb") as handle:
+        with _open_regular(path) as handle:
             size = os.fstat(handle.fileno()).st_size
             if size == 0:
                 raise GGUFError(path, "the file is empty")
@@ -502,6 +503,22 @@ def read_gguf_file(path: str | os.PathLike[str], shard: int = 0) -> GGUFFile:
         raise GGUFError(path, "permission denied") from None
     except OSError as exc:
         raise GGUFError(path, f"cannot read: {exc.strerror or exc}") from None
+
+
+def _open_regular(path: str) -> BinaryIO:
+    """The file, opened without waiting: O_NONBLOCK makes a FIFO's open return at once (a plain open
+    waits for a writer forever), and anything but a regular file is refused before a byte is read."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(path)
+        if not stat.S_ISREG(mode):
+            raise GGUFError(path, "is not a regular file (a FIFO, socket or device): a model must be a file")
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def split_shard_paths(path: str) -> list[str]:

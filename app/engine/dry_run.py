@@ -109,7 +109,7 @@ def dry_run(path: str, config: LoadConfig) -> DryRun:
     apply_model_params(mparams, config)
     mparams.no_alloc = True
     mparams.load_mode = 0  # no mmap: nothing is read but the header
-    model = llama_cpp.llama_model_load_from_file(os.fspath(path).encode(), mparams)
+    model = llama_cpp.llama_model_load_from_file(os.fsencode(path), mparams)
     if not model:
         raise EngineError("llama.cpp's dry run could not load the model", log.errors())
     try:

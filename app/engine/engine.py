@@ -134,7 +134,7 @@ class Engine:
         self._progress_cb = llama_cpp.llama_progress_callback(on_progress)
         mparams.progress_callback = self._progress_cb
         self._stop.clear()
-        model = llama_cpp.llama_model_load_from_file(path.encode(), mparams)
+        model = llama_cpp.llama_model_load_from_file(os.fsencode(path), mparams)
         if not model:
             if cancelled.is_set():
                 raise EngineError("loading was cancelled")

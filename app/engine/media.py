@@ -16,6 +16,7 @@ stops an encode at once when the user presses Esc.
 from __future__ import annotations
 
 import ctypes
+import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -191,7 +192,7 @@ class MediaContext:
             params.image_max_tokens = load.image_max_tokens
         params.cb_eval = self.watch.callback
         start = time.perf_counter()
-        ctx = mtmd_cpp.mtmd_init_from_file(load.path.encode("utf-8"), model, params)
+        ctx = mtmd_cpp.mtmd_init_from_file(os.fsencode(load.path), model, params)
         self.seconds = time.perf_counter() - start
         if not ctx:
             errors = self.log.errors()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from pathlib import Path
@@ -132,3 +133,49 @@ def test_plan_cache_survives_a_broken_file(tmp_path: Path) -> None:
     cache.put("k", "f", ModelSummary(name="x"))
     cache.save()
     assert PlanCache(path).get("k", "f") == (ModelSummary(name="x"), True)
+
+
+# -- what is not a regular file, and names that are not UTF-8 (issue 36) ---------------------------
+
+
+def _release(fifo: Path) -> None:
+    """Let a reader blocked on the FIFO's open go (so a failing test cannot hang the session)."""
+    with contextlib.suppress(OSError):  # no reader is waiting
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+
+
+@pytest.fixture
+def fifo_shelf(tmp_path: Path, zoo: dict[str, Path]):
+    """A real model beside a FIFO named like one and a link to that FIFO."""
+    root = tmp_path / "fifo-shelf"
+    root.mkdir()
+    shutil.copy(zoo["llama-f16"], root / "real.gguf")
+    os.mkfifo(root / "x.gguf")
+    (root / "link-to-fifo.gguf").symlink_to(root / "x.gguf")
+    yield root
+    _release(root / "x.gguf")
+
+
+def test_a_fifo_named_gguf_is_not_listed(fifo_shelf: Path) -> None:
+    models = scan([Folder(fifo_shelf, "test")])
+    assert [m.file_name for m in models] == ["real.gguf"]
+
+
+def test_list_ends_promptly_beside_a_fifo(fifo_shelf: Path, _private_home: Path) -> None:
+    """`--list` once waited forever to read a FIFO's header: now it lists the real model at once."""
+    import subprocess
+    import sys
+
+    env = dict(os.environ, VRAMCHAT_DEVICES="8GiB,ram=32GiB", PYTHONPATH=str(Path(__file__).parents[2]))
+    proc = subprocess.run(
+        [sys.executable, "-m", "app", "--list", "--models-dir", str(fifo_shelf)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        stdin=subprocess.DEVNULL,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "real.gguf" in proc.stdout and "full GPU" in proc.stdout
+    assert "x.gguf" not in proc.stdout and "link-to-fifo" not in proc.stdout
+    assert "please report" not in proc.stderr

@@ -156,3 +156,18 @@ def test_a_database_of_the_first_schema_gains_receipts_and_keeps_its_chats(tmp_p
     assert store.receipts(1) == []  # an old chat has none, and says so rather than failing
     store.save_receipt(1, "k", {"model": "Model"})
     assert store.receipts(1)[0].body == {"model": "Model"}
+
+
+def test_a_model_whose_name_is_not_utf8_is_kept_as_named(tmp_path: Path) -> None:
+    """The first message of a chat with b'caf\\xe9.gguf' loaded stopped the app (SQLite refuses such text):
+    the chat is saved, and the path comes back as the file system's name, to compare and reload."""
+    import os
+
+    model = os.fsdecode(b"/models/caf\xe9.gguf")
+    store = Store(tmp_path / "c.sqlite3")
+    conv = store.new_conversation(model, "tiny-llama")
+    store.add_message(conv.id, "user", "Hi")
+    store.close()
+    again = Store(tmp_path / "c.sqlite3")
+    assert again.conversation(conv.id).model_path == model
+    assert again.conversations()[0].title == "Hi"

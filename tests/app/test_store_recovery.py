@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
+import subprocess
 from pathlib import Path
+
+import pytest
 
 from app.store import Store
 from app.store_recovery import open_store, salvage
@@ -120,3 +124,36 @@ def test_receipts_are_salvaged_with_their_chats(tmp_path: Path) -> None:
     store = Store(tmp_path / "new.sqlite3")
     assert salvage(source, store) == {"conversations": 2, "messages": 2, "attachments": 0, "receipts": 1}
     assert store.receipts(1)[0].body == {"peaks": {"rss": 42}}
+
+
+@pytest.fixture
+def read_only_folder(tmp_path: Path):
+    """A data folder whose database and folder cannot be written, even by root (chattr +i): what a
+    read-only mount or a folder of another user's looks like to vramchat."""
+    folder = tmp_path / "data"
+    folder.mkdir()
+    path = folder / "conversations.sqlite3"
+    store = Store(path)
+    for i in range(3):
+        store.add_message(store.new_conversation("/m.gguf", "Model").id, "user", f"question {i}")
+    reply = store.begin_reply(1)
+    store.update_reply(reply, "cut short")  # a reply that was being written, still in the -wal log
+    store._db.close()  # as a crash leaves it: no checkpoint, the -wal kept
+    frozen = [p for p in folder.iterdir()] + [folder]
+    if shutil.which("chattr") is None or subprocess.run(["chattr", "+i", *map(str, frozen)]).returncode != 0:
+        pytest.skip("chattr +i is not available here")
+    yield path
+    subprocess.run(["chattr", "-i", *map(str, frozen)], check=True)
+
+
+def test_a_read_only_database_still_shows_its_chats(read_only_folder: Path) -> None:
+    """A read-only data folder was said clearly, but Ctrl+B showed no chats though the database held
+    three: they are read from a copy in memory, and the file is left as it was."""
+    before = {p.name: p.read_bytes() for p in read_only_folder.parent.iterdir()}
+    store, notes = open_store(read_only_folder)
+    assert len(notes) == 1 and "The 3 chats in it can be read" in notes[0] and "memory only" in notes[0]
+    assert sorted(c.title for c in store.conversations()) == ["question 0", "question 1", "question 2"]
+    assert store.conversation(1).messages[-1].content == "cut short"  # from the log, marked cut short
+    assert store.conversation(1).messages[-1].state == "partial"
+    store.add_message(store.new_conversation().id, "user", "kept in memory")  # the session still works
+    assert {p.name: p.read_bytes() for p in read_only_folder.parent.iterdir()} == before
