@@ -25,7 +25,7 @@ import httpcore2
 import httpx2
 
 REQUEST_DEADLINE = 30.0  # seconds from a request's start to its headers (and the end of a small body)
-SMALL_BODY = 16 * 1024 * 1024  # bytes: a body up to this size has to arrive within the deadline
+SMALL_BODY = 1024 * 1024  # bytes: a body up to this size (an API answer) arrives within the deadline
 STALL_WINDOW = 30.0  # seconds: a large body that brings less than STALL_BYTES in this long has stalled
 STALL_BYTES = 16 * 1024
 _MARK = "(vramchat's limit)"
