@@ -203,7 +203,7 @@ def read_range(
         except SourceError as exc:
             cause = exc.__context__ or exc.__cause__
             transient = isinstance(cause, (httpx2.RemoteProtocolError, httpx2.ReadError, httpx2.ReadTimeout))
-            transient = transient and not is_over_limit(cause)  # a server too slow once is as slow again
+            transient = transient and cause is not None and not is_over_limit(cause)  # too slow once: as slow again
             if not transient or attempt == RETRIES:
                 raise
     raise AssertionError("unreachable")
