@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.paths import models_dir
-from app.sources.errors import Cancelled, DownloadError, NoRoom, SourceError
+from app.sources.errors import AlreadyDownloading, Cancelled, CannotWrite, DownloadError, NoRoom, SourceError
 from app.sources.http import hub_client, hub_headers, translated, url_client
 from app.sources.model import HUB, ModelSource, SourceFile
 from app.sources.safe_paths import check_name, check_repo_id, inside
@@ -276,6 +276,12 @@ class _Partial:
                 while block := handle.read(8 * CHUNK):
                     self.digest.update(block)
 
+    def discard(self) -> None:
+        """Remove the partial file and its record (a later run starts over)."""
+        self.path.unlink(missing_ok=True)
+        self.meta.unlink(missing_ok=True)
+        self.size = 0
+
     def restart(self) -> None:
         with open(self.path, "wb"):
             pass
@@ -286,12 +292,27 @@ class _Partial:
 
 
 def _fetch(source: ModelSource, file: SourceFile, target: Path, meter: _Meter, cancel: threading.Event | None) -> int:
-    """Download one file to its hidden partial name, resuming, then check and rename it; bytes written."""
+    """Download one file to its hidden partial name (one vramchat at a time), resuming, then check and
+    rename it; bytes written. What the disk refuses is said in words (`_os_failure`)."""
     from app.sources.headers import shard_name
 
-    target.parent.mkdir(parents=True, exist_ok=True)
-    part = _Partial(file, target)
     what = shard_name(source, file)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with _PartialLock(target, what):
+            if _complete(target, file):  # another vramchat finished it while this one waited to start
+                meter.begin(file.file_name, file.size)
+                meter.end_file()
+                return 0
+            return _fetch_locked(source, file, target, meter, cancel, what)
+    except OSError as exc:
+        raise _os_failure(exc, what, target, file) from exc
+
+
+def _fetch_locked(
+    source: ModelSource, file: SourceFile, target: Path, meter: _Meter, cancel: threading.Event | None, what: str
+) -> int:
+    part = _Partial(file, target)
     meter.begin(file.file_name, part.size)
     written = tries = 0
     while part.size < file.size:
@@ -312,8 +333,7 @@ def _fetch(source: ModelSource, file: SourceFile, target: Path, meter: _Meter, c
     if part.size != file.size:
         raise DownloadError(f"{what}: {part.size:,} bytes arrived for a file of {file.size:,}")
     if part.digest is not None and part.digest.hexdigest() != file.sha256:
-        part.path.unlink()
-        part.meta.unlink(missing_ok=True)
+        part.discard()
         raise DownloadError(
             f"{what}: the file's sha256 is not the one the hub publishes: the download was damaged and is "
             "removed; run it again"
@@ -324,20 +344,31 @@ def _fetch(source: ModelSource, file: SourceFile, target: Path, meter: _Meter, c
 
 
 def _transient(cause: BaseException | None) -> bool:
+    """A cut or a timeout worth resuming from; a server over vramchat's limits (too slow) is not."""
     import httpx2
 
+    from app.sources.deadline import is_over_limit
+
+    if cause is None or is_over_limit(cause):
+        return False
     return isinstance(cause, (httpx2.RemoteProtocolError, httpx2.ReadError, httpx2.TimeoutException))
 
 
 def _stream(source: ModelSource, part: _Partial, meter: _Meter, cancel: threading.Event | None, what: str) -> None:
     """Append the file's bytes from `part.size` on to the partial file (a server that sends the whole
-    file instead starts it over)."""
+    file instead starts it over). Never more than the file's published size is written: a server that
+    announces or sends more is refused, and what it sent removed."""
+    import httpx2
+
+    from app.sources.http import CONNECT_TIMEOUT, READ_TIMEOUT
+
     hub = source.kind == HUB
     client = hub_client() if hub else url_client()
     headers = {**(hub_headers() if hub else {}), "Accept-Encoding": "identity"}
     if part.size:
         headers["Range"] = f"bytes={part.size}-"
-    with translated(what, hub), client.stream("GET", part.file.url, headers=headers) as response:
+    timeout = httpx2.Timeout(READ_TIMEOUT, connect=CONNECT_TIMEOUT)  # the hub's session has none of its own
+    with translated(what, hub), client.stream("GET", part.file.url, headers=headers, timeout=timeout) as response:
         status = response.status_code
         if status == 200 and part.size:
             part.restart()
@@ -356,18 +387,117 @@ def _stream(source: ModelSource, part: _Partial, meter: _Meter, cancel: threadin
             from app.sources.http import http_status_failure
 
             raise http_status_failure(status, what)
+        size, left = part.file.size, part.file.size - part.size
+        announced = response.headers.get("Content-Length", "")
+        if announced.isdigit() and int(announced) > left:
+            raise DownloadError(
+                f"{what}: the server announces {int(announced):,} bytes where {left:,} are left of a file of "
+                f"{size:,} (the size {_publisher(source)} gives): nothing written; run it again later, or "
+                "tell whoever runs the server"
+            )
         with open(part.path, "r+b") as handle:
             handle.seek(part.size)
             for chunk in response.iter_bytes(CHUNK):
                 if cancel is not None and cancel.is_set():
                     raise Cancelled(f"{what}: cancelled; the part downloaded is kept, hidden, to resume")
+                if len(chunk) > size - part.size:
+                    handle.close()
+                    part.discard()
+                    raise DownloadError(
+                        f"{what}: the server sent more than the file's {size:,} bytes (the size "
+                        f"{_publisher(source)} gives): the download is removed; run it again later, or tell "
+                        "whoever runs the server"
+                    )
                 handle.write(chunk)
                 if part.digest is not None:
                     part.digest.update(chunk)
                 part.size += len(chunk)
                 meter.add(len(chunk))
-            if part.size > part.file.size:
-                raise DownloadError(f"{what}: the server sent more than the file's {part.file.size:,} bytes")
+
+
+def _publisher(source: ModelSource) -> str:
+    return "the hub" if source.kind == HUB else "the server's first answer"
+
+
+class _PartialLock:
+    """One vramchat at a time writes a file: an flock on a hidden lock file beside its partial, holding
+    the pid of the one that has it (for the message of one refused). Not waited for: the second says so."""
+
+    def __init__(self, target: Path, what: str) -> None:
+        self.path = target.with_name(f".{target.name}.partial.lock")
+        self.what = what
+        self.fd: int | None = None
+
+    def __enter__(self) -> _PartialLock:
+        try:
+            import fcntl
+        except ImportError:  # not POSIX: no lock
+            return self
+        while True:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.read(fd, 32).decode(errors="replace").strip()
+                os.close(fd)
+                who = f"another vramchat (pid {holder})" if holder.isdigit() else "another vramchat"
+                raise AlreadyDownloading(
+                    f"{self.what}: {who} is downloading this file now; wait for it to finish (the model is "
+                    "then there), or stop it and run this again to resume"
+                ) from None
+            try:
+                same = os.fstat(fd).st_ino == os.stat(self.path).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:  # not a lock file its last holder removed as this one opened it
+                break
+            os.close(fd)
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        self.fd = fd
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.fd is not None:
+            with contextlib.suppress(OSError):
+                self.path.unlink()  # while still held: one that opened it meanwhile sees it gone, tries again
+            os.close(self.fd)
+            self.fd = None
+
+
+def _os_failure(exc: OSError, what: str, target: Path, file: SourceFile) -> CannotWrite:
+    """What the disk refused, where, and what to do."""
+    import errno
+
+    from planner.hardware import format_size
+
+    folder = target.parent
+    where = exc.filename or folder
+    kept = "what arrived is kept, hidden, to resume"
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return CannotWrite(
+            f"{what}: the disk holding {folder} is full ({format_size(_free_or_zero(folder))} free, the file "
+            f"needs {format_size(file.size)}): free some space there, or set VRAMCHAT_HOME to a folder on a "
+            f"disk with room; {kept}"
+        )
+    if exc.errno == errno.EROFS:
+        return CannotWrite(
+            f"{what}: {where} is on a read-only file system: make it writable, or set VRAMCHAT_HOME to a "
+            "folder vramchat can write"
+        )
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return CannotWrite(
+            f"{what}: vramchat may not write {where} (permission denied): give it write access, or set "
+            "VRAMCHAT_HOME to a folder vramchat can write"
+        )
+    return CannotWrite(f"{what}: cannot write {where} ({exc.strerror or exc}): check that folder, then run it again")
+
+
+def _free_or_zero(folder: Path) -> int:
+    try:
+        return free_bytes(folder)
+    except OSError:
+        return 0
 
 
 def _in_hf_cache(source: ModelSource) -> list[Path]:

@@ -55,3 +55,15 @@ class Cancelled(DownloadError):
     """The user cancelled a download (its partial file is kept, hidden, to resume)."""
 
     title = "Download cancelled"
+
+
+class AlreadyDownloading(DownloadError):
+    """Another vramchat is writing the same file now (its partial file is locked)."""
+
+    title = "Already being downloaded"
+
+
+class CannotWrite(DownloadError):
+    """The disk refused a downloaded file: full, read-only, not ours to write (said with what to do)."""
+
+    title = "The download cannot be written"

@@ -7,7 +7,8 @@ The hub is read through `huggingface_hub`'s own HTTP session (`get_session`: it 
 huggingface_hub 2.x is built on) without the hub's token.
 
 Every range is read as a stream: a server that ignores the Range header and starts sending the
-whole file (tens of GB) is refused after its status line, not read.
+whole file (tens of GB) is refused after its status line, not read. Every request of both clients runs
+under app/sources/deadline.py's limits: a server that answers a byte at a time cannot hold one for ever.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from app import __version__
+from app.sources.deadline import BoundedTransport, is_over_limit, reason
 from app.sources.errors import Gated, NoRangeSupport, NotFound, SourceError, Unreachable
 
 if TYPE_CHECKING:
@@ -41,10 +44,32 @@ def url_client() -> httpx2.Client:
             _url_client = httpx2.Client(
                 follow_redirects=True,
                 timeout=httpx2.Timeout(READ_TIMEOUT, connect=CONNECT_TIMEOUT),
-                limits=httpx2.Limits(max_connections=32, max_keepalive_connections=16),
-                headers={"User-Agent": "vramchat"},
+                transport=BoundedTransport(limits=httpx2.Limits(max_connections=32, max_keepalive_connections=16)),
+                headers={"User-Agent": f"vramchat/{__version__}"},
             )
         return _url_client
+
+
+def _bounded_hub_session() -> httpx2.Client:
+    """huggingface_hub's own client (its request hook, redirects), on a transport with vramchat's limits."""
+    import httpx2
+    from huggingface_hub.utils import _http as hf_http
+
+    hooks = [hf_http.hf_request_event_hook] if hasattr(hf_http, "hf_request_event_hook") else []
+    return httpx2.Client(
+        event_hooks={"request": hooks}, follow_redirects=True, timeout=None, transport=BoundedTransport()
+    )
+
+
+def _bound_the_hub_session() -> None:
+    """Every request huggingface_hub makes in this process (vramchat's and its own) gets the limits. Done
+    when this module is imported: app/sources/hub.py takes the session before it asks for headers."""
+    from huggingface_hub import set_client_factory
+
+    set_client_factory(_bounded_hub_session)
+
+
+_bound_the_hub_session()
 
 
 def hub_client() -> httpx2.Client:
@@ -56,7 +81,7 @@ def hub_client() -> httpx2.Client:
 def hub_headers() -> dict[str, str]:
     from huggingface_hub.utils import build_hf_headers
 
-    return build_hf_headers(library_name="vramchat")
+    return build_hf_headers(library_name="vramchat", library_version=__version__)
 
 
 def host_of(url: str) -> str:
@@ -114,6 +139,8 @@ def network_failure(exc: BaseException, what: str) -> SourceError | None:
 
     if isinstance(exc, httpx2.ConnectError):
         return Unreachable(f"{what}: cannot connect ({_reason(exc)}); is this machine online?")
+    if is_over_limit(exc):
+        return Unreachable(f"{what}: {reason(exc)}; try again later, or another server")
     if isinstance(exc, httpx2.TimeoutException):
         return Unreachable(f"{what}: the server did not answer in time")
     if isinstance(exc, (httpx2.RemoteProtocolError, httpx2.ReadError)):
@@ -176,6 +203,7 @@ def read_range(
         except SourceError as exc:
             cause = exc.__context__ or exc.__cause__
             transient = isinstance(cause, (httpx2.RemoteProtocolError, httpx2.ReadError, httpx2.ReadTimeout))
+            transient = transient and cause is not None and not is_over_limit(cause)  # too slow once: as slow again
             if not transient or attempt == RETRIES:
                 raise
     raise AssertionError("unreachable")

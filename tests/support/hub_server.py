@@ -14,8 +14,12 @@ use, with the status codes and headers the hub sends (read from huggingface_hub'
 
 Every file URL has real Range semantics (206 + Content-Range, 416, suffix ranges), and the server can
 misbehave on purpose: `mode = "no-range"` answers every GET whole with 200, `drop_at = N` closes the
-connection after the body reaches byte N of the file (once). Every request is logged with the body
-bytes sent, for the "read only the header" figures.
+connection after the body reaches byte N of the file (once), `surplus = N` sends N bytes more than the
+file (with `length = "none"`: no Content-Length, the end said by closing; `"surplus"`: a Content-Length
+that counts them), `trickle = S` sends the answers to paths under `trickle_prefix` as a slow-loris does
+(the header lines, then the body, a few bytes every S seconds, for `TRICKLE_FOR` seconds at most).
+Every request is logged with the body bytes sent and the User-Agent, for the "read only the header"
+figures.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from typing import Any
 
 _RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
 _CHUNK = 1 << 20
+TRICKLE_FOR = 20.0  # seconds a slow-loris answer lasts at most (a client without limits then sees it end)
 _hash_cache: dict[tuple[str, int, int], str] = {}
 _hash_lock = threading.Lock()
 
@@ -63,6 +68,7 @@ class Logged:
     range: str | None
     status: int
     body_bytes: int
+    user_agent: str = ""
 
 
 @dataclass
@@ -101,6 +107,11 @@ class LocalHub:
         self.mode = "normal"  # or "no-range"
         self.drop_at: int | None = None
         self.rate: int | None = None  # bytes per second a file is sent at (None: as fast as it goes)
+        self.surplus = 0  # bytes sent past a file's end
+        self.length = "exact"  # the Content-Length of a file sent with a surplus: exact, none, surplus
+        self.trickle: float | None = None  # seconds between two dribbles of a slow-loris answer
+        self.trickle_prefix = "/"  # the paths answered that way
+        self.trickle_body_only = False  # the header lines at once, then the body slowly
         self.log: list[Logged] = []
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
@@ -344,9 +355,45 @@ class _Handler(BaseHTTPRequestHandler):
     # -- responses ---------------------------------------------------------------------------------
 
     def _log(self, status: int, body: int) -> None:
-        self.server_hub._record(Logged(self.command, self.path, self.headers.get("Range"), status, body))
+        agent = self.headers.get("User-Agent", "")
+        self.server_hub._record(Logged(self.command, self.path, self.headers.get("Range"), status, body, agent))
+
+    def _trickling(self) -> bool:
+        hub = self.server_hub
+        return hub.trickle is not None and urllib.parse.urlsplit(self.path).path.startswith(hub.trickle_prefix)
+
+    def _dribble(self, data: bytes, until: float) -> bool:
+        """Send `data` a few bytes at a time, a pause between each; False once the time is up or the
+        client has gone."""
+        pause = self.server_hub.trickle or 0.0
+        for i in range(0, len(data), 4):
+            if time.monotonic() > until:
+                return False
+            try:
+                self.wfile.write(data[i : i + 4])
+                self.wfile.flush()
+            except OSError:
+                return False
+            time.sleep(pause)
+        return True
+
+    def _slow_loris(self, status: int, headers: list[tuple[str, str]], body: bytes) -> None:
+        """The answer, a few bytes every `trickle` seconds: its header lines, then its body."""
+        until = time.monotonic() + TRICKLE_FOR
+        lines = [f"HTTP/1.1 {status} {self.responses.get(status, ('',))[0]}"] + [f"{k}: {v}" for k, v in headers]
+        head = ("\r\n".join(lines) + "\r\n\r\n").encode()
+        if self.server_hub.trickle_body_only:
+            self.wfile.write(head)
+            sent = self._dribble(body, until)
+        else:
+            sent = self._dribble(head, until) and self._dribble(body, until)
+        self.close_connection = True
+        self._log(status, len(body) if sent else 0)
 
     def _plain(self, status: int, body: bytes, head: bool, headers: dict[str, str] | None = None) -> None:
+        if self._trickling():
+            listed = [*(headers or {}).items(), ("Content-Length", str(len(body)))]
+            return self._slow_loris(status, listed, b"" if head else body)
         self.send_response(status)
         for key, value in (headers or {}).items():
             self.send_header(key, value)
@@ -382,15 +429,25 @@ class _Handler(BaseHTTPRequestHandler):
             if start >= size or end <= start:
                 return self._plain(416, b"", head, {"Content-Range": f"bytes */{size}"})
             status = 206
-        self.send_response(status)
-        self.send_header("Content-Type", "application/octet-stream")
-        self.send_header("Content-Length", str(end - start))
-        self.send_header("ETag", etag)
-        self.send_header("Last-Modified", self.date_time_string(int(local.stat().st_mtime)))
+        headers = [
+            ("Content-Type", "application/octet-stream"),
+            ("Content-Length", str(end - start)),
+            ("ETag", etag),
+            ("Last-Modified", self.date_time_string(int(local.stat().st_mtime))),
+        ]
         if hub.mode != "no-range":
-            self.send_header("Accept-Ranges", "bytes")
+            headers.append(("Accept-Ranges", "bytes"))
         if status == 206:
-            self.send_header("Content-Range", f"bytes {start}-{end - 1}/{size}")
+            headers.append(("Content-Range", f"bytes {start}-{end - 1}/{size}"))
+        if self._trickling():
+            with local.open("rb") as handle:
+                handle.seek(start)
+                return self._slow_loris(status, headers, b"" if head else handle.read(min(end - start, 1 << 16)))
+        if hub.surplus and not head:
+            return self._serve_with_surplus(local, status, headers, start, end)
+        self.send_response(status)
+        for key, value in headers:
+            self.send_header(key, value)
         self.end_headers()
         if head:
             return self._log(status, 0)
@@ -419,6 +476,39 @@ class _Handler(BaseHTTPRequestHandler):
                     self.close_connection = True
                     self.connection.shutdown(socket.SHUT_RDWR)
                     return self._log(status, sent)
+        self._log(status, sent)
+
+    def _serve_with_surplus(
+        self, local: Path, status: int, headers: list[tuple[str, str]], start: int, end: int
+    ) -> None:
+        """The file's bytes, then `surplus` bytes more (its Content-Length as `length` says)."""
+        hub = self.server_hub
+        self.send_response(status)
+        for key, value in headers:
+            if key != "Content-Length":
+                self.send_header(key, value)
+        if hub.length == "exact":
+            self.send_header("Content-Length", str(end - start))
+        elif hub.length == "surplus":
+            self.send_header("Content-Length", str(end - start + hub.surplus))
+        self.send_header("Connection", "close")  # without a length, the end of the body is the end of the connection
+        self.end_headers()
+        self.close_connection = True
+        sent = 0
+        try:
+            with local.open("rb") as handle:
+                handle.seek(start)
+                while sent < end - start:
+                    block = handle.read(min(_CHUNK, end - start - sent))
+                    self.wfile.write(block)
+                    sent += len(block)
+            left = hub.surplus
+            while left > 0:
+                self.wfile.write(b"\x00" * min(left, _CHUNK))
+                sent += min(left, _CHUNK)
+                left -= _CHUNK
+        except OSError:
+            pass
         self._log(status, sent)
 
 
