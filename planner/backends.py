@@ -7,9 +7,13 @@ pads the last row of quantized matrices to 512 elements).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from planner.ggml_types import GGMLType
+
+if TYPE_CHECKING:
+    from planner.hardware import Device
 
 CUDA_MATRIX_ROW_PADDING = 512
 
@@ -51,3 +55,39 @@ def backend_rules(name: str) -> BackendRules:
         return BACKENDS[name]
     except KeyError:
         raise ValueError(f"unknown backend {name!r} (known: {', '.join(BACKENDS)})") from None
+
+
+def device_rules(device: Device) -> BackendRules:
+    """The backend's rules with the alignment the device's own buffer type reports, where it was read
+    (ggml_backend_buft_get_alignment: Vulkan's is the device's minStorageBufferOffsetAlignment)."""
+    rules = backend_rules(device.backend)
+    if device.buffer_alignment and device.buffer_alignment != rules.alignment:
+        return replace(rules, alignment=device.buffer_alignment)
+    return rules
+
+
+# the pinned host buffer type each backend offers beside its device (ggml_backend_dev_host_buffer_type);
+# what a device probe read stands first (Device.host_buffer). RPC and Metal offer none.
+_HOST_BUFFERS = {"cuda": "CUDA_Host", "rocm": "ROCm_Host", "vulkan": "Vulkan_Host"}
+
+
+def host_buffer_name(device: Device | None) -> str:
+    """The buffer type llama.cpp's host-side buffers take beside `device` ('CPU' where it has none)."""
+    if device is None:
+        return "CPU"
+    if device.host_buffer is not None:
+        return device.host_buffer or "CPU"
+    return _HOST_BUFFERS.get(device.backend, "CPU")
+
+
+def host_buffer_extra(name: str) -> int:
+    """Bytes a host buffer type adds to each buffer it allocates: Vulkan_Host asks for 32 more "to behave
+    like the CPU buffer type" (ggml-vulkan.cpp, ggml_backend_vk_host_buffer_type_alloc_buffer)."""
+    return 32 if name.startswith("Vulkan") and name.endswith("_Host") else 0
+
+
+def host_alignment(device: Device | None) -> int:
+    """The alignment of that host buffer type (Vulkan_Host: minMemoryMapAlignment; the others: the CPU's)."""
+    if device is None or host_buffer_name(device) == "CPU":
+        return CPU.alignment
+    return device.host_alignment or CPU.alignment

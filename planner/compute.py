@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from planner.archs import build_model_graph
-from planner.backends import CPU, BackendRules, backend_rules
+from planner.backends import CPU, BackendRules, device_rules, host_alignment
 from planner.config import Resolved
 from planner.ggml_alloc import BufferType, reserve
 from planner.ggml_graph import Graph, Tensor
@@ -143,9 +143,10 @@ def compute_buffers(
     placement = placement or LayerPlacement(tuple([HOST_INDEX] * model.n_layer), HOST_INDEX)
     tensor_device = weights.tensor_device if weights else {}
     repacked = weights.repacked if weights else frozenset()
+    output_copy = weights.output_copy if weights else placement.output
 
     def locate_weight(name: str, duplicate: bool) -> tuple[str, bool]:
-        device = placement.output if duplicate else tensor_device.get(name, HOST_INDEX)
+        device = output_copy if duplicate else tensor_device.get(name, HOST_INDEX)
         return ("host" if device == HOST_INDEX else gpus[device].name), name not in repacked or duplicate
 
     def locate_layer(il: int) -> str:
@@ -154,7 +155,10 @@ def compute_buffers(
 
     # an RPC device has no offload_op: ops whose weights stay in host memory are never pulled to it
     backends = [
-        SchedBackend(d.name, False, i, kind=d.backend, supports_offload=d.backend != "rpc") for i, d in enumerate(gpus)
+        SchedBackend(
+            d.name, False, i, kind=d.backend, supports_offload=d.backend != "rpc", max_tensor=d.max_tensor_bytes
+        )
+        for i, d in enumerate(gpus)
     ] + [SchedBackend(HOST_BUFFER, True, HOST_INDEX)]
     # llama_context: pipeline parallelism needs several GPUs holding every layer, the KV cache offloaded,
     # no tensor overrides, and devices with async compute and events (CUDA, ROCm and RPC have them)
@@ -166,8 +170,11 @@ def compute_buffers(
         and all(d.backend in ("cuda", "rocm", "rpc") for d in gpus)
     )
     scheduler = Scheduler(backends, op_offload=op_offload, n_copies=4 if pipeline else 1)
-    buffer_types = {d.name: _gpu_buffer_type(d.name, backend_rules(d.backend), r.n_ubatch) for d in gpus}
-    buffer_types[HOST_BUFFER] = BufferType(HOST_BUFFER, CPU.alignment, lambda t: t.nbytes())
+    buffer_types = {d.name: _gpu_buffer_type(d.name, device_rules(d), r.n_ubatch) for d in gpus}
+    # the CPU's compute buffer is the first device's host buffer type, where it has one (llama-context.cpp,
+    # llama_context's backend_buft): Vulkan_Host aligns to the device's minMemoryMapAlignment
+    host_align = host_alignment(gpus[0]) if gpus else CPU.alignment
+    buffer_types[HOST_BUFFER] = BufferType(HOST_BUFFER, host_align, lambda t: t.nbytes())
     backend_index = {b.name: i for i, b in enumerate(backends)}
     full_offload = r.n_gpu_layers > model.n_layer
 

@@ -67,8 +67,11 @@ def size_key(
         model_digest(model),
         repr(r),
         repr(placement),
-        tuple((d.name, d.backend) for d in gpus),
+        tuple(
+            (d.name, d.backend, d.buffer_alignment, d.host_buffer, d.host_alignment, d.max_tensor_bytes) for d in gpus
+        ),
         sorted(weights.tensor_device.items()),
+        weights.output_copy,
         sorted(weights.repacked),
         op_offload,
     )

@@ -72,8 +72,20 @@ def _lightning_indexer_supported(node: Tensor) -> bool:
     return k.type.name in _INDEXER_K_TYPES
 
 
-def supports_op(backend: str, node: Tensor) -> bool:
-    """Whether a GPU backend (cuda, rocm, metal, vulkan) runs `node`."""
+def within_tensor_limit(node: Tensor, max_tensor: int | None) -> bool:
+    """No source and no result larger than the device's largest tensor (Device.max_tensor_bytes):
+    ggml-vulkan's supports_op refuses such an op first (ggml-vulkan.cpp, ggml_backend_vk_device_supports_op,
+    `tensor_size_supported`: maxBufferSize, and maxStorageBufferRange without 64-bit indexing)."""
+    if max_tensor is None:
+        return True
+    return node.nbytes() <= max_tensor and all(s.nbytes() <= max_tensor for s in node.src if s is not None)
+
+
+def supports_op(backend: str, node: Tensor, max_tensor: int | None = None) -> bool:
+    """Whether a GPU backend (cuda, rocm, metal, vulkan) runs `node` on a device whose largest tensor is
+    `max_tensor` bytes (None: no limit)."""
+    if not within_tensor_limit(node, max_tensor):
+        return False
     if backend not in CUDA_LIKE:
         return True
     if node.op == "FLASH_ATTN_EXT":
@@ -93,13 +105,46 @@ _SSM_A_NOSCAN = frozenset(
 )
 
 
+# weights read with GET_ROWS (embedding tables), never through a matmul
+LOOKUP_TABLES = ("token_embd.weight", "per_layer_token_embd.weight", "position_embd.weight", "token_types.weight")
+TEST_BATCH = 512  # llama-model-loader.cpp, weight_buft_supported: the test op's batch
+
+
+def test_op_bytes(name: str, shape: tuple[int, ...], n_bytes: int, matmul: bool, n_expert_used: int) -> int:
+    """The largest tensor of the op llama.cpp builds to test where a weight may live (weight_buft_supported in
+    llama-model-loader.cpp): the weight, the batch of 512 it is applied to, and the result."""
+    ne = [*shape, 1, 1, 1, 1][:4]
+    if matmul and name.endswith("_exps.weight"):  # MUL_MAT_ID: b [ne0, n_used, 512], result [ne1, n_used, 512]
+        used = max(n_expert_used, 1)
+        return max(n_bytes, 4 * ne[0] * used * TEST_BATCH, 4 * ne[1] * used * TEST_BATCH)
+    if matmul:  # MUL_MAT: b F32 [ne0, 512, ne2, ne3], result F32 [ne1, 512, ne2, ne3]
+        return max(n_bytes, 4 * ne[0] * TEST_BATCH * ne[2] * ne[3], 4 * ne[1] * TEST_BATCH * ne[2] * ne[3])
+    if name in LOOKUP_TABLES:  # GET_ROWS of 512 rows: result F32 [ne0, 512]
+        return max(n_bytes, 4 * ne[0] * TEST_BATCH)
+    return max(n_bytes, 4 * ne[0] * ne[1] * ne[2] * ne[3])  # ADD / MUL: an F32 tensor of its shape
+
+
 def weight_supported(
-    backend: str, architecture: str, name: str, shape: tuple[int, ...], ssm: StateSpace | None
+    backend: str,
+    architecture: str,
+    name: str,
+    shape: tuple[int, ...],
+    ssm: StateSpace | None,
+    *,
+    n_bytes: int = 0,
+    matmul: bool = False,
+    max_tensor: int | None = None,
+    n_expert_used: int = 0,
 ) -> bool:
     """weight_buft_supported for a GPU: whether the op that uses this weight runs there.
 
-    Only the SSM weights have shape-dependent support in ggml-cuda: ssm_a (SSM_SCAN, tested with
-    the layer's state sizes) and ssm_conv1d (SSM_CONV, channels a multiple of 128)."""
+    On a device with a largest tensor (Vulkan: maxStorageBufferRange, 128 MiB on lavapipe), a weight whose
+    test op touches a larger tensor goes to the next buffer type of its list, the host's: a 7B's output
+    matrix, or a 262k-vocabulary tied embedding. Beyond that only the SSM weights have shape-dependent
+    support in ggml-cuda: ssm_a (SSM_SCAN, tested with the layer's state sizes) and ssm_conv1d (SSM_CONV,
+    channels a multiple of 128)."""
+    if max_tensor is not None and test_op_bytes(name, shape, n_bytes, matmul, n_expert_used) > max_tensor:
+        return False
     if backend not in CUDA_LIKE:
         return True
     if name.endswith(".ssm_a") and architecture not in _SSM_A_NOSCAN:
@@ -117,4 +162,4 @@ def weight_supported(
     return True
 
 
-__all__ = ["CUDA_LIKE", "supports_op", "weight_supported"]
+__all__ = ["CUDA_LIKE", "LOOKUP_TABLES", "supports_op", "test_op_bytes", "weight_supported", "within_tensor_limit"]

@@ -48,6 +48,11 @@ class Device:
     bandwidth: float | None = None
     bandwidth_source: str = ""
     learned: LearnedOverhead | None = None
+    # what its buffers allow, as ggml reports them (app.devices.buffer_limits); None: the backend's defaults
+    buffer_alignment: int | None = None
+    host_buffer: str | None = None  # the pinned host buffer type's name; None: the backend's usual one
+    host_alignment: int | None = None
+    max_tensor_bytes: int | None = None  # an op touching a larger tensor runs on the CPU; None: no limit
 
     @property
     def is_gpu(self) -> bool:

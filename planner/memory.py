@@ -8,7 +8,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 from planner import compute_memo
-from planner.backends import CPU, backend_rules
+from planner.backends import CPU, backend_rules, device_rules, host_buffer_extra, host_buffer_name
 from planner.config import LoadConfig, Resolved, resolve
 from planner.errors import ModelError, PlannerError
 from planner.gpu_overhead import Overhead, Workload, gpu_overhead, on_pages
@@ -149,7 +149,7 @@ def _add_projector(
     from planner.projectors.compute import has_vision_graph, is_exact, loaded_tensors, projector_compute
 
     if gpus:
-        rules = backend_rules(gpus[0].backend)
+        rules = device_rules(gpus[0])
         target, name = gpu_usage[0], gpus[0].name
     else:
         rules, target, name = CPU, host_usage, "CPU"
@@ -341,7 +341,7 @@ def _plan_memory(
     kv_by: dict[tuple[int, bool], int] = {}
     for t in kv.tensors:
         device = placement.layers[t.layer] if (r.config.offload_kqv and gpus_used) else HOST_INDEX
-        rules = CPU if device == HOST_INDEX else backend_rules(gpus[device].backend)
+        rules = CPU if device == HOST_INDEX else device_rules(gpus[device])
         size = rules.padded(rules.alloc_size(t.type, t.nbytes, t.ne[0]))
         kv_by[(device, t.swa)] = kv_by.get((device, t.swa), 0) + size
     for (device, swa), size in sorted(kv_by.items()):
@@ -354,7 +354,7 @@ def _plan_memory(
     rs_by: dict[int, int] = {}
     for state in rs_layout(model, r).tensors:
         device = placement.layers[state.layer] if (r.config.offload_kqv and gpus_used) else HOST_INDEX
-        rules = CPU if device == HOST_INDEX else backend_rules(gpus[device].backend)
+        rules = CPU if device == HOST_INDEX else device_rules(gpus[device])
         rs_by[device] = rs_by.get(device, 0) + rules.padded(rules.alloc_size(state.type, state.nbytes, state.ne[0]))
     for device, size in sorted(rs_by.items()):
         target = host_usage if device == HOST_INDEX else gpu_usage[device]
@@ -365,13 +365,19 @@ def _plan_memory(
     # output (logits) buffer: host, pinned when a GPU backend exists
     output = model.n_vocab * 4 * max(1, r.n_seq_max)
     host_usage.output = output
-    # pinned host memory of the first GPU backend that has it (an RPC device has none)
-    host_name = "CUDA_Host" if any(d.backend != "rpc" for d in gpus_used) else "CPU"
-    buffers.append(Buffer("CPU", "output", host_name, output))
+    # the output buffer: the host buffer type of the output layer's device (llama-context.cpp, output_reserve:
+    # model.dev_output()); the CPU's compute buffer: the first device's (llama_context's backend_buft)
+    output_device = gpus[placement.output] if gpus_used and placement.output != HOST_INDEX else None
+    output_name = host_buffer_name(output_device)
+    output += host_buffer_extra(output_name)
+    host_usage.output = output
+    buffers.append(Buffer("CPU", "output", output_name, output))
+    host_name = host_buffer_name(gpus[0]) if gpus_used else "CPU"
 
     # compute buffers
     for name, size in compute_sizes.items():
         if name == HOST_BUFFER:
+            size += host_buffer_extra(host_name) if size else 0
             host_usage.compute += size
             buffers.append(Buffer("CPU", "compute", host_name, size))
         else:

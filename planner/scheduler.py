@@ -33,10 +33,11 @@ class SchedBackend:
     offload_min_batch: int = 32
     supports_offload: bool = True
     kind: str = ""  # cuda, rocm, metal, vulkan; "" for the CPU
+    max_tensor: int | None = None  # the device's largest tensor (Device.max_tensor_bytes)
 
     def supports(self, node: Tensor) -> bool:
         """ggml_backend_supports_op: the CPU runs everything; GPUs per planner.gpu_ops."""
-        return self.is_cpu or supports_op(self.kind, node)
+        return self.is_cpu or supports_op(self.kind, node, self.max_tensor)
 
 
 def op_batch_size(node: Tensor) -> int:

@@ -14,10 +14,10 @@ import bisect
 import re
 from dataclasses import dataclass, field
 
-from planner.backends import CPU, BackendRules, backend_rules
+from planner.backends import CPU, BackendRules, device_rules
 from planner.config import Resolved
 from planner.gguf import TensorInfo
-from planner.gpu_ops import weight_supported
+from planner.gpu_ops import LOOKUP_TABLES, weight_supported
 from planner.hardware import Device
 from planner.model import ModelAnatomy
 from planner.units import EXPERT_TENSOR
@@ -123,8 +123,7 @@ _AMX_TYPES = {
     "iq4_xs": (256, 2),
     "f16": (16, 0),
 }
-# weights read with GET_ROWS (embedding tables), never through a matmul
-_LOOKUP_TABLES = ("token_embd.weight", "per_layer_token_embd.weight", "position_embd.weight", "token_types.weight")
+_LOOKUP_TABLES = LOOKUP_TABLES  # weights read with GET_ROWS (embedding tables), never through a matmul
 
 
 def amx_bytes(info: TensorInfo) -> int | None:
@@ -171,6 +170,9 @@ class WeightBuffers:
     tensor_device: dict[str, int] = field(default_factory=dict)
     # host tensors moved into the CPU_REPACK buffer
     repacked: set[str] = field(default_factory=set)
+    # where a tied output's copy of the token embedding lives: the output layer's device, or the host where
+    # that device cannot run its matmul (then it is the embedding itself, llama.cpp's TENSOR_DUPLICATED)
+    output_copy: int = HOST_INDEX
 
     @property
     def host_allocated(self) -> int:
@@ -181,7 +183,7 @@ def weight_buffers(
     model: ModelAnatomy, r: Resolved, placement: LayerPlacement, gpus: list[Device], cpu_features: frozenset[str]
 ) -> WeightBuffers:
     out = WeightBuffers()
-    gpu_rules: list[BackendRules] = [backend_rules(d.backend) for d in gpus]
+    gpu_rules: list[BackendRules] = [device_rules(d) for d in gpus]
     host_default: list[TensorInfo] = []
     repack_bytes = 0
     amx_total = 0
@@ -213,9 +215,21 @@ def weight_buffers(
             else:
                 host_default.append(info)
             return
-        if not weight_supported(gpus[device].backend, model.architecture, info.name, info.shape, model.ssm):
-            # the GPU cannot run the op that reads it: llama.cpp keeps it in host memory
-            host_default.append(info)
+        if not weight_supported(
+            gpus[device].backend,
+            model.architecture,
+            info.name,
+            info.shape,
+            model.ssm,
+            n_bytes=info.n_bytes,
+            matmul=matmul,
+            max_tensor=gpus[device].max_tensor_bytes,
+            n_expert_used=model.experts.n_used if model.experts else 0,
+        ):
+            # the GPU cannot run the op that reads it: the next buffer type of its list, the host's
+            # (llama-model-loader.cpp, select_weight_buft); a tied output's copy is the embedding itself there
+            if info not in host_default:
+                host_default.append(info)
             out.tensor_device[info.name] = HOST_INDEX
             return
         rules = gpu_rules[device]
@@ -262,7 +276,23 @@ def weight_buffers(
                 elif not use_mmap:
                     host_default.append(embd)
             else:
-                put(embd, placement.output, matmul=True)
+                supported = weight_supported(
+                    gpus[placement.output].backend,
+                    model.architecture,
+                    "output.weight",
+                    embd.shape,
+                    model.ssm,
+                    n_bytes=embd.n_bytes,
+                    matmul=True,
+                    max_tensor=gpus[placement.output].max_tensor_bytes,
+                )
+                if supported:
+                    rules = gpu_rules[placement.output]
+                    size = rules.alloc_size(embd.type, embd.n_bytes, embd.shape[0] if embd.shape else 1)
+                    out.gpu[placement.output] = out.gpu.get(placement.output, 0) + rules.padded(size)
+                    out.output_copy = placement.output
+                elif not use_mmap and embd not in host_default:
+                    host_default.append(embd)
 
     if host_default:
         if use_mmap:

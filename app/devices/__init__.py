@@ -274,6 +274,10 @@ def _planner_device(d: ggml.GGMLDevice, apple_silicon: bool, warnings: list[str]
         compute_capability=d.compute_capability,
         card=d.card,
         driver=d.driver,
+        buffer_alignment=d.buffer_alignment,
+        host_buffer=d.host_buffer if d.buffer_alignment is not None else None,
+        host_alignment=d.host_alignment,
+        max_tensor_bytes=d.max_tensor_bytes,
     )
 
 

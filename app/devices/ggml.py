@@ -13,6 +13,7 @@ import os
 import sys
 from dataclasses import replace
 
+from app.devices.buffer_limits import read_limits
 from app.devices.ggml_device import DEVICE_TYPES, GPU_TYPES, GGMLDevice
 from app.native import DeviceProps, GGMLUnavailable, libraries, library_dir, library_names
 
@@ -21,13 +22,20 @@ def _device(ggml: ctypes.CDLL, index: int) -> GGMLDevice:
     dev = ggml.ggml_backend_dev_get(index)
     props = DeviceProps()  # zeroed: backends that do not know a device id leave it NULL
     ggml.ggml_backend_dev_get_props(dev, ctypes.byref(props))
+    kind = DEVICE_TYPES.get(props.type, "unknown")
+    limits = read_limits(ggml, dev) if kind in GPU_TYPES else None
     return GGMLDevice(
         name=(props.name or b"?").decode(errors="replace"),
         description=(props.description or b"").decode(errors="replace"),
-        type=DEVICE_TYPES.get(props.type, "unknown"),
+        type=kind,
         free=int(props.memory_free),
         total=int(props.memory_total),
         device_id=props.device_id.decode(errors="replace").lower() if props.device_id else None,
+        buffer_alignment=limits.alignment if limits else None,
+        buffer_max_size=limits.max_size if limits else None,
+        host_buffer=limits.host_buffer if limits else "",
+        host_alignment=limits.host_alignment if limits else None,
+        max_tensor_bytes=limits.max_tensor if limits else None,
     )
 
 

@@ -42,6 +42,12 @@ class GGMLDevice:
     compute_capability: str | None = None
     driver: str = ""
     card: str = ""
+    # what its buffers allow, asked of ggml (app.devices.buffer_limits); None/'' where not read
+    buffer_alignment: int | None = None
+    buffer_max_size: int | None = None
+    host_buffer: str = ""  # the pinned host buffer type llama.cpp uses beside it (CUDA_Host, Vulkan_Host)
+    host_alignment: int | None = None
+    max_tensor_bytes: int | None = None  # the largest tensor an op on it may touch; None: no limit
 
     @property
     def backend(self) -> str:

@@ -8,14 +8,15 @@ return one row per configuration with both figures for every buffer.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from planner.anatomy import load_anatomy
 from planner.config import LoadConfig
 from planner.errors import ConfigError
 from planner.gguf import read_gguf
-from planner.hardware import GiB, Host
+from planner.hardware import Device, GiB, Host
 from planner.memory import plan_memory
 from tests.support.oracle.oracle import measure
 
@@ -197,3 +198,63 @@ def variant_grid(swa: bool) -> list[dict[str, Any]]:
         {"n_ctx": 4096, "n_ubatch": 128, "flash_attn": False},
         {"n_ctx": 512, "flash_attn": False, "type_k": "q8_0", "type_v": "q8_0"},
     ]
+
+
+def compare_devices(
+    path: str | os.PathLike[str],
+    configs: list[dict[str, Any]],
+    devices: list[Device],
+    device_of_buffer: Callable[[str], str],
+    n_gpu_layers: int,
+    tensor_split: list[float] | None = None,
+    rpc: list[str] | None = None,
+    note: dict[str, Any] | None = None,
+) -> list[ConfigRow]:
+    """One row per configuration of a load over `devices` (RPC servers, a Vulkan device): every buffer llama.cpp
+    allocated, per device (`device_of_buffer` maps a buffer's name to the plan's device name), beside the
+    planner's figure for the same devices, layers and split."""
+    features = _cpu_features()
+    model = load_anatomy(read_gguf(path))
+    split = list(tensor_split or [])
+    model_buffers, measured = measure(path, configs, n_gpu_layers=n_gpu_layers, rpc=rpc, tensor_split=split)
+    host = Host(64 * GiB, 64 * GiB, features)
+    actual_weights: dict[str, int] = {}
+    for name, size in model_buffers.items():
+        device = device_of_buffer(name)
+        actual_weights[device] = actual_weights.get(device, 0) + size
+    rows = []
+    for result in measured:
+        cfg = result["config"]
+        described = {**cfg, **(note or {}), "n_gpu_layers": n_gpu_layers}
+        if split:
+            described["tensor_split"] = ",".join(f"{w:g}" for w in split)
+        row = ConfigRow(os.path.basename(os.fspath(path)), model.architecture, described)
+        config = replace(_load_config(cfg), n_gpu_layers=n_gpu_layers, tensor_split=tuple(split))
+        try:
+            plan = plan_memory(model, config, devices, host)
+        except ConfigError as exc:
+            row.refused_by_planner = str(exc)
+        if not result["ok"]:
+            row.refused_by_llama = (result["errors"] or ["refused"])[-1]
+        if row.refused_by_llama or row.refused_by_planner:
+            rows.append(row)
+            continue
+        actual: dict[tuple[str, str], int] = {("weights", d): s for d, s in actual_weights.items()}
+        for kv in result["kv"]:
+            key = ("kv_swa" if kv["cache"] == "swa" else "kv", device_of_buffer(kv["name"]))
+            actual[key] = actual.get(key, 0) + kv["bytes"]
+        for rs in result["rs"]:
+            key = ("recurrent", device_of_buffer(rs["name"]))
+            actual[key] = actual.get(key, 0) + rs["bytes"]
+        actual[("output", "CPU")] = sum(result["output"].values())
+        for name, size in result["compute"].items():
+            key = ("compute", device_of_buffer(name))
+            actual[key] = actual.get(key, 0) + size
+        planned: dict[tuple[str, str], int] = {}
+        for buf in plan.buffers:
+            planned[(buf.kind, buf.device)] = planned.get((buf.kind, buf.device), 0) + buf.bytes
+        for key in sorted(set(actual) | set(planned), key=lambda k: (k[1] != "CPU", k[1], k[0])):
+            kind, device = key
+            row.buffers.append(BufferRow(kind, planned.get(key, 0), actual.get(key, 0), device=device))
+        rows.append(row)
+    return rows

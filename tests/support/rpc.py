@@ -28,13 +28,8 @@ from typing import Any
 from app.children import child_env
 from app.rpc.endpoint import Endpoint
 from app.rpc.wire import RpcError, query_server
-from planner.anatomy import load_anatomy
-from planner.errors import ConfigError
-from planner.gguf import read_gguf
-from planner.hardware import Device, GiB, Host
-from planner.memory import plan_memory
-from tests.support.compare import BufferRow, ConfigRow, _cpu_features, _load_config
-from tests.support.oracle.oracle import measure
+from planner.hardware import Device, GiB
+from tests.support.compare import ConfigRow, compare_devices
 
 
 def free_port() -> int:
@@ -118,59 +113,17 @@ def compare_rpc(
     tensor_split: list[float],
 ) -> list[ConfigRow]:
     """One row per configuration: every buffer, per device (the CPU and each RPC device)."""
-    features = _cpu_features()
-    model = load_anatomy(read_gguf(path))
-    model_buffers, measured = measure(
-        path, configs, n_gpu_layers=n_gpu_layers, rpc=[str(e) for e in endpoints], tensor_split=tensor_split
-    )
     devices = rpc_devices(endpoints)
-    host = Host(64 * GiB, 64 * GiB, features)
-    actual_weights: dict[str, int] = {}
-    for name, size in model_buffers.items():
-        device = _device_of_buffer(name, devices)
-        actual_weights[device] = actual_weights.get(device, 0) + size
-    rows = []
-    for result in measured:
-        cfg = result["config"]
-        split_note = ",".join(f"{w:g}" for w in tensor_split)
-        row = ConfigRow(
-            os.path.basename(os.fspath(path)),
-            model.architecture,
-            {**cfg, "rpc_servers": len(endpoints), "n_gpu_layers": n_gpu_layers, "tensor_split": split_note},
-        )
-        config = _load_config(cfg)
-        config = type(config)(**{**config.__dict__, "n_gpu_layers": n_gpu_layers, "tensor_split": tuple(tensor_split)})
-        try:
-            plan = plan_memory(model, config, devices, host)
-        except ConfigError as exc:
-            row.refused_by_planner = str(exc)
-        if not result["ok"]:
-            row.refused_by_llama = (result["errors"] or ["refused"])[-1]
-        if row.refused_by_llama or row.refused_by_planner:
-            rows.append(row)
-            continue
-        actual: dict[tuple[str, str], int] = {}
-        for (kind, device), size in [(("weights", d), s) for d, s in actual_weights.items()]:
-            actual[(kind, device)] = size
-        for kv in result["kv"]:
-            key = ("kv_swa" if kv["cache"] == "swa" else "kv", _device_of_buffer(kv["name"], devices))
-            actual[key] = actual.get(key, 0) + kv["bytes"]
-        for rs in result["rs"]:
-            key = ("recurrent", _device_of_buffer(rs["name"], devices))
-            actual[key] = actual.get(key, 0) + rs["bytes"]
-        actual[("output", "CPU")] = sum(result["output"].values())
-        for name, size in result["compute"].items():
-            key = ("compute", _device_of_buffer(name, devices))
-            actual[key] = actual.get(key, 0) + size
-        planned: dict[tuple[str, str], int] = {}
-        for buf in plan.buffers:
-            key = (buf.kind, buf.device)
-            planned[key] = planned.get(key, 0) + buf.bytes
-        for key in sorted(set(actual) | set(planned), key=lambda k: (k[1] != "CPU", k[1], k[0])):
-            kind, device = key
-            row.buffers.append(BufferRow(kind, planned.get(key, 0), actual.get(key, 0), device=device))
-        rows.append(row)
-    return rows
+    return compare_devices(
+        path,
+        configs,
+        devices,
+        lambda name: _device_of_buffer(name, devices),
+        n_gpu_layers,
+        tensor_split,
+        rpc=[str(e) for e in endpoints],
+        note={"rpc_servers": len(endpoints)},
+    )
 
 
 @dataclass
