@@ -81,11 +81,51 @@ def within_tensor_limit(node: Tensor, max_tensor: int | None) -> bool:
     return node.nbytes() <= max_tensor and all(s.nbytes() <= max_tensor for s in node.src if s is not None)
 
 
+# --- ggml-vulkan (ggml-vulkan.cpp, ggml_backend_vk_device_supports_op), for the ops whose support depends on
+# shapes or types the planner's graphs produce; a device's own features (subgroup operations, shared memory)
+# are taken as present, as on lavapipe and the desktop drivers
+
+_VK_FA_KV_TYPES = frozenset({"f32", "f16", "bf16", "q8_0", "q5_1", "q5_0", "q4_1", "q4_0", "iq4_nl"})
+
+
+def _vk_flash_attn_supported(node: Tensor) -> bool:
+    q, k, v = node.src[0], node.src[1], node.src[2]
+    mask = node.src[3] if len(node.src) > 3 else None
+    sinks = node.src[4] if len(node.src) > 4 else None
+    if k.ne[0] % 8 or v.ne[0] % 8 or q.type.name != "f32" or node.type.name != "f32":
+        return False
+    if (sinks is not None and sinks.type.name != "f32") or (mask is not None and mask.type.name != "f16"):
+        return False
+    if k.type.name not in _VK_FA_KV_TYPES or v.type.name not in _VK_FA_KV_TYPES:
+        return False
+    return (k.type.name == "bf16") == (v.type.name == "bf16")
+
+
+def _vk_ssm_scan_supported(d_state: int, head_dim: int, mamba2: bool) -> bool:
+    """Mamba-2 only, with a state of 128 or 256 and heads a multiple of 16."""
+    return mamba2 and d_state in (128, 256) and head_dim % 16 == 0
+
+
+def _vulkan_supports(node: Tensor) -> bool:
+    if node.op == "FLASH_ATTN_EXT":
+        return _vk_flash_attn_supported(node)
+    if node.op == "SSM_SCAN" and len(node.src) >= 5:
+        s, a = node.src[0], node.src[3]
+        return _vk_ssm_scan_supported(s.ne[0], s.ne[1], a.ne[0] == 1)
+    if node.op == "GATED_LINEAR_ATTN":
+        return node.src[0].ne[0] == 64  # the shader's block size
+    if node.op == "GATED_DELTA_NET":
+        return node.src[2].ne[0] in (16, 32, 64, 128)
+    return True
+
+
 def supports_op(backend: str, node: Tensor, max_tensor: int | None = None) -> bool:
     """Whether a GPU backend (cuda, rocm, metal, vulkan) runs `node` on a device whose largest tensor is
     `max_tensor` bytes (None: no limit)."""
     if not within_tensor_limit(node, max_tensor):
         return False
+    if backend == "vulkan":
+        return _vulkan_supports(node)
     if backend not in CUDA_LIKE:
         return True
     if node.op == "FLASH_ATTN_EXT":
@@ -145,6 +185,10 @@ def weight_supported(
     channels a multiple of 128)."""
     if max_tensor is not None and test_op_bytes(name, shape, n_bytes, matmul, n_expert_used) > max_tensor:
         return False
+    if backend == "vulkan" and name.endswith(".ssm_a") and architecture not in _SSM_A_NOSCAN:
+        n_head = shape[1] if len(shape) > 1 else 1
+        head_dim = (ssm.d_inner if ssm else 0) // n_head if n_head else 0
+        return _vk_ssm_scan_supported(ssm.d_state if ssm else 0, head_dim, shape[0] == 1)
     if backend not in CUDA_LIKE:
         return True
     if name.endswith(".ssm_a") and architecture not in _SSM_A_NOSCAN:
