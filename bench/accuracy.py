@@ -27,6 +27,7 @@ sys.path.insert(0, str(ROOT))
 from bench.accuracy_projectors import projector_section  # noqa: E402
 from bench.accuracy_rpc import rpc_section  # noqa: E402
 from bench.accuracy_variants import variants_section  # noqa: E402
+from bench.sections import kept_section  # noqa: E402
 from planner import LLAMA_CPP_BUILD  # noqa: E402
 from tests.support.compare import ConfigRow, compare_cpu, grid  # noqa: E402
 from tests.support.tiny import ZOO, write_tiny_model  # noqa: E402
@@ -351,14 +352,14 @@ def _left_to_do(exact: set[str]) -> list[str]:
     return lines + [""]
 
 
-def _cuda_section(path: Path) -> str:
-    """The CUDA section of the file as it stands (bench/gpu/report.py writes it)."""
-    from bench.gpu.report import BEGIN, END
+def _gpu_sections(path: Path) -> str:
+    """The Vulkan and CUDA sections of the file as they stand (bench/accuracy_vulkan.py and bench/gpu/report.py
+    write them: each needs a build or a device this script does not have)."""
+    from bench import accuracy_vulkan
+    from bench.gpu import report
 
-    text = path.read_text() if path.exists() else ""
-    if BEGIN not in text or END not in text:
-        return ""
-    return text[text.index(BEGIN) : text.index(END) + len(END)]
+    kept = [kept_section(path, m.BEGIN, m.END) for m in (accuracy_vulkan, report)]
+    return "\n\n".join(k for k in kept if k)
 
 
 def main() -> int:
@@ -459,15 +460,17 @@ def main() -> int:
         "full-attention and sliding-window KV caches, *rs* = recurrent state, *output* = logits buffer, "
         "*compute* = the CPU compute buffer (graph allocator peak).",
         "",
-        "GPU rows: the CUDA section at the end was recorded on a lent H100 and is rendered from that record "
-        "by `python -m bench.gpu.report` (this script keeps it as it is).",
+        "GPU rows: the Vulkan section near the end is generated on llama.cpp's Vulkan backend by "
+        "`python bench/accuracy_vulkan.py` (the Vulkan tier, `bash .ci/vulkan-tier`; Mesa's lavapipe where no GPU "
+        "is at hand); the CUDA section at the end was recorded on a lent H100 and is rendered from that record "
+        "by `python -m bench.gpu.report`. This script keeps both as they are.",
         "",
     ]
     lines += _left_to_do(archs)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    cuda = _cuda_section(out)
-    out.write_text("\n".join(header + lines) + ("\n\n" + cuda + "\n" if cuda else ""))
+    gpu = _gpu_sections(out)
+    out.write_text("\n".join(header + lines) + ("\n\n" + gpu + "\n" if gpu else ""))
     print(f"wrote {out}: {n_rows} rows, {failures} off")
     return 1 if failures else 0
 

@@ -106,7 +106,43 @@ def _vk_ssm_scan_supported(d_state: int, head_dim: int, mamba2: bool) -> bool:
     return mamba2 and d_state in (128, 256) and head_dim % 16 == 0
 
 
+_VK_MATMUL_TYPES = frozenset(
+    {"f32", "f16", "bf16", "q1_0", "q2_0", "q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q2_K", "q3_K", "q4_K", "q5_K"}
+    | {"q6_K", "iq1_s", "iq1_m", "iq2_xxs", "iq2_xs", "iq2_s", "iq3_xxs", "iq3_s", "iq4_xs", "iq4_nl", "mxfp4"}
+    | {"nvfp4", "tq1_0", "tq2_0"}
+)
+
+
+def _vk_dim01_contiguous(t: Tensor) -> bool:
+    """ggml_vk_dim01_contiguous: rows packed, and the 4th dimension's stride follows the 3rd's."""
+    return (
+        t.nb[0] == t.type.type_size
+        and t.nb[1] == t.nb[0] * t.ne[0] // t.type.block_size
+        and (t.ne[3] == 1 or t.nb[3] == t.nb[2] * t.ne[2])
+    )
+
+
+def _vk_mul_mat_supported(node: Tensor) -> bool:
+    """A quantized matrix read through a strided view (a quantized K cache without flash attention) is not
+    multiplied on the device: the scheduler runs it on the CPU and copies the cache there."""
+    w, x = node.src[0], node.src[1]
+    if w.type.name not in _VK_MATMUL_TYPES:
+        return False
+    a = node.src[2] if node.op == "MUL_MAT_ID" else w
+    if a.ne[3] != x.ne[3]:
+        return False
+    if not (_vk_dim01_contiguous(w) or w.type.name in ("f32", "f16", "bf16")):
+        return False
+    if not (_vk_dim01_contiguous(x) or x.type.name in ("f32", "f16")):
+        return False
+    if w.type.name == "bf16" and x.type.name == "f16":
+        return False
+    return not (x.type.name == "bf16" and w.type.name != "bf16")
+
+
 def _vulkan_supports(node: Tensor) -> bool:
+    if node.op in ("MUL_MAT", "MUL_MAT_ID"):
+        return _vk_mul_mat_supported(node)
     if node.op == "FLASH_ATTN_EXT":
         return _vk_flash_attn_supported(node)
     if node.op == "SSM_SCAN" and len(node.src) >= 5:

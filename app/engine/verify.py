@@ -163,7 +163,10 @@ def _message(first: Verification, before: MemoryPlan, after: MemoryPlan) -> str:
     changes = "; ".join(describe_changes(before, after)) or "the same configuration, which fits"
     kept = [g for g in first.gaps if g not in to_take(before, first.gaps)]
     if kept:
-        changes += " (the plan's larger figure kept where llama.cpp counts less: the load allocates it)"
+        changes += (
+            " (the plan's larger figure kept where the dry run counts less: the plan's rule for it was checked "
+            "against real loads, the dry run's estimate was not)"
+        )
     return f"llama.cpp's dry run needs {first.differences()} than planned: {changes}"
 
 
