@@ -22,16 +22,10 @@ import time
 from typing import Any
 
 from app.children import child_env
-from app.errors import VramchatError
+from app.engine.template_errors import TemplateError, TemplateOverBudget
 
 DEADLINE_SECONDS = 5.0  # a real template renders in milliseconds; the sandbox's own step clock stops at 2 s
 START_SECONDS = 20.0  # starting Python and importing jinja, on a busy machine
-
-
-class TemplateOverBudget(VramchatError, RuntimeError):
-    """A chat template that took too long, too much memory or too much work: stopped."""
-
-    title = "The chat template was stopped"
 
 
 class _Renderer:
@@ -46,8 +40,6 @@ class _Renderer:
                 child = self._started()
             except (OSError, EOFError, ValueError) as exc:
                 self._stop()
-                from app.engine.templates import TemplateError
-
                 raise TemplateError(f"the chat template renderer could not start: {exc!r}") from None
             assert child.stdin is not None and child.stdout is not None
             try:
@@ -128,8 +120,6 @@ def render_bounded(
     """The rendered prompt. TemplateOverBudget when the template goes over its time or memory (it is
     then remembered: `over_budget`); app.engine.templates.TemplateError for a template that is broken
     or refuses (its own raise_exception), as the in-process sandbox says."""
-    from app.engine.templates import TemplateError
-
     known = over_budget(template)
     if known:
         raise TemplateOverBudget(known)

@@ -12,23 +12,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.errors import VramchatError
+from app.engine.template_errors import TemplateBudgetError, TemplateError
+
+__all__ = ["TemplateBudgetError", "TemplateError"]  # re-exported: callers import them from here
 
 MAX_TEMPLATE_BYTES = 256 * 1024
 MAX_RENDER_CHARS = 4 * 1024 * 1024
 MAX_RENDER_STEPS = 200_000
 MAX_RENDER_SECONDS = 2.0
 MAX_TEMPLATE_RANGE = 10_000
-
-
-class TemplateError(VramchatError, RuntimeError):
-    """A chat template that cannot be rendered safely (too large, broken, or too much work)."""
-
-    title = "The chat template failed"
-
-
-class TemplateBudgetError(TemplateError):
-    """A template stopped for what it costs (work, time, memory, output), not for what it says."""
 
 
 @dataclass(frozen=True)
