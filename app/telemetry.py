@@ -43,6 +43,8 @@ class Sample:
     generating: bool
     errors: tuple[str, ...] = ()  # readings that failed for this sample
     kv_maximum: int = 0  # the KV cache at the plan's maximum context (the committed one grows towards it)
+    # GPUs no driver library reads live (Vulkan): their figure is what llama.cpp allocated there
+    unread: frozenset[str] = frozenset()
 
     def free(self, device: str) -> int | None:
         if device not in self.devices:
@@ -139,6 +141,7 @@ class Telemetry:
             generating,
             tuple(failed),
             max(self.kv_maximum, self.kv_allocated),
+            frozenset(getattr(self.memory, "unread", ())),
         )
         with self._lock:
             self._samples.append(sample)
@@ -228,7 +231,7 @@ def for_engine(
     except Exception:  # psutil unusable: the sampler records each failed read instead
         rss = process_rss
     return Telemetry(
-        memory=GpuMemoryReader(report, plan, loaded, plan_now),
+        memory=GpuMemoryReader(report, plan, loaded, plan_now, allocated=lambda: _allocated_per_gpu(engine, report)),
         rss=rss,
         engine=engine,
         kv_layout=plan.kv if plan is not None else None,
@@ -240,3 +243,19 @@ def for_engine(
         host_memory=HostMemoryReader(report, plan, loaded, plan_now),
         unified=frozenset(d.name for d in report.gpus if d.unified),
     )
+
+
+def _allocated_per_gpu(engine: Engine, report: DeviceReport) -> dict[str, int]:
+    """The bytes llama.cpp's log says the loaded model holds on each GPU (every buffer kind)."""
+    from app.engine.llama_log import device_of
+
+    if engine.report is None:
+        return {}
+    names = [d.name for d in report.gpus]
+    out: dict[str, int] = {}
+    for _, sizes in engine.report.measurements.tables():
+        for buffer, size in sizes.items():
+            device = device_of(buffer, names)
+            if device in names:
+                out[device] = out.get(device, 0) + size
+    return out

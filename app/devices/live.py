@@ -32,8 +32,12 @@ class GpuMemoryReader:
         plan: MemoryPlan | None = None,
         loaded: Callable[[], bool] = _never_loaded,
         plan_now: Callable[[], MemoryPlan | None] | None = None,
+        allocated: Callable[[], dict[str, int]] | None = None,
     ) -> None:
         self.names = [d.name for d in report.gpus]
+        # per GPU, the bytes llama.cpp allocated there (its log), for devices no driver library reads live
+        self._allocated = allocated
+        self.unread: set[str] = set()  # devices read from llama.cpp's buffers, not from the driver
         self.simulated = report.simulated
         self._base = {d.name: (d.total - d.free, d.total) for d in report.gpus}
         self._plan = plan
@@ -60,7 +64,18 @@ class GpuMemoryReader:
         local = [name for name in self.names if name not in self.remote]
         memory = ggml.gpu_memory() if local else {}
         reading = {name: (total - free, total) for name, (free, total) in memory.items() if name in local}
-        return reading | self._as_planned(self.remote)
+        # a Vulkan (or SYCL, or Metal from another process) device has no driver library the app reads while
+        # the engine holds it: what llama.cpp allocated there stands for its use (lavapipe reports no budget)
+        self.unread = {name for name in local if name not in reading}
+        return reading | self._as_allocated(sorted(self.unread)) | self._as_planned(self.remote)
+
+    def _as_allocated(self, names: list[str]) -> Reading:
+        if not names:
+            return {}
+        if self._allocated is None:
+            return self._as_planned(names)
+        extra = self._allocated() if self._loaded() else {}
+        return {name: (self._base[name][0] + extra.get(name, 0), self._base[name][1]) for name in names}
 
 
 class HostMemoryReader:

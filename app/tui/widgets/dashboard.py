@@ -210,10 +210,12 @@ class Dashboard(VerticalScroll):
             if not visible(plot):
                 continue
             series = [s.devices.get(name, (0, 0))[0] for s in history]
-            lines = [Line("used", series, "measured", size_text(used))]
+            unread = name in last.unread  # no live figure from the driver: llama.cpp's buffers stand for it
+            lines = [Line("allocated" if unread else "used", series, "measured", size_text(used))]
             usage = _usage(model, name) if model is not None else None
             if usage is not None:
                 planned = usage.total - usage.free + usage.planned - usage.weights_mapped
+                planned -= usage.overhead if unread else 0  # the driver's own share cannot be seen there
                 lines.insert(0, Line("planned", [planned] * len(history), "planned", size_text(planned)))
             plot.title = f"{device_title(name) if name == HOST else name + ' memory'} · {size_text(total)}"
             plot.show(times, now, lines, total, window, [0, total / 2, total], active)
