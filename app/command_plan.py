@@ -4,6 +4,7 @@ app.planning's rule reads them, the plan made by app.planning.plan_source. `--pl
 
 from __future__ import annotations
 
+import contextlib
 import os
 from typing import TYPE_CHECKING
 
@@ -11,10 +12,10 @@ from app.errors import UsageError, VramchatError
 
 if TYPE_CHECKING:
     import argparse
+    from collections.abc import Iterator
 
     from app.devices import DeviceReport
     from app.planning import PlanChoice, Planned, ProjectorRule
-    from app.sources.model import ModelSource
     from planner.model import ModelAnatomy
     from planner.projector import Projector
 
@@ -57,11 +58,14 @@ def choice_of(args: argparse.Namespace) -> PlanChoice:
 def make_plan(args: argparse.Namespace) -> tuple[str, DeviceReport, Planned, bool]:
     """The plan for MODEL and the command line's wishes or fixed configuration: (path, device report,
     the plan, whether the configuration was fixed)."""
+    from app.planning import plan_source
+
     path = resolve_model(args.model)
     check_context(args)
     report = devices_for(args)
     choice = command_choice(args, report)
-    planned = plan_command(path, report, choice, projector_rule(path, args, args.mmproj))
+    with refused_as_usage():
+        planned = plan_source(path, report, choice, projector=projector_rule(path, args, args.mmproj))
     return path, report, planned, choice.fixed
 
 
@@ -97,20 +101,13 @@ def command_choice(args: argparse.Namespace, report: DeviceReport) -> PlanChoice
     return choice
 
 
-def plan_command(
-    source: str | ModelSource,
-    report: DeviceReport,
-    choice: PlanChoice,
-    projector: ProjectorRule | None = None,
-    anatomy: ModelAnatomy | None = None,
-) -> Planned:
-    """One model planned as the command line asks (app.planning.plan_source); knobs llama.cpp refuses
-    together are a usage error."""
-    from app.planning import plan_source
+@contextlib.contextmanager
+def refused_as_usage() -> Iterator[None]:
+    """Knobs llama.cpp refuses together (planner.errors.ConfigError) are the command line's usage error."""
     from planner.errors import ConfigError
 
     try:
-        return plan_source(source, report, choice, anatomy=anatomy, projector=projector)
+        yield
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
 

@@ -97,7 +97,8 @@ def _size(path: str) -> int:
 
 def run_quants(args: argparse.Namespace) -> int:
     from app import sources
-    from app.command_plan import check_context, command_choice, devices_for, plan_command, projector_rule
+    from app.command_plan import check_context, command_choice, devices_for, projector_rule, refused_as_usage
+    from app.planning import plan_source
     from app.quants import plan_quants
 
     title, models = quant_sources(args.model)
@@ -110,7 +111,9 @@ def run_quants(args: argparse.Namespace) -> int:
     choice = command_choice(args, report)
 
     def plan(source: ModelSource, anatomy: ModelAnatomy) -> Planned:
-        return plan_command(source, report, choice, projector_rule(source.ref, args, None), anatomy)
+        rule = projector_rule(source.ref, args, None)  # --mmproj is not planned beside each quant
+        with refused_as_usage():
+            return plan_source(source, report, choice, anatomy=anatomy, projector=rule)
 
     progress = _progress_line("planned") if sys.stderr.isatty() and not args.json else None
     table = plan_quants(models, sources.load_anatomy, plan, progress)
