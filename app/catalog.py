@@ -35,14 +35,13 @@ class CatalogEntry:
 
 
 def summarize(path: str, gpus: list[Device], host: Host) -> ModelSummary:
-    """Read the header and solve the default wishes; any failure becomes the summary's error."""
-    from planner.anatomy import load_anatomy
+    """Read the header and solve the default wishes (app.planning's one way in); any failure becomes
+    the summary's error."""
+    from app.planning import Machine, PlanChoice, plan_source, read_anatomy
     from planner.errors import PlannerError
-    from planner.fit import Wishes, solve
-    from planner.gguf import read_gguf
 
     try:
-        model = load_anatomy(read_gguf(path))
+        model = read_anatomy(path)
     except PlannerError as exc:
         return ModelSummary(error=getattr(exc, "problem", str(exc)))
     except Exception as exc:  # a hostile file must not stop the scan
@@ -58,14 +57,14 @@ def summarize(path: str, gpus: list[Device], host: Host) -> ModelSummary:
         exact=model.exact,
     )
     try:
-        result = solve(model, gpus, host, Wishes())
+        planned = plan_source(path, Machine(gpus, host), PlanChoice(), anatomy=model)
     except PlannerError as exc:
         summary.error = str(exc)
         return summary
     except Exception as exc:
         summary.error = f"planning failed: {type(exc).__name__}: {exc}"
         return summary
-    return with_plan(summary, result.plan)
+    return with_plan(summary, planned.fit.plan)
 
 
 def with_plan(summary: ModelSummary, plan: MemoryPlan) -> ModelSummary:

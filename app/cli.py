@@ -250,16 +250,16 @@ def run_plan(args: argparse.Namespace, replay_key=None) -> int:
     from planner.report import plan_to_json, plan_to_table
 
     with recording_fits() as fit_log:
-        path, model, report, result, fixed = _make_plan(args)
+        path, report, planned, fixed = _make_plan(args)
+        model, result = planned.anatomy, planned.fit
         confirmed = _verified(path, model, result, report, solved=not fixed) if args.verify else None
         if confirmed is not None:
             import dataclasses
 
             result = dataclasses.replace(result, plan=confirmed.plan)
+            planned = dataclasses.replace(planned, fit=result)  # the speed of the plan llama.cpp confirmed
         committed = _committed(result.plan, report, args.elastic)
-    from app.speed import plan_speed
-
-    speed = plan_speed(result.plan, report.gpus) if not args.llama_args or args.json else None
+    speed = planned.speed if not args.llama_args or args.json else None
     if args.json:
         data = annotate_plan_json(plan_to_json(result), report)
         data["advice"] = _metal_advice(model, result, report)
@@ -338,7 +338,8 @@ def run_prompt(args: argparse.Namespace) -> int:
     if not args.prompt.strip():
         raise UsageError("-p needs a question")
     attached = _attached(args)  # a missing or unreadable file, or no picture: said before anything loads
-    path, model, report, result, _fixed = _make_plan(args)
+    path, report, planned, _fixed = _make_plan(args)
+    model, result = planned.anatomy, planned.fit
     why_not = not_for_chat(model.architecture)
     if why_not:
         return _fail(f"{path}: {model.name or model.architecture} is {why_not}", EXIT_BAD_FILE)

@@ -1,20 +1,23 @@
 """The plan a command line asks for: its MODEL resolved, its devices probed, its knobs read as
-app.planning's rule reads them. `--plan`, `-p` and `--quants` (app.remote_cli) share it."""
+app.planning's rule reads them, the plan made by app.planning.plan_source. `--plan`, `-p` and
+`--quants` (app.remote_cli: the devices probed once for all its models) share it."""
 
 from __future__ import annotations
 
+import contextlib
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from app.errors import UsageError, VramchatError
 
 if TYPE_CHECKING:
     import argparse
+    from collections.abc import Iterator
 
     from app.devices import DeviceReport
-    from app.planning import PlanChoice
-    from planner.fit import FitResult
+    from app.planning import PlanChoice, Planned, ProjectorRule
     from planner.model import ModelAnatomy
+    from planner.projector import Projector
 
 
 def resolve_model(name: str | None) -> str:
@@ -31,7 +34,7 @@ def resolve_model(name: str | None) -> str:
     return canonical_ref(name)
 
 
-def choice_of(args: argparse.Namespace, projector: Any = None) -> PlanChoice:
+def choice_of(args: argparse.Namespace) -> PlanChoice:
     """The command line's knobs as a choice: what they mean is app.planning's rule, the picker's too."""
     from app.planning import PlanChoice
 
@@ -49,60 +52,78 @@ def choice_of(args: argparse.Namespace, projector: Any = None) -> PlanChoice:
         cpu_extra_buffers=args.repack,
         min_speed=getattr(args, "min_speed", None),
         margins={},
-        projector=projector,
     )
 
 
-def make_plan(args: argparse.Namespace) -> tuple[str, ModelAnatomy, DeviceReport, FitResult, bool]:
-    """The plan for MODEL and the command line's wishes or fixed configuration: (path, anatomy, device
-    report, FitResult, fixed)."""
-    import dataclasses
-
-    from app.devices import probe_devices
-    from app.planning import MAX_CONTEXT, plan_model
-    from planner.errors import ConfigError
+def make_plan(args: argparse.Namespace) -> tuple[str, DeviceReport, Planned, bool]:
+    """The plan for MODEL and the command line's wishes or fixed configuration: (path, device report,
+    the plan, whether the configuration was fixed)."""
+    from app.planning import plan_source
 
     path = resolve_model(args.model)
+    check_context(args)
+    report = devices_for(args)
+    choice = command_choice(args, report)
+    with refused_as_usage():
+        planned = plan_source(path, report, choice, projector=projector_rule(path, args, args.mmproj))
+    return path, report, planned, choice.fixed
+
+
+def check_context(args: argparse.Namespace) -> None:
+    from app.planning import MAX_CONTEXT
+
     if args.ctx is not None and args.ctx > MAX_CONTEXT:
         raise UsageError(f"--ctx {args.ctx} is beyond any model's context")
+
+
+def devices_for(args: argparse.Namespace) -> DeviceReport:
+    """The devices a command plans for (what-if sizes, --cpu, --gpu), probed once per command: a probe
+    may start a child process, ask NVML and call RPC servers."""
+    from app.devices import probe_devices
+
     try:
         report = probe_devices(args.vram, args.ram, cpu_only=args.cpu, gpu=args.gpu)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     require_rpc_servers(report)
-    model = anatomy_of(path)
-    projector = None
-    media = bool(getattr(args, "image", None) or getattr(args, "audio", None))
-    if args.mmproj or media:
-        from app.vision import projector_for
+    return report
 
-        projector = projector_for(
-            path, model, args.mmproj, args.image_max_tokens, sees=bool(args.image), hears=bool(args.audio)
-        )
-    choice = choice_of(args, projector)
+
+def command_choice(args: argparse.Namespace, report: DeviceReport) -> PlanChoice:
+    """The command line's knobs as a choice for these devices (--margin on each GPU)."""
+    import dataclasses
+
+    choice = choice_of(args)
     if choice.fixed and choice.min_speed is not None:
         raise UsageError("--min-speed is a wish for the solver: leave out --ngl, --ctv, --ubatch, --batch ... with it")
     if args.margin is not None:
         choice = dataclasses.replace(choice, margins={d.name: args.margin for d in report.gpus})
+    return choice
+
+
+@contextlib.contextmanager
+def refused_as_usage() -> Iterator[None]:
+    """Knobs llama.cpp refuses together (planner.errors.ConfigError) are the command line's usage error."""
+    from planner.errors import ConfigError
+
     try:
-        result = plan_model(model, report.gpus, report.host, choice)
+        yield
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
-    return path, model, report, result, choice.fixed
 
 
-def anatomy_of(path: str) -> ModelAnatomy:
-    """The model's anatomy: a local file's from the header cache, a remote one's (hf:..., an URL) by
-    range reads of its header (app.sources)."""
-    from app.sources.refs import is_remote
+def projector_rule(path: str, args: argparse.Namespace, mmproj: str | None) -> ProjectorRule | None:
+    """--mmproj, --image and --audio: the projector they need, or a VisionError that says why there is none."""
+    image, audio = getattr(args, "image", None), getattr(args, "audio", None)
+    if not (mmproj or image or audio):
+        return None
 
-    if not os.path.exists(path) and is_remote(path):
-        from app import sources
+    def required(model: ModelAnatomy) -> tuple[Projector | None, str]:
+        from app.vision import projector_for
 
-        return sources.load_anatomy(sources.resolve_source(path))
-    from app.header_cache import load_anatomy_cached
+        return projector_for(path, model, mmproj, args.image_max_tokens, sees=bool(image), hears=bool(audio)), ""
 
-    return load_anatomy_cached(path)
+    return required
 
 
 def require_rpc_servers(report: DeviceReport) -> None:

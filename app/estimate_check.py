@@ -44,15 +44,14 @@ def check_summary(
     (a fake engine), the header no longer plans, or llama.cpp refuses the configuration."""
     from app.catalog import with_plan
     from app.engine.verify import confirm_plan, replan
-    from app.header_cache import load_anatomy_cached
+    from app.planning import Machine, PlanChoice, plan_source
     from planner.errors import PlannerError
-    from planner.fit import Wishes, solve
 
     try:
-        model = load_anatomy_cached(path)
-        result = solve(model, gpus, host, Wishes())
+        planned = plan_source(path, Machine(gpus, host), PlanChoice())
     except PlannerError:
         return None
+    model, result = planned.anatomy, planned.fit
     confirmed = confirm_plan(runner, path, result.plan, gpus, host, lambda g, h: replan(model, result.plan, g, h))
     if confirmed is None or not confirmed.verification.dry_run.ok:
         return None

@@ -38,7 +38,7 @@ def _entry(path: str) -> Path | None:
 
 def load_anatomy_cached(path: str) -> ModelAnatomy:
     """The model's anatomy: from the cache when this file was read before, else from its header.
-    (A model on the hub or at an URL is app.sources' to read: app.command_plan.anatomy_of.)"""
+    (A model on the hub or at an URL is app.sources' to read: app.planning.read_anatomy.)"""
     from planner.anatomy import load_anatomy
     from planner.gguf import read_gguf
 

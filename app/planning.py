@@ -1,4 +1,8 @@
-"""What hand-set knobs mean, for the picker and the command line alike: one `plan_model`.
+"""The one way into planning (`plan_source`), and what hand-set knobs mean (`plan_model`).
+
+Every place that plans a model (the command line's --plan, -p and --quants, the picker, the hub,
+the model list, the estimate check) goes through `plan_source`: the model read by one route, a
+projector chosen for it, the plan made for devices probed once by the caller, the speed on asking.
 
 The rule: knobs that place the model (GPU layers, experts kept on the CPU, the V cache type,
 batch sizes, parallel sequences, a full-size sliding-window cache) fix the configuration, which is
@@ -10,19 +14,27 @@ context that goes with 10 layers rather than with the solver's own choice of lay
 
 from __future__ import annotations
 
+import dataclasses
+import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from functools import cached_property
+from typing import TYPE_CHECKING, Protocol
 
 from planner.errors import ConfigError
 
 if TYPE_CHECKING:  # the solver is imported when a plan is made, not when the picker is drawn
     from collections.abc import Callable
 
+    from app.sources.model import ModelSource
     from planner.fit import FitResult
     from planner.hardware import Device, Host
     from planner.memory import MemoryPlan
     from planner.model import ModelAnatomy
     from planner.projector import Projector
+    from planner.speed import SpeedPrediction
+
+    # how a projector is chosen for a model once it is read: (the projector, or None and why not)
+    ProjectorRule = Callable[[ModelAnatomy], tuple[Projector | None, str]]
 
 # The longest context anyone may ask for: beyond any model's, so a typo is caught, not planned.
 MAX_CONTEXT = 10_000_000
@@ -163,3 +175,103 @@ def _longest_fixed_context(model: ModelAnatomy, gpus: list[Device], host: Host, 
         else:
             hi = mid
     return lo
+
+
+# -- the one way in ------------------------------------------------------------------------------------
+
+
+class Devices(Protocol):
+    """What a plan is made for: a device report (app.devices), probed once per command or screen."""
+
+    @property
+    def gpus(self) -> list[Device]: ...
+
+    @property
+    def host(self) -> Host: ...
+
+
+@dataclass(frozen=True)
+class Machine:
+    """Devices known without a report of their own (a catalog holds its GPUs and host)."""
+
+    gpus: list[Device]
+    host: Host
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One model planned for one set of devices: what the command line, the picker and the hub show."""
+
+    anatomy: ModelAnatomy
+    fit: FitResult
+    devices: Devices
+    projector: Projector | None = None  # planned beside the model: its share is among the plan's buffers
+    projector_note: str = ""  # why the projector offered is not planned with it
+
+    @cached_property
+    def speed(self) -> SpeedPrediction:
+        """The predicted speed on these devices, worked out when first asked (it may time this CPU once);
+        a failure is an unknown figure with its reason, never a failed plan."""
+        from app.speed import plan_speed
+
+        return plan_speed(self.fit.plan, self.devices.gpus)
+
+
+def plan_source(
+    source: str | ModelSource,
+    devices: Devices,
+    choice: PlanChoice,
+    *,
+    anatomy: ModelAnatomy | None = None,
+    projector: ProjectorRule | None = None,
+    known: FitResult | None = None,
+) -> Planned:
+    """Plan `source` (a file, a hub or URL reference, a listed model) for `devices` as `choice` asks.
+
+    `anatomy`: the model already read (a list's parallel reads, the picker's own); `projector`: how
+    to choose the projector planned beside it; `known`: a plan already made for this choice (the one
+    llama.cpp's dry run checked), kept rather than made again. Raises PlannerError (ConfigError for
+    knobs llama.cpp refuses together)."""
+    model = anatomy if anatomy is not None else read_anatomy(source)
+    note = ""
+    if projector is not None:
+        found, note = projector(model)
+        if found is not None:
+            choice = dataclasses.replace(choice, projector=found)
+    fit = known if known is not None else plan_model(model, devices.gpus, devices.host, choice)
+    return Planned(model, fit, devices, choice.projector, note)
+
+
+def read_anatomy(source: str | ModelSource) -> ModelAnatomy:
+    """The model's anatomy, by one route: a file's from the header cache, a listed model's or a hub or
+    URL reference's by range reads of its header (app.sources, which keeps what it read)."""
+    from app import sources
+
+    if not isinstance(source, str):
+        return sources.load_anatomy(source)
+    from app.sources.refs import is_remote
+
+    if not os.path.exists(source) and is_remote(source):
+        return sources.load_anatomy(sources.resolve_source(source))
+    from app.header_cache import load_anatomy_cached
+
+    return load_anatomy_cached(source)
+
+
+def projector_among(candidates: list[str]) -> ProjectorRule:
+    """The picker's rule: the candidate that fits the model, or none and a note that says why (the
+    model is then planned to read words only)."""
+
+    def choose(model: ModelAnatomy) -> tuple[Projector | None, str]:
+        from app.vision import choose_projector
+        from planner.projectors.match import mismatch
+
+        found = choose_projector(candidates, model)
+        if found is None:
+            return None, "It cannot be read, so it is not loaded: the model reads words only."
+        wrong = mismatch(found, model)
+        if wrong:
+            return None, f"{wrong}, so it is not loaded: the model reads words only."
+        return found, ""
+
+    return choose

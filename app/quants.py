@@ -18,8 +18,8 @@ from app.plan_cache import ModelSummary
 from app.sources.model import ModelSource
 
 if TYPE_CHECKING:
+    from app.planning import Planned
     from planner.fit import FitResult
-    from planner.hardware import Device
     from planner.model import ModelAnatomy
 
 MAX_PARALLEL = 8
@@ -104,31 +104,28 @@ class QuantTable:
     notes: list[str] = field(default_factory=list)
 
 
-def predicted_tokens_per_second(result: FitResult, gpus: list[Device]) -> float | None:
-    """Predicted decode speed of this plan on these devices and this CPU, at the start of a chat: the
-    `tok/s` column (app.speed: the probe's figures, what replies taught; None where a figure is missing,
-    a GPU without a known bandwidth say)."""
-    from app.speed import plan_speed
-
-    return plan_speed(result.plan, gpus).decode_start.value
+def predicted_tokens_per_second(planned: Planned) -> float | None:
+    """Predicted decode speed of this plan on the devices it was made for and this CPU, at the start of
+    a chat: the `tok/s` column (app.speed: the probe's figures, what replies taught; None where a figure
+    is missing, a GPU without a known bandwidth say)."""
+    return planned.speed.decode_start.value
 
 
 def plan_quants(
     sources: list[ModelSource],
     load: Callable[[ModelSource], ModelAnatomy],
-    plan: Callable[[ModelSource, ModelAnatomy], FitResult],
+    plan: Callable[[ModelSource, ModelAnatomy], Planned],
     progress: Callable[[int, int], None] | None = None,
     parallel: int = MAX_PARALLEL,
     on_row: Callable[[int, QuantRow], None] | None = None,
-    speed: Callable[[FitResult], float | None] | None = None,
 ) -> QuantTable:
     """Read every model's header (in parallel threads) and plan each as soon as it is read (in this
     thread), then choose the best.
 
-    `load` is app.sources.load_anatomy; `plan` solves one model for the devices and wishes at hand.
-    Blocking: the picker runs it in a worker. `progress(done, total)` is called in this thread as each
-    model is planned, and `on_row(index, row)` with the row planned (or unreadable). `speed` gives a
-    plan's predicted tok/s (predicted_tokens_per_second for the devices planned for)."""
+    `load` is app.sources.load_anatomy; `plan` solves one model for the devices and wishes at hand
+    (app.planning.plan_source, the devices probed once for all). Blocking: the picker runs it in a
+    worker. `progress(done, total)` is called in this thread as each model is planned, and
+    `on_row(index, row)` with the row planned (or unreadable), its predicted tok/s with it."""
     from concurrent.futures import as_completed
 
     rows = [QuantRow(source) for source in sources]
@@ -139,7 +136,7 @@ def plan_quants(
                 row = rows[pending[future]]
                 row.anatomy, row.error = future.result()
                 if row.anatomy is not None:
-                    _plan_row(row, plan, speed)
+                    _plan_row(row, plan, speed=True)
                 if on_row:
                     on_row(pending[future], row)
                 if progress:
@@ -165,17 +162,14 @@ def _read_one(source: ModelSource, load: Callable[[ModelSource], ModelAnatomy]) 
         return None, str(getattr(exc, "problem", None) or exc)
 
 
-def _plan_row(
-    row: QuantRow,
-    plan: Callable[[ModelSource, ModelAnatomy], FitResult],
-    speed: Callable[[FitResult], float | None] | None = None,
-) -> None:
+def _plan_row(row: QuantRow, plan: Callable[[ModelSource, ModelAnatomy], Planned], speed: bool) -> None:
     from planner.errors import PlannerError
 
     assert row.anatomy is not None
     try:
-        row.result = plan(row.source, row.anatomy)
-        row.tokens_per_second = speed(row.result) if speed is not None else None
+        planned = plan(row.source, row.anatomy)
+        row.result = planned.fit
+        row.tokens_per_second = predicted_tokens_per_second(planned) if speed else None
     except PlannerError as exc:
         row.error = str(exc)
 
@@ -267,7 +261,7 @@ class RepoFit:
 def repo_fit(
     repo_id: str,
     load: Callable[[ModelSource], ModelAnatomy],
-    plan: Callable[[ModelSource, ModelAnatomy], FitResult],
+    plan: Callable[[ModelSource, ModelAnatomy], Planned],
 ) -> RepoFit:
     """List the repo (the listing seen last when the hub cannot be reached), read its representative
     quant's header and plan it. Blocking (network): run it in a worker thread."""
@@ -294,5 +288,5 @@ def repo_fit(
         row.anatomy = load(choice)
     except (PlannerError, VramchatError) as exc:
         return failed(exc, len(models), row.quant)
-    _plan_row(row, plan)
+    _plan_row(row, plan, speed=False)
     return RepoFit(repo_id, row.quant, len(models), row.summary, error=row.error)

@@ -17,9 +17,9 @@ from app.errors import VramchatError
 from app.sources.refs import is_remote
 
 if TYPE_CHECKING:
+    from app.planning import Planned
     from app.quants import QuantTable
     from app.sources.model import ModelSource
-    from planner.fit import FitResult
     from planner.model import ModelAnatomy
 
 EXIT_OK, EXIT_NO_FIT, EXIT_CANCELLED = 0, 3, 130
@@ -95,42 +95,30 @@ def _size(path: str) -> int:
         return 0
 
 
-def _planner_like_plan(args: argparse.Namespace) -> Any:
-    """Plan one model exactly as `--plan` does with the same flags (what-if devices, wishes, fixed knobs)."""
-    from app.command_plan import make_plan
-
-    def plan(source: ModelSource, anatomy: ModelAnatomy) -> FitResult:
-        from app import sources
-
-        sources.remember(source)
-        words = argparse.Namespace(**{**vars(args), "model": source.ref, "mmproj": None})
-        _path, _model, report, result, _fixed = make_plan(words)
-        plan.report = report  # type: ignore[attr-defined]
-        return result
-
-    return plan
-
-
 def run_quants(args: argparse.Namespace) -> int:
     from app import sources
-    from app.quants import plan_quants, predicted_tokens_per_second
+    from app.command_plan import check_context, command_choice, devices_for, projector_rule, refused_as_usage
+    from app.planning import plan_source
+    from app.quants import plan_quants
 
     title, models = quant_sources(args.model)
     if not models:
         raise VramchatError(f"{args.model}: no GGUF model in it")
     for model in models:
         sources.remember(model)
-    plan = _planner_like_plan(args)
+    check_context(args)
+    report = devices_for(args)  # once for every model: as `--plan` would for each, with the same flags
+    choice = command_choice(args, report)
+
+    def plan(source: ModelSource, anatomy: ModelAnatomy) -> Planned:
+        rule = projector_rule(source.ref, args, None)  # --mmproj is not planned beside each quant
+        with refused_as_usage():
+            return plan_source(source, report, choice, anatomy=anatomy, projector=rule)
+
     progress = _progress_line("planned") if sys.stderr.isatty() and not args.json else None
-
-    def speed(result: Any) -> float | None:  # the devices are the ones the plan was made for
-        report = getattr(plan, "report", None)
-        return predicted_tokens_per_second(result, report.gpus) if report is not None else None
-
-    table = plan_quants(models, sources.load_anatomy, plan, progress, speed=speed)
+    table = plan_quants(models, sources.load_anatomy, plan, progress)
     if progress:
         sys.stderr.write("\r\033[K")
-    report = getattr(plan, "report", None)
     if all(row.result is None for row in table.rows):  # not one header could be read: say why, once
         raise VramchatError(table.rows[0].error if len(table.rows) == 1 else f"{args.model}: {table.rows[0].error}")
     if args.json:

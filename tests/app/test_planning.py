@@ -67,3 +67,28 @@ def test_the_picker_and_the_command_line_fix_a_configuration_alike(
         picked.n_ctx,
     )
     assert config["n_gpu_layers"] == picked.n_gpu_layers
+
+
+def test_quants_of_a_folder_probes_the_devices_once(
+    zoo: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Each probe may start a child process, ask NVML and call RPC servers: one per command, not per file."""
+    import json
+    import shutil
+
+    import app.devices
+    from app.cli import main
+
+    folder = tmp_path / "quants"
+    folder.mkdir()
+    for name in ("llama-f16", "llama-q8_0", "llama-q4_k"):
+        shutil.copy(zoo[name], folder / f"{name}.gguf")
+    probes: list[tuple] = []
+    probe = app.devices.probe_devices
+    monkeypatch.setattr(app.devices, "probe_devices", lambda *a, **k: probes.append(a) or probe(*a, **k))
+    code = main(["--quants", str(folder), "--json", "--vram", "2GiB", "--ram", "16GiB"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    rows = json.loads(out)["models"]
+    assert len(rows) == 3 and all(r["verdict"] == "full_gpu" for r in rows)
+    assert len(probes) == 1

@@ -94,7 +94,7 @@ async def test_search_and_open_a_repo_every_quant_badged_as_the_picker_badges_it
     from app import quants as quant_planning
 
     # the speed model fills the tok/s column through this one function (tests/remote: the real figures)
-    monkeypatch.setattr(quant_planning, "predicted_tokens_per_second", lambda result, gpus: 42.0)
+    monkeypatch.setattr(quant_planning, "predicted_tokens_per_second", lambda planned: 42.0)
     hub.add_repo("acme/tiny-llama-GGUF", {"tiny-llama-F16.gguf": zoo["llama-f16"]}, downloads=50)
     hub.add_repo("other/unrelated-GGUF", {"unrelated-Q8_0.gguf": zoo["qwen3-hd"]}, downloads=10, pipeline_tag="x")
     app = make_app(shelf)

@@ -43,11 +43,11 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from app.devices import DeviceReport
+    from app.planning import Planned
     from app.quants import QuantRow, RepoFit
     from app.sources.hub import RepoSummary
     from app.sources.model import ModelSource
     from app.tui.services import Services
-    from planner.fit import FitResult
     from planner.model import ModelAnatomy
 
 SEARCH_LIMIT = 20  # repos a search or the most downloaded list shows (each is badged: a header read)
@@ -88,12 +88,12 @@ def format_count(n: int) -> str:
     return str(n)
 
 
-def _planner(report: DeviceReport) -> Callable[[ModelSource, ModelAnatomy], FitResult]:
+def _planner(report: DeviceReport) -> Callable[[ModelSource, ModelAnatomy], Planned]:
     """A remote model planned as the picker plans a local one: this machine's devices, no knob set."""
-    from app.planning import PlanChoice, plan_model
+    from app.planning import PlanChoice, plan_source
 
-    def plan(source: ModelSource, anatomy: ModelAnatomy) -> FitResult:
-        return plan_model(anatomy, report.gpus, report.host, PlanChoice())
+    def plan(source: ModelSource, anatomy: ModelAnatomy) -> Planned:
+        return plan_source(source, report, PlanChoice(), anatomy=anatomy)
 
     return plan
 
@@ -483,7 +483,7 @@ class HubScreen(Screen):
 
     @work(thread=True, exclusive=True, group="hub-open", exit_on_error=False)
     def _open(self, repo_id: str, request: int) -> None:
-        from app.quants import plan_quants, predicted_tokens_per_second
+        from app.quants import plan_quants
         from app.sources import hub, load_anatomy
 
         try:
@@ -498,11 +498,7 @@ class HubScreen(Screen):
         if not models:
             return
         worker = get_current_worker()
-        devices = self._devices()
-        plan = _planner(devices)
-
-        def speed(result: FitResult) -> float | None:
-            return predicted_tokens_per_second(result, devices.gpus)
+        plan = _planner(self._devices())
 
         def planned(index: int, row: QuantRow) -> None:
             if worker.is_cancelled or request != self._open_request:
@@ -510,7 +506,7 @@ class HubScreen(Screen):
             self.post_message(QuantPlanned(request, index, row))
 
         try:
-            table = call_abandonable(plan_quants, models, load_anatomy, plan, on_row=planned, speed=speed)
+            table = call_abandonable(plan_quants, models, load_anatomy, plan, on_row=planned)
         except (Abandoned, _Stale):
             return
         self.post_message(QuantsPlanned(request, table))

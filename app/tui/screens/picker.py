@@ -24,7 +24,7 @@ from textual.worker import Worker, WorkerState, get_current_worker
 
 from app.catalog import Catalog, CatalogEntry, fit_badge, format_params
 from app.discovery import ModelFile, folders_to_scan
-from app.planning import FA_CHOICES, KV_CHOICES, PlanChoice, parse_choice, plan_model
+from app.planning import FA_CHOICES, KV_CHOICES, PlanChoice, parse_choice
 from app.tui import bench_hook
 from app.tui.badges import badge_style
 from app.tui.messages import (
@@ -611,21 +611,18 @@ class PickerScreen(Screen):
 
     @work(thread=True, exclusive=True, group="plan", exit_on_error=False)
     def _plan(self, path: str, choice: PlanChoice, request: int, projectors: list[str]) -> None:
-        from app.header_cache import load_anatomy_cached
-        from app.speed import plan_speed
+        from app.planning import plan_source, projector_among, read_anatomy
 
         report = self.services.devices or self.services.probe_devices()  # planned only once probed: kept
-        note = ""
         try:
             model = self.anatomies.get(path)
             if model is None:
-                model = load_anatomy_cached(path)  # a header read before comes from the cache
+                model = read_anatomy(path)  # a header read before comes from the cache
                 self.anatomies[path] = model
-            if projectors:
-                choice, note = _with_projector(choice, projectors, model)
             checked = self.checked_fits.get(path) if choice.is_default else None
-            result = checked or plan_model(model, report.gpus, report.host, choice)
-            speed = plan_speed(result.plan, report.gpus)
+            rule = projector_among(projectors) if projectors else None
+            planned = plan_source(path, report, choice, anatomy=model, projector=rule, known=checked)
+            result, note, speed = planned.fit, planned.projector_note, planned.speed
         except PlannerError as exc:
             self.post_message(PlanComputed(path, request, None, getattr(exc, "problem", None) or str(exc)))
             return
@@ -782,19 +779,3 @@ class PickerScreen(Screen):
     def model_name(self, path: str) -> str:
         entry = self.entries.get(path)
         return entry.name if entry else Path(path).name
-
-
-def _with_projector(choice: PlanChoice, projectors: list[str], model: ModelAnatomy) -> tuple[PlanChoice, str]:
-    """The choice with the projector that fits the model (planned beside it), or unchanged and why not."""
-    import dataclasses
-
-    from app.vision import choose_projector
-    from planner.projectors.match import mismatch
-
-    found = choose_projector(projectors, model)
-    if found is None:
-        return choice, "It cannot be read, so it is not loaded: the model reads words only."
-    wrong = mismatch(found, model)
-    if wrong:
-        return choice, f"{wrong}, so it is not loaded: the model reads words only."
-    return dataclasses.replace(choice, projector=found), ""
