@@ -165,22 +165,24 @@ def serve(argv: Sequence[str]) -> int:
     if cache:
         os.makedirs(cache, exist_ok=True)
     command = [sys.executable, "-m", "app.rpc.server_process", str(endpoint), cache, str(args.threads)]
-    proc = subprocess.Popen(
-        command + [name for name, *_ in lent],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=child_env(),
-        text=True,
-        start_new_session=True,  # Ctrl+C reaches this command, which then stops the server
-    )
     # Ctrl+C, a SIGTERM from a service manager or a closed terminal stops the server cleanly (even
-    # where the shell started this command with SIGINT ignored, as it does for background jobs)
-    errors: list[str] = []
-    threading.Thread(target=lambda: errors.extend(proc.stderr or []), daemon=True).start()
+    # where the shell started this command with SIGINT ignored, as it does for background jobs); the
+    # handlers are in place before the server starts, so no signal can come between the two
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # SIGHUP: the terminal was closed
         signal.signal(sig, signal.default_int_handler)
+    errors: list[str] = []
+    proc: subprocess.Popen[str] | None = None
     try:  # from here on a signal stops the server, even one that comes while the lines below are said
+        proc = subprocess.Popen(
+            command + [name for name, *_ in lent],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=child_env(),
+            text=True,
+            start_new_session=True,  # Ctrl+C reaches this command, which then stops the server
+        )
+        threading.Thread(target=lambda: errors.extend(proc.stderr or []), daemon=True).start()
         for name, description, free, total in lent:
             _say(f"lending {name} ({description}): {format_size(free)} free of {format_size(total)}")
         _say(_serving_line(args.host, endpoint))
@@ -193,13 +195,14 @@ def serve(argv: Sequence[str]) -> int:
                 _say("the client left")
         proc.wait()
     except KeyboardInterrupt:
-        with contextlib.suppress(ProcessLookupError):
-            proc.send_signal(signal.SIGTERM)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(5)
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        if proc is not None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(signal.SIGTERM)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(5)
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
         _say("stopped; the lent devices are free again")
         return 0
     detail = "".join(errors).strip().splitlines()
