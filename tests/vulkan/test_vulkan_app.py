@@ -67,3 +67,33 @@ def test_the_8b_plan_says_what_the_dry_run_says(tmp_path: Path) -> None:
     proc = _run(tmp_path, "--plan", str(path), "--verify", "--ngl", "8", "--ctx", "8192")
     assert proc.returncode in (0, 3), proc.stderr
     assert "every figure as planned" in proc.stdout, proc.stdout
+
+
+def test_the_context_grows_on_the_device_as_planned(gemma_path: Path) -> None:
+    """The context grows with the chat: llama.cpp's context made larger on Vulkan0 holds the cache the plan
+    at the larger context says, on the device."""
+    from app.devices import probe_devices
+    from app.engine.planned_actual import compare_load
+    from app.engine.process import EngineProcess
+    from planner.anatomy import load_anatomy
+    from planner.config import LoadConfig
+    from planner.gguf import read_gguf
+    from planner.memory import plan_memory
+
+    report = probe_devices()
+    anatomy = load_anatomy(read_gguf(str(gemma_path)))
+    engine = EngineProcess()
+    try:
+        engine.load(gemma_path, LoadConfig(n_gpu_layers=99, n_ctx=4096, flash_attn=True, swa_full=False))
+        prompt = engine.tokenize("Q: What is the capital of France?\nA:")
+        "".join(engine.generate(prompt, None))
+        resized = engine.resize(8192)
+        assert resized.n_ctx == 8192 and resized.kept_tokens > 0
+        assert engine.report is not None
+        plan = plan_memory(
+            anatomy, LoadConfig(n_gpu_layers=99, n_ctx=8192, flash_attn=True, swa_full=False), report.gpus, report.host
+        )
+        rows = [r for r in compare_load(plan, engine.report) if r.kind in ("kv", "kv_swa")]
+        assert rows and all(r.device == "Vulkan0" and r.matches for r in rows), rows
+    finally:
+        engine.close()
