@@ -123,7 +123,6 @@ _AMX_TYPES = {
     "iq4_xs": (256, 2),
     "f16": (16, 0),
 }
-_LOOKUP_TABLES = LOOKUP_TABLES  # weights read with GET_ROWS (embedding tables), never through a matmul
 
 
 def amx_bytes(info: TensorInfo) -> int | None:
@@ -136,7 +135,7 @@ def amx_bytes(info: TensorInfo) -> int | None:
     spec = _AMX_TYPES.get(info.type.name)
     if spec is None or not _is_matmul_weight(info) or _EXPERT_RE.search(info.name):
         return None
-    if info.name in _LOOKUP_TABLES or info.name.endswith(("_exps.weight", ".weight_scale")):
+    if info.name in LOOKUP_TABLES or info.name.endswith(("_exps.weight", ".weight_scale")):
         return None
     align, extra = spec
     ne0, ne1 = info.shape[0], info.shape[1]
@@ -207,6 +206,20 @@ def weight_buffers(
             return True
         return False
 
+    def supported_on(device: int, name: str, info: TensorInfo, matmul: bool) -> bool:
+        """llama.cpp's weight_buft_supported for the GPU `device` (the tensor read as `name`)."""
+        return weight_supported(
+            gpus[device].backend,
+            model.architecture,
+            name,
+            info.shape,
+            model.ssm,
+            n_bytes=info.n_bytes,
+            matmul=matmul,
+            max_tensor=gpus[device].max_tensor_bytes,
+            n_expert_used=model.experts.n_used if model.experts else 0,
+        )
+
     def put(info: TensorInfo, device: int, matmul: bool) -> None:
         out.tensor_device.setdefault(info.name, device)
         if device == HOST_INDEX:
@@ -215,17 +228,7 @@ def weight_buffers(
             else:
                 host_default.append(info)
             return
-        if not weight_supported(
-            gpus[device].backend,
-            model.architecture,
-            info.name,
-            info.shape,
-            model.ssm,
-            n_bytes=info.n_bytes,
-            matmul=matmul,
-            max_tensor=gpus[device].max_tensor_bytes,
-            n_expert_used=model.experts.n_used if model.experts else 0,
-        ):
+        if not supported_on(device, info.name, info, matmul):
             # the GPU cannot run the op that reads it: the next buffer type of its list, the host's
             # (llama-model-loader.cpp, select_weight_buft); a tied output's copy is the embedding itself there
             if info not in host_default:
@@ -276,17 +279,7 @@ def weight_buffers(
                 elif not use_mmap:
                     host_default.append(embd)
             else:
-                supported = weight_supported(
-                    gpus[placement.output].backend,
-                    model.architecture,
-                    "output.weight",
-                    embd.shape,
-                    model.ssm,
-                    n_bytes=embd.n_bytes,
-                    matmul=True,
-                    max_tensor=gpus[placement.output].max_tensor_bytes,
-                )
-                if supported:
+                if supported_on(placement.output, "output.weight", embd, matmul=True):
                     rules = gpu_rules[placement.output]
                     size = rules.alloc_size(embd.type, embd.n_bytes, embd.shape[0] if embd.shape else 1)
                     out.gpu[placement.output] = out.gpu.get(placement.output, 0) + rules.padded(size)
