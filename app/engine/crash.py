@@ -148,7 +148,7 @@ class EngineExit:
 
     def message(self) -> str:
         text = f"llama.cpp's engine process {self.how} {PHASES.get(self.phase, 'while ' + self.phase)}."
-        words = self.last_words()
+        words = [] if (self.stalled_seconds or self.stop_ignored) else self.last_words()  # its startup lines
         if words:
             text += " Its last words: " + " | ".join(words)
         return text
