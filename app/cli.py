@@ -461,7 +461,7 @@ def _images_json(attached: list, shelf, session) -> list[dict]:
 
 def _projector_json(model) -> dict | None:
     """The projector's buffers: planned beside what libmtmd allocated (exact once an image has been encoded)."""
-    from app.engine.llama_log import device_of
+    from app.devices.buffer_names import device_of
 
     if model.projector is None:
         return None
