@@ -26,6 +26,7 @@ from textual.worker import Worker, WorkerState
 
 from app.chat import conversation_tokens, stop_note, to_messages
 from app.engine import GenerationParams, GenerationStats
+from app.engine.failure import first_line
 from app.engine.templates import ChatMessage
 from app.engine.types import MediaPrompt
 from app.media import Attachment
@@ -314,7 +315,7 @@ class ChatScreen(Screen):
             return
         self.query_one("#load-status", Label).update(f"Out of memory: retrying with {changes}…")
         self.app.notify(
-            f"{_first_line(message.why)}\nTrying a smaller plan: {changes}.",
+            f"{first_line(message.why)}\nTrying a smaller plan: {changes}.",
             title="Not enough memory",
             severity="warning",
             timeout=10,
@@ -594,12 +595,12 @@ class ChatScreen(Screen):
             return
         error = growth.error
         if error and not growth.after:
-            self.app.notify(_first_line(error), title="The context could not be resized", severity="warning")
+            self.app.notify(first_line(error), title="The context could not be resized", severity="warning")
         elif error:
             self.app.notify(
                 f"The context could not grow beyond {growth.after:,} tokens: another program may "
                 "have taken the memory. The oldest turns are left out of the prompt instead.\n"
-                f"{_first_line(error)}",
+                f"{first_line(error)}",
                 title="Context kept",
                 severity="warning",
                 timeout=10,
@@ -993,12 +994,6 @@ class ChatScreen(Screen):
                 (5, f"{model.fmt.name} format"),
             ]
         )
-
-
-def _first_line(text: str) -> str:
-    """An engine message up to llama.cpp's details (after the first colon)."""
-    head, _, _ = text.partition(": ")
-    return head if head else text
 
 
 def _error_dialog(title: str, text: str):
