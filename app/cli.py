@@ -438,7 +438,7 @@ def _attached(args: argparse.Namespace) -> list:
 
 def _images_json(attached: list, shelf, session) -> list[dict]:
     """Each picture or sound sent: its size, the size the model was shown, and the tokens it became."""
-    encoded = {e.id: e for e in getattr(session.engine, "encoded", [])}
+    encoded = {e.id: e for e in session.engine.encoded}
     out = []
     for a, _file in attached:
         scaled = shelf.scaled.get(a.id) if shelf else None

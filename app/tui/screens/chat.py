@@ -450,22 +450,22 @@ class ChatScreen(Screen):
         params: GenerationParams,
         shelf: MediaShelf | None = None,
     ) -> None:
-        gpus = [g.name for g in getattr(self.services.devices, "gpus", [])]
-        outcome = write_reply(
-            self.services.session,
+        session = self.services.session
+        write_reply(
+            session,
             self.services.store,
             msg_id,
             turns,
             system,
             params,
-            gpus,
+            session.gpu_names,  # the devices the session loaded the model on classify a failure
             self._cancel,
             on_fitted=lambda b: self._post(PromptFitted(len(b.tokens), b.n_ctx, b.dropped, b.near_limit, b.note)),
             on_piece=lambda piece: self._post(ReplyPiece(msg_id, piece)),
             on_growth=lambda growth: self._post(ContextResized(growth)),
             media=shelf,
+            on_done=lambda outcome: self._post(ReplyFinished(msg_id, outcome, session.recover(outcome))),
         )
-        self.post_message(ReplyFinished(msg_id, outcome, self.services.session.recover(outcome)))
 
     def on_context_resized(self, message: ContextResized) -> None:
         growth = message.growth
@@ -521,7 +521,7 @@ class ChatScreen(Screen):
         """While a long prompt is read, its progress in the reply's header: nothing is written yet."""
         view = self._reply
         engine = self.services.session.engine
-        encoding = getattr(engine, "encoding", None)
+        encoding = engine.encoding
         if view is not None and encoding is not None:
             index, count = encoding
             view.set_note(f"showing the model the picture{f' {index + 1} of {count}' if count > 1 else ''}…")
