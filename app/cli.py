@@ -438,7 +438,7 @@ def _attached(args: argparse.Namespace) -> list:
 
 def _images_json(attached: list, shelf, session) -> list[dict]:
     """Each picture or sound sent: its size, the size the model was shown, and the tokens it became."""
-    encoded = {e.id: e for e in getattr(session.engine, "encoded", [])}
+    encoded = {e.id: e for e in session.engine.encoded}
     out = []
     for a, _file in attached:
         scaled = shelf.scaled.get(a.id) if shelf else None
@@ -461,7 +461,7 @@ def _images_json(attached: list, shelf, session) -> list[dict]:
 
 def _projector_json(model) -> dict | None:
     """The projector's buffers: planned beside what libmtmd allocated (exact once an image has been encoded)."""
-    from app.engine.llama_log import device_of
+    from app.devices.buffer_names import device_of
 
     if model.projector is None:
         return None

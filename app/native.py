@@ -1,6 +1,8 @@
 """llama-cpp-python's native libraries (libggml, libggml-cpu) opened through ctypes, without importing
 llama_cpp (that would pull in numpy and the whole binding): the one place that finds and opens them,
-for the device probes (app.devices.ggml), llama.cpp's RPC (app.rpc) and the engine (app.engine).
+for the device probes (app.devices.ggml), llama.cpp's RPC (app.rpc) and the engine (app.engine);
+with them, what those three share about the build: the variable that lets a process load the GPU
+backends itself, and the command that rebuilds llama-cpp-python.
 
 The versioned file comes first: it is the one libllama links to, so the process holds one registry of
 backends and what the probes read is what the engine allocates on.
@@ -15,6 +17,23 @@ import sys
 from functools import lru_cache
 
 from app.errors import VramchatError
+from planner import LLAMA_CPP_VERSION
+
+IN_PROCESS_ENV = "VRAMCHAT_GGML_IN_PROCESS"  # set in the engine and probe processes: load backends here
+
+REINSTALL_FLAGS = {
+    "cuda": "-DGGML_CUDA=on",
+    "rocm": "-DGGML_HIP=on",
+    "metal": "-DGGML_METAL=on",
+    "vulkan": "-DGGML_VULKAN=on",
+}
+RPC_FLAG = "-DGGML_RPC=on"  # every build vramchat asks for keeps llama.cpp's RPC backend (--rpc, serve-rpc)
+
+
+def reinstall_command(backend: str | None = None) -> str:
+    """The pip command that rebuilds llama-cpp-python for a GPU backend (None: the CPU), with RPC."""
+    flags = " ".join(filter(None, [REINSTALL_FLAGS.get(backend or ""), RPC_FLAG]))
+    return f'CMAKE_ARGS="{flags}" pip install --force-reinstall --no-cache-dir llama-cpp-python=={LLAMA_CPP_VERSION}'
 
 
 class GGMLUnavailable(VramchatError, RuntimeError):

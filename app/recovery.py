@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from app.engine.failure import first_line
 from app.outcome import CRASHED, OUT_OF_MEMORY
 
 if TYPE_CHECKING:
@@ -55,7 +56,7 @@ def recovery_for(outcome: ReplyOutcome, plan: MemoryPlan) -> Recovery | None:
     reply was refused, stopped or failed for a reason a reload would not cure)."""
     kept = "What was written is kept."
     if outcome.kind == OUT_OF_MEMORY and outcome.engine_error is not None:
-        first = _first_line(outcome.error)
+        first = first_line(outcome.error)
         return Recovery(
             SMALLER, "Out of memory", f"{first}\n{kept} Reloading the model with a smaller plan…", outcome.engine_error
         )
@@ -89,9 +90,3 @@ def recovery_for(outcome: ReplyOutcome, plan: MemoryPlan) -> Recovery | None:
         "unharmed. Reload the model and carry on?",
         crash,
     )
-
-
-def _first_line(text: str) -> str:
-    """An engine message up to llama.cpp's details (after the first colon)."""
-    head, _, _ = text.partition(": ")
-    return head if head else text

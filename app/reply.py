@@ -39,6 +39,7 @@ def write_reply(
     on_piece: Callable[[str], None],
     on_growth: Callable[[Growth], None] | None = None,
     media: Callable[[str], Media] | None = None,
+    on_done: Callable[[ReplyOutcome], None] | None = None,
 ) -> ReplyOutcome:
     """Build the prompt, stream the reply into `msg_id`, and say how it ended. Never raises for
     what the engine does: a crash or an error keeps what was written, marked cut short.
@@ -46,72 +47,89 @@ def write_reply(
     When the context grows with the conversation, the prompt is fitted to the plan's maximum and
     the context made large enough first (`on_growth` is told); if it cannot grow, the prompt is
     fitted to the context there is, dropping the oldest turns. Images in the turns go to the
-    projector when one is loaded (`media` gives each one's pixels by its id)."""
-    model = session.model
-    assert model is not None
-    engine = session.engine
-    sink = ReplySink(store, msg_id)
-    session.generating.set()
-    try:
-        if turns and turns[-1].media and not model.marker:
-            raise ChatError(
-                f"{model.name} was loaded without a vision projector, so it cannot see images. Load it with its "
-                "projector (the picker's Vision setting; --mmproj on the command line), or send the words alone."
+    projector when one is loaded (`media` gives each one's pixels by its id). `on_done` is told the
+    outcome as soon as the reply has ended, before its speed is learned (app/speed.py)."""
+
+    def _run() -> ReplyOutcome:
+        model = session.model
+        assert model is not None
+        engine = session.engine
+        sink = ReplySink(store, msg_id)
+        session.generating.set()
+        try:
+            if turns and turns[-1].media and not model.marker:
+                raise ChatError(
+                    f"{model.name} was loaded without a vision projector, so it cannot see images. Load it with its "
+                    "projector (the picker's Vision setting; --mmproj on the command line), or send the words alone."
+                )
+            marker = model.marker if media is not None else ""
+
+            def tokenize_media(text: str, ids: tuple[str, ...]) -> list[int]:
+                assert media is not None
+                return engine.tokenize_media(MediaPrompt(text, tuple(media(i) for i in ids)))
+
+            def fitted(n_ctx: int) -> PromptBuild:
+                return build_prompt(
+                    model.fmt,
+                    system,
+                    turns,
+                    n_ctx,
+                    params.max_tokens,
+                    engine.tokenize,
+                    model.eos,
+                    marker,
+                    tokenize_media,
+                )
+
+            build = fitted(model.max_ctx if session.elastic else model.n_ctx)
+            growth = session.grow_for(len(build.tokens) + build.reply_room)
+            if growth is not None and on_growth is not None:
+                on_growth(growth)
+            if len(build.tokens) + build.reply_room > model.n_ctx:  # the context could not grow that far
+                build = fitted(model.n_ctx)
+            on_fitted(build)
+            prompt: list[int] | MediaPrompt = build.tokens
+            if build.media and media is not None:
+                prompt = MediaPrompt(build.text, tuple(media(i) for i in build.media))
+            if cancelled.is_set():
+                stats = GenerationStats(stopped_by="user")
+            else:
+                for piece in engine.generate(prompt, params):
+                    sink.add(piece)
+                    on_piece(piece)
+                    if cancelled.is_set():
+                        engine.stop()  # the engine clears stop requests made before it started
+                stats = engine.last_stats
+                session.pace.record(len(build.tokens) + stats.generated_tokens)
+            text = sink.finish(stats.stopped_by, stats.generated_tokens, stats.tokens_per_second)
+            session.reply_finished()
+            return ReplyOutcome(OK, text, stats)
+        except (ChatError, MediaError) as exc:
+            if store is not None:
+                store.delete_message(msg_id)
+            return ReplyOutcome(REFUSED, "", GenerationStats(stopped_by="error"), str(exc))
+        except EngineCrashed as exc:
+            text = sink.finish(ENGINE_CRASH)
+            return ReplyOutcome(CRASHED, text, GenerationStats(stopped_by=ENGINE_CRASH), str(exc), exc)
+        except EngineError as exc:
+            text = sink.finish("error")
+            memory = classify(str(exc), exc.log, gpu_names, exc.status).memory
+            return ReplyOutcome(
+                OUT_OF_MEMORY if memory else FAILED,
+                text,
+                GenerationStats(stopped_by="error"),
+                str(exc),
+                exc if memory else None,
             )
-        marker = model.marker if media is not None else ""
+        except Exception as exc:  # a template failure, say: keep what was written
+            text = sink.finish("error")
+            return ReplyOutcome(FAILED, text, GenerationStats(stopped_by="error"), str(exc) or type(exc).__name__)
+        finally:
+            session.generating.clear()
 
-        def tokenize_media(text: str, ids: tuple[str, ...]) -> list[int]:
-            assert media is not None
-            return engine.tokenize_media(MediaPrompt(text, tuple(media(i) for i in ids)))
-
-        def fitted(n_ctx: int) -> PromptBuild:
-            return build_prompt(
-                model.fmt, system, turns, n_ctx, params.max_tokens, engine.tokenize, model.eos, marker, tokenize_media
-            )
-
-        build = fitted(model.max_ctx if session.elastic else model.n_ctx)
-        growth = session.grow_for(len(build.tokens) + build.reply_room)
-        if growth is not None and on_growth is not None:
-            on_growth(growth)
-        if len(build.tokens) + build.reply_room > model.n_ctx:  # the context could not grow that far
-            build = fitted(model.n_ctx)
-        on_fitted(build)
-        prompt: list[int] | MediaPrompt = build.tokens
-        if build.media and media is not None:
-            prompt = MediaPrompt(build.text, tuple(media(i) for i in build.media))
-        if cancelled.is_set():
-            stats = GenerationStats(stopped_by="user")
-        else:
-            for piece in engine.generate(prompt, params):
-                sink.add(piece)
-                on_piece(piece)
-                if cancelled.is_set():
-                    engine.stop()  # the engine clears stop requests made before it started
-            stats = engine.last_stats
-            session.pace.record(len(build.tokens) + stats.generated_tokens)
-        text = sink.finish(stats.stopped_by, stats.generated_tokens, stats.tokens_per_second)
-        session.reply_finished()
-        learn_from_reply(session, stats)  # the speed against its prediction, for later plans (app/speed.py)
-        return ReplyOutcome(OK, text, stats)
-    except (ChatError, MediaError) as exc:
-        if store is not None:
-            store.delete_message(msg_id)
-        return ReplyOutcome(REFUSED, "", GenerationStats(stopped_by="error"), str(exc))
-    except EngineCrashed as exc:
-        text = sink.finish(ENGINE_CRASH)
-        return ReplyOutcome(CRASHED, text, GenerationStats(stopped_by=ENGINE_CRASH), str(exc), exc)
-    except EngineError as exc:
-        text = sink.finish("error")
-        memory = classify(str(exc), exc.log, gpu_names, exc.status).memory
-        return ReplyOutcome(
-            OUT_OF_MEMORY if memory else FAILED,
-            text,
-            GenerationStats(stopped_by="error"),
-            str(exc),
-            exc if memory else None,
-        )
-    except Exception as exc:  # a template failure, say: keep what was written
-        text = sink.finish("error")
-        return ReplyOutcome(FAILED, text, GenerationStats(stopped_by="error"), str(exc) or type(exc).__name__)
-    finally:
-        session.generating.clear()
+    outcome = _run()
+    if on_done is not None:
+        on_done(outcome)
+    if outcome.kind == OK:
+        learn_from_reply(session, outcome.stats)  # the speed against its prediction, for later plans
+    return outcome

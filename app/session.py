@@ -18,7 +18,7 @@ import functools
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from app.devices import DeviceReport
 from app.devices.learned_overhead import (
@@ -57,6 +57,9 @@ from planner.memory import MemoryPlan
 from planner.model import ModelAnatomy
 from planner.projector import Projector
 from planner.retry import MAX_RETRIES, Retry, describe_changes, safer_plan
+
+if TYPE_CHECKING:
+    from app.engine.types import MediaEncoded
 
 RetryCallback = Callable[[Retry | None, str], None]  # None: the same plan, without CPU extra buffers
 
@@ -101,6 +104,7 @@ class EngineLike(Protocol):
     resizable: bool
     # while an image of the prompt goes through the projector: (its place, how many); None otherwise
     encoding: tuple[int, int] | None
+    encoded: list[MediaEncoded]  # the images the projector encoded so far, in order
 
     @property
     def pid(self) -> int | None:
@@ -482,6 +486,11 @@ class ModelSession:
     def devices(self) -> DeviceReport | None:
         """The devices the loaded model was planned for (probed again after a failure)."""
         return self._devices
+
+    @property
+    def gpu_names(self) -> list[str]:
+        """The names of the GPUs the loaded model was planned for, as llama.cpp names their memory pools."""
+        return [g.name for g in self._devices.gpus] if self._devices is not None else []
 
     @staticmethod
     def _smaller(

@@ -95,7 +95,7 @@ def machine_key() -> dict[str, Any]:
 def run_probe() -> dict[str, Any]:
     """The probe's figures, measured in a child process; raises RuntimeError with the reason."""
     from app.children import child_env
-    from app.devices.ggml import IN_PROCESS_ENV
+    from app.native import IN_PROCESS_ENV
 
     try:
         proc = subprocess.run(

@@ -247,7 +247,7 @@ def for_engine(
 
 def _allocated_per_gpu(engine: Engine, report: DeviceReport) -> dict[str, int]:
     """The bytes llama.cpp's log says the loaded model holds on each GPU (every buffer kind)."""
-    from app.engine.llama_log import device_of
+    from app.devices.buffer_names import device_of
 
     if engine.report is None:
         return {}

@@ -185,7 +185,7 @@ def _probe_rpc(probes: list[Probe], warnings: list[str]) -> list[Device]:
     from app.rpc.wire import RpcError, query_servers
 
     if endpoints and not rpc_available():
-        from app.devices.advice import reinstall_command
+        from app.native import reinstall_command
 
         warnings.append(
             "this llama-cpp-python was built without the RPC backend, so it cannot load onto the RPC servers; "

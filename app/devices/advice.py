@@ -11,24 +11,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from planner import LLAMA_CPP_VERSION
+from app.native import reinstall_command
 
-REINSTALL_FLAGS = {
-    "cuda": "-DGGML_CUDA=on",
-    "rocm": "-DGGML_HIP=on",
-    "metal": "-DGGML_METAL=on",
-    "vulkan": "-DGGML_VULKAN=on",
-}
 BACKEND_NAMES = {"cuda": "CUDA", "rocm": "ROCm/HIP", "metal": "Metal", "vulkan": "Vulkan"}
-
-
-RPC_FLAG = "-DGGML_RPC=on"  # every build vramchat asks for keeps llama.cpp's RPC backend (--rpc, serve-rpc)
-
-
-def reinstall_command(backend: str | None = None) -> str:
-    """The pip command that rebuilds llama-cpp-python for a GPU backend (None: the CPU), with RPC."""
-    flags = " ".join(filter(None, [REINSTALL_FLAGS.get(backend or ""), RPC_FLAG]))
-    return f'CMAKE_ARGS="{flags}" pip install --force-reinstall --no-cache-dir llama-cpp-python=={LLAMA_CPP_VERSION}'
 
 
 def mismatch_message(gpu_name: str, backend: str) -> str:

@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from app.devices.buffer_limits import read_limits
 from app.devices.ggml_device import DEVICE_TYPES, GPU_TYPES, GGMLDevice
-from app.native import DeviceProps, GGMLUnavailable, libraries, library_dir, library_names
+from app.native import IN_PROCESS_ENV, DeviceProps, GGMLUnavailable, libraries, library_dir, library_names
 
 
 def _device(ggml: ctypes.CDLL, index: int) -> GGMLDevice:
@@ -55,7 +55,6 @@ GPU_BACKEND_LIBRARIES = (
     "ggml-musa",
     "ggml-cann",
 )
-IN_PROCESS_ENV = "VRAMCHAT_GGML_IN_PROCESS"  # set in the engine and probe processes: load backends here
 
 
 def gpu_backend_libraries() -> list[str]:

@@ -206,7 +206,7 @@ def describe(learned: LearnedOverhead) -> str:
 def buffers_by_device(tables: Iterable[Mapping[str, int]], gpu_names: list[str], paged: set[str]) -> dict[str, int]:
     """llama.cpp's buffers summed per GPU (the pinned host buffers are not on it), in whole pages where the
     driver holds them so (CUDA)."""
-    from app.engine.planned_actual import device_of
+    from app.devices.buffer_names import device_of
 
     out: dict[str, int] = {}
     for table in tables:

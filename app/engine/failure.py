@@ -83,3 +83,9 @@ def _pool_of(buft: str, gpu_names: list[str]) -> str:
         if buft == name or buft.startswith(name + "_"):
             return name
     return buft
+
+
+def first_line(text: str) -> str:
+    """An engine message up to llama.cpp's details (after the first colon)."""
+    head, _, _ = text.partition(": ")
+    return head if head else text

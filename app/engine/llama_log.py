@@ -15,8 +15,6 @@ import threading
 from collections import deque
 from dataclasses import dataclass, field
 
-from planner.hardware import HOST
-
 _BUFFER_LINE = re.compile(
     r"^\s*(?P<func>\w+):\s+(?P<name>\S+)\s+(?P<what>model|KV|RS|output|compute) buffer size\s*=\s*"
     r"(?P<mib>[0-9.]+) MiB"
@@ -156,15 +154,3 @@ def capture() -> LogCapture:
         _CAPTURE = LogCapture()
         _CAPTURE.install()
     return _CAPTURE
-
-
-def device_of(buffer: str, gpu_names: list[str], rpc_buffers: dict[str, str] | None = None) -> str:
-    """The device a buffer llama.cpp names lives on: 'CUDA0' and 'MTL0_Mapped' on their GPU,
-    'RPC0[host:port]' on its RPC device (`planner.rpc.rpc_buffer_names`); 'CPU_Mapped',
-    'CPU_REPACK', 'CUDA_Host' (pinned) and the like in host memory."""
-    if buffer in gpu_names:
-        return buffer
-    if rpc_buffers and buffer in rpc_buffers:
-        return rpc_buffers[buffer]
-    base = buffer.split("_", 1)[0]
-    return base if base in gpu_names else HOST

@@ -14,8 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from app.devices.buffer_names import device_of
 from app.devices.process import ProcessMemory, delta
-from app.engine.llama_log import LOG_ROUNDING, Measurements, device_of
+from app.engine.llama_log import LOG_ROUNDING, Measurements
 from planner.hardware import HOST
 from planner.memory import Buffer, MemoryPlan
 from planner.rpc import rpc_buffer_names

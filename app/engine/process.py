@@ -28,7 +28,6 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from app.children import child_env
-from app.devices.ggml import IN_PROCESS_ENV
 from app.engine import protocol as p
 from app.engine.crash import EngineCrashed, EngineExit, oom_kills
 from app.engine.dry_run import DryRun
@@ -42,6 +41,7 @@ from app.engine.types import (
     ProjectorLoad,
     ResizeReport,
 )
+from app.native import IN_PROCESS_ENV
 from planner.config import LoadConfig
 
 STOP_GRACE = 5.0  # seconds a stopped request may take before the child is killed

@@ -16,8 +16,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
+from app.devices.buffer_names import device_of
 from app.engine.dry_run import DryRun
-from app.engine.llama_log import LOG_ROUNDING, device_of
+from app.engine.llama_log import LOG_ROUNDING
 from planner.config import LoadConfig
 from planner.hardware import Device, Host, MiB, format_size
 from planner.measured import Gap, corrected, extra_per_device, gaps, to_take

@@ -45,7 +45,7 @@ def add_servers(endpoints: list[Endpoint], timeout: float = 5.0) -> None:
     registry = rpc_registry(ggml)
     add = proc_address(ggml, registry, "ggml_backend_rpc_add_server") if registry else None
     if not add:
-        from app.devices.advice import reinstall_command
+        from app.native import reinstall_command
 
         raise RpcError(
             "this llama-cpp-python was built without the RPC backend; rebuild it with:\n  " + reinstall_command()

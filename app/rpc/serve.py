@@ -135,7 +135,7 @@ def serve(argv: Sequence[str]) -> int:
         print(f"vramchat serve-rpc: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     if not rpc_available():
-        from app.devices.advice import reinstall_command
+        from app.native import reinstall_command
 
         print(
             "vramchat serve-rpc: error: this llama-cpp-python was built without the RPC backend; rebuild it "

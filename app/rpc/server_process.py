@@ -14,8 +14,7 @@ import os
 import sys
 
 from app.children import die_with_parent
-from app.devices.ggml import IN_PROCESS_ENV
-from app.native import GGMLUnavailable, libraries
+from app.native import IN_PROCESS_ENV, GGMLUnavailable, libraries
 
 _START_SERVER = ctypes.CFUNCTYPE(
     None, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.POINTER(ctypes.c_void_p)

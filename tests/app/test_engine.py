@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from app.devices import ggml
+from app.devices.buffer_names import device_of
 from app.engine import EngineError, GenerationParams
-from app.engine.llama_log import LOG_ROUNDING, LogCapture, Measurements, device_of
+from app.engine.llama_log import LOG_ROUNDING, LogCapture, Measurements
 from app.engine.planned_actual import compare, compare_load
 from app.engine.process import EngineProcess
 from planner.anatomy import load_anatomy

@@ -7,33 +7,29 @@ and saves it as it grows; the UI only renders what the worker posts.
 
 from __future__ import annotations
 
-import contextlib
 import sqlite3
 import threading
-from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
-from rich.text import Text
-from textual import on, work
+from textual import getters, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.timer import Timer
-from textual.widgets import Header, Input, Label, OptionList, ProgressBar, Static
-from textual.widgets.option_list import Option, OptionDoesNotExist
+from textual.widgets import Header, Label, OptionList, ProgressBar, Static
 from textual.worker import Worker, WorkerState
 
-from app.chat import conversation_tokens, stop_note, to_messages
-from app.engine import GenerationParams, GenerationStats
+from app.chat import conversation_tokens, to_messages
+from app.engine import GenerationParams
+from app.engine.failure import first_line
 from app.engine.templates import ChatMessage
 from app.engine.types import MediaPrompt
 from app.media import Attachment
-from app.outcome import ENGINE_CRASH
 from app.reply import write_reply
-from app.sampling import describe_temperature, temperature_for
+from app.sampling import temperature_for
 from app.session import Growth
-from app.store import Conversation, StoredMessage
+from app.store import Conversation
 from app.tui.messages import (
     ContextResized,
     LoadFinished,
@@ -43,56 +39,20 @@ from app.tui.messages import (
     ReplyFinished,
     ReplyPiece,
 )
+from app.tui.widgets.chat.context_line import ContextLine
+from app.tui.widgets.chat.notes import empty_reply_words, reply_note, stored_note
+from app.tui.widgets.chat.past_chats import PastChats
+from app.tui.widgets.chat.pictures import AttachedPictures
 from app.tui.widgets.chat_input import ChatInput
 from app.tui.widgets.dashboard import Dashboard
 from app.tui.widgets.footer import AdaptiveFooter
 from app.tui.widgets.message_view import MessageView
-from app.tui.widgets.status_line import StatusLine
 from planner.fit import FitResult
 from planner.model import ModelAnatomy
 from planner.retry import Retry
 
 ENGINE_WATCH_SECONDS = 1.0  # how often an idle engine is checked for life
 PROMPT_PROGRESS_FROM = 256  # tokens: shorter prompts are read too fast for progress to help
-
-
-def reply_note(stats: GenerationStats, error: str = "") -> str:
-    if error:
-        return "failed"
-    parts = []
-    if stats.generated_tokens:
-        parts.append(f"{stats.generated_tokens} tokens · {stats.tokens_per_second:.1f} tok/s")
-    note = stop_note(stats.stopped_by)
-    if note:
-        parts.append(note)
-    return " · ".join(parts)
-
-
-def empty_reply_words(stats: GenerationStats) -> tuple[str, str]:
-    """(title, text) for a reply that ended before its first word: why, in the user's terms."""
-    if stats.stopped_by == "user":
-        return "Stopped", "Stopped before the model wrote anything."
-    if stats.stopped_by == "context":
-        return "No room to reply", (
-            f"The prompt ({stats.prompt_tokens:,} tokens) filled the context: nothing was left for a reply. "
-            "Start a new chat (Ctrl+N), or load the model with a longer context."
-        )
-    if stats.stopped_by == "length":
-        return "No reply", "The reply's token limit is 0: raise max tokens in the chat settings (F4)."
-    return "No reply", (
-        f"The model ended its reply at once, without a word (it wrote its end-of-text token first; the prompt "
-        f"was {stats.prompt_tokens:,} tokens). Ask again in other words, or press Ctrl+R to retry."
-    )
-
-
-def stored_note(m: StoredMessage) -> str:
-    if m.state == "partial":
-        if m.stopped_by in ("crash", ENGINE_CRASH):
-            return stop_note(m.stopped_by) if m.stopped_by == ENGINE_CRASH else "cut short: the app stopped"
-        return "stopped"
-    if m.tokens:
-        return f"{m.tokens} tokens · {m.tokens_per_second:.1f} tok/s"
-    return ""
 
 
 if TYPE_CHECKING:
@@ -120,6 +80,16 @@ class ChatScreen(Screen):
         Binding("f8", "receipt", "Receipt", show=False),
     ]
 
+    # the panes, typed
+    past_chats = getters.query_one("#chat-list-pane", PastChats)
+    messages = getters.query_one("#messages", VerticalScroll)
+    context_line = getters.query_one("#context-line", ContextLine)
+    pictures = getters.query_one("#attachments", AttachedPictures)
+    input = getters.query_one("#input", ChatInput)
+    load_bar = getters.query_one("#load-bar", Horizontal)
+    load_status = getters.query_one("#load-status", Label)
+    load_progress = getters.query_one("#load-progress", ProgressBar)
+
     def __init__(self, services: Services) -> None:
         super().__init__(id="chat")
         self.services = services
@@ -132,33 +102,33 @@ class ChatScreen(Screen):
         self.model_path = ""
         self.context_tokens = 0  # the tokens the open conversation takes in the context
         self._prompt_timer: Timer | None = None
-        self.pending: list[Attachment] = []  # pictures attached to the next message
         self._notes_shown: set[str] = set()  # a prompt's notes said once (a template stopped)
+
+    @property
+    def pending(self) -> list[Attachment]:
+        """The pictures attached to the next message."""
+        return self.pictures.pending
 
     def compose(self) -> ComposeResult:
         yield Header()
         with Horizontal(id="chat-body"):
-            with Vertical(id="chat-list-pane"):
-                yield Input(placeholder="Search chats…", id="chat-search")
-                yield OptionList(id="chat-list")
+            yield PastChats(self.services, id="chat-list-pane")
             with Vertical(id="conversation"):
                 with Horizontal(id="load-bar"):
                     yield Label("", id="load-status", markup=False)
                     yield ProgressBar(id="load-progress", show_eta=False, total=1.0)
                 yield VerticalScroll(id="messages")
-                yield StatusLine(id="context-line")
-                yield Static("", id="attachments", markup=False)
+                yield ContextLine(self.services, id="context-line")
+                yield AttachedPictures(self.services, id="attachments")
                 yield ChatInput(id="input")
             yield Dashboard(self.services.started_session, id="dashboard")
         yield AdaptiveFooter()
 
     def on_mount(self) -> None:
-        self.query_one("#chat-list-pane").border_title = "Chats"
         self.query_one("#dashboard").border_title = "Memory"
-        self.query_one("#load-bar").display = False
-        self.query_one("#attachments").display = False
+        self.load_bar.display = False
         self.set_class(not self.services.settings.show_dashboard, "-dash-hidden")
-        self.query_one("#messages", VerticalScroll).anchor()
+        self.messages.anchor()
         self.refresh_chat_list()
         self._show_hint()
         self.update_context_line()
@@ -197,9 +167,9 @@ class ChatScreen(Screen):
     def _show_loading(self, subtitle: str, status: str) -> None:
         self.loading = True
         self.sub_title = subtitle
-        self.query_one("#load-bar").display = True
-        self.query_one("#load-status", Label).update(status)
-        self.query_one("#load-progress", ProgressBar).update(total=1.0, progress=0)
+        self.load_bar.display = True
+        self.load_status.update(status)
+        self.load_progress.update(total=1.0, progress=0)
 
     def begin_load(self, path: str, anatomy: ModelAnatomy, fit: FitResult, name: str) -> None:
         self.model_path = path
@@ -296,25 +266,25 @@ class ChatScreen(Screen):
         if event.state == WorkerState.ERROR:
             if event.worker.group == "load":
                 self.loading = False
-                self.query_one("#load-bar").display = False
+                self.load_bar.display = False
             elif event.worker.group == "generate":
                 self.generating = False
         if event.state == WorkerState.ERROR:
             self.services.report_worker_error(event.worker)
 
     def on_load_progress(self, message: LoadProgress) -> None:
-        self.query_one("#load-progress", ProgressBar).update(progress=message.fraction)
+        self.load_progress.update(progress=message.fraction)
 
     def on_load_retrying(self, message: LoadRetrying) -> None:
         changes = "; ".join(message.changes)
-        self.query_one("#load-progress", ProgressBar).update(total=1.0, progress=0)
+        self.load_progress.update(total=1.0, progress=0)
         if not message.memory:
-            self.query_one("#load-status", Label).update(f"The engine crashed: retrying with {changes}…")
+            self.load_status.update(f"The engine crashed: retrying with {changes}…")
             self.app.notify(f"{message.why}", title="The engine crashed", severity="warning", timeout=15)
             return
-        self.query_one("#load-status", Label).update(f"Out of memory: retrying with {changes}…")
+        self.load_status.update(f"Out of memory: retrying with {changes}…")
         self.app.notify(
-            f"{_first_line(message.why)}\nTrying a smaller plan: {changes}.",
+            f"{first_line(message.why)}\nTrying a smaller plan: {changes}.",
             title="Not enough memory",
             severity="warning",
             timeout=10,
@@ -325,7 +295,7 @@ class ChatScreen(Screen):
 
     def on_load_finished(self, message: LoadFinished) -> None:
         self.loading = False
-        self.query_one("#load-bar").display = False
+        self.load_bar.display = False
         if message.error:
             self.sub_title = "no model loaded"
             self.app.push_screen(
@@ -364,7 +334,7 @@ class ChatScreen(Screen):
         self.context_tokens = 0  # a new engine holds nothing yet: what the open chat takes, counted
         self._count_context()
         self.update_context_line()
-        self.query_one("#input", ChatInput).focus()
+        self.input.focus()
 
     # -- sending and streaming ------------------------------------------------------------------
 
@@ -374,39 +344,27 @@ class ChatScreen(Screen):
 
         text = event.text.strip()
         if text.split(maxsplit=1)[:1] == ["/image"]:
-            self.query_one("#input", ChatInput).clear()
+            self.input.clear()
             self._image_command(text.removeprefix("/image").strip())
             return
         dropped = paths_in(text)
         if dropped:  # a terminal that types a dropped file's path rather than pasting it
-            self.query_one("#input", ChatInput).clear()
+            self.input.clear()
             self.attach(dropped)
             return
         if not text and not self.pending:
             return
         if not self._ready_to_generate():
             return
-        self.query_one("#input", ChatInput).clear()
+        self.input.clear()
         self.run_worker(self._send(text), exclusive=False)
 
     # -- pictures attached to the next message --------------------------------------------------------
 
     def _image_command(self, rest: str) -> None:
         """`/image PATH [PATH...]` attaches, `/image` alone opens the file dialog, `/image clear` drops them."""
-        import shlex
-
-        if not rest:
+        if not self.pictures.command(rest):
             self.action_attach()
-            return
-        if rest == "clear":
-            self.pending.clear()
-            self._show_pending()
-            return
-        try:
-            paths = shlex.split(rest)
-        except ValueError:
-            paths = [rest]
-        self.attach(paths)
 
     @on(ChatInput.FilesPasted)
     def _pasted(self, event: ChatInput.FilesPasted) -> None:
@@ -422,88 +380,11 @@ class ChatScreen(Screen):
         self.app.push_screen(AttachDialog(), chosen)
 
     def attach(self, paths: list[str]) -> None:
-        """Check and keep the files (hashing a large one takes a moment: in a worker), then list them."""
-        model = self.services.session.model if self.services.session_started else None
-        if model is not None and not model.sees:
-            self.app.notify(
-                f"{model.name} was loaded without a vision projector, so it cannot see pictures. Load it with "
-                "Vision on (F2, the model's settings), or load a model with a projector beside it.",
-                title="This model cannot see",
-                severity="error",
-                timeout=10,
-            )
-            return
-        self._keep(paths)
+        self.pictures.attach(paths)
 
-    @work(thread=True, group="attach", exit_on_error=False)
-    def _keep(self, paths: list[str]) -> None:
-        from app.media import MediaError, MediaStore
-
-        kept, errors = [], []
-        for path in paths:
-            try:
-                kept.append(MediaStore().put(path))
-            except MediaError as exc:
-                errors.append(str(exc))
-        self.app.call_from_thread(self._kept, kept, errors)
-
-    def _kept(self, kept: list[Attachment], errors: list[str]) -> None:
-        for error in errors:
-            self.app.notify(error, title="Not attached", severity="error", timeout=10)
-        model = self.services.session.model if self.services.session_started else None
-        for a in kept:
-            if a.kind == "audio" and model is not None and not model.hears:
-                self.app.notify(
-                    f"{a.name} is a sound, and {model.name}'s projector has no audio encoder.",
-                    title="Not attached",
-                    severity="error",
-                )
-                continue
-            if all(p.id != a.id for p in self.pending):
-                self.pending.append(a)
-            note = self._scaled_note(a)
-            if note:
-                self.app.notify(f"{a.name}: {note}.", title="Picture attached", timeout=6)
-        self._show_pending()
-        self.query_one("#input", ChatInput).focus()
-
-    def _scaled_note(self, a: Attachment) -> str:
-        """What the model will be shown of a picture, when it is scaled down for the plan."""
-        from app.media import pixel_limit, scaled_size
-
-        model = self.services.session.model if self.services.session_started else None
-        if model is None or not model.sees or a.kind != "image":
-            return ""
-        w, h = scaled_size(a.width, a.height, pixel_limit(model.projector))
-        return f"scaled to {w}×{h} for the model" if (w, h) != (a.width, a.height) else ""
-
-    def _show_pending(self) -> None:
-        line = self.query_one("#attachments", Static)
-        line.display = bool(self.pending)
-        text = Text("Attached: ", style="bold")
-        for i, a in enumerate(self.pending):
-            text.append(("  ·  " if i else "") + ("" if a.kind == "image" else "♪ ") + a.describe())
-        text.append("   (sent with your next message; /image clear removes them)", style="dim")
-        line.update(text)
-
-    def _pictures(self, attachments: tuple[Attachment, ...]) -> tuple[tuple[Attachment, Path | None, str], ...]:
-        from app.media import MediaStore
-
-        store = MediaStore()
-        return tuple((a, store.path_of(a) if store.has(a) else None, self._scaled_note(a)) for a in attachments)
-
-    def _shelf(self, messages: list[StoredMessage]) -> MediaShelf | None:
-        """The conversation's pictures, as the loaded model is shown them (None: it cannot see)."""
-        from app.media import MediaShelf, MediaStore, pixel_limit
-
-        model = self.services.session.model
-        if model is None or not model.sees:
-            return None
-        shelf = MediaShelf(pixel_limit(model.projector), MediaStore())
-        for m in messages:
-            for a in m.attachments:
-                shelf.add(a)
-        return shelf
+    @on(AttachedPictures.Kept)
+    def _kept(self) -> None:
+        self.input.focus()
 
     def _ready_to_generate(self) -> bool:
         if self.loading:
@@ -529,11 +410,10 @@ class ChatScreen(Screen):
             self.conversation = store.new_conversation(model.path, model.name, app.settings.system_prompt)
         attachments = tuple(self.pending)
         msg = store.add_message(self.conversation.id, "user", text, attachments)  # written before it is shown
-        self.pending.clear()
-        self._show_pending()
+        self.pictures.clear()
         await self._remove_hint()
-        view = MessageView("user", text, msg_id=msg.id, pictures=self._pictures(attachments))
-        await self.query_one("#messages").mount(view)
+        view = MessageView("user", text, msg_id=msg.id, pictures=self.pictures.pictures(attachments))
+        await self.messages.mount(view)
         self.refresh_chat_list()
         await self._start_reply()
 
@@ -551,11 +431,11 @@ class ChatScreen(Screen):
         self._reply, self._reply_id = view, msg_id
         self.generating = True
         self._cancel.clear()
-        await self.query_one("#messages").mount(view)
+        await self.messages.mount(view)
         self._prompt_timer = self.set_interval(0.25, self._show_prompt_progress)
         temperature = temperature_for(settings.temperature, model.fmt)
         params = GenerationParams(max_tokens=settings.max_tokens, temperature=temperature, stop=model.fmt.stop)
-        self._generate(msg_id, turns, conv.system_prompt, params, self._shelf(conv.messages))
+        self._generate(msg_id, turns, conv.system_prompt, params, self.pictures.shelf(conv.messages))
 
     def _post(self, message: Message) -> None:
         """post_message for callbacks that return nothing (whether it was queued does not matter)."""
@@ -570,22 +450,22 @@ class ChatScreen(Screen):
         params: GenerationParams,
         shelf: MediaShelf | None = None,
     ) -> None:
-        gpus = [g.name for g in getattr(self.services.devices, "gpus", [])]
-        outcome = write_reply(
-            self.services.session,
+        session = self.services.session
+        write_reply(
+            session,
             self.services.store,
             msg_id,
             turns,
             system,
             params,
-            gpus,
+            session.gpu_names,  # the devices the session loaded the model on classify a failure
             self._cancel,
             on_fitted=lambda b: self._post(PromptFitted(len(b.tokens), b.n_ctx, b.dropped, b.near_limit, b.note)),
             on_piece=lambda piece: self._post(ReplyPiece(msg_id, piece)),
             on_growth=lambda growth: self._post(ContextResized(growth)),
             media=shelf,
+            on_done=lambda outcome: self._post(ReplyFinished(msg_id, outcome, session.recover(outcome))),
         )
-        self.post_message(ReplyFinished(msg_id, outcome, self.services.session.recover(outcome)))
 
     def on_context_resized(self, message: ContextResized) -> None:
         growth = message.growth
@@ -594,12 +474,12 @@ class ChatScreen(Screen):
             return
         error = growth.error
         if error and not growth.after:
-            self.app.notify(_first_line(error), title="The context could not be resized", severity="warning")
+            self.app.notify(first_line(error), title="The context could not be resized", severity="warning")
         elif error:
             self.app.notify(
                 f"The context could not grow beyond {growth.after:,} tokens: another program may "
                 "have taken the memory. The oldest turns are left out of the prompt instead.\n"
-                f"{_first_line(error)}",
+                f"{first_line(error)}",
                 title="Context kept",
                 severity="warning",
                 timeout=10,
@@ -641,7 +521,7 @@ class ChatScreen(Screen):
         """While a long prompt is read, its progress in the reply's header: nothing is written yet."""
         view = self._reply
         engine = self.services.session.engine
-        encoding = getattr(engine, "encoding", None)
+        encoding = engine.encoding
         if view is not None and encoding is not None:
             index, count = encoding
             view.set_note(f"showing the model the picture{f' {index + 1} of {count}' if count > 1 else ''}…")
@@ -699,10 +579,10 @@ class ChatScreen(Screen):
             return
         self.conversation = None
         self.context_tokens = 0
-        await self.query_one("#messages").remove_children()
+        await self.messages.remove_children()
         self._show_hint()
         self.update_context_line()
-        self.query_one("#input", ChatInput).focus()
+        self.input.focus()
         if self.services.session.model is not None and not self.loading:
             self._shrink()
 
@@ -749,9 +629,9 @@ class ChatScreen(Screen):
             return
         self.toggle_class("-chats-open")
         if self.has_class("-chats-open"):
-            self.query_one("#chat-list", OptionList).focus()
+            self.past_chats.options.focus()
         else:
-            self.query_one("#input", ChatInput).focus()
+            self.input.focus()
 
     def action_toggle_dashboard(self) -> None:
         """The memory panel beside the chat; below 100 columns there is no room: the full dashboard."""
@@ -786,28 +666,7 @@ class ChatScreen(Screen):
     # -- past chats -----------------------------------------------------------------------------
 
     def refresh_chat_list(self) -> None:
-        store = self.services.store
-        if store is None:
-            return
-        chats = self.query_one("#chat-list", OptionList)
-        chats.clear_options()
-        current = self.conversation.id if self.conversation else None
-        wanted = self.query_one("#chat-search", Input).value.strip()
-        found = store.search(wanted) if wanted else store.conversations(200)
-        if wanted and not found:
-            chats.add_option(Option(Text(f"No chat mentions “{wanted}”.", style="dim"), disabled=True))
-        for c in found:
-            title = c.title or "(empty chat)"
-            label = Text(title)
-            label.append(f"\n{c.model_name} · {c.n_messages} messages", style="dim")
-            chats.add_option(Option(label, id=str(c.id)))
-        if current is not None:
-            with contextlib.suppress(OptionDoesNotExist):
-                chats.highlighted = chats.get_option_index(str(current))
-
-    @on(Input.Changed, "#chat-search")
-    def _search_changed(self, _event: Input.Changed) -> None:
-        self.refresh_chat_list()
+        self.past_chats.show(self.conversation.id if self.conversation else None)
 
     def action_export_chat(self) -> None:
         """Write this chat, with its plan receipts, as Markdown and as JSON, and say where."""
@@ -853,11 +712,9 @@ class ChatScreen(Screen):
         """The plan receipt of the chat chosen in the list (when the list has the focus), else of this one."""
         from app.tui.screens.receipt import ReceiptScreen
 
-        chats = self.query_one("#chat-list", OptionList)
-        conv_id = self.conversation.id if self.conversation is not None else None
-        if chats.has_focus and chats.highlighted is not None:
-            option = chats.get_option_at_index(chats.highlighted)
-            conv_id = int(option.id) if option.id is not None else conv_id
+        conv_id = self.past_chats.chosen()
+        if conv_id is None and self.conversation is not None:
+            conv_id = self.conversation.id
         if conv_id is None:
             self.app.notify("There is no chat yet: its receipt is kept once the model replies.", severity="warning")
             return
@@ -878,7 +735,7 @@ class ChatScreen(Screen):
         store = self.services.store
         conv = store.conversation(conv_id)
         self.conversation = conv
-        box = self.query_one("#messages")
+        box = self.messages
         await box.remove_children()
         views = [
             MessageView(
@@ -887,7 +744,7 @@ class ChatScreen(Screen):
                 author=conv.model_name if m.role == "assistant" else "",
                 note=stored_note(m),
                 msg_id=m.id,
-                pictures=self._pictures(m.attachments),
+                pictures=self.pictures.pictures(m.attachments),
             )
             for m in conv.messages
             if m.role != "system"
@@ -904,7 +761,7 @@ class ChatScreen(Screen):
                 f"This chat was held with {conv.model_name}; replies now come from {model.name}.", timeout=5
             )
         self.update_context_line()
-        self.query_one("#input", ChatInput).focus()
+        self.input.focus()
 
     @work(thread=True, exclusive=True, group="count", exit_on_error=False)
     def _count_context(self) -> None:
@@ -914,7 +771,7 @@ class ChatScreen(Screen):
         if model is None or conversation is None or self.generating or self.loading:
             return
         stored = self.services.store.conversation(conversation.id)
-        shelf = self._shelf(stored.messages)
+        shelf = self.pictures.shelf(stored.messages)
         engine = session.engine
 
         def tokenize_media(text: str, ids: tuple[str, ...]) -> list[int]:
@@ -944,7 +801,7 @@ class ChatScreen(Screen):
 
     def _show_hint(self) -> None:
         """The hint in an empty chat; an earlier hint ("No model loaded yet") is brought up to date."""
-        box = self.query_one("#messages")
+        box = self.messages
         hints = list(box.query("#hint").results(Static))
         if box.children and not hints:
             return
@@ -968,37 +825,8 @@ class ChatScreen(Screen):
             await hint.remove()
 
     def update_context_line(self) -> None:
-        """The status line under the conversation: the context in use first, then sampling, then what
-        is least needed (the format, the growth limit); the line drops those first when short of room."""
-        app = self.services
-        line = self.query_one("#context-line", StatusLine)
-        model = app.session.model if app.session_started else None
-        if model is None:
-            line.show([(0, "no model loaded"), (1, "F2 opens the model list")])
-            return
-        if not self.loading and not app.session.engine.loaded:
-            line.show([(0, "the engine stopped"), (1, "F5 reloads"), (2, "F2 the model list")])
-            return
-        settings = app.settings
-        used = self.context_tokens
-        share = used / model.n_ctx if model.n_ctx else 0
-        system = self.conversation.system_prompt if self.conversation else settings.system_prompt
-        line.show(
-            [
-                (0, f"context {used:,} / {model.n_ctx:,} ({share:.0%})"),
-                (3, f"grows to {model.max_ctx:,}" if model.n_ctx < model.max_ctx else ""),
-                (1, describe_temperature(settings.temperature, model.fmt)),
-                (2, f"max {settings.max_tokens} tokens"),
-                (4, "system prompt" if system else ""),
-                (5, f"{model.fmt.name} format"),
-            ]
-        )
-
-
-def _first_line(text: str) -> str:
-    """An engine message up to llama.cpp's details (after the first colon)."""
-    head, _, _ = text.partition(": ")
-    return head if head else text
+        system = self.conversation.system_prompt if self.conversation else None
+        self.context_line.show_context(self.context_tokens, system, self.loading)
 
 
 def _error_dialog(title: str, text: str):

@@ -1,0 +1,43 @@
+"""The status line under the conversation: the context in use first, then sampling, then what is
+least needed (the format, the growth limit); the line drops those first when short of room."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from app.sampling import describe_temperature
+from app.tui.widgets.status_line import StatusLine
+
+if TYPE_CHECKING:
+    from app.tui.services import Services
+
+
+class ContextLine(StatusLine):
+    def __init__(self, services: Services, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.services = services
+
+    def show_context(self, used: int, system_prompt: str | None, loading: bool) -> None:
+        """`used` tokens of the context taken by the open chat; `system_prompt` its own (None: no chat
+        is open, the settings' one applies)."""
+        app = self.services
+        model = app.session.model if app.session_started else None
+        if model is None:
+            self.show([(0, "no model loaded"), (1, "F2 opens the model list")])
+            return
+        if not loading and not app.session.engine.loaded:
+            self.show([(0, "the engine stopped"), (1, "F5 reloads"), (2, "F2 the model list")])
+            return
+        settings = app.settings
+        share = used / model.n_ctx if model.n_ctx else 0
+        system = system_prompt if system_prompt is not None else settings.system_prompt
+        self.show(
+            [
+                (0, f"context {used:,} / {model.n_ctx:,} ({share:.0%})"),
+                (3, f"grows to {model.max_ctx:,}" if model.n_ctx < model.max_ctx else ""),
+                (1, describe_temperature(settings.temperature, model.fmt)),
+                (2, f"max {settings.max_tokens} tokens"),
+                (4, "system prompt" if system else ""),
+                (5, f"{model.fmt.name} format"),
+            ]
+        )

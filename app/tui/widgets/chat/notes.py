@@ -1,0 +1,52 @@
+"""The words under a message: a finished reply's note, why a reply ended before its first word, and
+a stored message's note when a past chat is opened."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from app.chat import stop_note
+from app.outcome import ENGINE_CRASH
+
+if TYPE_CHECKING:
+    from app.engine import GenerationStats
+    from app.store import StoredMessage
+
+
+def reply_note(stats: GenerationStats, error: str = "") -> str:
+    if error:
+        return "failed"
+    parts = []
+    if stats.generated_tokens:
+        parts.append(f"{stats.generated_tokens} tokens · {stats.tokens_per_second:.1f} tok/s")
+    note = stop_note(stats.stopped_by)
+    if note:
+        parts.append(note)
+    return " · ".join(parts)
+
+
+def empty_reply_words(stats: GenerationStats) -> tuple[str, str]:
+    """(title, text) for a reply that ended before its first word: why, in the user's terms."""
+    if stats.stopped_by == "user":
+        return "Stopped", "Stopped before the model wrote anything."
+    if stats.stopped_by == "context":
+        return "No room to reply", (
+            f"The prompt ({stats.prompt_tokens:,} tokens) filled the context: nothing was left for a reply. "
+            "Start a new chat (Ctrl+N), or load the model with a longer context."
+        )
+    if stats.stopped_by == "length":
+        return "No reply", "The reply's token limit is 0: raise max tokens in the chat settings (F4)."
+    return "No reply", (
+        f"The model ended its reply at once, without a word (it wrote its end-of-text token first; the prompt "
+        f"was {stats.prompt_tokens:,} tokens). Ask again in other words, or press Ctrl+R to retry."
+    )
+
+
+def stored_note(m: StoredMessage) -> str:
+    if m.state == "partial":
+        if m.stopped_by in ("crash", ENGINE_CRASH):
+            return stop_note(m.stopped_by) if m.stopped_by == ENGINE_CRASH else "cut short: the app stopped"
+        return "stopped"
+    if m.tokens:
+        return f"{m.tokens} tokens · {m.tokens_per_second:.1f} tok/s"
+    return ""

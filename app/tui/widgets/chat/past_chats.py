@@ -1,0 +1,73 @@
+"""The past chats beside (or, on a narrow terminal, over) the conversation: a search field and the
+list, newest first, the open chat highlighted. Choosing one posts OptionList.OptionSelected, which
+the screen answers by opening it."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import TYPE_CHECKING
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Input, OptionList
+from textual.widgets.option_list import Option, OptionDoesNotExist
+
+if TYPE_CHECKING:
+    from app.tui.services import Services
+
+
+class PastChats(Vertical):
+    def __init__(self, services: Services, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.services = services
+        self.current: int | None = None  # the open conversation's id, highlighted in the list
+
+    def compose(self) -> ComposeResult:
+        yield Input(placeholder="Search chats…", id="chat-search")
+        yield OptionList(id="chat-list")
+
+    def on_mount(self) -> None:
+        self.border_title = "Chats"
+
+    @property
+    def options(self) -> OptionList:
+        return self.query_one("#chat-list", OptionList)
+
+    @property
+    def search(self) -> Input:
+        return self.query_one("#chat-search", Input)
+
+    def show(self, current: int | None) -> None:
+        """The chats the search finds (the latest 200 without one), `current` highlighted."""
+        self.current = current
+        store = self.services.store
+        if store is None:
+            return
+        chats = self.options
+        chats.clear_options()
+        wanted = self.search.value.strip()
+        found = store.search(wanted) if wanted else store.conversations(200)
+        if wanted and not found:
+            chats.add_option(Option(Text(f"No chat mentions “{wanted}”.", style="dim"), disabled=True))
+        for c in found:
+            title = c.title or "(empty chat)"
+            label = Text(title)
+            label.append(f"\n{c.model_name} · {c.n_messages} messages", style="dim")
+            chats.add_option(Option(label, id=str(c.id)))
+        if current is not None:
+            with contextlib.suppress(OptionDoesNotExist):
+                chats.highlighted = chats.get_option_index(str(current))
+
+    @on(Input.Changed, "#chat-search")
+    def _search_changed(self, _event: Input.Changed) -> None:
+        self.show(self.current)
+
+    def chosen(self) -> int | None:
+        """The chat highlighted in the list while the list has the focus (None otherwise)."""
+        chats = self.options
+        if chats.has_focus and chats.highlighted is not None:
+            option = chats.get_option_at_index(chats.highlighted)
+            return int(option.id) if option.id is not None else None
+        return None
