@@ -239,7 +239,16 @@ def plan_source(
         if found is not None:
             choice = dataclasses.replace(choice, projector=found)
     fit = known if known is not None else plan_model(model, devices.gpus, devices.host, choice)
-    return Planned(model, fit, devices, choice.projector, note)
+    return Planned(model, _with_lessons(fit), devices, choice.projector, note)
+
+
+def _with_lessons(fit: FitResult) -> FitResult:
+    """The fit with what an earlier load of the same model, devices and configuration allocated beyond the
+    plan (app.devices.learned_buffers): the truth decides."""
+    from app.devices.learned_buffers import with_lessons
+
+    plan = with_lessons(fit.plan)
+    return fit if plan is fit.plan else dataclasses.replace(fit, plan=plan)
 
 
 def read_anatomy(source: str | ModelSource) -> ModelAnatomy:

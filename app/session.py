@@ -21,6 +21,8 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Protocol
 
 from app.devices import DeviceReport
+from app.devices.learned_buffers import measured_of
+from app.devices.learned_buffers import remember as remember_load
 from app.devices.learned_overhead import (
     LoadLearning,
     after_failed_load,
@@ -53,7 +55,7 @@ from planner.config import LoadConfig
 from planner.elastic import committed_plan
 from planner.fit import FitResult
 from planner.hardware import Device
-from planner.memory import MemoryPlan
+from planner.memory import MemoryPlan, plan_memory
 from planner.model import ModelAnatomy
 from planner.projector import Projector
 from planner.retry import MAX_RETRIES, Retry, describe_changes, safer_plan
@@ -307,6 +309,10 @@ class ModelSession:
             committed_plan(fit.plan, report.n_ctx, devices.gpus, devices.host),
         )
         self._devices = devices
+        # where the load allocated more than the rules say (the dry run may have seen it, a plain plan does not),
+        # later plans of this model, devices and configuration count it
+        rules = plan_memory(anatomy, self.model.now.config, devices.gpus, devices.host, projector=fit.plan.projector)
+        remember_load(rules, measured_of(report.measurements.tables(), [g.name for g in devices.gpus]))
         self.pace.reset()
         self.telemetry = for_engine(engine, devices, fit.plan, speed=self._speed, plan_now=self._plan_now)  # type: ignore[arg-type]
         # what the GPUs hold beyond the buffers: learned for the next plan, and watched while the model runs

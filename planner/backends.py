@@ -42,7 +42,7 @@ CPU = BackendRules("cpu", 32, verified=True)
 CUDA = BackendRules("cuda", 128, pads_quantized_rows=True, verified=True)  # bench/gpu: H100 record
 ROCM = BackendRules("rocm", 128, pads_quantized_rows=True)
 METAL = BackendRules("metal", 32)
-VULKAN = BackendRules("vulkan", 256)
+VULKAN = BackendRules("vulkan", 256, verified=True)  # tests/vulkan, on lavapipe; alignment: the device's
 # a device another machine lends through llama.cpp's RPC backend: the server answers alignment and
 # allocation sizes with its own backend's; these are a CPU server's (checked: tests/planner/test_rpc.py)
 RPC = BackendRules("rpc", 32, verified=True)
