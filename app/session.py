@@ -53,6 +53,7 @@ from app.runway import TurnPace
 from app.telemetry import Telemetry, for_engine
 from planner.config import LoadConfig
 from planner.elastic import committed_plan
+from planner.errors import PlannerError
 from planner.fit import FitResult
 from planner.hardware import Device
 from planner.memory import MemoryPlan, plan_memory
@@ -311,8 +312,13 @@ class ModelSession:
         self._devices = devices
         # where the load allocated more than the rules say (the dry run may have seen it, a plain plan does not),
         # later plans of this model, devices and configuration count it
-        rules = plan_memory(anatomy, self.model.now.config, devices.gpus, devices.host, projector=fit.plan.projector)
-        remember_load(rules, measured_of(report.measurements.tables(), [g.name for g in devices.gpus]))
+        try:
+            rules = plan_memory(
+                anatomy, self.model.now.config, devices.gpus, devices.host, projector=fit.plan.projector
+            )
+            remember_load(rules, measured_of(report.measurements.tables(), [g.name for g in devices.gpus]))
+        except PlannerError:  # the rules cannot price what loaded (an estimate's architecture): nothing to learn
+            pass
         self.pace.reset()
         self.telemetry = for_engine(engine, devices, fit.plan, speed=self._speed, plan_now=self._plan_now)  # type: ignore[arg-type]
         # what the GPUs hold beyond the buffers: learned for the next plan, and watched while the model runs
