@@ -50,6 +50,20 @@ START_TIMEOUT = 120.0  # seconds for a new child to import llama.cpp and say it 
 _CPU_BUFFERS = ("CPU", "CPU_Mapped")
 
 
+BUSY_CPU_SECONDS = 1.0  # CPU time an engine spends in a stall window that shows it is working, not stopped
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    """The CPU time a process (all its threads) has used, or None where it cannot be read."""
+    import psutil
+
+    try:
+        times = psutil.Process(pid).cpu_times()
+    except (psutil.Error, OSError):
+        return None
+    return float(times.user + times.system)
+
+
 class _Child:
     """One engine process: the socket, the process, and the last lines of its stderr."""
 
@@ -126,6 +140,7 @@ class EngineProcess:
         self.stall_timeout: float | None = None
         self.stall_on_rpc = False  # the model uses RPC devices: a stall is blamed on a server
         self._stalled = False
+        self._silent_for = 0.0  # how long a stalled reply went without a word
         self._stop_ignored = False
         # while an image of the prompt is encoded: (its place, how many); the images encoded so far
         self.encoding: tuple[int, int] | None = None
@@ -173,7 +188,8 @@ class EngineProcess:
         """The child's next message; a dead child raises EngineCrashed, a stop it ignores kills it."""
         child = self._child
         assert child is not None
-        waiting_since = time.monotonic()
+        waiting_since = silent_since = time.monotonic()
+        cpu_since: float | None = None  # the engine's CPU time when a silence first reached the limit
         while True:
             try:
                 if child.conn.poll(0.25):
@@ -189,7 +205,13 @@ class EngineProcess:
             stall = self.stall_timeout
             replying = self.phase in ("prefill", "decode") and self.encoding is None  # an image may take long
             if stall and replying and time.monotonic() - waiting_since > stall:
-                self._stalled = True
+                cpu = _cpu_seconds(child.pid)
+                if cpu is not None and (cpu_since is None or cpu - cpu_since > BUSY_CPU_SECONDS):
+                    # silent for the limit: watched for as long again; an engine that works meanwhile (a first
+                    # reply compiling a GPU's pipelines, a slow batch) is not stalled, a stopped one is
+                    waiting_since, cpu_since = time.monotonic(), cpu
+                    continue
+                self._stalled, self._silent_for = True, time.monotonic() - silent_since
                 child.kill()  # blocked on a server that no longer answers: only ending it frees the reply
                 self._crashed()
 
