@@ -16,7 +16,6 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
-from textual.timer import Timer
 from textual.widgets import Header, OptionList, Static
 from textual.worker import Worker, WorkerState
 
@@ -34,12 +33,13 @@ from app.tui.messages import (
     ContextResized,
     LoadFinished,
     PromptFitted,
+    PromptRead,
     ReplyFinished,
     ReplyPiece,
 )
 from app.tui.widgets.chat.context_line import ContextLine
 from app.tui.widgets.chat.load_bar import LoadBar
-from app.tui.widgets.chat.notes import empty_reply_words, reply_note, stored_note
+from app.tui.widgets.chat.notes import empty_reply_words, prompt_note, reply_note, stored_note
 from app.tui.widgets.chat.past_chats import PastChats
 from app.tui.widgets.chat.pictures import AttachedPictures
 from app.tui.widgets.chat_input import ChatInput
@@ -50,7 +50,6 @@ from planner.fit import FitResult
 from planner.model import ModelAnatomy
 
 ENGINE_WATCH_SECONDS = 1.0  # how often an idle engine is checked for life
-PROMPT_PROGRESS_FROM = 256  # tokens: shorter prompts are read too fast for progress to help
 
 
 if TYPE_CHECKING:
@@ -97,7 +96,6 @@ class ChatScreen(Screen):
         self._cancel = threading.Event()  # Esc pressed before the engine started this reply
         self.model_path = ""
         self.context_tokens = 0  # the tokens the open conversation takes in the context
-        self._prompt_timer: Timer | None = None
         self._notes_shown: set[str] = set()  # a prompt's notes said once (a template stopped)
 
     @property
@@ -327,7 +325,6 @@ class ChatScreen(Screen):
         self.generating = True
         self._cancel.clear()
         await self.messages.mount(view)
-        self._prompt_timer = self.set_interval(0.25, self._show_prompt_progress)
         temperature = temperature_for(settings.temperature, model.fmt)
         params = GenerationParams(max_tokens=settings.max_tokens, temperature=temperature, stop=model.fmt.stop)
         self._generate(msg_id, turns, conv.system_prompt, params, self.pictures.shelf(conv.messages))
@@ -360,6 +357,7 @@ class ChatScreen(Screen):
             on_growth=lambda growth: self._post(ContextResized(growth)),
             media=shelf,
             on_done=lambda outcome: self._post(ReplyFinished(msg_id, outcome, session.recover(outcome))),
+            on_progress=lambda progress: self._post(PromptRead(msg_id, progress)),
         )
 
     def on_context_resized(self, message: ContextResized) -> None:
@@ -412,27 +410,13 @@ class ChatScreen(Screen):
                 self._reply.set_note("…")
             await self._reply.append(message.text)
 
-    def _show_prompt_progress(self) -> None:
-        """While a long prompt is read, its progress in the reply's header: nothing is written yet."""
-        view = self._reply
-        engine = self.services.session.engine
-        encoding = engine.encoding
-        if view is not None and encoding is not None:
-            index, count = encoding
-            view.set_note(f"showing the model the picture{f' {index + 1} of {count}' if count > 1 else ''}…")
-            return
-        reading = engine.last_stats.reading_prompt() if view is not None else None
-        if view is None or reading is None:
-            return
-        read, total, speed = reading
-        if total >= PROMPT_PROGRESS_FROM:
-            rate = f" · {speed:,.0f} tok/s" if read else ""
-            view.set_note(f"reading the prompt: {read:,} of {total:,} tokens{rate}")
+    def on_prompt_read(self, message: PromptRead) -> None:
+        """While the prompt is read, the reply's header says how far, as the engine tells it."""
+        note = prompt_note(message.progress)
+        if self._reply is not None and message.msg_id == self._reply_id and note is not None:
+            self._reply.set_note(note)
 
     async def on_reply_finished(self, message: ReplyFinished) -> None:
-        if self._prompt_timer is not None:
-            self._prompt_timer.stop()
-            self._prompt_timer = None
         outcome = message.outcome
         view = self._reply if message.msg_id == self._reply_id else None
         self.generating = False
