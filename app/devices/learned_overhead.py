@@ -337,10 +337,12 @@ class LoadReadings(Protocol):
     """What a load's report offers the learning (app.engine.LoadReport): the devices stay below the
     engine, which fills it."""
 
+    process: ProcessMemory | None  # the engine's own reading of the devices, right after the load
+
     @property
-    def process(self) -> ProcessMemory | None: ...
-    @property
-    def measurements(self) -> BufferTables: ...
+    def measurements(self) -> BufferTables:
+        """The buffers llama.cpp's log said it allocated."""
+        ...
 
 
 class LoadedLike(Protocol):
