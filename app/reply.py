@@ -16,7 +16,7 @@ from app.chat import ChatError, PromptBuild, ReplySink, build_prompt
 from app.engine.crash import EngineCrashed
 from app.engine.failure import classify
 from app.engine.templates import ChatMessage
-from app.engine.types import EngineError, GenerationParams, GenerationStats, Media, MediaPrompt
+from app.engine.types import EngineError, GenerationParams, GenerationStats, Media, MediaPrompt, PromptProgress
 from app.media import MediaError
 from app.outcome import CRASHED, ENGINE_CRASH, FAILED, OK, OUT_OF_MEMORY, REFUSED, ReplyOutcome
 from app.speed import learn_from_reply
@@ -40,6 +40,7 @@ def write_reply(
     on_growth: Callable[[Growth], None] | None = None,
     media: Callable[[str], Media] | None = None,
     on_done: Callable[[ReplyOutcome], None] | None = None,
+    on_progress: Callable[[PromptProgress], None] | None = None,
 ) -> ReplyOutcome:
     """Build the prompt, stream the reply into `msg_id`, and say how it ended. Never raises for
     what the engine does: a crash or an error keeps what was written, marked cut short.
@@ -48,7 +49,8 @@ def write_reply(
     the context made large enough first (`on_growth` is told); if it cannot grow, the prompt is
     fitted to the context there is, dropping the oldest turns. Images in the turns go to the
     projector when one is loaded (`media` gives each one's pixels by its id). `on_done` is told the
-    outcome as soon as the reply has ended, before its speed is learned (app/speed.py)."""
+    outcome as soon as the reply has ended, before its speed is learned (app/speed.py); `on_progress` what
+    the engine says while it reads the prompt."""
 
     def _run() -> ReplyOutcome:
         model = session.model
@@ -94,7 +96,7 @@ def write_reply(
             if cancelled.is_set():
                 stats = GenerationStats(stopped_by="user")
             else:
-                for piece in engine.generate(prompt, params):
+                for piece in engine.generate(prompt, params, on_progress):
                     sink.add(piece)
                     on_piece(piece)
                     if cancelled.is_set():

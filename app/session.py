@@ -43,6 +43,8 @@ from app.engine.types import (
     LoadReport,
     MediaPrompt,
     ProjectorLoad,
+    Prompt,
+    PromptWatcher,
     ResizeReport,
 )
 from app.engine.verify import Confirmed, Verification, confirm_plan, replan
@@ -84,8 +86,12 @@ class EngineLike(Protocol):
         projector: ProjectorLoad | None = None,
     ) -> LoadReport: ...
     def generate(
-        self, prompt: list[int] | str | MediaPrompt, params: GenerationParams | None = None
-    ) -> Iterator[str]: ...
+        self, prompt: Prompt, params: GenerationParams | None = None, progress: PromptWatcher | None = None
+    ) -> Iterator[str]:
+        """The reply's pieces as they come; `progress` is told how the prompt's reading goes, as the
+        engine says it (nothing for a short prompt)."""
+        ...
+
     def tokenize_media(self, prompt: MediaPrompt) -> list[int]:
         """The cells a prompt with images takes (the projector says how many tokens each image becomes)."""
         ...
@@ -105,8 +111,6 @@ class EngineLike(Protocol):
     stall_on_rpc: bool  # a stall is blamed on an RPC server (the model uses one)
     # whether `resize` can change the context without a reload (the context grows with the chat)
     resizable: bool
-    # while an image of the prompt goes through the projector: (its place, how many); None otherwise
-    encoding: tuple[int, int] | None
     encoded: list[MediaEncoded]  # the images the projector encoded so far, in order
 
     @property

@@ -100,3 +100,17 @@ def test_the_app_has_no_import_cycle() -> None:
 
 def test_the_cycle_finder_finds_one() -> None:
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_the_devices_do_not_reach_up_into_the_engine() -> None:
+    """app/devices is read by the engine, the session and the screens, never the other way round (not
+    even for a type: learned_overhead describes the load report it reads as a Protocol)."""
+    above = ("app.engine", "app.session", "app.tui")
+    up = sorted(
+        f"{name} -> {target}"
+        for name, targets in _graph("app").items()
+        if name == "app.devices" or name.startswith("app.devices.")
+        for target in targets
+        if target.startswith(above)
+    )
+    assert up == []

@@ -32,7 +32,7 @@ from planner.gpu_overhead import PAGE, on_pages
 from planner.hardware import Device, LearnedOverhead, format_size
 
 if TYPE_CHECKING:
-    from app.engine import LoadReport
+    from app.devices.process import ProcessMemory
     from planner.memory import MemoryPlan
 
 FOLDER = "overhead"
@@ -325,13 +325,33 @@ def read_now(pid: int | None) -> tuple[dict[str, int], dict[str, int]]:
     return process, free
 
 
+class BufferTables(Protocol):
+    """What llama.cpp's log said it allocated (app.engine.llama_log.Measurements)."""
+
+    def tables(self) -> list[tuple[str, dict[str, int]]]:
+        """(kind, bytes per buffer name) for each kind of buffer."""
+        ...
+
+
+class LoadReadings(Protocol):
+    """What a load's report offers the learning (app.engine.LoadReport): the devices stay below the
+    engine, which fills it."""
+
+    process: ProcessMemory | None  # the engine's own reading of the devices, right after the load
+
+    @property
+    def measurements(self) -> BufferTables:
+        """The buffers llama.cpp's log said it allocated."""
+        ...
+
+
 class LoadedLike(Protocol):
     """What a loaded model offers the learning (app.session.LoadedModel)."""
 
     @property
     def now(self) -> MemoryPlan: ...
-
-    report: LoadReport
+    @property
+    def report(self) -> LoadReadings: ...
 
 
 def learn_after_load(model: LoadedLike, devices: list[Device], pid: int | None) -> LoadLearning | None:

@@ -39,6 +39,9 @@ from app.engine.types import (
     MediaEncoded,
     MediaPrompt,
     ProjectorLoad,
+    Prompt,
+    PromptProgress,
+    PromptWatcher,
     ResizeReport,
 )
 from app.native import IN_PROCESS_ENV
@@ -387,10 +390,19 @@ class EngineProcess:
             self._stop_requested = time.monotonic()
         self._send(p.STOP)
 
-    def generate(self, prompt: list[int] | str | MediaPrompt, params: GenerationParams | None = None) -> Iterator[str]:
+    def generate(
+        self, prompt: Prompt, params: GenerationParams | None = None, progress: PromptWatcher | None = None
+    ) -> Iterator[str]:
         """Stream the reply's pieces as the child writes them; `last_stats` follows along (and
-        `encoding`, while an image of the prompt goes through the projector)."""
+        `encoding`, while an image of the prompt goes through the projector). `progress` is told
+        what the child says while it reads the prompt, as it says it."""
         params = params or GenerationParams()
+
+        def reading() -> None:
+            now = stats.reading_prompt()
+            if progress is not None and now is not None:
+                progress(PromptProgress(*now))
+
         with self._call_lock:
             if not self.loaded:
                 raise EngineError("no model is loaded")
@@ -411,12 +423,16 @@ class EngineProcess:
                     elif kind == p.PREFILLING:
                         stats.prompt_read, total = args
                         stats.reused_tokens = max(stats.prompt_tokens - total, 0)
+                        reading()
                     elif kind == p.ENCODING:
                         self.encoding = (args[0], args[1])
+                        if progress is not None:
+                            progress(PromptProgress(picture=self.encoding))
                     elif kind == p.ENCODED:
                         event, weights, compute = args
                         self.encoding = None
                         self._media_encoded(event, weights, compute)
+                        reading()
                     elif kind == p.PREFILLED:
                         stats.reused_tokens, stats.prompt_seconds, self._cells = args
                         stats.generation_started = time.perf_counter()

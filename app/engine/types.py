@@ -4,7 +4,7 @@ parameters and statistics, and the reports of a load and a resize. Importing it 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from app.devices.process import ProcessMemory
@@ -81,6 +81,18 @@ class GenerationStats:
 
 
 @dataclass(frozen=True)
+class PromptProgress:
+    """What the engine says while it reads a prompt, as it says it: `read` of `total` tokens so far, at
+    `tokens_per_second` (GenerationStats.reading_prompt), or, while a picture goes through the projector,
+    `picture`: its place and how many there are."""
+
+    read: int = 0
+    total: int = 0
+    tokens_per_second: float = 0.0
+    picture: tuple[int, int] | None = None
+
+
+@dataclass(frozen=True)
 class ResizeReport:
     """A context made larger or smaller: its size now, what it took, what it carried over."""
 
@@ -122,6 +134,10 @@ class MediaPrompt:
 
     text: str
     media: tuple[Media, ...] = ()
+
+
+Prompt = list[int] | str | MediaPrompt  # tokens, text, or text with pictures
+PromptWatcher = Callable[[PromptProgress], None]  # told each PromptProgress as the engine says it
 
 
 @dataclass(frozen=True)

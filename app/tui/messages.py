@@ -11,6 +11,7 @@ from textual.message import Message
 if TYPE_CHECKING:  # kept out of the startup path: the picker must draw fast
     from app.catalog import CatalogEntry
     from app.devices import DeviceReport
+    from app.engine.types import PromptProgress
     from app.outcome import ReplyOutcome
     from app.recovery import Recovery
     from app.session import Growth
@@ -135,6 +136,14 @@ class PromptFitted(Message):
     dropped: int
     near_limit: bool
     note: str = ""  # the model's template was stopped and its family's format used (app.chat.PromptBuild)
+
+
+@dataclass
+class PromptRead(Message):
+    """How far the engine is in reading the prompt of reply `msg_id`, as it says it."""
+
+    msg_id: int
+    progress: PromptProgress
 
 
 @dataclass

@@ -21,6 +21,7 @@ import pytest
 from app.engine import EngineError, GenerationParams
 from app.engine.crash import EngineCrashed, EngineExit
 from app.engine.process import EngineProcess
+from app.engine.types import PromptProgress
 from planner.config import LoadConfig
 from tests.support.tiny import ENDLESS, write_tiny_model
 
@@ -273,6 +274,21 @@ def test_a_long_prompt_reports_its_reading_batch_by_batch(engine: EngineProcess,
     assert all(s % 128 == 0 for s in steps) and steps == sorted(steps)
     list(engine.generate(prompt[:50], GenerationParams(max_tokens=2, temperature=0.0)))
     assert engine.last_stats.prompt_read == 0
+
+
+def test_a_long_prompt_tells_its_reading_as_the_child_says_it(engine: EngineProcess, zoo: dict[str, Path]) -> None:
+    """What the child says while it reads a prompt reaches the caller of generate as it comes (the chat
+    shows it from there, polling nothing); a prompt of one batch says nothing."""
+    engine.load(str(zoo["llama-f16"]), LoadConfig(n_ctx=2048, n_batch=128, n_ubatch=128))
+    prompt = (engine.tokenize("the quick brown fox jumps over the lazy dog " * 200))[:1000]
+    told: list[PromptProgress] = []
+    list(engine.generate(prompt, GenerationParams(max_tokens=2, temperature=0.0), told.append))
+    assert told and [t.read for t in told] == sorted(t.read for t in told)
+    assert all(t.read % 128 == 0 and t.total == 1000 and t.picture is None for t in told)
+    assert told[-1].read == engine.last_stats.prompt_read == 896
+    told.clear()
+    list(engine.generate(prompt[:50], GenerationParams(max_tokens=2, temperature=0.0), told.append))
+    assert told == []
 
 
 def test_an_engine_stopped_mid_reply_is_ended_and_said_so(engine: EngineProcess, endless: Path) -> None:

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Iterator
 
 from app.engine import GenerationParams, GenerationStats, LoadReport, Measurements
-from app.engine.types import MediaPrompt, ProjectorInfo, ProjectorLoad
+from app.engine.types import MediaPrompt, ProjectorInfo, ProjectorLoad, Prompt, PromptProgress, PromptWatcher
 from planner.config import LoadConfig
 
 DEFAULT_REPLY = "The capital of France is **Paris**."
@@ -155,7 +155,9 @@ class FakeEngine:
         self.report = None
         self._cells = 0
 
-    def generate(self, prompt: list[int] | str | MediaPrompt, params: GenerationParams | None = None) -> Iterator[str]:
+    def generate(
+        self, prompt: Prompt, params: GenerationParams | None = None, progress: PromptWatcher | None = None
+    ) -> Iterator[str]:
         params = params or GenerationParams()
         if isinstance(prompt, MediaPrompt):
             self.media_prompts.append(prompt)
@@ -172,6 +174,9 @@ class FakeEngine:
             for step in range(1, 11):
                 time.sleep(self.prefill_seconds / 10)
                 stats.prompt_read = len(tokens) * step // 10
+                reading = stats.reading_prompt()
+                if progress is not None and reading is not None:
+                    progress(PromptProgress(*reading))  # as an engine process tells it, batch by batch
         stats.generation_started = time.perf_counter()
         self._cells = len(tokens)
         self.started.set()

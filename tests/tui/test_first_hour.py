@@ -3,16 +3,19 @@ are not about the layout; tests/tui/test_layout_sizes.py covers those)."""
 
 from __future__ import annotations
 
+import queue
 import shutil
 from pathlib import Path
 
 import pytest
 from textual.containers import VerticalScroll
 
+from app.engine.types import PromptProgress
 from app.settings import Settings
 from app.tui.screens.chat import ChatScreen
 from app.tui.screens.help import HelpScreen
 from app.tui.screens.picker import PickerScreen
+from app.tui.widgets.message_view import MessageView
 from tests.support.fake_engine import FakeEngine
 from tests.support.tui_helpers import make_app, model_loaded, picker_ready, reply_done, screen_text, wait_for
 
@@ -108,6 +111,49 @@ async def test_a_long_prompt_shows_its_reading_progress(shelf: Path) -> None:
                 seen.append(chat._reply.note)
         await wait_for(pilot, reply_done(app))
         assert seen and " of 2," in seen[-1] and "tok/s" in seen[-1]
+
+
+class TellingEngine(FakeEngine):
+    """Reads a prompt by saying what the test hands it, one word at a time, and nothing else: its
+    last_stats never move while it reads, so what the chat shows comes from what it says."""
+
+    def __init__(self) -> None:
+        super().__init__(reply="Done.")
+        self.say: queue.Queue[PromptProgress | None] = queue.Queue()
+
+    def generate(self, prompt, params=None, progress=None):
+        while (word := self.say.get(timeout=20)) is not None:
+            assert progress is not None
+            progress(word)
+        yield from super().generate(prompt, params, progress)
+
+
+async def test_the_prompt_progress_shown_follows_the_engines_words(shelf: Path) -> None:
+    engine = TellingEngine()
+    app = make_app(shelf, engine)
+    async with app.run_test(size=SIZE) as pilot:
+        chat = await loaded_chat(app, pilot)
+        await send(app, pilot, "What is in this picture?")
+
+        def note() -> str:
+            return chat._reply.note if chat._reply is not None else ""
+
+        assert note() == "…"
+        said = [
+            (PromptProgress(picture=(0, 2)), "showing the model the picture 1 of 2…"),
+            (PromptProgress(picture=(1, 2)), "showing the model the picture 2 of 2…"),
+            (PromptProgress(0, 3000), "reading the prompt: 0 of 3,000 tokens"),
+            (PromptProgress(1024, 3000, 512.4), "reading the prompt: 1,024 of 3,000 tokens · 512 tok/s"),
+            (PromptProgress(100, 200, 50.0), "reading the prompt: 1,024 of 3,000 tokens · 512 tok/s"),  # too short
+        ]
+        for word, shown in said:
+            engine.say.put(word)
+            await wait_for(pilot, lambda shown=shown: note() == shown)
+            await pilot.pause(0.3)  # longer than the poll this replaced: nothing else changes it
+            assert note() == shown
+        engine.say.put(None)
+        await wait_for(pilot, reply_done(app))
+        assert chat.query(MessageView).last().text == "Done."
 
 
 async def test_keys_pressed_before_the_list_is_drawn_are_not_lost(shelf: Path) -> None:

@@ -16,8 +16,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
-from textual.timer import Timer
-from textual.widgets import Header, Label, OptionList, ProgressBar, Static
+from textual.widgets import Header, OptionList, Static
 from textual.worker import Worker, WorkerState
 
 from app.chat import conversation_tokens, to_messages
@@ -33,14 +32,14 @@ from app.store import Conversation
 from app.tui.messages import (
     ContextResized,
     LoadFinished,
-    LoadProgress,
-    LoadRetrying,
     PromptFitted,
+    PromptRead,
     ReplyFinished,
     ReplyPiece,
 )
 from app.tui.widgets.chat.context_line import ContextLine
-from app.tui.widgets.chat.notes import empty_reply_words, reply_note, stored_note
+from app.tui.widgets.chat.load_bar import LoadBar
+from app.tui.widgets.chat.notes import empty_reply_words, prompt_note, reply_note, stored_note
 from app.tui.widgets.chat.past_chats import PastChats
 from app.tui.widgets.chat.pictures import AttachedPictures
 from app.tui.widgets.chat_input import ChatInput
@@ -49,10 +48,8 @@ from app.tui.widgets.footer import AdaptiveFooter
 from app.tui.widgets.message_view import MessageView
 from planner.fit import FitResult
 from planner.model import ModelAnatomy
-from planner.retry import Retry
 
 ENGINE_WATCH_SECONDS = 1.0  # how often an idle engine is checked for life
-PROMPT_PROGRESS_FROM = 256  # tokens: shorter prompts are read too fast for progress to help
 
 
 if TYPE_CHECKING:
@@ -86,9 +83,7 @@ class ChatScreen(Screen):
     context_line = getters.query_one("#context-line", ContextLine)
     pictures = getters.query_one("#attachments", AttachedPictures)
     input = getters.query_one("#input", ChatInput)
-    load_bar = getters.query_one("#load-bar", Horizontal)
-    load_status = getters.query_one("#load-status", Label)
-    load_progress = getters.query_one("#load-progress", ProgressBar)
+    load_bar = getters.query_one("#load-bar", LoadBar)
 
     def __init__(self, services: Services) -> None:
         super().__init__(id="chat")
@@ -101,7 +96,6 @@ class ChatScreen(Screen):
         self._cancel = threading.Event()  # Esc pressed before the engine started this reply
         self.model_path = ""
         self.context_tokens = 0  # the tokens the open conversation takes in the context
-        self._prompt_timer: Timer | None = None
         self._notes_shown: set[str] = set()  # a prompt's notes said once (a template stopped)
 
     @property
@@ -114,9 +108,7 @@ class ChatScreen(Screen):
         with Horizontal(id="chat-body"):
             yield PastChats(self.services, id="chat-list-pane")
             with Vertical(id="conversation"):
-                with Horizontal(id="load-bar"):
-                    yield Label("", id="load-status", markup=False)
-                    yield ProgressBar(id="load-progress", show_eta=False, total=1.0)
+                yield LoadBar(self.services, id="load-bar")
                 yield VerticalScroll(id="messages")
                 yield ContextLine(self.services, id="context-line")
                 yield AttachedPictures(self.services, id="attachments")
@@ -126,7 +118,6 @@ class ChatScreen(Screen):
 
     def on_mount(self) -> None:
         self.query_one("#dashboard").border_title = "Memory"
-        self.load_bar.display = False
         self.set_class(not self.services.settings.show_dashboard, "-dash-hidden")
         self.messages.anchor()
         self.refresh_chat_list()
@@ -167,77 +158,34 @@ class ChatScreen(Screen):
     def _show_loading(self, subtitle: str, status: str) -> None:
         self.loading = True
         self.sub_title = subtitle
-        self.load_bar.display = True
-        self.load_status.update(status)
-        self.load_progress.update(total=1.0, progress=0)
+        self.load_bar.start(status)
 
     def begin_load(self, path: str, anatomy: ModelAnatomy, fit: FitResult, name: str) -> None:
         self.model_path = path
         self._show_loading(f"loading {name}", f"Loading {name}…")
         self.update_context_line()
-        self._load(path, anatomy, fit)
+        self.load_bar.load(path, anatomy, fit)
 
     def recover(self, recovery: Recovery) -> None:
-        """A reply failed in a way a reload may cure: say what happened, then do what the session's
-        policy says (asking first when nothing points to a cure)."""
-        model = self.services.session.model
-        if model is None:
-            return
-        if not recovery.ask_user:
-            self.app.notify(recovery.message, title=recovery.title, severity="error", timeout=15)
-            self._begin_recovery(recovery)
+        """A reply failed in a way a reload may cure: the load bar says what happened, then this does
+        what the session's policy says (asking first when nothing points to a cure)."""
+        if self.services.session.model is None:
             return
 
-        from app.tui.screens.dialogs import ConfirmDialog
-
-        def answer(reload: bool | None) -> None:
+        def answer(reload: bool) -> None:
             if reload:
                 self._begin_recovery(recovery)
             else:
-                self.app.notify(
-                    "The model is not loaded: press F5 to reload it, F2 for the model list.",
-                    severity="warning",
-                    timeout=8,
-                )
                 self.update_context_line()
 
-        self.app.push_screen(
-            ConfirmDialog(recovery.title, recovery.message, confirm="Reload", focus_confirm=True), answer
-        )
+        self.load_bar.ask(recovery, answer)
 
     def _begin_recovery(self, recovery: Recovery) -> None:
         model = self.services.session.model
         if model is None:
             return
         self._show_loading(f"reloading {model.name}", f"{model.name}: {recovery.status}")
-        self._recover(recovery)
-
-    @work(thread=True, exclusive=True, group="load", exit_on_error=False)
-    def _recover(self, recovery: Recovery) -> None:
-        try:
-            _, lost = self.services.session.carry_out(
-                recovery, self.services.probe_devices, self._post_progress, self._post_retry
-            )
-        except Exception as exc:  # LoadFailed, a probe or llama.cpp failing: shown, never a traceback
-            self.post_message(LoadFinished(str(exc) or type(exc).__name__))
-            return
-        if lost:
-            self.app.call_from_thread(
-                self.app.notify,
-                f"Left out: {', '.join(lost)} (it no longer answers). F5 reloads; the settings' rpc_servers "
-                "or --rpc bring it back next time.",
-                title="RPC server left out",
-                severity="warning",
-                timeout=15,
-            )
-        self.post_message(LoadFinished())
-
-    def _post_progress(self, fraction: float) -> None:
-        self.post_message(LoadProgress(fraction))
-
-    def _post_retry(self, retry: Retry | None, why: str) -> None:
-        changes = retry.changes if retry is not None else ["the CPU's extra buffer types off"]
-        self.post_message(LoadRetrying(why, changes, memory=retry is not None))
+        self.load_bar.recover(recovery)
 
     def action_reload_model(self) -> None:
         if self.loading or self.generating:
@@ -249,63 +197,20 @@ class ChatScreen(Screen):
             return
         self.begin_load(model.path, model.anatomy, model.fit, model.name)
 
-    @work(thread=True, exclusive=True, group="load", exit_on_error=False)
-    def _load(self, path: str, anatomy: ModelAnatomy, fit: FitResult) -> None:
-        services = self.services
-        try:
-            devices = services.devices or services.probe_devices()  # the picker's probe, kept
-            services.session.load(
-                path, anatomy, fit, devices, self._post_progress, self._post_retry, services.probe_devices
-            )
-        except Exception as exc:  # LoadFailed, or anything llama.cpp throws: shown, never a traceback
-            self.post_message(LoadFinished(str(exc) or type(exc).__name__))
-            return
-        self.post_message(LoadFinished())
-
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.state == WorkerState.ERROR:
-            if event.worker.group == "load":
-                self.loading = False
-                self.load_bar.display = False
-            elif event.worker.group == "generate":
+            if event.worker.group == "generate":
                 self.generating = False
-        if event.state == WorkerState.ERROR:
             self.services.report_worker_error(event.worker)
 
-    def on_load_progress(self, message: LoadProgress) -> None:
-        self.load_progress.update(progress=message.fraction)
-
-    def on_load_retrying(self, message: LoadRetrying) -> None:
-        changes = "; ".join(message.changes)
-        self.load_progress.update(total=1.0, progress=0)
-        if not message.memory:
-            self.load_status.update(f"The engine crashed: retrying with {changes}…")
-            self.app.notify(f"{message.why}", title="The engine crashed", severity="warning", timeout=15)
-            return
-        self.load_status.update(f"Out of memory: retrying with {changes}…")
-        self.app.notify(
-            f"{first_line(message.why)}\nTrying a smaller plan: {changes}.",
-            title="Not enough memory",
-            severity="warning",
-            timeout=10,
-        )
-
-    def _back_to_the_picker(self, _ok: object = None) -> None:
-        self.app.call_later(self.app.run_action, "show_picker")
+    def on_load_bar_failed(self) -> None:
+        self.loading = False
 
     def on_load_finished(self, message: LoadFinished) -> None:
+        """After the load bar's own (it hides; a failed load is explained, the model list comes back)."""
         self.loading = False
-        self.load_bar.display = False
         if message.error:
             self.sub_title = "no model loaded"
-            self.app.push_screen(
-                _error_dialog(
-                    "The model did not load",
-                    f"{message.error}\n\nBack to the model list: a shorter context, "
-                    "fewer GPU layers or a smaller file may fit.",
-                ),
-                self._back_to_the_picker,
-            )
             self.update_context_line()
             return
         model = self.services.session.model
@@ -317,19 +222,7 @@ class ChatScreen(Screen):
             if model.n_ctx >= model.max_ctx
             else f"{model.name} · {model.n_ctx:,} of {model.max_ctx:,} tokens"
         )
-        if model.dry_run_message:
-            self.app.notify(model.dry_run_message, title="Checked by llama.cpp", severity="warning", timeout=15)
-        if model.changes:
-            self.app.notify(
-                f"{model.name} loaded with a smaller plan than the one chosen: "
-                f"{'; '.join(model.changes)}."
-                + (" The conversation is kept: carry on." if self.conversation is not None else ""),
-                title="Loaded with less memory",
-                severity="warning",
-                timeout=15,
-            )
-        else:
-            self.app.notify(f"{model.name} loaded in {model.report.seconds:.1f} s", title="Ready", timeout=3)
+        self.load_bar.tell_loaded(model, chat_open=self.conversation is not None)
         self._show_hint()
         self.context_tokens = 0  # a new engine holds nothing yet: what the open chat takes, counted
         self._count_context()
@@ -432,7 +325,6 @@ class ChatScreen(Screen):
         self.generating = True
         self._cancel.clear()
         await self.messages.mount(view)
-        self._prompt_timer = self.set_interval(0.25, self._show_prompt_progress)
         temperature = temperature_for(settings.temperature, model.fmt)
         params = GenerationParams(max_tokens=settings.max_tokens, temperature=temperature, stop=model.fmt.stop)
         self._generate(msg_id, turns, conv.system_prompt, params, self.pictures.shelf(conv.messages))
@@ -465,6 +357,7 @@ class ChatScreen(Screen):
             on_growth=lambda growth: self._post(ContextResized(growth)),
             media=shelf,
             on_done=lambda outcome: self._post(ReplyFinished(msg_id, outcome, session.recover(outcome))),
+            on_progress=lambda progress: self._post(PromptRead(msg_id, progress)),
         )
 
     def on_context_resized(self, message: ContextResized) -> None:
@@ -517,27 +410,13 @@ class ChatScreen(Screen):
                 self._reply.set_note("…")
             await self._reply.append(message.text)
 
-    def _show_prompt_progress(self) -> None:
-        """While a long prompt is read, its progress in the reply's header: nothing is written yet."""
-        view = self._reply
-        engine = self.services.session.engine
-        encoding = engine.encoding
-        if view is not None and encoding is not None:
-            index, count = encoding
-            view.set_note(f"showing the model the picture{f' {index + 1} of {count}' if count > 1 else ''}…")
-            return
-        reading = engine.last_stats.reading_prompt() if view is not None else None
-        if view is None or reading is None:
-            return
-        read, total, speed = reading
-        if total >= PROMPT_PROGRESS_FROM:
-            rate = f" · {speed:,.0f} tok/s" if read else ""
-            view.set_note(f"reading the prompt: {read:,} of {total:,} tokens{rate}")
+    def on_prompt_read(self, message: PromptRead) -> None:
+        """While the prompt is read, the reply's header says how far, as the engine tells it."""
+        note = prompt_note(message.progress)
+        if self._reply is not None and message.msg_id == self._reply_id and note is not None:
+            self._reply.set_note(note)
 
     async def on_reply_finished(self, message: ReplyFinished) -> None:
-        if self._prompt_timer is not None:
-            self._prompt_timer.stop()
-            self._prompt_timer = None
         outcome = message.outcome
         view = self._reply if message.msg_id == self._reply_id else None
         self.generating = False
@@ -827,9 +706,3 @@ class ChatScreen(Screen):
     def update_context_line(self) -> None:
         system = self.conversation.system_prompt if self.conversation else None
         self.context_line.show_context(self.context_tokens, system, self.loading)
-
-
-def _error_dialog(title: str, text: str):
-    from app.tui.screens.dialogs import ConfirmDialog
-
-    return ConfirmDialog(title, text, confirm="OK")

@@ -1,5 +1,5 @@
-"""The words under a message: a finished reply's note, why a reply ended before its first word, and
-a stored message's note when a past chat is opened."""
+"""The words under a message: how the reading of a long prompt goes, a finished reply's note, why a
+reply ended before its first word, and a stored message's note when a past chat is opened."""
 
 from __future__ import annotations
 
@@ -10,7 +10,22 @@ from app.outcome import ENGINE_CRASH
 
 if TYPE_CHECKING:
     from app.engine import GenerationStats
+    from app.engine.types import PromptProgress
     from app.store import StoredMessage
+
+PROMPT_PROGRESS_FROM = 256  # tokens: shorter prompts are read too fast for progress to help
+
+
+def prompt_note(progress: PromptProgress) -> str | None:
+    """While the prompt is read, nothing is written yet: the picture going through the projector, or
+    the tokens read (of a long prompt) and how fast. None: nothing worth saying."""
+    if progress.picture is not None:
+        index, count = progress.picture
+        return f"showing the model the picture{f' {index + 1} of {count}' if count > 1 else ''}…"
+    if progress.total < PROMPT_PROGRESS_FROM:
+        return None
+    rate = f" · {progress.tokens_per_second:,.0f} tok/s" if progress.read else ""
+    return f"reading the prompt: {progress.read:,} of {progress.total:,} tokens{rate}"
 
 
 def reply_note(stats: GenerationStats, error: str = "") -> str:
