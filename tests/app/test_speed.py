@@ -307,13 +307,13 @@ def test_min_speed_is_a_wish_for_the_solver(zoo: dict[str, Path], capsys: pytest
 def test_a_replayed_plan_carries_the_same_speed_and_a_lesson_makes_it_plan_again(
     zoo: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import app.cli
+    import app.cli.plan
 
     model = tmp_path / "m.gguf"
     model.write_bytes(zoo["llama-f16"].read_bytes())
     planned = []
-    make_plan = app.cli._make_plan
-    monkeypatch.setattr(app.cli, "_make_plan", lambda args: planned.append(1) or make_plan(args))
+    make_plan = app.cli.plan._make_plan
+    monkeypatch.setattr(app.cli.plan, "_make_plan", lambda args: planned.append(1) or make_plan(args))
 
     def plan() -> dict:
         assert main(["--plan", str(model), "--json"]) == 0
