@@ -95,7 +95,7 @@ def _files(root: str) -> list[tuple[str, int, int]]:
 
 
 def _speed_files() -> list[tuple[str, int, int]]:
-    """The speed figures a plan quotes (app.speed_machine, app.speed_learn): a new probe or a reply
+    """The speed figures a plan quotes (app.speed.machine, app.speed.learn): a new probe or a reply
     learned from makes the kept plan's `speed` stale."""
     from app.paths import cache_dir
 

@@ -43,7 +43,7 @@ class Runs:
     def fresh(self, home: Path, *words: str) -> str:
         """The output of planning from scratch (another home: no caches but this machine's measured
         speed, which a second probe would measure a little differently)."""
-        from app import speed_machine
+        from app.speed import machine as speed_machine
 
         measured = speed_machine.speed_folder() / speed_machine.MACHINE_FILE
         if measured.exists():

@@ -12,13 +12,14 @@ from types import SimpleNamespace
 
 import pytest
 
-from app import speed_learn, speed_machine
 from app.cli import main
 from app.devices import probe_devices
 from app.devices.ggml import GGMLDevice
 from app.devices.simulated import parse_devices
 from app.engine import GenerationStats
+from app.speed import learn as speed_learn
 from app.speed import learn_from_reply, predict_plan
+from app.speed import machine as speed_machine
 from planner.anatomy import load_anatomy
 from planner.config import LoadConfig
 from planner.fit import solve
@@ -80,7 +81,7 @@ def test_an_nvidia_gpu_gets_its_bandwidth_from_nvml(monkeypatch: pytest.MonkeyPa
 def test_the_probe_times_ggml_on_this_cpu(tmp_path: Path) -> None:
     """The session's probe (tests/conftest.py runs the real one once): every weight type the app plans
     for, sane magnitudes, in well under a second of work."""
-    from app.devices.speed_probe import DECODE_TYPES, PREFILL_TYPES
+    from app.speed.probe import DECODE_TYPES, PREFILL_TYPES
 
     kept = json.loads((speed_machine.speed_folder() / speed_machine.MACHINE_FILE).read_bytes())
     figures = kept["figures"]
