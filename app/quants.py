@@ -13,8 +13,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from app.caches.plans import ModelSummary
 from app.errors import VramchatError
-from app.plan_cache import ModelSummary
 from app.sources.model import ModelSource
 
 if TYPE_CHECKING:

@@ -299,7 +299,7 @@ def main() -> None:
 
     cpus = [probe()]
     # the app's figures in the bench's home: the first probe, as the app keeps it (and learns against)
-    from app.cache_files import write_atomically
+    from app.caches.files import write_atomically
     from app.speed.machine import MACHINE_FILE, machine_key, speed_folder
 
     kept = {"key": machine_key(), "figures": probes[0]}

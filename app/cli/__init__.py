@@ -79,7 +79,7 @@ def _main(argv: Sequence[str] | None) -> int:
 
     parser = build_parser()
     args = parser.parse_args(negative_values_attached(words))
-    from app.compute_cache import keep_compute_sizes
+    from app.caches.compute import keep_compute_sizes
     from planner.compute_memo import use_store
     from planner.errors import GGUFError, PlannerError
 

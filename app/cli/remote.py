@@ -2,7 +2,7 @@
 a remote MODEL to load (not before it is downloaded).
 
 `--plan REF` needs nothing here: app/cli/command_plan.py resolves REF (app.sources.canonical_ref) and
-app/planning.py reads its header through app/header_cache.py, which hands remote words to app/sources.
+app/planning.py reads its header through app/caches/headers.py, which hands remote words to app/sources.
 Errors are `VramchatError`s: one line on stderr, exit 1 (2 for usage), as the rest of the command line does.
 """
 

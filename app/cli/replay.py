@@ -286,6 +286,6 @@ def keep(
         text = json.dumps({"key": key, "model": model, "bounds": [low, high], "exit": exit_code, "template": template})
     except (OSError, ValueError, KeyError, TypeError):
         return
-    from app.cache_files import write_atomically
+    from app.caches.files import write_atomically
 
     write_atomically(_entry_path(key), text.encode(), MAX_FILES)

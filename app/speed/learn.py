@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from app.cache_files import write_atomically
+from app.caches.files import write_atomically
 from app.speed.machine import speed_folder
 from planner.speed import MAX_RATIOS, Calibration, CpuSpeed, GpuSpeed, TokenCost, predicted_decode, predicted_prefill
 

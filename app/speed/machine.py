@@ -22,7 +22,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from app.cache_files import write_atomically
+from app.caches.files import write_atomically
 from app.paths import cache_dir
 from planner.speed import CpuSpeed
 
