@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from app.caches.plans import ModelSummary, PlanCache, device_fingerprint, file_key
 from app.discovery import Folder, ModelFile, scan
-from app.plan_cache import ModelSummary, PlanCache, device_fingerprint, file_key
 from planner.hardware import Device, Host, format_size
 
 if TYPE_CHECKING:

@@ -5,7 +5,7 @@ picker asks llama.cpp's own dry run about each such row's default plan, as `--pl
 (`app.engine.verify.confirm_plan`, in an engine process: llama.cpp's backends never load in the UI
 process), one model at a time after the list is drawn. The plan llama.cpp's figures fit replaces
 the estimate in the row's summary, marked `checked`, and the plan cache keeps it for this file and
-this machine's devices (`app.plan_cache`), so the next start, and `vramchat --list`, show it at once.
+this machine's devices (`app.caches.plans`), so the next start, and `vramchat --list`, show it at once.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from app.plan_cache import ModelSummary
+from app.caches.plans import ModelSummary
 
 if TYPE_CHECKING:
     from app.engine.verify import DryRunner

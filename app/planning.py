@@ -262,7 +262,7 @@ def read_anatomy(source: str | ModelSource) -> ModelAnatomy:
 
     if not os.path.exists(source) and is_remote(source):
         return sources.load_anatomy(sources.resolve_source(source))
-    from app.header_cache import load_anatomy_cached
+    from app.caches.headers import load_anatomy_cached
 
     return load_anatomy_cached(source)
 

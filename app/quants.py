@@ -2,7 +2,7 @@
 
 `plan_quants` reads the headers of all the models in parallel (remote ones by ranges, each kept in the
 cache) and plans each as it arrives with the caller's planner (the CLI's: the same plan `--plan` prints, what-if
-flags and all), and marks the best choice with the reason. No Textual, no printing: app/remote_cli.py
+flags and all), and marks the best choice with the reason. No Textual, no printing: app/cli/quants.py
 prints the table, the picker will draw the same rows.
 """
 
@@ -13,8 +13,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from app.caches.plans import ModelSummary
 from app.errors import VramchatError
-from app.plan_cache import ModelSummary
 from app.sources.model import ModelSource
 
 if TYPE_CHECKING:

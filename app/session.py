@@ -30,7 +30,6 @@ from app.devices.learned_overhead import (
     buffers_now,
     learn_after_load,
 )
-from app.drift import OTHERS_CAUSE, DriftAlarm, DriftWatch
 from app.elastic_context import ElasticContext
 from app.engine.crash import EngineCrashed, EngineExit
 from app.engine.dry_run import DryRun
@@ -51,8 +50,9 @@ from app.engine.verify import Confirmed, Verification, confirm_plan, replan
 from app.errors import VramchatError
 from app.outcome import CRASHED, ENGINE_CRASH, ReplyOutcome
 from app.recovery import SMALLER, WITHOUT_EXTRA_BUFFERS, WITHOUT_LOST_SERVERS, Recovery, recovery_for
-from app.runway import TurnPace
 from app.telemetry import Telemetry, for_engine
+from app.telemetry.drift import OTHERS_CAUSE, DriftAlarm, DriftWatch
+from app.telemetry.runway import TurnPace
 from planner.config import LoadConfig
 from planner.elastic import committed_plan
 from planner.errors import PlannerError

@@ -10,7 +10,7 @@ context fills (32 tokens, a quarter and three quarters of the context): the prom
 prefill speed and the reply's decode speed are the engine's own figures, the ones the app
 learns from. Replies use the app's default sampler chain.
 
-The prediction is planner.speed's, from this machine's probe (app/devices/speed_probe.py).
+The prediction is planner.speed's, from this machine's probe (app/speed/probe.py).
 The machine is shared, so the probe runs `--probes` times interleaved with the demo's runs
 (in a child process, as the app runs it): "first probe" is what the app would have kept,
 "median probe" the median of the predictions over all probes. Measured figures are medians
@@ -221,13 +221,13 @@ def learn(case: Case, rounds: int) -> None:
 
 def learned_decode(case: Case) -> dict[int, float]:
     from app.speed import predict_cost
-    from app.speed_learn import config_key, devices_key, model_key
+    from app.speed.learn import config_key, devices_key, model_key
     from planner.speed import predicted_decode
 
     base = predict_cost(case.cost, [], model_key(case.path), devices_key(case.plan), config_key(case.plan))
     factor = (base.decode_start.value or 0.0) / (base.raw_decode_start or 1.0)
     out = {}
-    from app.speed_machine import cpu_speed
+    from app.speed.machine import cpu_speed
 
     cpu, _ = cpu_speed()
     for fill in case.fills:
@@ -269,7 +269,7 @@ def main() -> None:
 
     from app.devices import probe_devices
     from app.engine.process import EngineProcess
-    from app.speed_machine import run_probe
+    from app.speed.machine import run_probe
     from bench.args import model_path
     from planner.archs import not_for_chat
     from planner.speed import CpuSpeed
@@ -299,8 +299,8 @@ def main() -> None:
 
     cpus = [probe()]
     # the app's figures in the bench's home: the first probe, as the app keeps it (and learns against)
-    from app.cache_files import write_atomically
-    from app.speed_machine import MACHINE_FILE, machine_key, speed_folder
+    from app.caches.files import write_atomically
+    from app.speed.machine import MACHINE_FILE, machine_key, speed_folder
 
     kept = {"key": machine_key(), "figures": probes[0]}
     write_atomically(speed_folder() / MACHINE_FILE, json.dumps(kept).encode(), keep=16)
@@ -340,7 +340,7 @@ def main() -> None:
     learn(demo, 1)
     learned = learned_decode(demo)
 
-    from app.speed_machine import merge
+    from app.speed.machine import merge
 
     merged = probes[0]
     for data in probes[1:]:

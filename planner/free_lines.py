@@ -1,7 +1,7 @@
 """The sentences of a plan that quote a device's free memory.
 
 Free memory changes from one run to the next while the plan itself often does not: a plan
-cached by the app (`app.plan_replay`) is said again for the memory free now. So each such
+cached by the app (`app.cli.replay`) is said again for the memory free now. So each such
 sentence is a `FreeLine`: a plain string to every reader, which also keeps what it was made
 from, to be said again for another free figure. Imports nothing heavy (no dataclasses).
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from planner.units import format_size
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (app.plan_replay imports this module)
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (app.cli.replay imports this module)
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any

@@ -16,7 +16,7 @@ The derivation, for one decoded token (llama.cpp runs the whole graph once per t
    decodes recorded on an H100: the demo, where the kernels' count dominates, and an
    8B-shaped Q4_0, where the bytes do). A CPU on a few cores is bound by the
    dequantising arithmetic as much as by memory, so its rate is timed per weight type
-   (app/devices/speed_probe.py: ggml's own mat-vec with the engine's threads): `rate(type)`
+   (app/speed/probe.py: ggml's own mat-vec with the engine's threads): `rate(type)`
    bytes/s for a matrix that stays in cache, times one slowdown factor `large_factor`
    measured on a matrix that cannot (q8_0, 192 MiB), for the part of the token's working
    set that is beyond the cache. Between 8 MiB (in cache) and 192 MiB (beyond) the factor
@@ -80,7 +80,7 @@ ENGINE_TOKEN_SECONDS = 120e-6  # vramchat's engine loop: a ctypes decode call, t
 # the engine's sampler chain (penalties, top-k, top-p, min-p, temperature, a draw) per vocabulary entry,
 # llama_sampler_sample's copy of the logits included: 1.0 ms for the demo's 262,144 entries here
 SAMPLER_SECONDS_PER_ENTRY = 3.8e-9
-# the probe's two sizes (app/devices/speed_probe.py): in cache, and beyond any cache
+# the probe's two sizes (app/speed/probe.py): in cache, and beyond any cache
 SMALL_SET = 8 << 20
 LARGE_SET = 192 << 20
 KV_PAD = 256  # llama.cpp pads the cells attention reads to a multiple of 256
@@ -132,7 +132,7 @@ _EMPTY_OPS = frozenset({"NONE", "VIEW", "RESHAPE", "PERMUTE", "TRANSPOSE"})
 
 @dataclass(frozen=True)
 class CpuSpeed:
-    """What the CPU probe measured (app/devices/speed_probe.py), or None where it could not."""
+    """What the CPU probe measured (app/speed/probe.py), or None where it could not."""
 
     threads: int
     graph_seconds: float

@@ -33,9 +33,9 @@ def gemma_path() -> Path:
 
 @pytest.fixture(scope="session")
 def _machine_speed(tmp_path_factory: pytest.TempPathFactory) -> bytes | None:
-    """This machine's speed figures (app.speed_machine), probed once per session and given to every
+    """This machine's speed figures (app.speed.machine), probed once per session and given to every
     test's home: a plan quotes its speed, and half a second of probing per test would add up."""
-    from app import speed_machine
+    from app.speed import machine as speed_machine
 
     home = tmp_path_factory.mktemp("speed-home")
     before = os.environ.get("VRAMCHAT_HOME")
@@ -54,7 +54,7 @@ def _machine_speed(tmp_path_factory: pytest.TempPathFactory) -> bytes | None:
 @pytest.fixture(autouse=True)
 def _private_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, _machine_speed: bytes | None) -> Path:
     """Keep every test's data, config and cache out of the real user folders."""
-    from app import speed_machine
+    from app.speed import machine as speed_machine
 
     home = tmp_path / "vramchat-home"
     if _machine_speed is not None:

@@ -1,5 +1,6 @@
 """No import cycle inside planner/ or app/, counting every import: at the top, inside functions
-(lazy) and under TYPE_CHECKING. A cycle is a knot the next change has to untie first."""
+(lazy) and under TYPE_CHECKING. A cycle is a knot the next change has to untie first. And no import
+from a lower floor of the house into a higher one (FLOORS below)."""
 
 from __future__ import annotations
 
@@ -114,3 +115,61 @@ def test_the_devices_do_not_reach_up_into_the_engine() -> None:
         if target.startswith(above)
     )
     assert up == []
+
+
+# The house's floors, lowest first. A module imports from its own floor or one below, never from one
+# above: the planner knows nothing of the app; the app's ground floor (its version, errors, folders,
+# settings, native libraries, children's environment and caches) nothing of its rooms; the rooms
+# (devices, engine, sources, rpc, speed, store, telemetry, planning, the session and the reply ...)
+# nothing of a front end; the TUI nothing of the command line, which starts it. A pattern `x.*` is every
+# module below x; the most specific pattern that matches a module names its floor.
+FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("the planner", ("planner", "planner.*")),
+    (
+        "the app's ground floor",
+        ("app", "app.errors", "app.paths", "app.limits", "app.settings", "app.native", "app.children", "app.caches.*"),
+    ),
+    ("the app's rooms", ("app.*",)),
+    ("the TUI", ("app.tui", "app.tui.*")),
+    ("the command line", ("app.cli", "app.cli.*", "app.__main__")),
+)
+
+
+def _floor(module: str, floors: tuple[tuple[str, tuple[str, ...]], ...] = FLOORS) -> int:
+    best: tuple[int, int] | None = None  # (how specific, floor)
+    for level, (_name, patterns) in enumerate(floors):
+        for pattern in patterns:
+            if pattern.endswith(".*"):
+                base = pattern[:-2]
+                matches, specific = module == base or module.startswith(base + "."), 2 * len(base)
+            else:
+                matches, specific = module == pattern, 2 * len(pattern) + 1
+            if matches and (best is None or specific > best[0]):
+                best = (specific, level)
+    assert best is not None, f"{module} is on no floor: name it in FLOORS"
+    return best[1]
+
+
+def _upward(graph: dict[str, set[str]], floors: tuple[tuple[str, tuple[str, ...]], ...] = FLOORS) -> list[str]:
+    """Every import from a lower floor into a higher one, in words."""
+    out = []
+    for module in sorted(graph):
+        here = _floor(module, floors)
+        for target in sorted(graph[module]):
+            there = _floor(target, floors)
+            if there > here:
+                out.append(f"{module} ({floors[here][0]}) imports {target} ({floors[there][0]})")
+    return out
+
+
+def test_no_import_runs_from_a_lower_floor_to_a_higher_one() -> None:
+    modules = {**_modules("planner"), **_modules("app")}
+    known = set(modules)
+    graph = {name: _imports(path, name, known) for name, path in modules.items()}
+    assert _upward(graph) == []
+
+
+def test_the_floor_check_finds_an_upward_import() -> None:
+    graph = {"app.caches.plans": {"app.speed"}, "app.speed": {"app.caches.files"}, "app.caches.files": set()}
+    assert _upward(graph) == ["app.caches.plans (the app's ground floor) imports app.speed (the app's rooms)"]
+    assert _floor("app") == 1 and _floor("app.cli.plan") == 4 and _floor("planner.fit") == 0

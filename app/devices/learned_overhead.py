@@ -111,7 +111,7 @@ class LearnedStore:
             return {}
 
     def _save(self, entries: Mapping[str, Entry]) -> None:
-        from app.cache_files import write_atomically
+        from app.caches.files import write_atomically
 
         text = json.dumps({"format": FORMAT, "devices": {k: asdict(e) for k, e in entries.items()}}, indent=1)
         write_atomically(self.path, text.encode(), keep=1)  # the folder holds this file alone

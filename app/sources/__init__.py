@@ -138,7 +138,7 @@ def load_anatomy(source: ModelSource) -> ModelAnatomy:
     for note in source.notes:
         _note_sink(note)
     if source.kind == LOCAL:
-        from app.header_cache import load_anatomy_cached
+        from app.caches.headers import load_anatomy_cached
 
         return load_anatomy_cached(source.ref)
     from app.sources.headers import load_anatomy as remote_anatomy

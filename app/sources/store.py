@@ -5,7 +5,7 @@
   content: the hub's LFS sha256, or an URL's ETag, with its size. Kept as they are: compressing a
   vocabulary costs 80 ms a header (1.3 s of CPU for a repo of 16 quants), for half the disk
 - each model's parsed anatomy, keyed by its files' identities, the name the plan gives it and the
-  planner's code (as app/header_cache.py keys local ones)
+  planner's code (as app/caches/headers.py keys local ones)
 - each repo listing (commit, files, sizes, checksums) and each URL's last identity, for offline use
 
 Like every cache here, a file that cannot be read or written is ignored: the header is read again.
@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from app.cache_files import planner_stamp, write_atomically
+from app.caches.files import planner_stamp, write_atomically
 from app.paths import cache_dir
 
 FOLDER = "remote"

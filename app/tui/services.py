@@ -14,18 +14,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from app.plan_cache import PlanCache
+from app.caches.plans import PlanCache
 from app.settings import Settings, load_settings, save_settings
 from app.store import Store
-from app.store_recovery import open_store
+from app.store.recovery import open_store
 
 if TYPE_CHECKING:
     from textual.worker import Worker
 
     from app.devices import DeviceReport
-    from app.drift import DriftAlarm
     from app.engine.verify import DryRunner
     from app.session import EngineLike, ModelSession
+    from app.telemetry.drift import DriftAlarm
 
 Notify = Callable[[str, str, str], None]  # (message, severity, title), safe to call from any thread
 

@@ -6,7 +6,7 @@ import os
 import stat
 from pathlib import Path
 
-from app.cache_files import new_temporary, planner_stamp, write_atomically
+from app.caches.files import new_temporary, planner_stamp, write_atomically
 
 
 def test_temporary_files_are_new_private_and_distinct(tmp_path: Path) -> None:

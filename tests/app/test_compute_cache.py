@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 import planner.compute
-from app.compute_cache import FOLDER, DiskSizeStore
-from app.header_cache import load_anatomy_cached
+from app.caches.compute import FOLDER, DiskSizeStore
+from app.caches.headers import load_anatomy_cached
 from app.paths import cache_dir
 from planner import compute_memo
 from planner.config import LoadConfig

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from app.caches.plans import ModelSummary, PlanCache, device_fingerprint
 from app.catalog import Catalog, fit_badge, format_params, table_rows
 from app.discovery import Folder, folders_to_scan, known_cache_folders, scan
-from app.plan_cache import ModelSummary, PlanCache, device_fingerprint
 from planner.hardware import GiB, Host
 from tests.support.fake_gpus import simulated_gpus
 from tests.support.tiny import ZOO, write_tiny_model

@@ -9,7 +9,7 @@ import pytest
 
 from app.devices import probe_devices
 from app.devices.live import GpuMemoryReader
-from app.drift import DriftWatch, tolerance
+from app.telemetry.drift import DriftWatch, tolerance
 from planner.anatomy import load_anatomy
 from planner.elastic import committed_plan
 from planner.fit import evaluate, fixed_config

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import planner.gguf
-from app.header_cache import load_anatomy_cached
+from app.caches.headers import load_anatomy_cached
 
 
 def test_a_second_read_comes_from_the_cache_and_a_changed_file_is_read_again(
@@ -35,7 +35,7 @@ def test_a_second_read_comes_from_the_cache_and_a_changed_file_is_read_again(
 
 
 def test_a_damaged_cache_entry_is_read_past(zoo: dict[str, Path], tmp_path: Path) -> None:
-    from app.header_cache import _entry
+    from app.caches.headers import _entry
 
     path = str(zoo["llama-f16"])
     load_anatomy_cached(path)

@@ -20,10 +20,10 @@ from app.devices import learned_overhead, probe_devices
 from app.devices.ggml import GGMLDevice
 from app.devices.learned_overhead import LearnedStore, failure_readings, learn_after_load
 from app.devices.render import devices_text
-from app.drift import DriftWatch
 from app.engine import GenerationParams, LoadReport, Measurements
 from app.reply import OK, write_reply
 from app.session import ModelSession
+from app.telemetry.drift import DriftWatch
 from planner.anatomy import load_anatomy
 from planner.fit import FitResult, evaluate, fixed_config
 from planner.gguf import read_gguf

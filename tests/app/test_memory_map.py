@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from app.memory_map import WORDS, cell_widths, device_map, device_maps, kv_in_use
+from app.telemetry.memory_map import WORDS, cell_widths, device_map, device_maps, kv_in_use
 from planner.anatomy import load_anatomy
 from planner.config import LoadConfig
 from planner.elastic import committed_plan

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-import app.cli
+import app.cli.plan
+import app.cli.replay
 import app.devices.host
-import app.plan_replay
 from app.cli import main
 
 GiB = 1024**3
@@ -24,14 +24,14 @@ class Runs:
         self.total, self.free = 8 * GiB, 6 * GiB
         self.planned = 0
         monkeypatch.setattr(app.devices.host, "_meminfo", lambda: (self.total, self.free, 0, 0))
-        monkeypatch.setattr(app.plan_replay, "_meminfo", lambda: (self.total, self.free))
-        make_plan = app.cli._make_plan
+        monkeypatch.setattr(app.cli.replay, "_meminfo", lambda: (self.total, self.free))
+        make_plan = app.cli.plan._make_plan
 
         def counting(args):
             self.planned += 1
             return make_plan(args)
 
-        monkeypatch.setattr(app.cli, "_make_plan", counting)
+        monkeypatch.setattr(app.cli.plan, "_make_plan", counting)
 
     def plan(self, *words: str) -> tuple[int, str, bool]:
         """(exit status, output, whether it was replayed)"""
@@ -43,7 +43,7 @@ class Runs:
     def fresh(self, home: Path, *words: str) -> str:
         """The output of planning from scratch (another home: no caches but this machine's measured
         speed, which a second probe would measure a little differently)."""
-        from app import speed_machine
+        from app.speed import machine as speed_machine
 
         measured = speed_machine.speed_folder() / speed_machine.MACHINE_FILE
         if measured.exists():
@@ -70,7 +70,7 @@ def model(zoo: dict[str, Path], tmp_path: Path) -> str:
 
 
 def _entry(model: str) -> dict:
-    (entry,) = (Path(os.environ["VRAMCHAT_HOME"]) / "cache" / app.plan_replay.FOLDER).glob("*.json")
+    (entry,) = (Path(os.environ["VRAMCHAT_HOME"]) / "cache" / app.cli.replay.FOLDER).glob("*.json")
     return json.loads(entry.read_text())
 
 
@@ -130,22 +130,22 @@ def test_other_flags_settings_devices_or_code_plan_again(
     assert not runs.plan(model)[2]
     assert runs.plan(model)[2]
 
-    settings = Path(os.environ["VRAMCHAT_HOME"]) / "config" / app.plan_replay.SETTINGS_FILE
+    settings = Path(os.environ["VRAMCHAT_HOME"]) / "config" / app.cli.replay.SETTINGS_FILE
     settings.parent.mkdir(parents=True, exist_ok=True)
     settings.write_text(json.dumps({"elastic_context": False}))
     _code, out, replayed = runs.plan(model)
     assert not replayed and "elastic" not in json.loads(out)
 
     with monkeypatch.context() as m:  # another CPU (its flags), or another llama.cpp build
-        m.setattr(app.plan_replay, "_cpu_identity", lambda: ["flags : sse2"])
+        m.setattr(app.cli.replay, "_cpu_identity", lambda: ["flags : sse2"])
         assert not runs.plan(model)[2]
     with monkeypatch.context() as m:
-        m.setattr(app.plan_replay, "_code", lambda: ["edited"])  # the planner's or the app's code
+        m.setattr(app.cli.replay, "_code", lambda: ["edited"])  # the planner's or the app's code
         assert not runs.plan(model)[2]
     mark = tmp_path / "nvidiactl"
     mark.touch()
     with monkeypatch.context() as m:  # a GPU driver appeared: the probe asks it, nothing is replayed
-        m.setattr(app.plan_replay, "DRIVER_MARKS", (str(mark),))
+        m.setattr(app.cli.replay, "DRIVER_MARKS", (str(mark),))
         assert not runs.plan(model)[2]
         assert not runs.plan(model)[2]
     with monkeypatch.context() as m:  # simulated devices are never replayed
@@ -165,10 +165,10 @@ def test_the_code_stamp_sees_an_edited_file(tmp_path: Path) -> None:
     (tmp_path / "pkg").mkdir()
     source = tmp_path / "pkg" / "rules.py"
     source.write_text("A = 1\n")
-    before = app.plan_replay._files(str(tmp_path))
+    before = app.cli.replay._files(str(tmp_path))
     st = source.stat()
     os.utime(source, ns=(st.st_atime_ns, st.st_mtime_ns + 1))
-    assert app.plan_replay._files(str(tmp_path)) != before
+    assert app.cli.replay._files(str(tmp_path)) != before
 
 
 def test_the_probe_s_marks_and_settings_file_are_the_replay_s() -> None:
@@ -176,9 +176,9 @@ def test_the_probe_s_marks_and_settings_file_are_the_replay_s() -> None:
     import app.devices.rocm
     import app.settings
 
-    assert set(app.devices.nvml._DRIVER_MARKS) <= set(app.plan_replay.DRIVER_MARKS)
-    assert app.devices.rocm._AMDGPU_MODULE in app.plan_replay.DRIVER_MARKS
-    assert app.plan_replay.SETTINGS_FILE == app.settings.SETTINGS_FILE
+    assert set(app.devices.nvml._DRIVER_MARKS) <= set(app.cli.replay.DRIVER_MARKS)
+    assert app.devices.rocm._AMDGPU_MODULE in app.cli.replay.DRIVER_MARKS
+    assert app.cli.replay.SETTINGS_FILE == app.settings.SETTINGS_FILE
 
 
 def test_the_replay_imports_no_planner_dataclasses_nor_probes(model: str, tmp_path: Path) -> None:

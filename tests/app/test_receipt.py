@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.receipt import merge_peaks, peaks, to_markdown
+from app.store.receipt import merge_peaks, peaks, to_markdown
 from app.telemetry import Sample
 from planner.hardware import GiB, MiB
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from app.runway import TurnPace, about, reachable_context, runway
+from app.telemetry.runway import TurnPace, about, reachable_context, runway
 from planner.anatomy import load_anatomy
 from planner.config import LoadConfig
 from planner.elastic import committed_plan

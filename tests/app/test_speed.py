@@ -12,13 +12,14 @@ from types import SimpleNamespace
 
 import pytest
 
-from app import speed_learn, speed_machine
 from app.cli import main
 from app.devices import probe_devices
 from app.devices.ggml import GGMLDevice
 from app.devices.simulated import parse_devices
 from app.engine import GenerationStats
+from app.speed import learn as speed_learn
 from app.speed import learn_from_reply, predict_plan
+from app.speed import machine as speed_machine
 from planner.anatomy import load_anatomy
 from planner.config import LoadConfig
 from planner.fit import solve
@@ -80,7 +81,7 @@ def test_an_nvidia_gpu_gets_its_bandwidth_from_nvml(monkeypatch: pytest.MonkeyPa
 def test_the_probe_times_ggml_on_this_cpu(tmp_path: Path) -> None:
     """The session's probe (tests/conftest.py runs the real one once): every weight type the app plans
     for, sane magnitudes, in well under a second of work."""
-    from app.devices.speed_probe import DECODE_TYPES, PREFILL_TYPES
+    from app.speed.probe import DECODE_TYPES, PREFILL_TYPES
 
     kept = json.loads((speed_machine.speed_folder() / speed_machine.MACHINE_FILE).read_bytes())
     figures = kept["figures"]
@@ -307,13 +308,13 @@ def test_min_speed_is_a_wish_for_the_solver(zoo: dict[str, Path], capsys: pytest
 def test_a_replayed_plan_carries_the_same_speed_and_a_lesson_makes_it_plan_again(
     zoo: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import app.cli
+    import app.cli.plan
 
     model = tmp_path / "m.gguf"
     model.write_bytes(zoo["llama-f16"].read_bytes())
     planned = []
-    make_plan = app.cli._make_plan
-    monkeypatch.setattr(app.cli, "_make_plan", lambda args: planned.append(1) or make_plan(args))
+    make_plan = app.cli.plan._make_plan
+    monkeypatch.setattr(app.cli.plan, "_make_plan", lambda args: planned.append(1) or make_plan(args))
 
     def plan() -> dict:
         assert main(["--plan", str(model), "--json"]) == 0

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from app import cli
+from app.cli import listing
 
 
 @pytest.fixture
@@ -29,7 +30,7 @@ def test_list_prints_the_pickers_table(
     shelf: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("VRAMCHAT_DEVICES", "8GiB,ram=32GiB")
-    monkeypatch.setattr(cli, "_demo_for_list", lambda: None)
+    monkeypatch.setattr(listing, "_demo_for_list", lambda: None)
     assert cli.main(["--list", "--models-dir", str(shelf)]) == 0
     out = capsys.readouterr().out
     lines = out.splitlines()
@@ -47,7 +48,7 @@ def test_list_prints_the_pickers_table(
 
 def test_list_does_not_import_textual_or_llama(shelf: Path) -> None:
     code = (
-        "import sys; from app.cli import main; import app.cli as c; c._demo_for_list = lambda: None; "
+        "import sys; from app.cli import main; import app.cli.listing as c; c._demo_for_list = lambda: None; "
         f"rc = main(['--list', '--models-dir', {str(shelf)!r}]); "
         "assert 'textual' not in sys.modules and 'llama_cpp' not in sys.modules, 'imported'; sys.exit(rc)"
     )
@@ -107,7 +108,7 @@ def test_list_finds_the_demo_outside_the_models_folders(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, gemma_path: Path
 ) -> None:
     """The demo model assembled in the package's cache (vramchat's folder unwritable) is still listed."""
-    monkeypatch.setattr(cli, "_demo_for_list", lambda: gemma_path)
+    monkeypatch.setattr(listing, "_demo_for_list", lambda: gemma_path)
     blocked = tmp_path / "home-is-a-file"
     blocked.write_text("")
     monkeypatch.setenv("VRAMCHAT_HOME", str(blocked))

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from app.runway import Runway, about
 from app.settings import Settings
+from app.telemetry.runway import Runway, about
 from app.tui.screens.dashboard import DashboardScreen
 from app.tui.screens.receipt import ReceiptScreen
 from app.tui.widgets.buffers import BufferTable

@@ -11,6 +11,7 @@ import pytest
 from textual.widgets import DataTable
 
 from app import cli
+from app.cli import listing
 from app.tui.screens.picker import PickerScreen
 from tests.support.tiny import TinySpec, write_tiny_model
 from tests.support.tui_helpers import make_app, picker_ready, wait_for
@@ -68,7 +69,7 @@ async def test_an_estimate_turns_checked_soon_after_the_list_and_the_list_says_s
         assert screen.result is screen.checked_fits[estimated]
         assert not any("no exact rules" in e for e in screen.result.plan.estimates)
 
-    monkeypatch.setattr(cli, "_demo_for_list", lambda: None)
+    monkeypatch.setattr(listing, "_demo_for_list", lambda: None)
     assert cli.main(["--list", "--models-dir", str(estimated_shelf)]) == 0
     line = next(line for line in capsys.readouterr().out.splitlines() if "Tiny Baichuan" in line)
     assert "· checked" in line and "· estimate" not in line

@@ -126,7 +126,7 @@ async def test_a_dropped_file_a_pasted_path_and_a_picture_sent_twice_kept_once(t
         # the second prompt shows both pictures (the conversation's), each with its own marker
         assert engine.media_prompts[-1].text.count(app.session.model.marker) == 2  # type: ignore[union-attr]
         # an export links the pictures, copied beside it
-        from app.export import export_folder
+        from app.store.export import export_folder
 
         await pilot.press("ctrl+s")
         await pilot.pause(0.2)

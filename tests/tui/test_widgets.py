@@ -9,7 +9,7 @@ from textual.app import App, ComposeResult
 
 from app.engine import Measurements
 from app.engine.planned_actual import BufferLine, per_buffer
-from app.memory_map import DeviceMap, Segment
+from app.telemetry.memory_map import DeviceMap, Segment
 from app.tui.widgets.buffers import BufferTable
 from app.tui.widgets.legend import pack
 from app.tui.widgets.memory_bar import MemoryBar

@@ -549,7 +549,7 @@ class ChatScreen(Screen):
 
     def action_export_chat(self) -> None:
         """Write this chat, with its plan receipts, as Markdown and as JSON, and say where."""
-        from app.export import export, export_json
+        from app.store.export import export, export_json
 
         if self.conversation is None:
             self.app.notify("There is no chat to export yet.", severity="warning")
@@ -567,7 +567,7 @@ class ChatScreen(Screen):
 
     def _save_receipt(self) -> None:
         """Keep what this chat ran with (the plan, the dry run, the peaks so far) with the chat."""
-        from app.receipt import build, key_for
+        from app.store.receipt import build, key_for
 
         session = self.services.session
         model, telemetry = session.model, session.telemetry

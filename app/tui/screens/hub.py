@@ -168,7 +168,7 @@ class HubScreen(Screen):
     def on_screen_resume(self) -> None:
         """Back from the model list, where the devices may have changed (RPC servers, memory others took):
         planned again when they differ as the picker's plan cache tells devices apart."""
-        from app.plan_cache import device_fingerprint
+        from app.caches.plans import device_fingerprint
 
         now, then = self.services.devices, self._report
         if now is None or then is None:

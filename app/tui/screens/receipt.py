@@ -13,7 +13,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Markdown
 
-from app.receipt import to_markdown
+from app.store.receipt import to_markdown
 
 
 def receipts_markdown(title: str, receipts: list[dict[str, Any]]) -> str:

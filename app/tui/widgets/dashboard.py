@@ -18,9 +18,9 @@ from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static
 
-from app.memory_map import WORDS, device_maps
-from app.runway import reachable_context, runway
 from app.telemetry import Sample
+from app.telemetry.memory_map import WORDS, device_maps
+from app.telemetry.runway import reachable_context, runway
 from app.tui.widgets.axes import RateFormatter
 from app.tui.widgets.memory_bar import MemoryBar, device_title
 from app.tui.widgets.time_plot import Line, TimePlot
@@ -88,7 +88,7 @@ class Dashboard(VerticalScroll):
             classes="dash-status",
             markup=False,
         )
-        # the drift alarm (app.drift), when one is raised
+        # the drift alarm (app.telemetry.drift), when one is raised
         yield AlarmLine("", id="dash-drift", classes="dash-drift", markup=False)
         yield Static("", id="runway", classes="dash-runway", markup=False)
         yield AlarmLine("", id="runway-warning", classes="dash-warning", markup=False)

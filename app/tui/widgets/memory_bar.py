@@ -1,6 +1,6 @@
 """A device's memory map: one stacked bar to scale, and a legend that names every part with its size.
 
-The parts come from app.memory_map (the plan at the context held now and at its maximum, and
+The parts come from app.telemetry.memory_map (the plan at the context held now and at its maximum, and
 the live reading). The bar is as wide as the widget; the legend packs its entries whole into
 as many lines as the width needs; the tooltip explains each part in a sentence.
 """
@@ -11,7 +11,7 @@ from rich.text import Text
 from textual.geometry import Size
 from textual.widget import Widget
 
-from app.memory_map import DeviceMap, cell_widths
+from app.telemetry.memory_map import DeviceMap, cell_widths
 from app.tui.widgets.legend import pack
 from planner.hardware import HOST, format_size
 

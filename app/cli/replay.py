@@ -95,7 +95,7 @@ def _files(root: str) -> list[tuple[str, int, int]]:
 
 
 def _speed_files() -> list[tuple[str, int, int]]:
-    """The speed figures a plan quotes (app.speed_machine, app.speed_learn): a new probe or a reply
+    """The speed figures a plan quotes (app.speed.machine, app.speed.learn): a new probe or a reply
     learned from makes the kept plan's `speed` stale."""
     from app.paths import cache_dir
 
@@ -286,6 +286,6 @@ def keep(
         text = json.dumps({"key": key, "model": model, "bounds": [low, high], "exit": exit_code, "template": template})
     except (OSError, ValueError, KeyError, TypeError):
         return
-    from app.cache_files import write_atomically
+    from app.caches.files import write_atomically
 
     write_atomically(_entry_path(key), text.encode(), MAX_FILES)

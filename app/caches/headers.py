@@ -17,7 +17,7 @@ import os
 import pickle
 from pathlib import Path
 
-from app.cache_files import planner_stamp, write_atomically
+from app.caches.files import planner_stamp, write_atomically
 from app.paths import cache_dir
 from planner.model import ModelAnatomy
 

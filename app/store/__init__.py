@@ -1,5 +1,8 @@
 """Conversations in SQLite under the user data folder.
 
+The room: this module the store; recovery.py a store that cannot be opened (set aside, started anew),
+receipt.py a chat's plan receipt kept in its receipts table, export.py a chat as Markdown or JSON.
+
 Every message is written when it is sent or completed; a reply being streamed is
 written as it grows (the caller decides how often), with state 'streaming'. On the
 next open, any reply still marked 'streaming' was cut short by a crash: it is kept
@@ -74,7 +77,7 @@ MIGRATIONS: dict[int, str] = {
     );
     CREATE INDEX attachments_by_message ON attachments (message_id, position);
     """,
-    # plan receipts: what each chat ran with (app.receipt), one per load, as JSON
+    # plan receipts: what each chat ran with (app.store.receipt), one per load, as JSON
     2: """
     CREATE TABLE receipts (
         id INTEGER PRIMARY KEY,
@@ -140,7 +143,7 @@ class Conversation:
 
 @dataclass(frozen=True)
 class StoredReceipt:
-    """A plan receipt kept with a chat (app.receipt builds and reads its body)."""
+    """A plan receipt kept with a chat (app.store.receipt builds and reads its body)."""
 
     conversation_id: int
     key: str

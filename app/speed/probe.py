@@ -13,9 +13,9 @@ plain read rate with the engine's threads (reported beside; the per-type rates d
 
 Every figure is the best of a few repetitions (another process on the machine slows a
 run, it never speeds one up). `measure()` takes about 0.4 s on 2 cores; the app keeps
-its result per machine (app/speed_machine.py), so a plan pays for it once.
+its result per machine (app/speed/machine.py), so a plan pays for it once.
 
-Run as `python -m app.devices.speed_probe` it prints the figures as one JSON line: the
+Run as `python -m app.speed.probe` it prints the figures as one JSON line: the
 app runs it so where llama.cpp has a GPU backend (the GPU's runtime must stay out of the
 app's process; see app/devices/ggml.py).
 """

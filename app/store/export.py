@@ -1,7 +1,7 @@
 """A chat as files to keep or share: Markdown to read, JSON for a bug report or a script.
 
 Both carry what was said, by whom, with the model and the replies' notes, and the chat's plan
-receipts (app.receipt): the plan it ran with, llama.cpp's dry run and the measured peaks.
+receipts (app.store.receipt): the plan it ran with, llama.cpp's dry run and the measured peaks.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from typing import Any
 from app import __version__
 from app.chat import stop_note
 from app.paths import data_dir
-from app.receipt import to_markdown as receipt_markdown
 from app.store import Conversation, StoredReceipt
+from app.store.receipt import to_markdown as receipt_markdown
 
 JSON_SCHEMA = 1
 

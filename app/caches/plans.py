@@ -123,7 +123,7 @@ class PlanCache:
             self._dirty = False
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            from app.cache_files import new_temporary
+            from app.caches.files import new_temporary
 
             fd, tmp = new_temporary(self.path.parent, ".json.tmp")
             with os.fdopen(fd, "w", encoding="utf-8") as handle:

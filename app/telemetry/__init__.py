@@ -9,6 +9,9 @@ the sampler thread never touches widgets. Any reading that fails is counted in
 
 `for_engine()` wires one to a loaded engine, its device report and its plan;
 build a new one for each load (the arena and KV sizes belong to the load).
+
+The room, memory while a model runs: this module the sampler; drift.py a GPU holding more than planned,
+memory_map.py each device's parts for the dashboard, runway.py the tokens until the context grows.
 """
 
 from __future__ import annotations
@@ -99,7 +102,7 @@ class Telemetry:
     host_memory: MemoryProbe | None = None  # host RAM, read apart so that a GPU failure keeps it
     # GPUs whose memory is host RAM (Apple silicon, integrated): do not add them to the host's
     unified: frozenset[str] = frozenset()
-    # told of every sample, in the sampler's thread (the drift alarm, app.drift); one that fails is counted
+    # told of every sample, in the sampler's thread (the drift alarm, app.telemetry.drift); one that fails is counted
     observers: list[Callable[[Sample], object]] = field(default_factory=list)
 
     def __post_init__(self) -> None:

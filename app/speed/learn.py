@@ -28,8 +28,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from app.cache_files import write_atomically
-from app.speed_machine import speed_folder
+from app.caches.files import write_atomically
+from app.speed.machine import speed_folder
 from planner.speed import MAX_RATIOS, Calibration, CpuSpeed, GpuSpeed, TokenCost, predicted_decode, predicted_prefill
 
 if TYPE_CHECKING:
@@ -54,7 +54,7 @@ def model_key(path: str) -> str:
 
 
 def devices_key(plan: MemoryPlan) -> str:
-    from app.speed_machine import machine_key
+    from app.speed.machine import machine_key
 
     cpu = machine_key()
     gpus = [f"{d.name}:{d.backend}:{d.total}" for d in plan.gpus]

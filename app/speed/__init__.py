@@ -3,8 +3,13 @@
 One entry for each: `predict_plan` (a plan and the devices it is for), `predict_cost` (a
 per-token cost kept in the plan cache, for the model lists), and `learn_from_reply` (the
 reply path's hook: never raises, keeps nothing it cannot compare). The formula is
-planner.speed's; this module brings this machine's figures (app.speed_machine) and what
-earlier replies taught (app.speed_learn).
+planner.speed's; this module brings this machine's figures (app.speed.machine) and what
+earlier replies taught (app.speed.learn).
+
+The room: this module the prediction; probe.py the CPU's own figures (ggml's mat-vec, run in a child),
+machine.py those figures kept once per machine, learn.py every finished reply's speed against its
+prediction, bandwidth.py each GPU's memory bandwidth for the device report. The formula itself stays
+in the planner (planner/speed.py), which imports nothing of the app.
 """
 
 from __future__ import annotations
@@ -47,8 +52,8 @@ def predict_cost(
     cost: TokenCost, gpus: list[Device], model: str, devices: str, config: str, measure: bool = True
 ) -> SpeedPrediction:
     """The prediction for a per-token cost, with this machine's figures and its replies' lessons."""
-    from app.speed_learn import calibration
-    from app.speed_machine import cpu_speed
+    from app.speed.learn import calibration
+    from app.speed.machine import cpu_speed
     from planner.speed import predict
 
     cpu, why = cpu_speed(measure)
@@ -62,7 +67,7 @@ def predict_cost(
 
 def predict_plan(plan: MemoryPlan, gpus: list[Device], measure: bool = True) -> SpeedPrediction:
     """How fast `plan` will run on `gpus` (the device report's, which carry the bandwidths) and this CPU."""
-    from app.speed_learn import config_key, devices_key, model_key
+    from app.speed.learn import config_key, devices_key, model_key
     from planner.speed import token_cost
 
     return predict_cost(
@@ -123,7 +128,7 @@ def list_speed(entry: Any, gpus: list[Device]) -> dict[str, Any] | None:
 
 def summary_fields(plan: MemoryPlan) -> dict[str, Any]:
     """What a plan-cache summary keeps so that a model list can show the speed without planning again."""
-    from app.speed_learn import config_key, devices_key
+    from app.speed.learn import config_key, devices_key
     from planner.speed import token_cost
 
     cost = token_cost(plan).to_json()
@@ -132,7 +137,7 @@ def summary_fields(plan: MemoryPlan) -> dict[str, Any]:
 
 def predict_summary(summary: Any, path: str, gpus: list[Device], measure: bool = True) -> SpeedPrediction | None:
     """The prediction for a model list's row (a ModelSummary with summary_fields), or None."""
-    from app.speed_learn import model_key
+    from app.speed.learn import model_key
     from planner.speed import TokenCost
 
     data = getattr(summary, "speed_cost", None)
@@ -155,7 +160,7 @@ def learn_from_reply(session: Any, stats: Any) -> None:
 
 
 def _learn(session: Any, stats: Any) -> None:
-    from app.speed_learn import keep_record, reply_record
+    from app.speed.learn import keep_record, reply_record
     from planner.speed import token_cost
 
     model = session.model

@@ -13,7 +13,7 @@ import contextlib
 import json
 import threading
 
-from app.cache_files import planner_stamp, write_atomically
+from app.caches.files import planner_stamp, write_atomically
 from app.paths import cache_dir
 from planner import compute_memo
 

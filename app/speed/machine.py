@@ -1,6 +1,6 @@
 """This machine's speed figures (planner.speed.CpuSpeed), measured once and kept per machine.
 
-The probe (app/devices/speed_probe.py) runs in a child process of its own: its ggml
+The probe (app/speed/probe.py) runs in a child process of its own: its ggml
 calls run native code with hand-declared signatures, and a GPU build must not load its
 runtime into the app's process (see app/devices/ggml.py). Its answer is kept in the cache
 folder, keyed by what decides it: the CPU (name, flags, core count), total RAM, the thread
@@ -22,7 +22,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from app.cache_files import write_atomically
+from app.caches.files import write_atomically
 from app.paths import cache_dir
 from planner.speed import CpuSpeed
 
@@ -99,7 +99,7 @@ def run_probe() -> dict[str, Any]:
 
     try:
         proc = subprocess.run(
-            [sys.executable, "-m", "app.devices.speed_probe"],
+            [sys.executable, "-m", "app.speed.probe"],
             capture_output=True,
             text=True,
             timeout=PROBE_TIMEOUT,

@@ -1,0 +1,241 @@
+"""The command line's words: `build_parser` (every flag, its group and its check) and the argv as argparse
+should read it. argparse is imported when the command line is parsed: a replayed plan needs none of it."""
+
+from __future__ import annotations
+
+from app import __version__
+from planner import LLAMA_CPP_BUILD
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a replayed plan's start is short)
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Sequence
+
+
+def _whole_number(text: str, minimum: int) -> int:
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < minimum:
+        rule = f"must be at least {minimum}" if minimum else "must not be negative"
+        raise argparse.ArgumentTypeError(f"{value} {rule}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    return _whole_number(text, 1)
+
+
+def _non_negative_int(text: str) -> int:
+    return _whole_number(text, 0)
+
+
+def _on_off(text: str) -> bool:
+    import argparse
+
+    lowered = text.lower()
+    if lowered in ("on", "1", "true", "yes"):
+        return True
+    if lowered in ("off", "0", "false", "no"):
+        return False
+    raise argparse.ArgumentTypeError(f"{text!r}: use on or off")
+
+
+def _size(text: str) -> int:
+    import argparse
+
+    from planner.hardware import parse_size
+
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    import argparse
+
+    from app.speed import tokens_per_second
+
+    p = argparse.ArgumentParser(
+        prog="vramchat",
+        description="Chat with local GGUF models, knowing before you load one how much memory it takes.",
+        epilog="Sizes accept binary units: 8GiB, 24G, 12000MiB. "
+        "Simulate devices for the whole app with VRAMCHAT_DEVICES (see --devices).",
+    )
+    p.add_argument("model", nargs="?", help="a .gguf file (the first shard of a split model), or 'demo'")
+    p.add_argument("--version", action="version", version=f"vramchat {__version__} ({LLAMA_CPP_BUILD})")
+
+    modes = p.add_argument_group("what to do")
+    modes.add_argument("--plan", action="store_true", help="print the memory plan for MODEL and exit")
+    modes.add_argument(
+        "--list",
+        action="store_true",
+        help="print the models the picker would list, with their fit on this machine, and exit",
+    )
+    modes.add_argument(
+        "--quants",
+        action="store_true",
+        help="plan every GGUF of MODEL, a Hugging Face repo (ORG/REPO) or a folder, and print one table: "
+        "each quant's fit on this machine and the best choice",
+    )
+    modes.add_argument(
+        "--download",
+        action="store_true",
+        help="download MODEL (hf:ORG/REPO:QUANT, ORG/REPO/FILE.gguf or an URL) and its projector into the "
+        "models folder: resumed if interrupted, checked against the hub's sha256",
+    )
+    modes.add_argument("--devices", action="store_true", help="print what each device probe found and exit")
+    modes.add_argument("--json", action="store_true", help="with --plan, --list or --devices: print JSON")
+    modes.add_argument(
+        "--forget-overhead",
+        action="store_true",
+        help="forget the GPU overhead vramchat learned on this machine's loads (--devices shows it) and exit",
+    )
+    modes.add_argument(
+        "--llama-args",
+        action="store_true",
+        help="with --plan: print the flags that run this configuration in llama-server or llama-cli",
+    )
+    modes.add_argument(
+        "-p",
+        "--prompt",
+        metavar="TEXT",
+        help="plan and load MODEL, answer TEXT on stdout and exit (with --json: one object)",
+    )
+    modes.add_argument(
+        "--temp",
+        type=float,
+        metavar="T",
+        help="with -p: sampling temperature (default: the setting; unset: greedy for a base model, 0.2 for chat)",
+    )
+    modes.add_argument(
+        "-n",
+        "--n-predict",
+        type=_positive_int,
+        metavar="N",
+        help="with -p: most tokens in the answer (default: the setting, 512)",
+    )
+    modes.add_argument(
+        "--verify",
+        action="store_true",
+        help="with --plan: confirm the plan with llama.cpp's own dry run on this machine (about 1 s)",
+    )
+    modes.add_argument(
+        "--models-dir",
+        action="append",
+        default=[],
+        metavar="FOLDER",
+        help="also look for models in FOLDER (repeat for several)",
+    )
+
+    devs = p.add_argument_group("devices (what-if planning)")
+    devs.add_argument(
+        "--vram", metavar="SIZE[,SIZE...]", help="plan for simulated GPUs with these sizes instead of this machine's"
+    )
+    devs.add_argument(
+        "--gpu",
+        action="append",
+        default=[],
+        metavar="CARD",
+        help='plan for a card you do not have, from vramchat\'s table: --gpu "RTX 4090" (repeat for several, '
+        '"2x RTX 3090" for two; --gpu list shows the table)',
+    )
+    devs.add_argument("--ram", metavar="SIZE", help="plan for this much host RAM")
+    devs.add_argument("--margin", metavar="SIZE", type=_size, help="memory to keep free on each GPU (default 256MiB)")
+    devs.add_argument("--cpu", action="store_true", help="plan for the host alone (no GPU)")
+    devs.add_argument(
+        "--rpc",
+        metavar="HOST:PORT[,...]",
+        help="also use the devices these llama.cpp RPC servers lend (`vramchat serve-rpc` on the other machine); "
+        "default: the settings' rpc_servers; --rpc none uses none",
+    )
+
+    wish = p.add_argument_group("wishes (the solver honours them)")
+    wish.add_argument(
+        "--ctx",
+        type=_non_negative_int,
+        metavar="N",
+        help="context length in tokens (default: the trained context, at most 32768)",
+    )
+    wish.add_argument(
+        "--min-speed",
+        type=tokens_per_second,
+        metavar="N",
+        help="prefer a configuration predicted to decode at least N tokens/s at the start of a chat",
+    )
+    wish.add_argument("--mmproj", metavar="FILE", help="a vision/audio projector (mmproj .gguf) loaded beside MODEL")
+    wish.add_argument(
+        "--image-max-tokens",
+        type=_positive_int,
+        metavar="N",
+        help="with --mmproj or --image: the most tokens one image may take, as llama-server's flag "
+        "(default: the projector's); a larger image is scaled down",
+    )
+    modes.add_argument(
+        "--image",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="with -p: show the model this picture (repeat for several); the projector beside MODEL is "
+        "loaded, or the one --mmproj names",
+    )
+    modes.add_argument(
+        "--audio",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="with -p: let the model hear this sound (WAV, MP3, FLAC), for projectors with an audio encoder",
+    )
+    wish.add_argument(
+        "--elastic",
+        type=_on_off,
+        metavar="on|off",
+        help="start with a small context and grow it with the conversation (default: the elastic_context setting, on)",
+    )
+    wish.add_argument(
+        "--repack",
+        type=_on_off,
+        metavar="on|off",
+        help="the CPU's extra buffer types for host weights (CPU_REPACK, AMX; llama.cpp's --repack); "
+        "default on, off on CPUs with AMX",
+    )
+
+    fixed = p.add_argument_group("fixed configuration (evaluated as given, no solver)")
+    fixed.add_argument("--ngl", type=int, metavar="N", help="GPU layers, output layer included (-1: all)")
+    fixed.add_argument("--ctk", metavar="TYPE", help="K cache type: f16, q8_0, q4_0, ...")
+    fixed.add_argument("--ctv", metavar="TYPE", help="V cache type (quantized V needs --fa on)")
+    fixed.add_argument("--fa", choices=("on", "off", "auto"), help="flash attention")
+    fixed.add_argument("--ubatch", type=_positive_int, metavar="N", help="micro-batch size (default 512)")
+    fixed.add_argument("--batch", type=_positive_int, metavar="N", help="batch size (default 512)")
+    fixed.add_argument("--swa-full", type=_on_off, metavar="on|off", help="full-size sliding-window cache")
+    fixed.add_argument("--parallel", type=_positive_int, metavar="N", help="parallel sequences (default 1)")
+    fixed.add_argument(
+        "--n-cpu-moe",
+        type=_non_negative_int,
+        metavar="N",
+        help="keep the experts of the first N layers in host memory (MoE models)",
+    )
+    return p
+
+
+def negative_values_attached(argv: Sequence[str]) -> list[str]:
+    """`--vram -3GiB` reads to argparse as two options; attach the value so that the
+    flag's own check answers ("size must be positive") instead of "expected one argument"."""
+    out: list[str] = []
+    for arg in argv:
+        if (
+            out
+            and out[-1].startswith("--")
+            and "=" not in out[-1]
+            and len(arg) > 1
+            and arg[0] == "-"
+            and (arg[1].isdigit() or arg[1] == ".")
+        ):
+            out[-1] = f"{out[-1]}={arg}"
+        else:
+            out.append(arg)
+    return out

@@ -1,0 +1,103 @@
+"""The command line's remote-model modes: `--quants ORG/REPO` (app/cli/quants.py), `--download REF`, and
+a remote MODEL to load (not before it is downloaded).
+
+`--plan REF` needs nothing here: app/cli/command_plan.py resolves REF (app.sources.canonical_ref) and
+app/planning.py reads its header through app/caches/headers.py, which hands remote words to app/sources.
+Errors are `VramchatError`s: one line on stderr, exit 1 (2 for usage), as the rest of the command line does.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING
+
+from app.cli.exits import EXIT_CANCELLED, EXIT_OK
+from app.errors import VramchatError
+from app.sources.refs import is_remote
+
+if TYPE_CHECKING:
+    import argparse
+
+
+def handles(args: argparse.Namespace) -> bool:
+    """Whether the command line asks for a mode of this module (or to load a remote model)."""
+    if args.quants or args.download:
+        return True
+    wants_load = not (args.plan or args.list or args.devices)
+    return bool(wants_load and args.model and is_remote(args.model))
+
+
+def run_remote(args: argparse.Namespace) -> int:
+    from app.errors import UsageError
+
+    if args.quants and args.download:
+        raise UsageError("--quants and --download are two commands: give one")
+    if not args.model:
+        raise UsageError(f"{'--quants' if args.quants else '--download'} needs a MODEL (ORG/REPO, hf:ORG/REPO:QUANT)")
+    if args.quants:
+        from app.cli.quants import run_quants
+
+        return run_quants(args)
+    if args.download:
+        return run_download(args)
+    raise UsageError(
+        f"{args.model} is not on this machine: plan it (--plan, --quants) or download it first "
+        f"(vramchat --download {args.model})"
+    )
+
+
+def run_download(args: argparse.Namespace) -> int:
+    import threading
+
+    from app.sources import resolve_source
+    from app.sources.download import Progress, download, format_duration, plan_download
+    from app.sources.errors import Cancelled
+    from planner.hardware import format_size
+
+    source = resolve_source(args.model)
+    if not source.is_remote:
+        raise VramchatError(f"{args.model}: already on this machine")
+    plan = plan_download(source)
+    tty = sys.stderr.isatty()
+    last = [-1]
+
+    def show(p: Progress) -> None:
+        percent = int(p.fraction * 100)
+        speed = f"{format_size(int(p.speed))}/s" if p.speed else "…"
+        left = format_duration(p.seconds_left) if p.seconds_left is not None else "…"
+        line = f"{p.file}: {format_size(p.done)} of {format_size(p.total)} ({percent}%), {speed}, {left} left"
+        if tty:
+            sys.stderr.write(f"\r\033[K{line}")
+            sys.stderr.flush()
+        elif percent // 10 != last[0] // 10 or p.phase == "done":
+            print(line, file=sys.stderr)
+        last[0] = percent
+
+    if plan.files:
+        print(
+            f"Downloading {source.ref}: {format_size(plan.needed)} to {plan.model_path.parent} "
+            f"({format_size(plan.free)} free)",
+            file=sys.stderr,
+        )
+    try:
+        result = download(source, progress=show, cancel=threading.Event())
+    except KeyboardInterrupt:
+        if tty:
+            sys.stderr.write("\n")
+        print("vramchat: download interrupted; what arrived is kept: run it again to resume", file=sys.stderr)
+        return EXIT_CANCELLED
+    except Cancelled as exc:
+        print(f"vramchat: {exc}", file=sys.stderr)
+        return EXIT_CANCELLED
+    if tty and plan.files:
+        sys.stderr.write("\n")
+    if result.from_hf_cache:
+        how = " (in the Hugging Face cache, where another tool put it: used there, not copied)"
+    elif not plan.files:
+        how = " (downloaded before)"
+    else:
+        how = " (sha256 checked)" if any(f.sha256 for f, _ in plan.files) else ""
+    print(f"{result.model_path}{how}")
+    if result.projector_path is not None:
+        print(f"{result.projector_path}")
+    return EXIT_OK
