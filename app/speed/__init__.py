@@ -14,10 +14,13 @@ in the planner (planner/speed.py), which imports nothing of the app.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+
+    from app.devices.probes import DeviceReport
+    from app.engine.types import GenerationStats
 
     # the planner is imported when a speed is asked for: the reply path imports this module
     from planner.hardware import Device
@@ -150,7 +153,24 @@ def predict_summary(summary: Any, path: str, gpus: list[Device], measure: bool =
     return predict_cost(cost, gpus, model_key(path), summary.speed_devices, summary.speed_config, measure)
 
 
-def learn_from_reply(session: Any, stats: Any) -> None:
+class _Loaded(Protocol):
+    path: str
+
+    @property
+    def now(self) -> MemoryPlan: ...
+
+
+class ReplySession(Protocol):
+    """What a reply's lesson reads of the session (app.session.ModelSession)."""
+
+    @property
+    def model(self) -> _Loaded | None: ...
+
+    @property
+    def devices(self) -> DeviceReport | None: ...
+
+
+def learn_from_reply(session: ReplySession, stats: GenerationStats) -> None:
     """Keep a finished reply's speed against its prediction (app/reply.py calls it). Never raises: a
     speed record is worth less than the reply it comes from."""
     try:
@@ -159,12 +179,12 @@ def learn_from_reply(session: Any, stats: Any) -> None:
         return
 
 
-def _learn(session: Any, stats: Any) -> None:
+def _learn(session: ReplySession, stats: GenerationStats) -> None:
     from app.speed.learn import keep_record, reply_record
     from planner.speed import token_cost
 
     model = session.model
-    report = getattr(session, "devices", None) or getattr(session, "_devices", None)
+    report = session.devices
     gpus = list(report.gpus) if report is not None else []
     if model is None or _what_if(gpus):
         return  # on a what-if card the engine runs on this machine, not on the card planned for

@@ -177,7 +177,7 @@ def _session(path: Path, gpus: list | None = None) -> SimpleNamespace:
     model = load_anatomy(read_gguf(path))
     plan = solve(model, gpus or [], HOST).plan
     loaded = SimpleNamespace(path=str(path), now=plan, plan=plan)
-    return SimpleNamespace(model=loaded, _devices=SimpleNamespace(gpus=gpus or []), plan=plan)
+    return SimpleNamespace(model=loaded, devices=SimpleNamespace(gpus=gpus or []), plan=plan)
 
 
 def _stats(tps: float, generated: int = 64, prompt: int = 200, prompt_tps: float = 900.0) -> GenerationStats:
@@ -212,7 +212,7 @@ def test_replies_that_say_nothing_are_not_kept(zoo: dict[str, Path]) -> None:
     what_if = _session(zoo["llama-f16"], simulated_gpus([8 * GiB]))
     learn_from_reply(what_if, _stats(500.0))  # on a what-if card the engine ran on this CPU instead
     assert speed_learn.load_records() == []
-    learn_from_reply(SimpleNamespace(model=None), _stats(500.0))  # never raises
+    learn_from_reply(SimpleNamespace(model=None, devices=None), _stats(500.0))  # never raises
     assert speed_learn.load_records() == []
 
 
