@@ -33,6 +33,20 @@ def _non_negative_int(text: str) -> int:
     return _whole_number(text, 0)
 
 
+def _kv_type(text: str) -> str:
+    """--ctk / --ctv: a cache type llama.cpp accepts (an unknown one made the solver find nothing that fits,
+    beside a FITS verdict)."""
+    import argparse
+
+    from planner.ggml_types import KV_CACHE_TYPES
+
+    if text.lower() not in KV_CACHE_TYPES:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a KV cache type llama.cpp accepts ({', '.join(KV_CACHE_TYPES)})"
+        )
+    return text.lower()
+
+
 def _on_off(text: str) -> bool:
     import argparse
 
@@ -206,8 +220,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     fixed = p.add_argument_group("fixed configuration (evaluated as given, no solver)")
     fixed.add_argument("--ngl", type=int, metavar="N", help="GPU layers, output layer included (-1: all)")
-    fixed.add_argument("--ctk", metavar="TYPE", help="K cache type: f16, q8_0, q4_0, ...")
-    fixed.add_argument("--ctv", metavar="TYPE", help="V cache type (quantized V needs --fa on)")
+    fixed.add_argument("--ctk", type=_kv_type, metavar="TYPE", help="K cache type: f16, q8_0, q4_0, ...")
+    fixed.add_argument("--ctv", type=_kv_type, metavar="TYPE", help="V cache type (quantized V needs --fa on)")
     fixed.add_argument("--fa", choices=("on", "off", "auto"), help="flash attention")
     fixed.add_argument("--ubatch", type=_positive_int, metavar="N", help="micro-batch size (default 512)")
     fixed.add_argument("--batch", type=_positive_int, metavar="N", help="batch size (default 512)")

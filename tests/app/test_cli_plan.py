@@ -126,6 +126,7 @@ def test_exit_status_3_when_it_does_not_fit(gemma_path: Path) -> None:
         (["--plan", "x.gguf", "--ctx", "-1"], 2, "must not be negative"),
         (["--plan", "x.gguf", "--fa", "maybe"], 2, "invalid choice"),
         (["--json"], 2, "--json goes with"),
+        (["--plan", "x.gguf", "--ctk", "q9_9"], 2, "'q9_9' is not a KV cache type llama.cpp accepts"),
     ],
 )
 def test_usage_errors_exit_2(args: list[str], code: int, message: str) -> None:
