@@ -6,7 +6,8 @@
   pictures even when the originals move or go.
 - `prepare(attachment, limit)` gives the engine the pixels: upright (EXIF), RGB, and scaled down
   to the most pixels the projector takes under the plan (`pixel_limit`), so that no image costs
-  more than the plan allowed for; it says when it scaled.
+  more than the plan allowed for; it says when it scaled. `MediaShelf` decodes a picture once: on
+  later turns it gives its kind and size alone, which the engine process knows it by.
 - `paths_in(text)` finds the files in what a terminal pastes when a file is dropped on it or a
   path is pasted: quoted, backslash-escaped, or `file://` URLs.
 
@@ -20,7 +21,7 @@ import os
 import threading
 import warnings
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -239,19 +240,14 @@ def scaled_size(width: int, height: int, limit: int) -> tuple[int, int]:
     return max(1, int(width * factor)), max(1, int(height * factor))
 
 
-_PREPARED: OrderedDict[tuple[str, int], tuple[Media, Scaled | None]] = OrderedDict()
-_PREPARED_BYTES = 256 * 1024 * 1024  # pixels kept for the next turn's prompt (each turn sends them again)
-_PREPARED_LOCK = threading.Lock()
+_SEEN: OrderedDict[tuple[str, int], tuple[Media, Scaled | None]] = OrderedDict()
+_SEEN_COUNT = 4096  # pictures whose prepared size is remembered (no pixels: their kind and size alone)
+_SEEN_LOCK = threading.Lock()
 
 
 def prepare(a: Attachment, path: Path, limit: int) -> tuple[Media, Scaled | None]:
     """The engine's `Media` for an attachment whose file is at `path`: an image upright, in RGB, at most
-    `limit` pixels (and what was scaled); a sound as its bytes. Kept for the next turns while they fit."""
-    key = (a.id, limit)
-    with _PREPARED_LOCK:
-        if key in _PREPARED:
-            _PREPARED.move_to_end(key)
-            return _PREPARED[key]
+    `limit` pixels (and what was scaled); a sound as its bytes."""
     from app.engine.types import Media
 
     if a.kind == "audio":
@@ -259,14 +255,26 @@ def prepare(a: Attachment, path: Path, limit: int) -> tuple[Media, Scaled | None
             data = path.read_bytes()
         except OSError as exc:
             raise MediaError(f"{a.name}: cannot be read ({exc.strerror or exc})") from None
-        result: tuple[Media, Scaled | None] = (Media(a.id, "audio", data), None)
-    else:
-        result = _pixels(a, path, limit)
-    with _PREPARED_LOCK:
-        _PREPARED[key] = result
-        while sum(len(m.data) for m, _ in _PREPARED.values()) > _PREPARED_BYTES and len(_PREPARED) > 1:
-            _PREPARED.popitem(last=False)
-    return result
+        return Media(a.id, "audio", data), None
+    return _pixels(a, path, limit)
+
+
+def _known(a: Attachment, path: Path, limit: int) -> tuple[Media, Scaled | None]:
+    """`prepare`'s answer, with no bytes but a way to read them, for a picture prepared before: the engine
+    process holds the bytes it was sent, so a later turn sends its key alone and decodes nothing."""
+    key = (a.id, limit)
+    with _SEEN_LOCK:
+        seen = _SEEN.get(key)
+        if seen is not None:
+            _SEEN.move_to_end(key)
+            head, scaled = seen
+            return replace(head, reader=lambda: prepare(a, path, limit)[0].data), scaled
+    media, scaled = prepare(a, path, limit)
+    with _SEEN_LOCK:
+        _SEEN[key] = (media.sent(with_data=False), scaled)
+        while len(_SEEN) > _SEEN_COUNT:
+            _SEEN.popitem(last=False)
+    return media, scaled
 
 
 class MediaShelf:
@@ -290,7 +298,7 @@ class MediaShelf:
         item = self._items.get(media_id)
         if item is None:
             raise MediaError("an image of this chat is no longer kept")
-        media, scaled = prepare(item[0], item[1], self.limit)
+        media, scaled = _known(item[0], item[1], self.limit)
         if scaled is not None:
             self.scaled[media_id] = scaled
         return media

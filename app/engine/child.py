@@ -25,6 +25,8 @@ from typing import Any
 
 from app.children import die_with_parent
 from app.engine import protocol as p
+from app.engine.held_media import HeldMedia
+from app.engine.types import MediaPrompt
 
 PIECE_INTERVAL = 0.05  # seconds: at most 20 messages a second while a reply streams
 
@@ -39,6 +41,7 @@ class _Server:
         self.engine.on_prefill_step = self._prefill_step
         self.engine.on_media_encoding = lambda index, count: self.send(p.ENCODING, index, count)
         self.engine.on_media_encoded = self._media_encoded
+        self.held = HeldMedia()
         self.inbox: queue.Queue[tuple[Any, ...]] = queue.Queue()
         self._send_lock = threading.Lock()
 
@@ -117,12 +120,18 @@ class _Server:
 
             report = engine.load(path, config, progress, projector)
             self.send(p.LOADED, report)
+        elif op in (p.GENERATE, p.TOKENIZE_MEDIA) and isinstance(args[0], MediaPrompt):
+            whole = self.held.whole(args[0])  # the pictures sent by key alone, their bytes from those held
+            if isinstance(whole, list):
+                self.send(p.MISSING_MEDIA, whole)
+            elif op == p.GENERATE:
+                self.generate(whole, *args[1:])
+            else:
+                self.send(p.RESULT, engine.tokenize_media(whole))
         elif op == p.GENERATE:
             self.generate(*args)
         elif op == p.TOKENIZE:
             self.send(p.RESULT, engine.tokenize(*args))
-        elif op == p.TOKENIZE_MEDIA:
-            self.send(p.RESULT, engine.tokenize_media(*args))
         elif op == p.SPECIAL_TEXT:
             self.send(p.RESULT, engine.special_text(*args))
         elif op == p.DRY_RUN:

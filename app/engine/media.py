@@ -256,19 +256,20 @@ class MediaContext:
     def _bitmap(self, media: Media) -> int:
         from llama_cpp import mtmd_cpp
 
+        data = media.payload()
         if media.kind == "audio":
             if not self.audio:
                 raise EngineError("this model's projector has no audio encoder: it cannot hear sounds")
-            buf = (ctypes.c_uint8 * len(media.data)).from_buffer_copy(media.data)
-            bitmap = mtmd_cpp.mtmd_helper_bitmap_init_from_buf(self._ctx, buf, len(media.data), False)
+            buf = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
+            bitmap = mtmd_cpp.mtmd_helper_bitmap_init_from_buf(self._ctx, buf, len(data), False)
             if not bitmap:
                 raise EngineError("the sound could not be decoded (libmtmd reads WAV, MP3 and FLAC)")
         else:
             if not self.vision:
                 raise EngineError("this model's projector has no vision encoder: it cannot see images")
-            if len(media.data) != media.width * media.height * 3 or not media.width or not media.height:
+            if len(data) != media.width * media.height * 3 or not media.width or not media.height:
                 raise EngineError("the image's pixels do not match its size")
-            pixels = (ctypes.c_uint8 * len(media.data)).from_buffer_copy(media.data)
+            pixels = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
             bitmap = mtmd_cpp.mtmd_bitmap_init(media.width, media.height, pixels)
             if not bitmap:
                 raise EngineError("libmtmd could not take the image")

@@ -121,6 +121,10 @@ class _Child:
         self.conn.close()
 
 
+class _Resend(Exception):
+    """The child lacked a picture the request named by key: the request goes again, with its bytes."""
+
+
 class EngineProcess:
     """llama.cpp in a child process, behind the engine protocol `ModelSession` uses."""
 
@@ -149,6 +153,8 @@ class EngineProcess:
         self.encoding: tuple[int, int] | None = None
         self.encoded: list[MediaEncoded] = []
         self.on_media_encoded: Callable[[MediaEncoded], None] | None = None
+        # the pictures the child holds (Media.key): a prompt carries those by key alone (app/engine/held_media.py)
+        self.held: set[tuple[str, str, int, int]] = set()
 
     # -- the child --------------------------------------------------------------------------
 
@@ -245,6 +251,7 @@ class EngineProcess:
     def _start(self) -> None:
         self.phase = "starting"
         self._child = _Child(self._env)
+        self.held = set()  # a new child holds no picture: each is sent with its bytes again
         deadline = time.monotonic() + START_TIMEOUT
         child = self._child
         while not child.conn.poll(0.25):
@@ -269,9 +276,24 @@ class EngineProcess:
                 self.phase = "idle" if self._child is not None else self.phase
             return self._result(message)
 
-    @staticmethod
-    def _result(message: tuple[Any, ...]) -> Any:
+    def _wire(self, prompt: Prompt) -> Prompt:
+        """The prompt as it crosses the socket: the pictures the child holds by key alone, the others
+        with their bytes (read now when the caller gave only a way to read them)."""
+        if not isinstance(prompt, MediaPrompt):
+            return prompt
+        media = tuple(m.sent(with_data=m.key not in self.held) for m in prompt.media)
+        self.held.update(m.key for m in media)
+        return MediaPrompt(prompt.text, media)
+
+    def _missing(self, keys: list[tuple[str, str, int, int]]) -> None:
+        """The child no longer holds these pictures (it let them go for newer ones): send their bytes."""
+        self.held.difference_update(keys)
+
+    def _result(self, message: tuple[Any, ...]) -> Any:
         kind, *args = message
+        if kind == p.MISSING_MEDIA:
+            self._missing(args[0])
+            raise _Resend
         if kind == p.ERROR:
             text, log, status = args
             raise EngineError(text, log, status)
@@ -352,7 +374,10 @@ class EngineProcess:
 
     def tokenize_media(self, prompt: MediaPrompt) -> list[int]:
         """The cells a prompt with images takes (each image as many as the projector makes of it)."""
-        return self._call("tokenize", p.TOKENIZE_MEDIA, prompt)
+        try:
+            return self._call("tokenize", p.TOKENIZE_MEDIA, self._wire(prompt))
+        except _Resend:
+            return self._call("tokenize", p.TOKENIZE_MEDIA, self._wire(prompt))
 
     def special_text(self, which: str) -> str:
         if which not in self._special:
@@ -412,7 +437,7 @@ class EngineProcess:
             self._stop_requested = 0.0
             self.phase = "prefill"
             self.generating.set()
-            self._send(p.GENERATE, prompt, params)
+            self._send(p.GENERATE, self._wire(prompt), params)
             finished = False
             try:
                 while True:
@@ -420,6 +445,9 @@ class EngineProcess:
                     if kind == p.PIECE:
                         text, stats.generated_tokens, self._cells = args
                         yield text
+                    elif kind == p.MISSING_MEDIA:
+                        self._missing(args[0])
+                        self._send(p.GENERATE, self._wire(prompt), params)
                     elif kind == p.PREFILLING:
                         stats.prompt_read, total = args
                         stats.reused_tokens = max(stats.prompt_tokens - total, 0)

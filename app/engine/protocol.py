@@ -13,6 +13,11 @@ of the prompt goes through the projector, ENCODED (MediaEncoded, projector weigh
 after it; PIECE (text,
 tokens generated, KV cells) for each piece of the reply; DONE (GenerationStats, KV cells);
 RESULT (value) for the other requests; ERROR (message, log lines, decode status).
+
+Pictures cross once: the child keeps the bytes of the images and sounds it was sent (`HeldMedia`), and a
+later prompt carries a picture it holds as its key alone (its `Media` with no bytes). A GENERATE or
+TOKENIZE_MEDIA naming one it no longer holds is answered MISSING_MEDIA (their keys), and the app sends
+that request again with the bytes.
 """
 
 LOAD = "load"
@@ -36,3 +41,4 @@ PIECE = "piece"
 DONE = "done"
 RESULT = "result"
 ERROR = "error"
+MISSING_MEDIA = "missing_media"

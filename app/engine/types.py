@@ -122,9 +122,26 @@ class Media:
 
     id: str
     kind: str  # "image" or "audio"
-    data: bytes
+    data: bytes  # b"" when only its key is at hand: the engine process already holds the bytes
     width: int = 0
     height: int = 0
+    # where the bytes come from when `data` is empty (the app's side only: never sent to the child)
+    reader: Callable[[], bytes] | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def key(self) -> tuple[str, str, int, int]:
+        """What names these exact bytes: the file's SHA-256, and the size its pixels were scaled to."""
+        return (self.id, self.kind, self.width, self.height)
+
+    def payload(self) -> bytes:
+        """The pixels (or the sound), read from the reader when they are not at hand."""
+        if self.data or self.reader is None:
+            return self.data
+        return self.reader()
+
+    def sent(self, with_data: bool) -> Media:
+        """What crosses the socket: the bytes, or the key alone (the reader stays on this side)."""
+        return Media(self.id, self.kind, self.payload() if with_data else b"", self.width, self.height)
 
 
 @dataclass(frozen=True)

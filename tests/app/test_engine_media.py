@@ -114,3 +114,70 @@ def test_an_image_for_a_model_loaded_without_a_projector(pairs: dict[str, tuple[
         assert "".join(engine.generate("Q: hello\nA:", GREEDY))  # the engine is still there, and answers words
     finally:
         engine.close()
+
+
+def test_a_picture_crosses_the_socket_once_and_again_to_a_child_that_lacks_it(
+    pairs: dict[str, tuple[Path, Path]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first prompt with a picture carries its pixels; later ones (counted, then answered) its key
+    alone, without decoding it again; a new child, or one that let it go, is sent the pixels again."""
+    from app.engine import protocol as p
+    from app.media import MediaShelf
+
+    model, mmproj = pairs["gemma3"]
+    path = write_picture(tmp_path / "once.png", 80, 60, seed=7)
+    attachment = inspect(path)
+    sent: list[int] = []  # the pixel bytes of each prompt sent to the child
+    send = EngineProcess._send
+
+    def spy(self: EngineProcess, *message: object) -> None:
+        if message[0] in (p.GENERATE, p.TOKENIZE_MEDIA):
+            prompt = message[1]
+            assert isinstance(prompt, MediaPrompt)
+            assert all(m.reader is None for m in prompt.media)  # what reads the file stays on this side
+            sent.append(sum(len(m.data) for m in prompt.media))
+        send(self, *message)
+
+    monkeypatch.setattr(EngineProcess, "_send", spy)
+    load = ProjectorLoad(str(mmproj), use_gpu=False, flash_attn=True)
+    engine = EngineProcess()
+    try:
+        engine.load(str(model), CONFIG, projector=load)
+        marker = engine.report.projector.marker
+
+        def turn() -> MediaPrompt:  # each turn prepares its pictures afresh, as the chat screen does
+            shelf = MediaShelf(128 * 128)
+            shelf.add(attachment, path)
+            return MediaPrompt(f"Q: {marker}\nWhat is this?\nA:", (shelf(attachment.id),))
+
+        pixels = 80 * 60 * 3
+        counted = engine.tokenize_media(turn())
+        assert _ask(engine, turn())
+        assert engine.tokenize_media(turn()) == counted
+        assert _ask(engine, turn())
+        assert sent == [pixels, 0, 0, 0]
+        engine.unload()
+        engine.load(str(model), CONFIG, projector=load)  # a new child holds nothing
+        assert _ask(engine, turn())
+        assert sent[-1] == pixels
+        sent.clear()
+        engine.unload()
+        engine.load(str(model), CONFIG, projector=load)
+        engine.held.add(turn().media[0].key)  # as if the child had let it go for newer pictures
+        assert engine.tokenize_media(turn()) == counted
+        assert sent == [0, pixels]
+    finally:
+        engine.close()
+
+
+def test_the_engine_process_keeps_the_latest_pictures_within_its_limit() -> None:
+    from app.engine.held_media import HeldMedia
+
+    held = HeldMedia(limit=10)
+    a, b = Media("a", "audio", b"123456"), Media("b", "audio", b"654321")
+    whole = held.whole(MediaPrompt("x", (a,)))
+    assert isinstance(whole, MediaPrompt) and whole.media == (a,)
+    assert held.whole(MediaPrompt("x", (a.sent(with_data=False),))) == MediaPrompt("x", (a,))
+    assert isinstance(held.whole(MediaPrompt("x y", (a.sent(with_data=False), b))), MediaPrompt)
+    assert a.key not in held and b.key in held  # past the limit: the least recently used went first
+    assert held.whole(MediaPrompt("x", (a.sent(with_data=False),))) == [a.key]
