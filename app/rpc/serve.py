@@ -195,6 +195,8 @@ def serve(argv: Sequence[str]) -> int:
                 _say("the client left")
         proc.wait()
     except KeyboardInterrupt:
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # one stop is enough: the next waits for it
+            signal.signal(sig, signal.SIG_IGN)
         if proc is not None:
             with contextlib.suppress(ProcessLookupError):
                 proc.send_signal(signal.SIGTERM)
