@@ -33,7 +33,6 @@ def write_reply(
     turns: list[ChatMessage],
     system: str,
     params: GenerationParams,
-    gpu_names: list[str],
     cancelled: threading.Event,
     on_fitted: Callable[[PromptBuild], None],
     on_piece: Callable[[str], None],
@@ -115,7 +114,8 @@ def write_reply(
             return ReplyOutcome(CRASHED, text, GenerationStats(stopped_by=ENGINE_CRASH), str(exc), exc)
         except EngineError as exc:
             text = sink.finish("error")
-            memory = classify(str(exc), exc.log, gpu_names, exc.status).memory
+            # the devices the session loaded the model on say which buffers a failure names are a GPU's
+            memory = classify(str(exc), exc.log, session.gpu_names, exc.status).memory
             return ReplyOutcome(
                 OUT_OF_MEMORY if memory else FAILED,
                 text,

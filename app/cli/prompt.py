@@ -93,7 +93,6 @@ def run_prompt(args: argparse.Namespace) -> int:
             [ChatMessage("user", args.prompt, tuple(a.id for a, _ in attached))],
             settings.system_prompt,
             params,
-            [g.name for g in report.gpus],
             threading.Event(),
             on_fitted=fitted,
             on_piece=piece,

@@ -54,7 +54,6 @@ def _conversation(
             list(history),
             "",
             GREEDY,
-            [],
             threading.Event(),
             on_fitted=lambda b: None,
             on_piece=lambda p: None,

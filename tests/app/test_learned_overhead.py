@@ -106,7 +106,6 @@ def _reply(session: ModelSession) -> None:
         [ChatMessage("user", "hello")],
         "",
         GenerationParams(max_tokens=8),
-        ["CUDA0"],
         threading.Event(),
         on_fitted=lambda b: None,
         on_piece=lambda p: None,

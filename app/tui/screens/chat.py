@@ -350,7 +350,6 @@ class ChatScreen(Screen):
             turns,
             system,
             params,
-            session.gpu_names,  # the devices the session loaded the model on classify a failure
             self._cancel,
             on_fitted=lambda b: self._post(PromptFitted(len(b.tokens), b.n_ctx, b.dropped, b.near_limit, b.note)),
             on_piece=lambda piece: self._post(ReplyPiece(msg_id, piece)),
