@@ -74,6 +74,7 @@ class EngineLike(Protocol):
 
     report: LoadReport | None
     last_stats: GenerationStats
+    generating: threading.Event  # set while a reply runs
 
     @property
     def loaded(self) -> bool: ...
@@ -324,7 +325,7 @@ class ModelSession:
         except PlannerError:  # the rules cannot price what loaded (an estimate's architecture): nothing to learn
             pass
         self.pace.reset()
-        self.telemetry = for_engine(engine, devices, fit.plan, speed=self._speed, plan_now=self._plan_now)  # type: ignore[arg-type]
+        self.telemetry = for_engine(engine, devices, fit.plan, speed=self._speed, plan_now=self._plan_now)
         # what the GPUs hold beyond the buffers: learned for the next plan, and watched while the model runs
         self.learning = learn_after_load(self.model, devices.gpus, engine.pid)
         self.drift = DriftWatch(devices.gpus, self._plan_now, self._drifted, self._drift_alarm)

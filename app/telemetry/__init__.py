@@ -27,7 +27,7 @@ from planner.kv import KVLayout
 
 if TYPE_CHECKING:
     from app.devices.probes import DeviceReport
-    from app.engine.engine import Engine
+    from app.engine.types import GenerationStats, LoadReport
     from planner.memory import MemoryPlan
 
 T = TypeVar("T")
@@ -60,6 +60,22 @@ class EngineView(Protocol):
     """What telemetry reads from the engine (the real Engine, or a fake in UI tests)."""
 
     def kv_cells_used(self) -> int: ...
+
+
+class LoadedEngine(EngineView, Protocol):
+    """What `for_engine` reads of a loaded engine (the engine process, or a fake in UI tests)."""
+
+    last_stats: GenerationStats
+    generating: threading.Event
+
+    @property
+    def loaded(self) -> bool: ...
+
+    @property
+    def report(self) -> LoadReport | None: ...
+
+    @property
+    def pid(self) -> int | None: ...
 
 
 class MemoryProbe(Protocol):
@@ -198,7 +214,7 @@ class Telemetry:
 
 
 def for_engine(
-    engine: Engine,
+    engine: LoadedEngine,
     report: DeviceReport,
     plan: MemoryPlan | None,
     config: TelemetryConfig | None = None,
@@ -228,7 +244,7 @@ def for_engine(
     if plan is not None and not kv_allocated:
         kv_allocated = kv_maximum
     rss: Callable[[], int]
-    pid = getattr(engine, "pid", None)  # the engine process, where the model's memory is
+    pid = engine.pid  # the engine process, where the model's memory is
     try:
         rss = rss_reader(pid)
     except Exception:  # psutil unusable: the sampler records each failed read instead
@@ -248,7 +264,7 @@ def for_engine(
     )
 
 
-def _allocated_per_gpu(engine: Engine, report: DeviceReport) -> dict[str, int]:
+def _allocated_per_gpu(engine: LoadedEngine, report: DeviceReport) -> dict[str, int]:
     """The bytes llama.cpp's log says the loaded model holds on each GPU (every buffer kind)."""
     from app.devices.buffer_names import device_of
 
