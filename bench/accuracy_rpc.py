@@ -9,6 +9,7 @@ compared with the planner's figure for the same devices and split. `bench/accura
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,15 +50,17 @@ def _label(cfg: dict) -> str:
     return ", ".join(parts)
 
 
-def _table(rows: list[tuple[Setup, ConfigRow]]) -> list[str]:
+def device_table(rows: list[tuple[str, ConfigRow]], first: str, label: Callable[[dict], str]) -> list[str]:
+    """One line per device of each load: planned / allocated bytes (error) per buffer kind; `first` names the
+    leading column (the split, the layers), each row's own text in it; `label` words a configuration."""
     out = [
-        "| split | configuration | device | " + " | ".join(KINDS) + " |",
+        f"| {first} | configuration | device | " + " | ".join(KINDS) + " |",
         "|" + "---|" * (len(KINDS) + 3),
     ]
-    for setup, row in rows:
+    for lead, row in rows:
         if row.refused_by_llama or row.refused_by_planner:
             both = "refused by both" if row.refused_by_llama and row.refused_by_planner else "REFUSAL MISMATCH"
-            out.append(f"| {setup.label} | {_label(row.config)} | {both} |" + " |" * len(KINDS))
+            out.append(f"| {lead} | {label(row.config)} | {both} |" + " |" * len(KINDS))
             continue
         for device in sorted({b.device for b in row.buffers}, key=lambda d: (d != "CPU", d)):
             cells = []
@@ -68,7 +71,7 @@ def _table(rows: list[tuple[Setup, ConfigRow]]) -> list[str]:
                     continue
                 mark = "" if buf.within_tolerance else " **OFF**"
                 cells.append(f"{buf.planned:,} / {buf.actual:,} ({buf.error:+,} B){mark}")
-            out.append(f"| {setup.label} | {_label(row.config)} | {device} | " + " | ".join(cells) + " |")
+            out.append(f"| {lead} | {label(row.config)} | {device} | " + " | ".join(cells) + " |")
     return out
 
 
@@ -103,7 +106,7 @@ def rpc_section(tmp: Path) -> tuple[list[str], int, int, int]:
                 "every buffer exact to the byte" if exact else (f"{off} buffers OFF" if off else "within tolerance")
             )
             lines += [f"### {label} (architecture `{rows[0][1].architecture}`): {status}", ""]
-            lines += _table(rows) + [""]
+            lines += device_table([(setup.label, row) for setup, row in rows], "split", _label) + [""]
             print(f"{'RPC':<36} {name:<16} {len(rows):3d} rows  {status}", flush=True)
     intro = [
         f"{n_rows} configurations, {n_buffers} buffers, {n_off} outside the tolerance. Two RPC servers lending this "

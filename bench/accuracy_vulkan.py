@@ -21,6 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.accuracy_rpc import device_table  # noqa: E402
 from bench.sections import replace_section  # noqa: E402
 from planner import LLAMA_CPP_BUILD  # noqa: E402
 from tests.support.compare import ConfigRow  # noqa: E402
@@ -29,7 +30,6 @@ from tests.support.tiny.common import Q  # noqa: E402
 from tests.support.vulkan import compare_vulkan, vulkan_build, vulkan_devices  # noqa: E402
 
 BEGIN, END = "<!-- vulkan:begin -->", "<!-- vulkan:end -->"
-KINDS = ("weights", "kv", "kv_swa", "recurrent", "output", "compute")
 MODELS = [
     "llama-f16",
     "llama-q4_k",
@@ -72,26 +72,6 @@ def _label(cfg: dict) -> str:
     return ", ".join(parts)
 
 
-def _table(rows: list[tuple[str, ConfigRow]]) -> list[str]:
-    out = ["| layers | configuration | device | " + " | ".join(KINDS) + " |", "|" + "---|" * (len(KINDS) + 3)]
-    for layers, row in rows:
-        if row.refused_by_llama or row.refused_by_planner:
-            both = "refused by both" if row.refused_by_llama and row.refused_by_planner else "REFUSAL MISMATCH"
-            out.append(f"| {layers} | {_label(row.config)} | {both} |" + " |" * len(KINDS))
-            continue
-        for device in sorted({b.device for b in row.buffers}, key=lambda d: (d != "CPU", d)):
-            cells = []
-            for kind in KINDS:
-                buf = next((b for b in row.buffers if b.kind == kind and b.device == device), None)
-                if buf is None:
-                    cells.append("")
-                    continue
-                mark = "" if buf.within_tolerance else " **OFF**"
-                cells.append(f"{buf.planned:,} / {buf.actual:,} ({buf.error:+,} B){mark}")
-            out.append(f"| {layers} | {_label(row.config)} | {device} | " + " | ".join(cells) + " |")
-    return out
-
-
 def vulkan_section(tmp: Path) -> tuple[list[str], int, int, int, int]:
     """Markdown lines, and the configurations, buffers, buffers off and buffers not exact to the byte."""
     device = vulkan_devices()[0]
@@ -132,7 +112,11 @@ def vulkan_section(tmp: Path) -> tuple[list[str], int, int, int, int]:
         status = (
             "every buffer exact to the byte" if not inexact else f"{off} buffers OFF" if off else "within tolerance"
         )
-        body += [f"### {label} (architecture `{rows[0][1].architecture}`): {status}", ""] + _table(rows) + [""]
+        body += (
+            [f"### {label} (architecture `{rows[0][1].architecture}`): {status}", ""]
+            + device_table(rows, "layers", _label)
+            + [""]
+        )
         print(f"Vulkan {path.name:<28} {len(rows):3d} rows  {status}", flush=True)
     limit = f"{device.max_tensor_bytes:,} B" if device.max_tensor_bytes else "none"
     intro = [
