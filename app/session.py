@@ -318,9 +318,9 @@ class ModelSession:
         # where the load allocated more than the rules say (the dry run may have seen it, a plain plan does not),
         # later plans of this model, devices and configuration count it
         try:
-            rules = plan_memory(
-                anatomy, self.model.now.config, devices.gpus, devices.host, projector=fit.plan.projector
-            )
+            rules = self.model.now  # the rules' own figures, unless the dry run replaced some of them
+            if confirmed is not None and not confirmed.verification.verified:
+                rules = plan_memory(anatomy, rules.config, devices.gpus, devices.host, projector=fit.plan.projector)
             remember_load(rules, measured_of(report.measurements.tables(), [g.name for g in devices.gpus]))
         except PlannerError:  # the rules cannot price what loaded (an estimate's architecture): nothing to learn
             pass
