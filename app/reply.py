@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from app.chat import ChatError, PromptBuild, ReplySink, build_prompt
 from app.engine.crash import EngineCrashed
 from app.engine.failure import classify
-from app.engine.templates import ChatMessage
+from app.engine.templates import ChatMessage, stops_in_use
 from app.engine.types import EngineError, GenerationParams, GenerationStats, Media, MediaPrompt, PromptProgress
 from app.media import MediaError
 from app.outcome import CRASHED, ENGINE_CRASH, FAILED, OK, OUT_OF_MEMORY, REFUSED, ReplyOutcome
@@ -95,7 +96,9 @@ def write_reply(
             if cancelled.is_set():
                 stats = GenerationStats(stopped_by="user")
             else:
-                for piece in engine.generate(prompt, params, on_progress):
+                # after the render: a template that was stopped adds its fallback format's stops
+                run = replace(params, stop=tuple(dict.fromkeys(params.stop + stops_in_use(model.fmt))))
+                for piece in engine.generate(prompt, run, on_progress):
                     sink.add(piece)
                     on_piece(piece)
                     if cancelled.is_set():

@@ -259,6 +259,18 @@ def fallback_note(fmt: ChatFormat) -> str:
     return f"The model's chat template was stopped ({why}): using {instead} instead."
 
 
+def stops_in_use(fmt: ChatFormat) -> tuple[str, ...]:
+    """The strings that end a reply: the format's own, and its fallback's once the template was
+    stopped (a chatml fallback ends at `<|im_end|>`, which the GGUF's EOS alone would run past)."""
+    if fmt.kind != "jinja" or fmt.fallback is None:
+        return fmt.stop
+    from app.engine.template_sandbox import over_budget
+
+    if not over_budget(fmt.template):
+        return fmt.stop
+    return fmt.stop + tuple(s for s in fmt.fallback.stop if s not in fmt.stop)
+
+
 def render(fmt: ChatFormat, messages: list[ChatMessage], bos: str = "", eos: str = "") -> str:
     """The prompt in `fmt`. A GGUF template runs in its own process under a hard budget
     (app/engine/template_sandbox.py); one that goes over it gives way to its family's format

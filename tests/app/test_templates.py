@@ -116,6 +116,17 @@ def test_a_template_over_its_time_or_memory_gives_way_to_the_family_format(costl
     assert time.monotonic() - started < 0.5
 
 
+def test_a_reply_in_the_fallback_format_ends_at_its_stop_strings(short_deadline: float) -> None:
+    """The chatml fallback ends a turn with <|im_end|>: without it the reply ran on past its turn."""
+    from app.engine.templates import stops_in_use
+
+    template = "{% for a in 'x'*99989 %}{% for b in 'x'*99989 %}z{% endfor %}{% endfor %}" + CHATML
+    fmt = choose_format({**CHATML_FAMILY, "tokenizer.chat_template": template}, "qwen2")
+    assert stops_in_use(fmt) == fmt.stop  # the template's own while it renders
+    render(fmt, CONVERSATION)
+    assert "<|im_end|>" in stops_in_use(fmt) and set(fmt.stop) <= set(stops_in_use(fmt))
+
+
 def test_a_stopped_template_leaves_no_process_busy(short_deadline: float) -> None:
     import psutil
 
