@@ -229,16 +229,19 @@ def plan_source(
     """Plan `source` (a file, a hub or URL reference, a listed model) for `devices` as `choice` asks.
 
     `anatomy`: the model already read (a list's parallel reads, the picker's own); `projector`: how
-    to choose the projector planned beside it; `known`: a plan already made for this choice (the one
-    llama.cpp's dry run checked), kept rather than made again. Raises PlannerError (ConfigError for
-    knobs llama.cpp refuses together)."""
+    to choose the projector planned beside it; `known`: a plan already made for this choice without a
+    projector (the one llama.cpp's dry run checked), kept rather than made again where none is chosen.
+    Raises PlannerError (ConfigError for knobs llama.cpp refuses together)."""
     model = anatomy if anatomy is not None else read_anatomy(source)
     note = ""
     if projector is not None:
         found, note = projector(model)
         if found is not None:
             choice = dataclasses.replace(choice, projector=found)
-    fit = known if known is not None else plan_model(model, devices.gpus, devices.host, choice)
+    if known is not None and choice.projector is None:  # a checked plan has no projector: kept without one
+        fit = known
+    else:
+        fit = plan_model(model, devices.gpus, devices.host, choice)
     return Planned(model, _with_lessons(fit), devices, choice.projector, note)
 
 

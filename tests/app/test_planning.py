@@ -92,3 +92,25 @@ def test_quants_of_a_folder_probes_the_devices_once(
     rows = json.loads(out)["models"]
     assert len(rows) == 3 and all(r["verdict"] == "full_gpu" for r in rows)
     assert len(probes) == 1
+
+
+def test_a_plan_checked_without_the_projector_is_not_kept_once_vision_is_on(tmp_path: Path) -> None:
+    """The picker keeps the plan llama.cpp's dry run checked for the default choice; that plan has no
+    projector, so with Vision on the model is planned again, projector included."""
+    from types import SimpleNamespace
+
+    from app.planning import plan_source, projector_among
+    from tests.support.vision import write_vision_pair
+
+    model_path, mmproj = write_vision_pair(tmp_path, "gemma3")
+    devices = SimpleNamespace(gpus=simulated_gpus([8 * GiB]), host=Host(32 * GiB, 30 * GiB))
+    checked = plan_source(str(model_path), devices, PlanChoice()).fit  # what the picker keeps as checked
+    plain = plan_source(str(model_path), devices, PlanChoice(), known=checked)
+    assert plain.fit is checked  # kept where it was made for this very choice
+    vision = plan_source(
+        str(model_path), devices, PlanChoice(), projector=projector_among([str(mmproj)]), known=checked
+    )
+    assert vision.projector is not None
+    assert vision.fit is not checked
+    assert vision.fit.plan.projector is not None  # its weights and compute planned beside the model
+    assert any(b.kind.startswith("projector") for b in vision.fit.plan.buffers)
