@@ -130,6 +130,21 @@ def _peer(pid: int, port: int) -> str:
     return "a client"
 
 
+def _listening(proc: subprocess.Popen[str], port: int, stop: _StopSwitch, timeout: float = 60.0) -> bool:
+    """Wait until the server listens on `port` (ggml-rpc says it starts before it binds), without
+    connecting to it (a connection would be a client); False if it ended or was stopped first."""
+    import psutil
+
+    deadline = time.monotonic() + timeout
+    while proc.poll() is None and not stop.requested and time.monotonic() < deadline:
+        with contextlib.suppress(psutil.Error):
+            for conn in psutil.Process(proc.pid).net_connections(kind="tcp"):
+                if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port:
+                    return True
+        time.sleep(0.05)
+    return proc.poll() is None and not stop.requested
+
+
 def _serving_line(host: str, endpoint: Endpoint) -> str:
     """Where the server listens (the name given and the address it stands for), and the --rpc a
     client can use: never 0.0.0.0, which listens everywhere but cannot be connected to."""
@@ -224,6 +239,7 @@ def serve(argv: Sequence[str]) -> int:
     if not stop.requested:
         for name, description, free, total in lent:
             _say(f"lending {name} ({description}): {format_size(free)} free of {format_size(total)}")
+    if _listening(proc, endpoint.port, stop) and not stop.requested:
         _say(_serving_line(args.host, endpoint))
         if cache:
             _say(f"keeping large tensors in {cache}")

@@ -105,7 +105,7 @@ def test_a_host_name_is_resolved_and_both_are_said() -> None:
     try:
         line = _serving_line(proc)
         assert f"serving on localhost (127.0.0.1:{port})" in line and f"--rpc 127.0.0.1:{port}" in line, line
-        wait_until_serving(Endpoint("127.0.0.1", port), proc)  # and it does serve
+        assert query_server(Endpoint("127.0.0.1", port), timeout=10).devices  # it serves once it says so
     finally:
         err = _stop(proc)
     assert proc.returncode == 0 and "WARNING" not in err, err
