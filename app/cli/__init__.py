@@ -93,6 +93,10 @@ def _main(argv: Sequence[str] | None) -> int:
             raise UsageError("--image and --audio go with -p (in the app, /image PATH attaches a picture)")
         if args.image_max_tokens is not None and not (args.mmproj or args.image or args.audio):
             raise UsageError("--image-max-tokens goes with --mmproj or --image")
+        if args.continue_chat and (args.plan or args.list or args.devices or args.quants or args.download):
+            raise UsageError("--continue opens the app on the last chat: it goes with no other mode")
+        if args.continue_chat and args.prompt is not None:
+            raise UsageError("--continue opens the app on the last chat; -p answers one question without a chat")
         if args.gpu and args.vram is not None:
             raise UsageError("--gpu names cards, --vram bare sizes: use one of them")
         if [g for g in args.gpu if g.strip().lower() == "list"]:
