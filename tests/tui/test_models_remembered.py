@@ -192,3 +192,17 @@ def test_continue_is_the_apps_own(capsys: pytest.CaptureFixture[str], monkeypatc
     assert main([]) == 0 and seen[-1].continue_chat
     assert main(["--continue", "demo", "-p", "hi"]) == 2
     assert "--continue opens the app on the last chat" in capsys.readouterr().err
+
+
+async def test_f1_and_the_palette_list_delete_and_continue(shelves: tuple[Path, Path]) -> None:
+    from app.tui.screens.help import HELP
+
+    assert "`Delete`" in HELP and "vramchat --continue" in HELP
+    _repo, mine = shelves
+    app = make_app(mine)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, picker_ready(app))
+        commands = {c.title: c.callback for c in app.get_system_commands(app.screen)}
+        assert "Delete the selected model" in commands
+        commands["Start on the last chat: off (turn on)"]()
+        assert load_settings()[0].continue_last_chat
