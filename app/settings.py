@@ -38,6 +38,10 @@ class Settings:
     rpc_servers: list[str] = field(default_factory=list)
     # a start that finds no models of the user's own opens the hub view; once (then False)
     hub_on_first_start: bool = True
+    # the model loaded last: selected in the model list at the next start ('' before any load)
+    last_model: str = ""
+    # every start opens the last chat with its model, as `vramchat --continue` does
+    continue_last_chat: bool = False
 
     def clamp(self) -> Settings:
         """Bring values into sane ranges (a hand-edited file may hold anything)."""

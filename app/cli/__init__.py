@@ -2,8 +2,8 @@
 
 This module reads the words and hands them to one mode: app/cli/parser.py the flags, then a module per
 mode: plan.py (`--plan`, kept and said again by replay.py), prompt.py (`-p`), listing.py (`--list`),
-devices.py (`--devices`, `--forget-overhead`), quants.py (`--quants`), remote.py (`--download`, a
-remote MODEL), launch.py (the app); command_plan.py is the plan every planning mode asks for.
+devices.py (`--devices`, `--forget-overhead`), quants.py (`--quants`), remote.py (`--download`), by_name.py (a
+remote MODEL to run), launch.py (the app); command_plan.py is the plan every planning mode asks for.
 
 `--plan`, `--list` and `--devices` never import Textual or llama_cpp: they read
 GGUF headers and probe devices through ctypes, so they answer in a fraction of a second.
@@ -93,6 +93,10 @@ def _main(argv: Sequence[str] | None) -> int:
             raise UsageError("--image and --audio go with -p (in the app, /image PATH attaches a picture)")
         if args.image_max_tokens is not None and not (args.mmproj or args.image or args.audio):
             raise UsageError("--image-max-tokens goes with --mmproj or --image")
+        if args.continue_chat and (args.plan or args.list or args.devices or args.quants or args.download):
+            raise UsageError("--continue opens the app on the last chat: it goes with no other mode")
+        if args.continue_chat and args.prompt is not None:
+            raise UsageError("--continue opens the app on the last chat; -p answers one question without a chat")
         if args.gpu and args.vram is not None:
             raise UsageError("--gpu names cards, --vram bare sizes: use one of them")
         if [g for g in args.gpu if g.strip().lower() == "list"]:
@@ -108,11 +112,19 @@ def _main(argv: Sequence[str] | None) -> int:
             from app.cli.devices import run_devices
 
             return run_devices(args)
-        if args.quants or args.download or (args.model and not os.path.exists(args.model) and "/" in args.model):
-            from app.cli.remote import handles, run_remote  # --quants, --download, a remote MODEL to load
+        if args.quants or args.download:
+            from app.cli.remote import run_remote
 
-            if handles(args):
-                return run_remote(args)
+            return run_remote(args)
+        if args.model and not os.path.exists(args.model) and "/" in args.model:
+            from app.cli.remote import loads_remote
+
+            if loads_remote(args):  # hf:ORG/REPO:QUANT, an URL: the copy on disk, or the offer to download it
+                from app.cli.by_name import use_local_copy
+
+                code = use_local_copy(args)
+                if code is not None:
+                    return code
         if args.plan:
             from app.cli.plan import run_plan
 

@@ -53,7 +53,10 @@ def run_app(args: argparse.Namespace) -> int:
             parse_devices(f"ram={args.ram}" if args.ram else "")
         except ValueError as exc:
             raise UsageError(str(exc)) from None
+    from app.settings import load_settings
     from app.tui.guard import run_guarded
+
+    continue_chat = args.continue_chat or (not args.model and load_settings()[0].continue_last_chat)
 
     def run() -> int:
         import app.tui
@@ -67,6 +70,7 @@ def run_app(args: argparse.Namespace) -> int:
                 ram=args.ram,
                 cpu=args.cpu,
                 gpu=list(args.gpu),
+                continue_chat=continue_chat,
             )
         )
 

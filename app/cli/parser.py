@@ -102,6 +102,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="download MODEL (hf:ORG/REPO:QUANT, ORG/REPO/FILE.gguf or an URL) and its projector into the "
         "models folder: resumed if interrupted, checked against the hub's sha256",
     )
+    modes.add_argument(
+        "--continue",
+        dest="continue_chat",
+        action="store_true",
+        help="open the app on the last chat, with the model it was held with (MODEL: with that one instead); "
+        "the continue_last_chat setting does it at every start",
+    )
     modes.add_argument("--devices", action="store_true", help="print what each device probe found and exit")
     modes.add_argument("--json", action="store_true", help="with --plan, --list or --devices: print JSON")
     modes.add_argument(

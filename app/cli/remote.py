@@ -1,5 +1,5 @@
-"""The command line's remote-model modes: `--quants ORG/REPO` (app/cli/quants.py), `--download REF`, and
-a remote MODEL to load (not before it is downloaded).
+"""The command line's remote-model modes: `--quants ORG/REPO` (app/cli/quants.py) and `--download REF`;
+a remote MODEL to load is app/cli/by_name.py's (the downloaded copy, or the offer to download it).
 
 `--plan REF` needs nothing here: app/cli/command_plan.py resolves REF (app.sources.canonical_ref) and
 app/planning.py reads its header through app/caches/headers.py, which hands remote words to app/sources.
@@ -18,12 +18,18 @@ from app.sources.refs import is_remote
 if TYPE_CHECKING:
     import argparse
 
+    from app.sources.download import DownloadResult
+    from app.sources.model import ModelSource
+
 
 def handles(args: argparse.Namespace) -> bool:
-    """Whether the command line asks for a mode of this module (or to load a remote model)."""
-    if args.quants or args.download:
-        return True
-    wants_load = not (args.plan or args.list or args.devices)
+    """Whether the command line asks for a mode of this module."""
+    return bool(args.quants or args.download)
+
+
+def loads_remote(args: argparse.Namespace) -> bool:
+    """Whether the command line loads a model named by a remote ref (the app, or -p)."""
+    wants_load = not (args.plan or args.list or args.devices or args.quants or args.download)
     return bool(wants_load and args.model and is_remote(args.model))
 
 
@@ -38,59 +44,27 @@ def run_remote(args: argparse.Namespace) -> int:
         from app.cli.quants import run_quants
 
         return run_quants(args)
-    if args.download:
-        return run_download(args)
-    raise UsageError(
-        f"{args.model} is not on this machine: plan it (--plan, --quants) or download it first "
-        f"(vramchat --download {args.model})"
-    )
+    return run_download(args)
 
 
 def run_download(args: argparse.Namespace) -> int:
-    import threading
-
     from app.sources import resolve_source
-    from app.sources.download import Progress, download, format_duration, plan_download
-    from app.sources.errors import Cancelled
+    from app.sources.download import plan_download
     from planner.hardware import format_size
 
     source = resolve_source(args.model)
     if not source.is_remote:
         raise VramchatError(f"{args.model}: already on this machine")
     plan = plan_download(source)
-    tty = sys.stderr.isatty()
-    last = [-1]
-
-    def show(p: Progress) -> None:
-        percent = int(p.fraction * 100)
-        speed = f"{format_size(int(p.speed))}/s" if p.speed else "…"
-        left = format_duration(p.seconds_left) if p.seconds_left is not None else "…"
-        line = f"{p.file}: {format_size(p.done)} of {format_size(p.total)} ({percent}%), {speed}, {left} left"
-        if tty:
-            sys.stderr.write(f"\r\033[K{line}")
-            sys.stderr.flush()
-        elif percent // 10 != last[0] // 10 or p.phase == "done":
-            print(line, file=sys.stderr)
-        last[0] = percent
-
     if plan.files:
         print(
             f"Downloading {source.ref}: {format_size(plan.needed)} to {plan.model_path.parent} "
             f"({format_size(plan.free)} free)",
             file=sys.stderr,
         )
-    try:
-        result = download(source, progress=show, cancel=threading.Event())
-    except KeyboardInterrupt:
-        if tty:
-            sys.stderr.write("\n")
-        print("vramchat: download interrupted; what arrived is kept: run it again to resume", file=sys.stderr)
+    result = download_shown(source)
+    if result is None:
         return EXIT_CANCELLED
-    except Cancelled as exc:
-        print(f"vramchat: {exc}", file=sys.stderr)
-        return EXIT_CANCELLED
-    if tty and plan.files:
-        sys.stderr.write("\n")
     if result.from_hf_cache:
         how = " (in the Hugging Face cache, where another tool put it: used there, not copied)"
     elif not plan.files:
@@ -101,3 +75,44 @@ def run_download(args: argparse.Namespace) -> int:
     if result.projector_path is not None:
         print(f"{result.projector_path}")
     return EXIT_OK
+
+
+def download_shown(source: ModelSource) -> DownloadResult | None:
+    """Download `source` (and its projector) with its progress on stderr; None when Ctrl+C or a cancel
+    stopped it (said on stderr: what arrived is kept, to resume)."""
+    import threading
+
+    from app.sources.download import Progress, download, format_duration
+    from app.sources.errors import Cancelled
+    from planner.hardware import format_size
+
+    tty = sys.stderr.isatty()
+    last = [-1]
+    shown = [False]
+
+    def show(p: Progress) -> None:
+        percent = int(p.fraction * 100)
+        speed = f"{format_size(int(p.speed))}/s" if p.speed else "…"
+        left = format_duration(p.seconds_left) if p.seconds_left is not None else "…"
+        line = f"{p.file}: {format_size(p.done)} of {format_size(p.total)} ({percent}%), {speed}, {left} left"
+        shown[0] = True
+        if tty:
+            sys.stderr.write(f"\r\033[K{line}")
+            sys.stderr.flush()
+        elif percent // 10 != last[0] // 10 or p.phase == "done":
+            print(line, file=sys.stderr)
+        last[0] = percent
+
+    try:
+        result = download(source, progress=show, cancel=threading.Event())
+    except KeyboardInterrupt:
+        if tty:
+            sys.stderr.write("\n")
+        print("vramchat: download interrupted; what arrived is kept: run it again to resume", file=sys.stderr)
+        return None
+    except Cancelled as exc:
+        print(f"vramchat: {exc}", file=sys.stderr)
+        return None
+    if tty and shown[0]:
+        sys.stderr.write("\n")
+    return result

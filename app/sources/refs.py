@@ -6,6 +6,7 @@
     ORG/REPO/PATH.gguf          the same without `hf:` (when no such local file exists)
     https://HOST/.../FILE.gguf  any server that answers range requests; a hub file's own URL
                                 (.../ORG/REPO/resolve/REV/PATH or /blob/) is read as the hub's
+    https://huggingface.co/ORG/REPO   the repository's page (or /tree/REV): as hf:ORG/REPO
 
 Anything that exists on this machine is a local path first.
 """
@@ -22,6 +23,7 @@ _PART = r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}"
 _REPO = re.compile(rf"^(?P<repo>{_PART}/{_PART})(?:@(?P<rev>[^/:]+))?(?::(?P<quant>[A-Za-z0-9_.-]+))?$")
 _REPO_FILE = re.compile(rf"^(?P<repo>{_PART}/{_PART})(?:@(?P<rev>[^/:]+))?/(?P<file>.+\.gguf)$", re.IGNORECASE)
 _HUB_URL_PATH = re.compile(rf"^/(?P<repo>{_PART}/{_PART})/(?:resolve|blob)/(?P<rev>[^/]+)/(?P<file>.+)$")
+_HUB_REPO_PAGE = re.compile(rf"^/(?P<repo>{_PART}/{_PART})(?:/tree/(?P<rev>[^/]+))?/?$")  # the repo's own page
 _HUB_HOSTS = ("huggingface.co", "hf.co")
 
 
@@ -63,9 +65,13 @@ def parse_ref(text: str, hub_hosts: tuple[str, ...] = ()) -> HubRef | UrlRef | N
         parts = urllib.parse.urlsplit(text)
         host = (parts.hostname or "").lower()
         if host in _HUB_HOSTS or host in hub_hosts or parts.netloc.lower() in hub_hosts:
-            match = _HUB_URL_PATH.match(urllib.parse.unquote(parts.path))
+            path = urllib.parse.unquote(parts.path)
+            match = _HUB_URL_PATH.match(path)
             if match:
                 return HubRef(match["repo"], match["rev"], match["file"])
+            page = _HUB_REPO_PAGE.match(path)
+            if page and not page["repo"].lower().endswith(".gguf"):
+                return HubRef(page["repo"], page["rev"])
         return UrlRef(text)
     if lowered.startswith(HF_PREFIX):
         body = text[len(HF_PREFIX) :].lstrip("/")

@@ -23,7 +23,7 @@ from textual.worker import Worker, WorkerState
 from app.settings import Settings
 from app.store import Store
 from app.tui import bench_hook
-from app.tui.messages import LoadRequested, ScanFinished
+from app.tui.messages import LoadFinished, LoadRequested, ScanFinished
 from app.tui.screens.picker import PickerScreen
 from app.tui.services import AppOptions, Services
 from app.tui.themes import THEMES
@@ -91,6 +91,7 @@ class VramchatApp(App):
         self.services = Services(options or AppOptions(), settings, self._notify_from_anywhere)
         self._notes_said: set[str] = set()
         self._hub: HubScreen | None = None  # the hub view, once made (Textual forgets installed screens first)
+        self._chat_to_open: int | None = None  # the chat `--continue` opens once its model loads
         for theme in THEMES:
             self.register_theme(theme)
         self.theme = self.settings.theme if self.settings.theme in self.available_themes else "vramchat-dark"
@@ -141,10 +142,15 @@ class VramchatApp(App):
     def on_mount(self) -> None:
         self._exit_on_signals()
         self.theme_changed_signal.subscribe(self, self._theme_changed)
-        self.install_screen(
-            PickerScreen(self.services, self.options.model, autoload=self.options.model is not None), "picker"
-        )
+        from app.tui.last_used import starting_point
+
+        start = starting_point(self.services)  # the model named, the chat to continue, or the last model
+        self._chat_to_open = start.chat_id
+        source = "last used" if start.from_last_use else "command line"
+        self.install_screen(PickerScreen(self.services, start.model, start.autoload, source), "picker")
         self.push_screen("picker")
+        if start.note:
+            self.notify(start.note, timeout=10)
         for warning in self.services.startup_warnings:
             self.notify(warning, severity="warning", timeout=10)
 
@@ -306,7 +312,18 @@ class VramchatApp(App):
     ) -> None:
         if self.screen is not chat:
             await self.switch_screen(self.chat_screen())
+        if self._chat_to_open is not None:  # `--continue`: the last chat, with the model it was held with
+            conv_id, self._chat_to_open = self._chat_to_open, None
+            await chat.open_conversation(conv_id)
+            chat.refresh_chat_list()
         chat.begin_load(path, anatomy, fit, name)
+
+    def on_load_finished(self, message: LoadFinished) -> None:
+        """A model loaded (the chat's message, bubbled up): it is the one the next start selects."""
+        if not message.error:
+            from app.tui.last_used import remember_loaded_model
+
+            remember_loaded_model(self.services)
 
     # -- actions --------------------------------------------------------------------------------
 
@@ -360,6 +377,13 @@ class VramchatApp(App):
             return
         self.notify(f"Saved as {saved}", title="Screenshot", timeout=8)
 
+    def action_toggle_continue(self) -> None:
+        """The continue_last_chat setting: every start opens the last chat with its model."""
+        self.settings.continue_last_chat = not self.settings.continue_last_chat
+        self.save_settings()
+        on = self.settings.continue_last_chat
+        self.notify("Every start opens the last chat with its model." if on else "Starts open the model list.")
+
     def action_set_theme(self, name: str) -> None:
         self.theme = name
 
@@ -370,6 +394,11 @@ class VramchatApp(App):
         if isinstance(screen, PickerScreen):
             yield SystemCommand("Load the selected model", "Load it with the plan shown", screen.action_load)
             yield SystemCommand("Rescan for models", "Look in the model folders again", screen.action_rescan)
+            yield SystemCommand(
+                "Delete the selected model",
+                "One vramchat downloaded, and its projector (Delete)",
+                screen.action_delete_model,
+            )
             yield SystemCommand(
                 "RPC servers", "Other machines whose GPUs or RAM to plan for (F6)", screen.action_rpc_servers
             )
@@ -410,6 +439,12 @@ class VramchatApp(App):
             yield SystemCommand("Show or hide the memory graphs", "Beside the chat", screen.action_toggle_dashboard)
             yield SystemCommand("Choose another model", "Switch to the model list", self.action_show_picker)
         yield SystemCommand("Memory dashboard", "Live graphs and planned vs actual buffers", self.action_dashboard)
+        on = self.settings.continue_last_chat
+        yield SystemCommand(
+            f"Start on the last chat: {'on (turn off)' if on else 'off (turn on)'}",
+            "Every start opens the last chat with its model, as vramchat --continue does",
+            self.action_toggle_continue,
+        )
         yield SystemCommand("Help", "Keys and what the badges mean", self.action_help)
         yield SystemCommand(
             "Theme: vramchat dark", "For dark terminals", lambda: self.action_set_theme("vramchat-dark")

@@ -41,6 +41,7 @@ class AppOptions:
     include_demo: bool = True
     engine_factory: Callable[[], EngineLike] | None = None  # None: llama.cpp in an engine process
     store_path: Path | None = None
+    continue_chat: bool = False  # open the last chat with its model (`--continue`, the continue_last_chat setting)
 
 
 class Services:

@@ -97,8 +97,10 @@ def test_no_network_for_a_model_never_seen(
     assert "offline mode (HF_HUB_OFFLINE) is on" in _one_line_error(capsys, "--plan", f"hf:{REPO}:Q4_K_M")
 
 
-def test_a_remote_model_is_planned_or_downloaded_not_loaded(hub: LocalHub, capsys: pytest.CaptureFixture[str]) -> None:
-    line = _one_line_error(capsys, f"hf:{REPO}:Q4_K_M", "-p", "hello", code=2)
+def test_a_remote_model_not_on_disk_and_no_terminal_to_ask_on_says_how_to_download_it(
+    hub: LocalHub, capsys: pytest.CaptureFixture[str]
+) -> None:
+    line = _one_line_error(capsys, f"hf:{REPO}:Q4_K_M", "-p", "hello", code=1)
     assert f"vramchat --download hf:{REPO}:Q4_K_M" in line
 
 

@@ -35,9 +35,14 @@ with it while the dashboard shows memory as it is really used.
 | `F5` | look for models again |
 | `F6` | RPC servers: other machines whose GPUs or RAM are planned for beside this one |
 | `F7` | the Hugging Face hub: find a model, see every quant's fit here, download one |
+| `Delete` | delete a model vramchat downloaded (and its projector), asked first with the space it frees |
 | `Tab` | move to the settings: context, KV cache type, GPU layers, flash attention |
 
 Leave a setting blank for the planner to choose; the plan is recomputed as you type.
+
+The model loaded last is selected at the next start. `vramchat --continue` opens the last chat with
+its model (the palette's "Start on the last chat" does it at every start). `vramchat hf:ORG/REPO:QUANT`
+(or the hub page's URL) runs a model downloaded before, and offers to download one that is not here.
 
 Fit badges: **full GPU · N tok** (every layer on the GPU at N tokens of context),
 **partial · x/y layers**, **CPU only**, **won't fit** (nothing fits even on the CPU;

@@ -77,10 +77,17 @@ class PickerScreen(Screen):
         Binding("f5", "rescan", "Rescan"),
         Binding("f6", "rpc_servers", "RPC"),
         Binding("f7", "app.hub", "Hub"),
+        Binding("delete", "delete_model", "Delete", show=False),  # F1 and the palette list it
         Binding("escape", "focus_table", "Model list", show=False),
     ]
 
-    def __init__(self, services: Services, preselect: str | None = None, autoload: bool = False) -> None:
+    def __init__(
+        self,
+        services: Services,
+        preselect: str | None = None,
+        autoload: bool = False,
+        preselect_source: str = "command line",
+    ) -> None:
         super().__init__(id="picker")
         self.services = services
         self.preselect = os.path.abspath(preselect) if preselect else None
@@ -102,7 +109,7 @@ class PickerScreen(Screen):
         self._checks_asked: set[str] = set()
         self._checking = False
         self.checked_fits: dict[str, FitResult] = {}  # the default plan llama.cpp confirmed, per path
-        self._preselect_source = "command line"  # what the list says of a preselected file it did not find
+        self._preselect_source = preselect_source  # what the list says of a preselected file it did not find
         self._rescan_when_done = False  # a download finished during a scan
 
     def compose(self) -> ComposeResult:
@@ -775,6 +782,30 @@ class PickerScreen(Screen):
 
     def action_focus_table(self) -> None:
         self.query_one("#models", DataTable).focus()
+
+    def action_delete_model(self) -> None:
+        """Delete: the selected model, when vramchat downloaded it (app/tui/model_delete.py asks first)."""
+        from app.tui.model_delete import ask_to_delete
+
+        ask_to_delete(self)
+
+    def forget(self, path: str) -> None:
+        """A model deleted from the disk leaves the list; the row that takes its place is selected."""
+        table = self.query_one("#models", DataTable)
+        row = table.get_row_index(path) if path in table.rows else 0
+        if path in table.rows:
+            table.remove_row(path)
+        self.entries.pop(path, None)
+        self.anatomies.pop(path, None)
+        if not self.entries:
+            self.selected, self.result = None, None
+            self.query_one("#plan-verdict", Static).update("")
+            self.query_one("#plan-text", Static).update(self._empty_help())
+            self.query_one("#load", Button).disabled = True
+            return
+        row = min(row, table.row_count - 1)
+        table.move_cursor(row=row)
+        self.select(str(table.ordered_rows[row].key.value))
 
     def model_name(self, path: str) -> str:
         entry = self.entries.get(path)

@@ -1,0 +1,71 @@
+"""Deleting a downloaded model from the model list (the Delete key): what it frees is asked first, only
+files in vramchat's own models folder go (app/sources/downloaded.py), and the row leaves the list."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any, Protocol
+
+from planner.units import format_size
+
+if TYPE_CHECKING:
+    from app.catalog import CatalogEntry
+    from app.tui.services import Services
+
+
+class ModelList(Protocol):
+    """What deleting needs of the model list (the picker): its selection, and to forget a deleted row."""
+
+    selected: str | None
+    entries: dict[str, CatalogEntry]
+    services: Services
+
+    @property
+    def app(self) -> Any: ...
+
+    def model_name(self, path: str) -> str: ...
+
+    def forget(self, path: str) -> None: ...
+
+
+def ask_to_delete(picker: ModelList) -> None:
+    """Confirm, then delete the selected model (its shards, and its projector when no other model uses it)."""
+    from app.sources.downloaded import NotOurs, delete_model, plan_deletion
+    from app.tui.screens.dialogs import ConfirmDialog
+
+    path = picker.selected
+    entry = picker.entries.get(path or "")
+    if path is None or entry is None:
+        picker.app.notify("Select the model to delete first.", severity="warning")
+        return
+    name = picker.model_name(path)
+    session = picker.services.started_session()
+    loaded = session.model if session is not None else None
+    if loaded is not None and os.path.realpath(loaded.path) == os.path.realpath(path):
+        picker.app.notify(f"{name} is loaded: load another model first.", title="Not deleted", severity="warning")
+        return
+    file = entry.file
+    try:
+        deletion = plan_deletion(file.shards or [path], file.projectors, file.is_demo)
+    except NotOurs as exc:
+        picker.app.notify(str(exc), title=exc.title, severity="warning", timeout=10)
+        return
+    listed = "\n".join(f"  {p.name}" for p in deletion.files)
+    text = (
+        f"{name}: delete {len(deletion.files)} file{'s' if len(deletion.files) != 1 else ''} from "
+        f"{os.path.dirname(path)}, freeing {format_size(deletion.freed)}:\n{listed}\n\n"
+        "The hub (F7) can download it again."
+    )
+
+    def done(yes: bool | None) -> None:
+        if not yes:
+            return
+        try:
+            freed = delete_model(deletion)
+        except OSError as exc:
+            picker.app.notify(f"{name} could not be deleted: {exc.strerror or exc}", severity="error")
+            return
+        picker.forget(path)
+        picker.app.notify(f"{name} is deleted: {format_size(freed)} freed.", title="Deleted", timeout=6)
+
+    picker.app.push_screen(ConfirmDialog("Delete this model?", text, confirm="Delete", danger=True), done)
