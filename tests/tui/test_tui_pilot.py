@@ -381,8 +381,10 @@ async def test_a_reply_cut_by_a_crash_is_shown(shelf: Path) -> None:
 
     app = make_app(shelf)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, picker_ready(app))
+        await pilot.pause()
+        # said at the start, for 10 s: read before the picker's plan, which takes longer on a busy machine
         assert any("cut short" in n for n in notices(app))
+        await wait_for(pilot, picker_ready(app))
         await pilot.press("f2")
         await pilot.pause()
         chat = app.screen
