@@ -3,6 +3,7 @@ streamed in pieces cut anywhere (a marker split between two pieces never shows).
 
 from __future__ import annotations
 
+import itertools
 import random
 
 import pytest
@@ -38,7 +39,7 @@ def _stream(raw: str, cuts: list[int]) -> tuple[str, str, list[str]]:
     splitter = ReplySplitter()
     reasoning, answer, shown = "", "", []
     bounds = [0, *sorted(cuts), len(raw)]
-    pieces = [raw[a:b] for a, b in zip(bounds, bounds[1:])]
+    pieces = [raw[a:b] for a, b in itertools.pairwise(bounds)]
     for i, piece in enumerate([*pieces, ""]):
         new_reasoning, new_answer = splitter.feed(piece, final=i == len(pieces))
         # each part only grows: what was shown is never taken back
