@@ -58,6 +58,11 @@ def split_reply(text: str, final: bool = True) -> Split:
 
 
 def _think(body: str, final: bool) -> Split:
+    again = body.lstrip()  # a model that writes `<think>` after its template opened the block
+    if again.startswith(THINK_OPEN):
+        body = again[len(THINK_OPEN) :]
+    elif not final and again and THINK_OPEN.startswith(again):
+        return Split("", "", True, True)
     end = body.find(THINK_CLOSE)
     if end < 0:
         shown = body if final else body[: len(body) - _partial_marker(body, (THINK_CLOSE,))]

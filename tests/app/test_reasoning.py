@@ -115,3 +115,12 @@ def test_the_clock_notes_when_the_thought_ended_and_its_tokens() -> None:
     plain = ThoughtClock(lambda: now[0])
     plain.saw("Hello", 1)
     assert plain.finish(1) is None
+
+
+def test_a_model_that_opens_the_block_its_template_opened_shows_no_marker() -> None:
+    raw = OPEN_MARKER + RECORDED[0][1]  # Qwen3 writing `<think>` after a template that wrote it
+    assert split_reply(raw).reasoning == RECORDED[0][2]
+    for cut in range(1, len(raw)):
+        streamed_reasoning, streamed_answer, shown = _stream(raw, [cut])
+        assert streamed_reasoning == RECORDED[0][2] and streamed_answer.strip() == RECORDED[0][3]
+        assert not any(bit in piece for piece in shown for bit in MARKER_BITS)

@@ -5,6 +5,11 @@ as they are given, so a prompt without their reasoning shows that vramchat left 
 
 from __future__ import annotations
 
+import dataclasses
+from pathlib import Path
+
+from gguf import GGMLQuantizationType
+
 THINKING_CHATML = (
     "{% for message in messages %}"
     "{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' }}"
@@ -66,3 +71,18 @@ RECORDED = [
         "Models such as Qwen3 wrap their thoughts in `<think>` tags, closed by `</think>`.",
     ),
 ]
+
+
+def write_thinking_model(path: Path) -> Path:
+    """A tiny Qwen2 model (random weights: its words mean nothing) whose chat template thinks: the
+    prompt opens `<think>`, so whatever it writes is reasoning until it closes the block."""
+    from tests.support.tiny import ZOO, write_tiny_model
+
+    spec = ZOO["qwen2-q4_0"]
+    spec = dataclasses.replace(
+        spec,
+        extra_kv={**spec.extra_kv, "tokenizer.chat_template": THINKING_CHATML},
+        never_ends=True,  # its reply runs to the token limit: thoughts to time and count
+        output_type=GGMLQuantizationType.F16,  # (never_ends zeroes rows of an unquantized output matrix)
+    )
+    return write_tiny_model(path, spec)
