@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from app.engine.templates import ChatFormat, ChatMessage, fallback_note, render
 from app.errors import VramchatError
+from app.reasoning import answer_of
 from app.store import Store, StoredMessage
 
 NEAR_LIMIT = 0.85  # warn when prompt + reply room passes this share of the context
@@ -48,9 +49,13 @@ class PromptBuild:
 
 def to_messages(stored: Sequence[StoredMessage]) -> list[ChatMessage]:
     """The conversation as the chat format sees it: empty replies (a stop before the first
-    token) are left out; partial replies stay, as the user saw them; images go with their message."""
+    token) are left out; partial replies stay, as the user saw them; images go with their message.
+    A reply's reasoning stays out (app/reasoning.py): only its answer, as reasoning models' templates
+    render earlier turns (a reply that only thought is an empty turn)."""
     return [
-        ChatMessage(m.role, m.content, tuple(a.id for a in m.attachments))
+        ChatMessage(
+            m.role, answer_of(m.content) if m.role == "assistant" else m.content, tuple(a.id for a in m.attachments)
+        )
         for m in stored
         if m.role in ("user", "assistant") and (m.content.strip() or m.attachments)
     ]
@@ -80,8 +85,9 @@ def _rendered(
     tokenize: Callable[[str], list[int]],
     marker: str,
     tokenize_media: MediaTokenizer | None,
+    switches: dict[str, bool] | None = None,
 ) -> tuple[str, list[int], tuple[str, ...]]:
-    text = render(fmt, head + with_markers(turns, marker), bos="", eos=eos)
+    text = render(fmt, head + with_markers(turns, marker), bos="", eos=eos, switches=switches)
     media = tuple(i for m in turns for i in m.media) if marker and tokenize_media is not None else ()
     return text, (tokenize_media(text, media) if media and tokenize_media else tokenize(text)), media
 
@@ -100,10 +106,12 @@ def build_prompt(
     eos: str = "",
     marker: str = "",
     tokenize_media: MediaTokenizer | None = None,
+    switches: dict[str, bool] | None = None,
 ) -> PromptBuild:
     """Render `turns` (oldest first, ending with the user's message) to fit `n_ctx` with room
     for `max_tokens`; drop whole turns from the front while it does not fit. With a projector
-    (`marker`, `tokenize_media`), each image counts as the tokens the projector makes of it."""
+    (`marker`, `tokenize_media`), each image counts as the tokens the projector makes of it.
+    `switches` are the template's variables the chat sets (`enable_thinking`)."""
     if not turns or turns[-1].role != "user":
         raise ChatError("there is no question to answer")
     room = reply_room(n_ctx, max_tokens)
@@ -112,10 +120,10 @@ def build_prompt(
     starts = [i for i, m in enumerate(turns) if m.role == "user"]  # where a turn may begin
     for start in starts:
         # BOS comes from the tokenizer (add_special), not the template, so it is never doubled
-        text, tokens, media = _rendered(fmt, head, turns[start:], eos, tokenize, marker, tokenize_media)
+        text, tokens, media = _rendered(fmt, head, turns[start:], eos, tokenize, marker, tokenize_media, switches)
         if len(tokens) <= budget:
             return PromptBuild(text, tokens, n_ctx, room, start, len(turns) - start, media, fallback_note(fmt))
-    _, last_tokens, last_media = _rendered(fmt, head, turns[-1:], eos, tokenize, marker, tokenize_media)
+    _, last_tokens, last_media = _rendered(fmt, head, turns[-1:], eos, tokenize, marker, tokenize_media, switches)
     last = len(last_tokens)
     what = "your message and the system prompt take" if head else "your message takes"
     if last_media:
@@ -134,12 +142,13 @@ def conversation_tokens(
     eos: str = "",
     marker: str = "",
     tokenize_media: MediaTokenizer | None = None,
+    switches: dict[str, bool] | None = None,
 ) -> int:
     """How many tokens of context the conversation takes as it stands (what the status line counts)."""
     head = [ChatMessage("system", system)] if system.strip() else []
     if not turns:
         return 0
-    return len(_rendered(fmt, head, turns, eos, tokenize, marker, tokenize_media)[1])
+    return len(_rendered(fmt, head, turns, eos, tokenize, marker, tokenize_media, switches)[1])
 
 
 class ReplySink:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from app.engine.crash import EngineCrashed
 from app.engine.types import EngineError, GenerationStats
+from app.reasoning import Thought
 
 # how a reply ended, for the screen: a normal end (eos, stop, length, user), a message the context
 # cannot hold, a decode out of memory (reload smaller), the engine process died, anything else
@@ -20,6 +21,7 @@ class ReplyOutcome:
     stats: GenerationStats
     error: str = ""
     engine_error: EngineError | None = None  # set for OUT_OF_MEMORY and CRASHED
+    thought: Thought | None = None  # how long the reply's reasoning took, when it had some
 
     @property
     def crash(self) -> EngineCrashed | None:

@@ -9,6 +9,7 @@ piece, and gets a `ReplyOutcome` whose `kind` tells the screen what to do next.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -20,6 +21,7 @@ from app.engine.templates import ChatMessage, stops_in_use
 from app.engine.types import EngineError, GenerationParams, GenerationStats, Media, MediaPrompt, PromptProgress
 from app.media import MediaError
 from app.outcome import CRASHED, ENGINE_CRASH, FAILED, OK, OUT_OF_MEMORY, REFUSED, ReplyOutcome
+from app.reasoning import OPEN_MARKER, ThoughtClock, opens_reasoning, template_switches
 from app.speed import learn_from_reply
 from app.store import Store
 
@@ -41,6 +43,7 @@ def write_reply(
     media: Callable[[str], Media] | None = None,
     on_done: Callable[[ReplyOutcome], None] | None = None,
     on_progress: Callable[[PromptProgress], None] | None = None,
+    thinking: bool = True,
 ) -> ReplyOutcome:
     """Build the prompt, stream the reply into `msg_id`, and say how it ended. Never raises for
     what the engine does: a crash or an error keeps what was written, marked cut short.
@@ -50,13 +53,19 @@ def write_reply(
     fitted to the context there is, dropping the oldest turns. Images in the turns go to the
     projector when one is loaded (`media` gives each one's pixels by its id). `on_done` is told the
     outcome as soon as the reply has ended, before its speed is learned (app/speed.py); `on_progress` what
-    the engine says while it reads the prompt."""
+    the engine says while it reads the prompt.
+
+    A reasoning model's thoughts (app/reasoning.py) are saved and streamed with the reply, markers
+    included: where the template opened the block, the reply starts with `OPEN_MARKER` as if the model
+    wrote it. `thinking` is the chat's switch, for a template that reads `enable_thinking`."""
 
     def _run() -> ReplyOutcome:
         model = session.model
         assert model is not None
         engine = session.engine
         sink = ReplySink(store, msg_id)
+        clock = ThoughtClock(time.perf_counter)
+        switches = template_switches(model.fmt.template, thinking) if model.fmt.kind == "jinja" else {}
         session.generating.set()
         try:
             if turns and turns[-1].media and not model.marker:
@@ -81,6 +90,7 @@ def write_reply(
                     model.eos,
                     marker,
                     tokenize_media,
+                    switches,
                 )
 
             build = fitted(model.max_ctx if session.elastic else model.n_ctx)
@@ -96,18 +106,25 @@ def write_reply(
             if cancelled.is_set():
                 stats = GenerationStats(stopped_by="user")
             else:
+                if opens_reasoning(build.text):  # the template wrote `<think>`: the reply starts inside it
+                    sink.add(OPEN_MARKER)
+                    on_piece(OPEN_MARKER)
+                    clock.opened(OPEN_MARKER)
                 # after the render: a template that was stopped adds its fallback format's stops
                 run = replace(params, stop=tuple(dict.fromkeys(params.stop + stops_in_use(model.fmt))))
                 for piece in engine.generate(prompt, run, on_progress):
                     sink.add(piece)
                     on_piece(piece)
+                    clock.saw(piece, engine.last_stats.generated_tokens)
                     if cancelled.is_set():
                         engine.stop()  # the engine clears stop requests made before it started
                 stats = engine.last_stats
+                if sink.text == OPEN_MARKER:  # stopped before the first token: no reply, not an empty thought
+                    sink.text = ""
                 session.pace.record(len(build.tokens) + stats.generated_tokens)
             text = sink.finish(stats.stopped_by, stats.generated_tokens, stats.tokens_per_second)
             session.reply_finished()
-            return ReplyOutcome(OK, text, stats)
+            return ReplyOutcome(OK, text, stats, thought=clock.finish(stats.generated_tokens))
         except (ChatError, MediaError) as exc:
             if store is not None:
                 store.delete_message(msg_id)

@@ -65,6 +65,8 @@ def _answer(request: dict[str, object]) -> dict[str, object]:
 
     raw = request.get("messages")
     messages = [ChatMessage(str(m["role"]), str(m["content"])) for m in raw] if isinstance(raw, list) else []
+    wanted = request.get("switches")
+    switches = {str(k): bool(v) for k, v in wanted.items()} if isinstance(wanted, dict) else {}
     try:
         text = render_jinja(
             str(request["template"]),
@@ -72,6 +74,7 @@ def _answer(request: dict[str, object]) -> dict[str, object]:
             str(request.get("bos", "")),
             str(request.get("eos", "")),
             bool(request.get("add_generation_prompt", True)),
+            switches,
         )
     except MemoryError:
         return {"error": f"it asked for more than {MEMORY_LIMIT >> 20} MiB of memory", "budget": True}

@@ -81,8 +81,14 @@ def _sandbox():  # imported lazily: jinja2 is only needed once a model with a te
 
 
 def render_jinja(
-    template: str, messages: list[ChatMessage], bos: str, eos: str, add_generation_prompt: bool = True
+    template: str,
+    messages: list[ChatMessage],
+    bos: str,
+    eos: str,
+    add_generation_prompt: bool = True,
+    switches: dict[str, bool] | None = None,
 ) -> str:
+    """`switches`: the template's own variables the chat sets (`enable_thinking`)."""
     if len(template.encode("utf-8", errors="replace")) > MAX_TEMPLATE_BYTES:
         raise TemplateError(f"the chat template is larger than {MAX_TEMPLATE_BYTES // 1024} KiB")
     from jinja2 import TemplateError as JinjaError
@@ -124,6 +130,7 @@ def render_jinja(
             bos_token=bos,
             eos_token=eos,
             tools=None,
+            **(switches or {}),
         )
     except TemplateError:
         raise
@@ -271,15 +278,18 @@ def stops_in_use(fmt: ChatFormat) -> tuple[str, ...]:
     return fmt.stop + tuple(s for s in fmt.fallback.stop if s not in fmt.stop)
 
 
-def render(fmt: ChatFormat, messages: list[ChatMessage], bos: str = "", eos: str = "") -> str:
+def render(
+    fmt: ChatFormat, messages: list[ChatMessage], bos: str = "", eos: str = "", switches: dict[str, bool] | None = None
+) -> str:
     """The prompt in `fmt`. A GGUF template runs in its own process under a hard budget
     (app/engine/template_sandbox.py); one that goes over it gives way to its family's format
-    (`fallback_note` says so)."""
+    (`fallback_note` says so). `switches` go to a GGUF template as its variables (`enable_thinking`)."""
     if fmt.kind == "jinja":
         from app.engine.template_sandbox import TemplateOverBudget, render_bounded
 
         try:
-            return render_bounded(fmt.template, [{"role": m.role, "content": m.content} for m in messages], bos, eos)
+            wire = [{"role": m.role, "content": m.content} for m in messages]
+            return render_bounded(fmt.template, wire, bos, eos, switches=switches)
         except TemplateOverBudget as exc:
             if fmt.fallback is None:
                 raise TemplateError(f"the chat template was stopped: {exc}") from None

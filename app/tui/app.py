@@ -435,6 +435,11 @@ class VramchatApp(App):
             )
             yield SystemCommand("Stop the reply", "Stop generating at once", screen.action_stop)
             yield SystemCommand("Chat settings", "System prompt, temperature, max tokens", screen.action_chat_settings)
+            yield SystemCommand(
+                "Thinking on or off",
+                "For this chat, where the model's template has the switch (F9)",
+                screen.action_toggle_thinking,
+            )
             yield SystemCommand("Show or hide the chats list", "Past conversations", screen.action_toggle_chats)
             yield SystemCommand("Show or hide the memory graphs", "Beside the chat", screen.action_toggle_dashboard)
             yield SystemCommand("Choose another model", "Switch to the model list", self.action_show_picker)

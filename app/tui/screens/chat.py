@@ -25,10 +25,12 @@ from app.engine.failure import first_line
 from app.engine.templates import ChatMessage
 from app.engine.types import MediaPrompt
 from app.media import Attachment
+from app.reasoning import template_switches
 from app.reply import write_reply
 from app.sampling import temperature_for
 from app.session import Growth
 from app.store import Conversation
+from app.thinking import ThinkingChoice, can_switch, toggled_words
 from app.tui.messages import (
     ContextResized,
     LoadFinished,
@@ -42,6 +44,7 @@ from app.tui.widgets.chat.load_bar import LoadBar
 from app.tui.widgets.chat.notes import empty_reply_words, prompt_note, reply_note, stored_note
 from app.tui.widgets.chat.past_chats import PastChats
 from app.tui.widgets.chat.pictures import AttachedPictures
+from app.tui.widgets.chat.thought import fold_words
 from app.tui.widgets.chat_input import ChatInput
 from app.tui.widgets.dashboard import Dashboard
 from app.tui.widgets.footer import AdaptiveFooter
@@ -75,6 +78,7 @@ class ChatScreen(Screen):
         Binding("ctrl+s", "export_chat", "Export", show=False),
         Binding("ctrl+t", "attach", "Attach picture", show=False),
         Binding("f8", "receipt", "Receipt", show=False),
+        Binding("f9", "toggle_thinking", "Thinking", show=False),
     ]
 
     # the panes, typed
@@ -97,6 +101,7 @@ class ChatScreen(Screen):
         self.model_path = ""
         self.context_tokens = 0  # the tokens the open conversation takes in the context
         self._notes_shown: set[str] = set()  # a prompt's notes said once (a template stopped)
+        self.thinking = ThinkingChoice()  # per chat, for templates with a thinking switch
 
     @property
     def pending(self) -> list[Attachment]:
@@ -301,6 +306,7 @@ class ChatScreen(Screen):
             model = app.session.model
             assert model is not None, "a message is sent only with a model loaded"
             self.conversation = store.new_conversation(model.path, model.name, app.settings.system_prompt)
+            self.thinking.started(self.conversation.id)
         attachments = tuple(self.pending)
         msg = store.add_message(self.conversation.id, "user", text, attachments)  # written before it is shown
         self.pictures.clear()
@@ -356,6 +362,7 @@ class ChatScreen(Screen):
             on_growth=lambda growth: self._post(ContextResized(growth)),
             media=shelf,
             on_done=lambda outcome: self._post(ReplyFinished(msg_id, outcome, session.recover(outcome))),
+            thinking=self.thinking.thinking_for(self.conversation.id if self.conversation else None),
             on_progress=lambda progress: self._post(PromptRead(msg_id, progress)),
         )
 
@@ -428,7 +435,7 @@ class ChatScreen(Screen):
                     title, text = empty_reply_words(outcome.stats)
                     self.app.notify(text, title=title, severity="information" if title == "Stopped" else "warning")
             else:
-                await view.finish(outcome.text, reply_note(outcome.stats, outcome.error))
+                await view.finish(outcome.text, reply_note(outcome.stats, outcome.error), outcome.thought)
         if outcome.text:
             self._save_receipt()
         if message.recovery is not None:
@@ -497,7 +504,7 @@ class ChatScreen(Screen):
         if not replies:
             self.app.notify("There is no reply to copy yet.", severity="warning")
             return
-        self.app.copy_to_clipboard(replies[-1].text)
+        self.app.copy_to_clipboard(replies[-1].answer)
         self.app.notify("Copied the last reply to the clipboard.", timeout=3)
 
     def action_toggle_chats(self) -> None:
@@ -540,6 +547,18 @@ class ChatScreen(Screen):
             self.app.notify("Chat settings saved.", timeout=2)
 
         self.app.push_screen(ChatSettingsDialog(ChatSettings(system, settings.temperature, settings.max_tokens)), done)
+
+    def action_toggle_thinking(self) -> None:
+        """The chat's thinking switch, for a model whose template has one (`enable_thinking`)."""
+        model = self.services.session.model
+        if model is None:
+            self.app.notify("Load a model first (F2 opens the model list).", severity="warning")
+            return
+        switchable = can_switch(model.fmt)
+        conv_id = self.conversation.id if self.conversation else None
+        on = self.thinking.toggle(conv_id) if switchable else True
+        self.app.notify(toggled_words(model.name, switchable, on), title="Thinking", timeout=5)
+        self._count_context()
 
     # -- past chats -----------------------------------------------------------------------------
 
@@ -623,6 +642,7 @@ class ChatScreen(Screen):
                 note=stored_note(m),
                 msg_id=m.id,
                 pictures=self.pictures.pictures(m.attachments),
+                thought=fold_words(m),
             )
             for m in conv.messages
             if m.role != "system"
@@ -665,6 +685,7 @@ class ChatScreen(Screen):
                 model.eos,
                 model.marker if shelf is not None else "",
                 tokenize_media,
+                template_switches(model.fmt.template, self.thinking.thinking_for(conversation.id)),
             )
         except Exception:  # the engine is gone, say: the next reply says so
             return

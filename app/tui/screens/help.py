@@ -80,6 +80,11 @@ are planned from what was kept of them.
 | `F5` | reload the model (after the engine stopped, say) |
 | `Ctrl+S` | export this chat as Markdown and JSON, with its plan receipt (the paths are shown) |
 | `F8` | the plan receipt of this chat (or of the chat chosen in the list): `c` copies it as JSON |
+| `F9` | thinking on or off for this chat (a model whose template has the switch: Qwen3, GLM-4.5) |
+
+A reasoning model's thoughts show folded above its answer ("Thought for 12 s, 340 tokens"): `Tab` to
+the fold and `Enter`, or a click, unfolds them. They count in the reply's tokens and speed, and stay out
+of later prompts, as the models' own templates leave them out.
 
 The search box above the past chats finds every chat whose title or messages hold the text.
 

@@ -16,6 +16,8 @@ from textual.widgets import Markdown, Static
 from textual.widgets.markdown import MarkdownStream
 
 from app.media import Attachment
+from app.reasoning import ReplySplitter, Thought, answer_of, split_reply
+from app.tui.widgets.chat.thought import ThoughtFold, thinking_title
 from app.tui.widgets.picture import Picture
 
 DRAW_SECONDS = 0.1
@@ -36,11 +38,17 @@ class MessageView(Vertical):
         note: str = "",
         msg_id: int = 0,
         pictures: tuple[tuple[Attachment, Path | None, str], ...] = (),
+        thought: str = "",
     ) -> None:
-        """`pictures`: (attachment, the file kept for it, a note such as "scaled for the model")."""
+        """`pictures`: (attachment, the file kept for it, a note such as "scaled for the model").
+        `text` is the message as stored: a reply's reasoning, with its markers, is shown folded above its
+        answer (app/tui/widgets/chat/thought.py), `thought` the fold's words."""
         super().__init__(classes=f"message {role}")
         self.role = role
         self.text = text
+        self.thought = thought
+        self._splitter = ReplySplitter()
+        self._answer = ""  # the answer as drawn (a reply without reasoning: all of it)
         self.author = author or {"user": "You", "assistant": "Model", "system": "System"}.get(role, role)
         self.note = note
         self.msg_id = msg_id
@@ -53,8 +61,17 @@ class MessageView(Vertical):
         yield Static(self._header(), classes="message-author")
         for attachment, path, note in self.pictures:
             yield Picture(attachment, path, note)
+        split = split_reply(self.text) if self.role == "assistant" else None
+        if split is not None and split.has_reasoning:
+            yield ThoughtFold(split.reasoning, self.thought or "Thought")
+        self._answer = split.answer if split is not None else self.text
         if self.text or not self.pictures:
-            yield Markdown(self.text, classes="message-body")
+            yield Markdown(self._answer, classes="message-body")
+
+    @property
+    def answer(self) -> str:
+        """What the message says, without a reply's reasoning (what a copy of it means)."""
+        return answer_of(self.text) if self.role == "assistant" else self.text
 
     def _header(self) -> Text:
         header = Text(self.author, style="bold")
@@ -67,12 +84,16 @@ class MessageView(Vertical):
         self.query_one(".message-author", Static).update(self._header())
 
     async def append(self, piece: str) -> None:
-        """Stream a piece of the reply (leading blanks of the reply are dropped)."""
-        if not self.text:
+        """Stream a piece of the reply (leading blanks of the reply are dropped); its reasoning goes to
+        the fold above the answer."""
+        self.text += piece
+        thought, piece = self._splitter.feed(piece)
+        await self._think(thought)
+        if not self._answer:
             piece = piece.lstrip()
             if not piece:
                 return
-        self.text += piece
+        self._answer += piece
         self._pending += piece
         if self._flush is None:
             self._flush = self.set_timer(DRAW_SECONDS, self._draw_pending)
@@ -91,14 +112,37 @@ class MessageView(Vertical):
             self._stream = Markdown.get_stream(self.query_one(Markdown))
         await self._stream.write(piece)
 
-    async def finish(self, text: str, note: str = "") -> None:
+    async def _think(self, thought: str) -> None:
+        """The fold: mounted at the reply's first thought, counting while the model thinks."""
+        split = self._splitter.split
+        folds = list(self.query(ThoughtFold).results())
+        fold = folds[0] if folds else None
+        if fold is None and split.has_reasoning:
+            fold = ThoughtFold("", thinking_title(0))
+            await self.mount(fold, before=self.query_one(Markdown))
+            fold.think()
+        if fold is None:
+            return
+        if thought:
+            fold.add(thought)
+        if fold.ticking and not split.thinking:
+            fold.stop()
+
+    async def finish(self, text: str, note: str = "", thought: Thought | None = None) -> None:
+        """The reply ended: `text` as saved, `note` under its author, `thought` the engine's figures."""
         if self._flush is not None:
             self._flush.stop()
         await self._draw_pending(force=True)
         if self._stream is not None:
             await self._stream.stop()
             self._stream = None
-        if text != self.text:
-            self.text = text
-            await self.query_one(Markdown).update(text)
+        self.text = text
+        split = split_reply(text)
+        for fold in self.query(ThoughtFold).results():
+            fold.stop(thought)
+            if fold.reasoning != split.reasoning:
+                fold.set_reasoning(split.reasoning)
+        if split.answer != self._answer:
+            self._answer = split.answer
+            await self.query_one(Markdown).update(split.answer)
         self.set_note(note)

@@ -1,0 +1,202 @@
+"""The reasoning part of a reply, told from its answer, while it streams and once it is stored.
+
+Reasoning models write their thoughts before the answer, in their template's own markers:
+`<think>...</think>` (DeepSeek-R1 distills, QwQ, Qwen3, GLM-4.5), or gpt-oss's harmony channels
+(`<|channel|>analysis<|message|>...<|end|><|start|>assistant<|channel|>final<|message|>...`; llama.cpp
+renders `<|channel|>`, `<|message|>` and `<|start|>` but drops `<|end|>`). Some templates open the
+block themselves (the prompt ends in `<think>\\n`): the reply then starts inside it, and the app puts
+the opening marker back (`OPEN_MARKER`) so that the stored reply says what it is without its prompt.
+
+Only a block at the head of the reply is reasoning: a `<think>` the answer quotes later is text.
+The split is a function of the text so far; a marker cut between two pieces waits for the next one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
+OPEN_MARKER = THINK_OPEN + "\n"  # what the app puts before a reply whose prompt opened the block
+CHANNEL, MESSAGE, START, END = "<|channel|>", "<|message|>", "<|start|>", "<|end|>"
+_HARMONY_ENDS = (END, START, "<|return|>", "<|call|>")
+_LEADS = (THINK_OPEN, CHANNEL)
+
+
+@dataclass(frozen=True)
+class Split:
+    reasoning: str  # the thoughts, without their markers
+    answer: str  # what the model says to the user
+    thinking: bool  # the reply is still inside its reasoning (unclosed so far)
+    has_reasoning: bool  # the reply opened a reasoning block (even an empty one)
+
+
+def _partial_marker(text: str, markers: tuple[str, ...]) -> int:
+    """How many characters at the end of `text` could begin one of `markers` (held back while streaming)."""
+    hold = 0
+    for marker in markers:
+        for k in range(min(len(marker) - 1, len(text)), 0, -1):
+            if text.endswith(marker[:k]):
+                hold = max(hold, k)
+                break
+    return hold
+
+
+def split_reply(text: str, final: bool = True) -> Split:
+    """`text` (a reply as the model wrote it, or as stored) parted into reasoning and answer. While it
+    streams (`final` False), what could still become a marker is held back from both parts."""
+    head = text.lstrip()
+    if not final and head and any(m.startswith(head) and m != head for m in _LEADS):
+        return Split("", "", False, False)  # "<thi": a marker or not, the next piece says
+    if not final and not head:
+        return Split("", "", False, False)
+    if head.startswith(THINK_OPEN):
+        return _think(head[len(THINK_OPEN) :], final)
+    if head.startswith(CHANNEL):
+        return _harmony(head, final)
+    return Split("", text, False, False)
+
+
+def _think(body: str, final: bool) -> Split:
+    again = body.lstrip()  # a model that writes `<think>` after its template opened the block
+    if again.startswith(THINK_OPEN):
+        body = again[len(THINK_OPEN) :]
+    elif not final and again and THINK_OPEN.startswith(again):
+        return Split("", "", True, True)
+    end = body.find(THINK_CLOSE)
+    if end < 0:
+        shown = body if final else body[: len(body) - _partial_marker(body, (THINK_CLOSE,))]
+        return Split(shown.strip(), "", not final, True)
+    return Split(body[:end].strip(), body[end + len(THINK_CLOSE) :].lstrip(), False, True)
+
+
+def _harmony(text: str, final: bool) -> Split:
+    """Channels one after another: `<|channel|>NAME<|message|>BODY`, each ended by `<|end|>` or the next
+    `<|start|>assistant`. The final channel is the answer; analysis (and any other) is reasoning."""
+    thoughts: list[str] = []
+    at = 0
+    while True:
+        at = text.find(CHANNEL, at)
+        if at < 0:
+            break
+        header_end = text.find(MESSAGE, at)
+        if header_end < 0:  # the channel's name is still being written
+            return Split(_joined(thoughts), "", not final, True)
+        name = text[at + len(CHANNEL) : header_end].strip()
+        body_start = header_end + len(MESSAGE)
+        if name.startswith("final"):
+            answer = text[body_start:]
+            for marker in _HARMONY_ENDS:
+                answer = answer.split(marker, 1)[0]
+            if not final:
+                answer = answer[: len(answer) - _partial_marker(answer, _HARMONY_ENDS)]
+            return Split(_joined(thoughts), answer.lstrip(), False, True)
+        ends = [i for i in (text.find(m, body_start) for m in _HARMONY_ENDS) if i >= 0]
+        if not ends:
+            body = text[body_start:]
+            if not final:
+                body = body[: len(body) - _partial_marker(body, _HARMONY_ENDS)]
+            return Split(_joined([*thoughts, body]), "", not final, True)
+        thoughts.append(text[body_start : min(ends)])
+        at = min(ends)
+    return Split(_joined(thoughts), "", not final, True)
+
+
+def _joined(parts: list[str]) -> str:
+    return "\n\n".join(p.strip() for p in parts if p.strip())
+
+
+def answer_of(text: str) -> str:
+    """The answer alone: what an earlier reply is in a later prompt (as reasoning models' templates
+    render history), and what a copy of it means."""
+    split = split_reply(text)
+    return split.answer.strip() if split.has_reasoning else text
+
+
+def opens_reasoning(prompt: str) -> bool:
+    """Whether the rendered prompt ends inside an opened reasoning block (the template wrote
+    `<think>` for the model), so that the reply starts in its thoughts."""
+    tail = prompt.rstrip()
+    return tail.endswith(THINK_OPEN)
+
+
+def has_thinking_switch(template: str) -> bool:
+    """Whether a chat template reads `enable_thinking` (Qwen3, GLM-4.5, ...): one the chat can turn off."""
+    return "enable_thinking" in template
+
+
+class ReplySplitter:
+    """Feeds a streaming reply piece by piece; each `feed` says what is new in the reasoning and in
+    the answer since the last call (markers never show, even cut between pieces)."""
+
+    def __init__(self) -> None:
+        self.raw = ""
+        self._split = Split("", "", False, False)
+        self._plain = False  # known to have no reasoning: every piece is answer, nothing to parse
+
+    @property
+    def split(self) -> Split:
+        return Split("", self.raw, False, False) if self._plain else self._split
+
+    def feed(self, piece: str, final: bool = False) -> tuple[str, str]:
+        """(new reasoning, new answer). A part that changes other than by growing (rare: a held-back
+        guess proved wrong) comes back whole."""
+        self.raw += piece
+        if self._plain:
+            return "", piece
+        before = self._split
+        self._split = split_reply(self.raw, final)
+        self._plain = not self._split.has_reasoning and bool(self._split.answer)
+        return _grown(before.reasoning, self._split.reasoning), _grown(before.answer, self._split.answer)
+
+
+def _grown(before: str, now: str) -> str:
+    return now[len(before) :] if now.startswith(before) else now
+
+
+def template_switches(template: str, thinking: bool) -> dict[str, bool]:
+    """The variables a chat template gets from the chat: `enable_thinking` where it reads one."""
+    return {"enable_thinking": thinking} if has_thinking_switch(template) else {}
+
+
+@dataclass(frozen=True)
+class Thought:
+    """How long a reply thought and how many of its tokens were thoughts (they count in its speed)."""
+
+    seconds: float
+    tokens: int
+
+
+class ThoughtClock:
+    """Follows a streaming reply and notes when its reasoning ends: the time since its first piece,
+    and the tokens written by then (the engine's count, the closing marker included)."""
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self._clock = clock
+        self._splitter = ReplySplitter()
+        self._started: float | None = None
+        self.thought: Thought | None = None
+
+    def opened(self, marker: str) -> None:
+        """The marker the app wrote for the model (its prompt opened the block): no time, no token."""
+        self._splitter.feed(marker)
+
+    def saw(self, piece: str, tokens: int) -> None:
+        now = self._clock()
+        if self._started is None:
+            self._started = now
+        if self.thought is not None:
+            return
+        self._splitter.feed(piece)
+        split = self._splitter.split
+        if split.has_reasoning and not split.thinking:
+            self.thought = Thought(now - self._started, tokens)
+
+    def finish(self, tokens: int) -> Thought | None:
+        """The reply's thought, or None for a reply without reasoning; one cut short while it was
+        still thinking thought for all of its time and tokens."""
+        if self.thought is None and self._started is not None:
+            split = split_reply(self._splitter.raw)
+            if split.has_reasoning:
+                self.thought = Thought(self._clock() - self._started, tokens)
+        return self.thought
