@@ -38,6 +38,7 @@ from app.tui.messages import (
     ReplyPiece,
 )
 from app.tui.widgets.chat.context_line import ContextLine
+from app.tui.widgets.chat.input_recall import earlier_messages
 from app.tui.widgets.chat.load_bar import LoadBar
 from app.tui.widgets.chat.notes import empty_reply_words, prompt_note, reply_note, stored_note
 from app.tui.widgets.chat.past_chats import PastChats
@@ -53,6 +54,8 @@ ENGINE_WATCH_SECONDS = 1.0  # how often an idle engine is checked for life
 
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from textual.message import Message
 
     from app.media import MediaShelf
@@ -124,6 +127,12 @@ class ChatScreen(Screen):
         self._show_hint()
         self.update_context_line()
         self.set_interval(ENGINE_WATCH_SECONDS, self._watch_engine)
+        self.input.recall.source = self._earlier_messages
+
+    def _earlier_messages(self) -> Iterator[str]:
+        """What Up in the message box goes back through: this chat's messages, then earlier chats'."""
+        shown = [v.text for v in self.query(MessageView) if v.role == "user"]
+        return earlier_messages(shown, self.services.store, self.conversation.id if self.conversation else None)
 
     def _compositor_refresh(self) -> None:
         """Under a screen that hides it (the full dashboard), the chat's changes wait for its return

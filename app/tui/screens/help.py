@@ -64,7 +64,8 @@ are planned from what was kept of them.
 | key | does |
 |---|---|
 | `Enter` | send |
-| `Shift+Enter`, `Ctrl+J` | new line |
+| `Ctrl+J` | new line (`Shift+Enter` too where the terminal passes it: not inside tmux, say) |
+| `↑` `↓` | on the message box's first (last) row: earlier messages, this chat's first; then your draft |
 | `Esc` | stop the reply at once |
 | `Ctrl+N` | new chat |
 | `Ctrl+R` | retry the last reply |

@@ -1,5 +1,9 @@
-"""The message box: multi-line; Enter sends, Shift+Enter or Ctrl+J starts a new line; a pasted file path
-(what a terminal pastes when a file is dropped on it) attaches the file instead of becoming text."""
+"""The message box: multi-line; Enter sends, Ctrl+J (or Shift+Enter) starts a new line; Up on the first
+row and Down on the last go through earlier messages; a pasted file path (what a terminal pastes when a
+file is dropped on it) attaches the file instead of becoming text.
+
+The hint names Ctrl+J: Shift+Enter reaches the app only where the terminal reports it apart from
+Enter (the kitty keyboard protocol), not inside tmux or screen, and Textual cannot tell which."""
 
 from __future__ import annotations
 
@@ -9,10 +13,13 @@ from textual import events
 from textual.message import Message
 from textual.widgets import TextArea
 
+from app.tui.widgets.chat.input_recall import InputRecall
+
 PLACEHOLDERS = (  # the message box's hint, longest first
-    "Ask something… (Enter sends, Shift+Enter for a new line, Ctrl+T or /image PATH attaches a picture)",
-    "Ask something… (Enter sends, Shift+Enter: new line, /image PATH: a picture)",
-    "Ask something… (Enter sends, Shift+Enter: new line)",
+    "Ask something… (Enter sends, Ctrl+J new line, ↑ earlier messages, / commands, Ctrl+T a picture)",
+    "Ask something… (Enter sends, Ctrl+J new line, ↑ earlier messages, / commands)",
+    "Ask something… (Enter sends, Ctrl+J new line, / commands)",
+    "Ask something… (Enter sends, Ctrl+J new line)",
     "Ask something…",
 )
 
@@ -35,6 +42,8 @@ class ChatInput(TextArea):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id, soft_wrap=True, show_line_numbers=False, tab_behavior="focus")
         self.placeholder = PLACEHOLDERS[0]
+        self._sent: list[str] = []  # sent from this box, newest first: the recall until the screen gives more
+        self.recall = InputRecall(lambda: self._sent)
 
     def on_resize(self, event: events.Resize) -> None:
         """The longest hint that fits the box on one row (a cut hint reads as broken)."""
@@ -57,7 +66,13 @@ class ChatInput(TextArea):
             event.prevent_default()
             text = self.text
             if text.strip():
+                self.recall.stop()
+                self._sent.insert(0, text)
                 self.post_message(self.Submitted(text))
+            return
+        if event.key in ("up", "down") and self._recalled(older=event.key == "up"):
+            event.stop()
+            event.prevent_default()
             return
         if event.key in ("shift+enter", "ctrl+j", "newline"):
             event.stop()
@@ -66,3 +81,23 @@ class ChatInput(TextArea):
             self.replace("\n", start, end, maintain_selection_offset=False)
             return
         await super()._on_key(event)
+
+    def _recalled(self, older: bool) -> bool:
+        """Up on the first row shows the message before; Down on the last row the one after, then the
+        draft. Elsewhere (or with text selected) the arrows move the cursor as usual."""
+        start, end = self.selection
+        if start != end:
+            return False
+        navigator = self.navigator
+        if older and navigator.is_first_wrapped_line(end):
+            text = self.recall.older(self.text)
+        elif not older and navigator.is_last_wrapped_line(end) and self.recall.walking:
+            text = self.recall.newer(self.text)
+        else:
+            return False
+        if text is None:
+            return False
+        self.load_text(text)
+        # the next Up (or Down) goes on at once: at the top of a message of several lines going back
+        self.move_cursor((0, 0) if older and "\n" in text else self.document.end)
+        return True
