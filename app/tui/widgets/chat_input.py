@@ -11,9 +11,11 @@ from dataclasses import dataclass
 
 from textual import events
 from textual.message import Message
+from textual.widget import Widget
 from textual.widgets import TextArea
 
 from app.tui.widgets.chat.input_recall import InputRecall
+from app.tui.widgets.chat.slash_menu import SlashMenu
 
 PLACEHOLDERS = (  # the message box's hint, longest first
     "Ask something… (Enter sends, Ctrl+J new line, ↑ earlier messages, / commands, Ctrl+T a picture)",
@@ -44,6 +46,15 @@ class ChatInput(TextArea):
         self.placeholder = PLACEHOLDERS[0]
         self._sent: list[str] = []  # sent from this box, newest first: the recall until the screen gives more
         self.recall = InputRecall(lambda: self._sent)
+        self.menu = SlashMenu()  # the slash commands that match, above the box while "/word" is typed
+
+    def on_mount(self) -> None:
+        if isinstance(self.parent, Widget):
+            self.parent.mount(self.menu, before=self)
+
+    def on_text_area_changed(self, event: TextArea.Changed) -> None:
+        if event.text_area is self:
+            self.menu.show_for(self.text)
 
     def on_resize(self, event: events.Resize) -> None:
         """The longest hint that fits the box on one row (a cut hint reads as broken)."""
@@ -61,6 +72,10 @@ class ChatInput(TextArea):
             self.post_message(self.FilesPasted(paths))
 
     async def _on_key(self, event: events.Key) -> None:
+        if self.menu.shown and self._steer_menu(event.key):
+            event.stop()
+            event.prevent_default()
+            return
         if event.key == "enter":
             event.stop()
             event.prevent_default()
@@ -100,4 +115,27 @@ class ChatInput(TextArea):
         self.load_text(text)
         # the next Up (or Down) goes on at once: at the top of a message of several lines going back
         self.move_cursor((0, 0) if older and "\n" in text else self.document.end)
+        return True
+
+    def _steer_menu(self, key: str) -> bool:
+        """While the command list is shown: Up and Down choose, Tab completes, Enter runs the chosen
+        command, Esc closes the list. Other keys type as usual."""
+        if key in ("up", "down"):
+            self.menu.move(-1 if key == "up" else 1)
+            return True
+        if key == "escape":
+            self.menu.dismiss(self.text)
+            return True
+        command = self.menu.chosen()
+        if key not in ("tab", "enter") or command is None:
+            return False
+        text = f"/{command.name}"
+        if key == "enter":
+            self.menu.hide()
+            self.recall.stop()
+            self._sent.insert(0, text)
+            self.post_message(self.Submitted(text))
+            return True
+        self.load_text(f"{text} " if command.argument else text)
+        self.move_cursor(self.document.end)
         return True
