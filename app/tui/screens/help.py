@@ -10,7 +10,10 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Markdown
 
-HELP = """\
+from app.tui.widgets.chat.slash_commands import help_markdown
+
+HELP = (
+    """\
 # vramchat
 
 vramchat plans how a model will use memory **before** it loads it, then lets you chat
@@ -69,13 +72,17 @@ are planned from what was kept of them.
 | `Esc` | stop the reply at once |
 | `Ctrl+N` | new chat |
 | `Ctrl+R` | retry the last reply |
-| `Ctrl+O` | copy the last reply |
+| `Ctrl+O` | copy the last reply, as written (Markdown, code fences and all) |
+| `Ctrl+↑` | select: `↑` `↓` mark a message or one of its code blocks, `c` copies it, `Esc` back to typing |
+| `/` | slash commands, listed as you type (`Tab` completes): see below |
 | `Ctrl+B` | show or hide the list of chats (below 150 columns it opens over the chat; `Esc` closes it) |
 | `Ctrl+G` | show or hide the memory graphs beside the chat (below 100 columns: the full dashboard) |
 | `F4` | chat settings: system prompt, temperature, max tokens |
 | `F5` | reload the model (after the engine stopped, say) |
 | `Ctrl+S` | export this chat as Markdown and JSON, with its plan receipt (the paths are shown) |
 | `F8` | the plan receipt of this chat (or of the chat chosen in the list): `c` copies it as JSON |
+
+Copies go to the clipboard the terminal offers (OSC 52: most terminals, tmux with `set-clipboard on`).
 
 The search box above the past chats finds every chat whose title or messages hold the text.
 
@@ -85,6 +92,16 @@ far are kept, vramchat says what happened and offers to reload.
 When a conversation nears the context length, the oldest turns are left out of the
 prompt (the system prompt stays) and vramchat says so. Every message is saved as it
 is sent; a reply is saved while it streams, so nothing is lost if the app stops.
+
+## Slash commands
+
+Type `/` in the message box: the matching commands are listed above it (`↑` `↓` choose, `Tab`
+completes, `Enter` runs, `Esc` closes the list). A message that starts with `/` and names no
+command is asked about before it is sent.
+
+"""
+    + help_markdown()
+    + """
 
 ## Memory dashboard
 
@@ -112,14 +129,20 @@ of its own beside the measured one. Fewer plots on a short terminal, never cut w
 
 Press `Esc` to close this help.
 """
+)
 
 
 class HelpScreen(ModalScreen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,f1,q", "dismiss", "Close")]
 
+    def __init__(self, text: str = "") -> None:
+        """`text`: Markdown to show instead of the whole help (/help shows the slash commands)."""
+        super().__init__()
+        self.text = text or HELP
+
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-box"):  # focusable: the arrow and page keys scroll it
-            yield Markdown(HELP)
+            yield Markdown(self.text)
 
     def on_mount(self) -> None:
         self.query_one("#help-box", VerticalScroll).focus()
