@@ -11,12 +11,22 @@ import pytest
 from app.tui.screens.chat import ChatScreen
 from app.tui.screens.dialogs import ConfirmDialog
 from app.tui.screens.help import HelpScreen
+from app.tui.widgets.chat.slash_commands import COMMANDS
 from app.tui.widgets.chat_input import ChatInput
 from app.tui.widgets.message_view import MessageView
 from tests.support.fake_engine import FakeEngine
-from tests.support.tui_helpers import make_app, model_loaded, picker_ready, reply_done, screen_text, wait_for
+from tests.support.tui_helpers import (
+    layout_problems,
+    make_app,
+    model_loaded,
+    picker_ready,
+    reply_done,
+    screen_text,
+    wait_for,
+)
 
 SIZE = (120, 40)
+LONG = " ".join(["A question long enough to wrap over several rows of the message box."] * 3)
 
 
 @pytest.fixture
@@ -55,19 +65,22 @@ async def test_up_and_down_go_through_earlier_messages_and_keep_the_draft(shelf:
         await pilot.press("ctrl+n")
         await pilot.pause()
         await send(app, pilot, "first line\nsecond line")
+        await send(app, pilot, LONG)
         await send(app, pilot, "the last question")
         box = chat.query_one(ChatInput)
         box.focus()
         await pilot.press(*"my draft")
         await pilot.press("up")
         assert box.text == "the last question"
+        await pilot.press("up")  # a message wrapped over rows: one Up each, all the same
+        assert box.text == LONG and box.wrapped_document.height > 1
         await pilot.press("up")  # a message of two lines: the cursor at its top, so Up goes on
         assert box.text == "first line\nsecond line"
         await pilot.press("up")  # then the earlier chat's
         assert box.text == "an earlier chat's question"
         await pilot.press("up")  # nothing earlier: it stays
         assert box.text == "an earlier chat's question"
-        await pilot.press("down", "down")
+        await pilot.press("down", "down", "down")
         assert box.text == "the last question"
         await pilot.press("down")  # after the newest, the draft as it was typed
         assert box.text == "my draft"
@@ -103,8 +116,11 @@ async def test_slash_commands_complete_run_and_are_not_sent(shelf: Path) -> None
         await send(app, pilot, "What is the capital of France?")
         box = chat.query_one(ChatInput)
         box.focus()
-        await pilot.press("/", "t")
+        await pilot.press("/")  # every command, in a list that scrolls: the screen stays whole at 80x24
         menu = box.menu
+        assert menu.shown and menu.option_count == len(COMMANDS)
+        assert layout_problems(app) == [], "\n".join(screen_text(app))
+        await pilot.press("t")
         assert menu.shown and [o.id for o in menu.options] == ["temp"]
         assert any("/temp" in row and "temperature" in row for row in screen_text(app))
         await pilot.press("tab")  # completes, with room for the value

@@ -46,6 +46,7 @@ class ChatInput(TextArea):
         self.placeholder = PLACEHOLDERS[0]
         self._sent: list[str] = []  # sent from this box, newest first: the recall until the screen gives more
         self.recall = InputRecall(lambda: self._sent)
+        self._placed = (0, 0)  # where the last recalled message left the cursor
         self.menu = SlashMenu()  # the slash commands that match, above the box while "/word" is typed
 
     def on_mount(self) -> None:
@@ -104,17 +105,20 @@ class ChatInput(TextArea):
         if start != end:
             return False
         navigator = self.navigator
-        if older and navigator.is_first_wrapped_line(end):
+        untouched = self.recall.walking and end == self._placed  # the cursor where the last recall left it
+        if older and (untouched or navigator.is_first_wrapped_line(end)):
             text = self.recall.older(self.text)
-        elif not older and navigator.is_last_wrapped_line(end) and self.recall.walking:
+        elif not older and self.recall.walking and (untouched or navigator.is_last_wrapped_line(end)):
             text = self.recall.newer(self.text)
         else:
             return False
         if text is None:
             return False
         self.load_text(text)
-        # the next Up (or Down) goes on at once: at the top of a message of several lines going back
+        # at the top of a message of several lines going back, else at its end: ready to edit, and the
+        # next Up (or Down) goes on through the messages until the cursor is moved
         self.move_cursor((0, 0) if older and "\n" in text else self.document.end)
+        self._placed = self.cursor_location
         return True
 
     def _steer_menu(self, key: str) -> bool:
