@@ -82,27 +82,26 @@ def _system_prompt(chat: SlashChat, rest: str) -> None:
         current = str(chat_setting(chat, "system_prompt") or "")
         chat.app.notify(
             f"System prompt: {current}" if current else "No system prompt. /system TEXT sets one.",
-            title="This chat",
             timeout=6,
         )
         return
     if rest.lower() in OFF_WORDS:
-        set_chat_setting(chat, "system_prompt", "")
-        chat.app.notify("System prompt removed.", title="This chat", timeout=3)
+        scope = set_chat_setting(chat, "system_prompt", "")
+        chat.app.notify("System prompt removed.", title=scope, timeout=3)
         return
-    set_chat_setting(chat, "system_prompt", rest)
-    chat.app.notify(f"System prompt: {rest}", title="This chat", timeout=4)
+    scope = set_chat_setting(chat, "system_prompt", rest)
+    chat.app.notify(f"System prompt: {rest}", title=scope, timeout=4)
 
 
 def _temperature(chat: SlashChat, rest: str) -> None:
     if not rest:
         current = chat_setting(chat, "temperature")
         said = "the model's own (greedy for a base model)" if current is None else f"{current:g}"
-        chat.app.notify(f"Temperature: {said}. /temp 0.7 sets it.", title="This chat", timeout=5)
+        chat.app.notify(f"Temperature: {said}. /temp 0.7 sets it.", timeout=5)
         return
     if rest.lower() in DEFAULT_WORDS:
-        set_chat_setting(chat, "temperature", None)
-        chat.app.notify("Temperature: the model's own.", title="This chat", timeout=3)
+        scope = set_chat_setting(chat, "temperature", None)
+        chat.app.notify("Temperature: the model's own.", title=scope, timeout=3)
         return
     try:
         value = float(rest)
@@ -115,5 +114,5 @@ def _temperature(chat: SlashChat, rest: str) -> None:
             severity="warning",
         )
         return
-    set_chat_setting(chat, "temperature", value)
-    chat.app.notify(f"Temperature: {value:g}.", title="This chat", timeout=3)
+    scope = set_chat_setting(chat, "temperature", value)
+    chat.app.notify(f"Temperature: {value:g}.", title=scope, timeout=3)

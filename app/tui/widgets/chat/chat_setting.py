@@ -25,23 +25,27 @@ class SettingsHolder(Protocol):
 
 def set_chat_setting(
     chat: SettingsHolder, name: Literal["system_prompt", "temperature"], value: str | float | None
-) -> None:
+) -> str:
     """Set `name` for the chat `chat` shows (the system prompt: a str; the temperature: a float, None for
-    the model's own)."""
+    the model's own). Returns where it applies, for the toast to say: "This chat", "New chats", "Every chat"."""
     services = chat.services
     settings = services.settings
+    scope = "Every chat"
     if name == "system_prompt":
         text = str(value or "")
         if chat.conversation is not None:
             services.store.set_system_prompt(chat.conversation.id, text)
             chat.conversation.system_prompt = text
+            scope = "This chat"
         else:
             settings.system_prompt = text
             services.save_settings()
+            scope = "New chats"
     else:
         settings.temperature = None if value is None else float(value)
         services.save_settings()
     chat.update_context_line()
+    return scope
 
 
 def chat_setting(chat: SettingsHolder, name: Literal["system_prompt", "temperature"]) -> str | float | None:

@@ -32,15 +32,11 @@ def copied_words(text: str, role: str = "", language: str | None = None) -> str:
 
 
 class MessageList(VerticalScroll):
-    """The messages of the chat; focused, one message or code block at a time is marked."""
+    """The messages of the chat; focused, one message or code block at a time is marked (the class
+    -selected, drawn by the app's stylesheet: the messages' own rules there would hide a default one)."""
 
     class Leave(Message):
         """Esc: the user is done here (the chat puts the focus back in the message box)."""
-
-    DEFAULT_CSS = """
-    MessageList MessageView.-selected { background: $accent 15%; }
-    MessageList MarkdownFence.-selected { outline: round $accent; }
-    """
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("up,k", "move(-1)", "Earlier", show=False),
