@@ -333,6 +333,12 @@ class VramchatApp(App):
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
 
+    def action_slash_help(self) -> None:
+        from app.tui.screens.chat_slash import SLASH_HELP
+        from app.tui.screens.help import HelpScreen
+
+        self.push_screen(HelpScreen(SLASH_HELP))
+
     async def action_toggle_screen(self) -> None:
 
         if isinstance(self.screen, PickerScreen):
@@ -421,7 +427,15 @@ class VramchatApp(App):
         if isinstance(screen, ChatScreen):
             yield SystemCommand("New chat", "Start a new conversation", screen.action_new_chat)
             yield SystemCommand("Retry the last reply", "Ask the model again", screen.action_retry)
-            yield SystemCommand("Copy the last reply", "Copy it to the clipboard", screen.action_copy_reply)
+            yield SystemCommand(
+                "Copy the last reply", "Copy it to the clipboard, as written (Ctrl+O)", screen.action_copy_reply
+            )
+            yield SystemCommand(
+                "Select a message or code block",
+                "↑ ↓ choose, c copies it (Ctrl+↑)",
+                lambda: self.call_after_refresh(screen.action_select_messages),
+            )
+            yield SystemCommand("Slash commands", "What / runs in the message box (/help)", self.action_slash_help)
             yield SystemCommand(
                 "Export this chat", "Save it as Markdown and JSON, with its plan receipt", screen.action_export_chat
             )

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, ClassVar
 from textual import getters, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Header, OptionList, Static
 from textual.worker import Worker, WorkerState
@@ -39,8 +39,12 @@ from app.tui.messages import (
     ReplyFinished,
     ReplyPiece,
 )
+from app.tui.screens.chat_slash import ask_before_sending, run_slash
+from app.tui.widgets.chat import slash_commands
 from app.tui.widgets.chat.context_line import ContextLine
+from app.tui.widgets.chat.input_recall import earlier_messages
 from app.tui.widgets.chat.load_bar import LoadBar
+from app.tui.widgets.chat.message_select import MessageList, copied_words
 from app.tui.widgets.chat.notes import empty_reply_words, prompt_note, reply_note, stored_note
 from app.tui.widgets.chat.past_chats import PastChats
 from app.tui.widgets.chat.pictures import AttachedPictures
@@ -56,6 +60,8 @@ ENGINE_WATCH_SECONDS = 1.0  # how often an idle engine is checked for life
 
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from textual.message import Message
 
     from app.media import MediaShelf
@@ -71,6 +77,7 @@ class ChatScreen(Screen):
         Binding("ctrl+n", "new_chat", "New chat"),
         Binding("ctrl+r", "retry", "Retry", show=False),
         Binding("ctrl+o", "copy_reply", "Copy reply", show=False),
+        Binding("ctrl+up", "select_messages", "Select", show=False),  # a message or code block, to copy
         Binding("ctrl+b", "toggle_chats", "Chats"),
         Binding("ctrl+g", "toggle_dashboard", "Graphs"),
         Binding("f4", "chat_settings", "Settings", show=False),
@@ -83,7 +90,7 @@ class ChatScreen(Screen):
 
     # the panes, typed
     past_chats = getters.query_one("#chat-list-pane", PastChats)
-    messages = getters.query_one("#messages", VerticalScroll)
+    messages = getters.query_one("#messages", MessageList)
     context_line = getters.query_one("#context-line", ContextLine)
     pictures = getters.query_one("#attachments", AttachedPictures)
     input = getters.query_one("#input", ChatInput)
@@ -114,7 +121,7 @@ class ChatScreen(Screen):
             yield PastChats(self.services, id="chat-list-pane")
             with Vertical(id="conversation"):
                 yield LoadBar(self.services, id="load-bar")
-                yield VerticalScroll(id="messages")
+                yield MessageList(id="messages")
                 yield ContextLine(self.services, id="context-line")
                 yield AttachedPictures(self.services, id="attachments")
                 yield ChatInput(id="input")
@@ -129,6 +136,12 @@ class ChatScreen(Screen):
         self._show_hint()
         self.update_context_line()
         self.set_interval(ENGINE_WATCH_SECONDS, self._watch_engine)
+        self.input.recall.source = self._earlier_messages
+
+    def _earlier_messages(self) -> Iterator[str]:
+        """What Up in the message box goes back through: this chat's messages, then earlier chats'."""
+        shown = [v.text for v in self.query(MessageView) if v.role == "user"]
+        return earlier_messages(shown, self.services.store, self.conversation.id if self.conversation else None)
 
     def _compositor_refresh(self) -> None:
         """Under a screen that hides it (the full dashboard), the chat's changes wait for its return
@@ -237,19 +250,27 @@ class ChatScreen(Screen):
     # -- sending and streaming ------------------------------------------------------------------
 
     @on(ChatInput.Submitted)
-    def _submitted(self, event: ChatInput.Submitted) -> None:
+    async def _submitted(self, event: ChatInput.Submitted) -> None:
         from app.media import paths_in
 
         text = event.text.strip()
-        if text.split(maxsplit=1)[:1] == ["/image"]:
+        slash = slash_commands.parse(text)
+        if slash is not None and slash.command is not None:
             self.input.clear()
-            self._image_command(text.removeprefix("/image").strip())
+            await run_slash(self, slash)
             return
         dropped = paths_in(text)
         if dropped:  # a terminal that types a dropped file's path rather than pasting it
             self.input.clear()
             self.attach(dropped)
             return
+        if slash is not None:  # "/foo": asked about, not sent at once
+            ask_before_sending(self, slash, text)
+            return
+        self.send_message(text)
+
+    def send_message(self, text: str) -> None:
+        """Send `text` (with the pictures attached) when a model can answer."""
         if not text and not self.pending:
             return
         if not self._ready_to_generate():
@@ -259,7 +280,7 @@ class ChatScreen(Screen):
 
     # -- pictures attached to the next message --------------------------------------------------------
 
-    def _image_command(self, rest: str) -> None:
+    def image_command(self, rest: str) -> None:
         """`/image PATH [PATH...]` attaches, `/image` alone opens the file dialog, `/image clear` drops them."""
         if not self.pictures.command(rest):
             self.action_attach()
@@ -504,8 +525,22 @@ class ChatScreen(Screen):
         if not replies:
             self.app.notify("There is no reply to copy yet.", severity="warning")
             return
-        self.app.copy_to_clipboard(replies[-1].answer)
-        self.app.notify("Copied the last reply to the clipboard.", timeout=3)
+        # the answer as written, fences and all, as peers' copy buttons do (a code block alone is
+        # Ctrl+Up's); a thinking model's reasoning stays out
+        answer = replies[-1].answer
+        self.app.copy_to_clipboard(answer)
+        self.app.notify(copied_words(answer, "assistant"), timeout=3)
+
+    def action_select_messages(self) -> None:
+        """Move the focus to the messages: Up and Down mark one (or a code block), c copies it."""
+        if not list(self.query(MessageView)):
+            self.app.notify("There is no message to select yet.", severity="warning")
+            return
+        self.messages.focus()
+
+    @on(MessageList.Leave)
+    def _left_messages(self) -> None:
+        self.input.focus()
 
     def action_toggle_chats(self) -> None:
         """Beside the conversation from 150 columns; below, a drawer over it (Ctrl+B or Esc closes it)."""

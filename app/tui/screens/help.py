@@ -10,7 +10,10 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Markdown
 
-HELP = """\
+from app.tui.widgets.chat.slash_commands import help_markdown
+
+HELP = (
+    """\
 # vramchat
 
 vramchat plans how a model will use memory **before** it loads it, then lets you chat
@@ -69,11 +72,14 @@ are planned from what was kept of them.
 | key | does |
 |---|---|
 | `Enter` | send |
-| `Shift+Enter`, `Ctrl+J` | new line |
+| `Ctrl+J` | new line (`Shift+Enter` too where the terminal passes it: not inside tmux, say) |
+| `↑` `↓` | on the message box's first (last) row: earlier messages, this chat's first; then your draft |
 | `Esc` | stop the reply at once |
 | `Ctrl+N` | new chat |
 | `Ctrl+R` | retry the last reply |
-| `Ctrl+O` | copy the last reply |
+| `Ctrl+O` | copy the last reply, as written (Markdown, code fences and all) |
+| `Ctrl+↑` | select: `↑` `↓` mark a message or one of its code blocks, `c` copies it, `Esc` back to typing |
+| `/` | slash commands, listed as you type (`Tab` completes): see below |
 | `Ctrl+B` | show or hide the list of chats (below 150 columns it opens over the chat; `Esc` closes it) |
 | `Ctrl+G` | show or hide the memory graphs beside the chat (below 100 columns: the full dashboard) |
 | `F4` | chat settings: system prompt, temperature, max tokens |
@@ -86,6 +92,8 @@ A reasoning model's thoughts show folded above its answer ("Thought for 12 s, 34
 the fold and `Enter`, or a click, unfolds them. They count in the reply's tokens and speed, and stay out
 of later prompts, as the models' own templates leave them out.
 
+Copies go to the clipboard the terminal offers (OSC 52: most terminals, tmux with `set-clipboard on`).
+
 The search box above the past chats finds every chat whose title or messages hold the text.
 
 llama.cpp runs in an engine process of its own: if it crashes, the chat and the reply so
@@ -94,6 +102,16 @@ far are kept, vramchat says what happened and offers to reload.
 When a conversation nears the context length, the oldest turns are left out of the
 prompt (the system prompt stays) and vramchat says so. Every message is saved as it
 is sent; a reply is saved while it streams, so nothing is lost if the app stops.
+
+## Slash commands
+
+Type `/` in the message box: the matching commands are listed above it (`↑` `↓` choose, `Tab`
+completes, `Enter` runs, `Esc` closes the list). A message that starts with `/` and names no
+command is asked about before it is sent.
+
+"""
+    + help_markdown()
+    + """
 
 ## Memory dashboard
 
@@ -121,14 +139,20 @@ of its own beside the measured one. Fewer plots on a short terminal, never cut w
 
 Press `Esc` to close this help.
 """
+)
 
 
 class HelpScreen(ModalScreen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,f1,q", "dismiss", "Close")]
 
+    def __init__(self, text: str = "") -> None:
+        """`text`: Markdown to show instead of the whole help (/help shows the slash commands)."""
+        super().__init__()
+        self.text = text or HELP
+
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-box"):  # focusable: the arrow and page keys scroll it
-            yield Markdown(HELP)
+            yield Markdown(self.text)
 
     def on_mount(self) -> None:
         self.query_one("#help-box", VerticalScroll).focus()
