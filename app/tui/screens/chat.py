@@ -408,6 +408,7 @@ class ChatScreen(Screen):
             if self._reply.note != "…":  # the prompt is read: the reply's own note follows at its end
                 self._reply.set_note("…")
             await self._reply.append(message.text)
+            self._count_held_tokens()
 
     def on_prompt_read(self, message: PromptRead) -> None:
         """While the prompt is read, the reply's header says how far, as the engine tells it."""
@@ -431,6 +432,7 @@ class ChatScreen(Screen):
                 await view.finish(outcome.text, reply_note(outcome.stats, outcome.error))
         if outcome.text:
             self._save_receipt()
+        self._count_held_tokens()
         if message.recovery is not None:
             self.recover(message.recovery)
         elif outcome.error:
@@ -701,6 +703,14 @@ class ChatScreen(Screen):
     async def _remove_hint(self) -> None:
         for hint in self.query("#hint"):
             await hint.remove()
+
+    def _count_held_tokens(self) -> None:
+        """During a chat the context count is the tokens llama.cpp holds: the prompt and the reply so far
+        (what reopening the chat counts again); a stopped engine's nothing leaves the count as it was."""
+        held = self.services.session.engine.kv_cells_used()
+        if held > 0 and held != self.context_tokens:
+            self.context_tokens = held
+            self.update_context_line()
 
     def update_context_line(self) -> None:
         system = self.conversation.system_prompt if self.conversation else None
