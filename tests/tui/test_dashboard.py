@@ -116,12 +116,14 @@ async def test_the_kv_plot_draws_in_use_committed_and_the_planned_maximum(shelf:
         kv = app.screen.query_one("#p-kv", TimePlot)
         await wait_for(pilot, lambda: kv.draws > 0 and kv.lines and kv.lines[0].values[-1] > 0)
         kv.scroll_visible(animate=False)  # a plot scrolled out of the panel is not painted
-        await pilot.pause(0.6)
         in_use, committed, planned = (line.values[-1] for line in kv.lines)
         assert 0 < in_use < committed < planned  # three figures ...
-        rows = [row[1:-1] for row in kv.query_one(SeriesPlot).text("plot")[1:-1]]
-        lines_drawn = [i for i, row in enumerate(rows) if row.strip()]
-        assert len(lines_drawn) >= 3, rows  # ... three lines at three heights
+
+        def rows() -> list[str]:
+            return [row[1:-1] for row in kv.query_one(SeriesPlot).text("plot")[1:-1]]
+
+        # ... three lines at three heights, once the plot has painted them (a loaded machine paints late)
+        await wait_for(pilot, lambda: len([row for row in rows() if row.strip()]) >= 3, timeout=30)
         legend = " ".join(kv.legend_text())
         assert "in use" in legend and "committed 4.0 MiB" in legend and "planned max" in legend
 
