@@ -34,3 +34,23 @@ async def test_ctrl_c_says_how_to_quit_in_plain_words(shelf: Path) -> None:
         await wait_for(pilot, lambda: bool(notices(app)))
         said = "\n".join(notices(app))
         assert "Press Ctrl+Q to quit" in said and "[b]" not in said, said
+
+
+async def test_a_model_without_a_projector_is_said_to_be_blind_and_not_offered_image(shelf: Path) -> None:
+    from app.tui.widgets.chat_input import ChatInput
+    from tests.support.tui_helpers import model_loaded
+
+    app = make_app(shelf, FakeEngine())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, picker_ready(app))
+        await pilot.press("ctrl+l")
+        await wait_for(pilot, model_loaded(app))
+        box = app.screen.query_one(ChatInput)
+        await wait_for(pilot, lambda: not box.sees)
+        assert "/image" not in box.placeholder and "Ctrl+T" not in box.placeholder
+        box.focus()
+        box.load_text(f"/image {shelf / 'llama-f16.gguf'}")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: bool(notices(app)))
+        said = "\n".join(notices(app))
+        assert "cannot see pictures: it has no vision projector" in said and "Vision on" not in said, said

@@ -223,6 +223,7 @@ class ChatScreen(Screen):
             else f"{model.name} · {model.n_ctx:,} of {model.max_ctx:,} tokens"
         )
         self.load_bar.tell_loaded(model, chat_open=self.conversation is not None)
+        self.input.offer_pictures(model.sees)
         self._show_hint()
         self.context_tokens = 0  # a new engine holds nothing yet: what the open chat takes, counted
         self._count_context()

@@ -35,11 +35,21 @@ class ChatInput(TextArea):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id, soft_wrap=True, show_line_numbers=False, tab_behavior="focus")
         self.placeholder = PLACEHOLDERS[0]
+        self.sees = True  # whether the loaded model can be sent pictures (the hint offers /image then)
 
     def on_resize(self, event: events.Resize) -> None:
+        self._fit_placeholder()
+
+    def offer_pictures(self, sees: bool) -> None:
+        """Offer /image in the hint only while the loaded model can see pictures."""
+        self.sees = sees
+        self._fit_placeholder()
+
+    def _fit_placeholder(self) -> None:
         """The longest hint that fits the box on one row (a cut hint reads as broken)."""
         room = self.content_size.width - 1
-        self.placeholder = next((p for p in PLACEHOLDERS if len(p) <= room), PLACEHOLDERS[-1])
+        hints = [p for p in PLACEHOLDERS if self.sees or "/image" not in p]
+        self.placeholder = next((p for p in hints if len(p) <= room), PLACEHOLDERS[-1])
 
     async def _on_paste(self, event: events.Paste) -> None:
         """Paths of files attach them; anything else is pasted as text (TextArea's own handler runs next)."""
