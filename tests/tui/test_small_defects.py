@@ -54,3 +54,12 @@ async def test_a_model_without_a_projector_is_said_to_be_blind_and_not_offered_i
         await wait_for(pilot, lambda: bool(notices(app)))
         said = "\n".join(notices(app))
         assert "cannot see pictures: it has no vision projector" in said and "Vision on" not in said, said
+
+
+async def test_the_model_list_selects_the_first_readable_model(shelf: Path) -> None:
+    (shelf / "aa-broken.gguf").write_bytes(b"not a model at all" * 8)  # listed first, by name
+    app = make_app(shelf, FakeEngine())
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, picker_ready(app))
+        assert app.screen.selected == str(shelf / "llama-f16.gguf")
+        assert app.screen.plan_state == "ready"
