@@ -155,7 +155,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     devs = p.add_argument_group("devices (what-if planning)")
     devs.add_argument(
-        "--vram", metavar="SIZE[,SIZE...]", help="plan for simulated GPUs with these sizes instead of this machine's"
+        "--vram",
+        metavar="SIZE[,SIZE...]",
+        help="plan for simulated GPUs with these sizes instead of this machine's "
+        "(a bare number is GiB: --vram 8 or --vram 8GiB,512MiB)",
     )
     devs.add_argument(
         "--gpu",
@@ -165,7 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
         help='plan for a card you do not have, from vramchat\'s table: --gpu "RTX 4090" (repeat for several, '
         '"2x RTX 3090" for two; --gpu list shows the table)',
     )
-    devs.add_argument("--ram", metavar="SIZE", help="plan for this much host RAM")
+    devs.add_argument("--ram", metavar="SIZE", help="plan for this much host RAM (a bare number is GiB)")
     devs.add_argument("--margin", metavar="SIZE", type=_size, help="memory to keep free on each GPU (default 256MiB)")
     devs.add_argument("--cpu", action="store_true", help="plan for the host alone (no GPU)")
     devs.add_argument(

@@ -6,6 +6,7 @@ list of items:
 
     24GiB            a GPU with 24 GiB, all of it free
     24GiB/6GiB       a GPU with 24 GiB of which other processes hold 6 GiB
+    24               a bare number is GiB (24 is 24GiB; 24B is 24 bytes)
     ram=64GiB        host RAM (total; `ram=64GiB/16GiB` holds 16 GiB used)
     backend=cuda     the GPUs' backend: cuda (default), rocm, metal, vulkan
                      (a metal GPU shares host RAM: one pool, counted once)
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from planner.hardware import Device, format_size, parse_bandwidth, parse_size
+from planner.hardware import Device, GiB, format_size, parse_bandwidth, parse_size
 from planner.units import DEVICE_PREFIX
 
 ENV_VAR = "VRAMCHAT_DEVICES"
@@ -67,14 +68,27 @@ class SimulatedSpec:
         return out
 
 
+def device_size(text: str) -> int:
+    """A device's memory as a user writes it: with a unit (8GiB, 512MiB, 1.5T), or a bare number, which
+    means GiB (`--vram 8` is an 8 GiB card, not 8 bytes)."""
+    bare = text.strip().replace(" ", "")
+    try:
+        gib = float(bare)
+    except ValueError:
+        return parse_size(text)
+    if not gib > 0 or gib == float("inf"):
+        raise ValueError(f"{text!r}: a size must be a positive number (of GiB, or with a unit: 8GiB, 512MiB)")
+    return int(gib * GiB)
+
+
 def _total_used(text: str) -> tuple[int, int]:
     if "/" in text:
         total_s, used_s = text.split("/", 1)
-        total, used = parse_size(total_s), parse_size(used_s)
+        total, used = device_size(total_s), (0 if used_s.strip() in ("0", "") else device_size(used_s))
         if used > total:
             raise ValueError(f"{text!r}: more memory in use than the device has")
         return total, used
-    return parse_size(text), 0
+    return device_size(text), 0
 
 
 def parse_devices(text: str) -> SimulatedSpec:

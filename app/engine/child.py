@@ -62,7 +62,7 @@ class _Server:
                 self.inbox.put(message)
 
     def _prefill_step(self, done: int, total: int) -> None:
-        self.send(p.PREFILLING, done, total)
+        self.send(p.PREFILLING, done, total, self.engine.kv_cells_used())
 
     def _media_encoded(self, event: Any) -> None:
         report = self.engine.report

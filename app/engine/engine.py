@@ -378,7 +378,7 @@ class Engine:
         """Decode `tokens` at the next positions, a batch at a time; logits for the last one."""
         import llama_cpp
 
-        n_batch = self.report.config.n_batch if self.report else 512
+        n_batch = self._n_batch()
         if self._batch is None:
             self._batch = llama_cpp.llama_batch_init(n_batch, 0, 1)
         batch = self._batch
@@ -398,6 +398,9 @@ class Engine:
             self._tokens.extend(chunk)
             self._positions.extend(range(self._n_past, self._n_past + n))
             self._n_past += n
+
+    def _n_batch(self) -> int:
+        return self.report.config.n_batch if self.report else 512
 
     @staticmethod
     def _check(rc: int) -> None:
@@ -566,6 +569,8 @@ class Engine:
                 if self.on_prefill_step is not None:
                     self.on_prefill_step(done, total)
 
+            if len(tokens) - keep > self._n_batch():  # a long prompt says its size and what the cache keeps at once
+                read(0, len(tokens) - keep)
             try:
                 if chunks is not None:
                     self._eval_media(chunks, keep, read)

@@ -449,8 +449,9 @@ class EngineProcess:
                         self._missing(args[0])
                         self._send(p.GENERATE, self._wire(prompt), params)
                     elif kind == p.PREFILLING:
-                        stats.prompt_read, total = args
-                        stats.reused_tokens = max(stats.prompt_tokens - total, 0)
+                        stats.prompt_read, total, self._cells = args  # the cells: what the cache kept and read
+                        stats.reused_tokens = max(self._cells - stats.prompt_read, 0)
+                        stats.prompt_tokens = stats.reused_tokens + total  # a prompt with images too
                         reading()
                     elif kind == p.ENCODING:
                         self.encoding = (args[0], args[1])

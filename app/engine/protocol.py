@@ -7,11 +7,11 @@ RESIZE (n_ctx, keep: a new context, the conversation carried over; answered with
 ResizeReport, the LoadReport now and the KV cells in use), STOP (acted on at once, even mid-decode) and EXIT.
 
 Engine to app: READY (pid) once started; PROGRESS (fraction) while loading; LOADED (LoadReport);
-PREFILLING (tokens read, of how many) after each batch of a long prompt; PREFILLED (reused tokens,
-prompt seconds, KV cells) when the prompt is in the cache; ENCODING (index, count) before an image
-of the prompt goes through the projector, ENCODED (MediaEncoded, projector weights, projector compute)
-after it; PIECE (text,
-tokens generated, KV cells) for each piece of the reply; DONE (GenerationStats, KV cells);
+PREFILLING (tokens read, of how many, KV cells held) as a long prompt's reading starts and after each
+batch; PREFILLED (reused tokens, prompt seconds, KV cells) when the prompt is in the cache; ENCODING
+(index, count) before an image of the prompt goes through the projector, ENCODED (MediaEncoded,
+projector weights, projector compute) after it; PIECE (text, tokens generated, KV cells) for each
+piece of the reply; DONE (GenerationStats, KV cells);
 RESULT (value) for the other requests; ERROR (message, log lines, decode status).
 
 Pictures cross once: the child keeps the bytes of the images and sounds it was sent (`HeldMedia`), and a

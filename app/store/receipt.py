@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from app import __version__
 from app.engine.llama_log import LOG_ROUNDING
+from app.memory_words import ALLOCATED, COMMITTED, IN_USE, OTHER_PROGRAMS, PLANNED
 from planner.hardware import format_size
 from planner.report import plan_to_json
 
@@ -121,7 +122,7 @@ def to_markdown(receipt: dict[str, Any]) -> str:
         f"GPU layers {config.get('n_gpu_layers', 0)} · flash attention {'on' if config.get('flash_attn') else 'off'} · "
         f"{plan.get('llama_cpp_build', '')} · vramchat {receipt.get('vramchat', '?')}",
         "",
-        "| device | planned | weights | KV | compute | free at load | peak in use |",
+        f"| device | {PLANNED} | weights | KV | compute | {OTHER_PROGRAMS} at load | peak {IN_USE}, all programs |",
         "|---|---:|---:|---:|---:|---:|---:|",
     ]
     peaks_seen = receipt.get("peaks", {})
@@ -132,7 +133,7 @@ def to_markdown(receipt: dict[str, Any]) -> str:
         lines.append(
             f"| {d['name']} | {format_size(d.get('planned', 0))} | "
             f"{format_size(d.get('weights', 0) + d.get('weights_mapped', 0))} | {format_size(d.get('kv', 0))} | "
-            f"{format_size(d.get('compute', 0))} | {format_size(d.get('free', 0))} | "
+            f"{format_size(d.get('compute', 0))} | {_others(d)} | "
             f"{format_size(peak['used']) + ' of ' + format_size(peak['total']) if peak else '-'} |"
         )
     dry = receipt.get("dry_run")
@@ -156,11 +157,18 @@ def to_markdown(receipt: dict[str, Any]) -> str:
         lines.append(f"Loaded with a smaller plan than chosen: {'; '.join(receipt['changes'])}.")
     lines += [
         "",
-        f"Peaks: engine RSS {format_size(peaks_seen.get('rss', 0))}, KV in use "
+        f"Peaks: engine RSS {format_size(peaks_seen.get('rss', 0))}, KV {IN_USE} "
         f"{format_size(peaks_seen.get('kv_in_use', 0))} of {format_size(peaks_seen.get('kv_committed', 0))} "
-        f"committed, compute {format_size(peaks_seen.get('compute', 0))}, "
+        f"{COMMITTED}, compute {ALLOCATED} {format_size(peaks_seen.get('compute', 0))}, "
         f"{peaks_seen.get('context_tokens', 0):,} tokens in the context, "
         f"{peaks_seen.get('tokens_per_second', 0):.1f} tokens/s at most; loaded in "
         f"{receipt.get('load_seconds', 0):.1f} s.",
     ]
     return "\n".join(lines)
+
+
+def _others(device: dict[str, Any]) -> str:
+    """Other programs' memory on a device when the plan was made (its total less its free memory)."""
+    if "total" not in device:
+        return "-"
+    return format_size(max(device["total"] - device.get("free", 0), 0))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from app.memory_words import COMMITTED, IN_USE, MEANING, OTHER_PROGRAMS, RESERVED
 from planner.kv import KVLayout
 from planner.memory import DeviceUsage, MemoryPlan
 
@@ -23,10 +24,14 @@ WORDS: dict[str, tuple[str, str]] = {
         "the model file mapped into memory: the system keeps it in its file cache (not counted as used) "
         "and may read it again from disk",
     ),
-    "kv_in_use": ("KV in use", "the attention cache holding this conversation's tokens (sliding-window layers' too)"),
-    "kv_committed": (
-        "KV committed",
-        "KV cache allocated for the context held now, not filled yet: the conversation grows into it",
+    "kv_in_use": (
+        f"KV {IN_USE}",
+        "the attention cache holding this conversation's tokens (sliding-window layers' too)",
+    ),
+    "kv_empty": (
+        "KV empty",
+        f"the rest of the KV cache {COMMITTED} for the context held now, not filled yet: the conversation grows "
+        "into it (in use and empty together are the committed cache)",
     ),
     "swa": (
         "SWA cache",
@@ -41,11 +46,8 @@ WORDS: dict[str, tuple[str, str]] = {
     ),
     "projector": ("projector", "the image encoder (mmproj): its weights and its compute buffer"),
     "overhead": ("runtime", "the GPU runtime's own memory: driver context and library workspaces, not a buffer"),
-    "others": ("other programs", "memory other programs (and the system) hold on this device"),
-    "reserved": (
-        "KV reserved for growth",
-        "kept free, not allocated: the room the plan counts on for the context to grow to its maximum",
-    ),
+    "others": (OTHER_PROGRAMS, "memory other programs (and the system) hold on this device now"),
+    "reserved": (f"KV {RESERVED}", MEANING[RESERVED] + " to its maximum"),
     "free": ("free", "free beyond everything the plan needs"),
     "margin": ("margin", "kept free as a safety margin for other programs"),
 }
@@ -55,7 +57,7 @@ ORDER = (
     "weights",
     "mapped",
     "kv_in_use",
-    "kv_committed",
+    "kv_empty",
     "swa",
     "recurrent",
     "output",
@@ -124,7 +126,7 @@ def device_map(plan: MemoryPlan, now: MemoryPlan, name: str, reading: tuple[int,
         "weights": held.weights - _on(now, name, "projector_weights"),
         "mapped": mapped,
         "kv_in_use": in_use + swa_in_use,
-        "kv_committed": kv_full - in_use,
+        "kv_empty": kv_full - in_use,
         "swa": kv_swa - swa_in_use,
         "recurrent": held.recurrent,
         "output": held.output,

@@ -130,6 +130,10 @@ class VramchatApp(App):
         "vramchat[demo]"): plain text unless a caller asks for markup."""
         super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
 
+    def action_help_quit(self) -> None:
+        """Ctrl+C, pressed where it copies nothing: how to quit, in plain words (Textual's own says it in markup)."""
+        self.notify("Press Ctrl+Q to quit vramchat.", title="Do you want to quit?")
+
     def _notify_from_anywhere(self, message: str, severity: str, title: str) -> None:
         level: SeverityLevel = "error" if severity == "error" else "warning"
         if threading.get_ident() == self._thread_id:

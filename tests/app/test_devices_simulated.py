@@ -19,6 +19,17 @@ def test_parse_sizes_backends_and_ram() -> None:
     ]
 
 
+def test_a_bare_number_is_gib_and_units_still_count() -> None:
+    """`--vram 8` is what a user means by it, an 8 GiB card (it was 8 bytes: "DOES NOT FIT ... 8 B free")."""
+    spec = parse_devices("8, 1.5/0.5, 512MiB, 8B, ram=32/8")
+    assert spec.gpus == [(8 * GiB, 0), (int(1.5 * GiB), GiB // 2), (512 * MiB, 0), (8, 0)]
+    assert spec.ram == (32 * GiB, 8 * GiB)
+    with pytest.raises(ValueError, match="positive"):
+        parse_devices("0")
+    report = probe_devices("8")
+    assert report.gpus[0].free == 8 * GiB
+
+
 def test_metal_is_named_as_llama_cpp_names_it_and_shares_host_ram() -> None:
     (gpu,) = parse_devices("backend=metal,16GiB").devices()
     assert gpu.name == "MTL0" and gpu.unified

@@ -291,6 +291,29 @@ def test_a_long_prompt_tells_its_reading_as_the_child_says_it(engine: EngineProc
     assert told == []
 
 
+def test_a_prompt_read_after_a_kept_prefix_keeps_one_total_and_its_cells_follow_the_reading(
+    engine: EngineProcess, zoo: dict[str, Path]
+) -> None:
+    """The second turn's prompt shares its start with the cache: the reading says, from its first word,
+    how many tokens are left to read (never the whole prompt first), and the cells llama.cpp holds
+    grow batch by batch (the runway and the KV plot read them while a long prompt is read)."""
+    engine.load(str(zoo["llama-f16"]), LoadConfig(n_ctx=2048, n_batch=128, n_ubatch=128))
+    prompt = (engine.tokenize("the quick brown fox jumps over the lazy dog " * 200))[:1000]
+    list(engine.generate(prompt[:600], GenerationParams(max_tokens=1, temperature=0.0)))
+    told: list[tuple[PromptProgress, int]] = []
+    list(
+        engine.generate(
+            prompt, GenerationParams(max_tokens=1, temperature=0.0), lambda t: told.append((t, engine.kv_cells_used()))
+        )
+    )
+    stats = engine.last_stats
+    left = 1000 - stats.reused_tokens
+    assert stats.reused_tokens >= 590 and told[0][0].read == 0
+    assert {t.total for t, _ in told} == {left}  # one total, from the first word to the last
+    assert [cells for _, cells in told] == [stats.reused_tokens + t.read for t, _ in told]
+    assert told[-1][1] > told[0][1]
+
+
 def test_an_engine_stopped_mid_reply_is_ended_and_said_so(engine: EngineProcess, endless: Path) -> None:
     """SIGSTOP (a hung driver looks like this) used to leave the reply waiting forever: without a token or
     any progress for the stall limit, vramchat ends it and says it was its own doing."""

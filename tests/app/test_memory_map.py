@@ -34,7 +34,7 @@ def test_the_parts_of_a_gpu_add_up_to_it_and_name_ours_others_and_the_room_kept(
     assert sum(parts.values()) == 8 * GiB and m.short == 0
     assert parts["others"] == 1 * GiB
     assert parts["kv_in_use"] == kv_in_use(now.kv, 1_000) > 0
-    assert parts["kv_in_use"] + parts["kv_committed"] == now.gpus[0].kv
+    assert parts["kv_in_use"] + parts["kv_empty"] == now.gpus[0].kv
     assert parts["reserved"] == plan.gpus[0].planned - ours > 0  # the room the context grows into
     assert parts["margin"] == plan.gpus[0].margin
     assert parts["overhead"] == now.gpus[0].overhead and parts["compute"] == now.gpus[0].compute

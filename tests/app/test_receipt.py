@@ -50,6 +50,7 @@ def test_a_receipt_reads_as_markdown() -> None:
                 "kv": 12 * MiB,
                 "compute": 515 * MiB,
                 "free": 20 * GiB,
+                "total": 23 * GiB,
             },
         },
         "dry_run": {
@@ -73,7 +74,9 @@ def test_a_receipt_reads_as_markdown() -> None:
     }
     text = to_markdown(body)
     assert "**Gemma 3 270m** · cpu_only · context 8,192 of 32,768 tokens" in text
-    assert "| CPU | 800.0 MiB | 235.0 MiB | 12.0 MiB | 515.0 MiB | 20.00 GiB | 2.00 GiB of 23.00 GiB |" in text
+    # the model's planned memory beside other programs' at the load: the peak in use is the whole machine's
+    assert "| planned | weights | KV | compute | other programs at load | peak in use, all programs |" in text
+    assert "| CPU | 800.0 MiB | 235.0 MiB | 12.0 MiB | 515.0 MiB | 3.00 GiB | 2.00 GiB of 23.00 GiB |" in text
     assert "Dry run of the 32,768-token plan (0.39 s): every figure as planned." in text
     assert "- kv on CPU: planned 96.0 MiB, dry run 96.0 MiB" in text and "(differs)" not in text
     assert "900 tokens in the context" in text and "16.3 tokens/s at most" in text

@@ -174,6 +174,7 @@ class FakeEngine:
             for step in range(1, 11):
                 time.sleep(self.prefill_seconds / 10)
                 stats.prompt_read = len(tokens) * step // 10
+                self._cells = stats.prompt_read  # the cache fills as the prompt is read
                 reading = stats.reading_prompt()
                 if progress is not None and reading is not None:
                     progress(PromptProgress(*reading))  # as an engine process tells it, batch by batch

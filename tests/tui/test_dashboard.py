@@ -116,14 +116,44 @@ async def test_the_kv_plot_draws_in_use_committed_and_the_planned_maximum(shelf:
         kv = app.screen.query_one("#p-kv", TimePlot)
         await wait_for(pilot, lambda: kv.draws > 0 and kv.lines and kv.lines[0].values[-1] > 0)
         kv.scroll_visible(animate=False)  # a plot scrolled out of the panel is not painted
-        await pilot.pause(0.6)
         in_use, committed, planned = (line.values[-1] for line in kv.lines)
         assert 0 < in_use < committed < planned  # three figures ...
-        rows = [row[1:-1] for row in kv.query_one(SeriesPlot).text("plot")[1:-1]]
-        lines_drawn = [i for i, row in enumerate(rows) if row.strip()]
-        assert len(lines_drawn) >= 3, rows  # ... three lines at three heights
+
+        def rows() -> list[str]:
+            return [row[1:-1] for row in kv.query_one(SeriesPlot).text("plot")[1:-1]]
+
+        # ... three lines at three heights, once the plot has painted them (a loaded machine paints late)
+        await wait_for(pilot, lambda: len([row for row in rows() if row.strip()]) >= 3, timeout=30)
         legend = " ".join(kv.legend_text())
         assert "in use" in legend and "committed 4.0 MiB" in legend and "planned max" in legend
+
+
+async def test_a_device_plot_keeps_the_models_plan_apart_from_other_programs(shelf: Path) -> None:
+    """One vocabulary: "planned" is this model's memory alone; the line that adds other programs' memory
+    at the load says so, and the map's KV parts add up to the KV plot's "committed"."""
+    app = make_app(shelf, ElasticFakeEngine(reply="ok"), settings=Settings(scan_known_caches=False))
+    async with app.run_test(size=(160, 45)) as pilot:
+        await open_chat(app, pilot)
+        board = app.screen.query_one(Dashboard)
+        model = app.session.model
+        assert model is not None
+        plots = board._device_plots
+        await wait_for(pilot, lambda: bool(plots) and all(p.lines for p in plots.values()))
+        for usage in [*model.now.gpus, model.now.host]:
+            if usage.name not in plots:
+                continue
+            lines = {line.label: line.values[-1] for line in plots[usage.name].lines}
+            assert "planned" not in lines, lines  # never a figure with other programs' memory in it
+            others = usage.total - usage.free
+            assert lines["other programs at load"] == others > 0
+            assert lines["other programs at load + planned"] - others == usage.planned - usage.weights_mapped
+            assert "in use" in lines
+        kv = app.screen.query_one("#p-kv", TimePlot)
+        await wait_for(pilot, lambda: bool(kv.lines) and bool(board.query(MemoryBar)))
+        committed = next(line.values[-1] for line in kv.lines if line.label == "committed")
+        parts = [s for bar in board.query(MemoryBar) for s in bar.map.segments]
+        assert all("committed" not in s.label for s in parts)  # the map names no part of it "committed"
+        assert sum(s.bytes for s in parts if s.key in ("kv_in_use", "kv_empty", "swa")) == committed
 
 
 def _words(lines: list[str]) -> list[str]:

@@ -152,3 +152,30 @@ async def test_the_runway_follows_a_chat_with_the_demo_and_jumps_when_the_contex
         assert third.used > 4_096 and third.committed == 8_192 == model.n_ctx
         assert third.until_growth == 8_192 - third.used and third.until_full == model.max_ctx - third.used
         assert third.per_turn is not None and third.per_turn > second.per_turn
+
+
+async def test_the_context_count_during_a_chat_is_what_llama_cpp_holds_and_what_reopening_counts(
+    gemma_path: Path,
+) -> None:
+    settings = Settings(scan_known_caches=False, temperature=0.0, max_tokens=24)
+    app = make_app(None, model=str(gemma_path), settings=settings, real_engine=True)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, model_loaded(app), timeout=60)
+        chat = app.screen
+        assert isinstance(chat, ChatScreen)
+        engine = app.session.engine
+        for question in ("What is the capital of France?", "And of Spain?"):
+            await ask(app, pilot, question)
+            stats = engine.last_stats
+            assert stats is not None and stats.generated_tokens > 0
+            held = engine.kv_cells_used()
+            assert held == stats.prompt_tokens + stats.generated_tokens  # the reply is in the cache
+            assert chat.context_tokens == held
+            assert f"context {held:,} /" in str(chat.query_one("#context-line").render())
+        conversation = chat.conversation
+        assert conversation is not None
+        await pilot.press("ctrl+n")
+        await wait_for(pilot, lambda: chat.context_tokens == 0)
+        await chat.open_conversation(conversation.id)
+        await wait_for(pilot, lambda: chat.context_tokens > 0)
+        assert chat.context_tokens == held  # reopening counts the same chat the same

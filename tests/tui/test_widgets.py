@@ -46,7 +46,7 @@ async def test_buffer_table_puts_planned_actual_and_difference_first_and_marks_t
         header = [str(c.label) for c in table.ordered_columns]
         # the table's columns fit 80 columns: nothing scrolled off
         assert sum(c.get_render_width(table) for c in table.ordered_columns) <= 78
-    assert header == ["buffer", "planned", "actual", "difference", "dry run"]
+    assert header == ["buffer", "planned", "allocated", "difference", "dry run"]
     assert [r[0] for r in rows[:3]] == ["CUDA0 weights", "CUDA0 KV cache", "CUDA_Host compute arena"]
     assert rows[0][3] == "=" and rows[0][4] == "-"  # equal to the log's precision; the dry run reads no weights
     assert rows[1][3] == "+2.0 MiB" and rows[1][4] == f"{format_size(80 * MiB)} ✓"  # agreed with the plan it sized

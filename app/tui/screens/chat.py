@@ -241,6 +241,7 @@ class ChatScreen(Screen):
             else f"{model.name} · {model.n_ctx:,} of {model.max_ctx:,} tokens"
         )
         self.load_bar.tell_loaded(model, chat_open=self.conversation is not None)
+        self.input.offer_pictures(model.sees)
         self._show_hint()
         self.context_tokens = 0  # a new engine holds nothing yet: what the open chat takes, counted
         self._count_context()
@@ -436,6 +437,7 @@ class ChatScreen(Screen):
             if self._reply.note != "…":  # the prompt is read: the reply's own note follows at its end
                 self._reply.set_note("…")
             await self._reply.append(message.text)
+            self._count_held_tokens()
 
     def on_prompt_read(self, message: PromptRead) -> None:
         """While the prompt is read, the reply's header says how far, as the engine tells it."""
@@ -459,6 +461,7 @@ class ChatScreen(Screen):
                 await view.finish(outcome.text, reply_note(outcome.stats, outcome.error), outcome.thought)
         if outcome.text:
             self._save_receipt()
+        self._count_held_tokens()
         if message.recovery is not None:
             self.recover(message.recovery)
         elif outcome.error:
@@ -757,6 +760,14 @@ class ChatScreen(Screen):
     async def _remove_hint(self) -> None:
         for hint in self.query("#hint"):
             await hint.remove()
+
+    def _count_held_tokens(self) -> None:
+        """During a chat the context count is the tokens llama.cpp holds: the prompt and the reply so far
+        (what reopening the chat counts again); a stopped engine's nothing leaves the count as it was."""
+        held = self.services.session.engine.kv_cells_used()
+        if held > 0 and held != self.context_tokens:
+            self.context_tokens = held
+            self.update_context_line()
 
     def update_context_line(self) -> None:
         system = self.conversation.system_prompt if self.conversation else None

@@ -1,8 +1,8 @@
 """The memory dashboard on its own screen: the runway, a memory map per device, the plots, and
-planned vs actual per buffer with llama.cpp's dry run beside them.
+planned vs allocated per buffer with llama.cpp's dry run beside them.
 
 From 100 columns the plots stand two abreast, from 150 beside the table; below 150 everything is
-one column that scrolls, the table's planned, actual and difference columns first.
+one column that scrolls, the table's planned, allocated and difference columns first.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from textual.screen import Screen
 from textual.widgets import Header, Static
 
 from app.engine.planned_actual import per_buffer
+from app.memory_words import ALLOCATED, MEANING, PLANNED
 from app.tui.widgets.buffers import AGREED, BufferTable
 from app.tui.widgets.dashboard import Dashboard
 from app.tui.widgets.footer import AdaptiveFooter
@@ -30,14 +31,11 @@ if TYPE_CHECKING:
 def notes_for(model: LoadedModel, simulated: bool) -> list[str]:
     """What the table's figures are, in sentences."""
     plan = model.plan
-    notes = [
-        "Planned: the planner's figure from the file's header. Actual: what llama.cpp allocated, "
-        "from its log (0.01 MiB precision); = equal to that precision."
-    ]
+    notes = [f"Planned: {MEANING[PLANNED]}. Allocated: {MEANING[ALLOCATED]}, to 0.01 MiB; = equal to that precision."]
     if model.n_ctx < model.max_ctx:
         notes.append(
             f"The context grows with the conversation: {model.n_ctx:,} tokens committed now, up to "
-            f"{model.max_ctx:,} (planned and reserved). Planned and actual are for what is allocated now."
+            f"{model.max_ctx:,} (planned and reserved). Planned and allocated are for the context held now."
         )
     if model.verification is not None:
         v = model.verification
@@ -83,7 +81,7 @@ class DashboardScreen(Screen):
     def on_mount(self) -> None:
         self.sub_title = "memory"
         self.query_one("#dash-graphs").border_title = "Live"
-        self.query_one("#buffers").border_title = "Per buffer: planned, actual, dry run"
+        self.query_one("#buffers").border_title = "Per buffer: planned, allocated, dry run"
         self._report: object = None
         self.fill()
         self.set_interval(1.0, self.fill)  # the context may grow while the screen is open

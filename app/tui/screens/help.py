@@ -10,6 +10,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Markdown
 
+from app.memory_words import glossary
 from app.tui.widgets.chat.slash_commands import help_markdown
 
 HELP = (
@@ -124,22 +125,22 @@ of its own beside the measured one. Fewer plots on a short terminal, never cut w
 - **Memory map**: one bar per device, to scale; hover it for each part's meaning.
 - **Weights**: the model's parameters. **Mapped weights**: the model file mapped into memory; the
   system keeps it in its file cache (not counted as used) and may read it again from disk.
-- **KV cache**: the attention cache that holds the conversation. **In use**: the part the
-  conversation fills. **Committed**: allocated for the context held now. **Reserved for growth**:
-  kept free, not allocated, so the context can grow to the plan's maximum.
+- **KV cache**: the attention cache that holds the conversation. **KV empty**: the committed part
+  the conversation has not filled yet.
 - **SWA cache**: the KV cache of sliding-window layers: they look back a fixed window, so it
   stops growing there.
 - **Compute arena**: scratch memory llama.cpp reuses for each step's intermediate results.
 - **Runtime**: the GPU driver's context and libraries, no buffer of llama.cpp's. **Margin**: kept
   free for other programs.
-- **Planned / actual / dry run**: the planner's figure from the file's header; what llama.cpp
-  allocated (its log); what llama.cpp's dry run sized before the load (✓ agreed with the plan).
+- **Dry run**: what llama.cpp sized before the load, allocating nothing (✓ agreed with the plan).
 - **Plan receipt**: the plan a chat ran with, the dry run and the peaks measured, kept with the
   chat for a bug report.
 
-Press `Esc` to close this help.
+### Memory words (each means one thing wherever it is shown)
+
 """
 )
+HELP += glossary() + "\n\nPress `Esc` to close this help.\n"
 
 
 class HelpScreen(ModalScreen[None]):

@@ -377,11 +377,11 @@ class PickerScreen(Screen):
         if target is None and self.preselect:
             real = os.path.realpath(self.preselect)
             target = next((p for p in self.entries if os.path.realpath(p) == real), None)
-        if target is not None:
-            table.move_cursor(row=table.get_row_index(target))
+        target = target or first_readable(message.entries)
+        table.move_cursor(row=table.get_row_index(target))
         bench_hook.mark(self, "listed")
         # the list first: the selected model is planned once the frame that shows the list is drawn
-        self.select(target or next(iter(self.entries)), plan_after_refresh=True)
+        self.select(target, plan_after_refresh=True)
         table.focus()
         self._play_early_keys()
         self.call_after_refresh(self._queue_checks, message.entries)
@@ -810,3 +810,22 @@ class PickerScreen(Screen):
     def model_name(self, path: str) -> str:
         entry = self.entries.get(path)
         return entry.name if entry else Path(path).name
+
+
+def first_readable(entries: list[CatalogEntry]) -> str:
+    """The first model of the list that is known to read (an unreadable file is chosen only when all are)."""
+    for entry in entries:
+        if not entry.file.problem and not (entry.summary is not None and entry.summary.error) and _gguf(entry):
+            return entry.file.path
+    return entries[0].file.path
+
+
+def _gguf(entry: CatalogEntry) -> bool:
+    """Whether the file starts as a GGUF file does (four bytes read; a planned one is known already)."""
+    if entry.summary is not None or entry.file.is_demo:
+        return True
+    try:
+        with open(entry.file.path, "rb") as f:
+            return f.read(4) == b"GGUF"
+    except OSError:
+        return False

@@ -1,6 +1,6 @@
-"""The planned, actual and dry run table, per buffer (the rows come from app.engine.planned_actual).
+"""The planned, allocated and dry run table, per buffer (the rows come from app.engine.planned_actual).
 
-The columns a user checks first come first (planned, actual, difference), so that they stay in
+The columns a user checks first come first (planned, allocated, difference), so that they stay in
 view on an 80-column terminal; the dry run, which sized the plan's maximum context before the
 load, comes last with a mark saying whether it agreed with the plan it sized.
 """
@@ -11,6 +11,7 @@ from rich.text import Text
 from textual.widgets import DataTable
 
 from app.engine.planned_actual import BufferLine
+from app.memory_words import ALLOCATED, PLANNED
 from planner.hardware import format_size
 
 KIND_WORDS = {
@@ -23,7 +24,7 @@ KIND_WORDS = {
     "projector_weights": "projector",
     "projector_compute": "projector compute",
 }
-COLUMNS = ("buffer", "planned", "actual", "difference", "dry run")
+COLUMNS = ("buffer", PLANNED, ALLOCATED, "difference", "dry run")
 AGREED = "✓"
 
 
@@ -40,7 +41,7 @@ def dry_run_cell(r: BufferLine) -> Text:
 
 
 class BufferTable(DataTable):
-    """The planned-vs-actual table (read-only)."""
+    """The planned-vs-allocated table (read-only)."""
 
     def on_mount(self) -> None:
         self.cursor_type = "none"

@@ -56,11 +56,21 @@ class ChatInput(TextArea):
     def on_text_area_changed(self, event: TextArea.Changed) -> None:
         if event.text_area is self:
             self.menu.show_for(self.text)
+        self.sees = True  # whether the loaded model can be sent pictures (the hint offers Ctrl+T then)
 
     def on_resize(self, event: events.Resize) -> None:
+        self._fit_placeholder()
+
+    def offer_pictures(self, sees: bool) -> None:
+        """Offer /image in the hint only while the loaded model can see pictures."""
+        self.sees = sees
+        self._fit_placeholder()
+
+    def _fit_placeholder(self) -> None:
         """The longest hint that fits the box on one row (a cut hint reads as broken)."""
         room = self.content_size.width - 1
-        self.placeholder = next((p for p in PLACEHOLDERS if len(p) <= room), PLACEHOLDERS[-1])
+        hints = [p for p in PLACEHOLDERS if self.sees or "picture" not in p]
+        self.placeholder = next((p for p in hints if len(p) <= room), PLACEHOLDERS[-1])
 
     async def _on_paste(self, event: events.Paste) -> None:
         """Paths of files attach them; anything else is pasted as text (TextArea's own handler runs next)."""

@@ -18,6 +18,17 @@ from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static
 
+from app.memory_words import (
+    ALLOCATED,
+    COMMITTED,
+    IN_USE,
+    MEANING,
+    OTHER_PROGRAMS,
+    OTHERS_AND_PLANNED,
+    OTHERS_AT_LOAD,
+    PLANNED,
+    PLANNED_MAX,
+)
 from app.telemetry import Sample
 from app.telemetry.memory_map import WORDS, device_maps
 from app.telemetry.runway import reachable_context, runway
@@ -35,8 +46,8 @@ WINDOW_SECONDS = 120.0  # the time axis of the side panel's plots
 FULL_WINDOW_SECONDS = 300.0  # and of the full screen's
 
 HELP = {
-    "kv": f"{WORDS['kv_in_use'][1]}; committed: {WORDS['kv_committed'][1]}; "
-    "planned max: what the context may grow to, reserved in the plan",
+    "kv": f"{IN_USE}: {WORDS['kv_in_use'][1]}; {COMMITTED}: {MEANING[COMMITTED]}; "
+    f"{PLANNED_MAX}: {MEANING[PLANNED_MAX]}",
     "compute": WORDS["compute"][1],
     "rss": "the engine process's resident memory, as the system counts it (mapped weights it has read included)",
     "tps": "tokens the model writes per second while it replies",
@@ -181,11 +192,11 @@ class Dashboard(VerticalScroll):
 
     # -- plots -----------------------------------------------------------------------------------
 
-    def _device_plot(self, name: str) -> TimePlot:
+    def _device_plot(self, name: str, unread: bool) -> TimePlot:
         plot = self._device_plots.get(name)
         if plot is None:
             title = device_title(name) if name == HOST or name.startswith("RPC") else f"{name} memory"
-            plot = TimePlot(title, id=None, classes="plot device-plot", help=_device_help(name))
+            plot = TimePlot(title, id=None, classes="plot device-plot", help=_device_help(name, unread))
             self._device_plots[name] = plot
             self.query_one("#plots", Vertical).mount(plot, before=self.query_one("#p-kv"))
         return plot
@@ -205,18 +216,14 @@ class Dashboard(VerticalScroll):
 
         for gone in [name for name in self._device_plots if name not in last.devices]:
             self._device_plots.pop(gone).remove()  # a device the model no longer uses (an RPC server left out)
-        for name, (used, total) in last.devices.items():
-            plot = self._device_plot(name)
+        for name, (_used, total) in last.devices.items():
+            unread = name in last.unread  # no live figure from the driver: llama.cpp's buffers stand for it
+            plot = self._device_plot(name, unread)
             if not visible(plot):
                 continue
             series = [s.devices.get(name, (0, 0))[0] for s in history]
-            unread = name in last.unread  # no live figure from the driver: llama.cpp's buffers stand for it
-            lines = [Line("allocated" if unread else "used", series, "measured", size_text(used))]
             usage = _usage(model, name) if model is not None else None
-            if usage is not None:
-                planned = usage.total - usage.free + usage.planned - usage.weights_mapped
-                planned -= usage.overhead if unread else 0  # the driver's own share cannot be seen there
-                lines.insert(0, Line("planned", [planned] * len(history), "planned", size_text(planned)))
+            lines = device_lines(series, usage, unread)
             plot.title = f"{device_title(name) if name == HOST else name + ' memory'} · {size_text(total)}"
             plot.show(times, now, lines, total, window, [0, total / 2, total], active)
 
@@ -224,14 +231,14 @@ class Dashboard(VerticalScroll):
         if visible(kv):
             kv_top = max(last.kv_maximum, last.kv_allocated, 1)
             lines = [
-                Line("in use", [s.kv_used for s in history], "measured", size_text(last.kv_used)),
-                Line("committed", [s.kv_allocated for s in history], "committed", size_text(last.kv_allocated)),
+                Line(IN_USE, [s.kv_used for s in history], "measured", size_text(last.kv_used)),
+                Line(COMMITTED, [s.kv_allocated for s in history], "committed", size_text(last.kv_allocated)),
             ]
             if last.kv_maximum > last.kv_allocated:  # the context grows with the conversation
-                lines.append(Line("planned max", [s.kv_maximum for s in history], "planned", size_text(kv_top)))
+                lines.append(Line(PLANNED_MAX, [s.kv_maximum for s in history], "planned", size_text(kv_top)))
             else:
                 planned_kv = _planned_kv(model, kv_top)
-                lines.append(Line("planned", [planned_kv] * len(history), "planned", size_text(planned_kv)))
+                lines.append(Line(PLANNED, [planned_kv] * len(history), "planned", size_text(planned_kv)))
             kv.show(times, now, lines, kv_top * 1.15, window, active=active)
 
         tps = self.query_one("#p-tps", TimePlot)
@@ -249,8 +256,8 @@ class Dashboard(VerticalScroll):
             measured = [float(sum(s.compute.values())) for s in history]
             planned_compute = float(_planned_of(model, "compute")) if model is not None else measured[-1]
             lines = [
-                Line("planned", [planned_compute] * len(history), "planned", size_text(planned_compute)),
-                Line("allocated", measured, "measured", size_text(measured[-1])),
+                Line(PLANNED, [planned_compute] * len(history), "planned", size_text(planned_compute)),
+                Line(ALLOCATED, measured, "measured", size_text(measured[-1])),
             ]
             compute_top = max(
                 max(measured), planned_compute, _planned_of(model, "compute", maximum=True) if model else 0.0, 1.0
@@ -264,9 +271,32 @@ class Dashboard(VerticalScroll):
             rss_top = max(rss_seen)
             if model is not None:
                 host = float(model.now.host.planned)
-                lines.insert(0, Line("host buffers planned", [host] * len(history), "planned", size_text(host)))
+                lines.insert(0, Line(f"host buffers {PLANNED}", [host] * len(history), "planned", size_text(host)))
                 rss_top = max(rss_top, host)
             rss.show(times, now, lines, max(rss_top, 1.0) * 1.25, window, active=active)
+
+
+def device_lines(series: list[int], usage: DeviceUsage | None, unread: bool) -> list[Line]:
+    """A device's plot: what is in use on it (every program's) beside what would be if the plan were
+    exact: other programs' memory at the load, and this model's planned memory on top of it. A device
+    read from llama.cpp's buffers alone (`unread`) shows this model's allocated beside its planned."""
+    now = series[-1]
+    if unread:
+        lines = [Line(ALLOCATED, series, "measured", size_text(now))]
+    else:
+        lines = [Line(IN_USE, series, "measured", size_text(now))]
+    if usage is None:
+        return lines
+    planned = usage.planned - usage.weights_mapped  # mapped weights sit in the file cache, not counted as used
+    if unread:  # the driver's own share cannot be seen there
+        planned -= usage.overhead
+        return [Line(PLANNED, [planned] * len(series), "planned", size_text(planned)), *lines]
+    others = usage.total - usage.free
+    return [
+        Line(OTHERS_AT_LOAD, [others] * len(series), "committed", size_text(others)),
+        Line(OTHERS_AND_PLANNED, [others + planned] * len(series), "planned", size_text(others + planned)),
+        *lines,
+    ]
 
 
 def _usage(model: LoadedModel, name: str) -> DeviceUsage | None:
@@ -284,7 +314,11 @@ def _planned_kv(model: LoadedModel | None, measured: int) -> int:
     return sum(b.bytes for b in model.now.buffers if b.kind in ("kv", "kv_swa")) or measured
 
 
-def _device_help(name: str) -> str:
-    if name == HOST:
-        return "host RAM in use on this machine (every program's), and what it would be if the plan were exact"
-    return f"memory in use on {name} (every program's), and what it would be if the plan were exact"
+def _device_help(name: str, unread: bool = False) -> str:
+    where = "host RAM on this machine" if name == HOST else f"memory on {name}"
+    if unread:
+        return f"{where}: {ALLOCATED}, {MEANING[ALLOCATED]}; {PLANNED}, {MEANING[PLANNED]}"
+    return (
+        f"{where}: {IN_USE}, every program's; {OTHERS_AT_LOAD}: {MEANING[OTHER_PROGRAMS]}, when the model was planned; "
+        f"{OTHERS_AND_PLANNED}: what in use would be if the plan were exact ({PLANNED}: {MEANING[PLANNED]})"
+    )

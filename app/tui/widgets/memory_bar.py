@@ -21,7 +21,7 @@ LOOK: dict[str, tuple[str, str]] = {
     "weights": ("primary", "█"),
     "mapped": ("primary", "▒"),
     "kv_in_use": ("success", "█"),
-    "kv_committed": ("success", "▒"),
+    "kv_empty": ("success", "▒"),
     "swa": ("secondary", "█"),
     "recurrent": ("secondary", "▒"),
     "output": ("warning", "▒"),

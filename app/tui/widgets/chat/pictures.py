@@ -62,11 +62,7 @@ class AttachedPictures(Static):
         model = self._model()
         if model is not None and not model.sees:
             self.app.notify(
-                f"{model.name} was loaded without a vision projector, so it cannot see pictures. Load it with "
-                "Vision on (F2, the model's settings), or load a model with a projector beside it.",
-                title="This model cannot see",
-                severity="error",
-                timeout=10,
+                cannot_see(model.name, model.path), title="This model cannot see", severity="error", timeout=10
             )
             return
         self._keep(paths)
@@ -150,3 +146,18 @@ class AttachedPictures(Static):
             for a in m.attachments:
                 shelf.add(a)
         return shelf
+
+
+def cannot_see(name: str, path: str) -> str:
+    """Why a picture cannot be sent: the model has no projector at all, or was loaded without the one beside it."""
+    from app.vision import projectors_beside
+
+    if not projectors_beside(path):
+        return (
+            f"{name} cannot see pictures: it has no vision projector (mmproj). Send the words alone, or load a "
+            "model that can see (one with a projector beside it)."
+        )
+    return (
+        f"{name} was loaded without its vision projector, so it cannot see pictures. Load it with Vision on "
+        "(F2, the model's settings), or send the words alone."
+    )
