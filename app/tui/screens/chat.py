@@ -430,7 +430,7 @@ class ChatScreen(Screen):
             else:
                 await view.finish(outcome.text, reply_note(outcome.stats, outcome.error))
         if outcome.text:
-            self._save_receipt()
+            self._save_receipt(message.msg_id)
         if message.recovery is not None:
             self.recover(message.recovery)
         elif outcome.error:
@@ -555,7 +555,7 @@ class ChatScreen(Screen):
             return
         store = self.services.store
         conv = store.conversation(self.conversation.id)
-        receipts = store.receipts(conv.id)
+        receipts = store.branch_receipts(conv)  # those of the replies on screen
         try:
             path = export(conv, receipts=receipts)
             data = export_json(conv, receipts=receipts)
@@ -564,7 +564,7 @@ class ChatScreen(Screen):
             return
         self.app.notify(f"Saved as Markdown and JSON:\n{data}\n{path}", title="Chat exported", timeout=10)
 
-    def _save_receipt(self) -> None:
+    def _save_receipt(self, reply_id: int) -> None:
         """Keep what this chat ran with (the plan, the dry run, the peaks so far) with the chat."""
         from app.store.receipt import build, key_for
 
@@ -583,6 +583,7 @@ class ChatScreen(Screen):
         try:
             kept = store.receipt(self.conversation.id, key)
             store.save_receipt(self.conversation.id, key, build(model, history, kept.body if kept else None))
+            store.set_reply_receipt(reply_id, key)
         except (StoreError, sqlite3.Error) as exc:  # the chat itself is saved; only its receipt is not
             self.app.notify(f"The plan receipt could not be kept: {exc}", severity="warning")
 
@@ -598,7 +599,7 @@ class ChatScreen(Screen):
             return
         store = self.services.store
         conv = store.conversation(conv_id)
-        self.app.push_screen(ReceiptScreen(conv.title or "(empty chat)", [r.body for r in store.receipts(conv_id)]))
+        self.app.push_screen(ReceiptScreen(conv.title or "(empty chat)", [r.body for r in store.branch_receipts(conv)]))
 
     @on(OptionList.OptionSelected, "#chat-list")
     async def _open_chat(self, event: OptionList.OptionSelected) -> None:
