@@ -37,6 +37,7 @@ from app.tui.messages import (
     ReplyFinished,
     ReplyPiece,
 )
+from app.tui.widgets.chat import branching
 from app.tui.widgets.chat.context_line import ContextLine
 from app.tui.widgets.chat.load_bar import LoadBar
 from app.tui.widgets.chat.notes import empty_reply_words, prompt_note, reply_note, stored_note
@@ -75,6 +76,11 @@ class ChatScreen(Screen):
         Binding("ctrl+s", "export_chat", "Export", show=False),
         Binding("ctrl+t", "attach", "Attach picture", show=False),
         Binding("f8", "receipt", "Receipt", show=False),
+        # a chat as a tree (app.tui.widgets.chat.message_focus names the keys of a focused message)
+        Binding("alt+up", "focus_message(-1)", "Messages", show=False),
+        Binding("ctrl+e", "edit_message", "Edit message", show=False),
+        Binding("alt+left", "alternative(-1)", "Previous alternative", show=False),
+        Binding("alt+right", "alternative(1)", "Next alternative", show=False),
     ]
 
     # the panes, typed
@@ -97,6 +103,7 @@ class ChatScreen(Screen):
         self.model_path = ""
         self.context_tokens = 0  # the tokens the open conversation takes in the context
         self._notes_shown: set[str] = set()  # a prompt's notes said once (a template stopped)
+        self.editing: int | None = None  # the message being edited in the message box (sent as a branch)
 
     @property
     def pending(self) -> list[Attachment]:
@@ -302,25 +309,34 @@ class ChatScreen(Screen):
             assert model is not None, "a message is sent only with a model loaded"
             self.conversation = store.new_conversation(model.path, model.name, app.settings.system_prompt)
         attachments = tuple(self.pending)
-        msg = store.add_message(self.conversation.id, "user", text, attachments)  # written before it is shown
+        edited = branching.end_edit(self)
+        if edited is not None and not attachments:  # an edit keeps the pictures of the message it replaces
+            attachments = edited.attachments
+        beside = edited.id if edited is not None else None
+        msg = store.add_message(self.conversation.id, "user", text, attachments, beside)  # written before it is shown
         self.pictures.clear()
         await self._remove_hint()
-        view = MessageView("user", text, msg_id=msg.id, pictures=self.pictures.pictures(attachments))
-        await self.messages.mount(view)
+        if edited is not None:  # a branch from the edited message: what followed it is no longer on screen
+            await self.redraw()
+        else:
+            view = MessageView("user", text, msg_id=msg.id, pictures=self.pictures.pictures(attachments))
+            await self.messages.mount(view)
         self.refresh_chat_list()
         await self._start_reply()
 
-    async def _start_reply(self) -> None:
+    async def _start_reply(self, beside: int | None = None) -> None:
+        """A reply to the conversation on screen (`beside`: a retry, kept beside that earlier reply)."""
         app = self.services
         assert self.conversation is not None
         store = app.store
-        conv = store.conversation(self.conversation.id)
-        turns = to_messages(conv.messages)
         model = app.session.model
         assert model is not None, "a reply is asked for only with a model loaded"
         settings = app.settings
-        msg_id = store.begin_reply(conv.id)
-        view = MessageView("assistant", "", author=model.name, note="…", msg_id=msg_id)
+        msg_id = store.begin_reply(self.conversation.id, beside)
+        conv = store.conversation(self.conversation.id)
+        turns = to_messages(conv.messages)  # the new reply, empty yet, is left out
+        place = (conv.messages[-1].alternative, conv.messages[-1].alternatives)
+        view = MessageView("assistant", "", author=model.name, note="…", msg_id=msg_id, place=place)
         self._reply, self._reply_id = view, msg_id
         self.generating = True
         self._cancel.clear()
@@ -425,6 +441,8 @@ class ChatScreen(Screen):
                 await view.remove()
                 if not outcome.error:
                     self.services.store.delete_message(message.msg_id)
+                if view.place[1] > 1:  # a retry that wrote nothing: the reply before it is back
+                    await self.redraw()
                     title, text = empty_reply_words(outcome.stats)
                     self.app.notify(text, title=title, severity="information" if title == "Stopped" else "warning")
             else:
@@ -443,6 +461,9 @@ class ChatScreen(Screen):
     def action_stop(self) -> None:
         if self.has_class("-chats-open"):  # Esc closes the drawer first
             self.action_toggle_chats()
+            return
+        if self.editing is not None and not self.generating:  # Esc drops an edit
+            branching.cancel_edit(self)
             return
         if self.generating:
             self._cancel.set()
@@ -483,14 +504,14 @@ class ChatScreen(Screen):
         if not conv.messages:
             return
         last = conv.messages[-1]
-        if last.role == "assistant":
-            store.delete_message(last.id)
-            views = [v for v in self.query(MessageView) if v.msg_id == last.id]
-            for v in views:
+        beside = None
+        if last.role == "assistant":  # kept: the new reply is its alternative ("‹ 2/2 ›", Alt+Left steps back)
+            beside = last.id
+            for v in [v for v in self.query(MessageView) if v.msg_id == last.id]:
                 await v.remove()
         if not any(m.role == "user" for m in conv.messages):
             return
-        await self._start_reply()
+        await self._start_reply(beside)
 
     def action_copy_reply(self) -> None:
         replies = [v for v in self.query(MessageView) if v.role == "assistant" and v.text]
@@ -611,8 +632,20 @@ class ChatScreen(Screen):
         await self.open_conversation(int(event.option.id))
 
     async def open_conversation(self, conv_id: int) -> None:
-        store = self.services.store
-        conv = store.conversation(conv_id)
+        branching.end_edit(self)
+        conv = await self.redraw(conv_id)
+        model = self.services.session.model
+        if model is not None and conv.model_path and conv.model_path != model.path:
+            self.app.notify(
+                f"This chat was held with {conv.model_name}; replies now come from {model.name}.", timeout=5
+            )
+        self.update_context_line()
+        self.input.focus()
+
+    async def redraw(self, conv_id: int | None = None) -> Conversation:
+        """Draw the chat (this one, or `conv_id`) anew from the store: the branch on screen, counted again."""
+        assert conv_id is not None or self.conversation is not None
+        conv = self.services.store.conversation(conv_id if conv_id is not None else self.conversation.id)  # type: ignore[union-attr]
         self.conversation = conv
         box = self.messages
         await box.remove_children()
@@ -624,6 +657,7 @@ class ChatScreen(Screen):
                 note=stored_note(m),
                 msg_id=m.id,
                 pictures=self.pictures.pictures(m.attachments),
+                place=(m.alternative, m.alternatives),
             )
             for m in conv.messages
             if m.role != "system"
@@ -632,15 +666,23 @@ class ChatScreen(Screen):
             await box.mount_all(views)
         else:
             self._show_hint()
-        model = self.services.session.model
         self.context_tokens = 0
         self._count_context()
-        if model is not None and conv.model_path and conv.model_path != model.path:
-            self.app.notify(
-                f"This chat was held with {conv.model_name}; replies now come from {model.name}.", timeout=5
-            )
-        self.update_context_line()
-        self.input.focus()
+        return conv
+
+    # -- branches: edit a message, step through alternatives (app.tui.widgets.chat.branching) -----------
+
+    def action_focus_message(self, step: int) -> None:
+        branching.focus_step(self, step)
+
+    async def action_alternative(self, step: int) -> None:
+        await branching.step_alternative(self, step)
+
+    def action_edit_message(self) -> None:
+        branching.begin_edit(self)
+
+    def action_leave_messages(self) -> None:
+        branching.leave_messages(self)
 
     @work(thread=True, exclusive=True, group="count", exit_on_error=False)
     def _count_context(self) -> None:

@@ -67,7 +67,10 @@ are planned from what was kept of them.
 | `Shift+Enter`, `Ctrl+J` | new line |
 | `Esc` | stop the reply at once |
 | `Ctrl+N` | new chat |
-| `Ctrl+R` | retry the last reply |
+| `Ctrl+R` | retry the last reply (the earlier one is kept: "‹ 1/2 ›" on the reply) |
+| `Alt+Left`, `Alt+Right` | step through the alternatives of the last reply (or of the focused message) |
+| `Ctrl+E` | edit your last message (or the focused one) and send it again as a new branch; `Esc` drops the edit |
+| `Alt+Up` | focus the messages: `Up`/`Down` move, `Left`/`Right` its alternatives, `e` edits, `Esc` back |
 | `Ctrl+O` | copy the last reply |
 | `Ctrl+B` | show or hide the list of chats (below 150 columns it opens over the chat; `Esc` closes it) |
 | `Ctrl+G` | show or hide the memory graphs beside the chat (below 100 columns: the full dashboard) |

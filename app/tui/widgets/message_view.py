@@ -7,15 +7,18 @@ cost the UI a layout per token. Under another screen (the full dashboard) it wai
 from __future__ import annotations
 
 from pathlib import Path
+from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.binding import BindingType
 from textual.containers import Vertical
 from textual.timer import Timer
 from textual.widgets import Markdown, Static
 from textual.widgets.markdown import MarkdownStream
 
 from app.media import Attachment
+from app.tui.widgets.chat.message_focus import MESSAGE_KEYS
 from app.tui.widgets.picture import Picture
 
 DRAW_SECONDS = 0.1
@@ -23,9 +26,14 @@ HIDDEN_DRAW_SECONDS = 0.5  # how often a reply under another screen checks wheth
 
 
 class MessageView(Vertical):
+    """Focusable (app.tui.widgets.chat.message_focus moves the focus among messages and names its keys)."""
+
     DEFAULT_CSS = """
     MessageView { height: auto; }
+    MessageView:focus { background-tint: $accent 15%; }
     """
+    can_focus = True
+    BINDINGS: ClassVar[list[BindingType]] = [*MESSAGE_KEYS]
 
     def __init__(
         self,
@@ -36,8 +44,10 @@ class MessageView(Vertical):
         note: str = "",
         msg_id: int = 0,
         pictures: tuple[tuple[Attachment, Path | None, str], ...] = (),
+        place: tuple[int, int] = (1, 1),
     ) -> None:
-        """`pictures`: (attachment, the file kept for it, a note such as "scaled for the model")."""
+        """`pictures`: (attachment, the file kept for it, a note such as "scaled for the model"); `place`:
+        (which, of how many) among the alternatives at its branch point, shown as "‹ 1/2 ›" when several."""
         super().__init__(classes=f"message {role}")
         self.role = role
         self.text = text
@@ -45,6 +55,7 @@ class MessageView(Vertical):
         self.note = note
         self.msg_id = msg_id
         self.pictures = pictures
+        self.place = place
         self._stream: MarkdownStream | None = None
         self._pending = ""  # streamed, not drawn yet
         self._flush: Timer | None = None
@@ -58,6 +69,9 @@ class MessageView(Vertical):
 
     def _header(self) -> Text:
         header = Text(self.author, style="bold")
+        which, count = self.place
+        if count > 1:
+            header.append(f"  ‹ {which}/{count} ›", style="bold")
         if self.note:
             header.append(f"  {self.note}", style="dim")
         return header
