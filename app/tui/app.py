@@ -390,13 +390,14 @@ class VramchatApp(App):
                 )
             yield SystemCommand("Back to the model list", "Local models (F7)", self.action_hub)
         if isinstance(screen, ChatScreen):
-            from app.tui.widgets.chat.commands import chat_tree_commands
+            from app.tui.widgets.chat.commands import chat_tree_commands, manage_commands
 
             yield SystemCommand("New chat", "Start a new conversation", screen.action_new_chat)
             yield SystemCommand(
                 "Retry the last reply", "Ask again; the earlier reply is kept (Ctrl+R)", screen.action_retry
             )
             yield from chat_tree_commands(screen)
+            yield from manage_commands(screen)
             yield SystemCommand("Copy the last reply", "Copy it to the clipboard", screen.action_copy_reply)
             yield SystemCommand(
                 "Export this chat", "Save it as Markdown and JSON, with its plan receipt", screen.action_export_chat

@@ -101,3 +101,69 @@ async def test_an_earlier_message_edited_is_a_branch_and_a_retry_keeps_the_earli
         assert box.text == "three"
         await pilot.press("escape")
         assert box.text == "" and chat.editing is None
+
+
+async def test_a_chat_is_renamed_deleted_and_brought_back_and_the_list_has_dates(shelf: Path) -> None:
+    from textual.widgets import Input, OptionList
+
+    from app.tui.screens.rename import RenameDialog
+
+    engine = FakeEngine(reply="ok")
+    app = make_app(shelf, engine)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, picker_ready(app))
+        await pilot.press("ctrl+l")
+        await wait_for(pilot, model_loaded(app))
+        chat = app.screen
+        await _send(app, pilot, "Summarise: the fox")
+        await pilot.press("ctrl+n")
+        await pilot.pause()
+        await _send(app, pilot, "Summarise: the fox")
+        titles = [c.title for c in app.store.conversations()]
+        assert titles == ["Summarise: the fox (2)", "Summarise: the fox"]
+        listed = chat.past_chats.options
+        label = str(listed.get_option_at_index(0).prompt)
+        assert label.startswith("Summarise: the fox (2)") and ":" in label.split("\n")[1]  # today: the time
+
+        # F6 with an empty message box renames the open chat; with text in the box F6 is the box's
+        box = chat.query_one(ChatInput)
+        box.focus()
+        box.load_text("draft")
+        await pilot.press("f6")
+        assert not isinstance(app.screen, RenameDialog)
+        box.clear()
+        await pilot.press("f6")
+        await pilot.pause()
+        assert isinstance(app.screen, RenameDialog)
+        app.screen.query_one(Input).value = "Fox, second try"
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.store.conversation(chat.conversation.id).title == "Fox, second try"
+
+        # Delete in the list deletes the highlighted chat (the open one here); Ctrl+Z brings it back
+        open_id = chat.conversation.id
+        listed.focus()
+        listed.highlighted = 0
+        await pilot.press("delete")
+        await pilot.pause()
+        assert chat.conversation is None and [c.id for c in app.store.conversations()] != []
+        assert open_id not in [c.id for c in app.store.conversations()]
+        assert any("Ctrl+Z" in str(n.message) for n in app._notifications)
+        box.focus()
+        await pilot.press("ctrl+z")
+        await pilot.pause(0.05)
+        assert open_id in [c.id for c in app.store.conversations()]
+        assert chat.conversation is not None and chat.conversation.id == open_id
+        assert isinstance(listed, OptionList)
+
+
+def test_the_list_dates_read_as_a_person_says_them() -> None:
+    import time
+
+    from app.tui.widgets.chat.past_chats import when
+
+    now = time.mktime((2026, 11, 27, 15, 0, 0, 0, 0, -1))
+    assert when(now - 3600, now) == "14:00"
+    assert when(now - 86400, now) == "yesterday"
+    assert when(now - 10 * 86400, now) == "Nov 17"
+    assert when(now - 400 * 86400, now) == "2025-10-23"

@@ -37,7 +37,7 @@ from app.tui.messages import (
     ReplyFinished,
     ReplyPiece,
 )
-from app.tui.widgets.chat import branching
+from app.tui.widgets.chat import branching, manage
 from app.tui.widgets.chat.context_line import ContextLine
 from app.tui.widgets.chat.load_bar import LoadBar
 from app.tui.widgets.chat.notes import empty_reply_words, prompt_note, reply_note, stored_note
@@ -78,9 +78,14 @@ class ChatScreen(Screen):
         Binding("f8", "receipt", "Receipt", show=False),
         # a chat as a tree (app.tui.widgets.chat.message_focus names the keys of a focused message)
         Binding("alt+up", "focus_message(-1)", "Messages", show=False),
-        Binding("ctrl+e", "edit_message", "Edit message", show=False),
+        # priority: the message box binds Ctrl+E (end of line), F6 and Ctrl+Z too; while it holds text they
+        # are the box's (the actions skip), in an empty box they are the chat's
+        Binding("ctrl+e", "edit_message", "Edit message", show=False, priority=True),
         Binding("alt+left", "alternative(-1)", "Previous alternative", show=False),
         Binding("alt+right", "alternative(1)", "Next alternative", show=False),
+        # chats to manage (app.tui.widgets.chat.manage): the list's highlighted chat, else the open one
+        Binding("f6", "rename_chat", "Rename", show=False, priority=True),
+        Binding("ctrl+z", "undo_delete", "Undo delete", show=False, priority=True),
     ]
 
     # the panes, typed
@@ -103,6 +108,7 @@ class ChatScreen(Screen):
         self.model_path = ""
         self.context_tokens = 0  # the tokens the open conversation takes in the context
         self._notes_shown: set[str] = set()  # a prompt's notes said once (a template stopped)
+        self.deleted: list[tuple[int, bool]] = []  # chats deleted this run, latest last: (id, was it open)
         self.editing: int | None = None  # the message being edited in the message box (sent as a branch)
 
     @property
@@ -679,10 +685,22 @@ class ChatScreen(Screen):
         await branching.step_alternative(self, step)
 
     def action_edit_message(self) -> None:
+        manage.skip_while_typing(self)
         branching.begin_edit(self)
 
     def action_leave_messages(self) -> None:
         branching.leave_messages(self)
+
+    async def action_delete_chat(self) -> None:
+        await manage.delete_chat(self)
+
+    async def action_undo_delete(self) -> None:
+        manage.skip_while_typing(self, unless=bool(self.deleted))
+        await manage.undo_delete(self)
+
+    def action_rename_chat(self) -> None:
+        manage.skip_while_typing(self)
+        manage.rename_chat(self)
 
     @work(thread=True, exclusive=True, group="count", exit_on_error=False)
     def _count_context(self) -> None:

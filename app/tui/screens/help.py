@@ -69,7 +69,7 @@ are planned from what was kept of them.
 | `Ctrl+N` | new chat |
 | `Ctrl+R` | retry the last reply (the earlier one is kept: "‹ 1/2 ›" on the reply) |
 | `Alt+Left`, `Alt+Right` | step through the alternatives of the last reply (or of the focused message) |
-| `Ctrl+E` | edit your last message (or the focused one) and send it again as a new branch; `Esc` drops the edit |
+| `Ctrl+E` | edit your last message (or the focused one) and send it again as a new branch; `Esc` drops it |
 | `Alt+Up` | focus the messages: `Up`/`Down` move, `Left`/`Right` its alternatives, `e` edits, `Esc` back |
 | `Ctrl+O` | copy the last reply |
 | `Ctrl+B` | show or hide the list of chats (below 150 columns it opens over the chat; `Esc` closes it) |
@@ -79,7 +79,13 @@ are planned from what was kept of them.
 | `Ctrl+S` | export this chat as Markdown and JSON, with its plan receipt (the paths are shown) |
 | `F8` | the plan receipt of this chat (or of the chat chosen in the list): `c` copies it as JSON |
 
-The search box above the past chats finds every chat whose title or messages hold the text.
+| `F6` | rename this chat (in the list: `r`, the highlighted one) |
+| `Delete`, `d` in the list | delete the highlighted chat; `Ctrl+Z` brings it back until vramchat is started again |
+
+The search box above the past chats finds every chat whose title or messages hold the text. Each
+chat shows when it was last written to; two chats begun with the same text are numbered "(2)".
+`Ctrl+E`, `F6` and `Ctrl+Z` act on the chat while the message box is empty; with text in it they
+are the box's own (end of line, select the line, undo).
 
 llama.cpp runs in an engine process of its own: if it crashes, the chat and the reply so
 far are kept, vramchat says what happened and offers to reload.
