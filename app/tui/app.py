@@ -411,7 +411,9 @@ class VramchatApp(App):
                 "Reload the model", "Load the model again (after the engine stopped, say)", screen.action_reload_model
             )
             yield SystemCommand("Stop the reply", "Stop generating at once", screen.action_stop)
-            yield SystemCommand("Chat settings", "System prompt, temperature, max tokens", screen.action_chat_settings)
+            yield SystemCommand(
+                "Chat settings", "This chat's system prompt, sampling, presets (F4)", screen.action_chat_settings
+            )
             yield SystemCommand("Show or hide the chats list", "Past conversations", screen.action_toggle_chats)
             yield SystemCommand("Show or hide the memory graphs", "Beside the chat", screen.action_toggle_dashboard)
             yield SystemCommand("Choose another model", "Switch to the model list", self.action_show_picker)

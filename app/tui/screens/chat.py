@@ -20,13 +20,13 @@ from textual.widgets import Header, OptionList, Static
 from textual.worker import Worker, WorkerState
 
 from app.chat import conversation_tokens, to_messages
+from app.chat_settings import ChatSampling
 from app.engine import GenerationParams
 from app.engine.failure import first_line
 from app.engine.templates import ChatMessage
 from app.engine.types import MediaPrompt
 from app.media import Attachment
 from app.reply import write_reply
-from app.sampling import temperature_for
 from app.session import Growth
 from app.store import Conversation
 from app.tui.messages import (
@@ -37,7 +37,8 @@ from app.tui.messages import (
     ReplyFinished,
     ReplyPiece,
 )
-from app.tui.widgets.chat import branching, manage
+from app.tui.widgets.chat import branching, chat_settings, manage
+from app.tui.widgets.chat.chat_settings import SettingsLine
 from app.tui.widgets.chat.context_line import ContextLine
 from app.tui.widgets.chat.load_bar import LoadBar
 from app.tui.widgets.chat.notes import empty_reply_words, prompt_note, reply_note, stored_note
@@ -110,6 +111,7 @@ class ChatScreen(Screen):
         self._notes_shown: set[str] = set()  # a prompt's notes said once (a template stopped)
         self.deleted: list[tuple[int, bool]] = []  # chats deleted this run, latest last: (id, was it open)
         self.editing: int | None = None  # the message being edited in the message box (sent as a branch)
+        self.next_sampling = ChatSampling()  # the sampling of the chat the next message starts (F4 with none open)
 
     @property
     def pending(self) -> list[Attachment]:
@@ -122,6 +124,7 @@ class ChatScreen(Screen):
             yield PastChats(self.services, id="chat-list-pane")
             with Vertical(id="conversation"):
                 yield LoadBar(self.services, id="load-bar")
+                yield SettingsLine(id="settings-line")
                 yield VerticalScroll(id="messages")
                 yield ContextLine(self.services, id="context-line")
                 yield AttachedPictures(self.services, id="attachments")
@@ -314,6 +317,7 @@ class ChatScreen(Screen):
             model = app.session.model
             assert model is not None, "a message is sent only with a model loaded"
             self.conversation = store.new_conversation(model.path, model.name, app.settings.system_prompt)
+            chat_settings.started(self)
         attachments = tuple(self.pending)
         edited = branching.end_edit(self)
         if edited is not None and not attachments:  # an edit keeps the pictures of the message it replaces
@@ -337,7 +341,6 @@ class ChatScreen(Screen):
         store = app.store
         model = app.session.model
         assert model is not None, "a reply is asked for only with a model loaded"
-        settings = app.settings
         msg_id = store.begin_reply(self.conversation.id, beside)
         conv = store.conversation(self.conversation.id)
         turns = to_messages(conv.messages)  # the new reply, empty yet, is left out
@@ -347,8 +350,7 @@ class ChatScreen(Screen):
         self.generating = True
         self._cancel.clear()
         await self.messages.mount(view)
-        temperature = temperature_for(settings.temperature, model.fmt)
-        params = GenerationParams(max_tokens=settings.max_tokens, temperature=temperature, stop=model.fmt.stop)
+        params = chat_settings.params_for(self)  # the chat's own sampling, else the model's
         self._generate(msg_id, turns, conv.system_prompt, params, self.pictures.shelf(conv.messages))
 
     def _post(self, message: Message) -> None:
@@ -548,25 +550,11 @@ class ChatScreen(Screen):
         self.services.save_settings()
 
     def action_chat_settings(self) -> None:
-        from app.tui.screens.dialogs import ChatSettings, ChatSettingsDialog
+        chat_settings.open_dialog(self)
 
-        settings = self.services.settings
-        system = self.conversation.system_prompt if self.conversation else settings.system_prompt
-
-        def done(result: ChatSettings | None) -> None:
-            if result is None:
-                return
-            settings.system_prompt = result.system_prompt
-            settings.temperature = result.temperature
-            settings.max_tokens = result.max_tokens
-            self.services.save_settings()
-            if self.conversation is not None:
-                self.services.store.set_system_prompt(self.conversation.id, result.system_prompt)
-                self.conversation.system_prompt = result.system_prompt
-            self.update_context_line()
-            self.app.notify("Chat settings saved.", timeout=2)
-
-        self.app.push_screen(ChatSettingsDialog(ChatSettings(system, settings.temperature, settings.max_tokens)), done)
+    def set_chat_setting(self, name: str, value: str) -> str:
+        """One setting of this chat from typed words (`/temp 0.7`): app.tui.widgets.chat.chat_settings."""
+        return chat_settings.set_chat_setting(self, name, value)
 
     # -- past chats -----------------------------------------------------------------------------
 
@@ -765,4 +753,10 @@ class ChatScreen(Screen):
 
     def update_context_line(self) -> None:
         system = self.conversation.system_prompt if self.conversation else None
-        self.context_line.show_context(self.context_tokens, system, self.loading)
+        params = (
+            chat_settings.params_for(self) if self.services.session_started and self.services.session.model else None
+        )
+        self.context_line.show_context(self.context_tokens, system, self.loading, params)
+        self.query_one("#settings-line", SettingsLine).show_settings(
+            chat_settings.system_prompt_of(self), chat_settings.sampling_of(self)
+        )

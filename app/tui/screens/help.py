@@ -74,13 +74,16 @@ are planned from what was kept of them.
 | `Ctrl+O` | copy the last reply |
 | `Ctrl+B` | show or hide the list of chats (below 150 columns it opens over the chat; `Esc` closes it) |
 | `Ctrl+G` | show or hide the memory graphs beside the chat (below 100 columns: the full dashboard) |
-| `F4` | chat settings: system prompt, temperature, max tokens |
+| `F4` | this chat's own settings: system prompt, sampling (temperature, top-p ... seed, max tokens), presets |
 | `F5` | reload the model (after the engine stopped, say) |
 | `Ctrl+S` | export this chat as Markdown and JSON, with its plan receipt (the paths are shown) |
 | `F8` | the plan receipt of this chat (or of the chat chosen in the list): `c` copies it as JSON |
 
 | `F6` | rename this chat (in the list: `r`, the highlighted one) |
 | `Delete`, `d` in the list | delete the highlighted chat; `Ctrl+Z` brings it back until vramchat is started again |
+
+Settings are kept with each chat: an empty field is the model's own (its GGUF's `general.sampling`
+values where it carries them); the line over the conversation says when a chat has its own.
 
 The search box above the past chats finds every chat whose title or messages hold the text. Each
 chat shows when it was last written to; two chats begun with the same text are numbered "(2)".

@@ -11,22 +11,32 @@ from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import BindingType
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.timer import Timer
 from textual.widgets import Markdown, Static
 from textual.widgets.markdown import MarkdownStream
 
 from app.media import Attachment
-from app.tui.widgets.chat.message_focus import MESSAGE_KEYS
 from app.tui.widgets.picture import Picture
 
 DRAW_SECONDS = 0.1
 HIDDEN_DRAW_SECONDS = 0.5  # how often a reply under another screen checks whether it is seen again
 
 
+# the keys of a focused message: each runs an action of the chat screen
+MESSAGE_KEYS: list[BindingType] = [
+    Binding("up", "screen.focus_message(-1)", "Earlier message", show=False),
+    Binding("down", "screen.focus_message(1)", "Later message", show=False),
+    Binding("left", "screen.alternative(-1)", "Previous alternative", show=False),
+    Binding("right", "screen.alternative(1)", "Next alternative", show=False),
+    Binding("e", "screen.edit_message", "Edit", show=False),
+    Binding("escape", "screen.leave_messages", "Back to the message box", show=False),
+]
+
+
 class MessageView(Vertical):
-    """Focusable (app.tui.widgets.chat.message_focus moves the focus among messages and names its keys)."""
+    """Focusable: app.tui.widgets.chat.message_focus moves the focus among messages (its keys: MESSAGE_KEYS)."""
 
     DEFAULT_CSS = """
     MessageView { height: auto; }

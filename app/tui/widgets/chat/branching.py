@@ -13,14 +13,14 @@ from app.tui.widgets.chat.message_focus import focus_step, focused_message, mess
 
 if TYPE_CHECKING:
     from app.store import StoredMessage
-    from app.tui.screens.chat import ChatScreen
+    from app.tui.widgets.chat.view import ChatView
 
 __all__ = ["begin_edit", "cancel_edit", "end_edit", "focus_step", "leave_messages", "step_alternative"]
 
 EDIT_TITLE = "Editing: Enter sends it as a new branch, Esc drops the edit"
 
 
-def begin_edit(screen: ChatScreen) -> None:
+def begin_edit(screen: ChatView) -> None:
     """The focused message of yours (on a reply: the message it answers; else your last one) into the
     message box, to be sent as a branch."""
     views = message_views(screen)
@@ -37,27 +37,27 @@ def begin_edit(screen: ChatScreen) -> None:
     screen.input.move_cursor(screen.input.document.end)
 
 
-def end_edit(screen: ChatScreen) -> StoredMessage | None:
+def end_edit(screen: ChatView) -> StoredMessage | None:
     """The edit is over (sent, or another chat opened): the message that was edited, if any."""
     msg_id, screen.editing = screen.editing, None
     screen.input.border_title = None
     return screen.services.store.message(msg_id) if msg_id is not None else None
 
 
-def cancel_edit(screen: ChatScreen) -> None:
+def cancel_edit(screen: ChatView) -> None:
     end_edit(screen)
     screen.input.clear()
     screen.app.notify("Edit dropped.", timeout=2)
 
 
-def leave_messages(screen: ChatScreen) -> None:
+def leave_messages(screen: ChatView) -> None:
     """Esc on a focused message: a reply being written stops; the focus returns to the message box."""
     if screen.generating:
         screen.action_stop()
     screen.input.focus()
 
 
-async def step_alternative(screen: ChatScreen, step: int) -> None:
+async def step_alternative(screen: ChatView, step: int) -> None:
     """Show the alternative `step` places from the focused message's (else from the last reply's)."""
     if screen.generating:
         screen.app.notify("Wait for the reply to end (Esc stops it).", severity="warning")

@@ -12,10 +12,10 @@ from textual.app import SystemCommand
 from app.tui.widgets.chat import branching, manage
 
 if TYPE_CHECKING:
-    from app.tui.screens.chat import ChatScreen
+    from app.tui.widgets.chat.view import ChatView
 
 
-def chat_tree_commands(screen: ChatScreen) -> Iterator[SystemCommand]:
+def chat_tree_commands(screen: ChatView) -> Iterator[SystemCommand]:
     yield SystemCommand(
         "Edit a message",
         "Your last (or the focused) message, sent again as a new branch (Ctrl+E)",
@@ -24,21 +24,21 @@ def chat_tree_commands(screen: ChatScreen) -> Iterator[SystemCommand]:
     yield SystemCommand(
         "Previous alternative",
         "Of the last reply or the focused message (Alt+Left)",
-        partial(screen.run_action, "alternative(-1)"),
+        partial(branching.step_alternative, screen, -1),
     )
     yield SystemCommand(
         "Next alternative",
         "Of the last reply or the focused message (Alt+Right)",
-        partial(screen.run_action, "alternative(1)"),
+        partial(branching.step_alternative, screen, 1),
     )
     yield SystemCommand(
         "Focus the messages",
         "Up/Down move, Left/Right alternatives, e edits, Esc back (Alt+Up)",
-        partial(screen.run_action, "focus_message(-1)"),
+        partial(branching.focus_step, screen, -1),
     )
 
 
-def manage_commands(screen: ChatScreen) -> Iterator[SystemCommand]:
+def manage_commands(screen: ChatView) -> Iterator[SystemCommand]:
     yield SystemCommand(
         "Rename this chat", "Or the one highlighted in the list (F6, r)", partial(manage.rename_chat, screen)
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from app.engine.types import GenerationParams
 from app.sampling import describe_temperature
 from app.tui.widgets.status_line import StatusLine
 
@@ -17,9 +18,11 @@ class ContextLine(StatusLine):
         super().__init__(id=id)
         self.services = services
 
-    def show_context(self, used: int, system_prompt: str | None, loading: bool) -> None:
+    def show_context(
+        self, used: int, system_prompt: str | None, loading: bool, params: GenerationParams | None = None
+    ) -> None:
         """`used` tokens of the context taken by the open chat; `system_prompt` its own (None: no chat
-        is open, the settings' one applies)."""
+        is open, the settings' one applies); `params`: what its next reply is sampled with."""
         app = self.services
         model = app.session.model if app.session_started else None
         if model is None:
@@ -35,9 +38,13 @@ class ContextLine(StatusLine):
             [
                 (0, f"context {used:,} / {model.n_ctx:,} ({share:.0%})"),
                 (3, f"grows to {model.max_ctx:,}" if model.n_ctx < model.max_ctx else ""),
-                (1, describe_temperature(settings.temperature, model.fmt)),
-                (2, f"max {settings.max_tokens} tokens"),
+                (1, describe_temperature(None, model.fmt) if params is None else _temperature(params)),
+                (2, f"max {params.max_tokens if params else settings.max_tokens} tokens"),
                 (4, "system prompt" if system else ""),
                 (5, f"{model.fmt.name} format"),
             ]
         )
+
+
+def _temperature(params: GenerationParams) -> str:
+    return "greedy" if params.temperature <= 0 else f"temp {params.temperature:g}"

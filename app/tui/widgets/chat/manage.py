@@ -7,12 +7,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from app.tui.screens.chat import ChatScreen
+    from app.tui.widgets.chat.view import ChatView
 
 UNDO_SECONDS = 8
 
 
-def skip_while_typing(screen: ChatScreen, unless: bool = True) -> None:
+def skip_while_typing(screen: ChatView, unless: bool = True) -> None:
     """A chat key that a text box binds too is the box's while it holds text (or when `unless` is False):
     the key goes on to it (Ctrl+E to the end of the line, say)."""
     from textual.actions import SkipAction
@@ -26,14 +26,14 @@ def skip_while_typing(screen: ChatScreen, unless: bool = True) -> None:
         raise SkipAction()
 
 
-def target_chat(screen: ChatScreen) -> int | None:
+def target_chat(screen: ChatView) -> int | None:
     chosen = screen.past_chats.chosen()
     if chosen is not None:
         return chosen
     return screen.conversation.id if screen.conversation is not None else None
 
 
-async def delete_chat(screen: ChatScreen) -> None:
+async def delete_chat(screen: ChatView) -> None:
     conv_id = target_chat(screen)
     if conv_id is None:
         screen.app.notify("There is no chat to delete.", severity="warning")
@@ -52,7 +52,7 @@ async def delete_chat(screen: ChatScreen) -> None:
     screen.app.notify(f"“{title}” deleted: Ctrl+Z undoes it.", title="Chat deleted", timeout=UNDO_SECONDS)
 
 
-async def undo_delete(screen: ChatScreen) -> None:
+async def undo_delete(screen: ChatView) -> None:
     if not screen.deleted:
         screen.app.notify("No chat was deleted.", timeout=3)
         return
@@ -64,7 +64,7 @@ async def undo_delete(screen: ChatScreen) -> None:
     screen.app.notify("The chat is back.", timeout=3)
 
 
-def rename_chat(screen: ChatScreen) -> None:
+def rename_chat(screen: ChatView) -> None:
     from app.tui.screens.rename import RenameDialog
 
     conv_id = target_chat(screen)

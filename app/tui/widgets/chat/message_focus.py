@@ -10,40 +10,24 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from textual.binding import Binding, BindingType
+from app.tui.widgets.message_view import MessageView
 
 if TYPE_CHECKING:
-    from textual.screen import Screen
-
-    from app.tui.widgets.message_view import MessageView
-
-# the keys of a focused message: each runs an action of the chat screen
-MESSAGE_KEYS: list[BindingType] = [
-    Binding("up", "screen.focus_message(-1)", "Earlier message", show=False),
-    Binding("down", "screen.focus_message(1)", "Later message", show=False),
-    Binding("left", "screen.alternative(-1)", "Previous alternative", show=False),
-    Binding("right", "screen.alternative(1)", "Next alternative", show=False),
-    Binding("e", "screen.edit_message", "Edit", show=False),
-    Binding("escape", "screen.leave_messages", "Back to the message box", show=False),
-]
+    from app.tui.widgets.chat.view import ChatView
 
 
-def message_views(screen: Screen) -> list[MessageView]:
+def message_views(screen: ChatView) -> list[MessageView]:
     """The messages on screen, first to last."""
-    from app.tui.widgets.message_view import MessageView
-
     return list(screen.query(MessageView))
 
 
-def focused_message(screen: Screen) -> MessageView | None:
+def focused_message(screen: ChatView) -> MessageView | None:
     """The message that has the focus (None: the focus is elsewhere, the message box say)."""
-    from app.tui.widgets.message_view import MessageView
-
     focused = screen.focused
     return focused if isinstance(focused, MessageView) else None
 
 
-def focus_step(screen: Screen, step: int) -> MessageView | None:
+def focus_step(screen: ChatView, step: int) -> MessageView | None:
     """Focus the message `step` places from the focused one (from elsewhere: the last); None past either end."""
     views = message_views(screen)
     if not views:
