@@ -40,7 +40,6 @@ class MessageView(Vertical):
 
     DEFAULT_CSS = """
     MessageView { height: auto; }
-    MessageView:focus { background-tint: $accent 15%; }
     """
     can_focus = True
     BINDINGS: ClassVar[list[BindingType]] = [*MESSAGE_KEYS]
