@@ -753,10 +753,9 @@ class ChatScreen(Screen):
 
     def update_context_line(self) -> None:
         system = self.conversation.system_prompt if self.conversation else None
-        params = (
-            chat_settings.params_for(self) if self.services.session_started and self.services.session.model else None
-        )
-        self.context_line.show_context(self.context_tokens, system, self.loading, params)
+        loaded = self.services.session_started and self.services.session.model is not None
+        sampling = chat_settings.status_words(self) if loaded else None
+        self.context_line.show_context(self.context_tokens, system, self.loading, sampling)
         self.query_one("#settings-line", SettingsLine).show_settings(
             chat_settings.system_prompt_of(self), chat_settings.sampling_of(self)
         )

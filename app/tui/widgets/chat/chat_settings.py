@@ -18,7 +18,7 @@ from textual.widgets import Static
 
 from app.chat_settings import ChatSampling, field_name, generation_params, model_defaults, parse
 from app.engine.types import GenerationParams
-from app.sampling import temperature_for
+from app.sampling import describe_temperature, temperature_for
 
 if TYPE_CHECKING:
     from app.tui.widgets.chat.view import ChatView
@@ -71,6 +71,17 @@ def params_for(screen: ChatView) -> GenerationParams:
         model.fmt.stop,
         screen.services.settings.max_tokens,
     )
+
+
+def status_words(screen: ChatView) -> tuple[str, int]:
+    """For the status line: the temperature in words, saying whose it is, and the reply length."""
+    model = screen.services.session.model
+    assert model is not None
+    params = params_for(screen)
+    if sampling_of(screen).temperature is None and model_defaults(model.anatomy.metadata).temperature is None:
+        return describe_temperature(None, model.fmt), params.max_tokens
+    whose = "" if sampling_of(screen).temperature is not None else " (the model's)"
+    return ("greedy" if params.temperature <= 0 else f"temp {params.temperature:g}") + whose, params.max_tokens
 
 
 def keep(screen: ChatView, system_prompt: str, sampling: ChatSampling) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from app.engine.types import GenerationParams
 from app.sampling import describe_temperature
 from app.tui.widgets.status_line import StatusLine
 
@@ -19,10 +18,10 @@ class ContextLine(StatusLine):
         self.services = services
 
     def show_context(
-        self, used: int, system_prompt: str | None, loading: bool, params: GenerationParams | None = None
+        self, used: int, system_prompt: str | None, loading: bool, sampling: tuple[str, int] | None = None
     ) -> None:
         """`used` tokens of the context taken by the open chat; `system_prompt` its own (None: no chat
-        is open, the settings' one applies); `params`: what its next reply is sampled with."""
+        is open, the settings' one applies); `sampling`: its temperature in words and its reply length."""
         app = self.services
         model = app.session.model if app.session_started else None
         if model is None:
@@ -38,13 +37,9 @@ class ContextLine(StatusLine):
             [
                 (0, f"context {used:,} / {model.n_ctx:,} ({share:.0%})"),
                 (3, f"grows to {model.max_ctx:,}" if model.n_ctx < model.max_ctx else ""),
-                (1, describe_temperature(None, model.fmt) if params is None else _temperature(params)),
-                (2, f"max {params.max_tokens if params else settings.max_tokens} tokens"),
+                (1, describe_temperature(None, model.fmt) if sampling is None else sampling[0]),
+                (2, f"max {sampling[1] if sampling else settings.max_tokens} tokens"),
                 (4, "system prompt" if system else ""),
                 (5, f"{model.fmt.name} format"),
             ]
         )
-
-
-def _temperature(params: GenerationParams) -> str:
-    return "greedy" if params.temperature <= 0 else f"temp {params.temperature:g}"
