@@ -1,8 +1,8 @@
 """The chat's thinking switch, for models whose chat template reads `enable_thinking` (Qwen3, GLM-4.5,
 ...): on, the model reasons before it answers; off, the template tells it not to.
 
-Held per chat for the running app, on by default; the chat's own settings in the store are meant to
-keep it (`thinking_for` is the one place that reads it)."""
+Kept with each chat's settings in the store, on by default (app.tui.widgets.chat.chat_settings:
+`thinking_of`, `toggle_thinking`)."""
 
 from __future__ import annotations
 
@@ -10,25 +10,6 @@ from app.engine.templates import ChatFormat
 from app.reasoning import has_thinking_switch
 
 DEFAULT_THINKING = True
-
-
-class ThinkingChoice:
-    """Whether each chat thinks; `None` is the chat not started yet (its first message starts it)."""
-
-    def __init__(self) -> None:
-        self._chats: dict[int | None, bool] = {}
-
-    def thinking_for(self, conversation_id: int | None) -> bool:
-        return self._chats.get(conversation_id, DEFAULT_THINKING)
-
-    def toggle(self, conversation_id: int | None) -> bool:
-        self._chats[conversation_id] = not self.thinking_for(conversation_id)
-        return self._chats[conversation_id]
-
-    def started(self, conversation_id: int) -> None:
-        """The new chat got its id: the choice made before its first message goes with it."""
-        if None in self._chats:
-            self._chats[conversation_id] = self._chats.pop(None)
 
 
 def can_switch(fmt: ChatFormat | None) -> bool:

@@ -1,7 +1,15 @@
 """Conversations in SQLite under the user data folder.
 
 The room: this module the store; recovery.py a store that cannot be opened (set aside, started anew),
-receipt.py a chat's plan receipt kept in its receipts table, export.py a chat as Markdown or JSON.
+receipt.py a chat's plan receipt kept in its receipts table, export.py a chat as Markdown or JSON,
+tree.py the active path through a chat's branches.
+
+A chat is a tree (schema 4): each message names its parent (NULL for the first). Editing an earlier
+message adds a sibling of it, a retry adds a sibling reply; the siblings are alternatives. Which one
+is on screen is the one chosen last (`chosen`, a counter raised on each choice), so every branch
+point keeps its own choice and the conversation is the path that follows them (tree.active_path).
+Deleting a chat marks it deleted (`deleted`, the time) so it can be restored; marked chats are
+removed for good on the next open.
 
 Every message is written when it is sent or completed; a reply being streamed is
 written as it grows (the caller decides how often), with state 'streaming'. On the
@@ -22,16 +30,17 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from app.errors import VramchatError
 from app.media import Attachment
 from app.paths import data_dir
+from app.store.tree import active_path, place_among_siblings
 
 DB_FILE = "conversations.sqlite3"
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 TITLE_CHARS = 60
 
 # MIGRATIONS[n] takes a database from version n to n + 1.
@@ -89,6 +98,19 @@ MIGRATIONS: dict[int, str] = {
         UNIQUE (conversation_id, key)
     );
     """,
+    # the chat as a tree (parent_id; chosen: the alternative on screen at each branch point), the reply's
+    # load (receipt_key, for the receipts of the branch on screen), the chat's own sampling (settings,
+    # JSON: app.chat_settings) and deletion that can be undone (deleted: when, 0 for a live chat)
+    3: """
+    ALTER TABLE messages ADD COLUMN parent_id INTEGER REFERENCES messages(id) ON DELETE CASCADE;
+    ALTER TABLE messages ADD COLUMN chosen INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE messages ADD COLUMN receipt_key TEXT NOT NULL DEFAULT '';
+    UPDATE messages SET chosen = id, parent_id = (SELECT MAX(p.id) FROM messages p
+        WHERE p.conversation_id = messages.conversation_id AND p.id < messages.id);
+    CREATE INDEX messages_by_parent ON messages (parent_id);
+    ALTER TABLE conversations ADD COLUMN settings TEXT NOT NULL DEFAULT '{}';
+    ALTER TABLE conversations ADD COLUMN deleted REAL NOT NULL DEFAULT 0;
+    """,
 }
 
 
@@ -127,6 +149,11 @@ class StoredMessage:
     tokens: int = 0
     tokens_per_second: float = 0.0
     attachments: tuple[Attachment, ...] = ()
+    parent_id: int | None = None  # the message it answers or follows (None: the chat's first)
+    chosen: int = 0  # raised each time it is chosen among its alternatives (app.store.tree)
+    receipt_key: str = ""  # a reply: the load that wrote it (its plan receipt's key)
+    alternative: int = 1  # its place among the alternatives at its branch point, from 1
+    alternatives: int = 1  # how many there are (1: no branch here)
 
 
 @dataclass
@@ -138,7 +165,8 @@ class Conversation:
     system_prompt: str
     created: float
     updated: float
-    messages: list[StoredMessage] = field(default_factory=list)
+    messages: list[StoredMessage] = field(default_factory=list)  # the path on screen (app.store.tree)
+    settings: dict[str, Any] = field(default_factory=dict)  # the chat's own sampling (app.chat_settings)
 
 
 @dataclass(frozen=True)
@@ -159,6 +187,7 @@ class ConversationSummary:
     model_name: str
     updated: float
     n_messages: int
+    created: float = 0.0
 
 
 def db_path() -> Path:
@@ -184,6 +213,7 @@ class Store:
             self._db.execute("PRAGMA synchronous = NORMAL")
             self._migrate()
             self.recovered = self._recover_interrupted()
+            self._purge_deleted()
         except StoreError:
             self._close_quietly()
             raise
@@ -224,6 +254,11 @@ class Store:
             cur = db.execute("UPDATE messages SET state = 'partial', stopped_by = 'crash' WHERE state = 'streaming'")
             return cur.rowcount
 
+    def _purge_deleted(self) -> None:
+        """Chats deleted in an earlier run (their undo is over) go for good."""
+        with self._tx() as db:
+            db.execute("DELETE FROM conversations WHERE deleted > 0")
+
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
         with self._lock:
@@ -257,27 +292,27 @@ class Store:
     def conversations(self, limit: int = 500) -> list[ConversationSummary]:
         with self._lock:
             rows = self._db.execute(
-                "SELECT c.id, c.title, c.model_name, c.updated, COUNT(m.id) AS n FROM conversations c "
-                "LEFT JOIN messages m ON m.conversation_id = c.id GROUP BY c.id "
+                "SELECT c.id, c.title, c.model_name, c.updated, c.created, COUNT(m.id) AS n FROM conversations c "
+                "LEFT JOIN messages m ON m.conversation_id = c.id WHERE c.deleted = 0 GROUP BY c.id "
                 "ORDER BY c.updated DESC, c.id DESC LIMIT ?",
                 (limit,),
             ).fetchall()
-        return [ConversationSummary(r["id"], r["title"], r["model_name"], r["updated"], r["n"]) for r in rows]
+        return [_summary(r) for r in rows]
 
     def search(self, text: str, limit: int = 200) -> list[ConversationSummary]:
         """Chats whose title or any message holds `text` (case-insensitive), newest first."""
         needle = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
         with self._lock:
             rows = self._db.execute(
-                "SELECT c.id, c.title, c.model_name, c.updated, "
+                "SELECT c.id, c.title, c.model_name, c.updated, c.created, "
                 "(SELECT COUNT(*) FROM messages m2 WHERE m2.conversation_id = c.id) AS n FROM conversations c "
-                "WHERE c.title LIKE ? ESCAPE '\\' OR EXISTS (SELECT 1 FROM messages m WHERE "
+                "WHERE c.deleted = 0 AND (c.title LIKE ? ESCAPE '\\' OR EXISTS (SELECT 1 FROM messages m WHERE "
                 "m.conversation_id = c.id AND m.content LIKE ? ESCAPE '\\') OR EXISTS (SELECT 1 FROM attachments a "
                 "JOIN messages m3 ON m3.id = a.message_id WHERE m3.conversation_id = c.id AND a.name LIKE ? "
-                "ESCAPE '\\') ORDER BY c.updated DESC, c.id DESC LIMIT ?",
+                "ESCAPE '\\')) ORDER BY c.updated DESC, c.id DESC LIMIT ?",
                 (needle, needle, needle, limit),
             ).fetchall()
-        return [ConversationSummary(r["id"], r["title"], r["model_name"], r["updated"], r["n"]) for r in rows]
+        return [_summary(r) for r in rows]
 
     def conversation(self, conv_id: int) -> Conversation:
         with self._lock:
@@ -292,6 +327,7 @@ class Store:
                 "ORDER BY a.message_id, a.position",
                 (conv_id,),
             )
+        every = [_message(m, attached.get(m["id"], ())) for m in msgs]
         return Conversation(
             row["id"],
             row["title"],
@@ -300,7 +336,8 @@ class Store:
             row["system_prompt"],
             row["created"],
             row["updated"],
-            [_message(m, attached.get(m["id"], ())) for m in msgs],
+            [_placed(every, m) for m in active_path(every)],
+            _settings_from(row["settings"]),
         )
 
     def _attachments(self, query: str, args: tuple[object, ...]) -> dict[int, tuple[Attachment, ...]]:
@@ -316,26 +353,49 @@ class Store:
                 "UPDATE conversations SET system_prompt = ?, updated = ? WHERE id = ?", (text, time.time(), conv_id)
             )
 
+    def set_settings(self, conv_id: int, settings: dict[str, Any]) -> None:
+        """The chat's own sampling and switches (app.chat_settings reads and writes them)."""
+        with self._tx() as db:
+            db.execute("UPDATE conversations SET settings = ? WHERE id = ?", (json.dumps(settings), conv_id))
+
     def set_title(self, conv_id: int, title: str) -> None:
         with self._tx() as db:
             db.execute("UPDATE conversations SET title = ? WHERE id = ?", (title, conv_id))
 
     def delete_conversation(self, conv_id: int) -> None:
+        """Gone at once, with its messages and receipts (the UI uses trash_conversation, which can be undone)."""
         with self._tx() as db:
             db.execute("DELETE FROM conversations WHERE id = ?", (conv_id,))
+
+    def trash_conversation(self, conv_id: int) -> None:
+        """Out of the lists until restore_conversation; gone for good when the store is next opened."""
+        with self._tx() as db:
+            db.execute("UPDATE conversations SET deleted = ? WHERE id = ?", (time.time(), conv_id))
+
+    def restore_conversation(self, conv_id: int) -> None:
+        with self._tx() as db:
+            db.execute("UPDATE conversations SET deleted = 0 WHERE id = ?", (conv_id,))
 
     # -- messages ---------------------------------------------------------------------------
 
     def add_message(
-        self, conv_id: int, role: str, content: str, attachments: tuple[Attachment, ...] = ()
+        self,
+        conv_id: int,
+        role: str,
+        content: str,
+        attachments: tuple[Attachment, ...] = (),
+        beside: int | None = None,
     ) -> StoredMessage:
         """A complete message (the user's, or a system note), with the images it carries (their files are
-        kept by app.media.MediaStore); the first user message names the chat."""
+        kept by app.media.MediaStore), after the last message on screen, or (`beside`, an edit) as an
+        alternative to that message; the first user message names the chat."""
         now = time.time()
         with self._tx() as db:
+            parent = self._parent_for(db, conv_id, beside)
             cur = db.execute(
-                "INSERT INTO messages (conversation_id, role, content, created, updated) VALUES (?, ?, ?, ?, ?)",
-                (conv_id, role, content, now, now),
+                "INSERT INTO messages (conversation_id, role, content, created, updated, parent_id, chosen) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (conv_id, role, content, now, now, parent, self._next_choice(db, conv_id)),
             )
             msg_id = int(cur.lastrowid or 0)
             for position, a in enumerate(attachments):
@@ -347,17 +407,22 @@ class Store:
             db.execute("UPDATE conversations SET updated = ? WHERE id = ?", (now, conv_id))
             if role == "user":
                 title = title_from(content) or title_from(", ".join(a.name for a in attachments))
-                db.execute("UPDATE conversations SET title = ? WHERE id = ? AND title = ''", (title, conv_id))
-        return StoredMessage(msg_id, conv_id, role, content, attachments=tuple(attachments))
+                if title and db.execute("SELECT title FROM conversations WHERE id = ?", (conv_id,)).fetchone()[0] == "":
+                    db.execute(
+                        "UPDATE conversations SET title = ? WHERE id = ?", (_distinct(db, conv_id, title), conv_id)
+                    )
+        return StoredMessage(msg_id, conv_id, role, content, attachments=tuple(attachments), parent_id=parent)
 
-    def begin_reply(self, conv_id: int) -> int:
-        """An empty assistant message in state 'streaming'; returns its id."""
+    def begin_reply(self, conv_id: int, beside: int | None = None) -> int:
+        """An empty assistant message in state 'streaming', after the last message on screen or (`beside`,
+        a retry) as an alternative to that reply; returns its id."""
         now = time.time()
         with self._tx() as db:
+            parent = self._parent_for(db, conv_id, beside)
             cur = db.execute(
-                "INSERT INTO messages (conversation_id, role, content, state, created, updated) "
-                "VALUES (?, 'assistant', '', 'streaming', ?, ?)",
-                (conv_id, now, now),
+                "INSERT INTO messages (conversation_id, role, content, state, created, updated, parent_id, chosen) "
+                "VALUES (?, 'assistant', '', 'streaming', ?, ?, ?, ?)",
+                (conv_id, now, now, parent, self._next_choice(db, conv_id)),
             )
             db.execute("UPDATE conversations SET updated = ? WHERE id = ?", (now, conv_id))
             return int(cur.lastrowid or 0)
@@ -383,8 +448,64 @@ class Store:
             )
 
     def delete_message(self, msg_id: int) -> None:
+        """The message and what followed it on its branch (the alternative chosen before it is on screen again)."""
         with self._tx() as db:
             db.execute("DELETE FROM messages WHERE id = ?", (msg_id,))
+
+    # -- branches ----------------------------------------------------------------------------
+
+    def _parent_for(self, db: sqlite3.Connection, conv_id: int, beside: int | None) -> int | None:
+        """The parent of a new message: that of `beside` (an alternative to it), else the last on screen."""
+        if beside is not None:
+            row = db.execute("SELECT parent_id FROM messages WHERE id = ?", (beside,)).fetchone()
+            if row is None:
+                raise StoreError(f"message {beside} does not exist", "missing")
+            return row["parent_id"]  # type: ignore[no-any-return]
+        rows = db.execute("SELECT * FROM messages WHERE conversation_id = ?", (conv_id,)).fetchall()
+        path = active_path([_message(r) for r in rows])
+        return path[-1].id if path else None
+
+    @staticmethod
+    def _next_choice(db: sqlite3.Connection, conv_id: int) -> int:
+        row = db.execute("SELECT MAX(chosen) FROM messages WHERE conversation_id = ?", (conv_id,)).fetchone()
+        return int(row[0] or 0) + 1
+
+    def alternatives(self, msg_id: int) -> list[StoredMessage]:
+        """The message and its alternatives (the messages beside it at its branch point), oldest first."""
+        with self._lock:
+            row = self._db.execute("SELECT conversation_id, parent_id FROM messages WHERE id = ?", (msg_id,)).fetchone()
+            if row is None:
+                return []
+            rows = self._db.execute(
+                "SELECT * FROM messages WHERE conversation_id = ? AND parent_id IS ? ORDER BY id",
+                (row["conversation_id"], row["parent_id"]),
+            ).fetchall()
+        return [_message(r) for r in rows]
+
+    def choose(self, msg_id: int) -> None:
+        """Put this alternative on screen at its branch point (the choices further down are kept)."""
+        with self._tx() as db:
+            row = db.execute("SELECT conversation_id FROM messages WHERE id = ?", (msg_id,)).fetchone()
+            if row is None:
+                raise StoreError(f"message {msg_id} does not exist", "missing")
+            db.execute("UPDATE messages SET chosen = ? WHERE id = ?", (self._next_choice(db, row[0]), msg_id))
+
+    def step_alternative(self, msg_id: int, step: int) -> StoredMessage | None:
+        """Choose the alternative `step` places from this one (-1 the one before); None at either end."""
+        siblings = self.alternatives(msg_id)
+        ids = [m.id for m in siblings]
+        if msg_id not in ids:
+            return None
+        at = ids.index(msg_id) + step
+        if not 0 <= at < len(ids):
+            return None
+        self.choose(ids[at])
+        return siblings[at]
+
+    def set_reply_receipt(self, msg_id: int, key: str) -> None:
+        """The load that wrote this reply (so the receipts shown are those of the branch on screen)."""
+        with self._tx() as db:
+            db.execute("UPDATE messages SET receipt_key = ? WHERE id = ?", (key, msg_id))
 
     # -- plan receipts ------------------------------------------------------------------------
 
@@ -414,6 +535,19 @@ class Store:
             if isinstance(body, dict):
                 out.append(StoredReceipt(r["conversation_id"], r["key"], body, r["created"], r["updated"]))
         return out
+
+    def branch_receipts(self, conv: Conversation) -> list[StoredReceipt]:
+        """The receipts of the loads that wrote the replies on screen; a chat whose replies name no load
+        (written before schema 4) keeps all of its own."""
+        every = self.receipts(conv.id)
+        with self._lock:
+            named = self._db.execute(
+                "SELECT 1 FROM messages WHERE conversation_id = ? AND receipt_key != '' LIMIT 1", (conv.id,)
+            ).fetchone()
+        if named is None:
+            return every
+        keys = {m.receipt_key for m in conv.messages if m.receipt_key}
+        return [r for r in every if r.key in keys]
 
     def receipt(self, conv_id: int, key: str) -> StoredReceipt | None:
         return next((r for r in self.receipts(conv_id) if r.key == key), None)
@@ -450,4 +584,41 @@ def _message(row: sqlite3.Row, attachments: tuple[Attachment, ...] = ()) -> Stor
         row["tokens"],
         row["tokens_per_second"],
         attachments,
+        row["parent_id"],
+        row["chosen"],
+        row["receipt_key"],
     )
+
+
+def _placed(every: list[StoredMessage], message: StoredMessage) -> StoredMessage:
+    at, count = place_among_siblings(every, message)
+    return replace(message, alternative=at, alternatives=count)
+
+
+def _summary(row: sqlite3.Row) -> ConversationSummary:
+    return ConversationSummary(row["id"], row["title"], row["model_name"], row["updated"], row["n"], row["created"])
+
+
+def _settings_from(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text or "{}")
+    except ValueError:  # a hand-edited file: the defaults, never an error
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _distinct(db: sqlite3.Connection, conv_id: int, title: str) -> str:
+    """`title`, or "title (2)" and so on when another chat already has it (two chats from one pasted text)."""
+    taken = {
+        r[0]
+        for r in db.execute(
+            "SELECT title FROM conversations WHERE id != ? AND deleted = 0 AND substr(title, 1, ?) = ?",
+            (conv_id, len(title), title),
+        )
+    }
+    if title not in taken:
+        return title
+    n = 2
+    while f"{title} ({n})" in taken:
+        n += 1
+    return f"{title} ({n})"

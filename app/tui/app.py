@@ -429,8 +429,14 @@ class VramchatApp(App):
                 )
             yield SystemCommand("Back to the model list", "Local models (F7)", self.action_hub)
         if isinstance(screen, ChatScreen):
+            from app.tui.widgets.chat.commands import chat_tree_commands, manage_commands
+
             yield SystemCommand("New chat", "Start a new conversation", screen.action_new_chat)
-            yield SystemCommand("Retry the last reply", "Ask the model again", screen.action_retry)
+            yield SystemCommand(
+                "Retry the last reply", "Ask again; the earlier reply is kept (Ctrl+R)", screen.action_retry
+            )
+            yield from chat_tree_commands(screen)
+            yield from manage_commands(screen)
             yield SystemCommand(
                 "Copy the last reply", "Copy it to the clipboard, as written (Ctrl+O)", screen.action_copy_reply
             )
@@ -452,7 +458,9 @@ class VramchatApp(App):
                 "Reload the model", "Load the model again (after the engine stopped, say)", screen.action_reload_model
             )
             yield SystemCommand("Stop the reply", "Stop generating at once", screen.action_stop)
-            yield SystemCommand("Chat settings", "System prompt, temperature, max tokens", screen.action_chat_settings)
+            yield SystemCommand(
+                "Chat settings", "This chat's system prompt, sampling, presets (F4)", screen.action_chat_settings
+            )
             yield SystemCommand(
                 "Thinking on or off",
                 "For this chat, where the model's template has the switch (F9)",

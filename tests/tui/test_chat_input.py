@@ -127,10 +127,12 @@ async def test_slash_commands_complete_run_and_are_not_sent(shelf: Path) -> None
         assert box.text == "/temp " and not menu.shown
         await pilot.press(*"0.7", "enter")
         await pilot.pause()
-        assert app.services.settings.temperature == 0.7
         assert box.text == "" and len(engine.prompts) == 1  # run, not sent to the model
         await send(app, pilot, "And of Germany?")
         assert engine.params[-1].temperature == 0.7
+        # this chat's own: kept with it, not with every chat
+        assert app.store.conversation(chat.conversation.id).settings.get("temperature") == 0.7
+        assert app.services.settings.temperature != 0.7
 
         await pilot.press("/", "r", "e")
         assert [o.id for o in menu.options] == ["retry", "receipt", "reload"]

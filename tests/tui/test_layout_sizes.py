@@ -118,7 +118,7 @@ async def test_the_dashboard_help_and_dialogs_read_whole(shelf: Path, size: tupl
     app = make_app(shelf, FakeEngine(reply=REPLY), settings=Settings(scan_known_caches=False))
     async with app.run_test(size=size) as pilot:
         await _chat(app, pilot)
-        for key, close in (("f3", "escape"), ("f1", "escape"), ("f4", "escape")):
+        for key, close in (("f3", "escape"), ("f1", "escape"), ("f4", "escape"), ("f6", "escape")):
             await pilot.press(key)
             await pilot.pause(0.2)
             _whole(app)

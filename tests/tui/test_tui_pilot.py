@@ -237,8 +237,10 @@ async def test_chat_settings_apply_and_persist(shelf: Path) -> None:
         await send(app, pilot, "Capital of France?")
         assert engine.params[-1].max_tokens == 7 and engine.params[-1].temperature == 0.5
         assert engine.prompts[-1] == engine.tokenize(f"Answer in one word.\n{PRIMER}Q: Capital of France?\nA:")
+        # the sampling is the chat's own, kept with it; the system prompt is also new chats' default
+        assert app.store.conversation(app.screen.conversation.id).settings == {"temperature": 0.5, "max_tokens": 7}
     saved, _ = load_settings()
-    assert (saved.system_prompt, saved.max_tokens, saved.temperature) == ("Answer in one word.", 7, 0.5)
+    assert (saved.system_prompt, saved.temperature) == ("Answer in one word.", None)
 
 
 async def test_context_nearly_full_drops_old_turns(shelf: Path) -> None:

@@ -27,6 +27,8 @@ DEVICES = "8GiB/1GiB,ram=32GiB/8GiB"
 @pytest.fixture
 def fixed_shelf(monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("VRAMCHAT_DEVICES", DEVICES)
+    # the chats list says when each chat was written to: one time in every run
+    monkeypatch.setattr("app.tui.widgets.chat.past_chats.when", lambda moment, now=None: "09:30")
     root = Path(tempfile.gettempdir()) / "vramchat-snapshot-models"
     root.mkdir(exist_ok=True)
     for name in ("llama-f16", "qwen3-hd", "gemma2"):

@@ -20,6 +20,7 @@ from textual.widgets import Header, OptionList, Static
 from textual.worker import Worker, WorkerState
 
 from app.chat import conversation_tokens, to_messages
+from app.chat_settings import ChatSampling
 from app.engine import GenerationParams
 from app.engine.failure import first_line
 from app.engine.templates import ChatMessage
@@ -27,10 +28,9 @@ from app.engine.types import MediaPrompt
 from app.media import Attachment
 from app.reasoning import template_switches
 from app.reply import write_reply
-from app.sampling import temperature_for
 from app.session import Growth
 from app.store import Conversation
-from app.thinking import ThinkingChoice, can_switch, toggled_words
+from app.thinking import can_switch, toggled_words
 from app.tui.messages import (
     ContextResized,
     LoadFinished,
@@ -40,7 +40,8 @@ from app.tui.messages import (
     ReplyPiece,
 )
 from app.tui.screens.chat_slash import ask_before_sending, run_slash
-from app.tui.widgets.chat import slash_commands
+from app.tui.widgets.chat import branching, chat_settings, manage, slash_commands
+from app.tui.widgets.chat.chat_settings import SettingsLine
 from app.tui.widgets.chat.context_line import ContextLine
 from app.tui.widgets.chat.input_recall import earlier_messages
 from app.tui.widgets.chat.load_bar import LoadBar
@@ -86,6 +87,16 @@ class ChatScreen(Screen):
         Binding("ctrl+t", "attach", "Attach picture", show=False),
         Binding("f8", "receipt", "Receipt", show=False),
         Binding("f9", "toggle_thinking", "Thinking", show=False),
+        # a chat as a tree: a marked message's keys are the message list's (app.tui.widgets.chat.message_select)
+        Binding("alt+up", "select_messages", "Messages", show=False),
+        # priority: the message box binds Ctrl+E (end of line), F6 and Ctrl+Z too; while it holds text they
+        # are the box's (the actions skip), in an empty box they are the chat's
+        Binding("ctrl+e", "edit_message", "Edit message", show=False, priority=True),
+        Binding("alt+left", "alternative(-1)", "Previous alternative", show=False),
+        Binding("alt+right", "alternative(1)", "Next alternative", show=False),
+        # chats to manage (app.tui.widgets.chat.manage): the list's highlighted chat, else the open one
+        Binding("f6", "rename_chat", "Rename", show=False, priority=True),
+        Binding("ctrl+z", "undo_delete", "Undo delete", show=False, priority=True),
     ]
 
     # the panes, typed
@@ -108,7 +119,9 @@ class ChatScreen(Screen):
         self.model_path = ""
         self.context_tokens = 0  # the tokens the open conversation takes in the context
         self._notes_shown: set[str] = set()  # a prompt's notes said once (a template stopped)
-        self.thinking = ThinkingChoice()  # per chat, for templates with a thinking switch
+        self.deleted: list[tuple[int, bool]] = []  # chats deleted this run, latest last: (id, was it open)
+        self.editing: int | None = None  # the message being edited in the message box (sent as a branch)
+        self.next_sampling = ChatSampling()  # the sampling of the chat the next message starts (F4 with none open)
 
     @property
     def pending(self) -> list[Attachment]:
@@ -121,6 +134,7 @@ class ChatScreen(Screen):
             yield PastChats(self.services, id="chat-list-pane")
             with Vertical(id="conversation"):
                 yield LoadBar(self.services, id="load-bar")
+                yield SettingsLine(id="settings-line")
                 yield MessageList(id="messages")
                 yield ContextLine(self.services, id="context-line")
                 yield AttachedPictures(self.services, id="attachments")
@@ -328,33 +342,40 @@ class ChatScreen(Screen):
             model = app.session.model
             assert model is not None, "a message is sent only with a model loaded"
             self.conversation = store.new_conversation(model.path, model.name, app.settings.system_prompt)
-            self.thinking.started(self.conversation.id)
+            chat_settings.started(self)
         attachments = tuple(self.pending)
-        msg = store.add_message(self.conversation.id, "user", text, attachments)  # written before it is shown
+        edited = branching.end_edit(self)
+        if edited is not None and not attachments:  # an edit keeps the pictures of the message it replaces
+            attachments = edited.attachments
+        beside = edited.id if edited is not None else None
+        msg = store.add_message(self.conversation.id, "user", text, attachments, beside)  # written before it is shown
         self.pictures.clear()
         await self._remove_hint()
-        view = MessageView("user", text, msg_id=msg.id, pictures=self.pictures.pictures(attachments))
-        await self.messages.mount(view)
+        if edited is not None:  # a branch from the edited message: what followed it is no longer on screen
+            await self.redraw()
+        else:
+            view = MessageView("user", text, msg_id=msg.id, pictures=self.pictures.pictures(attachments))
+            await self.messages.mount(view)
         self.refresh_chat_list()
         await self._start_reply()
 
-    async def _start_reply(self) -> None:
+    async def _start_reply(self, beside: int | None = None) -> None:
+        """A reply to the conversation on screen (`beside`: a retry, kept beside that earlier reply)."""
         app = self.services
         assert self.conversation is not None
         store = app.store
-        conv = store.conversation(self.conversation.id)
-        turns = to_messages(conv.messages)
         model = app.session.model
         assert model is not None, "a reply is asked for only with a model loaded"
-        settings = app.settings
-        msg_id = store.begin_reply(conv.id)
-        view = MessageView("assistant", "", author=model.name, note="…", msg_id=msg_id)
+        msg_id = store.begin_reply(self.conversation.id, beside)
+        conv = store.conversation(self.conversation.id)
+        turns = to_messages(conv.messages)  # the new reply, empty yet, is left out
+        place = (conv.messages[-1].alternative, conv.messages[-1].alternatives)
+        view = MessageView("assistant", "", author=model.name, note="…", msg_id=msg_id, place=place)
         self._reply, self._reply_id = view, msg_id
         self.generating = True
         self._cancel.clear()
         await self.messages.mount(view)
-        temperature = temperature_for(settings.temperature, model.fmt)
-        params = GenerationParams(max_tokens=settings.max_tokens, temperature=temperature, stop=model.fmt.stop)
+        params = chat_settings.params_for(self)  # the chat's own sampling, else the model's
         self._generate(msg_id, turns, conv.system_prompt, params, self.pictures.shelf(conv.messages))
 
     def _post(self, message: Message) -> None:
@@ -384,7 +405,7 @@ class ChatScreen(Screen):
             on_growth=lambda growth: self._post(ContextResized(growth)),
             media=shelf,
             on_done=lambda outcome: self._post(ReplyFinished(msg_id, outcome, session.recover(outcome))),
-            thinking=self.thinking.thinking_for(self.conversation.id if self.conversation else None),
+            thinking=chat_settings.thinking_of(self),
             on_progress=lambda progress: self._post(PromptRead(msg_id, progress)),
         )
 
@@ -455,12 +476,14 @@ class ChatScreen(Screen):
                 await view.remove()
                 if not outcome.error:
                     self.services.store.delete_message(message.msg_id)
+                if view.place[1] > 1:  # a retry that wrote nothing: the reply before it is back
+                    await self.redraw()
                     title, text = empty_reply_words(outcome.stats)
                     self.app.notify(text, title=title, severity="information" if title == "Stopped" else "warning")
             else:
                 await view.finish(outcome.text, reply_note(outcome.stats, outcome.error), outcome.thought)
         if outcome.text:
-            self._save_receipt()
+            self._save_receipt(message.msg_id)
         self._count_held_tokens()
         if message.recovery is not None:
             self.recover(message.recovery)
@@ -474,6 +497,9 @@ class ChatScreen(Screen):
     def action_stop(self) -> None:
         if self.has_class("-chats-open"):  # Esc closes the drawer first
             self.action_toggle_chats()
+            return
+        if self.editing is not None and not self.generating:  # Esc drops an edit
+            branching.cancel_edit(self)
             return
         if self.generating:
             self._cancel.set()
@@ -514,14 +540,14 @@ class ChatScreen(Screen):
         if not conv.messages:
             return
         last = conv.messages[-1]
-        if last.role == "assistant":
-            store.delete_message(last.id)
-            views = [v for v in self.query(MessageView) if v.msg_id == last.id]
-            for v in views:
+        beside = None
+        if last.role == "assistant":  # kept: the new reply is its alternative ("‹ 2/2 ›", Alt+Left steps back)
+            beside = last.id
+            for v in [v for v in self.query(MessageView) if v.msg_id == last.id]:
                 await v.remove()
         if not any(m.role == "user" for m in conv.messages):
             return
-        await self._start_reply()
+        await self._start_reply(beside)
 
     def action_copy_reply(self) -> None:
         replies = [v for v in self.query(MessageView) if v.role == "assistant" and v.text]
@@ -566,25 +592,11 @@ class ChatScreen(Screen):
         self.services.save_settings()
 
     def action_chat_settings(self) -> None:
-        from app.tui.screens.dialogs import ChatSettings, ChatSettingsDialog
+        chat_settings.open_dialog(self)
 
-        settings = self.services.settings
-        system = self.conversation.system_prompt if self.conversation else settings.system_prompt
-
-        def done(result: ChatSettings | None) -> None:
-            if result is None:
-                return
-            settings.system_prompt = result.system_prompt
-            settings.temperature = result.temperature
-            settings.max_tokens = result.max_tokens
-            self.services.save_settings()
-            if self.conversation is not None:
-                self.services.store.set_system_prompt(self.conversation.id, result.system_prompt)
-                self.conversation.system_prompt = result.system_prompt
-            self.update_context_line()
-            self.app.notify("Chat settings saved.", timeout=2)
-
-        self.app.push_screen(ChatSettingsDialog(ChatSettings(system, settings.temperature, settings.max_tokens)), done)
+    def set_chat_setting(self, name: str, value: str) -> str:
+        """One setting of this chat from typed words (`/temp 0.7`): app.tui.widgets.chat.chat_settings."""
+        return chat_settings.set_chat_setting(self, name, value)
 
     def action_toggle_thinking(self) -> None:
         """The chat's thinking switch, for a model whose template has one (`enable_thinking`)."""
@@ -593,8 +605,7 @@ class ChatScreen(Screen):
             self.app.notify("Load a model first (F2 opens the model list).", severity="warning")
             return
         switchable = can_switch(model.fmt)
-        conv_id = self.conversation.id if self.conversation else None
-        on = self.thinking.toggle(conv_id) if switchable else True
+        on = chat_settings.toggle_thinking(self) if switchable else True
         self.app.notify(toggled_words(model.name, switchable, on), title="Thinking", timeout=5)
         self._count_context()
 
@@ -612,7 +623,7 @@ class ChatScreen(Screen):
             return
         store = self.services.store
         conv = store.conversation(self.conversation.id)
-        receipts = store.receipts(conv.id)
+        receipts = store.branch_receipts(conv)  # those of the replies on screen
         try:
             path = export(conv, receipts=receipts)
             data = export_json(conv, receipts=receipts)
@@ -621,7 +632,7 @@ class ChatScreen(Screen):
             return
         self.app.notify(f"Saved as Markdown and JSON:\n{data}\n{path}", title="Chat exported", timeout=10)
 
-    def _save_receipt(self) -> None:
+    def _save_receipt(self, reply_id: int) -> None:
         """Keep what this chat ran with (the plan, the dry run, the peaks so far) with the chat."""
         from app.store.receipt import build, key_for
 
@@ -640,6 +651,7 @@ class ChatScreen(Screen):
         try:
             kept = store.receipt(self.conversation.id, key)
             store.save_receipt(self.conversation.id, key, build(model, history, kept.body if kept else None))
+            store.set_reply_receipt(reply_id, key)
         except (StoreError, sqlite3.Error) as exc:  # the chat itself is saved; only its receipt is not
             self.app.notify(f"The plan receipt could not be kept: {exc}", severity="warning")
 
@@ -655,7 +667,7 @@ class ChatScreen(Screen):
             return
         store = self.services.store
         conv = store.conversation(conv_id)
-        self.app.push_screen(ReceiptScreen(conv.title or "(empty chat)", [r.body for r in store.receipts(conv_id)]))
+        self.app.push_screen(ReceiptScreen(conv.title or "(empty chat)", [r.body for r in store.branch_receipts(conv)]))
 
     @on(OptionList.OptionSelected, "#chat-list")
     async def _open_chat(self, event: OptionList.OptionSelected) -> None:
@@ -667,8 +679,20 @@ class ChatScreen(Screen):
         await self.open_conversation(int(event.option.id))
 
     async def open_conversation(self, conv_id: int) -> None:
-        store = self.services.store
-        conv = store.conversation(conv_id)
+        branching.end_edit(self)
+        conv = await self.redraw(conv_id)
+        model = self.services.session.model
+        if model is not None and conv.model_path and conv.model_path != model.path:
+            self.app.notify(
+                f"This chat was held with {conv.model_name}; replies now come from {model.name}.", timeout=5
+            )
+        self.update_context_line()
+        self.input.focus()
+
+    async def redraw(self, conv_id: int | None = None) -> Conversation:
+        """Draw the chat (this one, or `conv_id`) anew from the store: the branch on screen, counted again."""
+        assert conv_id is not None or self.conversation is not None
+        conv = self.services.store.conversation(conv_id if conv_id is not None else self.conversation.id)  # type: ignore[union-attr]
         self.conversation = conv
         box = self.messages
         await box.remove_children()
@@ -681,6 +705,7 @@ class ChatScreen(Screen):
                 msg_id=m.id,
                 pictures=self.pictures.pictures(m.attachments),
                 thought=fold_words(m),
+                place=(m.alternative, m.alternatives),
             )
             for m in conv.messages
             if m.role != "system"
@@ -689,15 +714,35 @@ class ChatScreen(Screen):
             await box.mount_all(views)
         else:
             self._show_hint()
-        model = self.services.session.model
         self.context_tokens = 0
         self._count_context()
-        if model is not None and conv.model_path and conv.model_path != model.path:
-            self.app.notify(
-                f"This chat was held with {conv.model_name}; replies now come from {model.name}.", timeout=5
-            )
-        self.update_context_line()
-        self.input.focus()
+        return conv
+
+    # -- branches: edit a message, step through alternatives (app.tui.widgets.chat.branching) -----------
+
+    def action_focus_message(self, step: int) -> None:
+        branching.focus_step(self, step)
+
+    async def action_alternative(self, step: int) -> None:
+        await branching.step_alternative(self, step)
+
+    def action_edit_message(self) -> None:
+        manage.skip_while_typing(self)
+        branching.begin_edit(self)
+
+    def action_leave_messages(self) -> None:
+        branching.leave_messages(self)
+
+    async def action_delete_chat(self) -> None:
+        await manage.delete_chat(self)
+
+    async def action_undo_delete(self) -> None:
+        manage.skip_while_typing(self, unless=bool(self.deleted))
+        await manage.undo_delete(self)
+
+    def action_rename_chat(self) -> None:
+        manage.skip_while_typing(self)
+        manage.rename_chat(self)
 
     @work(thread=True, exclusive=True, group="count", exit_on_error=False)
     def _count_context(self) -> None:
@@ -723,7 +768,7 @@ class ChatScreen(Screen):
                 model.eos,
                 model.marker if shelf is not None else "",
                 tokenize_media,
-                template_switches(model.fmt.template, self.thinking.thinking_for(conversation.id)),
+                template_switches(model.fmt.template, chat_settings.thinking_of(self)),
             )
         except Exception:  # the engine is gone, say: the next reply says so
             return
@@ -771,4 +816,9 @@ class ChatScreen(Screen):
 
     def update_context_line(self) -> None:
         system = self.conversation.system_prompt if self.conversation else None
-        self.context_line.show_context(self.context_tokens, system, self.loading)
+        loaded = self.services.session_started and self.services.session.model is not None
+        sampling = chat_settings.status_words(self) if loaded else None
+        self.context_line.show_context(self.context_tokens, system, self.loading, sampling)
+        self.query_one("#settings-line", SettingsLine).show_settings(
+            chat_settings.system_prompt_of(self), chat_settings.sampling_of(self)
+        )

@@ -1,5 +1,5 @@
-"""Modal dialogs: a yes/no question, the chat settings (system prompt, temperature, max tokens) and the
-RPC servers."""
+"""Modal dialogs: a yes/no question, the chat settings (system prompt and sampling, saved with the chat)
+and the RPC servers."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static, TextArea
 
-from app.limits import MAX_TOKENS
+from app.chat_settings import PRESETS, ChatSampling, parse, preset
 
 
 class ConfirmDialog(ModalScreen[bool]):
@@ -49,34 +49,57 @@ class ConfirmDialog(ModalScreen[bool]):
 @dataclass(frozen=True)
 class ChatSettings:
     system_prompt: str
-    temperature: float | None  # None: the model's own (app.sampling)
-    max_tokens: int
+    sampling: ChatSampling  # the chat's own; unset values are the model's (app.chat_settings)
+
+
+# the sampling fields in the dialog: (field, label, input id)
+SAMPLING_FIELDS = (
+    ("temperature", "temp", "temperature"),
+    ("top_p", "top-p", "top-p"),
+    ("top_k", "top-k", "top-k"),
+    ("min_p", "min-p", "min-p"),
+    ("repeat_penalty", "repeat", "repeat-penalty"),
+    ("seed", "seed", "seed"),
+    ("max_tokens", "max tokens", "max-tokens"),
+)
 
 
 class ChatSettingsDialog(ModalScreen["ChatSettings | None"]):
+    """The chat's system prompt and sampling, saved with the chat; an empty field is the model's own."""
+
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel"), Binding("ctrl+s", "save", "Save")]
 
-    def __init__(self, current: ChatSettings) -> None:
+    def __init__(self, current: ChatSettings, scope: str = "this chat", model_own: str = "") -> None:
+        """`scope`: whose settings ("this chat", "the next chat"); `model_own`: the model's values, in words."""
         super().__init__(classes="dialog-screen")
         self.current = current
+        self.scope = scope
+        self.model_own = model_own
 
     def compose(self) -> ComposeResult:
-        with Vertical(classes="dialog wide"):
-            yield Label("Chat settings", classes="dialog-title")
-            yield Label("System prompt (applies to this chat and new ones)")
+        with Vertical(classes="dialog wide", id="chat-settings"):
+            yield Label(f"Chat settings: {self.scope}", classes="dialog-title")
+            yield Label("System prompt")
             yield TextArea(self.current.system_prompt, id="system-prompt", soft_wrap=True, tab_behavior="focus")
-            with Horizontal(classes="dialog-row"):
-                with Vertical():
-                    yield Label("Temperature (0 = greedy, up to 2)")
-                    yield Input(
-                        "" if self.current.temperature is None else f"{self.current.temperature:g}",
-                        placeholder="the model's own (greedy for base models)",
-                        id="temperature",
-                        restrict=r"[0-9.]*",
-                    )
-                with Vertical():
-                    yield Label("Max tokens per reply")
-                    yield Input(str(self.current.max_tokens), id="max-tokens", restrict=r"[0-9]*")
+            with Horizontal(classes="sampling-row", id="presets"):
+                yield Label("Sampling, empty: the model's own. ")
+                for name in PRESETS:
+                    yield Button(name.capitalize(), id=f"preset-{name}", compact=True)
+            values = self.current.sampling
+            for row in (SAMPLING_FIELDS[:4], SAMPLING_FIELDS[4:]):
+                with Horizontal(classes="sampling-row"):
+                    for name, label, input_id in row:
+                        yield Label(f"{label} ")
+                        value = getattr(values, name)
+                        yield Input(
+                            "" if value is None else f"{value:g}",
+                            id=input_id,
+                            compact=True,
+                            restrict=r"[0-9.]*",
+                            classes="sampling-value",
+                        )
+            if self.model_own:
+                yield Static(self.model_own, classes="dialog-note", markup=False)
             yield Static("", id="settings-error", classes="dialog-error", markup=False)
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Cancel", id="cancel")
@@ -85,26 +108,24 @@ class ChatSettingsDialog(ModalScreen["ChatSettings | None"]):
     def on_mount(self) -> None:
         self.query_one("#system-prompt", TextArea).focus()
 
+    @on(Button.Pressed, ".sampling-row Button")
+    def _preset(self, event: Button.Pressed) -> None:
+        chosen = preset((event.button.id or "").removeprefix("preset-"))
+        for name, _label, input_id in SAMPLING_FIELDS[:5]:
+            value = getattr(chosen, name)
+            self.query_one(f"#{input_id}", Input).value = "" if value is None else f"{value:g}"
+
     @on(Button.Pressed, "#save")
     def action_save(self) -> None:
         error = self.query_one("#settings-error", Static)
-        text = self.query_one("#temperature", Input).value.strip()
-        try:
-            temperature = float(text) if text else None
-        except ValueError:
-            error.update("Temperature must be a number such as 0.7 (empty: the model's own)")
-            return
-        if temperature is not None and not 0 <= temperature <= 2:
-            error.update("Temperature must be between 0 and 2")
-            return
-        try:
-            max_tokens = int(self.query_one("#max-tokens", Input).value or "0")
-        except ValueError:
-            max_tokens = 0
-        if not 1 <= max_tokens <= MAX_TOKENS:
-            error.update(f"Max tokens must be between 1 and {MAX_TOKENS:,}")
-            return
-        self.dismiss(ChatSettings(self.query_one("#system-prompt", TextArea).text.strip(), temperature, max_tokens))
+        sampling = self.current.sampling
+        for name, _label, input_id in SAMPLING_FIELDS:
+            try:
+                sampling = sampling.set(name, parse(name, self.query_one(f"#{input_id}", Input).value))
+            except ValueError as exc:
+                error.update(str(exc)[:1].upper() + str(exc)[1:])
+                return
+        self.dismiss(ChatSettings(self.query_one("#system-prompt", TextArea).text.strip(), sampling))
 
     @on(Button.Pressed, "#cancel")
     def action_cancel(self) -> None:

@@ -77,13 +77,16 @@ are planned from what was kept of them.
 | `↑` `↓` | on the message box's first (last) row: earlier messages, this chat's first; then your draft |
 | `Esc` | stop the reply at once |
 | `Ctrl+N` | new chat |
-| `Ctrl+R` | retry the last reply |
+| `Ctrl+R` | retry the last reply (the earlier one is kept: "‹ 1/2 ›" on the reply) |
+| `Alt+Left`, `Alt+Right` | step through the alternatives of the last reply (or of the marked message) |
+| `Ctrl+E` | edit your last message (or the marked one) and send it again as a new branch; `Esc` drops it |
 | `Ctrl+O` | copy the last reply, as written (Markdown, code fences and all) |
-| `Ctrl+↑` | select: `↑` `↓` mark a message or one of its code blocks, `c` copies it, `Esc` back to typing |
+| `Ctrl+↑`, `Alt+↑` | select: `↑` `↓` mark a message or one of its code blocks, `c` copies it, |
+| | `←` `→` its alternatives, `e` edits it (yours), `Esc` back to typing |
 | `/` | slash commands, listed as you type (`Tab` completes): see below |
 | `Ctrl+B` | show or hide the list of chats (below 150 columns it opens over the chat; `Esc` closes it) |
 | `Ctrl+G` | show or hide the memory graphs beside the chat (below 100 columns: the full dashboard) |
-| `F4` | chat settings: system prompt, temperature, max tokens |
+| `F4` | this chat's own settings: system prompt, sampling (temperature, top-p ... seed, max tokens), presets |
 | `F5` | reload the model (after the engine stopped, say) |
 | `Ctrl+S` | export this chat as Markdown and JSON, with its plan receipt (the paths are shown) |
 | `F8` | the plan receipt of this chat (or of the chat chosen in the list): `c` copies it as JSON |
@@ -95,7 +98,16 @@ of later prompts, as the models' own templates leave them out.
 
 Copies go to the clipboard the terminal offers (OSC 52: most terminals, tmux with `set-clipboard on`).
 
-The search box above the past chats finds every chat whose title or messages hold the text.
+| `F6` | rename this chat (in the list: `r`, the highlighted one) |
+| `Delete`, `d` in the list | delete the highlighted chat; `Ctrl+Z` brings it back until vramchat is started again |
+
+Settings are kept with each chat: an empty field is the model's own (its GGUF's `general.sampling`
+values where it carries them); the line over the conversation says when a chat has its own.
+
+The search box above the past chats finds every chat whose title or messages hold the text. Each
+chat shows when it was last written to; two chats begun with the same text are numbered "(2)".
+`Ctrl+E`, `F6` and `Ctrl+Z` act on the chat while the message box is empty; with text in it they
+are the box's own (end of line, select the line, undo).
 
 llama.cpp runs in an engine process of its own: if it crashes, the chat and the reply so
 far are kept, vramchat says what happened and offers to reload.

@@ -25,6 +25,8 @@ HIDDEN_DRAW_SECONDS = 0.5  # how often a reply under another screen checks wheth
 
 
 class MessageView(Vertical):
+    """One message; the message list (app.tui.widgets.chat.message_select) marks it for the keys that act on it."""
+
     DEFAULT_CSS = """
     MessageView { height: auto; }
     """
@@ -39,10 +41,12 @@ class MessageView(Vertical):
         msg_id: int = 0,
         pictures: tuple[tuple[Attachment, Path | None, str], ...] = (),
         thought: str = "",
+        place: tuple[int, int] = (1, 1),
     ) -> None:
         """`pictures`: (attachment, the file kept for it, a note such as "scaled for the model").
         `text` is the message as stored: a reply's reasoning, with its markers, is shown folded above its
-        answer (app/tui/widgets/chat/thought.py), `thought` the fold's words."""
+        answer (app/tui/widgets/chat/thought.py), `thought` the fold's words. `place`: (which, of how
+        many) among the alternatives at its branch point, shown as "‹ 1/2 ›" when several."""
         super().__init__(classes=f"message {role}")
         self.role = role
         self.text = text
@@ -53,6 +57,7 @@ class MessageView(Vertical):
         self.note = note
         self.msg_id = msg_id
         self.pictures = pictures
+        self.place = place
         self._stream: MarkdownStream | None = None
         self._pending = ""  # streamed, not drawn yet
         self._flush: Timer | None = None
@@ -75,6 +80,9 @@ class MessageView(Vertical):
 
     def _header(self) -> Text:
         header = Text(self.author, style="bold")
+        which, count = self.place
+        if count > 1:
+            header.append(f"  ‹ {which}/{count} ›", style="bold")
         if self.note:
             header.append(f"  {self.note}", style="dim")
         return header

@@ -1,17 +1,16 @@
-"""Where /system and /temp change a chat's settings: one function, for per-chat settings to replace.
-
-Until the store keeps settings with each chat, this does what the chat settings dialog (F4) does
-today: the system prompt is kept with the open chat (with none open yet, it becomes the default a
-new chat starts with), and the temperature is the one setting every chat is sampled at.
-"""
+"""Where /system and /temp change a chat's settings: the chat's own, kept with it in the store
+(app.tui.widgets.chat.chat_settings, F4's); with no chat open, the next chat's."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol, cast
+
+from app.tui.widgets.chat import chat_settings
 
 if TYPE_CHECKING:
     from app.store import Conversation
     from app.tui.services import Services
+    from app.tui.widgets.chat.view import ChatView
 
 
 class SettingsHolder(Protocol):
@@ -27,29 +26,21 @@ def set_chat_setting(
     chat: SettingsHolder, name: Literal["system_prompt", "temperature"], value: str | float | None
 ) -> str:
     """Set `name` for the chat `chat` shows (the system prompt: a str; the temperature: a float, None for
-    the model's own). Returns where it applies, for the toast to say: "This chat", "New chats", "Every chat"."""
-    services = chat.services
-    settings = services.settings
-    scope = "Every chat"
+    the model's own). Returns where it applies, for the toast to say: "This chat" or "The next chat"."""
+    screen = cast("ChatView", chat)
+    sampling = chat_settings.sampling_of(screen)
     if name == "system_prompt":
-        text = str(value or "")
-        if chat.conversation is not None:
-            services.store.set_system_prompt(chat.conversation.id, text)
-            chat.conversation.system_prompt = text
-            scope = "This chat"
-        else:
-            settings.system_prompt = text
-            services.save_settings()
-            scope = "New chats"
+        chat_settings.keep(screen, str(value or ""), sampling)
     else:
-        settings.temperature = None if value is None else float(value)
-        services.save_settings()
+        temperature = None if value is None else float(value)
+        chat_settings.keep(screen, chat_settings.system_prompt_of(screen), sampling.set("temperature", temperature))
     chat.update_context_line()
-    return scope
+    return "This chat" if chat.conversation is not None else "The next chat"
 
 
 def chat_setting(chat: SettingsHolder, name: Literal["system_prompt", "temperature"]) -> str | float | None:
-    """What `name` is for the chat shown now."""
+    """What `name` is for the chat shown now (the temperature: None for the model's own)."""
+    screen = cast("ChatView", chat)
     if name == "system_prompt":
-        return chat.conversation.system_prompt if chat.conversation else chat.services.settings.system_prompt
-    return chat.services.settings.temperature
+        return chat_settings.system_prompt_of(screen)
+    return chat_settings.sampling_of(screen).temperature

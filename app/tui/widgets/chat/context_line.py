@@ -17,9 +17,11 @@ class ContextLine(StatusLine):
         super().__init__(id=id)
         self.services = services
 
-    def show_context(self, used: int, system_prompt: str | None, loading: bool) -> None:
+    def show_context(
+        self, used: int, system_prompt: str | None, loading: bool, sampling: tuple[str, int] | None = None
+    ) -> None:
         """`used` tokens of the context taken by the open chat; `system_prompt` its own (None: no chat
-        is open, the settings' one applies)."""
+        is open, the settings' one applies); `sampling`: its temperature in words and its reply length."""
         app = self.services
         model = app.session.model if app.session_started else None
         if model is None:
@@ -35,8 +37,8 @@ class ContextLine(StatusLine):
             [
                 (0, f"context {used:,} / {model.n_ctx:,} ({share:.0%})"),
                 (3, f"grows to {model.max_ctx:,}" if model.n_ctx < model.max_ctx else ""),
-                (1, describe_temperature(settings.temperature, model.fmt)),
-                (2, f"max {settings.max_tokens} tokens"),
+                (1, describe_temperature(None, model.fmt) if sampling is None else sampling[0]),
+                (2, f"max {sampling[1] if sampling else settings.max_tokens} tokens"),
                 (4, "system prompt" if system else ""),
                 (5, f"{model.fmt.name} format"),
             ]

@@ -44,6 +44,10 @@ class MessageList(VerticalScroll):
         Binding("home", "move_to(0)", "First", show=False),
         Binding("end", "move_to(-1)", "Last", show=False),
         Binding("c,enter", "copy", "Copy"),
+        # a marked message's branches (app.tui.widgets.chat.branching): the chat screen's actions
+        Binding("left", "screen.alternative(-1)", "Previous alternative", show=False),
+        Binding("right", "screen.alternative(1)", "Next alternative", show=False),
+        Binding("e", "screen.edit_message", "Edit"),
         Binding("escape", "leave", "Back to typing"),
     ]
 
@@ -98,6 +102,10 @@ class MessageList(VerticalScroll):
             return
         self.app.copy_to_clipboard(text)
         self.app.notify(words, timeout=3)
+
+    def mark_message(self, view: MessageView) -> None:
+        """Mark `view` (the list has, or is given, the focus)."""
+        self._mark(view)
 
     def action_leave(self) -> None:
         self._mark(None)

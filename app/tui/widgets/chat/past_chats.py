@@ -1,15 +1,18 @@
 """The past chats beside (or, on a narrow terminal, over) the conversation: a search field and the
-list, newest first, the open chat highlighted. Choosing one posts OptionList.OptionSelected, which
-the screen answers by opening it."""
+list, newest first, the open chat highlighted, each with its model, its length and when it was last
+written to. Choosing one posts OptionList.OptionSelected, which the screen answers by opening it;
+`Delete` (or `d`) deletes the highlighted chat (Ctrl+Z brings it back), `r` renames it."""
 
 from __future__ import annotations
 
 import contextlib
-from typing import TYPE_CHECKING
+import time
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.widgets import Input, OptionList
 from textual.widgets.option_list import Option, OptionDoesNotExist
@@ -18,7 +21,23 @@ if TYPE_CHECKING:
     from app.tui.services import Services
 
 
+def when(moment: float, now: float | None = None) -> str:
+    """A chat's date as the list shows it: the time today, "yesterday", the day this year, else the date."""
+    now = time.time() if now is None else now
+    day, today = time.localtime(moment), time.localtime(now)
+    if day[:3] == today[:3]:
+        return time.strftime("%H:%M", day)
+    if day[:3] == time.localtime(now - 86400)[:3]:
+        return "yesterday"
+    return time.strftime("%b %d" if day.tm_year == today.tm_year else "%Y-%m-%d", day)
+
+
 class PastChats(Vertical):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("delete,d", "screen.delete_chat", "Delete chat", show=False),
+        Binding("r", "screen.rename_chat", "Rename chat", show=False),
+    ]
+
     def __init__(self, services: Services, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.services = services
@@ -54,7 +73,7 @@ class PastChats(Vertical):
         for c in found:
             title = c.title or "(empty chat)"
             label = Text(title)
-            label.append(f"\n{c.model_name} · {c.n_messages} messages", style="dim")
+            label.append(f"\n{when(c.updated)} · {c.model_name} · {c.n_messages} messages", style="dim")
             chats.add_option(Option(label, id=str(c.id)))
         if current is not None:
             with contextlib.suppress(OptionDoesNotExist):

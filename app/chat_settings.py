@@ -1,0 +1,192 @@
+"""A chat's own sampling, kept with the chat (the store's `settings` JSON; its system prompt has a column
+of its own): what each reply of that chat is sampled with, and nothing another chat or model inherits.
+
+A value left unset (None) is the model's own: the GGUF's `general.sampling.*` key where the file carries
+one, else vramchat's default (app.sampling for the temperature, the engine's for the rest). Presets set
+a few values at once. `thinking` is the chat's switch for templates that take `enable_thinking` (None:
+the template's own default); it is only kept here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any
+
+from app.engine.types import GenerationParams
+from app.limits import DEFAULT_MAX_TOKENS, MAX_TOKENS
+
+# the GGUF keys a model file may carry its authors' sampling in, by the field they set
+GGUF_KEYS = {
+    "temperature": "general.sampling.temp",
+    "top_p": "general.sampling.top_p",
+    "top_k": "general.sampling.top_k",
+    "min_p": "general.sampling.min_p",
+    "repeat_penalty": "general.sampling.penalty_repeat",
+}
+
+# (lowest, highest) a value may take; a value outside is refused with these words
+RANGES: dict[str, tuple[float, float]] = {
+    "temperature": (0.0, 2.0),
+    "top_p": (0.0, 1.0),
+    "top_k": (0, 1000),
+    "min_p": (0.0, 1.0),
+    "repeat_penalty": (0.5, 2.0),
+    "seed": (0, 2**32 - 1),
+    "max_tokens": (1, MAX_TOKENS),
+}
+INTEGERS = {"top_k", "seed", "max_tokens"}
+
+# what a user may type for each (the slash commands: /temp 0.7, /top-p 0.9 ...)
+ALIASES = {
+    "temp": "temperature",
+    "top-p": "top_p",
+    "topp": "top_p",
+    "top-k": "top_k",
+    "topk": "top_k",
+    "min-p": "min_p",
+    "minp": "min_p",
+    "repeat": "repeat_penalty",
+    "repeat-penalty": "repeat_penalty",
+    "max": "max_tokens",
+    "max-tokens": "max_tokens",
+}
+
+
+@dataclass(frozen=True)
+class ChatSampling:
+    temperature: float | None = None
+    top_p: float | None = None
+    top_k: int | None = None
+    min_p: float | None = None
+    repeat_penalty: float | None = None
+    seed: int | None = None
+    max_tokens: int | None = None
+    thinking: bool | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The values set (the unset ones are the model's own and are not written)."""
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> ChatSampling:
+        """From the store; a value of the wrong kind or out of range is left unset (never an error)."""
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            value = raw.get(f.name)
+            if f.name == "thinking":
+                values[f.name] = value if isinstance(value, bool) else None
+            elif isinstance(value, (int, float)) and not isinstance(value, bool):
+                try:
+                    values[f.name] = checked(f.name, value)
+                except ValueError:
+                    values[f.name] = None
+        return cls(**values)
+
+    def set(self, name: str, value: float | int | bool | None) -> ChatSampling:
+        """This sampling with one value changed (None: back to the model's own); a bad value raises ValueError."""
+        name = field_name(name)
+        values: dict[str, Any] = {name: value if name == "thinking" or value is None else checked(name, value)}
+        return replace(self, **values)
+
+    def changed(self) -> list[str]:
+        """The values this chat sets, in words ("temp 0.7", "seed 42")."""
+        short = {"temperature": "temp", "repeat_penalty": "repeat", "max_tokens": "max"}
+        out = [f"{short.get(k, k.replace('_', '-'))} {v:g}" for k, v in self.to_json().items() if k != "thinking"]
+        if self.thinking is not None:
+            out.append("thinking on" if self.thinking else "thinking off")
+        return out
+
+
+PRESETS: dict[str, ChatSampling] = {
+    "default": ChatSampling(),  # the model's own
+    "precise": ChatSampling(temperature=0.2, top_p=0.9, top_k=20, min_p=0.05, repeat_penalty=1.05),
+    "balanced": ChatSampling(temperature=0.7, top_p=0.95, top_k=40, min_p=0.05, repeat_penalty=1.1),
+    "creative": ChatSampling(temperature=1.0, top_p=0.98, top_k=100, min_p=0.02, repeat_penalty=1.05),
+}
+
+
+def preset(name: str, keep: ChatSampling | None = None) -> ChatSampling:
+    """The preset's sampling; the seed, the reply's length and the thinking switch of `keep` stay."""
+    chosen = PRESETS[name.lower()]
+    if keep is None:
+        return chosen
+    return replace(chosen, seed=keep.seed, max_tokens=keep.max_tokens, thinking=keep.thinking)
+
+
+def field_name(name: str) -> str:
+    """The field a typed name means ("temp", "top-p" ...); ValueError names the ones there are."""
+    key = name.strip().lower()
+    key = ALIASES.get(key, key.replace("-", "_"))
+    if key not in {f.name for f in fields(ChatSampling)}:
+        raise ValueError(f"no setting named “{name}”: {', '.join(f.name for f in fields(ChatSampling))}")
+    return key
+
+
+def checked(name: str, value: float | int) -> float | int:
+    low, high = RANGES[name]
+    if not low <= value <= high:
+        raise ValueError(f"{name.replace('_', ' ')} must be between {low:g} and {high:g}")
+    return int(value) if name in INTEGERS else float(value)
+
+
+def parse(name: str, text: str) -> float | int | bool | None:
+    """A typed value for `name` ("0.7", "42", "on", "default"); ValueError says what is expected."""
+    key = field_name(name)
+    word = text.strip().lower()
+    if word in ("", "default", "auto", "model", "reset"):
+        return None
+    if key == "thinking":
+        if word in ("on", "yes", "true", "1"):
+            return True
+        if word in ("off", "no", "false", "0"):
+            return False
+        raise ValueError("thinking is on, off or default")
+    try:
+        number = int(word) if key in INTEGERS else float(word)
+    except ValueError:
+        raise ValueError(f"{key.replace('_', ' ')} must be a number such as {RANGES[key][1] / 2:g}") from None
+    return checked(key, number)
+
+
+def model_defaults(metadata: Mapping[str, Any]) -> ChatSampling:
+    """The sampling a model file's authors put in it (general.sampling.*); unset where it has none."""
+    values: dict[str, Any] = {}
+    for name, key in GGUF_KEYS.items():
+        value = metadata.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            try:
+                values[name] = checked(name, value)
+            except ValueError:
+                continue
+    return ChatSampling(**values)
+
+
+def generation_params(
+    chat: ChatSampling,
+    model_own: ChatSampling,
+    kind_temperature: float,
+    stop: tuple[str, ...] = (),
+    default_max_tokens: int = DEFAULT_MAX_TOKENS,
+) -> GenerationParams:
+    """What a reply is sampled with: the chat's value, else the model file's, else the default
+    (`kind_temperature`: app.sampling's for the model's kind)."""
+    engine = GenerationParams()
+
+    def pick(name: str, fallback: Any) -> Any:
+        for source in (chat, model_own):
+            value = getattr(source, name)
+            if value is not None:
+                return value
+        return fallback
+
+    return GenerationParams(
+        max_tokens=chat.max_tokens or default_max_tokens,
+        temperature=pick("temperature", kind_temperature),
+        top_k=pick("top_k", engine.top_k),
+        top_p=pick("top_p", engine.top_p),
+        min_p=pick("min_p", engine.min_p),
+        repeat_penalty=pick("repeat_penalty", engine.repeat_penalty),
+        seed=chat.seed if chat.seed is not None else engine.seed,
+        stop=stop,
+    )

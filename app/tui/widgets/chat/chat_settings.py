@@ -1,0 +1,153 @@
+"""The open chat's own settings on screen: the line over the conversation that says when a system prompt
+or sampling of the chat's own is in force, F4's dialog, and `set_chat_setting` for typed commands.
+
+With no chat open the settings are those the next chat starts with (held here, on the screen); the
+system prompt set then is also kept as new chats' default (the settings file), as before.
+
+For other parts of the chat (the slash commands): `screen.set_chat_setting("temp", "0.7")` (names as
+app.chat_settings.field_name reads them, "system" for the system prompt; a value of "default" unsets)
+returns what was done in words, or raises ValueError with what is wrong.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rich.text import Text
+from textual.widgets import Static
+
+from app.chat_settings import ChatSampling, field_name, generation_params, model_defaults, parse
+from app.engine.types import GenerationParams
+from app.sampling import describe_temperature, temperature_for
+
+if TYPE_CHECKING:
+    from app.tui.widgets.chat.view import ChatView
+
+
+class SettingsLine(Static):
+    """One line, shown only when the chat has a system prompt or sampling of its own."""
+
+    DEFAULT_CSS = """
+    SettingsLine { height: auto; max-height: 1; padding: 0 1; color: $text-muted; display: none; }
+    SettingsLine.-shown { display: block; }
+    """
+
+    def show_settings(self, system_prompt: str, sampling: ChatSampling) -> None:
+        line = Text(no_wrap=True, overflow="ellipsis")
+        if system_prompt.strip():
+            line.append("System prompt: ", style="bold")
+            line.append(f"“{' '.join(system_prompt.split())}”")
+        changed = sampling.changed()
+        if changed:
+            if line:
+                line.append("  ·  ")
+            line.append("Sampling: ", style="bold")
+            line.append(", ".join(changed))
+        self.update(line)
+        self.set_class(bool(line), "-shown")
+
+
+def sampling_of(screen: ChatView) -> ChatSampling:
+    """The open chat's sampling (with none open: the next chat's)."""
+    if screen.conversation is None:
+        return screen.next_sampling
+    return ChatSampling.from_json(screen.conversation.settings)
+
+
+def system_prompt_of(screen: ChatView) -> str:
+    if screen.conversation is not None:
+        return screen.conversation.system_prompt
+    return screen.services.settings.system_prompt
+
+
+def params_for(screen: ChatView) -> GenerationParams:
+    """What the next reply of the open chat is sampled with (the loaded model's own values beneath)."""
+    model = screen.services.session.model
+    assert model is not None, "a reply is asked for only with a model loaded"
+    return generation_params(
+        sampling_of(screen),
+        model_defaults(model.anatomy.metadata),
+        temperature_for(None, model.fmt),
+        model.fmt.stop,
+        screen.services.settings.max_tokens,
+    )
+
+
+def status_words(screen: ChatView) -> tuple[str, int]:
+    """For the status line: the temperature in words, saying whose it is, and the reply length."""
+    model = screen.services.session.model
+    assert model is not None
+    params = params_for(screen)
+    if sampling_of(screen).temperature is None and model_defaults(model.anatomy.metadata).temperature is None:
+        return describe_temperature(None, model.fmt), params.max_tokens
+    whose = "" if sampling_of(screen).temperature is not None else " (the model's)"
+    return ("greedy" if params.temperature <= 0 else f"temp {params.temperature:g}") + whose, params.max_tokens
+
+
+def thinking_of(screen: ChatView) -> bool:
+    """The chat's thinking switch (app.thinking): its own, else on."""
+    from app.thinking import DEFAULT_THINKING
+
+    own = sampling_of(screen).thinking
+    return DEFAULT_THINKING if own is None else own
+
+
+def toggle_thinking(screen: ChatView) -> bool:
+    """Turn the chat's thinking switch over and keep it with the chat; the new state."""
+    on = not thinking_of(screen)
+    keep(screen, system_prompt_of(screen), sampling_of(screen).set("thinking", on))
+    return on
+
+
+def keep(screen: ChatView, system_prompt: str, sampling: ChatSampling) -> None:
+    """Save the chat's settings (with none open: the next chat's) and show them."""
+    services = screen.services
+    if screen.conversation is None:
+        screen.next_sampling = sampling
+        services.settings.system_prompt = system_prompt
+        services.save_settings()
+    else:
+        conv = screen.conversation
+        services.store.set_system_prompt(conv.id, system_prompt)
+        services.store.set_settings(conv.id, sampling.to_json())
+        conv.system_prompt, conv.settings = system_prompt, sampling.to_json()
+    screen.update_context_line()
+
+
+def started(screen: ChatView) -> None:
+    """A chat was just started: the settings chosen for it before its first message go with it."""
+    if screen.conversation is not None and screen.next_sampling != ChatSampling():
+        screen.services.store.set_settings(screen.conversation.id, screen.next_sampling.to_json())
+        screen.conversation.settings = screen.next_sampling.to_json()
+        screen.next_sampling = ChatSampling()
+
+
+def set_chat_setting(screen: ChatView, name: str, value: str) -> str:
+    """One setting of the open chat from typed words ("temp", "0.7"); the words of what was done."""
+    if name.strip().lower() in ("system", "system_prompt", "system-prompt"):
+        keep(screen, value.strip(), sampling_of(screen))
+        return "System prompt set for this chat." if value.strip() else "System prompt cleared for this chat."
+    key = field_name(name)
+    parsed = parse(key, value)
+    keep(screen, system_prompt_of(screen), sampling_of(screen).set(key, parsed))
+    words = key.replace("_", " ")
+    return f"{words} back to the model's own." if parsed is None else f"{words} {value.strip()} for this chat."
+
+
+def open_dialog(screen: ChatView) -> None:
+    from app.tui.screens.dialogs import ChatSettings, ChatSettingsDialog
+
+    model = screen.services.session.model
+    own = model_defaults(model.anatomy.metadata).changed() if model is not None else []
+    note = f"{model.name} carries its own: {', '.join(own)}." if model is not None and own else ""
+
+    def done(result: ChatSettings | None) -> None:
+        if result is not None:
+            keep(screen, result.system_prompt, result.sampling)
+            screen.app.notify(
+                "Chat settings saved with the chat." if screen.conversation else "Saved for the next chat.", timeout=2
+            )
+
+    scope = "this chat" if screen.conversation is not None else "the next chat"
+    current = ChatSettings(system_prompt_of(screen), sampling_of(screen))
+    screen.app.push_screen(ChatSettingsDialog(current, scope, note), done)
