@@ -46,8 +46,10 @@ def build_cohere2(ctx: GraphContext) -> None:
     inp_full, inp_swa = attention_inputs(ctx, m.has_swa)
     out_ids = ctx.build_inp_out_ids()
     # every norm of these four is a layer norm (LLM_NORM: ggml_norm), which ggml's allocator never runs in
-    # place, unlike an RMS norm (ggml_op_can_inplace, ggml/src/ggml-alloc.c): cohere2.cpp lines 76 and 143,
-    # command-r.cpp 68, 80, 87 and 129, phi2.cpp 67-70 and 125-128, falcon.cpp 71-84 and 147-150
+    # place, unlike an RMS norm (ggml/src/ggml-alloc.c: ggml_op_can_inplace, lines 22-50, read at 632 by
+    # ggml_gallocr_allocate_node); the graphs (src/models/): cohere2.cpp lines 76 and 143, command-r.cpp 68,
+    # 80, 87 and 129, phi2.cpp 67-70 and 125-128, falcon.cpp 71-84 and 147-150 (llama-cpp-python 0.3.36's
+    # vendored llama.cpp). With the logits at the compute peak, an RMS norm planned there moved the peak.
     for layer in m.trunk_layers:
         il = layer.index
         cur = ctx.build_norm(inp_l, w.layer(il, "attn_norm.weight"), w.layer(il, "attn_norm.bias"), rms=False, il=il)
