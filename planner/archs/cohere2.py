@@ -45,15 +45,25 @@ def build_cohere2(ctx: GraphContext) -> None:
     inp_pos = ctx.build_inp_pos()
     inp_full, inp_swa = attention_inputs(ctx, m.has_swa)
     out_ids = ctx.build_inp_out_ids()
+    # every norm of these four is a layer norm (LLM_NORM: ggml_norm), which ggml's allocator never runs in
+    # place, unlike an RMS norm (ggml/src/ggml-alloc.c: ggml_op_can_inplace, lines 22-50, read at 632 by
+    # ggml_gallocr_allocate_node); the graphs (src/models/): cohere2.cpp lines 76 and 143, command-r.cpp 68,
+    # 80, 87 and 129, phi2.cpp 67-70 and 125-128, falcon.cpp 71-84 and 147-150 (llama-cpp-python 0.3.36's
+    # vendored llama.cpp). With the logits at the compute peak, an RMS norm planned there moved the peak.
     for layer in m.trunk_layers:
         il = layer.index
-        cur = ctx.build_norm(inp_l, w.layer(il, "attn_norm.weight"), w.layer(il, "attn_norm.bias"), il=il)
+        cur = ctx.build_norm(inp_l, w.layer(il, "attn_norm.weight"), w.layer(il, "attn_norm.bias"), rms=False, il=il)
         ffn_inp = cur
         norm_2 = w.layer(il, "attn_norm_2.weight")
         if norm_2 is not None:  # Falcon-40B: attention reads a second norm of the layer's input
-            cur = ctx.build_norm(inp_l, norm_2, w.layer(il, "attn_norm_2.bias"), il=il)
+            cur = ctx.build_norm(inp_l, norm_2, w.layer(il, "attn_norm_2.bias"), rms=False, il=il)
         hd = layer.head_dim_k
         q, k, v = ctx.build_qkv(layer, cur, hd, layer.n_head, hd, layer.n_head_kv)
+        q_norm, k_norm = w.layer(il, "attn_q_norm.weight"), w.layer(il, "attn_k_norm.weight")
+        if q_norm is not None:  # Command R+: per-head layer norms of Q and K before RoPE (command-r.cpp 79-88)
+            q = ctx.build_norm(q, q_norm, rms=False, il=il)
+        if k_norm is not None:
+            k = ctx.build_norm(k, k_norm, rms=False, il=il)
         if layer.is_swa or not m.has_swa:
             freqs = w.get_optional("rope_freqs.weight")
             q = g.rope(q, inp_pos, freqs)
@@ -85,9 +95,9 @@ def build_cohere2(ctx: GraphContext) -> None:
         else:  # phi2: attention + FFN, then the residual; cohere2: FFN + residual, then attention
             inp_l = g.add(g.add(attn_out, ffn), inp_l) if phi2 else g.add(g.add(ffn, inp_l), attn_out)
     if phi2 or falcon:
-        final_output(ctx, inp_l, output_bias=True)
+        final_output(ctx, inp_l, output_bias=True, rms=False)
     else:
-        granite_output(ctx, inp_l, logit_scale=bool(m.f_logit_scale))
+        granite_output(ctx, inp_l, logit_scale=bool(m.f_logit_scale), rms=False)
 
 
 _RULES = {"cohere2": _cohere2, "command-r": _command_r}

@@ -87,10 +87,11 @@ def granite_ffn(ctx: GraphContext, cur: Tensor, inp_sa: Tensor, il: int) -> Tens
     return g.add(cur, ffn_inp)
 
 
-def granite_output(ctx: GraphContext, cur: Tensor, logit_scale: bool) -> None:
-    """Output norm, LM head and the 1/logit_scale node (granite always has one, the hybrid when set)."""
+def granite_output(ctx: GraphContext, cur: Tensor, logit_scale: bool, rms: bool = True) -> None:
+    """Output norm (RMS, or a layer norm where `rms` is off), LM head and the 1/logit_scale node (granite
+    always has one, the hybrid when set)."""
     g, w = ctx.g, ctx.w
-    cur = ctx.build_norm(cur, w.get_optional("output_norm.weight"))
+    cur = ctx.build_norm(cur, w.get_optional("output_norm.weight"), rms=rms)
     logits = ctx.mm(ctx.output_weight(), cur, w.get_optional("output.scale"))
     if logit_scale:
         logits = g.scale(logits)

@@ -43,6 +43,11 @@ _NO_GATE_ACTIVATION = {"arcee": "relu_sqr", "starcoder2": "gelu", "gpt2": "gelu"
 
 _LEARNED_POSITIONS = ("gpt2", "starcoder")
 
+# layer norms (LLM_NORM: ggml_norm), which ggml's allocator never runs in place, where llama has RMS norms
+# (src/models/orion.cpp lines 67, 106, 129; starcoder2.cpp 83, 123, 146; gpt2.cpp 86, 113, 137; starcoder.cpp
+# 87, 112, 134; ggml_op_can_inplace in ggml/src/ggml-alloc.c lists RMS_NORM, not NORM)
+_LAYER_NORM = frozenset(("orion", "starcoder2", "gpt2", "starcoder"))
+
 
 def build_llama(ctx: GraphContext) -> None:
     """The llama shape shared by llama (dense or Mixtral-style MoE), mistral3, qwen2/3 and their
@@ -54,13 +59,14 @@ def build_llama(ctx: GraphContext) -> None:
     attn_scale = g.input(F32, (1, 1, ctx.n_tokens), "inp_attn_scale") if m.f_attn_temp_scale else None
     inp_attn = ctx.build_attn_inp_kv()
     learned_positions = m.architecture in _LEARNED_POSITIONS
+    rms = m.architecture not in _LAYER_NORM
     if learned_positions:  # gpt2, starcoder: a table of position embeddings instead of RoPE
         inp_l = g.add(inp_l, g.get_rows(w.get("position_embd.weight"), inp_pos))
     out_ids = ctx.build_inp_out_ids()
     for layer in m.trunk_layers:
         il = layer.index
         inp_sa = inp_l
-        cur = ctx.build_norm(inp_l, w.layer(il, "attn_norm.weight"), w.layer(il, "attn_norm.bias"), il=il)
+        cur = ctx.build_norm(inp_l, w.layer(il, "attn_norm.weight"), w.layer(il, "attn_norm.bias"), rms=rms, il=il)
         hd = layer.head_dim_k
         if qk_norm_flat:
             q, k, v = ctx.build_qkv(layer, cur, hd, layer.n_head, hd, layer.n_head_kv, reshape=False)
@@ -96,7 +102,7 @@ def build_llama(ctx: GraphContext) -> None:
         ffn_norm = w.layer(il, "ffn_norm.weight")
         if ffn_norm is None:
             ffn_norm = w.layer(il, "post_attention_norm.weight")
-        cur = ctx.build_norm(ffn_inp, ffn_norm, w.layer(il, "ffn_norm.bias"), il=il)
+        cur = ctx.build_norm(ffn_inp, ffn_norm, w.layer(il, "ffn_norm.bias"), rms=rms, il=il)
         if w.layer(il, "ffn_gate_inp.weight") is None:
             gate = w.layer(il, "ffn_gate.weight")
             cur = ctx.build_ffn(
@@ -132,7 +138,7 @@ def build_llama(ctx: GraphContext) -> None:
                 moe = g.add(moe, g.mul(shared, gate))
             cur = moe
         inp_l = ctx.deepstack(g.add(cur, ffn_inp), il)
-    final_output(ctx, inp_l, output_bias=m.architecture == "qwen2")
+    final_output(ctx, inp_l, output_bias=m.architecture == "qwen2", rms=rms)
 
 
 def build_stablelm(ctx: GraphContext) -> None:
