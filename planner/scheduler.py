@@ -318,8 +318,8 @@ class Scheduler:
         out_backend: list[str],
         segments: list[tuple[int, int, int]],
     ) -> tuple[list[Tensor], list[str]]:
-        """Each split as its backend's graph_optimize leaves it (ggml-backend.cpp:1471), with the tensors the
-        backend keeps alive held by a NONE node after the node they must outlive (ggml-backend.cpp:1524).
+        """Each split as its backend's graph_optimize leaves it (ggml-backend.cpp:1478), with the tensors the
+        backend keeps alive held by a NONE node after the node they must outlive (ggml-backend.cpp:1542).
         Only ggml-vulkan reorders (planner.vk_graph_order); the other backends keep the graph's order."""
         vulkan = [seg for seg in segments if seg[2] != self.cpu and self.backends[seg[2]].kind == "vulkan"]
         if not vulkan or not vulkan_reorders():

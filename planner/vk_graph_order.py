@@ -1,11 +1,11 @@
 """ggml-vulkan's reordering of each split's nodes before they are allocated (`ggml_vk_graph_optimize`).
 
 The scheduler hands every split to its backend's graph_optimize before it builds the graph the allocator
-reserves (ggml-backend.cpp:1471, `ggml_backend_graph_optimize` in ggml_backend_sched_split_graph). ggml-vulkan
-(ggml-vulkan.cpp:14666) moves independent nodes next to each other so that they can run without a barrier
+reserves (ggml-backend.cpp:1478, `ggml_backend_graph_optimize` in ggml_backend_sched_split_graph). ggml-vulkan
+(ggml-vulkan.cpp:14667) moves independent nodes next to each other so that they can run without a barrier
 between them, keeps its fusion patterns together, and asks that the inputs of a fused MoE top-k stay alive until
 the fused op's last node (ggml-vulkan.cpp:14762, `add_alloc_dep`; the scheduler adds one NONE node per ten such
-inputs after that node, ggml-backend.cpp:1524). The order changes which tensors are alive at once and so the
+inputs after that node, ggml-backend.cpp:1542). The order changes which tensors are alive at once and so the
 compute buffer's peak: a qwen2moe at full offload with a q8_0 K cache without flash attention reserved 33 MB
 more on the device than the graph's own order gives. GGML_VK_DISABLE_GRAPH_OPTIMIZE turns it off.
 
@@ -170,7 +170,7 @@ class _Reorder:
         return True
 
     def add_pattern_deps(self, pattern: Sequence[str], last: int) -> None:
-        """Keep the pattern's outside inputs alive through its last node (ggml-vulkan.cpp:14750)."""
+        """Keep the pattern's outside inputs alive through its last node (ggml-vulkan.cpp:14754)."""
         seen: set[int] = set()
         until = self.deps.setdefault(id(self.nodes[last]), [])
         for j in range(len(pattern)):
