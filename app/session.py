@@ -226,6 +226,7 @@ class ModelSession:
         self.learning: LoadLearning | None = None
         self.drift: DriftWatch | None = None
         self.on_drift: Callable[[DriftAlarm], None] | None = None  # the app's notification (sampler thread)
+        self.on_drift_note: Callable[[str], None] | None = None  # what the watch cannot see on a device
         self.pace = TurnPace()  # tokens a turn adds to the context (the dashboard's runway)
 
     @property
@@ -328,7 +329,9 @@ class ModelSession:
         self.telemetry = for_engine(engine, devices, fit.plan, speed=self._speed, plan_now=self._plan_now)
         # what the GPUs hold beyond the buffers: learned for the next plan, and watched while the model runs
         self.learning = learn_after_load(self.model, devices.gpus, engine.pid)
-        self.drift = DriftWatch(devices.gpus, self._plan_now, self._drifted, self._drift_alarm)
+        self.drift = DriftWatch(
+            devices.gpus, self._plan_now, self._drifted, self._drift_alarm, on_note=self._drift_note
+        )
         self.telemetry.observers.append(self.drift.check)
         self.telemetry.start()
         return self.model
@@ -352,6 +355,10 @@ class ModelSession:
     def _drift_alarm(self, alarm: DriftAlarm) -> None:
         if self.on_drift is not None:
             self.on_drift(alarm)
+
+    def _drift_note(self, note: str) -> None:
+        if self.on_drift_note is not None:
+            self.on_drift_note(note)
 
     # -- a context that grows with the conversation ---------------------------------------------------
 

@@ -129,9 +129,9 @@ def vulkan_section(tmp: Path) -> tuple[list[str], int, int, int, int]:
         f"the byte (generated in {time.time() - started:.0f} s). The device's limits, as the app's probe read them "
         f"through ggml: buffer alignment {device.buffer_alignment}, host buffer type {device.host_buffer}, largest "
         f"tensor an op may touch {limit}. Each line is one device of one load: planned / allocated bytes (error); "
-        "*layers* is n_gpu_layers (none, one, half, all). Full offload's compute on the device may differ by up to "
-        "a few hundred KiB: ggml-vulkan reorders each split's nodes for its fusions (`ggml_vk_graph_optimize`), "
-        "which the planner's allocator replay does not.",
+        "*layers* is n_gpu_layers (none, one, half, all). The planner replays ggml-vulkan's reordering of each "
+        "split's nodes and the inputs it keeps alive for its fused MoE top-k (`ggml_vk_graph_optimize`, "
+        "planner/vk_graph_order.py) before the allocator.",
         "",
     ]
     return intro + body + [END], n_rows, n_buffers, n_off, n_inexact

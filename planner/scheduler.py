@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 
 from planner.ggml_graph import FLAG_INPUT, FLAG_OUTPUT, Tensor
 from planner.gpu_ops import supports_op
+from planner.vk_graph_order import enabled as vulkan_reorders
+from planner.vk_graph_order import vulkan_order
 
 VIEW_OPS = frozenset({"VIEW", "RESHAPE", "PERMUTE", "TRANSPOSE"})
 # ops excluded from "run where the weights are" (ggml_backend_sched_backend_id_from_cur)
@@ -65,6 +67,10 @@ class ScheduledGraph:
 
 def _get(t: Tensor) -> int:
     return t.s_backend
+
+
+def _base(t: Tensor) -> Tensor:
+    return t.view_src if t.view_src is not None else t
 
 
 class Scheduler:
@@ -142,8 +148,9 @@ class Scheduler:
         self._pass2_expand(compute_nodes)
         self._pass3_most_supported_inputs(compute_nodes)
         self._pass4_sources_follow(nodes)
-        out_nodes, out_backend, n_splits, new_src, all_copies = self._pass5_splits_and_copies(nodes)
+        out_nodes, out_backend, n_splits, new_src, all_copies, segments = self._pass5_splits_and_copies(nodes)
         final_nodes = self._with_rewritten_sources(out_nodes, new_src)
+        final_nodes, out_backend = self._backend_orders(nodes, out_nodes, final_nodes, out_backend, segments)
         out_leafs = self._leafs_with_copies(leafs, all_copies)
         cpu = self.cpu
         leaf_backend = [self.backends[t.s_backend if t.s_backend != -1 else cpu].name for t in out_leafs]
@@ -236,8 +243,10 @@ class Scheduler:
 
     def _pass5_splits_and_copies(
         self, nodes: list[Tensor]
-    ) -> tuple[list[Tensor], list[str], int, dict[int, list[Tensor]], list[Tensor]]:
+    ) -> tuple[list[Tensor], list[str], int, dict[int, list[Tensor]], list[Tensor], list[tuple[int, int, int]]]:
         cpu = self.cpu
+        # each split's own nodes in out_nodes (after its input copies): start, end, backend
+        segments: list[tuple[int, int, int]] = []
         # pass 5: splits and input copies
         copies: dict[tuple[int, int], Tensor] = {}
         out_nodes: list[Tensor] = []
@@ -270,6 +279,7 @@ class Scheduler:
             if b != cur or need_new:
                 # flush copies gathered for the previous split at its start
                 self._insert_copies(out_nodes, out_backend, split_start, pending)
+                segments.append((split_start + 2 * len(pending), len(out_nodes), cur))
                 pending = []
                 split_start = len(out_nodes)
                 n_splits += 1
@@ -296,8 +306,50 @@ class Scheduler:
             out_nodes.append(node)
             out_backend.append(self.backends[b].name)
         self._insert_copies(out_nodes, out_backend, split_start, pending)
+        segments.append((split_start + 2 * len(pending), len(out_nodes), cur))
 
-        return out_nodes, out_backend, n_splits, new_src, all_copies
+        return out_nodes, out_backend, n_splits, new_src, all_copies, segments
+
+    def _backend_orders(
+        self,
+        nodes: list[Tensor],
+        out_nodes: list[Tensor],
+        final_nodes: list[Tensor],
+        out_backend: list[str],
+        segments: list[tuple[int, int, int]],
+    ) -> tuple[list[Tensor], list[str]]:
+        """Each split as its backend's graph_optimize leaves it (ggml-backend.cpp:1478), with the tensors the
+        backend keeps alive held by a NONE node after the node they must outlive (ggml-backend.cpp:1542).
+        Only ggml-vulkan reorders (planner.vk_graph_order); the other backends keep the graph's order."""
+        vulkan = [seg for seg in segments if seg[2] != self.cpu and self.backends[seg[2]].kind == "vulkan"]
+        if not vulkan or not vulkan_reorders():
+            return final_nodes, out_backend
+        uses: dict[int, int] = {}
+        for node in nodes:
+            for src in node.src:
+                uses[id(src)] = uses.get(id(src), 0) + 1
+        use_count = {id(f): uses.get(id(o), 0) for o, f in zip(out_nodes, final_nodes)}
+        new_nodes: list[Tensor] = []
+        new_backend: list[str] = []
+        at = 0
+        for start, end, b in vulkan:
+            new_nodes += final_nodes[at:start]
+            new_backend += out_backend[at:start]
+            order, deps = vulkan_order(final_nodes[start:end], use_count)
+            for i in order:
+                node = final_nodes[start + i]
+                new_nodes.append(node)
+                new_backend.append(out_backend[start + i])
+                keep = deps.get(id(node), [])
+                for k in range(0, len(keep), 10):  # GGML_MAX_SRC sources per dependency node
+                    first = keep[k]
+                    dep = Tensor(first.type, first.ne, first.nb, "NONE", keep[k : k + 10], view_src=_base(first))
+                    new_nodes.append(dep)
+                    new_backend.append(self.backends[b].name)
+            at = end
+        new_nodes += final_nodes[at:]
+        new_backend += out_backend[at:]
+        return new_nodes, new_backend
 
     @staticmethod
     def _with_rewritten_sources(out_nodes: list[Tensor], new_src: dict[int, list[Tensor]]) -> list[Tensor]:

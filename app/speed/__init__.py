@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 def gpu_speeds(gpus: list[Device]) -> dict[str, GpuSpeed]:
     """Each GPU's bandwidth figure, or the words that say why there is none."""
+    from app.speed.vulkan_basis import vulkan_speed
     from planner.speed import GpuSpeed
 
     out = {}
@@ -42,6 +43,8 @@ def gpu_speeds(gpus: list[Device]) -> dict[str, GpuSpeed]:
                 None,
                 "a what-if card with no memory bandwidth given (add bw=, e.g. VRAMCHAT_DEVICES=24GiB,bw=1008GB/s)",
             )
+        elif d.backend == "vulkan":  # no memory clock from any table: timed on the device (app/speed/vulkan_basis.py)
+            out[d.name] = vulkan_speed(d)
         else:
             out[d.name] = GpuSpeed(d.name, None, f"no memory bandwidth reported for {d.name} ({d.backend})")
     return out

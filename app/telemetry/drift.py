@@ -8,6 +8,11 @@ is held to), or on Windows when the device's memory is all but gone (the driver 
 shared system memory, 5-20x slower, instead of failing), the alarm says so in one line with the
 likely cause, once per device and load, and records the excess (app.devices.learned_overhead), so
 the next plan for that GPU counts it.
+
+A device no driver library reads while the engine holds it (Vulkan: lavapipe reports no memory budget; the
+telemetry's sample names it `unread`) has for its use what llama.cpp allocated there. On it the watch compares
+those allocations with the plan's buffers (its total less the backend overhead estimate, which no allocation
+shows), and says once, on screen, what it cannot see: memory another program takes on that device.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from __future__ import annotations
 import sys
 import threading
 from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from planner.hardware import Device, MiB, format_size
@@ -76,6 +82,15 @@ SPILL_CAUSE = (
 # (device, used, total) -> (whether the learned figure rose, the cause when the reading knows it better)
 Recorder = Callable[[str, int, int], tuple[bool, str | None]]
 OTHERS_CAUSE = "another program took memory on this GPU (NVML: vramchat's engine holds what was planned)"
+UNREAD_CAUSE = "a buffer the planner does not price (llama.cpp's allocations on it against the plan's buffers)"
+
+
+def unread_note(device: str) -> str:
+    """What the watch says once of a device whose memory is known only from llama.cpp's allocations."""
+    return (
+        f"{device} reports no free memory: the drift alarm compares what llama.cpp allocated there with the "
+        "plan's buffers, and cannot see memory other programs take on it."
+    )
 
 
 class DriftWatch:
@@ -88,6 +103,7 @@ class DriftWatch:
         record: Recorder | None = None,
         on_alarm: Callable[[DriftAlarm], None] | None = None,
         platform: str = sys.platform,
+        on_note: Callable[[str], None] | None = None,
     ) -> None:
         # each GPU's free memory when the plan was made
         self._free = {d.name: d.free for d in devices if d.is_gpu and d.backend != "rpc"}
@@ -95,9 +111,11 @@ class DriftWatch:
         self._plan_now = plan_now
         self._record = record
         self._on_alarm = on_alarm
+        self._on_note = on_note
         self._platform = platform
         self._lock = threading.Lock()
         self.alarms: dict[str, DriftAlarm] = {}
+        self.notes: dict[str, str] = {}  # per device read from llama.cpp's allocations: what the watch cannot see
 
     @property
     def line(self) -> str:
@@ -109,9 +127,12 @@ class DriftWatch:
         """Compare one telemetry sample (anything with `devices`: name -> (used, total)) with the plan."""
         plan = self._plan_now()
         readings: dict[str, tuple[int, int]] = getattr(sample, "devices", {})
+        unread: frozenset[str] = frozenset(getattr(sample, "unread", ()))
         if plan is None:
             return []
-        planned = {d.name: d.planned for d in plan.gpus}
+        self._note(unread & set(self._free))
+        # a device read from llama.cpp's allocations holds the plan's buffers, not its overhead estimate
+        planned = {d.name: d.planned - (d.overhead if d.name in unread else 0) for d in plan.gpus}
         raised = []
         for name, (used, total) in readings.items():
             if name not in self._free or name not in planned or name in self.alarms:
@@ -119,10 +140,14 @@ class DriftWatch:
             free = max(total - used, 0)
             taken = self._free[name] - free
             spill = self._platform == "win32" and total > 0 and free <= max(SPILL_FLOOR, total // 100)
+            spill = spill and name not in unread
             if taken - planned[name] <= tolerance(planned[name]) and not spill:
                 continue
             device = self._devices[name]
-            recorded, known = self._record(name, used, total) if self._record is not None else (False, None)
+            known: str | None = UNREAD_CAUSE
+            recorded = False  # llama.cpp's own buffers on an unread device: the load's figure is learned at the load
+            if name not in unread:
+                recorded, known = self._record(name, used, total) if self._record is not None else (False, None)
             cause = SPILL_CAUSE if spill else known or likely_cause(plan, device)
             alarm = DriftAlarm(name, taken, planned[name], free, spill, cause, recorded)
             with self._lock:
@@ -131,3 +156,10 @@ class DriftWatch:
             if self._on_alarm is not None:
                 self._on_alarm(alarm)
         return raised
+
+    def _note(self, names: AbstractSet[str]) -> None:
+        for name in sorted(names - set(self.notes)):
+            with self._lock:
+                self.notes[name] = unread_note(name)
+            if self._on_note is not None:
+                self._on_note(self.notes[name])

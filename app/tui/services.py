@@ -74,6 +74,7 @@ class Services:
                 self.options.engine_factory or default_engine, elastic=self.settings.elastic_context
             )
             self._session.on_drift = self._drift_alarm
+            self._session.on_drift_note = lambda note: self._notify(note, "information", "Memory drift")
         return self._session
 
     def _drift_alarm(self, alarm: DriftAlarm) -> None:

@@ -78,3 +78,29 @@ def test_free_is_compared_with_free_not_total_with_total(demo) -> None:
     assert watch.check(_sample({"CUDA0": (nvml_total - free_now, nvml_total)})) == []
     (alarm,) = watch.check(_sample({"CUDA0": (nvml_total - free_now + 200 * MiB, nvml_total)}))
     assert alarm.excess == 200 * MiB
+
+
+def test_a_device_read_from_llama_cpps_allocations_is_held_to_the_plans_buffers(demo) -> None:
+    """Vulkan (lavapipe) reports no free memory: the telemetry reads what llama.cpp allocated there (`unread`).
+    The watch holds that to the plan's buffers, the overhead estimate left out (no allocation shows it), and
+    says once what it cannot see."""
+    report = probe_devices("8GiB/1GiB")
+    config = fixed_config(demo, report.gpus, n_gpu_layers=demo.n_layer + 1, n_ctx=4096, flash_attn=True)
+    plan = evaluate(demo, config, report.gpus, report.host).plan
+    buffers = plan.gpus[0].planned - plan.gpus[0].overhead
+    assert plan.gpus[0].overhead > 100 * MiB
+    notes: list[str] = []
+    recorded: list[str] = []
+    watch = DriftWatch(report.gpus, lambda: plan, lambda name, *a: (recorded.append(name), None), on_note=notes.append)
+
+    def sample(allocated: int) -> SimpleNamespace:
+        return SimpleNamespace(devices={"CUDA0": (1 * GiB + allocated, 8 * GiB)}, unread=frozenset({"CUDA0"}))
+
+    assert watch.check(sample(buffers)) == [] and watch.check(sample(buffers + 60 * MiB)) == []
+    assert notes == [
+        "CUDA0 reports no free memory: the drift alarm compares what llama.cpp allocated there with the plan's "
+        "buffers, and cannot see memory other programs take on it."
+    ]
+    (alarm,) = watch.check(sample(buffers + 100 * MiB))  # still less than the plan with its overhead estimate
+    assert alarm.planned == buffers and alarm.excess == 100 * MiB and not alarm.recorded and recorded == []
+    assert "a buffer the planner does not price" in alarm.line

@@ -5,6 +5,7 @@ they are skipped, each saying why."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -20,3 +21,37 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         skip = pytest.mark.skip(reason="llama-cpp-python has no Vulkan backend here: bash .ci/vulkan-tier builds one")
         for item in ours:
             item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def _vulkan_speed(tmp_path_factory: pytest.TempPathFactory) -> bytes | None:
+    """The first Vulkan device's speed, timed once on the device per session (app/speed/vulkan_basis.py), and
+    given to every test's home: a plan quotes its speed, and seconds of probing per test would add up."""
+    if not vulkan_build():
+        return None
+    from app.speed import vulkan_basis
+    from tests.support.vulkan import vulkan_devices
+
+    home = tmp_path_factory.mktemp("vulkan-speed-home")
+    before = os.environ.get("VRAMCHAT_HOME")
+    os.environ["VRAMCHAT_HOME"] = str(home)
+    try:
+        vulkan_basis.vulkan_speed(vulkan_devices()[0])
+        path = vulkan_basis.speed_folder() / vulkan_basis.DEVICES_FILE
+        return path.read_bytes() if path.exists() else None
+    finally:
+        vulkan_basis.forget()
+        if before is None:
+            os.environ.pop("VRAMCHAT_HOME", None)
+        else:
+            os.environ["VRAMCHAT_HOME"] = before
+
+
+@pytest.fixture(autouse=True)
+def _home_with_vulkan_speed(_private_home: Path, _vulkan_speed: bytes | None) -> None:
+    from app.speed import vulkan_basis
+
+    if _vulkan_speed is not None:
+        folder = _private_home / "cache" / vulkan_basis.FOLDER
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / vulkan_basis.DEVICES_FILE).write_bytes(_vulkan_speed)

@@ -1,0 +1,118 @@
+"""What a Vulkan device's speed figure is based on: a mat-vec timed on the device, kept per machine.
+
+ggml-vulkan reports no memory clock and NVML knows only NVIDIA cards, so a Vulkan device (an AMD or
+Intel card, or Mesa's lavapipe, which runs the shaders on the CPU) has no bandwidth from any table.
+The figure planner.speed needs is measured instead: app/speed/device_probe.py times one F16 mat-vec on
+the device in a child process. The answer (or the reason there is none) is kept in the speed folder,
+keyed by the device (name, description) and the machine (its CPU, RAM and llama.cpp's libraries), so it
+is measured once per machine.
+Every figure names its basis: "measured on Vulkan0 ...", or why it is unknown.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from app.caches.files import write_atomically
+from app.speed.machine import FOLDER, machine_key, speed_folder
+from planner.hardware import Device
+from planner.speed import GpuSpeed
+
+DEVICES_FILE = "devices.json"
+PROBE_FORMAT = 1  # bump when the device probe measures differently
+PROBE_TIMEOUT = 120  # lavapipe builds the shader's pipeline on the CPU first
+_lock = threading.Lock()
+_memo: dict[str, GpuSpeed] = {}
+
+
+def device_key(d: Device) -> str:
+    return json.dumps(
+        {"format": PROBE_FORMAT, "name": d.name, "description": d.description, "machine": machine_key()},
+        sort_keys=True,
+    )
+
+
+def run_device_probe(d: Device) -> dict[str, Any]:
+    """The device probe's answer ({"bandwidth", "bytes", "seconds"} or {"error"}), in a child process."""
+    from app.children import child_env
+    from app.native import IN_PROCESS_ENV
+    from app.speed.device_probe import matrix_bytes
+
+    command = [sys.executable, "-m", "app.speed.device_probe", d.name, str(matrix_bytes(d.max_tensor_bytes))]
+    try:
+        proc = subprocess.run(
+            command,
+            capture_output=True,
+            text=True,
+            timeout=PROBE_TIMEOUT,
+            env=child_env() | {IN_PROCESS_ENV: "1"},
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return {"error": f"the device probe did not finish: {exc}"}
+    lines = proc.stdout.strip().splitlines()
+    if proc.returncode != 0 or not lines:
+        detail = (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
+        return {"error": f"the device probe failed: {detail}"}
+    try:
+        data = json.loads(lines[-1])
+    except ValueError as exc:
+        return {"error": f"the device probe's answer is unreadable: {exc}"}
+    return data if isinstance(data, dict) else {"error": "the device probe's answer is unreadable"}
+
+
+def _speed(d: Device, data: dict[str, Any]) -> GpuSpeed:
+    bandwidth = data.get("bandwidth")
+    if isinstance(bandwidth, (int, float)) and bandwidth > 0:
+        what = f"{d.name} ({d.description})" if d.description else d.name
+        mib = int(data.get("bytes", 0)) >> 20
+        source = (
+            f"measured on {what}: one {mib} MiB F16 mat-vec through ggml-vulkan, {bandwidth / 1e9:.2f} GB/s "
+            "(no memory clock is reported for Vulkan devices)"
+        )
+        return GpuSpeed(d.name, float(bandwidth), source)
+    why = data.get("error") or "no figure"
+    return GpuSpeed(d.name, None, f"no memory bandwidth reported for {d.name} (vulkan), and timing one failed: {why}")
+
+
+def vulkan_speed(d: Device, measure: bool = True) -> GpuSpeed:
+    """The device's speed figure with its basis; measured on the device the first time it is asked."""
+    key = device_key(d)
+    path = speed_folder() / DEVICES_FILE
+    memo = f"{path}\n{key}"
+    with _lock:
+        if memo in _memo:
+            return _memo[memo]
+        kept = _read(path)
+        data = kept.get(key)
+        if not isinstance(data, dict):
+            if not measure:
+                return GpuSpeed(d.name, None, f"{d.name}'s speed has not been measured on the device yet")
+            data = run_device_probe(d)
+            kept[key] = data
+            write_atomically(path, json.dumps(kept).encode(), keep=16)
+        answer = _speed(d, data)
+        _memo[memo] = answer
+        return answer
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def forget() -> None:
+    """Drop what this process remembers (tests)."""
+    with _lock:
+        _memo.clear()
+
+
+__all__ = ["DEVICES_FILE", "FOLDER", "forget", "run_device_probe", "speed_folder", "vulkan_speed"]
