@@ -48,6 +48,7 @@ class ChatInput(TextArea):
         self.recall = InputRecall(lambda: self._sent)
         self._placed = (0, 0)  # where the last recalled message left the cursor
         self.menu = SlashMenu()  # the slash commands that match, above the box while "/word" is typed
+        self.sees = True  # whether the loaded model can be sent pictures (the hint offers Ctrl+T then)
 
     def on_mount(self) -> None:
         if isinstance(self.parent, Widget):
@@ -56,7 +57,6 @@ class ChatInput(TextArea):
     def on_text_area_changed(self, event: TextArea.Changed) -> None:
         if event.text_area is self:
             self.menu.show_for(self.text)
-        self.sees = True  # whether the loaded model can be sent pictures (the hint offers Ctrl+T then)
 
     def on_resize(self, event: events.Resize) -> None:
         self._fit_placeholder()
