@@ -14,6 +14,10 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static, TextArea
 
 from app.limits import MAX_TOKENS
+from app.tui.widgets.fitting_input import FittingInput
+
+# the empty temperature's hint, longest first (app.tui.widgets.fitting_input)
+TEMPERATURE_HINTS = ("the model's own (greedy for base models)", "the model's own (base: greedy)", "the model's own")
 
 
 class ConfirmDialog(ModalScreen[bool]):
@@ -68,9 +72,9 @@ class ChatSettingsDialog(ModalScreen["ChatSettings | None"]):
             with Horizontal(classes="dialog-row"):
                 with Vertical():
                     yield Label("Temperature (0 = greedy, up to 2)")
-                    yield Input(
+                    yield FittingInput(
                         "" if self.current.temperature is None else f"{self.current.temperature:g}",
-                        placeholder="the model's own (greedy for base models)",
+                        hints=TEMPERATURE_HINTS,
                         id="temperature",
                         restrict=r"[0-9.]*",
                     )
