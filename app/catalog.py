@@ -69,8 +69,11 @@ def summarize(path: str, gpus: list[Device], host: Host) -> ModelSummary:
 
 def with_plan(summary: ModelSummary, plan: MemoryPlan) -> ModelSummary:
     """The summary's fit: the plan's verdict, layers on the GPUs, context and cache choices."""
+    from planner.offload import offload_badge
+
     summary.verdict = plan.verdict
     summary.layers_on_gpu = plan.layers_on_gpu
+    summary.offload_badge = offload_badge(plan)
     summary.n_ctx = plan.resolved.n_ctx
     summary.type_k = plan.resolved.type_k.name
     summary.flash_attn = plan.resolved.config.flash_attn
@@ -148,7 +151,7 @@ def fit_badge(summary: ModelSummary | None) -> tuple[str, str]:
         return "unreadable", "error"
     units = summary.n_layer + 1
     text, kind = {
-        "full_gpu": (f"full GPU · {summary.n_ctx:,} tok", "full"),
+        "full_gpu": (f"{summary.offload_badge or 'full GPU'} · {summary.n_ctx:,} tok", "full"),
         "partial_gpu": (f"partial · {summary.layers_on_gpu}/{units} layers", "partial"),
         "cpu_only": (f"CPU only · {summary.n_ctx:,} tok", "cpu"),
         "no_fit": ("won't fit", "none"),

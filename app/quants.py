@@ -75,6 +75,8 @@ class QuantRow:
         a, r = self.anatomy, self.result
         if a is None or r is None:
             return ModelSummary(error=self.error or "not planned", file_bytes=self.source.size)
+        from planner.offload import offload_badge
+
         plan = r.plan
         return ModelSummary(
             name=a.name,
@@ -86,6 +88,7 @@ class QuantRow:
             n_ctx_train=a.n_ctx_train,
             verdict=plan.verdict,
             layers_on_gpu=plan.layers_on_gpu,
+            offload_badge=offload_badge(plan),
             n_ctx=plan.resolved.n_ctx,
             type_k=plan.resolved.type_k.name,
             flash_attn=plan.resolved.config.flash_attn,

@@ -5,13 +5,17 @@ from __future__ import annotations
 from planner.free_lines import FreeLine
 from planner.hardware import format_size
 from planner.memory import MemoryPlan
+from planner.offload import offload_place, offload_short
+
+THIS_CPU = "this machine's CPU"
 
 
 def headline(plan: MemoryPlan) -> str:
     """The configuration in one line: context, KV type, layers on the GPU, flash attention."""
     r = plan.resolved
+    on = offload_short(plan) or "GPU"
     return (
-        f"{r.n_ctx:,} tokens · KV {r.type_k.name} · {plan.layers_on_gpu}/{plan.model.n_layer + 1} layers on GPU · "
+        f"{r.n_ctx:,} tokens · KV {r.type_k.name} · {plan.layers_on_gpu}/{plan.model.n_layer + 1} layers on {on} · "
         f"flash attention {'on' if r.config.flash_attn else 'off'}"
     )
 
@@ -19,13 +23,15 @@ def headline(plan: MemoryPlan) -> str:
 def summary(plan: MemoryPlan) -> str:
     m, r = plan.model, plan.resolved
     units = m.n_layer + 1
-    gpus = ", ".join(d.name for d in plan.gpus if d.layers)
+    lent = offload_place(plan)  # a remote CPU holds layers: name it, and call this one "this machine's CPU"
+    gpus = lent or ", ".join(d.name for d in plan.gpus if d.layers)
     where = {
         "full_gpu": f"all {units} layers (the output layer included) on {gpus}",
         "partial_gpu": (
             f"all {units} layers on {gpus}, the experts of {r.config.n_cpu_moe} of them in host memory"
             if r.config.n_cpu_moe and plan.layers_on_gpu >= units
-            else f"{plan.layers_on_gpu} of {units} layers on the GPU, {units - plan.layers_on_gpu} on the CPU"
+            else f"{plan.layers_on_gpu} of {units} layers on {lent or 'the GPU'}, "
+            f"{units - plan.layers_on_gpu} on {THIS_CPU if lent else 'the CPU'}"
         ),
         "cpu_only": "every layer on the CPU",
         "no_fit": "does not fit",

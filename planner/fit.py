@@ -20,6 +20,7 @@ from planner.free_lines import FreeLine
 from planner.hardware import Device, Host
 from planner.memory import MemoryPlan, plan_memory
 from planner.model import ModelAnatomy
+from planner.offload import the_gpu
 from planner.projector import Projector
 from planner.rpc import network_notes
 from planner.units import format_size, round_up
@@ -370,7 +371,7 @@ def _ubatch_reason(before: FitResult, after: FitResult) -> str:
     if not was.fits:
         bought = "without it nothing fits"
     elif now.layers_on_gpu > was.layers_on_gpu:
-        bought = f"{now.layers_on_gpu} layers on the GPU instead of {was.layers_on_gpu}"
+        bought = f"{now.layers_on_gpu} layers on {the_gpu(now)} instead of {was.layers_on_gpu}"
     else:
         bought = f"{now.resolved.n_ctx:,} tokens of context instead of {was.resolved.n_ctx:,}"
     return (
@@ -491,7 +492,7 @@ def _meet_speed(
     if found is not None:
         fast = speed(found) or 0.0
         return found, (
-            f"{wish}: {found.layers_on_gpu} of {top} layers on the GPU at {found.resolved.n_ctx:,} tokens "
+            f"{wish}: {found.layers_on_gpu} of {top} layers on {the_gpu(found)} at {found.resolved.n_ctx:,} tokens "
             f"decode about {fast:,.0f} tok/s (the longest context that fits with them); "
             f"the plan without the wish ({ngl} layers, {plan.resolved.n_ctx:,} tokens) decodes about {now:,.0f}"
         )
@@ -499,7 +500,8 @@ def _meet_speed(
         p, fastest = best
         return plan, (
             f"{wish}: nothing that fits decodes that fast; the fastest that fits is about {fastest:,.0f} tok/s "
-            f"({p.layers_on_gpu} of {top} layers on the GPU at {p.resolved.n_ctx:,} tokens), this plan about {now:,.0f}"
+            f"({p.layers_on_gpu} of {top} layers on {the_gpu(p)} at {p.resolved.n_ctx:,} tokens), "
+            f"this plan about {now:,.0f}"
         )
     return plan, f"{wish}: nothing that fits decodes that fast; this plan decodes about {now:,.0f} tok/s"
 
@@ -594,7 +596,9 @@ def _reasons(plan: MemoryPlan, want: int, wishes: Wishes, pricer: _Pricer, kv_ty
         f16_ctx = pricer.longest_context(plan.layers_on_gpu, SMALLEST_CONTEXT, want, "f16", r.config.flash_attn)
         f16_ngl = pricer.most_layers(r.n_ctx, "f16", r.config.flash_attn)
         if f16_ngl is not None and f16_ngl < plan.layers_on_gpu:
-            reasons.append(f"KV cache quantized to {r.type_k.name}: with f16 only {f16_ngl} layers fit on the GPU")
+            reasons.append(
+                f"KV cache quantized to {r.type_k.name}: with f16 only {f16_ngl} layers fit on {the_gpu(plan)}"
+            )
         elif f16_ctx:
             reasons.append(f"KV cache quantized to {r.type_k.name}: with f16 only {f16_ctx:,} tokens fit")
         else:
@@ -645,10 +649,11 @@ def _alternatives(
         # the whole trained context, even if it costs layers
         layers = pricer.most_layers(trained, kv_now, fa)
         if layers is not None and layers < ngl:
+            fewer = pricer.plan(layers, trained, kv_now, fa)
             add(
-                pricer.plan(layers, trained, kv_now, fa),
+                fewer,
                 f"the full trained context ({trained:,} tokens) with {layers} of "
-                f"{pricer.model.n_layer + 1} layers on the GPU",
+                f"{pricer.model.n_layer + 1} layers on {the_gpu(fewer)}",
             )
     # full-precision KV at a shorter context
     if kv_now != "f16":
@@ -660,7 +665,8 @@ def _alternatives(
     if 0 < ngl < top or (ngl == 0 and top):
         ctx = pricer.longest_context(top, SMALLEST_CONTEXT, r.n_ctx, kv_now, fa)
         if ctx:
-            add(pricer.plan(top, ctx, kv_now, fa), f"every layer on the GPU at {ctx:,} tokens")
+            every = pricer.plan(top, ctx, kv_now, fa)
+            add(every, f"every layer on {the_gpu(every)} at {ctx:,} tokens")
     # no GPU at all
     if ngl > 0:
         ctx = pricer.longest_context(0, SMALLEST_CONTEXT, want, kv_now, fa)

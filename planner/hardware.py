@@ -37,6 +37,8 @@ class Device:
     unified: bool = False
     description: str = ""
     simulated: bool = False
+    # an RPC server's device that is that machine's CPU: llama.cpp offloads to it as to a GPU, but it is none
+    remote_cpu: bool = False
     # the GPU's identity, read from the device (the driver API, sysfs) or from planner.cards for a what-if;
     # the backend's own overhead is derived from it (planner.gpu_overhead)
     sm_count: int | None = None  # streaming multiprocessors (NVIDIA) or compute units (AMD)

@@ -68,6 +68,7 @@ class DeviceUsage:
     shared: int = 0
     layers: int = 0
     description: str = ""  # an RPC device's server, HOST:PORT
+    remote_cpu: bool = False  # an RPC server's CPU (planner.hardware.Device.remote_cpu)
     # the backend's own cost beside the buffers, with its basis (planner.gpu_overhead); None on the host
     overhead_detail: Overhead | None = None
 
@@ -315,7 +316,14 @@ def _plan_memory(
 
     gpu_usage = [
         DeviceUsage(
-            d.name, "gpu", d.backend, d.total, d.free, margins.get(d.name, default_margin(d)), description=d.description
+            d.name,
+            "gpu",
+            d.backend,
+            d.total,
+            d.free,
+            margins.get(d.name, default_margin(d)),
+            description=d.description,
+            remote_cpu=d.remote_cpu,
         )
         for d in gpus
     ]

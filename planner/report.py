@@ -9,6 +9,7 @@ from planner.explain import headline
 from planner.fit import FitResult
 from planner.hardware import format_size
 from planner.memory import DeviceUsage, MemoryPlan
+from planner.offload import offload_place
 
 SCHEMA = 1
 
@@ -52,7 +53,7 @@ def _device_json(d: DeviceUsage) -> dict[str, Any]:
             "layers": d.layers,
             "fits": d.fits,
         }
-        | ({"endpoint": d.description} if d.backend == "rpc" else {})
+        | ({"endpoint": d.description, "remote_cpu": d.remote_cpu} if d.backend == "rpc" else {})
         | _overhead_json(d)
     )
 
@@ -114,6 +115,7 @@ def plan_to_json(result: FitResult) -> dict[str, Any]:
         },
         "config": _config_json(plan),
         "verdict": plan.verdict,
+        "verdict_words": verdict_words(plan.verdict, plan),
         "solved": result.solved,
         "devices": [_device_json(d) for d in plan.gpus],
         "host": _host_json(plan.host),
@@ -144,7 +146,14 @@ _VERDICT_WORDS = {
 }
 
 
-def verdict_words(verdict: str) -> str:
+def verdict_words(verdict: str, plan: MemoryPlan | None = None) -> str:
+    """The verdict in words; given the plan, the offloaded layers' devices are named where a remote CPU
+    holds them ("FITS: every layer on RPC0 (a remote CPU)"), never called the GPU."""
+    lent = offload_place(plan) if plan is not None else ""
+    if lent and verdict == "full_gpu":
+        return f"FITS: every layer on {lent}"
+    if lent and verdict == "partial_gpu":
+        return f"FITS: partly on {lent}"
     return _VERDICT_WORDS.get(verdict, verdict)
 
 
@@ -174,14 +183,16 @@ def projector_share(plan: MemoryPlan) -> str:
 def plan_to_table(result: FitResult) -> str:
     plan = result.plan
     m, r = plan.model, plan.resolved
+    lent = offload_place(plan)
     lines = [
         f"{m.name}  ({m.architecture}, {m.n_layer} layers, {m.quantization}, {format_size(m.file_bytes)} on disk)",
         f"{m.path}",
         "",
-        f"Verdict: {verdict_words(plan.verdict)} · {headline(plan)}",
+        f"Verdict: {verdict_words(plan.verdict, plan)} · {headline(plan)}",
         "",
         "Settings",
-        f"  GPU layers      {r.n_gpu_layers if plan.gpus else 0} of {m.n_layer + 1} (output layer included)",
+        f"  {'offloaded' if lent else 'GPU layers':<15} {r.n_gpu_layers if plan.gpus else 0} of {m.n_layer + 1} "
+        f"(output layer included){f', to {lent}' if lent else ''}",
         f"  context         {r.n_ctx:,} tokens (trained {m.n_ctx_train:,})",
         f"  KV cache        K {r.type_k.name}, V {r.type_v.name}"
         if plan.kv.tensors
@@ -225,7 +236,7 @@ def plan_to_table(result: FitResult) -> str:
     if result.alternatives:
         lines += ["", "Alternatives that also fit"]
         for alt in result.alternatives:
-            lines.append(f"  - {alt.note} ({verdict_words(alt.plan.verdict).split(': ')[-1]})")
+            lines.append(f"  - {alt.note} ({verdict_words(alt.plan.verdict, alt.plan).split(': ')[-1]})")
     if plan.estimates:
         lines += ["", "Estimates (not derived exactly)"]
         lines += [f"  - {e}" for e in plan.estimates]

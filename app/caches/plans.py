@@ -43,6 +43,7 @@ class ModelSummary:
     n_ctx_train: int = 0
     verdict: str = ""  # full_gpu, partial_gpu, cpu_only, no_fit; "" with an error
     layers_on_gpu: int = 0
+    offload_badge: str = ""  # where a remote CPU holds layers: the badge's words for them (planner.offload)
     n_ctx: int = 0
     type_k: str = ""
     flash_attn: bool = False
@@ -64,7 +65,10 @@ class ModelSummary:
 
 
 def device_fingerprint(gpus: list[Device], host: Host) -> str:
-    parts = [(d.name, d.backend, d.total, d.free // _GPU_BUCKET, d.unified) for d in gpus]
+    # a remote CPU is told apart from a remote GPU (its badge differs); other devices' prints are as before
+    parts = [
+        (d.name, "rpc-cpu" if d.remote_cpu else d.backend, d.total, d.free // _GPU_BUCKET, d.unified) for d in gpus
+    ]
     text = json.dumps([parts, host.total, host.free // _HOST_BUCKET, sorted(host.cpu_features)])
     return hashlib.sha1(text.encode()).hexdigest()[:16]
 

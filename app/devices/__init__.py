@@ -199,7 +199,15 @@ def _probe_rpc(probes: list[Probe], warnings: list[str]) -> list[Device]:
             continue
         lent = []
         for remote in info.devices:
-            device = Device(f"RPC{len(devices)}", "gpu", "rpc", remote.total, remote.free, description=str(endpoint))
+            device = Device(
+                f"RPC{len(devices)}",
+                "gpu",
+                "rpc",
+                remote.total,
+                remote.free,
+                description=str(endpoint),
+                remote_cpu=remote.is_cpu,
+            )
             devices.append(device)
             lent.append(device)
         probes.append(

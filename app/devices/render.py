@@ -90,7 +90,8 @@ def devices_text(report: DeviceReport) -> str:
         extra = f", {format_size(others.bytes)} held by others: {others.source}" if others and others.bytes else ""
         shared = ", shares host RAM" if d.unified else ""
         if d.backend == "rpc":
-            shared += f", lent by the RPC server {d.description} (over the network)"
+            lent = "its CPU and RAM, " if d.remote_cpu else ""
+            shared += f", {lent}lent by the RPC server {d.description} (over the network)"
         lines.append(
             f"  {d.name:<8} {d.backend:<7} {format_size(d.free)} free of {format_size(d.total)}{shared}{extra}"
         )
@@ -117,7 +118,7 @@ def device_line(report: DeviceReport) -> str:
     held = report.held_by_others
     parts = [
         f"{d.name}{f' {d.card}' if d.simulated and d.card else ''} {format_size(d.free)} free of {format_size(d.total)}"
-        + (f" (RPC server {d.description})" if d.backend == "rpc" else "")
+        + (f" ({'a CPU lent by ' if d.remote_cpu else ''}RPC server {d.description})" if d.backend == "rpc" else "")
         + (f" ({format_size(held[d.name])} held by other processes)" if held.get(d.name) else "")
         for d in report.gpus
     ]

@@ -30,6 +30,8 @@ CMD_GET_MAX_SIZE = 2
 CMD_GET_DEVICE_MEMORY = 11
 CMD_HELLO = 14
 CMD_DEVICE_COUNT = 15
+CPU_ALIGNMENT = 32  # ggml-cpu's TENSOR_ALIGNMENT
+NO_SIZE_LIMIT = 2**64 - 1  # SIZE_MAX: what a buffer type that sets no largest buffer answers
 DEFAULT_TIMEOUT = 3.0  # per step: connect, or one read
 QUERY_DEADLINE = 10.0  # the whole query, connect to close: every read shares it
 
@@ -45,6 +47,14 @@ class RemoteDevice:
     total: int
     alignment: int
     max_size: int
+
+    @property
+    def is_cpu(self) -> bool:
+        """Whether the server lends a CPU (`serve-rpc` on a machine without a GPU). The protocol has no
+        command that says a device's type, and ggml-rpc's client calls every device a GPU; but ggml's CPU
+        buffers are the only ones with both a 32-byte alignment (TENSOR_ALIGNMENT) and no size limit
+        (SIZE_MAX): CUDA, ROCm and SYCL align to 128, Metal and Vulkan set a largest buffer."""
+        return self.alignment == CPU_ALIGNMENT and self.max_size == NO_SIZE_LIMIT
 
 
 @dataclass(frozen=True)

@@ -85,7 +85,7 @@ def layout_problems(app: VramchatApp) -> list[str]:
     cell cut short (an ellipsis where text should be), a button or a key of the footer that does not
     show whole. Empty when the screen reads whole."""
     from rich.text import Text
-    from textual.widgets import Button, DataTable, Static, TextArea
+    from textual.widgets import Button, DataTable, Input, Static, TextArea
 
     problems: list[str] = []
     screen = app.screen
@@ -111,6 +111,10 @@ def layout_problems(app: VramchatApp) -> list[str]:
             room = widget.content_region.width
             if need > room and widget.content_region.height <= 1 and "\n" not in plain.strip():
                 problems.append(f"{widget!r} needs {need} columns for {plain!r}, has {room}")
+        if isinstance(widget, Input) and not widget.value and widget.placeholder:
+            hint = str(widget.placeholder)
+            if Text(hint).cell_len > widget.content_size.width:
+                problems.append(f"{widget!r}'s hint {hint!r} is cut to {widget.content_size.width} columns")
         if isinstance(widget, TextArea) and not widget.text and widget.placeholder:
             hint = str(widget.placeholder)
             if Text(hint).cell_len > widget.content_size.width:

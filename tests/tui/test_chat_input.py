@@ -7,6 +7,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+from textual import events
+from textual.geometry import Size
 
 from app.tui.screens.chat import ChatScreen
 from app.tui.screens.dialogs import ConfirmDialog
@@ -239,3 +241,11 @@ async def test_the_new_keys_are_in_f1_and_the_palette(shelf: Path) -> None:
         await wait_for(pilot, lambda: app.focused is chat.messages)
         await pilot.press("down", "c")
         assert app.clipboard == "print('hi')\nprint('there')"
+
+
+def test_the_box_fits_its_hint_before_anything_is_typed() -> None:
+    """A box resized before its first change (the chat screen in an 80x24 tmux, on loading a model)
+    chooses its hint: it once crashed there, asked whether the model sees pictures before that was set."""
+    box = ChatInput()
+    box.on_resize(events.Resize(Size(20, 3), Size(20, 3)))
+    assert box.placeholder == "Ask something…"  # unmounted: no room for more

@@ -1,5 +1,8 @@
 """Every screen at 80x24, 100x30, 160x48 and 200x50: nothing squeezed to nothing, nothing cut short.
 
+A text cut mid-word is caught too: an input's hint wider than the input, a long model name in the chat's
+header.
+
 A first user met a crash at 80 columns (the chat column wrapped to width 0), a picker whose fit
 column (its point) was the first to go and a Size without its unit, a footer cut mid-word. These
 tests drive each screen at the sizes terminals come in and read the screen as a person would
@@ -23,6 +26,7 @@ from app.tui.screens.picker import PickerScreen
 from tests.remote.conftest import REPO
 from tests.support.fake_engine import FakeEngine
 from tests.support.hub_server import LocalHub
+from tests.support.tiny import ZOO, write_tiny_model
 from tests.support.tui_helpers import (
     footer_keys_cut,
     layout_problems,
@@ -191,3 +195,27 @@ async def test_a_running_chat_resized_through_every_size_keeps_working(shelf: Pa
         await pilot.pause(0.05)
         await wait_for(pilot, reply_done(app))
         assert sum("Paris" in line for line in screen_text(app)) >= 1
+
+
+LONG_NAME = "Qwen3 Coder 30B A3B Instruct 2507 Unsloth"
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
+async def test_a_long_model_name_in_the_title_is_never_cut_mid_word(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, size: tuple[int, int]
+) -> None:
+    """The chat's header with a long model name: the figures after it give way (they are on the status
+    line), the name stays whole, nothing hides under the header's clock space."""
+    from dataclasses import replace
+
+    monkeypatch.setenv("VRAMCHAT_DEVICES", "8GiB/1GiB,ram=32GiB/8GiB")
+    root = tmp_path / "shelf"
+    root.mkdir()
+    write_tiny_model(root / "long.gguf", replace(ZOO["llama-f16"], name=LONG_NAME))
+    app = make_app(root, FakeEngine(reply=REPLY), settings=Settings(scan_known_caches=False))
+    async with app.run_test(size=size) as pilot:
+        await _chat(app, pilot)
+        _whole(app)
+        header = screen_text(app)[0]
+        assert f"vramchat — {LONG_NAME}" in header
+        assert ("tokens" in header) == (size[0] >= 120), header  # the count where there is room for it

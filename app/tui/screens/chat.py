@@ -16,7 +16,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Header, OptionList, Static
+from textual.widgets import OptionList, Static
 from textual.worker import Worker, WorkerState
 
 from app.chat import conversation_tokens, to_messages
@@ -52,6 +52,7 @@ from app.tui.widgets.chat.pictures import AttachedPictures
 from app.tui.widgets.chat.thought import fold_words
 from app.tui.widgets.chat_input import ChatInput
 from app.tui.widgets.dashboard import Dashboard
+from app.tui.widgets.fitting_header import FittingHeader
 from app.tui.widgets.footer import AdaptiveFooter
 from app.tui.widgets.message_view import MessageView
 from planner.fit import FitResult
@@ -129,7 +130,7 @@ class ChatScreen(Screen):
         return self.pictures.pending
 
     def compose(self) -> ComposeResult:
-        yield Header()
+        yield FittingHeader()
         with Horizontal(id="chat-body"):
             yield PastChats(self.services, id="chat-list-pane")
             with Vertical(id="conversation"):

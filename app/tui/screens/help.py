@@ -48,7 +48,8 @@ The model loaded last is selected at the next start. `vramchat --continue` opens
 its model (the palette's "Start on the last chat" does it at every start). `vramchat hf:ORG/REPO:QUANT`
 (or the hub page's URL) runs a model downloaded before, and offers to download one that is not here.
 
-Fit badges: **full GPU · N tok** (every layer on the GPU at N tokens of context),
+Fit badges: **full GPU · N tok** (every layer on the GPU at N tokens of context; **RPC0 CPU · N tok**
+where every layer goes to a CPU an RPC server lends),
 **partial · x/y layers**, **CPU only**, **won't fit** (nothing fits even on the CPU;
 you can still load anyway). **↻** marks a badge from the cache that is being re-checked
 because free memory changed.

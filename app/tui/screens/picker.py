@@ -683,7 +683,7 @@ class PickerScreen(Screen):
             "no_fit": theme.error,
         }.get(plan.verdict) or ""
         verdict = Text()  # the verdict's colour is its own: the lines under it keep theirs
-        verdict.append(verdict_words(plan.verdict), style=f"bold {color}".strip())
+        verdict.append(verdict_words(plan.verdict, plan), style=f"bold {color}".strip())
         verdict.append(f"   {headline(plan)}", style="dim")
         too_long = beyond_training(plan)
         if too_long:  # beside the verdict, not at the end of the reasons below the fold
