@@ -63,3 +63,18 @@ async def test_the_model_list_selects_the_first_readable_model(shelf: Path) -> N
         await wait_for(pilot, picker_ready(app))
         assert app.screen.selected == str(shelf / "llama-f16.gguf")
         assert app.screen.plan_state == "ready"
+
+
+def test_the_status_line_names_how_the_chat_is_put_to_the_model_in_words() -> None:
+    """It ended "gguf format" (the file type, not the template) for every model with a template."""
+    from app.engine.templates import choose_format
+    from app.tui.widgets.chat.context_line import format_words
+
+    template = choose_format({"tokenizer.chat_template": "{{ messages }}"}, "llama")
+    family = choose_format({"general.name": "Tiny Chat Instruct"}, "qwen2")
+    base = choose_format({}, "llama")
+    assert [format_words(f) for f in (template, family, base)] == [
+        "the model's chat template",
+        "the chatml format",
+        "a Q/A transcript",
+    ]

@@ -9,7 +9,17 @@ from app.sampling import describe_temperature
 from app.tui.widgets.status_line import StatusLine
 
 if TYPE_CHECKING:
+    from app.engine.templates import ChatFormat
     from app.tui.services import Services
+
+
+def format_words(fmt: ChatFormat) -> str:
+    """How the chat is put to the model, in words ("gguf format" named the file type, not the template)."""
+    if fmt.kind == "jinja":
+        return "the model's chat template"
+    if fmt.kind == "transcript":
+        return "a Q/A transcript"
+    return f"the {fmt.name} format"
 
 
 class ContextLine(StatusLine):
@@ -40,6 +50,6 @@ class ContextLine(StatusLine):
                 (1, describe_temperature(None, model.fmt) if sampling is None else sampling[0]),
                 (2, f"max {sampling[1] if sampling else settings.max_tokens} tokens"),
                 (4, "system prompt" if system else ""),
-                (5, f"{model.fmt.name} format"),
+                (5, format_words(model.fmt)),
             ]
         )
