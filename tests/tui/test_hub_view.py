@@ -438,7 +438,7 @@ async def test_a_failed_checksum_offers_to_download_again_not_to_resume_a_file_t
         hub.clear_log()
         await pilot.press("ctrl+r")  # from the start: no range asked
         await wait_for(pilot, lambda: bool([e for e in hub.requests("/_cdn/") if e.method == "GET"]))
-        assert [e.range for e in hub.requests("/_cdn/") if e.method == "GET"][0] in (None, "bytes=0-")
+        assert next(e.range for e in hub.requests("/_cdn/") if e.method == "GET") in (None, "bytes=0-")
         await wait_for(pilot, lambda: screen.download.downloading is None, timeout=60)
 
 
