@@ -33,7 +33,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.paths import models_dir
-from app.sources.errors import AlreadyDownloading, Cancelled, CannotWrite, DownloadError, NoRoom, SourceError
+from app.sources.errors import (
+    AlreadyDownloading,
+    Cancelled,
+    CannotWrite,
+    ChecksumFailed,
+    DownloadError,
+    NoRoom,
+    SourceError,
+)
 from app.sources.http import hub_client, hub_headers, translated, url_client
 from app.sources.model import HUB, ModelSource, SourceFile
 from app.sources.safe_paths import check_name, check_repo_id, inside
@@ -219,6 +227,16 @@ def format_duration(seconds: float) -> str:
     return f"{whole // 3600} h {whole % 3600 // 60:02d} min"
 
 
+def partial_bytes(source: ModelSource, root: Path | None = None) -> int:
+    """Bytes a stopped download keeps in its hidden partial files: what a resume goes on from (0: it
+    starts over, as after a failed checksum, whose partial file is removed)."""
+    folder = destination_folder(source, root)
+    return sum(
+        _partial_size(_target(source, _name_in(source, file), folder, root), file)
+        for file in (*source.files, *source.projectors)
+    )
+
+
 def discard_partial(source: ModelSource, root: Path | None = None) -> int:
     """Remove the hidden partial files of a download (cancelled for good); returns the bytes freed."""
     freed = 0
@@ -334,9 +352,9 @@ def _fetch_locked(
         raise DownloadError(f"{what}: {part.size:,} bytes arrived for a file of {file.size:,}")
     if part.digest is not None and part.digest.hexdigest() != file.sha256:
         part.discard()
-        raise DownloadError(
-            f"{what}: the file's sha256 is not the one the hub publishes: the download was damaged and is "
-            "removed; run it again"
+        raise ChecksumFailed(
+            f"{what}: the checksum failed: the file's sha256 is not the one the hub publishes, so the download "
+            "was damaged; nothing of it is kept: download it again"
         )
     os.replace(part.path, target)
     part.meta.unlink(missing_ok=True)

@@ -57,6 +57,12 @@ class Cancelled(DownloadError):
     title = "Download cancelled"
 
 
+class ChecksumFailed(DownloadError):
+    """A downloaded file whose sha256 is not the published one (removed: a new download starts over)."""
+
+    title = "Checksum failed"
+
+
 class AlreadyDownloading(DownloadError):
     """Another vramchat is writing the same file now (its partial file is locked)."""
 

@@ -29,8 +29,11 @@ from app.tui.services import AppOptions, Services
 from app.tui.themes import THEMES
 
 if TYPE_CHECKING:
+    from textual.content import Content
+
     from app.devices import DeviceReport
     from app.session import ModelSession
+    from app.tui.download_note import DownloadNoted
     from app.tui.hub_messages import ModelDownloaded  # imported with the hub view, not before the picker
     from app.tui.screens.chat import ChatScreen
     from app.tui.screens.hub import HubScreen
@@ -92,6 +95,7 @@ class VramchatApp(App):
         self._notes_said: set[str] = set()
         self._hub: HubScreen | None = None  # the hub view, once made (Textual forgets installed screens first)
         self._chat_to_open: int | None = None  # the chat `--continue` opens once its model loads
+        self._download_note = ""  # a hub download's progress, for the other screens' titles (download_note.py)
         for theme in THEMES:
             self.register_theme(theme)
         self.theme = self.settings.theme if self.settings.theme in self.available_themes else "vramchat-dark"
@@ -275,6 +279,7 @@ class VramchatApp(App):
 
         if isinstance(self.screen, HubScreen):
             self.pop_screen()
+            self.mutate_reactive(App.sub_title)  # the title lines again, with the download's progress
             return
         hub = self.hub_screen()
         if hub not in self.screen_stack:
@@ -287,6 +292,19 @@ class VramchatApp(App):
         hub.landing = True
         if hub not in self.screen_stack:
             self.push_screen(hub)
+
+    def on_download_noted(self, message: DownloadNoted) -> None:
+        """A hub download's progress, for the title line of the screens other than the hub's."""
+        self._download_note = message.note
+        self.mutate_reactive(App.sub_title)  # every header formats its title again
+
+    def format_title(self, title: str, sub_title: str) -> Content:
+        formatted = super().format_title(title, sub_title)
+        if not self._download_note or self.screen is self._hub:
+            return formatted  # no download, or the hub's panel shows its whole progress
+        from app.tui.download_note import with_note
+
+        return with_note(formatted, self._download_note, self.size.width)
 
     def on_model_downloaded(self, message: ModelDownloaded) -> None:
         """A download is whole: the model list shows it, planned and selected, ready to load."""
@@ -421,12 +439,7 @@ class VramchatApp(App):
         from app.tui.screens.hub import HubScreen
 
         if isinstance(screen, HubScreen):
-            yield SystemCommand("Search the hub", "GGUF repos by name (Ctrl+F)", screen.action_search)
-            yield SystemCommand("Download the selected quant", "And its projector (Ctrl+D)", screen.action_download)
-            if screen.download.downloading is not None:
-                yield SystemCommand(
-                    "Cancel the download", "What arrived is kept to resume (Ctrl+X)", screen.action_cancel_download
-                )
+            yield from screen.palette_commands()
             yield SystemCommand("Back to the model list", "Local models (F7)", self.action_hub)
         if isinstance(screen, ChatScreen):
             from app.tui.widgets.chat.commands import chat_tree_commands, manage_commands

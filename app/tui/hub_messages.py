@@ -80,13 +80,15 @@ class DownloadProgressed(Message):
 
 @dataclass
 class DownloadEnded(Message):
-    """A download that finished (`result`), was cancelled, or failed (`error`, under `title`)."""
+    """A download that finished (`result`), was cancelled, or failed (`error`, under `title`); `kept`: the
+    bytes its hidden partial files hold, what a resume goes on from (0 after a failed checksum)."""
 
     source: ModelSource
     result: DownloadResult | None
     cancelled: bool = False
     error: str = ""
     title: str = ""
+    kept: int = 0
 
 
 @dataclass

@@ -121,6 +121,11 @@ class LocalHub:
     # -- set-up ------------------------------------------------------------------------------------
 
     @property
+    def port(self) -> int:
+        assert self._server is not None, "start the server first"
+        return int(self._server.server_address[1])
+
+    @property
     def url(self) -> str:
         assert self._server is not None, "start the server first"
         host, port = self._server.server_address[:2]
@@ -152,13 +157,14 @@ class LocalHub:
 
     # -- life --------------------------------------------------------------------------------------
 
-    def start(self) -> LocalHub:
+    def start(self, port: int = 0) -> LocalHub:
+        """Listen on `port` (0: a free one; the port it had: the hub back after `stop`, as a network returns)."""
         hub = self
 
         class Handler(_Handler):
             server_hub = hub
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, name="local-hub", daemon=True)
         self._thread.start()

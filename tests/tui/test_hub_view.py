@@ -357,3 +357,176 @@ async def test_a_first_start_offline_stays_on_the_models_here_and_tries_the_hub_
         assert app.screen.selected is not None and app.screen.entries[app.screen.selected].file.is_demo
         assert any("F7 opens the hub when this machine is online" in n for n in notices(app))
     assert load_settings()[0].hub_on_first_start is True
+
+
+def _status(screen: HubScreen) -> str:
+    return str(screen.query_one("#hub-status").render())
+
+
+async def test_after_a_first_start_offline_f7_says_the_hub_cannot_be_reached_and_lists_it_once_it_answers(
+    hub: LocalHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gemma_path: Path
+) -> None:
+    """Issue 37: after a first start offline, F7 said "Asking the hub..." forever, also once the hub was
+    back. It says why and what to do, and asks again: on F7 (coming back) and on F5."""
+    from app import demo as demo_module
+
+    monkeypatch.setenv("VRAMCHAT_DEVICES", "8GiB/1GiB,ram=32GiB/8GiB")
+    monkeypatch.setattr(demo_module, "demo_model_path", lambda assemble=True: gemma_path)
+    port = hub.port
+    hub.stop()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    app = make_app(empty, include_demo=True)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, PickerScreen) and app.screen.selected is not None)
+        await pilot.press("f7")
+        await wait_for(pilot, lambda: isinstance(app.screen, HubScreen))
+        screen = app.screen
+        assert isinstance(screen, HubScreen)
+        await wait_for(pilot, lambda: "cannot be reached" in _status(screen))
+        assert "Asking the hub" not in text_of(app)
+        assert "is this machine online?" in _status(screen) and "F5 asks again" in _status(screen)
+
+        hub.start(port)  # the network is back: coming back to the view asks again
+        await pilot.press("f7")
+        await wait_for(pilot, lambda: isinstance(app.screen, PickerScreen))
+        await pilot.press("f7")
+        await wait_for(pilot, lambda: app.screen is screen and bool(screen.repos) and not screen.offline)
+        assert [r.repo_id for r in screen.repos] == [REPO] and "most downloaded" in _status(screen)
+
+        hub.stop()  # and F5 asks again where the view stays
+        await pilot.press("f5")
+        await wait_for(pilot, lambda: "cannot be reached" in _status(screen))
+        hub.start(port)
+        await pilot.press("f5")
+        await wait_for(pilot, lambda: not screen.offline and "most downloaded" in _status(screen))
+        commands = {c.title for c in app.get_system_commands(screen)}
+        assert "Ask the hub again" in commands and "F5" in help_text()
+
+
+def help_text() -> str:
+    from app.tui.screens.help import HELP
+
+    return HELP
+
+
+async def test_a_failed_checksum_offers_to_download_again_not_to_resume_a_file_that_is_gone(
+    hub: LocalHub, shelf: Path, gemma_path: Path
+) -> None:
+    """Issue 37: after a failed checksum the view offered Resume (which started from 0) and Delete the
+    partial file (there was none). It says the checksum failed and offers Download again, which starts over."""
+    hub.add_repo("acme/damaged-GGUF", {DEMO_FILE: gemma_path}, downloads=2000, wrong_sha256={DEMO_FILE})
+    app = make_app(shelf)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_hub(app, pilot)
+        await open_repo(pilot, screen, "acme/damaged-GGUF")
+        await start_download(app, pilot, screen)
+        await wait_for(pilot, lambda: screen.download.stopped is not None, timeout=60)
+        words = str(screen.query_one("#download-status").render())
+        assert "the checksum failed" in words and "nothing of it is kept" in words
+        assert any(n.title == "Checksum failed" for n in app._notifications)
+        folder = models_dir() / "acme" / "damaged-GGUF"
+        assert not [p.name for p in folder.iterdir() if p.name.endswith((".partial", ".partial.json"))]
+        resume = screen.query_one("#download-resume")
+        assert resume.display and str(resume.label) == "Download again"
+        assert not screen.query_one("#download-discard").display
+        footer = screen_text(app)[-1]
+        assert "Download again" in footer and "Resume" not in footer and "Delete" not in footer
+        commands = {c.title for c in app.get_system_commands(screen)}
+        assert "Download again" in commands and "Resume the download" not in commands
+
+        hub.clear_log()
+        await pilot.press("ctrl+r")  # from the start: no range asked
+        await wait_for(pilot, lambda: bool([e for e in hub.requests("/_cdn/") if e.method == "GET"]))
+        assert next(e.range for e in hub.requests("/_cdn/") if e.method == "GET") in (None, "bytes=0-")
+        await wait_for(pilot, lambda: screen.download.downloading is None, timeout=60)
+
+
+async def test_a_download_left_behind_shows_its_progress_in_the_other_screens_and_says_when_it_is_done(
+    hub: LocalHub, shelf: Path
+) -> None:
+    """Issue 37: leaving the hub mid-download hid its progress. The model list's title line gives it,
+    a notification says when it is whole, and the hub shows it again when the user comes back."""
+    app = make_app(shelf)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_hub(app, pilot)
+        await open_repo(pilot, screen)
+        hub.rate = 30 << 20  # about 8 s
+        await start_download(app, pilot, screen)
+        await pilot.press("f7")
+        await wait_for(pilot, lambda: isinstance(app.screen, PickerScreen))
+        await wait_for(pilot, lambda: f"↓ {DEMO_FILE} " in screen_text(app)[0], timeout=30)
+        first = screen_text(app)[0]
+        assert "vramchat — " in first and "%" in first
+        await pilot.press("f7")  # back: the hub's panel has it all, its title line not
+        await wait_for(pilot, lambda: app.screen is screen)
+        await pilot.pause(0.2)
+        assert "↓" not in screen_text(app)[0]
+        assert f"Downloading {DEMO_FILE}: " in str(screen.query_one("#download-status").render())
+        await pilot.press("f7")
+        await wait_for(pilot, lambda: isinstance(app.screen, PickerScreen))
+        await wait_for(pilot, lambda: any("is downloaded" in n for n in notices(app)), timeout=60)
+        await wait_for(pilot, lambda: "↓" not in screen_text(app)[0])
+
+
+async def test_after_cancel_or_delete_the_focus_stays_on_the_quant_and_two_of_one_quant_are_told_apart(
+    hub: LocalHub, shelf: Path, gemma_path: Path
+) -> None:
+    """Issue 37: after Cancel or Delete the focus went to the repository list (Enter then planned the repo
+    again); Resume and Delete were reached only by Tab; two files of one quant were two identical rows."""
+    from textual.widgets import Button
+
+    hub.add_repo("acme/two-GGUF", {"two-Q4_K_M.gguf": gemma_path, "two-it-Q4_K_M.gguf": gemma_path}, downloads=2000)
+    app = make_app(shelf)
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = await open_hub(app, pilot)
+        await open_repo(pilot, screen, "acme/two-GGUF")
+        quants = screen.query_one("#hub-quants", DataTable)
+        labels = [str(quants.get_cell(m.ref, "quant")) for m in screen.models]
+        assert sorted(labels) == ["Q4_K_M", "Q4_K_M · it"]
+        row = labels.index("Q4_K_M · it")
+
+        hub.rate = 10 << 20
+        quants.focus()
+        quants.move_cursor(row=row)
+        await pilot.pause(0.1)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog))
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: screen.download.last_done > 0)
+        cancel = screen.query_one("#download-cancel", Button)
+        cancel.focus()  # as Tab reaches it
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: screen.download.stopped is not None)
+        await pilot.pause(0.2)
+        assert screen.focused is quants and quants.cursor_row == row
+        footer = screen_text(app)[-1]
+        assert "Resume" in footer and "Delete partial" in footer
+        commands = {c.title for c in app.get_system_commands(screen)}
+        assert {"Resume the download", "Delete the partial file"} <= commands
+        assert "Ctrl+R" in help_text() and "`Delete`" in help_text()
+
+        folder = models_dir() / "acme" / "two-GGUF"
+        partial = folder / ".two-it-Q4_K_M.gguf.partial"
+        assert partial.exists()
+        screen.query_one("#download-discard", Button).focus()
+        await pilot.press("enter")  # Delete the partial file, as a button
+        await wait_for(pilot, lambda: screen.download.stopped is None)
+        await pilot.pause(0.2)
+        assert not partial.exists()
+        assert screen.focused is quants and quants.cursor_row == row
+
+        await pilot.press("ctrl+d")  # again, stopped by its key, resumed by its key, deleted by its key
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmDialog))
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: screen.download.last_done > 0)
+        await pilot.press("ctrl+x")
+        await wait_for(pilot, lambda: screen.download.stopped is not None and screen.download.kept > 0)
+        await pilot.press("ctrl+r")
+        await wait_for(pilot, lambda: screen.download.downloading is not None)
+        await pilot.press("ctrl+x")
+        await wait_for(pilot, lambda: screen.download.stopped is not None and screen.download.kept > 0)
+        assert partial.exists()
+        await pilot.press("delete")
+        await wait_for(pilot, lambda: not partial.exists())
+        assert screen.focused is quants and quants.cursor_row == row

@@ -62,12 +62,16 @@ because free memory changed.
 | `Enter` | open the repository: every quant planned for this machine, the best marked **★** with why |
 | `Enter`, `Ctrl+D` | on a quant: download it (and its vision projector) into vramchat's models folder |
 | `Ctrl+X` | cancel the download: what arrived is kept hidden, to resume (or delete it) |
+| `Ctrl+R` | resume the stopped download; **Download again** where nothing of it is kept (a failed checksum) |
+| `Delete` | delete what arrived of the stopped download |
+| `F5` | ask the hub again (after it could not be reached; coming back with `F7` asks too) |
 | `Esc` | from the quants back to the repositories; from there back to the model list |
 
 Each repository is badged with one quant (its Q4_K_M, or the nearest) read from its header alone,
 nothing downloaded; **✓** marks a quant already on this machine. A finished download (its sha256
-checked) is selected in the model list: `Enter` loads it. Offline, the repositories seen before
-are planned from what was kept of them.
+checked) is selected in the model list: `Enter` loads it. A download goes on while other screens
+show; their title line gives its progress. Offline, the repositories seen before are planned from
+what was kept of them.
 
 ## Chat
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
 from textual import events, on, work
-from textual.app import ComposeResult
+from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.screen import Screen
@@ -40,7 +40,7 @@ from app.tui.widgets.footer import AdaptiveFooter
 from planner.units import format_size
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
 
     from app.devices import DeviceReport
     from app.planning import Planned
@@ -101,8 +101,12 @@ def _planner(report: DeviceReport) -> Callable[[ModelSource, ModelAnatomy], Plan
 class HubScreen(Screen):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+f", "search", "Search"),
-        Binding("ctrl+d", "download", "Download"),
+        Binding("ctrl+d", "download", "Download", show=False),  # Enter on a quant does; F1 and the palette list it
         Binding("ctrl+x", "cancel_download", "Cancel download"),
+        Binding("ctrl+r", "resume_download", "Resume"),
+        Binding("ctrl+r", "download_again", "Download again"),  # the one of the two that is true shows
+        Binding("delete", "discard_partial", "Delete partial"),
+        Binding("f5", "ask_again", "Ask the hub again", show=False),  # said where the hub is unreachable
         Binding("f7", "app.hub", "Models"),
         Binding("escape", "back", "Back", show=False),
     ]
@@ -131,6 +135,8 @@ class HubScreen(Screen):
         self._quant_layout: tuple[tuple[str, str, int], ...] = ()
         self.download = DownloadPanel(id="hub-download")  # made here: the footer asks about it before compose
         self._typed_from_list = False  # letters typed in a list go to the search box until it has the focus
+        self._left = False  # the view was left (F7), not covered by a dialog: reopened, it asks again if offline
+        self._listing_failed = False  # the opened repo's listing did not arrive (asked again with the search)
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -165,11 +171,18 @@ class HubScreen(Screen):
         self.query_one("#hub-repos", DataTable).focus()
         self.search("")
 
+    def on_screen_suspend(self) -> None:
+        self._left = self not in self.app.screen_stack  # left for another view, not under a dialog
+
     def on_screen_resume(self) -> None:
-        """Back from the model list, where the devices may have changed (RPC servers, memory others took):
-        planned again when they differ as the picker's plan cache tells devices apart."""
+        """Back from the model list: the hub asked again if it could not be reached; planned again where the
+        devices changed there (RPC servers, memory others took) as the picker's plan cache tells them apart."""
         from app.caches.plans import device_fingerprint
 
+        left, self._left = self._left, False
+        if left and self.offline:
+            self.action_ask_again()
+            return
         now, then = self.services.devices, self._report
         if now is None or then is None:
             return
@@ -178,6 +191,14 @@ class HubScreen(Screen):
             self.search(self.query_text)
             if self.repo_id:
                 self.open_repo(self.repo_id)
+
+    def action_ask_again(self) -> None:
+        """F5: the search asked again, and the opened repo listed again where its listing came from the cache
+        or did not come (the hub could not be reached)."""
+        self._show_devices()
+        self.search(self.query_text)
+        if self.repo_id and (self.from_cache or self._listing_failed):
+            self.open_repo(self.repo_id)
 
     def _show_devices(self) -> None:
         report = self.services.devices
@@ -209,8 +230,7 @@ class HubScreen(Screen):
         if repo_layout != self._repo_layout:
             self._repo_layout = repo_layout
             self._fill_repos()
-        labels = [r.label for r in self.rows if r is not None] + [_label(m) for m in self.models]
-        quant_width = max([len(label) for label in labels] + [8])
+        quant_width = max([len(label) for label in self._labels()] + [8])
         columns = [(key, label, w or quant_width) for key, label, w in QUANT_COLUMNS]
         free = room - sum(w + 2 for _, _, w in columns)
         with_speed = any(r is not None and r.tokens_per_second is not None for r in self.rows)
@@ -305,6 +325,7 @@ class HubScreen(Screen):
         if self.landing:
             self.landing = False
             if message.offline and not message.repos:  # a first start offline: the models here, not an empty hub
+                self._show_found(message)  # F7 later shows why, and asks again
                 self.app.notify(
                     "The Hugging Face hub cannot be reached, so vramchat opens on the models here. "
                     "F7 opens the hub when this machine is online.",
@@ -315,6 +336,12 @@ class HubScreen(Screen):
                 return
             self.services.settings.hub_on_first_start = False  # landed once: the next start opens the list
             self.services.save_settings()
+        self._show_found(message)
+        if message.repos:
+            self._badge([r.repo_id for r in message.repos], message.request)
+
+    def _show_found(self, message: ReposFound) -> None:
+        """The repos found (not yet badged), and the line that says what they are or why there are none."""
         self.repos = message.repos
         self.fits = {}
         self.offline = message.offline
@@ -325,7 +352,11 @@ class HubScreen(Screen):
         elif message.offline:
             seen = f"{len(message.repos)} repo{'s' if len(message.repos) != 1 else ''} seen before"
             found = f"{seen}, from the cache" if message.repos else "No repo seen before matches"
-            self._status(f"The hub cannot be reached: {_sentence(message.offline)} {found}", error=True)
+            self._status(
+                f"The hub cannot be reached: {_sentence(message.offline)} {found}. "
+                "F5 asks again (and so does coming back with F7).",
+                error=True,
+            )
         elif not message.repos:
             self._status(
                 f"No GGUF repo on the hub matches {what}" if message.query else "The hub lists no GGUF chat repo"
@@ -336,8 +367,6 @@ class HubScreen(Screen):
             self._status(f"{match} {what}, the most downloaded first; Enter opens one")
         else:
             self._status("The hub's most downloaded GGUF chat models; Enter opens one, or type to search")
-        if message.repos:
-            self._badge([r.repo_id for r in message.repos], message.request)
 
     @work(thread=True, exclusive=True, group="hub-badges", exit_on_error=False)
     def _badge(self, repo_ids: list[str], request: int) -> None:
@@ -471,7 +500,7 @@ class HubScreen(Screen):
             self.call_after_refresh(self.query_one("#hub-quants", DataTable).focus)
 
     def open_repo(self, repo_id: str) -> None:
-        self.repo_id, self.planned, self.from_cache = repo_id, None, ""
+        self.repo_id, self.planned, self.from_cache, self._listing_failed = repo_id, None, "", False
         self._open_request += 1
         self.models, self.rows, self.best, self.why, self.downloaded = [], [], None, "", {}
         self.query_one("#hub-quants", DataTable).border_title = repo_id
@@ -515,6 +544,7 @@ class HubScreen(Screen):
         if message.request != self._open_request:
             return
         if message.listing is None:
+            self._listing_failed = True
             self._status(f"✗ {message.error}", error=True)
             self.app.notify(message.error, title=message.title, severity="error", timeout=10)
             return
@@ -565,9 +595,7 @@ class HubScreen(Screen):
             quants.move_cursor(row=self.best)
         best = self.query_one("#hub-best", Static)
         if self.best is not None:
-            row = self.rows[self.best]
-            assert row is not None
-            best.update(Text.assemble((f"{BEST} Best here: {row.label}", "bold"), f": {self.why}"))
+            best.update(Text.assemble((f"{BEST} Best here: {self._labels()[self.best]}", "bold"), f": {self.why}"))
         else:
             best.update(Text(f"✗ {self.why}", style="bold"))
         name = self.repo_id or ""
@@ -590,11 +618,19 @@ class HubScreen(Screen):
         if self.models:
             table.move_cursor(row=min(at, len(self.models) - 1))
 
+    def _labels(self) -> list[str]:
+        """Each quant's label, those of one quant told apart by what differs in their file names."""
+        from app.quant_labels import distinct_labels
+
+        rows = [self.rows[i] if i < len(self.rows) else None for i in range(len(self.models))]
+        labels = [row.label if row is not None else _label(model) for model, row in zip(self.models, rows, strict=True)]
+        return distinct_labels(labels, [m.files[0].name if m.files else m.ref for m in self.models])
+
     def _quant_cells(self, index: int) -> dict[str, object]:
         model = self.models[index]
         row = self.rows[index] if index < len(self.rows) else None
         mark = (BEST if index == self.best else " ") + (ON_DISK if model.ref in self.downloaded else "")
-        label = row.label if row is not None else _label(model)
+        label = self._labels()[index]
         if row is None:
             badge, kind = "planning…", "pending"
         else:
@@ -661,6 +697,11 @@ class HubScreen(Screen):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "cancel_download":
             return self.download.downloading is not None
+        stopped = self.download.stopped is not None and self.download.downloading is None
+        if action in ("resume_download", "discard_partial"):
+            return stopped and self.download.kept > 0
+        if action == "download_again":
+            return stopped and self.download.kept == 0
         return True
 
     @on(DataTable.RowSelected, "#hub-quants")
@@ -680,8 +721,44 @@ class HubScreen(Screen):
         row = self.rows[index] if index < len(self.rows) else None
         self.download.request(source, fit_badge(row.summary)[0] if row is not None else "")
 
+    def palette_commands(self) -> Iterator[SystemCommand]:
+        """The view's actions in the command palette: those that can be done now."""
+        yield SystemCommand("Search the hub", "GGUF repos by name (Ctrl+F)", self.action_search)
+        yield SystemCommand("Ask the hub again", "After it could not be reached (F5)", self.action_ask_again)
+        yield SystemCommand("Download the selected quant", "And its projector (Ctrl+D)", self.action_download)
+        if self.check_action("cancel_download", ()):
+            yield SystemCommand(
+                "Cancel the download", "What arrived is kept to resume (Ctrl+X)", self.action_cancel_download
+            )
+        if self.check_action("resume_download", ()):
+            yield SystemCommand("Resume the download", "From what arrived before (Ctrl+R)", self.action_resume_download)
+            yield SystemCommand(
+                "Delete the partial file", "What arrived of the stopped download (Delete)", self.action_discard_partial
+            )
+        if self.check_action("download_again", ()):
+            yield SystemCommand(
+                "Download again", "The stopped download, from the start (Ctrl+R)", self.action_download_again
+            )
+
     def action_cancel_download(self) -> None:
         self.download.cancel()
+
+    def action_resume_download(self) -> None:
+        """Ctrl+R: the stopped download goes on from what arrived."""
+        self.download.resume()
+
+    def action_download_again(self) -> None:
+        """Ctrl+R where nothing of the stopped download is kept (a failed checksum): it starts over."""
+        self.download.resume()
+
+    def action_discard_partial(self) -> None:
+        """Delete: what arrived of the stopped download is removed."""
+        self.download.discard()
+
+    def on_download_panel_buttons_gone(self) -> None:
+        """A button pressed went away with its state: the focus back on the quant it was about, not the repos."""
+        table = self.query_one("#hub-quants", DataTable)
+        (table if self.models else self.query_one("#hub-repos", DataTable)).focus()
 
     def stop_download(self) -> None:
         """The app is quitting: a download running stops, its partial file kept to resume."""

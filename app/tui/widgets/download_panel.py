@@ -3,8 +3,9 @@
 `request(source)` checks the room first (a full disk is refused before a byte, saying how much is needed
 and free), asks, then downloads in a thread worker (app/sources/download.py: a hidden partial file,
 resumed, the sha256 checked); progress comes at most 10 times a second. A cancelled or failed download
-keeps what arrived, hidden (never in the model list), for Resume, or Delete. A finished one is posted
-to the app (ModelDownloaded: the model list selects it) and to the screen (DownloadPanel.Finished).
+keeps what arrived, hidden (never in the model list), for Resume, or Delete; where nothing is kept (a
+failed checksum removes the file) it offers Download again. A finished one is posted to the app
+(ModelDownloaded: the model list selects it) and to the screen (DownloadPanel.Finished).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from textual.worker import Worker, WorkerState
 
 from app.errors import VramchatError
 from app.tui.abandon import Abandoned, call_abandonable
+from app.tui.download_note import DownloadNoted, progress_note
 from app.tui.hub_messages import DownloadEnded, DownloadPrepared, DownloadProgressed, ModelDownloaded
 from planner.units import format_size
 
@@ -39,14 +41,19 @@ class DownloadPanel(Vertical):
         source: ModelSource
         path: str
 
+    class ButtonsGone(Message):
+        """The focused button was hidden (pressed, its download stopped or gone): the screen takes the focus."""
+
     def __init__(self, id: str | None = None) -> None:
         super().__init__(id=id)
         self.downloading: ModelSource | None = None
-        self.stopped: ModelSource | None = None  # cancelled or failed, its partial file kept
+        self.stopped: ModelSource | None = None  # cancelled or failed: resumed, or downloaded again
+        self.kept = 0  # bytes the stopped download's hidden partial files hold (0: it starts over)
         self.last_done = 0  # bytes done at the last progress
         self._cancel = threading.Event()
         self._asking = False  # a download is being checked or asked about: one at a time
         self._fit = ""
+        self._note = ""  # the progress as the other screens' title line shows it (app/tui/download_note.py)
 
     def compose(self) -> ComposeResult:
         yield Static("", id="download-status", markup=False)
@@ -121,7 +128,7 @@ class DownloadPanel(Vertical):
     def _start(self, source: ModelSource) -> None:
         if self.downloading is not None:
             return
-        self.downloading, self.stopped = source, None
+        self.downloading, self.stopped, self.kept = source, None, 0
         self._cancel = threading.Event()
         self.last_done = 0
         self._line(f"Downloading {source.file_name}", progress=True)
@@ -142,10 +149,11 @@ class DownloadPanel(Vertical):
             cancel.set()
             return
         except Cancelled:
-            self.post_message(DownloadEnded(source, None, cancelled=True))
+            self.post_message(DownloadEnded(source, None, cancelled=True, kept=_kept(source)))
             return
         except VramchatError as exc:
-            self.post_message(DownloadEnded(source, None, error=str(exc), title=exc.title))
+            kept = _kept(source)
+            self.post_message(DownloadEnded(source, None, error=str(exc), title=exc.title, kept=kept))
             return
         self.post_message(DownloadEnded(source, result))
 
@@ -164,23 +172,27 @@ class DownloadPanel(Vertical):
             words = f"Downloading {p.file}: {format_size(p.done)} of {format_size(p.total)} · {speed}{left}"
         self.query_one("#download-status", Static).update(words)
         self.query_one("#download-progress", ProgressBar).update(total=max(p.total, 1), progress=p.done)
+        self._tell_the_app(progress_note(p))
 
     def on_download_ended(self, message: DownloadEnded) -> None:
         source = message.source
         self.downloading = None
         self.screen.refresh_bindings()
+        self._tell_the_app("")
         if message.cancelled:
-            self.stopped = source
-            kept = f" ({format_size(self.last_done)} arrived)" if self.last_done else ""
-            self._line(
-                f"Cancelled {source.file_name}{kept}. What arrived is kept hidden, not in the model list: "
-                "Resume goes on from there.",
-                stopped=True,
-            )
+            self.stopped, self.kept = source, message.kept
+            if message.kept:
+                what = (
+                    f"{format_size(message.kept)} arrived and is kept hidden, not in the model list: "
+                    "Resume (Ctrl+R) goes on from there, Delete removes it."
+                )
+            else:
+                what = "Nothing arrived: Download again (Ctrl+R) starts it."
+            self._line(f"Cancelled {source.file_name}. {what}", stopped=True)
             self.app.notify(f"{source.file_name}: download cancelled.", title="Download cancelled", timeout=5)
             return
         if message.result is None:
-            self.stopped = source
+            self.stopped, self.kept = source, message.kept
             self._failed(message.error, message.title, stopped=True)
             return
         result = message.result
@@ -195,12 +207,19 @@ class DownloadPanel(Vertical):
         self.post_message(self.Finished(source, str(result.model_path)))
         self.app.post_message(ModelDownloaded(str(result.model_path), source.file_name))
 
+    def _tell_the_app(self, note: str) -> None:
+        """The progress for the title line of the other screens, when it changed ('' when it ended)."""
+        if note != self._note:
+            self._note = note
+            self.app.post_message(DownloadNoted(note))
+
     def _failed(self, error: str, title: str, stopped: bool = False) -> None:
         self._line(f"✗ {error}", stopped=stopped, error=True)
         self.app.notify(error, title=title or "The download did not start", severity="error", timeout=12)
 
     def _line(self, text: str, progress: bool = False, stopped: bool = False, error: bool = False) -> None:
-        """Show the panel with `text`: the bar and Cancel while downloading, Resume and Delete when stopped."""
+        """Show the panel with `text`: the bar and Cancel while downloading, Resume and Delete when stopped
+        with a partial file kept, Download again when stopped with none."""
         self.display = True
         status = self.query_one("#download-status", Static)
         status.update(Text(text, style=f"bold {self.app.current_theme.error}" if error else ""))
@@ -208,10 +227,16 @@ class DownloadPanel(Vertical):
         if progress:
             bar.update(total=None, progress=0)
         bar.display = progress
+        focused = self.screen.focused
+        buttons = list(self.query(Button))
         self.query_one("#download-cancel").display = progress
-        self.query_one("#download-resume").display = stopped
-        self.query_one("#download-discard").display = stopped
+        resume = self.query_one("#download-resume", Button)
+        resume.display = stopped
+        resume.label = "Resume" if self.kept else "Download again"
+        self.query_one("#download-discard").display = stopped and self.kept > 0
         self.query_one("#download-bar").display = progress or stopped
+        if focused in buttons and not (focused.display and self.query_one("#download-bar").display):
+            self.post_message(self.ButtonsGone())
 
     @on(Button.Pressed, "#download-cancel")
     def cancel(self) -> None:
@@ -231,9 +256,10 @@ class DownloadPanel(Vertical):
 
         if self.stopped is None:
             return
-        source, self.stopped = self.stopped, None
+        source, self.stopped, self.kept = self.stopped, None, 0
         freed = discard_partial(source)
         self._line(f"Deleted what had arrived of {source.file_name} ({format_size(freed)}).")
+        self.screen.refresh_bindings()
 
     def stop(self) -> None:
         """The app is quitting: a download running stops at its next chunk, its partial file kept."""
@@ -247,8 +273,19 @@ class DownloadPanel(Vertical):
 
         self.downloading, self._asking = None, False
         self.screen.refresh_bindings()
+        self._tell_the_app("")
         title, text = describe(event.worker.error)
         self._failed(f"The download stopped on an unexpected error: {text}", title)
+
+
+def _kept(source: ModelSource) -> int:
+    """The bytes a stopped download keeps (0 where they cannot be read: nothing to resume from)."""
+    from app.sources.download import partial_bytes
+
+    try:
+        return partial_bytes(source)
+    except (OSError, VramchatError):
+        return 0
 
 
 def download_words(source: ModelSource, plan: Download, fit: str = "") -> str:
