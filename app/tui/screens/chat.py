@@ -479,6 +479,7 @@ class ChatScreen(Screen):
                     self.services.store.delete_message(message.msg_id)
                 if view.place[1] > 1:  # a retry that wrote nothing: the reply before it is back
                     await self.redraw()
+                if not outcome.error:
                     title, text = empty_reply_words(outcome.stats)
                     self.app.notify(text, title=title, severity="information" if title == "Stopped" else "warning")
             else:
