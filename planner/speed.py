@@ -44,7 +44,8 @@ The derivation, for one decoded token (llama.cpp runs the whole graph once per t
 
 Every figure says its basis: `measured` (this machine's probe), `learned` (calibrated by the
 speed of real replies: the median of measured / predicted), `table` (a spec-sheet or
-what-if figure, not timed here) or `unknown`. A figure is always a range: +-30% when
+what-if figure, not timed here), `measuring` (the CPU's figures are not trusted yet: the
+probe that would give them was disturbed, app/speed/trust.py) or `unknown`. A figure is always a range: +-30% when
 measured (the error bench/speed_predict.py saw before any learning), +-50% from a table,
 and from learning the spread of the replies' ratios, never narrower than
 `MIN_LEARNED_BAND`, widened while fewer than `ENOUGH_REPLIES` replies exist.
@@ -56,7 +57,7 @@ import itertools
 import math
 import re
 import statistics
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from planner.hardware import Device
@@ -67,7 +68,8 @@ from planner.units import EXPERT_TENSOR, format_size, round_up
 from planner.weights import HOST_INDEX, weight_buffers
 
 MEASURED, LEARNED, TABLE, UNKNOWN = "measured", "learned", "table", "unknown"
-_BASIS_ORDER = (UNKNOWN, TABLE, MEASURED, LEARNED)  # weakest first
+PENDING = "measuring"  # the CPU's figures are being measured: no figure until they are trusted
+_BASIS_ORDER = (UNKNOWN, PENDING, TABLE, MEASURED, LEARNED)  # weakest first
 
 # -- constants (table figures: not timed on the user's machine) ---------------------------------
 # fitted to the lent H100's 2,000-token decodes (tests/data/cuda_h100.json.gz: the demo, 246 MB a token,
@@ -143,7 +145,6 @@ class CpuSpeed:
     read_bandwidth: float  # bytes/s of one large f32 read (reported; the per-type rates decide)
     attention_seconds: dict[str, float] = field(default_factory=dict)  # head width -> s per cell and query head
     source: str = "measured on this machine"
-    busy: float = 0.0  # how busy other programs kept the CPUs while it was measured (0: quiet enough)
 
     def decode_rate(self, type_name: str, working_set: int) -> tuple[float, str | None]:
         """Bytes/s for this type at this working set, and the timed type used when this one was not."""
@@ -181,7 +182,6 @@ class CpuSpeed:
             "read_bandwidth": self.read_bandwidth,
             "attention_seconds": dict(self.attention_seconds),
             "source": self.source,
-            "busy": self.busy,
         }
 
     @classmethod
@@ -196,7 +196,6 @@ class CpuSpeed:
             read_bandwidth=float(data["read_bandwidth"]),
             attention_seconds={str(k): float(v) for k, v in data["attention_seconds"].items() if v},
             source=str(data.get("source", "measured on this machine")),
-            busy=float(data.get("busy", 0.0)),
         )
 
 
@@ -475,6 +474,8 @@ class Figure:
         }
 
     def text(self) -> str:
+        if self.basis == PENDING:
+            return f"measuring… ({self.note})" if self.note else "measuring…"
         if self.value is None or self.low is None or self.high is None:
             return f"unknown ({self.note})" if self.note else "unknown"
         span = f"{_num(self.low)}–{_num(self.high)}"
@@ -533,9 +534,15 @@ class SpeedPrediction:
             return UNKNOWN
         return min(known, key=_BASIS_ORDER.index)
 
+    @property
+    def measuring(self) -> bool:
+        """Whether the figure waits for a trusted probe of this CPU (shown as "measuring…")."""
+        return self.decode_start.basis == PENDING
+
     def to_json(self) -> dict[str, Any]:
         return {
             "basis": self.basis,
+            "measuring": self.measuring,
             "decode_start": self.decode_start.to_json() | {"context_tokens": 0},
             "decode_full": self.decode_full.to_json() | {"context_tokens": self.n_ctx},
             "prefill": self.prefill.to_json() | {"prompt_tokens": PROMPT_TOKENS},
@@ -555,14 +562,23 @@ class SpeedPrediction:
             parts.append(f"prompt {_span(self.prefill)} tok/s")
         return f"Speed: {', '.join(parts)} ({start.note or start.basis})"
 
-    def short(self) -> str:
-        """A table cell: the decode range at the start and its basis in a word."""
+    def cell(self) -> str:
+        """The file's speed in a table whose column says tok/s: the decode at the start of a chat as
+        "34–64" (a range), "≈41" (learned from enough replies), "measuring…" or "?". Every list of
+        files shows this one text (the model list, the hub, --quants); --plan shows the same range."""
         f = self.decode_start
+        if f.basis == PENDING:
+            return "measuring…"
         if f.value is None or f.low is None or f.high is None:
-            return "? tok/s"
+            return "?"
         if f.basis == LEARNED and f.replies >= ENOUGH_REPLIES:
-            return f"≈{_num(f.value)} tok/s"
-        return f"{_num(f.low)}–{_num(f.high)} tok/s"
+            return f"≈{_num(f.value)}"
+        return f"{_num(f.low)}–{_num(f.high)}"
+
+    def short(self) -> str:
+        """`cell` with its unit, for a column that does not say it."""
+        cell = self.cell()
+        return cell if self.measuring else f"{cell} tok/s"
 
     def text(self) -> str:
         """The `--plan` table's section."""
@@ -693,8 +709,11 @@ def predict(
     cpu: CpuSpeed | None,
     gpus: dict[str, GpuSpeed] | None = None,
     calibration: Calibration | None = None,
+    cpu_pending: str = "",
 ) -> SpeedPrediction:
-    """The speed of a plan whose per-token cost is `cost`, on this machine's figures."""
+    """The speed of a plan whose per-token cost is `cost`, on this machine's figures. `cpu_pending`,
+    with no `cpu`: why the CPU's figures are still being measured (the figures that need them then
+    read "measuring…", not "unknown")."""
     gpus = gpus or {}
     cal = calibration or Calibration()
     start = decode_seconds(cost, 0, cpu, gpus)
@@ -711,23 +730,25 @@ def predict(
         for d, sec, basis, source in start.per_device
     ]
     notes = list(cost.notes) + list(start.notes)
+    # a figure missing only the CPU's, while those are being measured, is pending rather than unknown
+    waiting = bool(cpu is None and cpu_pending)
+    host_only = waiting and all(d.is_host for d, sec, _, _ in start.per_device if sec is None)
+
+    def pending(f: Figure, needs_cpu: bool) -> Figure:
+        return Figure(None, None, None, PENDING, cpu_pending) if f.value is None and needs_cpu else f
+
     return SpeedPrediction(
-        decode_start=_busy(_figure(rate(start), start.basis, cal.decode_ratios, cal.scope, why), cpu),
-        decode_full=_busy(_figure(rate(full), full.basis, cal.decode_ratios, cal.scope, why), cpu),
-        prefill=_busy(_figure(pre_rate, pre.basis, cal.prefill_ratios, cal.scope, "; ".join(pre.notes) or why), cpu),
+        decode_start=pending(_figure(rate(start), start.basis, cal.decode_ratios, cal.scope, why), host_only),
+        decode_full=pending(_figure(rate(full), full.basis, cal.decode_ratios, cal.scope, why), host_only),
+        prefill=pending(
+            _figure(pre_rate, pre.basis, cal.prefill_ratios, cal.scope, "; ".join(pre.notes) or why),
+            waiting and all(d.is_host for d in cost.devices),
+        ),
         n_ctx=cost.n_ctx,
         devices=devices,
         notes=list(dict.fromkeys(notes)),
         raw_decode_start=rate(start),
     )
-
-
-def _busy(f: Figure, cpu: CpuSpeed | None) -> Figure:
-    """A measured figure says when the CPU was measured busy: it may be far too slow (a probe during
-    a compile once put the demo at 0.4 tok/s where it decodes at 45)."""
-    if cpu is None or not cpu.busy or f.basis != MEASURED:
-        return f
-    return replace(f, note=f"measured while other programs kept the CPUs {cpu.busy:.0%} busy: may be too slow")
 
 
 def predicted_decode(cost: TokenCost, fill: int, cpu: CpuSpeed | None, gpus: dict[str, GpuSpeed]) -> float | None:

@@ -11,9 +11,13 @@ the same q8_0 mat-vec is timed on 192 MiB too, a matrix no cache holds: the rati
 two is how much slower weights stream from memory. One large f32 read is the memory's
 plain read rate with the engine's threads (reported beside; the per-type rates decide).
 
-Every figure is the best of a few repetitions (another process on the machine slows a
-run, it never speeds one up). `measure()` takes about 0.4 s on 2 cores; the app keeps
-its result per machine (app/speed/machine.py), so a plan pays for it once.
+Every figure is the best of several short runs (another process on the machine slows a
+run, it never speeds one up), taken in rounds: each round times every type once, so that a
+stretch of time another program held the cores lands on one round of a type, not on all its
+runs. The share of the CPUs other processes used meanwhile is reported beside the figures
+(psutil); app/speed/trust.py judges from it and from the figures themselves whether the
+probe was disturbed. `measure()` takes about half a second on 2 quiet cores; the app keeps
+a trusted result per machine (app/speed/machine.py), so a plan pays for it once.
 
 Run as `python -m app.speed.probe` it prints the figures as one JSON line: the
 app runs it so where llama.cpp has a GPU backend (the GPU's runtime must stay out of the
@@ -26,6 +30,7 @@ import ctypes
 import os
 import random
 import time
+from collections.abc import Callable
 from typing import Any
 
 from app.native import GGMLUnavailable, libraries
@@ -61,6 +66,8 @@ ATTENTION_WIDTHS = (64, 128, 256)  # head sizes one token's attention is timed a
 ATTENTION_CELLS = 4096
 ATTENTION_HEADS, ATTENTION_KV_HEADS = 8, 2
 REPEATS = 5
+ROUNDS = 3  # rounds of the per-type rates (each of ROUND_REPEATS runs a type)
+ROUND_REPEATS = 2
 
 
 class _InitParams(ctypes.Structure):
@@ -175,7 +182,7 @@ class _Probe:
         finally:
             g.ggml_free(ctx)
 
-    def decode_rate(self, name: str, nbytes: int) -> float | None:
+    def decode_rate(self, name: str, nbytes: int, repeats: int = REPEATS) -> float | None:
         """Bytes per second ggml's mat-vec streams a matrix of this type (None: cannot be made here)."""
         g = self.ggml
         type_id = TYPE_IDS[name]
@@ -189,12 +196,12 @@ class _Probe:
             x = g.ggml_new_tensor_1d(ctx, TYPE_IDS["f32"], ROW)
             self._fill(w, type_id, rows, ROW)
             ctypes.memmove(g.ggml_get_data(x), self.source, ROW * 4)
-            seconds = self._time_graph(ctx, g.ggml_mul_mat(ctx, w, x))
+            seconds = self._time_graph(ctx, g.ggml_mul_mat(ctx, w, x), repeats=repeats)
             return rows * row / seconds if seconds > 0 else None
         finally:
             g.ggml_free(ctx)
 
-    def prefill_rate(self, name: str) -> float | None:
+    def prefill_rate(self, name: str, repeats: int = 3) -> float | None:
         """Floating-point operations per second of a 128-token batch against a matrix of this type."""
         g = self.ggml
         type_id = TYPE_IDS[name]
@@ -205,7 +212,7 @@ class _Probe:
             x = g.ggml_new_tensor_2d(ctx, TYPE_IDS["f32"], ROW, PREFILL_TOKENS)
             self._fill(w, type_id, PREFILL_ROWS, ROW)
             self._fill(x, TYPE_IDS["f32"], PREFILL_TOKENS, ROW)
-            seconds = self._time_graph(ctx, g.ggml_mul_mat(ctx, w, x), repeats=3)
+            seconds = self._time_graph(ctx, g.ggml_mul_mat(ctx, w, x), repeats=repeats)
             return 2.0 * ROW * PREFILL_ROWS * PREFILL_TOKENS / seconds if seconds > 0 else None
         finally:
             g.ggml_free(ctx)
@@ -232,47 +239,52 @@ class _Probe:
             g.ggml_free(ctx)
 
 
-def _busy_jiffies() -> tuple[int, int] | None:
-    """(all CPUs' busy jiffies, this process's): Linux only."""
+def _cpu_seconds() -> tuple[float, float] | None:
+    """(every CPU's busy seconds, this process's): what other processes used is the difference."""
     try:
-        with open("/proc/stat") as handle:
-            values = [int(v) for v in handle.readline().split()[1:]]
-        with open("/proc/self/stat") as handle:
-            parts = handle.read().rsplit(")", 1)[1].split()
-        return sum(values) - values[3] - values[4], int(parts[11]) + int(parts[12])
-    except (OSError, ValueError, IndexError):
+        import psutil
+
+        times = psutil.cpu_times()
+        own = psutil.Process().cpu_times()
+    except Exception:  # psutil missing or refused: the load is unknown
         return None
+    idle = times.idle + getattr(times, "iowait", 0.0)
+    return sum(times) - idle, own.user + own.system
+
+
+def _best_in_rounds(names: tuple[str, ...], timing: Callable[[str], float | None], rounds: int) -> dict[str, float]:
+    """Each name's highest rate over `rounds` rounds, every name timed once a round."""
+    best: dict[str, float] = {}
+    for _ in range(rounds):
+        for name in names:
+            rate = timing(name)
+            if rate:
+                best[name] = max(best.get(name, 0.0), rate)
+    return best
 
 
 def measure(threads: int | None = None) -> dict[str, Any]:
-    """Every figure of this CPU the speed model uses, with the seconds the probe took."""
+    """Every figure of this CPU the speed model uses, with the seconds the probe took and the share of
+    the CPUs other processes used meanwhile (`load`, None where unknown)."""
     t0 = time.perf_counter()
-    before = _busy_jiffies()
+    before = _cpu_seconds()
     threads = threads or max(1, os.cpu_count() or 1)
     probe = _Probe(threads)
     start = probe.graph_start()
     per_op = probe.per_op()
-    decode = {}
-    for name in DECODE_TYPES:
-        rate = probe.decode_rate(name, DECODE_BYTES)
-        if rate:
-            decode[name] = rate
-    prefill = {}
-    for name in PREFILL_TYPES:
-        rate = probe.prefill_rate(name)
-        if rate:
-            prefill[name] = rate
+    decode = _best_in_rounds(DECODE_TYPES, lambda name: probe.decode_rate(name, DECODE_BYTES, ROUND_REPEATS), ROUNDS)
+    prefill = _best_in_rounds(PREFILL_TYPES, lambda name: probe.prefill_rate(name, ROUND_REPEATS), ROUNDS)
     # beyond the cache: the same q8_0 mat-vec on a matrix no cache holds, and a plain f32 read
     large = probe.decode_rate("q8_0", BANDWIDTH_BYTES)
     bandwidth = probe.decode_rate("f32", BANDWIDTH_BYTES)
     attention = {str(width): probe.attention_seconds(width) for width in ATTENTION_WIDTHS}
     factor = min(1.0, large / decode["q8_0"]) if large and decode.get("q8_0") else 1.0
     elapsed = time.perf_counter() - t0
-    after = _busy_jiffies()
+    after = _cpu_seconds()
     load = None
     if before and after:  # the share of the CPUs other processes used meanwhile
         others = (after[0] - before[0]) - (after[1] - before[1])
-        load = max(0.0, others / os.sysconf("SC_CLK_TCK") / elapsed / (os.cpu_count() or 1))
+        load = max(0.0, others / elapsed / (os.cpu_count() or 1))
     return {
         "threads": threads,
         "graph_seconds": start,
@@ -283,6 +295,7 @@ def measure(threads: int | None = None) -> dict[str, Any]:
         "read_bandwidth": bandwidth,
         "attention_seconds": attention,
         "load": load,
+        "rounds": ROUNDS,
         "probe_seconds": elapsed,
     }
 
