@@ -474,8 +474,8 @@ class Figure:
         }
 
     def text(self) -> str:
-        if self.basis == PENDING:
-            return f"measuring… ({self.note})" if self.note else "measuring…"
+        if self.basis == PENDING:  # why is said once, in the prediction's notes
+            return "measuring…"
         if self.value is None or self.low is None or self.high is None:
             return f"unknown ({self.note})" if self.note else "unknown"
         span = f"{_num(self.low)}–{_num(self.high)}"
@@ -553,6 +553,8 @@ class SpeedPrediction:
     def line(self) -> str:
         """One line for the picker: decode at the start and at a full context, the prompt, the basis."""
         start = self.decode_start
+        if start.basis == PENDING:
+            return f"Speed: measuring… ({start.note})"
         if start.value is None:
             return f"Speed: {start.text()}"
         parts = [f"{_span(start)} tok/s at the start"]

@@ -28,7 +28,7 @@ def distrust(figures: dict[str, Any]) -> str | None:
     """Why these probe figures cannot be trusted (words for the user), or None when they can."""
     load = figures.get("load")
     if isinstance(load, (int, float)) and load > BUSY_LOAD:
-        return f"the machine was busy (other programs used {load:.0%} of the CPUs while it was measured)"
+        return f"the machine was busy (other programs used {load:.0%} of the CPUs)"
     for name, what in (("decode_rates", "mat-vec"), ("prefill_rates", "mat-mul")):
         odd = _outlier(figures.get(name))
         if odd is not None:
