@@ -220,11 +220,11 @@ def learn(case: Case, rounds: int) -> None:
 
 
 def learned_decode(case: Case) -> dict[int, float]:
-    from app.speed import predict_cost
-    from app.speed.learn import config_key, devices_key, model_key
+    from app.speed import file_speed
+    from app.speed.learn import config_key, devices_key
     from planner.speed import predicted_decode
 
-    base = predict_cost(case.cost, [], model_key(case.path), devices_key(case.plan), config_key(case.plan))
+    base = file_speed(case.cost, case.path, devices_key(case.plan), config_key(case.plan), [])
     factor = (base.decode_start.value or 0.0) / (base.raw_decode_start or 1.0)
     out = {}
     from app.speed.machine import cpu_speed
@@ -233,6 +233,25 @@ def learned_decode(case: Case) -> dict[int, float]:
     for fill in case.fills:
         gen = statistics.median(s.generated_tokens for s in case.stats[fill])
         out[fill] = (predicted_decode(case.cost, int(fill + gen // 2), cpu, {}) or 0.0) * factor
+    return out
+
+
+def best_of(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """Two probes' figures, each at its best (rates at their highest, times at their lowest)."""
+
+    def best(a: Any, b: Any, high: bool) -> Any:
+        if isinstance(a, dict) and isinstance(b, dict):
+            return {k: best(a.get(k), b.get(k), high) for k in set(a) | set(b)}
+        values = [x for x in (a, b) if isinstance(x, (int, float))]
+        if not values:
+            return None
+        return max(values) if high else min(values)
+
+    out = dict(new)
+    for name in ("decode_rates", "prefill_rates", "large_factor", "read_bandwidth"):
+        out[name] = best(old.get(name), new.get(name), high=True)
+    for name in ("graph_seconds", "op_seconds", "attention_seconds", "load"):
+        out[name] = best(old.get(name), new.get(name), high=False)
     return out
 
 
@@ -340,11 +359,9 @@ def main() -> None:
     learn(demo, 1)
     learned = learned_decode(demo)
 
-    from app.speed.machine import merge
-
     merged = probes[0]
     for data in probes[1:]:
-        merged = merge(merged, data)
+        merged = best_of(merged, data)
     best = CpuSpeed.from_json(dict(merged, source="bench"))
     first = cpus[0]
     print()
