@@ -37,8 +37,10 @@ The derivation, for one decoded token (llama.cpp runs the whole graph once per t
 4. **Decode speed** = 1 / (the sum of the devices' times + the fixed costs), at the start
    of a chat (fill 0) and at a full context (fill n_ctx).
 5. **Prefill** of a prompt of N tokens: the FLOPs of its matmuls, 2 x active parameters x N,
-   plus attention, 2 x heads x (key + value width) x the cells each token sees, at the
-   CPU's timed mat-mul rate per weight type (a 128-token batch); plus, per batch, the output
+   at the CPU's timed mat-mul rate per weight type (a 128-token batch); plus attention, the
+   cells each token sees x its query heads x the time the probe measured per cell, query
+   token and head of flash attention on a 128-token batch (ggml's prompt path, per head
+   width; without it, 4 x width FLOPs a cell at the f16 mat-mul rate); plus, per batch, the output
    matrix once (only the batch's last token's logits are computed) and its graph. A GPU's
    arithmetic rate is not known to vramchat, so a plan with GPU layers has no prefill figure.
 
@@ -145,6 +147,8 @@ class CpuSpeed:
     read_bandwidth: float  # bytes/s of one large f32 read (reported; the per-type rates decide)
     attention_seconds: dict[str, float] = field(default_factory=dict)  # head width -> s per cell and query head
     source: str = "measured on this machine"
+    # head width -> s per cell, query token and query head of a prompt's batch (ggml may batch it otherwise)
+    prefill_attention_seconds: dict[str, float] = field(default_factory=dict)
 
     def decode_rate(self, type_name: str, working_set: int) -> tuple[float, str | None]:
         """Bytes/s for this type at this working set, and the timed type used when this one was not."""
@@ -167,6 +171,14 @@ class CpuSpeed:
         near = min(self.attention_seconds, key=lambda w: abs(math.log(max(width, 1) / int(w))))
         return self.attention_seconds[near]
 
+    def prefill_attention_cell(self, width: int) -> float:
+        """Seconds one cached cell costs one query token and head of a prompt's batch (nearest width timed;
+        without a timing, the attention's arithmetic at the f16 mat-mul rate)."""
+        if not self.prefill_attention_seconds:
+            return 4 * width / self.prefill_rate("f16")[0]
+        near = min(self.prefill_attention_seconds, key=lambda w: abs(math.log(max(width, 1) / int(w))))
+        return self.prefill_attention_seconds[near]
+
     def prefill_rate(self, type_name: str) -> tuple[float, str | None]:
         name, used = _timed(type_name, self.prefill_rates, PREFILL_FALLBACK)
         return self.prefill_rates.get(name) or min(self.prefill_rates.values()), used
@@ -181,6 +193,7 @@ class CpuSpeed:
             "large_factor": self.large_factor,
             "read_bandwidth": self.read_bandwidth,
             "attention_seconds": dict(self.attention_seconds),
+            "prefill_attention_seconds": dict(self.prefill_attention_seconds),
             "source": self.source,
         }
 
@@ -196,6 +209,9 @@ class CpuSpeed:
             read_bandwidth=float(data["read_bandwidth"]),
             attention_seconds={str(k): float(v) for k, v in data["attention_seconds"].items() if v},
             source=str(data.get("source", "measured on this machine")),
+            prefill_attention_seconds={
+                str(k): float(v) for k, v in (data.get("prefill_attention_seconds") or {}).items() if v
+            },
         )
 
 
@@ -670,9 +686,10 @@ def prefill_seconds(cost: TokenCost, n_tokens: int, start: int, cpu: CpuSpeed | 
     mean_seen = start + (n_tokens + 1) / 2
     full_cells = min(cost.cells or 0, mean_seen)
     swa_cells = min(cost.cells_swa, mean_seen) if cost.cells_swa else 0
-    attn = sum(4 * int(w) * h for w, h in d.attn_heads.items()) * full_cells
-    attn += sum(4 * int(w) * h for w, h in d.attn_heads_swa.items()) * swa_cells
-    seconds += attn * n_tokens / cpu.prefill_rate("f16")[0]
+    # (the probe timed flash attention on a batch of queries: ggml's prompt path, whatever it is)
+    attn = sum(cpu.prefill_attention_cell(int(w)) * h for w, h in d.attn_heads.items()) * full_cells
+    attn += sum(cpu.prefill_attention_cell(int(w)) * h for w, h in d.attn_heads_swa.items()) * swa_cells
+    seconds += attn * n_tokens
     # each batch (the engine decodes a prompt in batches of n_ubatch here) computes the logits of its last
     # token only: the output matrix once a batch, and the batch's graph
     batches = -(-n_tokens // max(cost.n_ubatch, 1))

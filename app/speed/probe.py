@@ -65,6 +65,7 @@ N_OPS = 256  # tiny operations in the graph that times one synchronisation
 ATTENTION_WIDTHS = (64, 128, 256)  # head sizes one token's attention is timed at (ggml has faster paths for some)
 ATTENTION_CELLS = 4096
 ATTENTION_HEADS, ATTENTION_KV_HEADS = 8, 2
+PREFILL_ATTENTION_CELLS = 512  # a prompt's batch of PREFILL_TOKENS queries over this many cells
 REPEATS = 5
 ROUNDS = 3  # rounds of the per-type rates (each of ROUND_REPEATS runs a type)
 ROUND_REPEATS = 2
@@ -217,24 +218,25 @@ class _Probe:
         finally:
             g.ggml_free(ctx)
 
-    def attention_seconds(self, width: int) -> float | None:
-        """Seconds per cell and query head of one token's flash attention over an f16 cache (ggml's
-        kernel: a dot product, an online softmax step and a scaled add per cell)."""
+    def attention_seconds(self, width: int, queries: int = 1, cells: int = ATTENTION_CELLS) -> float | None:
+        """Seconds per cell, query token and query head of flash attention over an f16 cache (ggml's
+        kernel: a dot product, an online softmax step and a scaled add per cell): one token's as decode
+        runs it, or a batch of `queries` tokens' as a prompt's prefill does (ggml may take another path)."""
         g = self.ggml
         f32, f16 = TYPE_IDS["f32"], TYPE_IDS["f16"]
-        cells, heads, kv_heads = ATTENTION_CELLS, ATTENTION_HEADS, ATTENTION_KV_HEADS
+        heads, kv_heads = ATTENTION_HEADS, ATTENTION_KV_HEADS
         kv_bytes = 2 * width * cells * kv_heads * 2
-        ctx = self._context(kv_bytes + 4 * width * heads * 2, 8)
+        ctx = self._context(kv_bytes + 4 * width * heads * queries * 2, 8)
         try:
-            q = g.ggml_new_tensor_3d(ctx, f32, width, 1, heads)
+            q = g.ggml_new_tensor_3d(ctx, f32, width, queries, heads)
             k = g.ggml_new_tensor_3d(ctx, f16, width, cells, kv_heads)
             v = g.ggml_new_tensor_3d(ctx, f16, width, cells, kv_heads)
-            self._fill(q, f32, heads, width)
+            self._fill(q, f32, heads * queries, width)
             self._fill(k, f16, cells * kv_heads, width)
             self._fill(v, f16, cells * kv_heads, width)
             out = g.ggml_flash_attn_ext(ctx, q, k, v, None, 1.0 / width**0.5, 0.0, 0.0)
-            seconds = self._time_graph(ctx, out)
-            return seconds / (cells * heads)
+            seconds = self._time_graph(ctx, out, repeats=REPEATS if queries == 1 else ROUND_REPEATS)
+            return seconds / (cells * heads * queries)
         finally:
             g.ggml_free(ctx)
 
@@ -278,6 +280,10 @@ def measure(threads: int | None = None) -> dict[str, Any]:
     large = probe.decode_rate("q8_0", BANDWIDTH_BYTES)
     bandwidth = probe.decode_rate("f32", BANDWIDTH_BYTES)
     attention = {str(width): probe.attention_seconds(width) for width in ATTENTION_WIDTHS}
+    prefill_attention = {
+        str(width): probe.attention_seconds(width, PREFILL_TOKENS, PREFILL_ATTENTION_CELLS)
+        for width in ATTENTION_WIDTHS
+    }
     factor = min(1.0, large / decode["q8_0"]) if large and decode.get("q8_0") else 1.0
     elapsed = time.perf_counter() - t0
     after = _cpu_seconds()
@@ -294,6 +300,7 @@ def measure(threads: int | None = None) -> dict[str, Any]:
         "large_factor": factor,
         "read_bandwidth": bandwidth,
         "attention_seconds": attention,
+        "prefill_attention_seconds": prefill_attention,
         "load": load,
         "rounds": ROUNDS,
         "probe_seconds": elapsed,

@@ -87,6 +87,8 @@ def test_the_probe_times_ggml_on_this_cpu() -> None:
     assert all(1e7 < rate < 1e13 for rate in figures["decode_rates"].values())
     assert 0 < figures["large_factor"] <= 1 and figures["read_bandwidth"] > 1e7
     assert 0 < figures["op_seconds"] < 1e-1 and all(0 < s < 1e-3 for s in figures["attention_seconds"].values())
+    assert set(figures["prefill_attention_seconds"]) == set(figures["attention_seconds"])
+    assert all(0 < s < 1e-3 for s in figures["prefill_attention_seconds"].values())
     assert figures["threads"] == (os.cpu_count() or 1) and figures["rounds"] >= 2
     assert figures["load"] is not None and 0 <= figures["load"] <= 1.5
 
