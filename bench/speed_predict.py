@@ -311,7 +311,7 @@ def main() -> None:
 
     def probe() -> CpuSpeed:
         wait_quiet(0.10, args.patience, WAITED)
-        data = run_probe()
+        data = run_probe(full=True)
         probes.append(data)
         data = dict(data, source="bench")
         return CpuSpeed.from_json(data)
@@ -375,6 +375,10 @@ def main() -> None:
             f"q4_K {c.decode_rates.get('q4_K', 0) / 1e9:.1f}; op {c.op_seconds * 1e6:.2f} us; attention a cell-head "
             f"({att}); f32 read {c.read_bandwidth / 1e9:.1f} GB/s; others' load {(data.get('load') or 0) * 100:.0f}%"
         )
+    from app.speed.trust import distrust
+
+    for index, data in enumerate(probes, start=1):
+        print(f"probe {index}: {distrust(data) or 'trusted (the app would keep it)'}")
     print()
     header = (
         f"{'model':<18}{'fill':>6} {'decode':>8} {'(best)':>8} {'measured':>9} {'runs':>5} {'err':>6} {'(best)':>6} "

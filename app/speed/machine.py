@@ -95,14 +95,15 @@ def machine_key() -> dict[str, Any]:
     }
 
 
-def run_probe() -> dict[str, Any]:
-    """The probe's figures, measured in a child process; raises RuntimeError with the reason."""
+def run_probe(full: bool = False) -> dict[str, Any]:
+    """The probe's figures, measured in a child process (`full`: every figure, even on a busy machine,
+    where the probe otherwise stops early); raises RuntimeError with the reason."""
     from app.children import child_env
     from app.native import IN_PROCESS_ENV
 
     try:
         proc = subprocess.run(
-            [sys.executable, "-m", "app.speed.probe"],
+            [sys.executable, "-m", "app.speed.probe", *(["--full"] if full else [])],
             capture_output=True,
             text=True,
             timeout=PROBE_TIMEOUT,

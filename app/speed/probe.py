@@ -19,7 +19,8 @@ runs. The share of the CPUs other processes used meanwhile is reported beside th
 probe was disturbed. `measure()` takes about half a second on 2 quiet cores; the app keeps
 a trusted result per machine (app/speed/machine.py), so a plan pays for it once.
 
-Run as `python -m app.speed.probe` it prints the figures as one JSON line: the
+Run as `python -m app.speed.probe [--full]` it prints the figures as one JSON line (`--full`: all of
+them, however busy the machine): the
 app runs it so where llama.cpp has a GPU backend (the GPU's runtime must stay out of the
 app's process; see app/devices/ggml.py).
 """
@@ -265,16 +266,37 @@ def _best_in_rounds(names: tuple[str, ...], timing: Callable[[str], float | None
     return best
 
 
-def measure(threads: int | None = None) -> dict[str, Any]:
+class _Load:
+    """The share of the CPUs other processes used since it was made (None where psutil cannot say)."""
+
+    def __init__(self) -> None:
+        self.t0, self.before = time.perf_counter(), _cpu_seconds()
+
+    def share(self) -> float | None:
+        after = _cpu_seconds()
+        elapsed = time.perf_counter() - self.t0
+        if not self.before or not after or elapsed <= 0:
+            return None
+        others = (after[0] - self.before[0]) - (after[1] - self.before[1])
+        return max(0.0, others / elapsed / (os.cpu_count() or 1))
+
+
+def measure(threads: int | None = None, stop_when_busy: bool = True) -> dict[str, Any]:
     """Every figure of this CPU the speed model uses, with the seconds the probe took and the share of
-    the CPUs other processes used meanwhile (`load`, None where unknown)."""
-    t0 = time.perf_counter()
-    before = _cpu_seconds()
+    the CPUs other processes used meanwhile (`load`, None where unknown). `stop_when_busy`: once the
+    per-type mat-vecs are timed under more load than app/speed/trust.py accepts, the rest is not
+    timed (the probe would not be kept; on a busy machine it takes ten times as long)."""
+    from app.speed.trust import BUSY_LOAD
+
+    load = _Load()
     threads = threads or max(1, os.cpu_count() or 1)
     probe = _Probe(threads)
     start = probe.graph_start()
     per_op = probe.per_op()
     decode = _best_in_rounds(DECODE_TYPES, lambda name: probe.decode_rate(name, DECODE_BYTES, ROUND_REPEATS), ROUNDS)
+    so_far = load.share()
+    if stop_when_busy and so_far is not None and so_far > BUSY_LOAD:
+        return {"threads": threads, "decode_rates": decode, "load": so_far, "stopped": "busy", "probe_seconds": 0.0}
     prefill = _best_in_rounds(PREFILL_TYPES, lambda name: probe.prefill_rate(name, ROUND_REPEATS), ROUNDS)
     # beyond the cache: the same q8_0 mat-vec on a matrix no cache holds, and a plain f32 read
     large = probe.decode_rate("q8_0", BANDWIDTH_BYTES)
@@ -285,12 +307,6 @@ def measure(threads: int | None = None) -> dict[str, Any]:
         for width in ATTENTION_WIDTHS
     }
     factor = min(1.0, large / decode["q8_0"]) if large and decode.get("q8_0") else 1.0
-    elapsed = time.perf_counter() - t0
-    after = _cpu_seconds()
-    load = None
-    if before and after:  # the share of the CPUs other processes used meanwhile
-        others = (after[0] - before[0]) - (after[1] - before[1])
-        load = max(0.0, others / elapsed / (os.cpu_count() or 1))
     return {
         "threads": threads,
         "graph_seconds": start,
@@ -301,16 +317,17 @@ def measure(threads: int | None = None) -> dict[str, Any]:
         "read_bandwidth": bandwidth,
         "attention_seconds": attention,
         "prefill_attention_seconds": prefill_attention,
-        "load": load,
+        "load": load.share(),
         "rounds": ROUNDS,
-        "probe_seconds": elapsed,
+        "probe_seconds": time.perf_counter() - load.t0,
     }
 
 
 def _main() -> None:
     import json
+    import sys
 
-    print(json.dumps(measure()))
+    print(json.dumps(measure(stop_when_busy="--full" not in sys.argv[1:])))
 
 
 if __name__ == "__main__":
