@@ -12,8 +12,8 @@ learns from. Replies use the app's default sampler chain.
 
 The prediction is planner.speed's, from this machine's probe (app/speed/probe.py).
 The machine is shared, so the probe runs `--probes` times interleaved with the demo's runs
-(in a child process, as the app runs it): "first probe" is what the app would have kept,
-"median probe" the median of the predictions over all probes. Measured figures are medians
+(in a child process, as the app runs it): "first probe" is the first one taken, "best" each
+figure at its best over all probes (what a probe the app trusts measures). Measured figures are medians
 of `--runs` interleaved runs. The load other processes put on the CPUs during each run is
 read from /proc/stat (all CPU time less this bench's and its engine's) and reported.
 
@@ -29,6 +29,7 @@ array with the engine's thread count).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import random
@@ -317,12 +318,6 @@ def main() -> None:
         return CpuSpeed.from_json(data)
 
     cpus = [probe()]
-    # the app's figures in the bench's home: the first probe, as the app keeps it (and learns against)
-    from app.caches.files import write_atomically
-    from app.speed.machine import MACHINE_FILE, machine_key, speed_folder
-
-    kept = {"key": machine_key(), "figures": probes[0]}
-    write_atomically(speed_folder() / MACHINE_FILE, json.dumps(kept).encode(), keep=16)
     numpy_bw = numpy_read_bandwidth(threads)
 
     demo = cases[0]
@@ -355,6 +350,13 @@ def main() -> None:
         finally:
             case.engine.close()
 
+    # the app's figures in the bench's home, to learn against: the best of the probes (each figure at its
+    # best: what a trusted probe measures; app/speed/trust.py would drop one taken under load)
+    from app.caches.files import write_atomically
+    from app.speed.machine import MACHINE_FILE, machine_key, speed_folder
+
+    kept = {"key": machine_key(), "figures": functools.reduce(best_of, probes)}
+    write_atomically(speed_folder() / MACHINE_FILE, json.dumps(kept).encode(), keep=16)
     # learning: the demo's first round (3 replies) recorded as the app records them
     learn(demo, 1)
     learned = learned_decode(demo)
