@@ -251,7 +251,7 @@ def best_of(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
     out = dict(new)
     for name in ("decode_rates", "prefill_rates", "large_factor", "read_bandwidth"):
         out[name] = best(old.get(name), new.get(name), high=True)
-    for name in ("graph_seconds", "op_seconds", "attention_seconds", "load"):
+    for name in ("graph_seconds", "op_seconds", "attention_seconds", "prefill_attention_seconds", "load"):
         out[name] = best(old.get(name), new.get(name), high=False)
     return out
 

@@ -8,6 +8,8 @@ Q3_K quant look ten times too slow). So a probe is judged on three things it car
 - the share of the CPUs other processes used while it ran (`load`, measured by the probe);
 - its per-type rates against each other: a genuine spread between ggml's kernels stays within
   a few times the median (4x at most on the machines seen), a disturbed one is 10-300x off;
+- its attention timings against its own rates (a cell's bytes at the mat-vec rate, its FLOPs at
+  the mat-mul rate): within a few times quiet, 50x slower disturbed;
 - the graph's start, a few microseconds, where a disturbed one takes a whole time slice.
 
 A probe that fails any of these is not kept and its figures are not shown: the speed reads
@@ -21,6 +23,7 @@ from typing import Any
 
 BUSY_LOAD = 0.25  # other processes' share of the CPUs above which a probe is not trusted
 MAX_FROM_MEDIAN = 6.0  # a type's rate this many times off the median of all types: disturbed
+MAX_ATTENTION_FACTOR = 12.0  # attention this many times slower than its bytes or FLOPs at the probe's rates
 MAX_GRAPH_SECONDS = 2e-3  # a graph's start beyond this waited for a core (quiet: microseconds)
 
 
@@ -37,9 +40,35 @@ def distrust(figures: dict[str, Any]) -> str | None:
                 f"the machine was busy (the {type_name} {what} timed {factor:.0f}x {side} than the other types: "
                 "a disturbed sample)"
             )
+    odd_attention = _slow_attention(figures)
+    if odd_attention is not None:
+        return f"the machine was busy ({odd_attention}: a disturbed sample)"
     start = figures.get("graph_seconds")
     if isinstance(start, (int, float)) and start > MAX_GRAPH_SECONDS:
         return f"the machine was busy (a graph waited {start * 1000:.0f} ms for a core)"
+    return None
+
+
+def _slow_attention(figures: dict[str, Any]) -> str | None:
+    """Attention timed far slower than the rest: a token's reads (K and V of f16, 4 x width bytes a cell)
+    against the median mat-vec rate; a prompt's arithmetic (4 x width FLOPs a cell) against the fastest
+    mat-mul rate. Quiet, both sit within 4x; a disturbed one is 50x off."""
+    decode = [float(v) for v in (figures.get("decode_rates") or {}).values() if isinstance(v, (int, float)) and v > 0]
+    prefill = [float(v) for v in (figures.get("prefill_rates") or {}).values() if isinstance(v, (int, float)) and v > 0]
+    checks = (
+        ("attention_seconds", "a token's attention", statistics.median(decode) if decode else 0.0),
+        ("prefill_attention_seconds", "a prompt's attention", max(prefill) if prefill else 0.0),
+    )
+    for name, what, rate in checks:
+        timed = figures.get(name)
+        if not isinstance(timed, dict) or not rate:
+            continue
+        for width, seconds in timed.items():
+            if not isinstance(seconds, (int, float)) or seconds <= 0:
+                continue
+            expected = 4 * int(width) / rate
+            if seconds > expected * MAX_ATTENTION_FACTOR:
+                return f"{what} at width {width} timed {seconds / expected:.0f}x slower than its work"
     return None
 
 
