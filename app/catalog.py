@@ -163,7 +163,8 @@ def fit_badge(summary: ModelSummary | None) -> tuple[str, str]:
 
 
 def speed_cell(entry: CatalogEntry, gpus: list[Device]) -> str:
-    """The predicted decode speed at the start of a chat, for a model list: "38–71 tok/s", "≈41 tok/s"."""
+    """The predicted decode speed at the start of a chat, for a model list: "38–71 tok/s", "≈41 tok/s",
+    "measuring…" (app.speed.file_speed: the figure the hub and --plan show for the same file)."""
     from app.speed import predict_summary
 
     s = entry.summary

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from app.planning import Planned
     from planner.fit import FitResult
     from planner.model import ModelAnatomy
+    from planner.speed import SpeedPrediction
 
 MAX_PARALLEL = 8
 # quality order of llama.cpp's quant types, best first (equal quality shares a rank)
@@ -53,8 +54,18 @@ class QuantRow:
     anatomy: ModelAnatomy | None = None
     result: FitResult | None = None
     error: str = ""
-    tokens_per_second: float | None = None  # predicted decode at the start of a chat (app.speed); None: unknown
+    speed: SpeedPrediction | None = None  # app.speed.file_speed of this row's plan (None: not planned)
     best: bool = False
+
+    @property
+    def tokens_per_second(self) -> float | None:
+        """Predicted decode at the start of a chat; None: unknown or still measuring."""
+        return self.speed.decode_start.value if self.speed is not None else None
+
+    @property
+    def speed_cell(self) -> str:
+        """The tok/s column's text: the same words the model list and --plan show for this file."""
+        return self.speed.cell() if self.speed is not None else "-"
 
     @property
     def quant(self) -> str:
@@ -107,11 +118,10 @@ class QuantTable:
     notes: list[str] = field(default_factory=list)
 
 
-def predicted_tokens_per_second(planned: Planned) -> float | None:
-    """Predicted decode speed of this plan on the devices it was made for and this CPU, at the start of
-    a chat: the `tok/s` column (app.speed: the probe's figures, what replies taught; None where a figure
-    is missing, a GPU without a known bandwidth say)."""
-    return planned.speed.decode_start.value
+def predicted_speed(planned: Planned) -> SpeedPrediction:
+    """This plan's speed on the devices it was made for and this CPU: the `tok/s` column
+    (`Planned.speed`, app.speed.file_speed: the figure the model list and --plan show for the file)."""
+    return planned.speed
 
 
 def plan_quants(
@@ -172,7 +182,7 @@ def _plan_row(row: QuantRow, plan: Callable[[ModelSource, ModelAnatomy], Planned
     try:
         planned = plan(row.source, row.anatomy)
         row.result = planned.fit
-        row.tokens_per_second = predicted_tokens_per_second(planned) if speed else None
+        row.speed = predicted_speed(planned) if speed else None
     except PlannerError as exc:
         row.error = str(exc)
 

@@ -9,7 +9,8 @@ process and through the in-process engine the app used before, on alternating qu
 so that no run reuses the previous prompt's cache.
 
 Same model, same context settings (n_ctx, batches, flash attention, KV types,
-window-sized SWA cache, threads), greedy sampling without penalties, the same
+window-sized SWA cache, threads, the CPU's extra buffer types: off on an AMX CPU, as the engine
+loads; bench/direct_llama.py), greedy sampling without penalties, the same
 prompt and the same number of generated tokens. Both models are loaded side by
 side; runs are interleaved (the order alternates) and the medians are compared.
 Speed is generation only: tokens after the first, over the time from the first
@@ -30,6 +31,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.args import model_parser, model_path  # noqa: E402
+from bench.direct_llama import engine_extra_buffers, load_llama  # noqa: E402
 
 PROMPT = "Once upon a time, in a small village at the edge of a great forest, there lived"
 
@@ -71,8 +73,6 @@ def main() -> None:
     args = parser.parse_args()
     args.model = model_path(args.model)
 
-    import llama_cpp
-
     from app.engine.engine import Engine
     from app.engine.process import EngineProcess
     from planner.config import LoadConfig
@@ -83,8 +83,11 @@ def main() -> None:
     engine.load(args.model, config)
     local = Engine()  # the in-process engine the app used before the engine process
     local.load(args.model, config)
-    llm = llama_cpp.Llama(
+    # the engine's choice of the CPU's extra buffer types (off on AMX CPUs: their kernels crash here)
+    extra_buffers = engine_extra_buffers(config.cpu_extra_buffers)
+    llm = load_llama(
         args.model,
+        extra_buffers,
         n_ctx=args.ctx,
         n_batch=512,
         n_ubatch=512,
@@ -120,7 +123,10 @@ def main() -> None:
 
     med_e, med_l = statistics.median(speeds["engine"]), statistics.median(speeds["llama"])
     med_o = statistics.median(speeds["local"])
-    print(f"model   {Path(args.model).name}, n_ctx {args.ctx}, flash attention on, {threads} threads, greedy")
+    print(
+        f"model   {Path(args.model).name}, n_ctx {args.ctx}, flash attention on, {threads} threads, greedy, "
+        f"CPU extra buffer types {'on' if extra_buffers else 'off (an AMX CPU)'} for all three"
+    )
     print(f"prompt  {len(tokens)} tokens; {args.tokens} tokens generated per run, {args.runs} interleaved runs each")
     print(f"vramchat engine      median {med_e:7.2f} tok/s  (runs: {', '.join(f'{s:.1f}' for s in speeds['engine'])})")
     print(f"llama_cpp.Llama      median {med_l:7.2f} tok/s  (runs: {', '.join(f'{s:.1f}' for s in speeds['llama'])})")

@@ -12,8 +12,8 @@ learns from. Replies use the app's default sampler chain.
 
 The prediction is planner.speed's, from this machine's probe (app/speed/probe.py).
 The machine is shared, so the probe runs `--probes` times interleaved with the demo's runs
-(in a child process, as the app runs it): "first probe" is what the app would have kept,
-"median probe" the median of the predictions over all probes. Measured figures are medians
+(in a child process, as the app runs it): "first probe" is the first one taken, "best" each
+figure at its best over all probes (what a probe the app trusts measures). Measured figures are medians
 of `--runs` interleaved runs. The load other processes put on the CPUs during each run is
 read from /proc/stat (all CPU time less this bench's and its engine's) and reported.
 
@@ -29,6 +29,7 @@ array with the engine's thread count).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import random
@@ -220,11 +221,11 @@ def learn(case: Case, rounds: int) -> None:
 
 
 def learned_decode(case: Case) -> dict[int, float]:
-    from app.speed import predict_cost
-    from app.speed.learn import config_key, devices_key, model_key
+    from app.speed import file_speed
+    from app.speed.learn import config_key, devices_key
     from planner.speed import predicted_decode
 
-    base = predict_cost(case.cost, [], model_key(case.path), devices_key(case.plan), config_key(case.plan))
+    base = file_speed(case.cost, case.path, devices_key(case.plan), config_key(case.plan), [])
     factor = (base.decode_start.value or 0.0) / (base.raw_decode_start or 1.0)
     out = {}
     from app.speed.machine import cpu_speed
@@ -233,6 +234,25 @@ def learned_decode(case: Case) -> dict[int, float]:
     for fill in case.fills:
         gen = statistics.median(s.generated_tokens for s in case.stats[fill])
         out[fill] = (predicted_decode(case.cost, int(fill + gen // 2), cpu, {}) or 0.0) * factor
+    return out
+
+
+def best_of(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """Two probes' figures, each at its best (rates at their highest, times at their lowest)."""
+
+    def best(a: Any, b: Any, high: bool) -> Any:
+        if isinstance(a, dict) and isinstance(b, dict):
+            return {k: best(a.get(k), b.get(k), high) for k in set(a) | set(b)}
+        values = [x for x in (a, b) if isinstance(x, (int, float))]
+        if not values:
+            return None
+        return max(values) if high else min(values)
+
+    out = dict(new)
+    for name in ("decode_rates", "prefill_rates", "large_factor", "read_bandwidth"):
+        out[name] = best(old.get(name), new.get(name), high=True)
+    for name in ("graph_seconds", "op_seconds", "attention_seconds", "prefill_attention_seconds", "load"):
+        out[name] = best(old.get(name), new.get(name), high=False)
     return out
 
 
@@ -292,18 +312,12 @@ def main() -> None:
 
     def probe() -> CpuSpeed:
         wait_quiet(0.10, args.patience, WAITED)
-        data = run_probe()
+        data = run_probe(full=True)
         probes.append(data)
         data = dict(data, source="bench")
         return CpuSpeed.from_json(data)
 
     cpus = [probe()]
-    # the app's figures in the bench's home: the first probe, as the app keeps it (and learns against)
-    from app.caches.files import write_atomically
-    from app.speed.machine import MACHINE_FILE, machine_key, speed_folder
-
-    kept = {"key": machine_key(), "figures": probes[0]}
-    write_atomically(speed_folder() / MACHINE_FILE, json.dumps(kept).encode(), keep=16)
     numpy_bw = numpy_read_bandwidth(threads)
 
     demo = cases[0]
@@ -336,15 +350,20 @@ def main() -> None:
         finally:
             case.engine.close()
 
+    # the app's figures in the bench's home, to learn against: the best of the probes (each figure at its
+    # best: what a trusted probe measures; app/speed/trust.py would drop one taken under load)
+    from app.caches.files import write_atomically
+    from app.speed.machine import MACHINE_FILE, machine_key, speed_folder
+
+    kept = {"key": machine_key(), "figures": functools.reduce(best_of, probes)}
+    write_atomically(speed_folder() / MACHINE_FILE, json.dumps(kept).encode(), keep=16)
     # learning: the demo's first round (3 replies) recorded as the app records them
     learn(demo, 1)
     learned = learned_decode(demo)
 
-    from app.speed.machine import merge
-
     merged = probes[0]
     for data in probes[1:]:
-        merged = merge(merged, data)
+        merged = best_of(merged, data)
     best = CpuSpeed.from_json(dict(merged, source="bench"))
     first = cpus[0]
     print()
@@ -358,6 +377,10 @@ def main() -> None:
             f"q4_K {c.decode_rates.get('q4_K', 0) / 1e9:.1f}; op {c.op_seconds * 1e6:.2f} us; attention a cell-head "
             f"({att}); f32 read {c.read_bandwidth / 1e9:.1f} GB/s; others' load {(data.get('load') or 0) * 100:.0f}%"
         )
+    from app.speed.trust import distrust
+
+    for index, data in enumerate(probes, start=1):
+        print(f"probe {index}: {distrust(data) or 'trusted (the app would keep it)'}")
     print()
     header = (
         f"{'model':<18}{'fill':>6} {'decode':>8} {'(best)':>8} {'measured':>9} {'runs':>5} {'err':>6} {'(best)':>6} "
@@ -380,7 +403,10 @@ def main() -> None:
             cells = case.cost.cells_at(int(fill + gen // 2))
             nbytes = sum(d.weight_bytes() + d.kv_bytes(*cells) for d in case.cost.devices)
             naive = numpy_bw / nbytes
-            rows.append((case.name, fill, p["decode_first"], p["decode_best"], meas, naive, p["prefill_best"], pre))
+            fastest = (max(v for v, _ in case.decode[fill]), max(v for v, _ in case.prefill[fill]))
+            rows.append(
+                (case.name, fill, p["decode_first"], p["decode_best"], meas, naive, p["prefill_best"], pre, *fastest)
+            )
             print(
                 f"{case.name:<18}{fill:>6} {p['decode_first']:>8.1f} {p['decode_best']:>8.1f} {meas:>9.1f} "
                 f"{used:>2}/{of:<2} {pct(p['decode_first'], meas):>6} {pct(p['decode_best'], meas):>6} "
@@ -411,9 +437,24 @@ def main() -> None:
     summary("demo, bandwidth alone (numpy read)", 5, only="demo")
     summary("zoo, bandwidth alone (numpy read)", 5, skip="demo")
     print(f"  ({len({r[0] for r in rows}) - 1} zoo models: {', '.join(sorted({r[0] for r in rows} - {'demo'}))})")
-    pre_errs = [abs(r[6] / r[7] - 1) for r in rows if r[7]]
-    if pre_errs:
-        print(f"Prefill error: median {statistics.median(pre_errs) * 100:.0f}%, max {max(pre_errs) * 100:.0f}%")
+
+    def errors(label: str, predicted: int, measured: int, only: str | None = None, skip: str | None = None) -> None:
+        errs = [
+            abs(r[predicted] / r[measured] - 1)
+            for r in rows
+            if r[measured] and (only is None or r[0] == only) and r[0] != skip
+        ]
+        if errs:
+            print(f"  {label:<40} median {statistics.median(errs) * 100:3.0f}%, max {max(errs) * 100:3.0f}%")
+
+    print("Prefill error |predicted / measured - 1| (best of the probes):")
+    errors("demo, against the runs' median", 6, 7, only="demo")
+    errors("zoo, against the runs' median", 6, 7, skip="demo")
+    print("Against each fill's fastest run (load only ever slows a run: the least disturbed one):")
+    errors("decode, demo", 3, 8, only="demo")
+    errors("decode, zoo", 3, 8, skip="demo")
+    errors("prefill, demo", 6, 9, only="demo")
+    errors("prefill, zoo", 6, 9, skip="demo")
     loads = [x for c in cases for x in c.load]
     quiet = sum(1 for x in loads if x <= args.quiet)
     print(

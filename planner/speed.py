@@ -37,14 +37,17 @@ The derivation, for one decoded token (llama.cpp runs the whole graph once per t
 4. **Decode speed** = 1 / (the sum of the devices' times + the fixed costs), at the start
    of a chat (fill 0) and at a full context (fill n_ctx).
 5. **Prefill** of a prompt of N tokens: the FLOPs of its matmuls, 2 x active parameters x N,
-   plus attention, 2 x heads x (key + value width) x the cells each token sees, at the
-   CPU's timed mat-mul rate per weight type (a 128-token batch); plus, per batch, the output
+   at the CPU's timed mat-mul rate per weight type (a 128-token batch); plus attention, the
+   cells each token sees x its query heads x the time the probe measured per cell, query
+   token and head of flash attention on a 128-token batch (ggml's prompt path, per head
+   width; without it, 4 x width FLOPs a cell at the f16 mat-mul rate); plus, per batch, the output
    matrix once (only the batch's last token's logits are computed) and its graph. A GPU's
    arithmetic rate is not known to vramchat, so a plan with GPU layers has no prefill figure.
 
 Every figure says its basis: `measured` (this machine's probe), `learned` (calibrated by the
 speed of real replies: the median of measured / predicted), `table` (a spec-sheet or
-what-if figure, not timed here) or `unknown`. A figure is always a range: +-30% when
+what-if figure, not timed here), `measuring` (the CPU's figures are not trusted yet: the
+probe that would give them was disturbed, app/speed/trust.py) or `unknown`. A figure is always a range: +-30% when
 measured (the error bench/speed_predict.py saw before any learning), +-50% from a table,
 and from learning the spread of the replies' ratios, never narrower than
 `MIN_LEARNED_BAND`, widened while fewer than `ENOUGH_REPLIES` replies exist.
@@ -56,7 +59,7 @@ import itertools
 import math
 import re
 import statistics
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from planner.hardware import Device
@@ -67,7 +70,8 @@ from planner.units import EXPERT_TENSOR, format_size, round_up
 from planner.weights import HOST_INDEX, weight_buffers
 
 MEASURED, LEARNED, TABLE, UNKNOWN = "measured", "learned", "table", "unknown"
-_BASIS_ORDER = (UNKNOWN, TABLE, MEASURED, LEARNED)  # weakest first
+PENDING = "measuring"  # the CPU's figures are being measured: no figure until they are trusted
+_BASIS_ORDER = (UNKNOWN, PENDING, TABLE, MEASURED, LEARNED)  # weakest first
 
 # -- constants (table figures: not timed on the user's machine) ---------------------------------
 # fitted to the lent H100's 2,000-token decodes (tests/data/cuda_h100.json.gz: the demo, 246 MB a token,
@@ -143,7 +147,8 @@ class CpuSpeed:
     read_bandwidth: float  # bytes/s of one large f32 read (reported; the per-type rates decide)
     attention_seconds: dict[str, float] = field(default_factory=dict)  # head width -> s per cell and query head
     source: str = "measured on this machine"
-    busy: float = 0.0  # how busy other programs kept the CPUs while it was measured (0: quiet enough)
+    # head width -> s per cell, query token and query head of a prompt's batch (ggml may batch it otherwise)
+    prefill_attention_seconds: dict[str, float] = field(default_factory=dict)
 
     def decode_rate(self, type_name: str, working_set: int) -> tuple[float, str | None]:
         """Bytes/s for this type at this working set, and the timed type used when this one was not."""
@@ -166,6 +171,14 @@ class CpuSpeed:
         near = min(self.attention_seconds, key=lambda w: abs(math.log(max(width, 1) / int(w))))
         return self.attention_seconds[near]
 
+    def prefill_attention_cell(self, width: int) -> float:
+        """Seconds one cached cell costs one query token and head of a prompt's batch (nearest width timed;
+        without a timing, the attention's arithmetic at the f16 mat-mul rate)."""
+        if not self.prefill_attention_seconds:
+            return 4 * width / self.prefill_rate("f16")[0]
+        near = min(self.prefill_attention_seconds, key=lambda w: abs(math.log(max(width, 1) / int(w))))
+        return self.prefill_attention_seconds[near]
+
     def prefill_rate(self, type_name: str) -> tuple[float, str | None]:
         name, used = _timed(type_name, self.prefill_rates, PREFILL_FALLBACK)
         return self.prefill_rates.get(name) or min(self.prefill_rates.values()), used
@@ -180,8 +193,8 @@ class CpuSpeed:
             "large_factor": self.large_factor,
             "read_bandwidth": self.read_bandwidth,
             "attention_seconds": dict(self.attention_seconds),
+            "prefill_attention_seconds": dict(self.prefill_attention_seconds),
             "source": self.source,
-            "busy": self.busy,
         }
 
     @classmethod
@@ -196,7 +209,9 @@ class CpuSpeed:
             read_bandwidth=float(data["read_bandwidth"]),
             attention_seconds={str(k): float(v) for k, v in data["attention_seconds"].items() if v},
             source=str(data.get("source", "measured on this machine")),
-            busy=float(data.get("busy", 0.0)),
+            prefill_attention_seconds={
+                str(k): float(v) for k, v in (data.get("prefill_attention_seconds") or {}).items() if v
+            },
         )
 
 
@@ -475,6 +490,8 @@ class Figure:
         }
 
     def text(self) -> str:
+        if self.basis == PENDING:  # why is said once, in the prediction's notes
+            return "measuring…"
         if self.value is None or self.low is None or self.high is None:
             return f"unknown ({self.note})" if self.note else "unknown"
         span = f"{_num(self.low)}–{_num(self.high)}"
@@ -533,9 +550,15 @@ class SpeedPrediction:
             return UNKNOWN
         return min(known, key=_BASIS_ORDER.index)
 
+    @property
+    def measuring(self) -> bool:
+        """Whether the figure waits for a trusted probe of this CPU (shown as "measuring…")."""
+        return self.decode_start.basis == PENDING
+
     def to_json(self) -> dict[str, Any]:
         return {
             "basis": self.basis,
+            "measuring": self.measuring,
             "decode_start": self.decode_start.to_json() | {"context_tokens": 0},
             "decode_full": self.decode_full.to_json() | {"context_tokens": self.n_ctx},
             "prefill": self.prefill.to_json() | {"prompt_tokens": PROMPT_TOKENS},
@@ -546,6 +569,8 @@ class SpeedPrediction:
     def line(self) -> str:
         """One line for the picker: decode at the start and at a full context, the prompt, the basis."""
         start = self.decode_start
+        if start.basis == PENDING:
+            return f"Speed: measuring… ({start.note})"
         if start.value is None:
             return f"Speed: {start.text()}"
         parts = [f"{_span(start)} tok/s at the start"]
@@ -555,14 +580,23 @@ class SpeedPrediction:
             parts.append(f"prompt {_span(self.prefill)} tok/s")
         return f"Speed: {', '.join(parts)} ({start.note or start.basis})"
 
-    def short(self) -> str:
-        """A table cell: the decode range at the start and its basis in a word."""
+    def cell(self) -> str:
+        """The file's speed in a table whose column says tok/s: the decode at the start of a chat as
+        "34–64" (a range), "≈41" (learned from enough replies), "measuring…" or "?". Every list of
+        files shows this one text (the model list, the hub, --quants); --plan shows the same range."""
         f = self.decode_start
+        if f.basis == PENDING:
+            return "measuring…"
         if f.value is None or f.low is None or f.high is None:
-            return "? tok/s"
+            return "?"
         if f.basis == LEARNED and f.replies >= ENOUGH_REPLIES:
-            return f"≈{_num(f.value)} tok/s"
-        return f"{_num(f.low)}–{_num(f.high)} tok/s"
+            return f"≈{_num(f.value)}"
+        return f"{_num(f.low)}–{_num(f.high)}"
+
+    def short(self) -> str:
+        """`cell` with its unit, for a column that does not say it."""
+        cell = self.cell()
+        return cell if self.measuring else f"{cell} tok/s"
 
     def text(self) -> str:
         """The `--plan` table's section."""
@@ -652,9 +686,10 @@ def prefill_seconds(cost: TokenCost, n_tokens: int, start: int, cpu: CpuSpeed | 
     mean_seen = start + (n_tokens + 1) / 2
     full_cells = min(cost.cells or 0, mean_seen)
     swa_cells = min(cost.cells_swa, mean_seen) if cost.cells_swa else 0
-    attn = sum(4 * int(w) * h for w, h in d.attn_heads.items()) * full_cells
-    attn += sum(4 * int(w) * h for w, h in d.attn_heads_swa.items()) * swa_cells
-    seconds += attn * n_tokens / cpu.prefill_rate("f16")[0]
+    # (the probe timed flash attention on a batch of queries: ggml's prompt path, whatever it is)
+    attn = sum(cpu.prefill_attention_cell(int(w)) * h for w, h in d.attn_heads.items()) * full_cells
+    attn += sum(cpu.prefill_attention_cell(int(w)) * h for w, h in d.attn_heads_swa.items()) * swa_cells
+    seconds += attn * n_tokens
     # each batch (the engine decodes a prompt in batches of n_ubatch here) computes the logits of its last
     # token only: the output matrix once a batch, and the batch's graph
     batches = -(-n_tokens // max(cost.n_ubatch, 1))
@@ -693,8 +728,11 @@ def predict(
     cpu: CpuSpeed | None,
     gpus: dict[str, GpuSpeed] | None = None,
     calibration: Calibration | None = None,
+    cpu_pending: str = "",
 ) -> SpeedPrediction:
-    """The speed of a plan whose per-token cost is `cost`, on this machine's figures."""
+    """The speed of a plan whose per-token cost is `cost`, on this machine's figures. `cpu_pending`,
+    with no `cpu`: why the CPU's figures are still being measured (the figures that need them then
+    read "measuring…", not "unknown")."""
     gpus = gpus or {}
     cal = calibration or Calibration()
     start = decode_seconds(cost, 0, cpu, gpus)
@@ -711,23 +749,25 @@ def predict(
         for d, sec, basis, source in start.per_device
     ]
     notes = list(cost.notes) + list(start.notes)
+    # a figure missing only the CPU's, while those are being measured, is pending rather than unknown
+    waiting = bool(cpu is None and cpu_pending)
+    host_only = waiting and all(d.is_host for d, sec, _, _ in start.per_device if sec is None)
+
+    def pending(f: Figure, needs_cpu: bool) -> Figure:
+        return Figure(None, None, None, PENDING, cpu_pending) if f.value is None and needs_cpu else f
+
     return SpeedPrediction(
-        decode_start=_busy(_figure(rate(start), start.basis, cal.decode_ratios, cal.scope, why), cpu),
-        decode_full=_busy(_figure(rate(full), full.basis, cal.decode_ratios, cal.scope, why), cpu),
-        prefill=_busy(_figure(pre_rate, pre.basis, cal.prefill_ratios, cal.scope, "; ".join(pre.notes) or why), cpu),
+        decode_start=pending(_figure(rate(start), start.basis, cal.decode_ratios, cal.scope, why), host_only),
+        decode_full=pending(_figure(rate(full), full.basis, cal.decode_ratios, cal.scope, why), host_only),
+        prefill=pending(
+            _figure(pre_rate, pre.basis, cal.prefill_ratios, cal.scope, "; ".join(pre.notes) or why),
+            waiting and all(d.is_host for d in cost.devices),
+        ),
         n_ctx=cost.n_ctx,
         devices=devices,
         notes=list(dict.fromkeys(notes)),
         raw_decode_start=rate(start),
     )
-
-
-def _busy(f: Figure, cpu: CpuSpeed | None) -> Figure:
-    """A measured figure says when the CPU was measured busy: it may be far too slow (a probe during
-    a compile once put the demo at 0.4 tok/s where it decodes at 45)."""
-    if cpu is None or not cpu.busy or f.basis != MEASURED:
-        return f
-    return replace(f, note=f"measured while other programs kept the CPUs {cpu.busy:.0%} busy: may be too slow")
 
 
 def predicted_decode(cost: TokenCost, fill: int, cpu: CpuSpeed | None, gpus: dict[str, GpuSpeed]) -> float | None:

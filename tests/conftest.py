@@ -32,23 +32,25 @@ def gemma_path() -> Path:
 
 
 @pytest.fixture(scope="session")
-def _machine_speed(tmp_path_factory: pytest.TempPathFactory) -> bytes | None:
-    """This machine's speed figures (app.speed.machine), probed once per session and given to every
-    test's home: a plan quotes its speed, and half a second of probing per test would add up."""
-    from app.speed import machine as speed_machine
+def _machine_speed() -> bytes | None:
+    """The speed figures (app.speed.machine) every test's home keeps for this machine: a quiet probe's
+    (tests/support/speed.py), not one taken now, so that a plan's speed does not depend on how busy the
+    machine running the tests is (a disturbed probe is not kept: every speed would read "measuring…").
+    tests/app/test_speed.py runs the real probe."""
+    import json
 
-    home = tmp_path_factory.mktemp("speed-home")
-    before = os.environ.get("VRAMCHAT_HOME")
-    os.environ["VRAMCHAT_HOME"] = str(home)
-    try:
-        speed_machine.cpu_speed()
-        path = speed_machine.speed_folder() / speed_machine.MACHINE_FILE
-        return path.read_bytes() if path.exists() else None
-    finally:
-        if before is None:
-            os.environ.pop("VRAMCHAT_HOME", None)
-        else:
-            os.environ["VRAMCHAT_HOME"] = before
+    from app.speed import machine as speed_machine
+    from tests.support.speed import quiet_figures
+
+    key = speed_machine.machine_key()
+    return json.dumps({"key": key, "figures": quiet_figures(threads=key["threads"])}).encode()
+
+
+def _quiet_probe() -> dict:
+    from app.speed import machine as speed_machine
+    from tests.support.speed import quiet_figures
+
+    return quiet_figures(threads=speed_machine.machine_key()["threads"])
 
 
 @pytest.fixture(autouse=True)
@@ -62,6 +64,8 @@ def _private_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, _machine_spee
         folder.mkdir(parents=True)
         (folder / speed_machine.MACHINE_FILE).write_bytes(_machine_speed)
     monkeypatch.setenv("VRAMCHAT_HOME", str(home))
+    # a probe a test provokes (another RAM size is another machine) measures the quiet figures too
+    monkeypatch.setattr(speed_machine, "run_probe", _quiet_probe)
     monkeypatch.delenv("VRAMCHAT_DEVICES", raising=False)
     monkeypatch.setenv("VRAMCHAT_RPC", "")  # no RPC servers unless a test names some (restored after it)
     return home

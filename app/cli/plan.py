@@ -42,7 +42,8 @@ def run_plan(args: argparse.Namespace, replay_key=None) -> int:
 
             annotate_json(data, result.plan, confirmed)
         data["llama_args"] = to_llama_args(result.plan, path, args.mmproj, args.image_max_tokens)
-        if replay_key is not None and confirmed is None:
+        # a speed still measuring is not said again: the next plan tries the probe once more
+        if replay_key is not None and confirmed is None and not (speed is not None and speed.measuring):
             from app.cli.replay import keep
 
             keep(replay_key[0], args, path, data, fit_log, report, EXIT_OK if result.plan.fits else EXIT_NO_FIT)

@@ -116,8 +116,7 @@ def _row_cells(row: Any) -> list[str]:
     if plan.resolved.type_v.name != kv:
         kv += f"/{plan.resolved.type_v.name}"
     layers = f"{plan.layers_on_gpu}/{summary.n_layer + 1}" if plan.gpus else "0 (CPU)"
-    speed = f"{row.tokens_per_second:.1f}" if row.tokens_per_second is not None else "-"
-    return [row.label, format_size(row.source.size), badge, f"{plan.resolved.n_ctx:,}", layers, kv, speed]
+    return [row.label, format_size(row.source.size), badge, f"{plan.resolved.n_ctx:,}", layers, kv, row.speed_cell]
 
 
 def quants_text(title: str, table: QuantTable, report: Any) -> str:
@@ -154,8 +153,8 @@ def quants_text(title: str, table: QuantTable, report: Any) -> str:
 
         lines.append(f"Planned for: {device_line(report)}")
     lines.append(
-        "tok/s: predicted decode at the start of a chat (--plan MODEL shows its range and basis; "
-        "- where a figure is missing)"
+        "tok/s: predicted decode at the start of a chat, the range --plan MODEL and the model list show "
+        "(? where a figure is missing; measuring… until this CPU's speed is measured on a quiet machine)"
     )
     return "\n".join(lines)
 
@@ -176,6 +175,7 @@ def quants_json(title: str, table: QuantTable, report: Any) -> dict[str, Any]:
             "fit": fit_badge(summary)[0],
             "best": row.best,
             "tokens_per_second": round(row.tokens_per_second, 1) if row.tokens_per_second is not None else None,
+            "speed": row.speed.to_json() if row.speed is not None else None,
             "error": row.error or None,
         }
         if row.result is not None:

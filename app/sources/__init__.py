@@ -111,6 +111,11 @@ def resolve_source(text: str, fresh: bool = False) -> ModelSource:
     return source
 
 
+def known_source(text: str) -> ModelSource | None:
+    """The model `text` names where this process has resolved it already (never asks the network)."""
+    return _resolved.get(text)
+
+
 def remember(source: ModelSource) -> None:
     """Make `source` what its ref resolves to in this process (a repo listed once names all its models)."""
     _resolved[source.ref] = source

@@ -1,8 +1,10 @@
 """The speed prediction where the user decides (--plan, --list, the picker) and the learning from replies.
 
-One entry for each: `predict_plan` (a plan and the devices it is for), `predict_cost` (a
-per-token cost kept in the plan cache, for the model lists), and `learn_from_reply` (the
-reply path's hook: never raises, keeps nothing it cannot compare). The formula is
+One function gives a file's speed wherever it is shown: `file_speed` (a plan's per-token cost,
+the file, its learning keys); `predict_plan` (a plan and the devices it is for) and
+`predict_summary` (a model list's row, from the cost kept in the plan cache) only bring it
+those; `learn_from_reply` is the
+reply path's hook (never raises, keeps nothing it cannot compare). The formula is
 planner.speed's; this module brings this machine's figures (app.speed.machine) and what
 earlier replies taught (app.speed.learn).
 
@@ -54,31 +56,50 @@ def _what_if(gpus: list[Device]) -> bool:
     return any(d.simulated for d in gpus)
 
 
-def predict_cost(
-    cost: TokenCost, gpus: list[Device], model: str, devices: str, config: str, measure: bool = True
+def file_speed(
+    cost: TokenCost, file: str, devices: str, config: str, gpus: list[Device], measure: bool = True
 ) -> SpeedPrediction:
-    """The prediction for a per-token cost, with this machine's figures and its replies' lessons."""
-    from app.speed.learn import calibration
-    from app.speed.machine import cpu_speed
+    """THE speed of one model file planned one way: what every screen and command shows for it (the
+    model list, the hub, --plan, --quants, the picker; `SpeedPrediction.cell` is its table text), so
+    that one file shows one figure. `cost` is the plan's per-token cost; `file` the model's path or
+    hub reference (a downloaded hub file counts as its local copy: the replies taught on it apply);
+    `devices` and `config` the learning keys (app.speed.learn). With this machine's figures, or
+    "measuring…" while no trusted probe exists, and what its replies taught."""
+    from app.speed.learn import calibration, model_key
+    from app.speed.machine import cpu_speed, waiting
     from planner.speed import predict
 
     cpu, why = cpu_speed(measure)
     speeds = gpu_speeds(gpus)
-    cal = None if _what_if(gpus) else calibration(model, devices, config, cpu, speeds)
-    prediction = predict(cost, cpu, speeds, cal)
+    cal = None if _what_if(gpus) else calibration(model_key(_local_copy(file)), devices, config, cpu, speeds)
+    prediction = predict(cost, cpu, speeds, cal, cpu_pending=why if cpu is None and waiting(why) else "")
     if cpu is None:
         prediction.notes.insert(0, f"CPU: {why}")
     return prediction
 
 
+def _local_copy(file: str) -> str:
+    """A hub or URL model's file on this machine when it is downloaded whole, else `file` itself."""
+    from app.sources import is_remote, known_source
+
+    source = known_source(file) if is_remote(file) else None
+    if source is None:  # a local file, or one this process has not listed (no network asked here)
+        return file
+    try:
+        from app.sources.download import plan_download
+
+        download = plan_download(source, with_projector=False)
+    except Exception:  # not downloadable here: the reference is its identity
+        return file
+    return str(download.model_path) if not download.files else file
+
+
 def predict_plan(plan: MemoryPlan, gpus: list[Device], measure: bool = True) -> SpeedPrediction:
-    """How fast `plan` will run on `gpus` (the device report's, which carry the bandwidths) and this CPU."""
-    from app.speed.learn import config_key, devices_key, model_key
+    """`file_speed` of a plan, on `gpus` (the device report's, which carry the bandwidths) and this CPU."""
+    from app.speed.learn import config_key, devices_key
     from planner.speed import token_cost
 
-    return predict_cost(
-        token_cost(plan), gpus, model_key(plan.model.path), devices_key(plan), config_key(plan), measure
-    )
+    return file_speed(token_cost(plan), plan.model.path, devices_key(plan), config_key(plan), gpus, measure)
 
 
 def plan_speed(plan: MemoryPlan, gpus: list[Device]) -> SpeedPrediction:
@@ -142,8 +163,7 @@ def summary_fields(plan: MemoryPlan) -> dict[str, Any]:
 
 
 def predict_summary(summary: Any, path: str, gpus: list[Device], measure: bool = True) -> SpeedPrediction | None:
-    """The prediction for a model list's row (a ModelSummary with summary_fields), or None."""
-    from app.speed.learn import model_key
+    """`file_speed` of a model list's row (a ModelSummary with summary_fields), or None without them."""
     from planner.speed import TokenCost
 
     data = getattr(summary, "speed_cost", None)
@@ -153,7 +173,7 @@ def predict_summary(summary: Any, path: str, gpus: list[Device], measure: bool =
         cost = TokenCost.from_json(data)
     except (KeyError, TypeError, ValueError):
         return None
-    return predict_cost(cost, gpus, model_key(path), summary.speed_devices, summary.speed_config, measure)
+    return file_speed(cost, path, summary.speed_devices, summary.speed_config, gpus, measure)
 
 
 class _Loaded(Protocol):

@@ -7,8 +7,11 @@ folder, keyed by what decides it: the CPU (name, flags, core count), total RAM, 
 count the engine uses, and llama.cpp's libraries (names, sizes, times); a new llama.cpp,
 another CPU or a changed probe measures again. A probe that fails is remembered with its
 reason under the same key, so a machine without llama.cpp is not asked again each plan.
-A probe taken while other programs kept the CPUs busy is repeated on a later plan, up to
-three in all, and each figure kept at the best any of them measured.
+
+Only a probe that app/speed/trust.py trusts is kept: one taken while other programs held the
+cores is dropped, and the speed reads "measuring…" (why: `NOT_YET`) until a later plan, at
+least `RETRY_SECONDS` on, measures again. Figures kept by an earlier version that fail the
+same checks are dropped too.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -28,14 +32,13 @@ from planner.speed import CpuSpeed
 
 FOLDER = "speed"
 MACHINE_FILE = "machine.json"
-PROBE_FORMAT = 2  # bump when the probe measures differently
+PROBE_FORMAT = 3  # bump when the probe measures differently
 PROBE_TIMEOUT = 60
-# a probe that saw other processes use more than this share of the CPUs is run again on later
-# plans (at most MAX_PROBES in all), each figure kept at its best: load only ever slows a run
-BUSY_LOAD = 0.2
-MAX_PROBES = 3
+NOT_YET = "speed not yet measured"  # the start of the words while no trusted probe exists
+RETRY_SECONDS = 30.0  # after a probe that was not trusted, the next one waits at least this long
 _lock = threading.Lock()
-_memo: dict[str, tuple[CpuSpeed | None, str]] = {}
+# what this process knows: (answer, until when; None: for good)
+_memo: dict[str, tuple[tuple[CpuSpeed | None, str], float | None]] = {}
 
 
 def speed_folder() -> Path:
@@ -92,14 +95,15 @@ def machine_key() -> dict[str, Any]:
     }
 
 
-def run_probe() -> dict[str, Any]:
-    """The probe's figures, measured in a child process; raises RuntimeError with the reason."""
+def run_probe(full: bool = False) -> dict[str, Any]:
+    """The probe's figures, measured in a child process (`full`: every figure, even on a busy machine,
+    where the probe otherwise stops early); raises RuntimeError with the reason."""
     from app.children import child_env
     from app.native import IN_PROCESS_ENV
 
     try:
         proc = subprocess.run(
-            [sys.executable, "-m", "app.speed.probe"],
+            [sys.executable, "-m", "app.speed.probe", *(["--full"] if full else [])],
             capture_output=True,
             text=True,
             timeout=PROBE_TIMEOUT,
@@ -123,18 +127,17 @@ def run_probe() -> dict[str, Any]:
 
 def _source(data: dict[str, Any]) -> str:
     seconds = float(data.get("probe_seconds", 0.0))
-    probes = int(data.get("probes", 1))
-    runs = f"best of {probes} probes" if probes > 1 else f"a {seconds:.1f} s probe"
-    source = f"measured on this machine ({runs} of ggml's kernels, {data.get('threads')} threads)"
-    load = data.get("load")
-    if isinstance(load, (int, float)) and load > BUSY_LOAD:  # the figures may be far too slow: say so
-        again = "measured again at a later plan" if probes < MAX_PROBES else "they may be too slow"
-        source += f"; other programs kept the CPUs {load:.0%} busy meanwhile: {again}"
-    return source
+    return f"measured on this machine (a {seconds:.1f} s probe of ggml's kernels, {data.get('threads')} threads)"
+
+
+def waiting(why: str) -> bool:
+    """Whether `cpu_speed`'s reason says the figures are still to be measured (not that they cannot be)."""
+    return why.startswith(NOT_YET)
 
 
 def cpu_speed(measure: bool = True) -> tuple[CpuSpeed | None, str]:
-    """This CPU's figures and a line saying where they come from; (None, why) when unknown.
+    """This CPU's figures and a line saying where they come from; (None, why) when there are none:
+    `waiting(why)` while no trusted probe exists yet.
 
     measure=False only reads what was kept (for callers that must not wait half a second)."""
     key = machine_key()
@@ -142,56 +145,51 @@ def cpu_speed(measure: bool = True) -> tuple[CpuSpeed | None, str]:
     stamp = json.dumps(key, sort_keys=True)
     memo = f"{path}\n{stamp}"
     with _lock:
-        if memo in _memo:
-            return _memo[memo]
-        kept = _read(path)
-        if kept is not None and kept.get("key") == json.loads(stamp) and not (measure and _busy(kept)):
+        known = _memo.get(memo)
+        if known is not None and (known[1] is None or not measure or time.monotonic() < known[1]):
+            return known[0]
+        kept = _kept(path, json.loads(stamp))
+        if kept is not None:
             answer = _answer(kept)
         elif not measure:
-            return None, "this CPU's speed has not been measured yet"
+            return None, f"{NOT_YET}: the probe has not run"
         else:
-            try:
-                figures = run_probe()
-                if kept is not None and kept.get("key") == json.loads(stamp) and "figures" in kept:
-                    figures = merge(kept["figures"], figures)
-                kept = {"key": key, "figures": figures}
-            except RuntimeError as exc:
-                if kept is None or kept.get("key") != json.loads(stamp) or "figures" not in kept:
-                    kept = {"key": key, "error": str(exc)}
-            write_atomically(path, json.dumps(kept).encode(), keep=16)
-            answer = _answer(kept)
-        _memo[memo] = answer
+            answer = _measure(path, key)
+        retry_at = time.monotonic() + RETRY_SECONDS if answer[0] is None and waiting(answer[1]) else None
+        _memo[memo] = answer, retry_at
         return answer
 
 
-def _busy(kept: dict[str, Any]) -> bool:
-    """Whether the kept figures came from probes under load, and another may still be taken."""
+def _kept(path: Path, key: dict[str, Any]) -> dict[str, Any] | None:
+    """What was kept for this machine, where it still holds: figures a probe would trust, or an error."""
+    from app.speed.trust import distrust
+
+    kept = _read(path)
+    if kept is None or kept.get("key") != key:
+        return None
     figures = kept.get("figures")
-    if not isinstance(figures, dict):
-        return False
-    load = figures.get("load")
-    return isinstance(load, (int, float)) and load > BUSY_LOAD and int(figures.get("probes", 1)) < MAX_PROBES
+    if isinstance(figures, dict) and distrust(figures) is not None:
+        with contextlib.suppress(OSError):  # a disturbed probe kept before: dropped, measured again
+            path.unlink()
+        return None
+    return kept
 
 
-def merge(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
-    """Two probes' figures, each at its best (rates at their highest, times at their lowest)."""
+def _measure(path: Path, key: dict[str, Any]) -> tuple[CpuSpeed | None, str]:
+    """Run the probe: keep what it measured when trusted (or why it failed); else say it is still to come."""
+    from app.speed.trust import distrust
 
-    def best(a: Any, b: Any, high: bool) -> Any:
-        if isinstance(a, dict) and isinstance(b, dict):
-            return {k: best(a.get(k), b.get(k), high) for k in set(a) | set(b)}
-        values = [x for x in (a, b) if isinstance(x, (int, float))]
-        if not values:
-            return None
-        return max(values) if high else min(values)
-
-    out = dict(new)
-    for name in ("decode_rates", "prefill_rates", "large_factor", "read_bandwidth"):
-        out[name] = best(old.get(name), new.get(name), high=True)
-    for name in ("graph_seconds", "op_seconds", "attention_seconds", "load"):
-        out[name] = best(old.get(name), new.get(name), high=False)
-    out["probes"] = int(old.get("probes", 1)) + 1
-    out["probe_seconds"] = float(new.get("probe_seconds", 0.0))
-    return out
+    try:
+        figures = run_probe()
+    except RuntimeError as exc:
+        kept: dict[str, Any] = {"key": key, "error": str(exc)}
+    else:
+        why = distrust(figures)
+        if why is not None:
+            return None, f"{NOT_YET}: {why}"
+        kept = {"key": key, "figures": figures}
+    write_atomically(path, json.dumps(kept).encode(), keep=16)
+    return _answer(kept)
 
 
 def _answer(kept: dict[str, Any]) -> tuple[CpuSpeed | None, str]:
@@ -199,8 +197,6 @@ def _answer(kept: dict[str, Any]) -> tuple[CpuSpeed | None, str]:
         try:
             data = dict(kept["figures"])
             data["source"] = _source(data)
-            load = data.get("load")
-            data["busy"] = load if isinstance(load, (int, float)) and load > BUSY_LOAD else 0.0
             return CpuSpeed.from_json(data), data["source"]
         except (KeyError, TypeError, ValueError) as exc:
             return None, f"this CPU's speed figures are unreadable ({exc})"

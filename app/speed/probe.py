@@ -11,11 +11,16 @@ the same q8_0 mat-vec is timed on 192 MiB too, a matrix no cache holds: the rati
 two is how much slower weights stream from memory. One large f32 read is the memory's
 plain read rate with the engine's threads (reported beside; the per-type rates decide).
 
-Every figure is the best of a few repetitions (another process on the machine slows a
-run, it never speeds one up). `measure()` takes about 0.4 s on 2 cores; the app keeps
-its result per machine (app/speed/machine.py), so a plan pays for it once.
+Every figure is the best of several short runs (another process on the machine slows a
+run, it never speeds one up), taken in rounds: each round times every type once, so that a
+stretch of time another program held the cores lands on one round of a type, not on all its
+runs. The share of the CPUs other processes used meanwhile is reported beside the figures
+(psutil); app/speed/trust.py judges from it and from the figures themselves whether the
+probe was disturbed. `measure()` takes about half a second on 2 quiet cores; the app keeps
+a trusted result per machine (app/speed/machine.py), so a plan pays for it once.
 
-Run as `python -m app.speed.probe` it prints the figures as one JSON line: the
+Run as `python -m app.speed.probe [--full]` it prints the figures as one JSON line (`--full`: all of
+them, however busy the machine): the
 app runs it so where llama.cpp has a GPU backend (the GPU's runtime must stay out of the
 app's process; see app/devices/ggml.py).
 """
@@ -26,6 +31,7 @@ import ctypes
 import os
 import random
 import time
+from collections.abc import Callable
 from typing import Any
 
 from app.native import GGMLUnavailable, libraries
@@ -60,7 +66,10 @@ N_OPS = 256  # tiny operations in the graph that times one synchronisation
 ATTENTION_WIDTHS = (64, 128, 256)  # head sizes one token's attention is timed at (ggml has faster paths for some)
 ATTENTION_CELLS = 4096
 ATTENTION_HEADS, ATTENTION_KV_HEADS = 8, 2
+PREFILL_ATTENTION_CELLS = 512  # a prompt's batch of PREFILL_TOKENS queries over this many cells
 REPEATS = 5
+ROUNDS = 3  # rounds of the per-type rates (each of ROUND_REPEATS runs a type)
+ROUND_REPEATS = 2
 
 
 class _InitParams(ctypes.Structure):
@@ -175,7 +184,7 @@ class _Probe:
         finally:
             g.ggml_free(ctx)
 
-    def decode_rate(self, name: str, nbytes: int) -> float | None:
+    def decode_rate(self, name: str, nbytes: int, repeats: int = REPEATS) -> float | None:
         """Bytes per second ggml's mat-vec streams a matrix of this type (None: cannot be made here)."""
         g = self.ggml
         type_id = TYPE_IDS[name]
@@ -189,12 +198,12 @@ class _Probe:
             x = g.ggml_new_tensor_1d(ctx, TYPE_IDS["f32"], ROW)
             self._fill(w, type_id, rows, ROW)
             ctypes.memmove(g.ggml_get_data(x), self.source, ROW * 4)
-            seconds = self._time_graph(ctx, g.ggml_mul_mat(ctx, w, x))
+            seconds = self._time_graph(ctx, g.ggml_mul_mat(ctx, w, x), repeats=repeats)
             return rows * row / seconds if seconds > 0 else None
         finally:
             g.ggml_free(ctx)
 
-    def prefill_rate(self, name: str) -> float | None:
+    def prefill_rate(self, name: str, repeats: int = 3) -> float | None:
         """Floating-point operations per second of a 128-token batch against a matrix of this type."""
         g = self.ggml
         type_id = TYPE_IDS[name]
@@ -205,74 +214,105 @@ class _Probe:
             x = g.ggml_new_tensor_2d(ctx, TYPE_IDS["f32"], ROW, PREFILL_TOKENS)
             self._fill(w, type_id, PREFILL_ROWS, ROW)
             self._fill(x, TYPE_IDS["f32"], PREFILL_TOKENS, ROW)
-            seconds = self._time_graph(ctx, g.ggml_mul_mat(ctx, w, x), repeats=3)
+            seconds = self._time_graph(ctx, g.ggml_mul_mat(ctx, w, x), repeats=repeats)
             return 2.0 * ROW * PREFILL_ROWS * PREFILL_TOKENS / seconds if seconds > 0 else None
         finally:
             g.ggml_free(ctx)
 
-    def attention_seconds(self, width: int) -> float | None:
-        """Seconds per cell and query head of one token's flash attention over an f16 cache (ggml's
-        kernel: a dot product, an online softmax step and a scaled add per cell)."""
+    def attention_seconds(self, width: int, queries: int = 1, cells: int = ATTENTION_CELLS) -> float | None:
+        """Seconds per cell, query token and query head of flash attention over an f16 cache (ggml's
+        kernel: a dot product, an online softmax step and a scaled add per cell): one token's as decode
+        runs it, or a batch of `queries` tokens' as a prompt's prefill does (ggml may take another path)."""
         g = self.ggml
         f32, f16 = TYPE_IDS["f32"], TYPE_IDS["f16"]
-        cells, heads, kv_heads = ATTENTION_CELLS, ATTENTION_HEADS, ATTENTION_KV_HEADS
+        heads, kv_heads = ATTENTION_HEADS, ATTENTION_KV_HEADS
         kv_bytes = 2 * width * cells * kv_heads * 2
-        ctx = self._context(kv_bytes + 4 * width * heads * 2, 8)
+        ctx = self._context(kv_bytes + 4 * width * heads * queries * 2, 8)
         try:
-            q = g.ggml_new_tensor_3d(ctx, f32, width, 1, heads)
+            q = g.ggml_new_tensor_3d(ctx, f32, width, queries, heads)
             k = g.ggml_new_tensor_3d(ctx, f16, width, cells, kv_heads)
             v = g.ggml_new_tensor_3d(ctx, f16, width, cells, kv_heads)
-            self._fill(q, f32, heads, width)
+            self._fill(q, f32, heads * queries, width)
             self._fill(k, f16, cells * kv_heads, width)
             self._fill(v, f16, cells * kv_heads, width)
             out = g.ggml_flash_attn_ext(ctx, q, k, v, None, 1.0 / width**0.5, 0.0, 0.0)
-            seconds = self._time_graph(ctx, out)
-            return seconds / (cells * heads)
+            seconds = self._time_graph(ctx, out, repeats=REPEATS if queries == 1 else ROUND_REPEATS)
+            return seconds / (cells * heads * queries)
         finally:
             g.ggml_free(ctx)
 
 
-def _busy_jiffies() -> tuple[int, int] | None:
-    """(all CPUs' busy jiffies, this process's): Linux only."""
+def _cpu_seconds() -> tuple[float, float] | None:
+    """(every CPU's busy seconds, this process's and the one that started it): what other processes
+    used is the difference. The app that asked for the probe is not counted as another: its own
+    bursts (a list being planned) are short, and the rates' spread shows them where they mattered."""
     try:
-        with open("/proc/stat") as handle:
-            values = [int(v) for v in handle.readline().split()[1:]]
-        with open("/proc/self/stat") as handle:
-            parts = handle.read().rsplit(")", 1)[1].split()
-        return sum(values) - values[3] - values[4], int(parts[11]) + int(parts[12])
-    except (OSError, ValueError, IndexError):
+        import psutil
+
+        times = psutil.cpu_times()
+        me = psutil.Process()
+        own = [me.cpu_times()]
+        parent = me.parent()
+        if parent is not None:
+            own.append(parent.cpu_times())
+    except Exception:  # psutil missing or refused: the load is unknown
         return None
+    idle = times.idle + getattr(times, "iowait", 0.0)
+    return sum(times) - idle, sum(t.user + t.system for t in own)
 
 
-def measure(threads: int | None = None) -> dict[str, Any]:
-    """Every figure of this CPU the speed model uses, with the seconds the probe took."""
-    t0 = time.perf_counter()
-    before = _busy_jiffies()
+def _best_in_rounds(names: tuple[str, ...], timing: Callable[[str], float | None], rounds: int) -> dict[str, float]:
+    """Each name's highest rate over `rounds` rounds, every name timed once a round."""
+    best: dict[str, float] = {}
+    for _ in range(rounds):
+        for name in names:
+            rate = timing(name)
+            if rate:
+                best[name] = max(best.get(name, 0.0), rate)
+    return best
+
+
+class _Load:
+    """The share of the CPUs other processes used since it was made (None where psutil cannot say)."""
+
+    def __init__(self) -> None:
+        self.t0, self.before = time.perf_counter(), _cpu_seconds()
+
+    def share(self) -> float | None:
+        after = _cpu_seconds()
+        elapsed = time.perf_counter() - self.t0
+        if not self.before or not after or elapsed <= 0:
+            return None
+        others = (after[0] - self.before[0]) - (after[1] - self.before[1])
+        return max(0.0, others / elapsed / (os.cpu_count() or 1))
+
+
+def measure(threads: int | None = None, stop_when_busy: bool = True) -> dict[str, Any]:
+    """Every figure of this CPU the speed model uses, with the seconds the probe took and the share of
+    the CPUs other processes used meanwhile (`load`, None where unknown). `stop_when_busy`: once the
+    per-type mat-vecs are timed under more load than app/speed/trust.py accepts, the rest is not
+    timed (the probe would not be kept; on a busy machine it takes ten times as long)."""
+    from app.speed.trust import BUSY_LOAD
+
+    load = _Load()
     threads = threads or max(1, os.cpu_count() or 1)
     probe = _Probe(threads)
     start = probe.graph_start()
     per_op = probe.per_op()
-    decode = {}
-    for name in DECODE_TYPES:
-        rate = probe.decode_rate(name, DECODE_BYTES)
-        if rate:
-            decode[name] = rate
-    prefill = {}
-    for name in PREFILL_TYPES:
-        rate = probe.prefill_rate(name)
-        if rate:
-            prefill[name] = rate
+    decode = _best_in_rounds(DECODE_TYPES, lambda name: probe.decode_rate(name, DECODE_BYTES, ROUND_REPEATS), ROUNDS)
+    so_far = load.share()
+    if stop_when_busy and so_far is not None and so_far > BUSY_LOAD:
+        return {"threads": threads, "decode_rates": decode, "load": so_far, "stopped": "busy", "probe_seconds": 0.0}
+    prefill = _best_in_rounds(PREFILL_TYPES, lambda name: probe.prefill_rate(name, ROUND_REPEATS), ROUNDS)
     # beyond the cache: the same q8_0 mat-vec on a matrix no cache holds, and a plain f32 read
     large = probe.decode_rate("q8_0", BANDWIDTH_BYTES)
     bandwidth = probe.decode_rate("f32", BANDWIDTH_BYTES)
     attention = {str(width): probe.attention_seconds(width) for width in ATTENTION_WIDTHS}
+    prefill_attention = {
+        str(width): probe.attention_seconds(width, PREFILL_TOKENS, PREFILL_ATTENTION_CELLS)
+        for width in ATTENTION_WIDTHS
+    }
     factor = min(1.0, large / decode["q8_0"]) if large and decode.get("q8_0") else 1.0
-    elapsed = time.perf_counter() - t0
-    after = _busy_jiffies()
-    load = None
-    if before and after:  # the share of the CPUs other processes used meanwhile
-        others = (after[0] - before[0]) - (after[1] - before[1])
-        load = max(0.0, others / os.sysconf("SC_CLK_TCK") / elapsed / (os.cpu_count() or 1))
     return {
         "threads": threads,
         "graph_seconds": start,
@@ -282,15 +322,18 @@ def measure(threads: int | None = None) -> dict[str, Any]:
         "large_factor": factor,
         "read_bandwidth": bandwidth,
         "attention_seconds": attention,
-        "load": load,
-        "probe_seconds": elapsed,
+        "prefill_attention_seconds": prefill_attention,
+        "load": load.share(),
+        "rounds": ROUNDS,
+        "probe_seconds": time.perf_counter() - load.t0,
     }
 
 
 def _main() -> None:
     import json
+    import sys
 
-    print(json.dumps(measure()))
+    print(json.dumps(measure(stop_when_busy="--full" not in sys.argv[1:])))
 
 
 if __name__ == "__main__":

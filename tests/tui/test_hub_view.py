@@ -26,6 +26,7 @@ from app.tui.screens.picker import PickerScreen
 from tests.remote.conftest import REPO
 from tests.support.fake_engine import FakeEngine
 from tests.support.hub_server import LocalHub
+from tests.support.speed import fixed_speed
 from tests.support.tui_helpers import make_app, model_loaded, picker_ready, reply_done, screen_text, wait_for
 
 SIZE = (160, 45)
@@ -94,7 +95,7 @@ async def test_search_and_open_a_repo_every_quant_badged_as_the_picker_badges_it
     from app import quants as quant_planning
 
     # the speed model fills the tok/s column through this one function (tests/remote: the real figures)
-    monkeypatch.setattr(quant_planning, "predicted_tokens_per_second", lambda planned: 42.0)
+    monkeypatch.setattr(quant_planning, "predicted_speed", lambda planned: fixed_speed(42.0))
     hub.add_repo("acme/tiny-llama-GGUF", {"tiny-llama-F16.gguf": zoo["llama-f16"]}, downloads=50)
     hub.add_repo("other/unrelated-GGUF", {"unrelated-Q8_0.gguf": zoo["qwen3-hd"]}, downloads=10, pipeline_tag="x")
     app = make_app(shelf)
@@ -136,7 +137,7 @@ async def test_search_and_open_a_repo_every_quant_badged_as_the_picker_badges_it
         assert "★ Best here: F16: the largest quant that runs wholly on the GPU at 32,768 tokens" in text
         assert "Q8_0 (2 files)" in text and "with mmproj-F16.gguf" in text
         assert {"ctx", "speed", "layers", "kv"} <= {c.value for c in quants.columns}
-        assert str(quants.get_cell(screen.models[0].ref, "speed")) == "42.0" and "tok/s" in text
+        assert str(quants.get_cell(screen.models[0].ref, "speed")) == "29–55" and "tok/s" in text
         assert not _listed(models_dir())  # nothing was downloaded to plan them
 
 

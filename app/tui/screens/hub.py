@@ -72,7 +72,7 @@ QUANT_COLUMNS: tuple[tuple[str, str, int], ...] = (
 )
 QUANT_OPTIONAL: tuple[tuple[str, str, int], ...] = (
     ("ctx", "Context", 9),
-    ("speed", "tok/s", 7),  # only when the speed model gives a figure
+    ("speed", "tok/s", 10),  # once the speed model gives a figure (or is measuring this CPU)
     ("layers", "GPU layers", 10),
     ("kv", "KV", 9),
 )
@@ -233,7 +233,7 @@ class HubScreen(Screen):
         quant_width = max([len(label) for label in self._labels()] + [8])
         columns = [(key, label, w or quant_width) for key, label, w in QUANT_COLUMNS]
         free = room - sum(w + 2 for _, _, w in columns)
-        with_speed = any(r is not None and r.tokens_per_second is not None for r in self.rows)
+        with_speed = any(r is not None and r.speed_cell not in ("-", "?") for r in self.rows)
         for key, label, w in QUANT_OPTIONAL:
             if key == "speed" and not with_speed:
                 continue
@@ -653,8 +653,7 @@ class HubScreen(Screen):
             cells["ctx"] = Text(f"{plan.resolved.n_ctx:,}", justify="right")
             cells["layers"] = f"{plan.layers_on_gpu}/{plan.model.n_layer + 1}" if plan.gpus else "0 (CPU)"
             cells["kv"] = kv
-            if row.tokens_per_second is not None:
-                cells["speed"] = Text(f"{row.tokens_per_second:.1f}", justify="right")
+            cells["speed"] = Text(row.speed_cell, justify="right")
         return cells
 
     @on(DataTable.RowHighlighted, "#hub-quants")
