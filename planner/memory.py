@@ -69,6 +69,7 @@ class DeviceUsage:
     layers: int = 0
     description: str = ""  # an RPC device's server, HOST:PORT
     remote_cpu: bool = False  # an RPC server's CPU (planner.hardware.Device.remote_cpu)
+    max_tensor_bytes: int | None = None  # the device's rule for what stays on the host (Device.max_tensor_bytes)
     # the backend's own cost beside the buffers, with its basis (planner.gpu_overhead); None on the host
     overhead_detail: Overhead | None = None
 
@@ -324,6 +325,7 @@ def _plan_memory(
             margins.get(d.name, default_margin(d)),
             description=d.description,
             remote_cpu=d.remote_cpu,
+            max_tensor_bytes=d.max_tensor_bytes,
         )
         for d in gpus
     ]

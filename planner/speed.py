@@ -340,7 +340,8 @@ def _elements(shape: tuple[int, ...]) -> int:
 def token_cost(plan: MemoryPlan) -> TokenCost:
     """Bytes read, weights multiplied and operations run per decoded token, per device (see the module)."""
     m, r = plan.model, plan.resolved
-    gpus = [Device(d.name, "gpu", d.backend, d.total, d.free) for d in plan.gpus]
+    # the devices as planned, with the rule that keeps a tensor too large for one on the host
+    gpus = [Device(d.name, "gpu", d.backend, d.total, d.free, max_tensor_bytes=d.max_tensor_bytes) for d in plan.gpus]
     gpus_used = gpus if (r.n_gpu_layers > 0 or r.config.op_offload) else []
     wb = weight_buffers(m, r, plan.placement, gpus_used, frozenset())
     host = DeviceCost("CPU", "cpu")
@@ -372,14 +373,18 @@ def token_cost(plan: MemoryPlan) -> TokenCost:
             read(target, t.type.name, t.n_bytes * fraction, _elements(t.shape) * fraction if matrix else 0)
     for t in m.other_tensors:
         read(on(wb.tensor_device.get(t.name, HOST_INDEX)), t.type.name, t.n_bytes, 0)
+    # the output matmul runs where its weight lives: a matrix over a device's largest tensor stays on the
+    # host (planner.weights), and a tied output's copy is the embedding itself there (wb.output_copy)
     out_device = on(plan.placement.output)
     for t in m.output_tensors:
         matrix = len(t.shape) >= 2
-        read(out_device, t.type.name, t.n_bytes, _elements(t.shape) if matrix else 0, output=matrix)
+        target = on(wb.tensor_device.get(t.name, plan.placement.output))
+        read(target, t.type.name, t.n_bytes, _elements(t.shape) if matrix else 0, output=matrix)
     if m.tied_output:
         embd = m.tensor("token_embd.weight")
         if embd is not None:
-            read(out_device, embd.type.name, embd.n_bytes, _elements(embd.shape), output=True)
+            copy = out_device if m.output_is_token_embd else on(wb.output_copy)
+            read(copy, embd.type.name, embd.n_bytes, _elements(embd.shape), output=True)
 
     by_layer = {layer.index: layer for layer in m.layers}
     for kt in plan.kv.tensors:
@@ -454,6 +459,7 @@ class GpuSpeed:
     name: str
     bandwidth: float | None
     source: str = ""
+    measured: bool = False  # timed on the device (a mat-vec through ggml), not read off a spec sheet
 
 
 @dataclass(frozen=True)
@@ -660,9 +666,12 @@ def decode_seconds(cost: TokenCost, fill: int, cpu: CpuSpeed | None, gpus: dict[
                 parts.append((d, None, UNKNOWN, why))
                 missing = True
                 continue
-            seconds = GPU_GRAPH_SECONDS + d.ops * GPU_OP_SECONDS + streamed / (gpu.bandwidth * GPU_EFFICIENCY)
-            parts.append((d, seconds, TABLE, gpu.source))
-            basis = TABLE
+            # a rate timed on the device is what its kernels reach: no spec-sheet efficiency on top
+            efficiency = 1.0 if gpu.measured else GPU_EFFICIENCY
+            seconds = GPU_GRAPH_SECONDS + d.ops * GPU_OP_SECONDS + streamed / (gpu.bandwidth * efficiency)
+            parts.append((d, seconds, MEASURED if gpu.measured else TABLE, gpu.source))
+            if not gpu.measured:
+                basis = TABLE
             total += seconds
     total += sum(SPLIT_SECONDS.get(b, SPLIT_SECONDS["cuda"]) for b in cost.splits)
     total += ENGINE_TOKEN_SECONDS

@@ -75,7 +75,7 @@ def _speed(d: Device, data: dict[str, Any]) -> GpuSpeed:
             f"measured on {what}: one {mib} MiB F16 mat-vec through ggml-vulkan, {bandwidth / 1e9:.2f} GB/s "
             "(no memory clock is reported for Vulkan devices)"
         )
-        return GpuSpeed(d.name, float(bandwidth), source)
+        return GpuSpeed(d.name, float(bandwidth), source, measured=True)
     why = data.get("error") or "no figure"
     return GpuSpeed(d.name, None, f"no memory bandwidth reported for {d.name} (vulkan), and timing one failed: {why}")
 

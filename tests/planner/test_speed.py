@@ -107,6 +107,31 @@ def test_tied_embeddings_are_read_whole_as_the_output_matrix(zoo: dict[str, Path
     assert host.output_bytes == embd.n_bytes
 
 
+def test_a_tied_output_too_large_for_the_device_is_read_on_the_host_and_a_timed_rate_is_measured(
+    zoo: dict[str, Path],
+) -> None:
+    """lavapipe: a tensor over 128 MiB stays on the host, so the output matmul runs there (the demo's tied
+    262k embedding); the device's rate, timed through ggml, is the kernels' own (no spec-sheet efficiency)."""
+    import dataclasses
+
+    model = _model(zoo, "ernie4_5")
+    embd = model.tensor("token_embd.weight")
+    assert model.tied_output and embd is not None
+    (card,) = simulated_gpus([8 * GiB], backend="vulkan")
+    small = dataclasses.replace(card, max_tensor_bytes=embd.n_bytes - 1)
+    every_layer = model.n_layer + 1
+    cost = token_cost(_plan(model, [small], ngl=every_layer))
+    host, device = cost.devices
+    assert device.name == "Vulkan0" and device.output_bytes == 0
+    assert host.output_bytes == embd.n_bytes
+    roomy = token_cost(_plan(model, [card], ngl=every_layer))
+    assert roomy.devices[1].output_bytes == embd.n_bytes  # where the device can run it, it reads it
+    timed = predict(cost, CPU, {"Vulkan0": GpuSpeed("Vulkan0", 100e9, "timed on the device", measured=True)})
+    table = predict(cost, CPU, {"Vulkan0": GpuSpeed("Vulkan0", 100e9, "a spec sheet")})
+    assert timed.decode_start.basis == MEASURED and table.decode_start.basis == TABLE
+    assert timed.decode_start.value > table.decode_start.value
+
+
 def test_a_mixture_of_experts_reads_only_the_experts_the_router_uses(zoo: dict[str, Path]) -> None:
     import re
 
