@@ -8,7 +8,6 @@ first start without models of one's own landing here once; the real demo downloa
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -31,16 +30,6 @@ from tests.support.tui_helpers import make_app, model_loaded, picker_ready, repl
 
 SIZE = (160, 45)
 DEMO_FILE = "gemma-3-270m-Q4_K_M.gguf"
-
-
-@pytest.fixture
-def shelf(tmp_path: Path, zoo: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A model of the user's own (so that the app opens on the picker), on a simulated 8 GiB GPU."""
-    monkeypatch.setenv("VRAMCHAT_DEVICES", "8GiB/1GiB,ram=32GiB/8GiB")
-    root = tmp_path / "shelf"
-    root.mkdir()
-    shutil.copy(zoo["llama-f16"], root / "llama-f16.gguf")
-    return root
 
 
 def notices(app) -> list[str]:
@@ -139,6 +128,11 @@ async def test_search_and_open_a_repo_every_quant_badged_as_the_picker_badges_it
         assert {"ctx", "speed", "layers", "kv"} <= {c.value for c in quants.columns}
         assert str(quants.get_cell(screen.models[0].ref, "speed")) == "29–55" and "tok/s" in text
         assert not _listed(models_dir())  # nothing was downloaded to plan them
+        # at 80 columns the speed stays: the figure a quant is picked by (it was the first column dropped)
+        await pilot.resize_terminal(80, 24)
+        await wait_for(pilot, lambda: quants.size.width < 80)
+        await pilot.pause(0.1)
+        assert "speed" in {c.value for c in quants.columns}, [c.value for c in quants.columns]
 
 
 async def test_a_cancelled_download_leaves_nothing_in_the_list_then_resumes_and_loads(

@@ -71,8 +71,9 @@ QUANT_COLUMNS: tuple[tuple[str, str, int], ...] = (
     ("fit", "Fit on this machine", 36),
 )
 QUANT_OPTIONAL: tuple[tuple[str, str, int], ...] = (
-    ("ctx", "Context", 9),
+    # the speed first: the figure people pick a quant by (at 80 columns it has the room the context had)
     ("speed", "tok/s", 10),  # once the speed model gives a figure (or is measuring this CPU)
+    ("ctx", "Context", 9),
     ("layers", "GPU layers", 10),
     ("kv", "KV", 9),
 )
