@@ -8,6 +8,7 @@ from pathlib import Path
 
 from app.settings import Settings
 from app.tui.app import AppOptions, VramchatApp
+from app.tui.screens.chat import ChatScreen
 from tests.support.fake_engine import FakeEngine
 
 
@@ -62,6 +63,29 @@ def reply_done(app: VramchatApp) -> Callable[[], bool]:
         return not screen.generating  # type: ignore[attr-defined]
 
     return done
+
+
+async def open_chat(app: VramchatApp, pilot) -> ChatScreen:
+    """From the picker to the chat with the selected model loaded (Ctrl+L)."""
+    await wait_for(pilot, picker_ready(app))
+    await pilot.press("ctrl+l")
+    await wait_for(pilot, model_loaded(app))
+    screen = app.screen
+    assert isinstance(screen, ChatScreen)
+    return screen
+
+
+async def send_and_wait(app: VramchatApp, pilot, text: str) -> None:
+    """Type `text` into the message box, send it, and wait for the whole reply."""
+    from app.tui.widgets.chat_input import ChatInput
+
+    box = app.screen.query_one(ChatInput)
+    box.focus()
+    box.load_text(text)
+    await pilot.press("enter")
+    await pilot.pause(0.05)
+    await wait_for(pilot, reply_done(app))
+    await pilot.pause(0.05)
 
 
 def screen_text(app: VramchatApp) -> list[str]:

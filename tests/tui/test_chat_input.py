@@ -3,10 +3,8 @@ names, slash commands with completion, and copying a message or a code block fro
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
-import pytest
 from textual import events
 from textual.geometry import Size
 
@@ -20,10 +18,10 @@ from tests.support.fake_engine import FakeEngine
 from tests.support.tui_helpers import (
     layout_problems,
     make_app,
-    model_loaded,
-    picker_ready,
+    open_chat,
     reply_done,
     screen_text,
+    send_and_wait,
     wait_for,
 )
 
@@ -31,44 +29,16 @@ SIZE = (120, 40)
 LONG = " ".join(["A question long enough to wrap over several rows of the message box."] * 3)
 
 
-@pytest.fixture
-def shelf(tmp_path: Path, zoo: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("VRAMCHAT_DEVICES", "8GiB/1GiB,ram=32GiB/8GiB")
-    root = tmp_path / "shelf"
-    root.mkdir()
-    shutil.copy(zoo["llama-f16"], root / "llama-f16.gguf")
-    return root
-
-
-async def open_chat(app, pilot) -> ChatScreen:
-    await wait_for(pilot, picker_ready(app))
-    await pilot.press("ctrl+l")
-    await wait_for(pilot, model_loaded(app))
-    screen = app.screen
-    assert isinstance(screen, ChatScreen)
-    return screen
-
-
-async def send(app, pilot, text: str) -> None:
-    box = app.screen.query_one(ChatInput)
-    box.focus()
-    box.load_text(text)
-    await pilot.press("enter")
-    await pilot.pause(0.05)
-    await wait_for(pilot, reply_done(app))
-    await pilot.pause(0.05)
-
-
 async def test_up_and_down_go_through_earlier_messages_and_keep_the_draft(shelf: Path) -> None:
     app = make_app(shelf, FakeEngine())
     async with app.run_test(size=SIZE) as pilot:
         chat = await open_chat(app, pilot)
-        await send(app, pilot, "an earlier chat's question")
+        await send_and_wait(app, pilot, "an earlier chat's question")
         await pilot.press("ctrl+n")
         await pilot.pause()
-        await send(app, pilot, "first line\nsecond line")
-        await send(app, pilot, LONG)
-        await send(app, pilot, "the last question")
+        await send_and_wait(app, pilot, "first line\nsecond line")
+        await send_and_wait(app, pilot, LONG)
+        await send_and_wait(app, pilot, "the last question")
         box = chat.query_one(ChatInput)
         box.focus()
         await pilot.press(*"my draft")
@@ -115,7 +85,7 @@ async def test_slash_commands_complete_run_and_are_not_sent(shelf: Path) -> None
     app = make_app(shelf, engine)
     async with app.run_test(size=(80, 24)) as pilot:
         chat = await open_chat(app, pilot)
-        await send(app, pilot, "What is the capital of France?")
+        await send_and_wait(app, pilot, "What is the capital of France?")
         box = chat.query_one(ChatInput)
         box.focus()
         await pilot.press("/")  # every command, in a list that scrolls: the screen stays whole at 80x24
@@ -130,7 +100,7 @@ async def test_slash_commands_complete_run_and_are_not_sent(shelf: Path) -> None
         await pilot.press(*"0.7", "enter")
         await pilot.pause()
         assert box.text == "" and len(engine.prompts) == 1  # run, not sent to the model
-        await send(app, pilot, "And of Germany?")
+        await send_and_wait(app, pilot, "And of Germany?")
         assert engine.params[-1].temperature == 0.7
         # this chat's own: kept with it, not with every chat
         assert app.store.conversation(chat.conversation.id).settings.get("temperature") == 0.7
@@ -189,7 +159,7 @@ async def test_a_message_or_a_code_block_alone_is_copied_from_the_keyboard(shelf
     app = make_app(shelf, FakeEngine(reply=CODE_REPLY))
     async with app.run_test(size=(80, 24)) as pilot:
         chat = await open_chat(app, pilot)
-        await send(app, pilot, "Show me some code")
+        await send_and_wait(app, pilot, "Show me some code")
         await pilot.press("ctrl+up")  # the focus on the messages: the last one marked
         await pilot.pause()
         assert app.focused is chat.messages
@@ -232,7 +202,7 @@ async def test_the_new_keys_are_in_f1_and_the_palette(shelf: Path) -> None:
     app = make_app(shelf, FakeEngine(reply=CODE_REPLY))
     async with app.run_test(size=(80, 24)) as pilot:
         chat = await open_chat(app, pilot)
-        await send(app, pilot, "Show me some code")
+        await send_and_wait(app, pilot, "Show me some code")
         titles = [c.title for c in app.get_system_commands(chat)]
         assert "Select a message or code block" in titles and "Slash commands" in titles
         await pilot.press("ctrl+p")

@@ -10,10 +10,9 @@ import pytest
 from app.chat_settings import ChatSampling, parse, preset
 from app.tui.screens.dialogs import ChatSettingsDialog
 from app.tui.widgets.chat.chat_settings import SettingsLine
-from app.tui.widgets.chat_input import ChatInput
 from tests.support.fake_engine import FakeEngine
 from tests.support.tiny import ZOO, write_tiny_model
-from tests.support.tui_helpers import make_app, model_loaded, picker_ready, reply_done, wait_for
+from tests.support.tui_helpers import make_app, model_loaded, picker_ready, send_and_wait, wait_for
 
 SIZE = (80, 24)
 
@@ -31,16 +30,6 @@ def shelf(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return root
 
 
-async def _send(app, pilot, text: str) -> None:
-    box = app.screen.query_one(ChatInput)
-    box.focus()
-    box.load_text(text)
-    await pilot.press("enter")
-    await pilot.pause(0.05)
-    await wait_for(pilot, reply_done(app))
-    await pilot.pause(0.05)
-
-
 async def test_a_chats_sampling_is_its_own_over_the_model_files(shelf: Path) -> None:
     engine = FakeEngine(reply="ok")
     app = make_app(shelf, engine)
@@ -49,7 +38,7 @@ async def test_a_chats_sampling_is_its_own_over_the_model_files(shelf: Path) -> 
         await pilot.press("ctrl+l")
         await wait_for(pilot, model_loaded(app))
         chat = app.screen
-        await _send(app, pilot, "hello")
+        await send_and_wait(app, pilot, "hello")
         used = engine.params[-1]
         assert (used.temperature, used.top_k, used.top_p) == (pytest.approx(0.6), 20, pytest.approx(0.95))
         line = chat.query_one(SettingsLine)
@@ -62,7 +51,7 @@ async def test_a_chats_sampling_is_its_own_over_the_model_files(shelf: Path) -> 
             chat.set_chat_setting("temp", "7")
         await pilot.pause()
         assert line.display and "temp 0.9" in str(line.render()) and "Answer in French" in str(line.render())
-        await _send(app, pilot, "again")
+        await send_and_wait(app, pilot, "again")
         assert engine.params[-1].temperature == pytest.approx(0.9)
         conv_id = chat.conversation.id
         assert app.store.conversation(conv_id).settings == {"temperature": 0.9}
@@ -70,7 +59,7 @@ async def test_a_chats_sampling_is_its_own_over_the_model_files(shelf: Path) -> 
         # a new chat starts from the model's own again
         await pilot.press("ctrl+n")
         await pilot.pause()
-        await _send(app, pilot, "new chat")
+        await send_and_wait(app, pilot, "new chat")
         assert engine.params[-1].temperature == pytest.approx(0.6)
 
         # F4 edits the open chat's settings; a preset fills the sampling; the model's own are named
@@ -82,7 +71,7 @@ async def test_a_chats_sampling_is_its_own_over_the_model_files(shelf: Path) -> 
         await pilot.click("#preset-creative")
         await pilot.press("ctrl+s")
         await pilot.pause()
-        await _send(app, pilot, "creative now")
+        await send_and_wait(app, pilot, "creative now")
         assert (engine.params[-1].temperature, engine.params[-1].top_k) == (1.0, 100)
         assert app.store.conversation(conv_id).settings == {"temperature": 0.9}  # the other chat kept its own
 

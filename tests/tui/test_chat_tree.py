@@ -3,37 +3,15 @@ branch (the first still reachable), a retry keeps the earlier reply as an altern
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
-
-import pytest
 
 from app.tui.widgets.chat.message_focus import focused_message
 from app.tui.widgets.chat_input import ChatInput
 from app.tui.widgets.message_view import MessageView
 from tests.support.fake_engine import FakeEngine
-from tests.support.tui_helpers import make_app, model_loaded, picker_ready, reply_done, wait_for
+from tests.support.tui_helpers import make_app, model_loaded, picker_ready, reply_done, send_and_wait, wait_for
 
 SIZE = (120, 40)
-
-
-@pytest.fixture
-def shelf(tmp_path: Path, zoo: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("VRAMCHAT_DEVICES", "8GiB/1GiB,ram=32GiB/8GiB")
-    root = tmp_path / "shelf"
-    root.mkdir()
-    shutil.copy(zoo["llama-f16"], root / "llama-f16.gguf")
-    return root
-
-
-async def _send(app, pilot, text: str) -> None:
-    box = app.screen.query_one(ChatInput)
-    box.focus()
-    box.load_text(text)
-    await pilot.press("enter")
-    await pilot.pause(0.05)
-    await wait_for(pilot, reply_done(app))
-    await pilot.pause(0.05)
 
 
 def _shown(chat) -> list[str]:
@@ -49,7 +27,7 @@ async def test_an_earlier_message_edited_is_a_branch_and_a_retry_keeps_the_earli
         await wait_for(pilot, model_loaded(app))
         chat = app.screen
         for word in ("one", "two", "three"):
-            await _send(app, pilot, word)
+            await send_and_wait(app, pilot, word)
         assert _shown(chat) == ["one", "first", "two", "first", "three", "first"]
 
         # the keyboard's way to an earlier message: Alt+Up focuses the last, Up goes back
@@ -119,10 +97,10 @@ async def test_a_chat_is_renamed_deleted_and_brought_back_and_the_list_has_dates
         await pilot.press("ctrl+l")
         await wait_for(pilot, model_loaded(app))
         chat = app.screen
-        await _send(app, pilot, "Summarise: the fox")
+        await send_and_wait(app, pilot, "Summarise: the fox")
         await pilot.press("ctrl+n")
         await pilot.pause()
-        await _send(app, pilot, "Summarise: the fox")
+        await send_and_wait(app, pilot, "Summarise: the fox")
         titles = [c.title for c in app.store.conversations()]
         assert titles == ["Summarise: the fox (2)", "Summarise: the fox"]
         listed = chat.past_chats.options

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 from pathlib import Path
 
 import pytest
@@ -27,15 +26,6 @@ from tests.support.tui_helpers import make_app, model_loaded, picker_ready, repl
 
 TIME_LABEL = re.compile(r"^(-\d+[sm]|now)$")
 BYTES_LABEL = re.compile(r"^(0|\d+(\.\d+)? (KiB|MiB|GiB))$")
-
-
-@pytest.fixture
-def shelf(tmp_path: Path, zoo: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("VRAMCHAT_DEVICES", "8GiB/1GiB,ram=32GiB/8GiB")
-    root = tmp_path / "shelf"
-    root.mkdir()
-    shutil.copy(zoo["llama-f16"], root / "llama-f16.gguf")
-    return root
 
 
 async def open_chat(app, pilot) -> None:

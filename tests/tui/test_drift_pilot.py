@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
-import pytest
 from textual.widgets import Static
 
 from app.tui.screens.dashboard import DashboardScreen
@@ -13,15 +11,6 @@ from planner.hardware import MiB
 from tests.support.tui_helpers import make_app, model_loaded, picker_ready, wait_for
 
 SIZE = (160, 45)
-
-
-@pytest.fixture
-def shelf(tmp_path: Path, zoo: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("VRAMCHAT_DEVICES", "8GiB/1GiB,ram=32GiB/8GiB")
-    root = tmp_path / "shelf"
-    root.mkdir()
-    shutil.copy(zoo["llama-f16"], root / "llama-f16.gguf")
-    return root
 
 
 def _alarms(app) -> list[str]:

@@ -4,10 +4,8 @@ are not about the layout; tests/tui/test_layout_sizes.py covers those)."""
 from __future__ import annotations
 
 import queue
-import shutil
 from pathlib import Path
 
-import pytest
 from textual.containers import VerticalScroll
 
 from app.engine.types import PromptProgress
@@ -20,15 +18,6 @@ from tests.support.fake_engine import FakeEngine
 from tests.support.tui_helpers import make_app, model_loaded, picker_ready, reply_done, screen_text, wait_for
 
 SIZE = (120, 40)
-
-
-@pytest.fixture
-def shelf(tmp_path: Path, zoo: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("VRAMCHAT_DEVICES", "8GiB/1GiB,ram=32GiB/8GiB")
-    root = tmp_path / "shelf"
-    root.mkdir()
-    shutil.copy(zoo["llama-f16"], root / "llama-f16.gguf")
-    return root
 
 
 def notices(app) -> list[str]:

@@ -2,24 +2,12 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
-
-import pytest
 
 from tests.support.fake_engine import FakeEngine
 from tests.support.tui_helpers import make_app, picker_ready, wait_for
 
 SIZE = (120, 40)
-
-
-@pytest.fixture
-def shelf(tmp_path: Path, zoo: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("VRAMCHAT_DEVICES", "8GiB/1GiB,ram=32GiB/8GiB")
-    root = tmp_path / "shelf"
-    root.mkdir()
-    shutil.copy(zoo["llama-f16"], root / "llama-f16.gguf")
-    return root
 
 
 def notices(app) -> list[str]:
