@@ -24,7 +24,8 @@ MEANING: dict[str, str] = {
     COMMITTED: "the KV cache allocated for the context held now, filled or not (the context grows in steps)",
     IN_USE: "memory holding data now: of the KV cache, the part the conversation fills; of a device, "
     "every program's memory on it, as the driver (or the system, for host RAM) reads it",
-    OTHER_PROGRAMS: "a device's memory that is not this model's: in use before the load (the system's too)",
+    OTHER_PROGRAMS: "a device's memory that is not this model's: in use before the load (the system's too); "
+    '"others" for short where a plot is narrow',
     RESERVED: "kept free, not allocated: the room the plan counts on for the context to grow",
     PLANNED_MAX: "the KV cache at the largest context the plan reserved room for",
 }
@@ -32,7 +33,10 @@ MEANING: dict[str, str] = {
 # a device's plot compares with the load: other programs' memory then, and with this model's planned on top
 # (what in use would be if the plan were exact and the other programs held what they held then)
 OTHERS_AT_LOAD = f"{OTHER_PROGRAMS} at load"
-OTHERS_AND_PLANNED = f"{OTHERS_AT_LOAD} + {PLANNED}"
+OTHERS_AND_PLANNED = f"{PLANNED} + {OTHER_PROGRAMS}"  # this model's plan on top of the others at load
+# where a plot is narrow (the full dashboard's columns): "others" is short for other programs
+OTHERS_AT_LOAD_SHORT = "others at load"
+OTHERS_AND_PLANNED_SHORT = f"{PLANNED} + others"
 
 
 def glossary() -> str:

@@ -25,7 +25,9 @@ from app.memory_words import (
     MEANING,
     OTHER_PROGRAMS,
     OTHERS_AND_PLANNED,
+    OTHERS_AND_PLANNED_SHORT,
     OTHERS_AT_LOAD,
+    OTHERS_AT_LOAD_SHORT,
     PLANNED,
     PLANNED_MAX,
 )
@@ -293,8 +295,14 @@ def device_lines(series: list[int], usage: DeviceUsage | None, unread: bool) -> 
         return [Line(PLANNED, [planned] * len(series), "planned", size_text(planned)), *lines]
     others = usage.total - usage.free
     return [
-        Line(OTHERS_AT_LOAD, [others] * len(series), "committed", size_text(others)),
-        Line(OTHERS_AND_PLANNED, [others + planned] * len(series), "planned", size_text(others + planned)),
+        Line(OTHERS_AT_LOAD, [others] * len(series), "committed", size_text(others), OTHERS_AT_LOAD_SHORT),
+        Line(
+            OTHERS_AND_PLANNED,
+            [others + planned] * len(series),
+            "planned",
+            size_text(others + planned),
+            OTHERS_AND_PLANNED_SHORT,
+        ),
         *lines,
     ]
 

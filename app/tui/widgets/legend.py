@@ -15,13 +15,17 @@ from textual.widget import Widget
 GAP = 2  # spaces between two entries on a line
 
 
-def pack(entries: Sequence[Text], width: int, lead: Text | None = None) -> list[Text]:
+Entry = Text | tuple[Text, Text]  # an entry, or (an entry, its short form where the full one is too wide)
+
+
+def pack(entries: Sequence[Entry], width: int, lead: Text | None = None) -> list[Text]:
     """The entries as lines of at most `width` cells, each entry whole (one wider than the line
-    gets a line of its own and folds there, rather than being cut). `lead` (a title) starts the
-    first line."""
+    takes its short form where it has one; else it gets a line of its own and folds there, rather
+    than being cut). `lead` (a title) starts the first line."""
     lines: list[Text] = []
     line = lead.copy() if lead is not None and lead.cell_len else None
-    for entry in entries:
+    for given in entries:
+        entry = _fitting(given, width)
         if line is None:
             line = entry.copy()
         elif line.cell_len + GAP + entry.cell_len <= width:
@@ -41,6 +45,13 @@ def pack(entries: Sequence[Text], width: int, lead: Text | None = None) -> list[
     return out
 
 
+def _fitting(entry: Entry, width: int) -> Text:
+    if isinstance(entry, Text):
+        return entry
+    full, short = entry
+    return full if full.cell_len <= width or width <= 0 else short
+
+
 def _console():
     from rich.console import Console
 
@@ -57,12 +68,13 @@ class Legend(Widget):
     def __init__(self, *, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(id=id, classes=classes)
         self.lead: Text | None = None
-        self.entries: list[Text] = []
+        self.entries: list[Entry] = []
         self._shown: tuple[str, ...] = ()
 
-    def set_entries(self, entries: Sequence[Text], lead: Text | None = None) -> None:
+    def set_entries(self, entries: Sequence[Entry], lead: Text | None = None) -> None:
         """New entries; repaints (and lays out again) only when the text changed."""
-        key = tuple(e.markup for e in entries) + ((lead.markup,) if lead is not None else ())
+        full = [e if isinstance(e, Text) else e[0] for e in entries]
+        key = tuple(e.markup for e in full) + ((lead.markup,) if lead is not None else ())
         if key == self._shown:
             return
         self._shown = key

@@ -27,7 +27,7 @@ from textual_hires_canvas import Canvas
 from textual_plot import AxisFormatter, HiResMode, PlotWidget
 
 from app.tui.widgets.axes import AgoFormatter, BytesFormatter
-from app.tui.widgets.legend import Legend
+from app.tui.widgets.legend import Entry, Legend
 
 # a line's role -> (the theme colour it is drawn in, the mark the legend shows for it)
 ROLES: dict[str, tuple[str, str]] = {
@@ -49,6 +49,7 @@ class Line:
     values: Sequence[float]  # one per sample time
     role: str = "measured"  # a key of ROLES
     figure: str = ""  # the figure now, as the legend says it ("1.2 GiB")
+    short: str = ""  # the label where the legend is too narrow for `label` ("others at load")
 
 
 class SeriesPlot(PlotWidget, can_focus=False):
@@ -243,14 +244,17 @@ class TimePlot(Vertical):
 
     def _legend(self) -> None:
         theme = self.app.current_theme
-        entries = []
+        entries: list[Entry] = []
         for line in self.lines:
             colour, mark = ROLES[line.role]
-            entry = Text(mark, style=getattr(theme, colour) or "")
-            entry.append(f" {line.label}")
-            if line.figure:
-                entry.append(f" {line.figure}", style="bold")
-            entries.append(entry)
+            forms = []
+            for label in (line.label, line.short) if line.short else (line.label,):
+                entry = Text(mark, style=getattr(theme, colour) or "")
+                entry.append(f" {label}")
+                if line.figure:
+                    entry.append(f" {line.figure}", style="bold")
+                forms.append(entry)
+            entries.append((forms[0], forms[1]) if len(forms) == 2 else forms[0])
         self.query_one(Legend).set_entries(entries, Text(self.title, style="bold"))
 
     def legend_text(self) -> list[str]:
