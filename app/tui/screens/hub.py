@@ -77,6 +77,7 @@ QUANT_OPTIONAL: tuple[tuple[str, str, int], ...] = (
     ("layers", "GPU layers", 10),
     ("kv", "KV", 9),
 )
+FIT_MIN = 24  # the fit column's least width ("Fit on this machine" and a short badge)
 BEST, ON_DISK = "★", "✓"
 
 
@@ -233,6 +234,9 @@ class HubScreen(Screen):
             self._fill_repos()
         quant_width = max([len(label) for label in self._labels()] + [8])
         columns = [(key, label, w or quant_width) for key, label, w in QUANT_COLUMNS]
+        if width < 120:  # the fit column as wide as its widest badge, for the speed beside it
+            fit = max([FIT_MIN] + [len(self._fit_badge(i)[0]) for i in range(len(self.models))])
+            columns = [(key, label, min(w, fit) if key == "fit" else w) for key, label, w in columns]
         free = room - sum(w + 2 for _, _, w in columns)
         with_speed = any(r is not None and r.speed_cell not in ("-", "?") for r in self.rows)
         for key, label, w in QUANT_OPTIONAL:
@@ -627,15 +631,16 @@ class HubScreen(Screen):
         labels = [row.label if row is not None else _label(model) for model, row in zip(self.models, rows, strict=True)]
         return distinct_labels(labels, [m.files[0].name if m.files else m.ref for m in self.models])
 
+    def _fit_badge(self, index: int) -> tuple[str, str]:
+        row = self.rows[index] if index < len(self.rows) else None
+        return ("planning…", "pending") if row is None else fit_badge(row.summary)
+
     def _quant_cells(self, index: int) -> dict[str, object]:
         model = self.models[index]
         row = self.rows[index] if index < len(self.rows) else None
         mark = (BEST if index == self.best else " ") + (ON_DISK if model.ref in self.downloaded else "")
         label = self._labels()[index]
-        if row is None:
-            badge, kind = "planning…", "pending"
-        else:
-            badge, kind = fit_badge(row.summary)
+        badge, kind = self._fit_badge(index)
         cells: dict[str, object] = {
             "mark": Text(mark, style="bold"),
             "quant": Text(label, style="bold" if index == self.best else ""),
