@@ -2,7 +2,7 @@
 of its own): what each reply of that chat is sampled with, and nothing another chat or model inherits.
 
 A value left unset (None) is the model's own: the GGUF's `general.sampling.*` key where the file carries
-one, else vramchat's default (app.sampling for the temperature, the engine's for the rest). Presets set
+one, else vramchat's default (this module's `temperature_for`, the engine's for the rest). Presets set
 a few values at once. `thinking` is the chat's switch for templates that take `enable_thinking` (None:
 the template's own default); it is only kept here.
 """
@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
+from app.engine.templates import ChatFormat
 from app.engine.types import GenerationParams
 from app.limits import DEFAULT_MAX_TOKENS, MAX_TOKENS
 
@@ -170,7 +171,7 @@ def generation_params(
     default_max_tokens: int = DEFAULT_MAX_TOKENS,
 ) -> GenerationParams:
     """What a reply is sampled with: the chat's value, else the model file's, else the default
-    (`kind_temperature`: app.sampling's for the model's kind)."""
+    (`kind_temperature`: `temperature_for` the model's kind)."""
     engine = GenerationParams()
 
     def pick(name: str, fallback: Any) -> Any:
@@ -190,3 +191,27 @@ def generation_params(
         seed=chat.seed if chat.seed is not None else engine.seed,
         stop=stop,
     )
+
+
+# -- the temperature of a model's kind, where neither the chat nor the file sets one. A base model
+# without a chat template (the demo) is talked to as a Q/A transcript; sampled, even at 0.2, it wanders
+# ("France is the capital of France."), greedily it answers "Paris" every time: so the transcript format
+# decodes greedily unless the user set a temperature; chat-template models keep a low one.
+
+TRANSCRIPT_TEMPERATURE = 0.0  # greedy: a base model's most likely continuation is its best answer
+CHAT_TEMPERATURE = 0.2  # low: small models wander at higher temperatures
+
+
+def temperature_for(chosen: float | None, fmt: ChatFormat) -> float:
+    """The temperature a reply is sampled at: the user's, else the model kind's default."""
+    if chosen is not None:
+        return chosen
+    return TRANSCRIPT_TEMPERATURE if fmt.kind == "transcript" else CHAT_TEMPERATURE
+
+
+def describe_temperature(chosen: float | None, fmt: ChatFormat) -> str:
+    """For the status line: "temp 0.7", or the default and why ("greedy (base model)")."""
+    value = temperature_for(chosen, fmt)
+    if chosen is not None:
+        return f"temp {value:g}"
+    return "greedy (base model)" if value == 0 else f"temp {value:g} (default)"

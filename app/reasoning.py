@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from app.engine.templates import ChatFormat
+
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 OPEN_MARKER = THINK_OPEN + "\n"  # what the app puts before a reply whose prompt opened the block
 CHANNEL, MESSAGE, START, END = "<|channel|>", "<|message|>", "<|start|>", "<|end|>"
@@ -200,3 +202,25 @@ class ThoughtClock:
             if split.has_reasoning:
                 self.thought = Thought(self._clock() - self._started, tokens)
         return self.thought
+
+
+# -- the chat's thinking switch (`enable_thinking`): on, the model reasons before it answers; off, the
+# template tells it not to. Kept with each chat's settings (app.tui.widgets.chat.chat_settings).
+
+DEFAULT_THINKING = True
+
+
+def can_switch(fmt: ChatFormat | None) -> bool:
+    return fmt is not None and fmt.kind == "jinja" and has_thinking_switch(fmt.template)
+
+
+def toggled_words(model_name: str, switchable: bool, thinking: bool) -> str:
+    """What the switch's key says: the new state, or why there is none to change."""
+    if not switchable:
+        return (
+            f"{model_name}'s chat template has no thinking switch (enable_thinking): "
+            "a reasoning model without one always thinks, and its thoughts are shown folded."
+        )
+    if thinking:
+        return "Thinking on for this chat: the model reasons before it answers (shown folded)."
+    return "Thinking off for this chat: the model's template tells it to answer at once."

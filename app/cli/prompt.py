@@ -22,10 +22,10 @@ def run_prompt(args: argparse.Namespace) -> int:
     import threading
 
     from app.chat import ChatError
+    from app.chat_settings import temperature_for
     from app.engine import EngineError, GenerationParams
     from app.engine.templates import ChatMessage
     from app.reply import OK, write_reply
-    from app.sampling import temperature_for
     from app.session import LoadFailed, ModelSession
     from app.settings import load_settings
     from planner.archs import not_for_chat

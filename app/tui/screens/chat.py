@@ -26,11 +26,10 @@ from app.engine.failure import first_line
 from app.engine.templates import ChatMessage
 from app.engine.types import MediaPrompt
 from app.media import Attachment
-from app.reasoning import template_switches
+from app.reasoning import can_switch, template_switches, toggled_words
 from app.reply import write_reply
 from app.session import Growth
 from app.store import Conversation
-from app.thinking import can_switch, toggled_words
 from app.tui.messages import (
     ContextResized,
     LoadFinished,

@@ -625,7 +625,7 @@ class HubScreen(Screen):
 
     def _labels(self) -> list[str]:
         """Each quant's label, those of one quant told apart by what differs in their file names."""
-        from app.quant_labels import distinct_labels
+        from app.tui.quant_labels import distinct_labels
 
         rows = [self.rows[i] if i < len(self.rows) else None for i in range(len(self.models))]
         labels = [row.label if row is not None else _label(model) for model, row in zip(self.models, rows, strict=True)]

@@ -16,9 +16,16 @@ from typing import TYPE_CHECKING
 from rich.text import Text
 from textual.widgets import Static
 
-from app.chat_settings import ChatSampling, field_name, generation_params, model_defaults, parse
+from app.chat_settings import (
+    ChatSampling,
+    describe_temperature,
+    field_name,
+    generation_params,
+    model_defaults,
+    parse,
+    temperature_for,
+)
 from app.engine.types import GenerationParams
-from app.sampling import describe_temperature, temperature_for
 
 if TYPE_CHECKING:
     from app.tui.widgets.chat.view import ChatView
@@ -85,8 +92,8 @@ def status_words(screen: ChatView) -> tuple[str, int]:
 
 
 def thinking_of(screen: ChatView) -> bool:
-    """The chat's thinking switch (app.thinking): its own, else on."""
-    from app.thinking import DEFAULT_THINKING
+    """The chat's thinking switch (app.reasoning): its own, else on."""
+    from app.reasoning import DEFAULT_THINKING
 
     own = sampling_of(screen).thinking
     return DEFAULT_THINKING if own is None else own
