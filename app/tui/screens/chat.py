@@ -7,7 +7,6 @@ and saves it as it grows; the UI only renders what the worker posts.
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 from typing import TYPE_CHECKING, ClassVar
 
@@ -39,7 +38,7 @@ from app.tui.messages import (
     ReplyPiece,
 )
 from app.tui.screens.chat_slash import ask_before_sending, run_slash
-from app.tui.widgets.chat import branching, chat_settings, manage, slash_commands
+from app.tui.widgets.chat import branching, chat_settings, manage, records, slash_commands
 from app.tui.widgets.chat.chat_settings import SettingsLine
 from app.tui.widgets.chat.context_line import ContextLine
 from app.tui.widgets.chat.input_recall import earlier_messages
@@ -616,59 +615,13 @@ class ChatScreen(Screen):
         self.past_chats.show(self.conversation.id if self.conversation else None)
 
     def action_export_chat(self) -> None:
-        """Write this chat, with its plan receipts, as Markdown and as JSON, and say where."""
-        from app.store.export import export, export_json
-
-        if self.conversation is None:
-            self.app.notify("There is no chat to export yet.", severity="warning")
-            return
-        store = self.services.store
-        conv = store.conversation(self.conversation.id)
-        receipts = store.branch_receipts(conv)  # those of the replies on screen
-        try:
-            path = export(conv, receipts=receipts)
-            data = export_json(conv, receipts=receipts)
-        except OSError as exc:
-            self.app.notify(f"Could not write the file: {exc}", title="Export failed", severity="error")
-            return
-        self.app.notify(f"Saved as Markdown and JSON:\n{data}\n{path}", title="Chat exported", timeout=10)
+        records.export_chat(self)
 
     def _save_receipt(self, reply_id: int) -> None:
-        """Keep what this chat ran with (the plan, the dry run, the peaks so far) with the chat."""
-        from app.store.receipt import build, key_for
-
-        session = self.services.session
-        model, telemetry = session.model, session.telemetry
-        if model is None or self.conversation is None:
-            return
-        from app.store import StoreError
-
-        store = self.services.store
-        key = key_for(model)
-        history = []
-        if telemetry is not None:
-            telemetry.sample_once()  # the reply's end, which the 2 Hz sampler may not have caught yet
-            history = telemetry.history()
-        try:
-            kept = store.receipt(self.conversation.id, key)
-            store.save_receipt(self.conversation.id, key, build(model, history, kept.body if kept else None))
-            store.set_reply_receipt(reply_id, key)
-        except (StoreError, sqlite3.Error) as exc:  # the chat itself is saved; only its receipt is not
-            self.app.notify(f"The plan receipt could not be kept: {exc}", severity="warning")
+        records.save_receipt(self, reply_id)
 
     def action_receipt(self) -> None:
-        """The plan receipt of the chat chosen in the list (when the list has the focus), else of this one."""
-        from app.tui.screens.receipt import ReceiptScreen
-
-        conv_id = self.past_chats.chosen()
-        if conv_id is None and self.conversation is not None:
-            conv_id = self.conversation.id
-        if conv_id is None:
-            self.app.notify("There is no chat yet: its receipt is kept once the model replies.", severity="warning")
-            return
-        store = self.services.store
-        conv = store.conversation(conv_id)
-        self.app.push_screen(ReceiptScreen(conv.title or "(empty chat)", [r.body for r in store.branch_receipts(conv)]))
+        records.show_receipt(self)
 
     @on(OptionList.OptionSelected, "#chat-list")
     async def _open_chat(self, event: OptionList.OptionSelected) -> None:
