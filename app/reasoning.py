@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from app.engine.held_back import held_back
 from app.engine.templates import ChatFormat
 
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
@@ -31,17 +32,6 @@ class Split:
     answer: str  # what the model says to the user
     thinking: bool  # the reply is still inside its reasoning (unclosed so far)
     has_reasoning: bool  # the reply opened a reasoning block (even an empty one)
-
-
-def _partial_marker(text: str, markers: tuple[str, ...]) -> int:
-    """How many characters at the end of `text` could begin one of `markers` (held back while streaming)."""
-    hold = 0
-    for marker in markers:
-        for k in range(min(len(marker) - 1, len(text)), 0, -1):
-            if text.endswith(marker[:k]):
-                hold = max(hold, k)
-                break
-    return hold
 
 
 def split_reply(text: str, final: bool = True) -> Split:
@@ -67,7 +57,7 @@ def _think(body: str, final: bool) -> Split:
         return Split("", "", True, True)
     end = body.find(THINK_CLOSE)
     if end < 0:
-        shown = body if final else body[: len(body) - _partial_marker(body, (THINK_CLOSE,))]
+        shown = body if final else body[: len(body) - held_back(body, (THINK_CLOSE,))]
         return Split(shown.strip(), "", not final, True)
     return Split(body[:end].strip(), body[end + len(THINK_CLOSE) :].lstrip(), False, True)
 
@@ -91,13 +81,13 @@ def _harmony(text: str, final: bool) -> Split:
             for marker in _HARMONY_ENDS:
                 answer = answer.split(marker, 1)[0]
             if not final:
-                answer = answer[: len(answer) - _partial_marker(answer, _HARMONY_ENDS)]
+                answer = answer[: len(answer) - held_back(answer, _HARMONY_ENDS)]
             return Split(_joined(thoughts), answer.lstrip(), False, True)
         ends = [i for i in (text.find(m, body_start) for m in _HARMONY_ENDS) if i >= 0]
         if not ends:
             body = text[body_start:]
             if not final:
-                body = body[: len(body) - _partial_marker(body, _HARMONY_ENDS)]
+                body = body[: len(body) - held_back(body, _HARMONY_ENDS)]
             return Split(_joined([*thoughts, body]), "", not final, True)
         thoughts.append(text[body_start : min(ends)])
         at = min(ends)

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from app.devices.process import snapshot
+from app.engine.held_back import held_back
 from app.engine.llama_log import capture
 from app.engine.params import apply_context_params, apply_model_params, ensure_backend
 from app.engine.types import (
@@ -610,7 +611,7 @@ class Engine:
                     with contextlib.suppress(_Stopped):
                         self._decode([token])
                     break
-                safe = _safe_prefix(pending, params.stop)
+                safe = len(pending) - held_back(pending, params.stop)  # not into a possible stop string
                 if safe:
                     yield pending[:safe]
                     pending = pending[safe:]
@@ -636,17 +637,6 @@ class _Stopped(Exception):
 def _find_stop(text: str, stops: tuple[str, ...]) -> int | None:
     hits = [text.find(s) for s in stops if s and s in text]
     return min(hits) if hits else None
-
-
-def _safe_prefix(text: str, stops: tuple[str, ...]) -> int:
-    """How much of `text` can be shown without cutting into a possible stop string."""
-    hold = 0
-    for s in stops:
-        for k in range(min(len(s) - 1, len(text)), 0, -1):
-            if text.endswith(s[:k]):
-                hold = max(hold, k)
-                break
-    return len(text) - hold
 
 
 def _threads() -> int:

@@ -95,21 +95,27 @@ def machine_key() -> dict[str, Any]:
     }
 
 
-def run_probe(full: bool = False) -> dict[str, Any]:
-    """The probe's figures, measured in a child process (`full`: every figure, even on a busy machine,
-    where the probe otherwise stops early); raises RuntimeError with the reason."""
+def probe_child(module: str, args: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
+    """Run a probe module in a child process of its own (llama.cpp in-process there), its output read as
+    text; raises OSError or subprocess.TimeoutExpired."""
     from app.children import child_env
     from app.native import IN_PROCESS_ENV
 
+    return subprocess.run(
+        [sys.executable, "-m", module, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=child_env() | {IN_PROCESS_ENV: "1"},
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def run_probe(full: bool = False) -> dict[str, Any]:
+    """The probe's figures, measured in a child process (`full`: every figure, even on a busy machine,
+    where the probe otherwise stops early); raises RuntimeError with the reason."""
     try:
-        proc = subprocess.run(
-            [sys.executable, "-m", "app.speed.probe", *(["--full"] if full else [])],
-            capture_output=True,
-            text=True,
-            timeout=PROBE_TIMEOUT,
-            env=child_env() | {IN_PROCESS_ENV: "1"},
-            stdin=subprocess.DEVNULL,
-        )
+        proc = probe_child("app.speed.probe", ["--full"] if full else [], PROBE_TIMEOUT)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise RuntimeError(f"the speed probe did not finish: {exc}") from None
     lines = proc.stdout.strip().splitlines()

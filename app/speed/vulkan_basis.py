@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import threading
 from pathlib import Path
 from typing import Any
 
 from app.caches.files import write_atomically
-from app.speed.machine import FOLDER, machine_key, speed_folder
+from app.speed.machine import FOLDER, machine_key, probe_child, speed_folder
 from planner.hardware import Device
 from planner.speed import GpuSpeed
 
@@ -39,20 +38,10 @@ def device_key(d: Device) -> str:
 
 def run_device_probe(d: Device) -> dict[str, Any]:
     """The device probe's answer ({"bandwidth", "bytes", "seconds"} or {"error"}), in a child process."""
-    from app.children import child_env
-    from app.native import IN_PROCESS_ENV
     from app.speed.device_probe import matrix_bytes
 
-    command = [sys.executable, "-m", "app.speed.device_probe", d.name, str(matrix_bytes(d.max_tensor_bytes))]
     try:
-        proc = subprocess.run(
-            command,
-            capture_output=True,
-            text=True,
-            timeout=PROBE_TIMEOUT,
-            env=child_env() | {IN_PROCESS_ENV: "1"},
-            stdin=subprocess.DEVNULL,
-        )
+        proc = probe_child("app.speed.device_probe", [d.name, str(matrix_bytes(d.max_tensor_bytes))], PROBE_TIMEOUT)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return {"error": f"the device probe did not finish: {exc}"}
     lines = proc.stdout.strip().splitlines()
