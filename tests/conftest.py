@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -77,3 +78,16 @@ def has_compiler() -> bool:
 
 def cpu_count() -> int:
     return os.cpu_count() or 1
+
+
+@pytest.fixture(autouse=True)
+def _sigint_as_it_was() -> Iterator[None]:
+    """Each test ends with this process's Ctrl+C handler as it found it: an ignored SIGINT left behind (an
+    in-process run that set it) is inherited by every command a later test starts, whose Ctrl+C then does
+    nothing (seen: the by-name download test, only in the whole suite)."""
+    import signal
+
+    before = signal.getsignal(signal.SIGINT)
+    yield
+    if signal.getsignal(signal.SIGINT) is not before and before is not None:
+        signal.signal(signal.SIGINT, before)

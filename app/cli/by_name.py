@@ -35,6 +35,7 @@ def use_local_copy(args: argparse.Namespace) -> int | None:
             "first, or this command in a terminal to be asked",
             EXIT_BAD_FILE,
         )
+    _ctrl_c_stops_it()
     _show_plan(args)
     check_room(source, plan)
     folder = plan.model_path.parent
@@ -49,6 +50,20 @@ def use_local_copy(args: argparse.Namespace) -> int | None:
     print(f"vramchat: downloaded {result.model_path}", file=sys.stderr)
     args.model = str(result.model_path)
     return None
+
+
+def _ctrl_c_stops_it() -> None:
+    """Ctrl+C stops the question and the download that follows, even where this command was started with
+    SIGINT ignored (a parent that ignores it passes that on): it asks in the terminal's foreground."""
+    import os
+    import signal
+
+    try:
+        foreground = os.tcgetpgrp(sys.stdin.fileno()) == os.getpgrp()
+    except OSError:  # not this process's controlling terminal: no shell's job control to respect
+        foreground = True
+    if foreground:  # a background job keeps SIGINT ignored, as its shell set it
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _show_plan(args: argparse.Namespace) -> None:

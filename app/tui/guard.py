@@ -89,8 +89,12 @@ def run_guarded(run: Callable[[], int]) -> int:
     child[0] = pid
     if deadline[0]:  # signalled between the fork and now
         forward(signal.SIGTERM, None)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C belongs to the app
-    status = _wait(pid, deadline)
+    previous[signal.SIGINT] = signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl+C belongs to the app
+    try:
+        status = _wait(pid, deadline)
+    finally:  # this process's own handlers again (a caller that goes on, and what it starts, has them)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     if os.WIFEXITED(status):
         return os.WEXITSTATUS(status)
     killed_by = os.WTERMSIG(status)
