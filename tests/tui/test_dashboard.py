@@ -22,27 +22,15 @@ from app.tui.widgets.dashboard import Dashboard
 from app.tui.widgets.memory_bar import MemoryBar
 from app.tui.widgets.time_plot import SeriesPlot, TimePlot
 from tests.support.fake_engine import ElasticFakeEngine
-from tests.support.tui_helpers import make_app, model_loaded, picker_ready, reply_done, wait_for
+from tests.support.tui_helpers import (
+    make_app,
+    open_chat,
+    send_and_wait,
+    wait_for,
+)
 
 TIME_LABEL = re.compile(r"^(-\d+[sm]|now)$")
 BYTES_LABEL = re.compile(r"^(0|\d+(\.\d+)? (KiB|MiB|GiB))$")
-
-
-async def open_chat(app, pilot) -> None:
-    await wait_for(pilot, picker_ready(app))
-    await pilot.press("ctrl+l")
-    await wait_for(pilot, model_loaded(app))
-
-
-async def send(app, pilot, text: str) -> None:
-    from app.tui.widgets.chat_input import ChatInput
-
-    box = app.screen.query_one(ChatInput)
-    box.focus()
-    box.load_text(text)
-    await pilot.press("enter")
-    await pilot.pause(0.05)
-    await wait_for(pilot, reply_done(app))
 
 
 async def runway_after(app, pilot, board: Dashboard) -> Runway:
@@ -67,7 +55,7 @@ async def test_the_runway_falls_as_tokens_are_used_and_jumps_when_the_context_gr
         board = app.screen.query_one("#dashboard", Dashboard)
         seen: list[Runway] = []
         for text in ("a" * 1_000, "b" * 1_000, "c" * 2_200):
-            await send(app, pilot, text)
+            await send_and_wait(app, pilot, text)
             seen.append(await runway_after(app, pilot, board))
         first, second, third = seen
         # each turn takes its tokens off the runway, before the context grows and before it is full
@@ -85,7 +73,7 @@ async def test_the_runway_falls_as_tokens_are_used_and_jumps_when_the_context_gr
         assert "until the context grows (to 8,192)" in said and "tokens a turn" in said
 
         # two more turns of this size would fill it: the warning comes before any turn is left out
-        await send(app, pilot, "d" * 2_000)
+        await send_and_wait(app, pilot, "d" * 2_000)
         fourth = await runway_after(app, pilot, board)
         assert fourth.committed == 8_192 and fourth.next_step is None
         warning = str(board.query_one("#runway-warning").render())
@@ -102,7 +90,7 @@ async def test_the_kv_plot_draws_in_use_committed_and_the_planned_maximum(shelf:
     app = make_app(shelf, engine, settings=Settings(scan_known_caches=False, max_tokens=64))
     async with app.run_test(size=(160, 45)) as pilot:
         await open_chat(app, pilot)
-        await send(app, pilot, "x" * 3_000)
+        await send_and_wait(app, pilot, "x" * 3_000)
         kv = app.screen.query_one("#p-kv", TimePlot)
         await wait_for(pilot, lambda: kv.draws > 0 and kv.lines and kv.lines[0].values[-1] > 0)
         kv.scroll_visible(animate=False)  # a plot scrolled out of the panel is not painted
@@ -193,7 +181,7 @@ async def test_no_label_is_cut_in_the_panel_or_on_the_full_screen(shelf: Path, s
     app = make_app(shelf, engine, settings=Settings(scan_known_caches=False, max_tokens=64))
     async with app.run_test(size=size) as pilot:
         await open_chat(app, pilot)
-        await send(app, pilot, "What is the capital of France? " * 20)
+        await send_and_wait(app, pilot, "What is the capital of France? " * 20)
         chat = app.screen
         panel = chat.query_one("#dashboard", Dashboard)
         if size[0] >= 100:  # the panel beside the chat from 100 columns
@@ -225,8 +213,8 @@ async def test_a_receipt_is_kept_with_the_chat_shown_on_demand_and_exported(shel
     app = make_app(shelf, engine, settings=Settings(scan_known_caches=False, max_tokens=64))
     async with app.run_test(size=(160, 45)) as pilot:
         await open_chat(app, pilot)
-        await send(app, pilot, "What is the capital of France?")
-        await send(app, pilot, "y" * 5_000)  # the context grows: the receipt keeps the largest
+        await send_and_wait(app, pilot, "What is the capital of France?")
+        await send_and_wait(app, pilot, "y" * 5_000)  # the context grows: the receipt keeps the largest
         chat = app.screen
         conv_id = chat.conversation.id
         [kept] = app.store.receipts(conv_id)
@@ -252,7 +240,7 @@ async def test_a_receipt_is_kept_with_the_chat_shown_on_demand_and_exported(shel
         assert "## Plan receipt" in markdown and "| CUDA0 |" in markdown
 
         await pilot.press("ctrl+n")
-        await send(app, pilot, "Another chat")
+        await send_and_wait(app, pilot, "Another chat")
         # the list, with the first chat chosen: F8 shows that chat's receipt, not the open one's
         chat.action_toggle_chats()
         await pilot.pause()

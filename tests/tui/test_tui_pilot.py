@@ -24,7 +24,7 @@ from app.tui.widgets.message_view import MessageView
 from app.tui.widgets.time_plot import TimePlot
 from planner.retry import MAX_RETRIES
 from tests.support.fake_engine import FakeEngine
-from tests.support.tui_helpers import make_app, model_loaded, picker_ready, reply_done, wait_for
+from tests.support.tui_helpers import make_app, model_loaded, open_chat, picker_ready, reply_done, wait_for
 
 SIZE = (160, 45)
 PRIMER = "Q: What is the capital of Japan?\nA: Tokyo.\n"  # the transcript's worked exchange (app.engine.templates)
@@ -43,15 +43,6 @@ def shelf(tmp_path: Path, zoo: dict[str, Path], monkeypatch: pytest.MonkeyPatch)
 
 def notices(app) -> list[str]:
     return [str(n.message) for n in app._notifications]
-
-
-async def open_chat(app, pilot) -> ChatScreen:
-    await wait_for(pilot, picker_ready(app))
-    await pilot.press("ctrl+l")
-    await wait_for(pilot, model_loaded(app))
-    screen = app.screen
-    assert isinstance(screen, ChatScreen)
-    return screen
 
 
 async def send(app, pilot, text: str, typed: bool = False) -> None:
