@@ -212,7 +212,7 @@ def learn(case: Case, rounds: int) -> None:
     class Session:
         def __init__(self) -> None:
             self.model = Loaded(case.path, case.plan)
-            self._devices = DeviceReport([], None, [])  # type: ignore[arg-type]
+            self.devices = DeviceReport([], None, [])  # type: ignore[arg-type]
 
     session = Session()
     for index in range(rounds):

@@ -90,6 +90,7 @@ LARGE_SET = 192 << 20
 KV_PAD = 256  # llama.cpp pads the cells attention reads to a multiple of 256
 OPS_PER_LAYER_GUESS = 25  # operations of a layer where no graph builder knows the architecture
 PROMPT_TOKENS = 512  # the prompt a prefill figure is quoted for
+FA_TILE_QUERIES = 64  # ggml-cpu's GGML_FA_TILE_Q (ggml-cpu/common.h): a batch this long runs attention tiled
 
 # bands (half-widths as a fraction of the figure)
 MEASURED_BAND = 0.30
@@ -149,6 +150,7 @@ class CpuSpeed:
     source: str = "measured on this machine"
     # head width -> s per cell, query token and query head of a prompt's batch (ggml may batch it otherwise)
     prefill_attention_seconds: dict[str, float] = field(default_factory=dict)
+    row_seconds: float = 0.0  # what each row of a matrix streamed from memory adds (q8_0, beyond the cache)
 
     def decode_rate(self, type_name: str, working_set: int) -> tuple[float, str | None]:
         """Bytes/s for this type at this working set, and the timed type used when this one was not."""
@@ -157,12 +159,11 @@ class CpuSpeed:
         return rate * self.cache_factor(working_set), used
 
     def cache_factor(self, working_set: int) -> float:
-        if working_set <= SMALL_SET:
-            return 1.0
-        if working_set >= LARGE_SET:
-            return self.large_factor
-        share = math.log(working_set / SMALL_SET) / math.log(LARGE_SET / SMALL_SET)
-        return float(self.large_factor**share)
+        return float(self.large_factor ** beyond_share(working_set))
+
+    def rows_seconds(self, rows: int, working_set: int) -> float:
+        """What `rows` rows of matrices streamed at this working set add beyond their bytes."""
+        return rows * self.row_seconds * beyond_share(working_set)
 
     def attention_cell(self, width: int) -> float:
         """Seconds one cached cell costs one query head of this width (the nearest width timed)."""
@@ -194,6 +195,7 @@ class CpuSpeed:
             "read_bandwidth": self.read_bandwidth,
             "attention_seconds": dict(self.attention_seconds),
             "prefill_attention_seconds": dict(self.prefill_attention_seconds),
+            "row_seconds": self.row_seconds,
             "source": self.source,
         }
 
@@ -212,7 +214,17 @@ class CpuSpeed:
             prefill_attention_seconds={
                 str(k): float(v) for k, v in (data.get("prefill_attention_seconds") or {}).items() if v
             },
+            row_seconds=float(data.get("row_seconds") or 0.0),
         )
+
+
+def beyond_share(working_set: int) -> float:
+    """How far a working set is beyond the cache: 0 within SMALL_SET, 1 from LARGE_SET, geometric between."""
+    if working_set <= SMALL_SET:
+        return 0.0
+    if working_set >= LARGE_SET:
+        return 1.0
+    return math.log(working_set / SMALL_SET) / math.log(LARGE_SET / SMALL_SET)
 
 
 def _timed(type_name: str, rates: dict[str, float], fallback: dict[str, str]) -> tuple[str, str | None]:
@@ -239,6 +251,8 @@ class DeviceCost:
     output_bytes: int = 0  # of which the output matrix (prefill reads it once per prompt)
     output_type: str = ""
     params: dict[str, int] = field(default_factory=dict)  # ggml type -> weights multiplied per token
+    rows: int = 0  # matrix rows a token streams (each costs CpuSpeed.row_seconds beyond the cache)
+    output_rows: int = 0  # of which the output matrix's
     output_params: int = 0
     kv_cell: dict[str, int] = field(default_factory=dict)  # K/V type -> bytes per cell, full-context layers
     kv_cell_swa: dict[str, int] = field(default_factory=dict)  # the same, sliding-window layers
@@ -350,12 +364,16 @@ def token_cost(plan: MemoryPlan) -> TokenCost:
     def on(index: int) -> DeviceCost:
         return host if index == HOST_INDEX or not gpus_used else devices[index]
 
-    def read(target: DeviceCost, type_name: str, nbytes: float, params: float, output: bool = False) -> None:
+    def read(
+        target: DeviceCost, type_name: str, nbytes: float, params: float, output: bool = False, rows: float = 0
+    ) -> None:
         target.weights[type_name] = target.weights.get(type_name, 0) + round(nbytes)
+        target.rows += round(rows)
         if output:
             target.output_bytes += round(nbytes)
             target.output_type = type_name
             target.output_params += round(params)
+            target.output_rows += round(rows)
         elif params:
             target.params[type_name] = target.params.get(type_name, 0) + round(params)
 
@@ -370,7 +388,8 @@ def token_cost(plan: MemoryPlan) -> TokenCost:
             target = on(wb.tensor_device.get(t.name, HOST_INDEX))
             fraction = share if _EXPERT_RE.search(t.name) else 1.0
             matrix = len(t.shape) >= 2 and not t.name.endswith(".bias")
-            read(target, t.type.name, t.n_bytes * fraction, _elements(t.shape) * fraction if matrix else 0)
+            params = _elements(t.shape) * fraction if matrix else 0
+            read(target, t.type.name, t.n_bytes * fraction, params, rows=params / t.shape[0] if matrix else 0)
     for t in m.other_tensors:
         read(on(wb.tensor_device.get(t.name, HOST_INDEX)), t.type.name, t.n_bytes, 0)
     # the output matmul runs where its weight lives: a matrix over a device's largest tensor stays on the
@@ -379,12 +398,14 @@ def token_cost(plan: MemoryPlan) -> TokenCost:
     for t in m.output_tensors:
         matrix = len(t.shape) >= 2
         target = on(wb.tensor_device.get(t.name, plan.placement.output))
-        read(target, t.type.name, t.n_bytes, _elements(t.shape) if matrix else 0, output=matrix)
+        rows = _elements(t.shape) // t.shape[0] if matrix else 0
+        read(target, t.type.name, t.n_bytes, _elements(t.shape) if matrix else 0, output=matrix, rows=rows)
     if m.tied_output:
         embd = m.tensor("token_embd.weight")
         if embd is not None:
             copy = out_device if m.output_is_token_embd else on(wb.output_copy)
-            read(copy, embd.type.name, embd.n_bytes, _elements(embd.shape), output=True)
+            rows = _elements(embd.shape) // embd.shape[0]
+            read(copy, embd.type.name, embd.n_bytes, _elements(embd.shape), output=True, rows=rows)
 
     by_layer = {layer.index: layer for layer in m.layers}
     for kt in plan.kv.tensors:
@@ -642,7 +663,7 @@ def decode_seconds(cost: TokenCost, fill: int, cpu: CpuSpeed | None, gpus: dict[
                 parts.append((d, None, UNKNOWN, "this CPU's speed was not measured"))
                 missing = True
                 continue
-            seconds = cpu.graph_seconds + d.ops * cpu.op_seconds
+            seconds = cpu.graph_seconds + d.ops * cpu.op_seconds + cpu.rows_seconds(d.rows, streamed)
             for type_name, nbytes in d.weights.items():
                 rate, used = cpu.decode_rate(type_name, streamed)
                 seconds += nbytes / rate
@@ -691,19 +712,28 @@ def prefill_seconds(cost: TokenCost, n_tokens: int, start: int, cpu: CpuSpeed | 
     seconds = 0.0
     for type_name, params in d.params.items():
         seconds += 2.0 * params * n_tokens / cpu.prefill_rate(type_name)[0]
-    # attention: each token sees the cells before it (a window's worth on sliding-window layers)
-    mean_seen = start + (n_tokens + 1) / 2
-    full_cells = min(cost.cells or 0, mean_seen)
-    swa_cells = min(cost.cells_swa, mean_seen) if cost.cells_swa else 0
-    # (the probe timed flash attention on a batch of queries: ggml's prompt path, whatever it is)
-    attn = sum(cpu.prefill_attention_cell(int(w)) * h for w, h in d.attn_heads.items()) * full_cells
-    attn += sum(cpu.prefill_attention_cell(int(w)) * h for w, h in d.attn_heads_swa.items()) * swa_cells
-    seconds += attn * n_tokens
-    # each batch (the engine decodes a prompt in batches of n_ubatch here) computes the logits of its last
-    # token only: the output matrix once a batch, and the batch's graph
-    batches = -(-n_tokens // max(cost.n_ubatch, 1))
+    # attention, batch by batch (the engine decodes a prompt in batches of n_ubatch). ggml runs a batch of
+    # FA_TILE_QUERIES tokens or more tiled, every query against every cell of the cache's view (the mask's
+    # hidden cells cost as much: the probe timed that path on a batch); a shorter batch query by query as
+    # decode does, where a hidden cell is skipped (ggml-cpu/ops.cpp: ggml_compute_forward_flash_attn_ext_f16,
+    # `use_tiled`). The view is the cells in use padded to KV_PAD; a sliding-window cache holds at most its own.
+    step = max(cost.n_ubatch, 1)
+    batches = -(-n_tokens // step)
+    for first in range(0, n_tokens, step):
+        size = min(step, n_tokens - first)
+        if size < FA_TILE_QUERIES:
+            cell, seen = cpu.attention_cell, start + first + (size + 1) / 2
+        else:
+            cell, seen = cpu.prefill_attention_cell, round_up(start + first + size, KV_PAD)
+        full_cells = min(cost.cells or 0, seen)
+        swa_cells = min(cost.cells_swa, seen) if cost.cells_swa else 0
+        attn = sum(cell(int(w)) * h for w, h in d.attn_heads.items()) * full_cells
+        attn += sum(cell(int(w)) * h for w, h in d.attn_heads_swa.items()) * swa_cells
+        seconds += attn * size
+    # each batch computes the logits of its last token only: the output matrix once a batch, and its graph
     if d.output_bytes:
-        seconds += batches * d.output_bytes / cpu.decode_rate(d.output_type, d.weight_bytes())[0]
+        out = d.output_bytes / cpu.decode_rate(d.output_type, d.weight_bytes())[0]
+        seconds += batches * (out + cpu.rows_seconds(d.output_rows, d.weight_bytes()))
     seconds += batches * (cpu.graph_seconds + d.ops * cpu.op_seconds)
     return _Time(seconds, MEASURED, [], ())
 

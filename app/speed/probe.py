@@ -58,12 +58,15 @@ TYPE_IDS = {
 DECODE_TYPES = tuple(TYPE_IDS)
 PREFILL_TYPES = ("f16", "q8_0", "q4_0", "q5_0", "q4_K", "q6_K")
 ROW = 4096  # elements per row of the probe's matrices (a typical n_embd)
+SHORT_ROW = 512  # the short rows of a small model (the demo's are 640 wide): their per-row cost
 DECODE_BYTES = 8 << 20  # per type: beyond a core's L2, within the last level (planner.speed.SMALL_SET)
 BANDWIDTH_BYTES = 192 << 20  # beyond most caches (a desktop's L3 is 32-128 MiB); planner.speed.LARGE_SET
 PREFILL_ROWS = 256
 PREFILL_TOKENS = 128
 N_OPS = 256  # tiny operations in the graph that times one synchronisation
-ATTENTION_WIDTHS = (64, 128, 256)  # head sizes one token's attention is timed at (ggml has faster paths for some)
+# head sizes attention is timed at: ggml's kernel runs a head in SIMD steps of 32 or 64 (AVX2, AVX-512)
+# and the rest one by one, so a width of 32 costs three times a width of 64 on an AVX-512 CPU
+ATTENTION_WIDTHS = (32, 64, 80, 96, 128, 192, 256)
 ATTENTION_CELLS = 4096
 ATTENTION_HEADS, ATTENTION_KV_HEADS = 8, 2
 PREFILL_ATTENTION_CELLS = 512  # a prompt's batch of PREFILL_TOKENS queries over this many cells
@@ -184,24 +187,47 @@ class _Probe:
         finally:
             g.ggml_free(ctx)
 
-    def decode_rate(self, name: str, nbytes: int, repeats: int = REPEATS) -> float | None:
-        """Bytes per second ggml's mat-vec streams a matrix of this type (None: cannot be made here)."""
+    def decode_rate(self, name: str, nbytes: int, repeats: int = REPEATS, width: int = ROW) -> float | None:
+        """Bytes per second ggml's mat-vec streams a matrix of this type, rows of `width` weights (None:
+        the type cannot be made here)."""
+        timed = self.mat_vec(name, nbytes, repeats, width)
+        return timed[0] / timed[1] if timed else None
+
+    def mat_vec(
+        self, name: str, nbytes: int, repeats: int = REPEATS, width: int = ROW
+    ) -> tuple[int, float, int] | None:
+        """(bytes, seconds, rows) of ggml's mat-vec over a matrix of about `nbytes` of this type."""
         g = self.ggml
         type_id = TYPE_IDS[name]
         if g.ggml_quantize_requires_imatrix(type_id):
             return None
-        row = g.ggml_row_size(type_id, ROW)
+        row = g.ggml_row_size(type_id, width)
         rows = max(64, nbytes // row) // 16 * 16
-        ctx = self._context(rows * row + 3 * ROW * 4 + rows * 4, 4)
+        ctx = self._context(rows * row + 3 * width * 4 + rows * 4, 4)
         try:
-            w = g.ggml_new_tensor_2d(ctx, type_id, ROW, rows)
-            x = g.ggml_new_tensor_1d(ctx, TYPE_IDS["f32"], ROW)
-            self._fill(w, type_id, rows, ROW)
-            ctypes.memmove(g.ggml_get_data(x), self.source, ROW * 4)
+            w = g.ggml_new_tensor_2d(ctx, type_id, width, rows)
+            x = g.ggml_new_tensor_1d(ctx, TYPE_IDS["f32"], width)
+            self._fill(w, type_id, rows, width)
+            ctypes.memmove(g.ggml_get_data(x), self.source, width * 4)
             seconds = self._time_graph(ctx, g.ggml_mul_mat(ctx, w, x), repeats=repeats)
-            return rows * row / seconds if seconds > 0 else None
+            return (rows * row, seconds, rows) if seconds > 0 else None
         finally:
             g.ggml_free(ctx)
+
+    def beyond_cache(self) -> tuple[float, float] | None:
+        """(bytes/s, seconds a row) of a q8_0 mat-vec over a matrix no cache holds. Streamed from memory,
+        every row costs a latency of its own besides its bytes: ggml hands the threads 16 rows at a time,
+        and short rows break the stream into small pieces (a 640-wide matrix read at 60% of a 4096-wide
+        one's rate here). Timed at two row widths, the same bytes: the difference is the rows'."""
+        long = self.mat_vec("q8_0", BANDWIDTH_BYTES)
+        short = self.mat_vec("q8_0", BANDWIDTH_BYTES, width=SHORT_ROW)
+        if not long:
+            return None
+        if not short or short[2] <= long[2]:
+            return long[0] / long[1], 0.0
+        per_row = max(0.0, (short[1] / short[0] * long[0] - long[1]) / (short[2] * long[0] / short[0] - long[2]))
+        streaming = max(long[1] - long[2] * per_row, long[1] / 2)
+        return long[0] / streaming, per_row
 
     def prefill_rate(self, name: str, repeats: int = 3) -> float | None:
         """Floating-point operations per second of a 128-token batch against a matrix of this type."""
@@ -305,14 +331,14 @@ def measure(threads: int | None = None, stop_when_busy: bool = True) -> dict[str
         return {"threads": threads, "decode_rates": decode, "load": so_far, "stopped": "busy", "probe_seconds": 0.0}
     prefill = _best_in_rounds(PREFILL_TYPES, lambda name: probe.prefill_rate(name, ROUND_REPEATS), ROUNDS)
     # beyond the cache: the same q8_0 mat-vec on a matrix no cache holds, and a plain f32 read
-    large = probe.decode_rate("q8_0", BANDWIDTH_BYTES)
+    large = probe.beyond_cache()
     bandwidth = probe.decode_rate("f32", BANDWIDTH_BYTES)
     attention = {str(width): probe.attention_seconds(width) for width in ATTENTION_WIDTHS}
     prefill_attention = {
         str(width): probe.attention_seconds(width, PREFILL_TOKENS, PREFILL_ATTENTION_CELLS)
         for width in ATTENTION_WIDTHS
     }
-    factor = min(1.0, large / decode["q8_0"]) if large and decode.get("q8_0") else 1.0
+    factor = min(1.0, large[0] / decode["q8_0"]) if large and decode.get("q8_0") else 1.0
     return {
         "threads": threads,
         "graph_seconds": start,
@@ -320,6 +346,7 @@ def measure(threads: int | None = None, stop_when_busy: bool = True) -> dict[str
         "decode_rates": decode,
         "prefill_rates": prefill,
         "large_factor": factor,
+        "row_seconds": large[1] if large else 0.0,
         "read_bandwidth": bandwidth,
         "attention_seconds": attention,
         "prefill_attention_seconds": prefill_attention,

@@ -381,3 +381,46 @@ def test_the_gpu_figures_meet_the_decodes_recorded_on_an_h100(gemma_path: Path, 
         assert predicted == pytest.approx(measured, rel=0.1), (name, spec)  # within 6% when this was written
         checked += 1
     assert checked >= 6
+
+
+def test_rows_streamed_from_memory_cost_a_latency_each_and_not_in_cache(zoo: dict[str, Path]) -> None:
+    model = _model(zoo, "llama-q8_0")
+    cost = token_cost(_plan(model))
+    host = cost.devices[0]
+    # every matrix row a token reads: the layers' (n_embd wide and n_ff wide) and the output's n_vocab rows
+    assert host.output_rows == model.n_vocab and host.rows > host.output_rows
+    from dataclasses import replace
+
+    slow_rows = replace(CPU, row_seconds=50e-9)
+    tiny = predicted_decode(cost, 0, CPU, {})
+    assert tiny is not None and predicted_decode(cost, 0, slow_rows, {}) == pytest.approx(tiny)  # in cache
+    big = replace(cost, devices=[replace(host, weights={"q8_0": 512 << 20})])  # the same rows beyond any cache
+    plain, rowed = predicted_decode(big, 0, CPU, {}), predicted_decode(big, 0, slow_rows, {})
+    assert plain is not None and rowed is not None
+    assert 1 / rowed - 1 / plain == pytest.approx(host.rows * 50e-9, rel=1e-6)
+
+
+def test_a_prompt_shorter_than_a_tile_pays_decode_attention_and_a_longer_one_the_whole_view(
+    zoo: dict[str, Path],
+) -> None:
+    from dataclasses import replace
+
+    from planner.speed import FA_TILE_QUERIES, KV_PAD, prefill_seconds
+
+    cost = token_cost(_plan(_model(zoo, "qwen3-hd"), ctx=8192))  # 4 query heads of width 64
+    base = replace(CPU, attention_seconds={"64": 0.0}, prefill_attention_seconds={"64": 0.0})
+    short, long = FA_TILE_QUERIES - 1, 4 * FA_TILE_QUERIES
+
+    def attention(n: int, start: int, one_by_one: float, tiled: float) -> float:
+        cpu = replace(base, attention_seconds={"64": one_by_one}, prefill_attention_seconds={"64": tiled})
+        with_attention = prefill_seconds(cost, n, start, cpu).seconds
+        without = prefill_seconds(cost, n, start, base).seconds
+        assert with_attention is not None and without is not None
+        return with_attention - without
+
+    heads = cost.devices[0].attn_heads["64"]
+    # one query at a time, as decode: each token over the cells before it
+    assert attention(short, 100, 1e-9, 1.0) == pytest.approx(short * heads * (100 + (short + 1) / 2) * 1e-9)
+    # tiled: every query against the whole view, the cells in use padded to 256 (hidden ones cost the same)
+    view = math.ceil((100 + long) / KV_PAD) * KV_PAD
+    assert attention(long, 100, 1.0, 1e-9) == pytest.approx(long * heads * view * 1e-9)
