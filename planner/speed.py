@@ -481,6 +481,7 @@ class GpuSpeed:
     bandwidth: float | None
     source: str = ""
     measured: bool = False  # timed on the device (a mat-vec through ggml), not read off a spec sheet
+    pending: str = ""  # why its figure is still being measured (a probe disturbed by other programs)
 
 
 @dataclass(frozen=True)
@@ -684,7 +685,7 @@ def decode_seconds(cost: TokenCost, fill: int, cpu: CpuSpeed | None, gpus: dict[
             gpu = gpus.get(d.name)
             if gpu is None or not gpu.bandwidth:
                 why = (gpu.source if gpu and gpu.source else "") or "its memory bandwidth is not known"
-                parts.append((d, None, UNKNOWN, why))
+                parts.append((d, None, PENDING if gpu and gpu.pending else UNKNOWN, why))
                 missing = True
                 continue
             # a rate timed on the device is what its kernels reach: no spec-sheet efficiency on top
@@ -788,16 +789,21 @@ def predict(
         for d, sec, basis, source in start.per_device
     ]
     notes = list(cost.notes) + list(start.notes)
-    # a figure missing only the CPU's, while those are being measured, is pending rather than unknown
+    # a figure missing only figures that are being measured (the CPU's, a device's whose probe was
+    # disturbed) is pending rather than unknown
     waiting = bool(cpu is None and cpu_pending)
-    host_only = waiting and all(d.is_host for d, sec, _, _ in start.per_device if sec is None)
+    missing = [(d, basis) for d, sec, basis, _ in start.per_device if sec is None]
+    devices_waiting = bool(missing) and all(b == PENDING or (d.is_host and waiting) for d, b in missing)
+    waits = [cpu_pending] if waiting and any(d.is_host for d, _ in missing) else []
+    waits += [s for d, _, b, s in start.per_device if b == PENDING and not d.is_host]
+    pending_note = "; ".join(waits)
 
     def pending(f: Figure, needs_cpu: bool) -> Figure:
-        return Figure(None, None, None, PENDING, cpu_pending) if f.value is None and needs_cpu else f
+        return Figure(None, None, None, PENDING, pending_note) if f.value is None and needs_cpu else f
 
     return SpeedPrediction(
-        decode_start=pending(_figure(rate(start), start.basis, cal.decode_ratios, cal.scope, why), host_only),
-        decode_full=pending(_figure(rate(full), full.basis, cal.decode_ratios, cal.scope, why), host_only),
+        decode_start=pending(_figure(rate(start), start.basis, cal.decode_ratios, cal.scope, why), devices_waiting),
+        decode_full=pending(_figure(rate(full), full.basis, cal.decode_ratios, cal.scope, why), devices_waiting),
         prefill=pending(
             _figure(pre_rate, pre.basis, cal.prefill_ratios, cal.scope, "; ".join(pre.notes) or why),
             waiting and all(d.is_host for d in cost.devices),

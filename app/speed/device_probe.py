@@ -21,6 +21,7 @@ import time
 from typing import Any
 
 from app.native import GGMLUnavailable, libraries
+from app.speed.probe import OthersLoad
 
 GGML_TYPE_F32, GGML_TYPE_F16 = 0, 1
 ROW = 4096  # elements per row (a typical n_embd)
@@ -63,7 +64,10 @@ def matrix_bytes(max_tensor: int | None) -> int:
 
 
 def measure(device: str, n_bytes: int = MATRIX_BYTES) -> dict[str, Any]:
-    """{"bandwidth": bytes per second, "bytes": the matrix, "seconds": its best mat-vec} on `device`."""
+    """{"bandwidth": bytes per second, "bytes": the matrix, "seconds": its best mat-vec, "load": the share of
+    the CPUs other programs used meanwhile (None: unknown)} on `device`. The load matters: a device driven
+    from the CPU, or one that is the CPU (lavapipe), is slowed by whatever else runs there."""
+    load = OthersLoad()
     ggml, _ = libraries()
     try:
         _declare(ggml)
@@ -95,7 +99,8 @@ def measure(device: str, n_bytes: int = MATRIX_BYTES) -> dict[str, Any]:
             ggml.ggml_backend_synchronize(backend)
             times.append(time.perf_counter() - start)
         seconds = min(times[1:])
-        return {"bandwidth": rows * ROW * 2 / seconds, "bytes": rows * ROW * 2, "seconds": seconds}
+        bandwidth = rows * ROW * 2 / seconds
+        return {"bandwidth": bandwidth, "bytes": rows * ROW * 2, "seconds": seconds, "load": load.share()}
     finally:
         if buffer:
             ggml.ggml_backend_buffer_free(buffer)

@@ -298,7 +298,7 @@ def _best_in_rounds(names: tuple[str, ...], timing: Callable[[str], float | None
     return best
 
 
-class _Load:
+class OthersLoad:
     """The share of the CPUs other processes used since it was made (None where psutil cannot say)."""
 
     def __init__(self) -> None:
@@ -320,7 +320,7 @@ def measure(threads: int | None = None, stop_when_busy: bool = True) -> dict[str
     timed (the probe would not be kept; on a busy machine it takes ten times as long)."""
     from app.speed.trust import BUSY_LOAD
 
-    load = _Load()
+    load = OthersLoad()
     threads = threads or max(1, os.cpu_count() or 1)
     probe = _Probe(threads)
     start = probe.graph_start()

@@ -5,7 +5,9 @@ Intel card, or Mesa's lavapipe, which runs the shaders on the CPU) has no bandwi
 The figure planner.speed needs is measured instead: app/speed/device_probe.py times one F16 mat-vec on
 the device in a child process. The answer (or the reason there is none) is kept in the speed folder,
 keyed by the device (name, description) and the machine (its CPU, RAM and llama.cpp's libraries), so it
-is measured once per machine.
+is measured once per machine. A probe taken while other programs used more than app/speed/trust.py's
+BUSY_LOAD of the CPUs is not kept (on lavapipe it read 0.22 GB/s so, 1.43 quiet): the figure reads
+"measuring…" and the next plan, RETRY_SECONDS on, times it again.
 Every figure names its basis: "measured on Vulkan0 ...", or why it is unknown.
 """
 
@@ -14,11 +16,13 @@ from __future__ import annotations
 import json
 import subprocess
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
 from app.caches.files import write_atomically
-from app.speed.machine import FOLDER, machine_key, probe_child, speed_folder
+from app.speed.machine import FOLDER, NOT_YET, RETRY_SECONDS, machine_key, probe_child, speed_folder
+from app.speed.trust import BUSY_LOAD
 from planner.hardware import Device
 from planner.speed import GpuSpeed
 
@@ -26,7 +30,7 @@ DEVICES_FILE = "devices.json"
 PROBE_FORMAT = 1  # bump when the device probe measures differently
 PROBE_TIMEOUT = 120  # lavapipe builds the shader's pipeline on the CPU first
 _lock = threading.Lock()
-_memo: dict[str, GpuSpeed] = {}
+_memo: dict[str, tuple[GpuSpeed, float | None]] = {}  # the answer, and until when (None: for good)
 
 
 def device_key(d: Device) -> str:
@@ -75,19 +79,34 @@ def vulkan_speed(d: Device, measure: bool = True) -> GpuSpeed:
     path = speed_folder() / DEVICES_FILE
     memo = f"{path}\n{key}"
     with _lock:
-        if memo in _memo:
-            return _memo[memo]
+        known = _memo.get(memo)
+        if known is not None and (known[1] is None or time.monotonic() < known[1]):
+            return known[0]
         kept = _read(path)
         data = kept.get(key)
         if not isinstance(data, dict):
             if not measure:
                 return GpuSpeed(d.name, None, f"{d.name}'s speed has not been measured on the device yet")
             data = run_device_probe(d)
+            busy = _busy(data)
+            if busy:  # not kept: measured again on a later plan
+                why = f"{d.name}: {NOT_YET}: {busy}"
+                answer = GpuSpeed(d.name, None, why, pending=why)
+                _memo[memo] = (answer, time.monotonic() + RETRY_SECONDS)
+                return answer
             kept[key] = data
             write_atomically(path, json.dumps(kept).encode(), keep=16)
         answer = _speed(d, data)
-        _memo[memo] = answer
+        _memo[memo] = (answer, None)
         return answer
+
+
+def _busy(data: dict[str, Any]) -> str | None:
+    """Why a device probe's figure cannot be trusted (other programs held the CPUs), or None."""
+    load = data.get("load")
+    if data.get("bandwidth") and isinstance(load, (int, float)) and load > BUSY_LOAD:
+        return f"the machine was busy (other programs used {load:.0%} of the CPUs)"
+    return None
 
 
 def _read(path: Path) -> dict[str, Any]:

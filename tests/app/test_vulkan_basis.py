@@ -45,3 +45,38 @@ def test_a_probe_that_fails_says_why(probes: list[dict[str, Any]]) -> None:
         "no memory bandwidth reported for Vulkan0 (vulkan), and timing one failed: the device probe failed: "
         "Vulkan0 could not be started"
     )
+
+
+def test_a_probe_taken_while_the_cpus_were_busy_is_not_kept_and_the_speed_says_measuring(
+    probes: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch, zoo: dict[str, Any]
+) -> None:
+    """lavapipe runs on the CPU: under two busy loops its mat-vec read 0.22 GB/s, quiet 1.43."""
+    from app.speed import file_speed
+    from planner.anatomy import load_anatomy
+    from planner.fit import evaluate, fixed_config
+    from planner.gguf import read_gguf
+    from planner.hardware import Host
+    from planner.speed import token_cost
+
+    probes.append({"bandwidth": 0.22e9, "bytes": 64 << 20, "seconds": 0.3, "load": 0.92})
+    device = _vulkan0()
+    speed = gpu_speeds([device])["Vulkan0"]
+    assert speed.bandwidth is None
+    busy = "the machine was busy (other programs used 92% of the CPUs)"
+    assert speed.pending == f"Vulkan0: speed not yet measured: {busy}"
+
+    model = load_anatomy(read_gguf(zoo["llama-q8_0"]))
+    plan = evaluate(model, fixed_config(model, [device], n_gpu_layers=99), [device], Host(8 * GiB, 8 * GiB)).plan
+    prediction = file_speed(token_cost(plan), str(zoo["llama-q8_0"]), "devices", "config", [device])
+    assert prediction.measuring and prediction.cell() == "measuring…"
+    assert prediction.line() == f"Speed: measuring… ({speed.pending})"
+
+    # not kept: a later plan (after the retry pause) measures again, and a quiet probe is kept
+    probes[0] = {"bandwidth": 1.43e9, "bytes": 64 << 20, "seconds": 0.047, "load": 0.03}
+    assert gpu_speeds([device])["Vulkan0"] == speed  # within the pause: not asked again
+    monkeypatch.setattr(vulkan_basis.time, "monotonic", lambda: float("inf"))
+    quiet = gpu_speeds([device])["Vulkan0"]
+    assert quiet.bandwidth == 1.43e9 and quiet.measured and not quiet.pending
+    vulkan_basis.forget()
+    probes[0] = {"error": "must not run again"}
+    assert gpu_speeds([device])["Vulkan0"] == quiet

@@ -36,8 +36,12 @@ def _vulkan_speed(tmp_path_factory: pytest.TempPathFactory) -> bytes | None:
     before = os.environ.get("VRAMCHAT_HOME")
     os.environ["VRAMCHAT_HOME"] = str(home)
     try:
-        vulkan_basis.vulkan_speed(vulkan_devices()[0])
         path = vulkan_basis.speed_folder() / vulkan_basis.DEVICES_FILE
+        for _ in range(3):  # a probe disturbed by other programs is not kept: timed again
+            vulkan_basis.forget()
+            vulkan_basis.vulkan_speed(vulkan_devices()[0])
+            if path.exists():
+                break
         return path.read_bytes() if path.exists() else None
     finally:
         vulkan_basis.forget()
