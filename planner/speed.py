@@ -21,11 +21,15 @@ The derivation, for one decoded token (llama.cpp runs the whole graph once per t
    measured on a matrix that cannot (q8_0, 192 MiB), for the part of the token's working
    set that is beyond the cache. Between 8 MiB (in cache) and 192 MiB (beyond) the factor
    is interpolated geometrically in the working set. On this machine the same factor held
-   for six types within 10% (a q5_0 matrix slows as much as a q8_0 one). The CPU's
+   for six types within 10% (a q5_0 matrix slows as much as a q8_0 one). Beyond the cache each
+   matrix row also costs a latency of its own (`row_seconds`, timed on q8_0 rows 512 and 4096
+   wide): ggml hands the threads 16 rows at a time, and short rows cut the stream into small
+   pieces (the demo's 640-wide output matrix streams at 60% of a 4096-wide one's rate). The CPU's
    attention costs per cached cell and query head (a dot product, an online-softmax step
-   and a scaled add in ggml's flash-attention kernel), timed per head width (64, 128, 256:
-   ggml has faster paths for some widths, 34 ns a cell-head at 64 against 9 at 128 here),
-   and is slowed by the same factor once the working set spills out of the cache.
+   and a scaled add in ggml's flash-attention kernel), timed per head width (32 to 256: ggml
+   runs a head in SIMD steps of 32 or 64 and the rest one by one, 20 ns a cell-head at 32
+   against 6 at 64 on an AVX-512 CPU), and is slowed by the same factor once the working set
+   spills out of the cache.
 3. **Fixed cost per token.** Each graph pays its start (`graph_seconds`, waking the threads)
    and one synchronisation per operation (`op_seconds` x the graph's operations on the CPU,
    both timed by the probe; `GPU_OP_SECONDS` a kernel on a GPU); each split between devices
@@ -39,8 +43,10 @@ The derivation, for one decoded token (llama.cpp runs the whole graph once per t
 5. **Prefill** of a prompt of N tokens: the FLOPs of its matmuls, 2 x active parameters x N,
    at the CPU's timed mat-mul rate per weight type (a 128-token batch); plus attention, the
    cells each token sees x its query heads x the time the probe measured per cell, query
-   token and head of flash attention on a 128-token batch (ggml's prompt path, per head
-   width; without it, 4 x width FLOPs a cell at the f16 mat-mul rate); plus, per batch, the output
+   token and head of flash attention on a 128-token batch (ggml's tiled prompt path, per head
+   width; without it, 4 x width FLOPs a cell at the f16 mat-mul rate), every query against the
+   whole padded view of the cache (the tiles a causal mask hides cost about as much); a batch
+   under 64 tokens runs query by query as decode does; plus, per batch, the output
    matrix once (only the batch's last token's logits are computed) and its graph. A GPU's
    arithmetic rate is not known to vramchat, so a plan with GPU layers has no prefill figure.
 

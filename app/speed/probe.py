@@ -7,8 +7,10 @@ it) for each weight type, with the thread count the engine uses, plus what every
 token pays whatever its size: the graph's start (waking the threads) and one
 synchronisation of the threads per operation. A mat-mul of a 128-token batch per type
 gives prefill's arithmetic rate. The per-type matrices (8 MiB) may sit in a large cache, so
-the same q8_0 mat-vec is timed on 192 MiB too, a matrix no cache holds: the ratio of the
-two is how much slower weights stream from memory. One large f32 read is the memory's
+the same q8_0 mat-vec is timed on 192 MiB too, a matrix no cache holds, with rows 4096 and
+512 wide: the ratio to the in-cache rate is how much slower weights stream from memory, and
+the difference between the two widths what each row streamed costs besides its bytes.
+Attention is timed at the head widths models use (32 to 256). One large f32 read is the memory's
 plain read rate with the engine's threads (reported beside; the per-type rates decide).
 
 Every figure is the best of several short runs (another process on the machine slows a
