@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from app.engine.failure import first_line
+from app.engine.failure import first_line, refusal
 from app.outcome import CRASHED, OUT_OF_MEMORY
 
 if TYPE_CHECKING:
@@ -49,6 +49,14 @@ class Recovery:
             WITHOUT_EXTRA_BUFFERS: "Reloading without the CPU's extra buffer types…",
             SAME: "Reloading…",
         }[self.action]
+
+
+def retry_words(why: str, changes: list[str]) -> str:
+    """What a user reads when a load ran out of memory and the next smaller plan is tried: what failed
+    (the pool and size that llama.cpp could not allocate, where it said) and what the new plan changes."""
+    refused = refusal(why)
+    head = f"{first_line(why)}: {refused}" if refused else first_line(why)
+    return f"{head}\nTrying a smaller plan: {'; '.join(changes)}."
 
 
 def recovery_for(outcome: ReplyOutcome, plan: MemoryPlan) -> Recovery | None:

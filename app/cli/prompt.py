@@ -15,6 +15,8 @@ from app.errors import UsageError
 if TYPE_CHECKING:
     import argparse
 
+    from planner.retry import Retry
+
 
 def run_prompt(args: argparse.Namespace) -> int:
     """`vramchat MODEL -p TEXT`: plan, load (in the engine process, after llama.cpp's dry run), stream the
@@ -48,9 +50,14 @@ def run_prompt(args: argparse.Namespace) -> int:
     session = ModelSession(elastic=settings.elastic_context if args.elastic is None else args.elastic)
     try:
         try:
-            loaded = session.load(path, model, result, report)
+            loaded = session.load(path, model, result, report, on_retry=_tell_retry)
         except (LoadFailed, EngineError) as exc:
             return fail(f"the model did not load: {exc}", EXIT_LOAD_FAILED)
+        if loaded.changes:
+            print(
+                f"vramchat: loaded with a smaller plan than the one chosen: {'; '.join(loaded.changes)}",
+                file=sys.stderr,
+            )
         params = GenerationParams(
             max_tokens=args.n_predict or settings.max_tokens,
             temperature=temperature_for(settings.temperature if args.temp is None else max(args.temp, 0.0), loaded.fmt),
@@ -112,6 +119,17 @@ def run_prompt(args: argparse.Namespace) -> int:
         return fail(str(exc), EXIT_USAGE)
     finally:
         session.close()
+
+
+def _tell_retry(retry: Retry | None, why: str) -> None:
+    """A load that failed and is tried again, said on stderr (the answer stays alone on stdout)."""
+    from app.recovery import retry_words
+
+    if retry is None:  # a crash in the CPU's extra buffer types: the same plan without them
+        print(f"vramchat: {why}", file=sys.stderr)
+    else:
+        words = retry_words(why, retry.changes).replace("\n", ". ")  # one line
+        print(f"vramchat: not enough memory: {words}", file=sys.stderr)
 
 
 def _attached(args: argparse.Namespace) -> list:

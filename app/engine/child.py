@@ -25,6 +25,7 @@ from typing import Any
 
 from app.children import die_with_parent
 from app.engine import protocol as p
+from app.engine.data_limit import cap_from_environment
 from app.engine.held_media import HeldMedia
 from app.engine.types import MediaPrompt
 
@@ -165,6 +166,7 @@ def _connect_rpc_servers() -> None:
 def main(argv: list[str]) -> int:
     fd = int(argv[1])
     die_with_parent()
+    cap_from_environment()  # tests only: a device past the cap runs out of memory for real
     faulthandler.enable(file=sys.stderr, all_threads=False)  # a native crash leaves the Python stack
     conn = Connection(fd)
     from app.engine.llama_log import capture

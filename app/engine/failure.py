@@ -20,6 +20,7 @@ from app.devices.probes import HOST
 DECODE_ALLOC_FAILED = -2
 
 _BUFFER = re.compile(r"(?:failed to allocate|unable to allocate) (\S+) buffer")
+_SIZED = re.compile(r"failed to allocate (\S+) buffer of size (\d+)")  # ggml-backend's alloc_tensor_range, gallocr
 _CUDA_DEVICE = re.compile(r"allocating [\d.]+ MiB on device (\d+): (?:cudaMalloc|hipMalloc) failed")
 _MEMORY_WORDS = (
     "failed to allocate",
@@ -83,6 +84,15 @@ def _pool_of(buft: str, gpu_names: list[str]) -> str:
         if buft == name or buft.startswith(name + "_"):
             return name
     return buft
+
+
+def refusal(text: str) -> str:
+    """The allocation that failed, in a user's words ("Vulkan0 could not allocate 335.7 MiB"), from the first
+    of llama.cpp's lines that gives a buffer's pool and size; "" where none does."""
+    from planner.units import format_size
+
+    found = _SIZED.search(text)
+    return f"{found[1]} could not allocate {format_size(int(found[2]))}" if found else ""
 
 
 def first_line(text: str) -> str:

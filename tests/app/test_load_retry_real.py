@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from app.engine.data_limit import ENV, MiB
 from planner.retry import MAX_RETRIES
 from tests.support.tiny import TinySpec, write_tiny_model
 
@@ -68,3 +69,47 @@ def test_a_load_that_cannot_fit_gives_up_with_the_reason(big_kv_model: Path) -> 
             :MAX_RETRIES
         ]
     )
+
+
+def _engine_data(model: Path) -> int:
+    """What the engine process holds (RLIMIT_DATA's count, bytes) with `model` loaded at a small context."""
+    from app.engine.process import EngineProcess
+    from app.engine.types import GenerationParams
+    from planner.config import LoadConfig
+
+    engine = EngineProcess(env={k: v for k, v in os.environ.items() if k != ENV})
+    try:
+        engine.load(model, LoadConfig(n_gpu_layers=0, n_ctx=512, flash_attn=True))
+        "".join(engine.generate(engine.tokenize("Hello"), GenerationParams(max_tokens=2, temperature=0.0)))
+        assert engine.pid is not None
+        (line,) = [x for x in Path(f"/proc/{engine.pid}/status").read_text().splitlines() if x.startswith("VmData:")]
+        return int(line.split()[1]) * 1024
+    finally:
+        engine.close()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_DATA and /proc are Linux's")
+def test_vramchat_says_what_ran_out_and_the_smaller_plan_then_answers(big_kv_model: Path) -> None:
+    """The command line, with every engine process capped (VRAMCHAT_ENGINE_DATA_LIMIT_MIB) 768 MiB above what
+    it holds at a small context: the 1 GiB KV cache of 65,536 tokens cannot be allocated, the 512 MiB of
+    32,768 can."""
+    cap = (_engine_data(big_kv_model) + 768 * MiB) // MiB
+    args = [str(big_kv_model), "-p", "Hello", "-n", "2", "--ctx", "65536", "--elastic", "off", "--fa", "on"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "app", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+        env=dict(os.environ, **{ENV: str(cap)}),
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    said = [line for line in proc.stderr.splitlines() if line.startswith("vramchat: ")]
+    smaller = "context 65,536 → 32,768 tokens; host RAM "
+    assert len(said) == 2, proc.stderr[-3000:]
+    assert said[0].startswith(
+        f"vramchat: not enough memory: could not create the context: CPU could not allocate 1.00 GiB. "
+        f"Trying a smaller plan: {smaller}"
+    ), said
+    assert said[1].startswith(f"vramchat: loaded with a smaller plan than the one chosen: {smaller}"), said
+    assert proc.stdout.strip()  # the smaller plan's answer

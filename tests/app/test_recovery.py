@@ -11,7 +11,7 @@ from app.engine.crash import EngineCrashed, EngineExit
 from app.engine.types import EngineError, GenerationStats
 from app.errors import describe
 from app.outcome import CRASHED, FAILED, OK, OUT_OF_MEMORY, ReplyOutcome
-from app.recovery import SAME, SMALLER, WITHOUT_EXTRA_BUFFERS, recovery_for
+from app.recovery import SAME, SMALLER, WITHOUT_EXTRA_BUFFERS, recovery_for, retry_words
 from planner.anatomy import load_anatomy
 from planner.config import LoadConfig
 from planner.errors import ConfigError, GGUFError, PlannerError
@@ -62,3 +62,22 @@ def test_planner_errors_reaching_a_worker_are_told_in_words_not_as_a_bug() -> No
     assert "report" not in describe(ConfigError("quantized V needs flash attention"))[0]
     assert describe(PlannerError("odd"))[0] == "The model cannot be planned"
     assert "please report this" in describe(RuntimeError("boom"))[0]
+
+
+def test_a_retry_says_which_pool_refused_how_much_and_what_the_smaller_plan_changes() -> None:
+    """ggml-vulkan's device out of memory (lavapipe under a data limit: tests/vulkan/test_vulkan_heap.py)."""
+    why = (
+        "could not load the model: alloc_tensor_range: failed to allocate Vulkan0 buffer of size 352010240; "
+        "llama_model_load: error loading model: unable to allocate Vulkan0 buffer; "
+        "llama_model_load_from_file_impl: failed to load model"
+    )
+    words = retry_words(why, ["GPU layers 9 → 3 of 9", "Vulkan0 383.6 MiB → 125.0 MiB"])
+    assert words == (
+        "could not load the model: Vulkan0 could not allocate 335.7 MiB\n"
+        "Trying a smaller plan: GPU layers 9 → 3 of 9; Vulkan0 383.6 MiB → 125.0 MiB."
+    )
+
+
+def test_a_retry_without_a_size_in_llamas_words_says_what_failed() -> None:
+    why = "could not create the context: llama_init_from_model: failed to allocate buffer for kv cache"
+    assert retry_words(why, ["context 8,192 → 4,096 tokens"]).startswith("could not create the context\nTrying")

@@ -17,7 +17,7 @@ from textual.message import Message
 from textual.widgets import Label, ProgressBar
 from textual.worker import Worker, WorkerState
 
-from app.engine.failure import first_line
+from app.recovery import retry_words
 from app.tui.messages import LoadFinished, LoadProgress, LoadRetrying
 
 if TYPE_CHECKING:
@@ -115,7 +115,7 @@ class LoadBar(Horizontal):
             return
         self.status.update(f"Out of memory: retrying with {changes}…")
         self.app.notify(
-            f"{first_line(message.why)}\nTrying a smaller plan: {changes}.",
+            retry_words(message.why, message.changes),
             title="Not enough memory",
             severity="warning",
             timeout=10,
