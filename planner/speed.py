@@ -37,7 +37,7 @@ The derivation, for one decoded token (llama.cpp runs the whole graph once per t
    latency; the sampler chain costs `SAMPLER_SECONDS_PER_ENTRY` x n_vocab; the engine
    process's own loop (Python, the socket to the app, the piece's text)
    `ENGINE_TOKEN_SECONDS`. The GPU, split, sampler and engine figures are table figures,
-   timed once on the machine vramchat is developed on (a 2-core Xeon), not on the user's.
+   timed once on the machines vramchat is developed on (2-core Xeon and EPYC), not on the user's.
 4. **Decode speed** = 1 / (the sum of the devices' times + the fixed costs), at the start
    of a chat (fill 0) and at a full context (fill n_ctx).
 5. **Prefill** of a prompt of N tokens: the FLOPs of its matmuls, 2 x active parameters x N,
@@ -65,6 +65,7 @@ import itertools
 import math
 import re
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -86,7 +87,9 @@ GPU_EFFICIENCY = 0.60  # share of the spec sheet's bandwidth llama.cpp's decode 
 GPU_OP_SECONDS = 1.5e-6  # one kernel of a CUDA graph, per operation
 GPU_GRAPH_SECONDS = 150e-6  # a GPU graph's start: inputs uploaded, the result copied back
 SPLIT_SECONDS = {"cuda": 25e-6, "rocm": 30e-6, "vulkan": 40e-6, "metal": 10e-6, "rpc": 400e-6}
-ENGINE_TOKEN_SECONDS = 120e-6  # vramchat's engine loop: a ctypes decode call, the piece, the socket
+# vramchat's engine loop: a ctypes decode call, the piece, the socket (the engine's decode less llama_decode's,
+# tiny models on the 2-core EPYC: 20-23 us)
+ENGINE_TOKEN_SECONDS = 22e-6
 # the engine's sampler chain (penalties, top-k, top-p, min-p, temperature, a draw) per vocabulary entry,
 # llama_sampler_sample's copy of the logits included: 1.0 ms for the demo's 262,144 entries here
 SAMPLER_SECONDS_PER_ENTRY = 3.8e-9
@@ -157,6 +160,7 @@ class CpuSpeed:
     # head width -> s per cell, query token and query head of a prompt's batch (ggml may batch it otherwise)
     prefill_attention_seconds: dict[str, float] = field(default_factory=dict)
     row_seconds: float = 0.0  # what each row of a matrix streamed from memory adds (q8_0, beyond the cache)
+    hidden_cell_seconds: float = 0.0  # a cell the mask hides, per query head: skipped, not computed
 
     def decode_rate(self, type_name: str, working_set: int) -> tuple[float, str | None]:
         """Bytes/s for this type at this working set, and the timed type used when this one was not."""
@@ -202,6 +206,7 @@ class CpuSpeed:
             "attention_seconds": dict(self.attention_seconds),
             "prefill_attention_seconds": dict(self.prefill_attention_seconds),
             "row_seconds": self.row_seconds,
+            "hidden_cell_seconds": self.hidden_cell_seconds,
             "source": self.source,
         }
 
@@ -221,6 +226,7 @@ class CpuSpeed:
                 str(k): float(v) for k, v in (data.get("prefill_attention_seconds") or {}).items() if v
             },
             row_seconds=float(data.get("row_seconds") or 0.0),
+            hidden_cell_seconds=float(data.get("hidden_cell_seconds") or 0.0),
         )
 
 
@@ -299,6 +305,7 @@ class TokenCost:
     cells: int  # KV cells of the full-context cache
     cells_swa: int  # KV cells of the sliding-window cache (0: none)
     splits: list[str] = field(default_factory=list)  # backend of each hand-over between devices
+    n_swa: int = 0  # the sliding window's length (0: none, or unknown in a cost kept before)
     ops_exact: bool = True  # the operations were counted on the graph llama.cpp builds
     notes: list[str] = field(default_factory=list)
 
@@ -315,9 +322,17 @@ class TokenCost:
         return cost
 
     def cells_at(self, fill: int) -> tuple[int, int]:
-        """Cells attention reads at a fill of `fill` tokens: (full-context cache, sliding-window cache)."""
+        """The cells of the cache's view at a fill of `fill` tokens, padded to KV_PAD as llama.cpp hands
+        them to attention: (full-context cache, sliding-window cache)."""
         padded = min(self.cells, round_up(max(fill, 1), KV_PAD)) if self.cells else 0
         return padded, min(self.cells_swa, padded) if self.cells_swa else 0
+
+    def visible_at(self, seen: float) -> tuple[float, float]:
+        """The cells a query at `seen` tokens attends to (the mask hides the rest of the view, and a
+        sliding-window layer's cells beyond its window): (full-context cache, sliding-window cache)."""
+        full = min(self.cells, seen) if self.cells else 0.0
+        window = self.n_swa or self.cells_swa
+        return full, min(self.cells_swa, window, seen) if self.cells_swa else 0.0
 
 
 _ops_memo: dict[tuple[str, int, int, bool, str], int | None] = {}
@@ -464,6 +479,7 @@ def token_cost(plan: MemoryPlan) -> TokenCost:
         plan.kv.cells if plan.kv.tensors else 0,
         plan.kv.cells_swa if any(t.swa for t in plan.kv.tensors) else 0,
         splits,
+        n_swa=m.n_swa if any(t.swa for t in plan.kv.tensors) else 0,
         ops_exact=not notes or not notes[0].startswith("graph"),
         notes=notes,
     )
@@ -676,13 +692,10 @@ def decode_seconds(cost: TokenCost, fill: int, cpu: CpuSpeed | None, gpus: dict[
                 seconds += nbytes / rate
                 if used:
                     notes.append(f"{type_name} weights timed as {used} (the probe cannot make {type_name})")
-            # attention: per cell and query head, timed in cache; slowed as the weights once it spills
-            attention = sum(
-                heads * n * cpu.attention_cell(int(width))
-                for book, n in ((d.attn_heads, cells), (d.attn_heads_swa, cells_swa))
-                for width, heads in book.items()
-            )
-            seconds += attention / cpu.cache_factor(streamed)
+            # attention: per cell and query head, timed in cache; slowed as the weights once it spills. The
+            # cells the mask hides in the padded view are skipped before their K is read
+            # (ggml-cpu/ops.cpp: ggml_compute_forward_flash_attn_ext_f16_one_chunk, `mv == -INFINITY`)
+            seconds += attention_seconds(cost, d, cpu, fill, cpu.attention_cell) / cpu.cache_factor(streamed)
             if d.state_bytes:
                 seconds += d.state_bytes / cpu.decode_rate("f32", streamed)[0]
             parts.append((d, seconds, MEASURED, cpu.source))
@@ -709,6 +722,20 @@ def decode_seconds(cost: TokenCost, fill: int, cpu: CpuSpeed | None, gpus: dict[
     return _Time(total, basis, parts, tuple(dict.fromkeys(notes)))
 
 
+def attention_seconds(
+    cost: TokenCost, d: DeviceCost, cpu: CpuSpeed, seen: float, cell: Callable[[int], float]
+) -> float:
+    """One query's attention on the CPU when the query sees `seen` tokens: the cells it attends to at
+    `cell(width)` each, the rest of the padded view at the cost of a hidden cell, per query head."""
+    full, swa = cost.visible_at(seen)
+    view_full, view_swa = cost.cells_at(math.ceil(seen))
+    total = 0.0
+    for book, visible, view in ((d.attn_heads, full, view_full), (d.attn_heads_swa, swa, view_swa)):
+        for width, heads in book.items():
+            total += heads * (visible * cell(int(width)) + max(view - visible, 0) * cpu.hidden_cell_seconds)
+    return total
+
+
 def prefill_seconds(cost: TokenCost, n_tokens: int, start: int, cpu: CpuSpeed | None) -> _Time:
     """Seconds a prompt of `n_tokens` takes after `start` tokens already in the cache (CPU plans only)."""
     if any(not d.is_host for d in cost.devices):
@@ -729,14 +756,13 @@ def prefill_seconds(cost: TokenCost, n_tokens: int, start: int, cpu: CpuSpeed | 
     for first in range(0, n_tokens, step):
         size = min(step, n_tokens - first)
         if size < FA_TILE_QUERIES:
-            cell, seen = cpu.attention_cell, start + first + (size + 1) / 2
+            seconds += size * attention_seconds(cost, d, cpu, start + first + (size + 1) / 2, cpu.attention_cell)
         else:
-            cell, seen = cpu.prefill_attention_cell, round_up(start + first + size, KV_PAD)
-        full_cells = min(cost.cells or 0, seen)
-        swa_cells = min(cost.cells_swa, seen) if cost.cells_swa else 0
-        attn = sum(cell(int(w)) * h for w, h in d.attn_heads.items()) * full_cells
-        attn += sum(cell(int(w)) * h for w, h in d.attn_heads_swa.items()) * swa_cells
-        seconds += attn * size
+            full, swa = cost.cells_at(start + first + size)
+            cell = cpu.prefill_attention_cell
+            attn = sum(cell(int(w)) * h for w, h in d.attn_heads.items()) * full
+            attn += sum(cell(int(w)) * h for w, h in d.attn_heads_swa.items()) * swa
+            seconds += attn * size
     # each batch computes the logits of its last token only: the output matrix once a batch, and its graph
     if d.output_bytes:
         out = d.output_bytes / cpu.decode_rate(d.output_type, d.weight_bytes())[0]

@@ -10,8 +10,9 @@ gives prefill's arithmetic rate. The per-type matrices (8 MiB) may sit in a larg
 the same q8_0 mat-vec is timed on 192 MiB too, a matrix no cache holds, with rows 4096 and
 512 wide: the ratio to the in-cache rate is how much slower weights stream from memory, and
 the difference between the two widths what each row streamed costs besides its bytes.
-Attention is timed at the head widths models use (32 to 256). One large f32 read is the memory's
-plain read rate with the engine's threads (reported beside; the per-type rates decide).
+Attention is timed at the head widths models use (32 to 256), and over cells a mask hides.
+One large f32 read is the memory's plain read rate with the engine's threads (reported beside;
+the per-type rates decide).
 
 Every figure is the best of several short runs (another process on the machine slows a
 run, it never speeds one up), taken in rounds: each round times every type once, so that a
@@ -73,6 +74,7 @@ ATTENTION_CELLS = 4096
 ATTENTION_HEADS, ATTENTION_KV_HEADS = 8, 2
 PREFILL_ATTENTION_CELLS = 512  # a prompt's batch of PREFILL_TOKENS queries over this many cells
 REPEATS = 5
+F16_MINUS_INFINITY = 0xFC00  # the f16 bits of -inf: a cell the mask hides
 ROUNDS = 3  # rounds of the per-type rates (each of ROUND_REPEATS runs a type)
 ROUND_REPEATS = 2
 
@@ -269,6 +271,29 @@ class _Probe:
         finally:
             g.ggml_free(ctx)
 
+    def hidden_cell_seconds(self, width: int = 64, cells: int = ATTENTION_CELLS) -> float | None:
+        """Seconds a cell the mask hides costs one query head: flash attention over an f16 cache whose
+        mask hides every cell but the first (the padded cells beyond a short chat, the future of a
+        prompt's early tokens: read, compared and skipped)."""
+        g = self.ggml
+        f32, f16 = TYPE_IDS["f32"], TYPE_IDS["f16"]
+        heads, kv_heads = ATTENTION_HEADS, ATTENTION_KV_HEADS
+        ctx = self._context(2 * width * cells * kv_heads * 2 + 2 * cells + 4 * width * heads * 2, 8)
+        try:
+            q = g.ggml_new_tensor_3d(ctx, f32, width, 1, heads)
+            k = g.ggml_new_tensor_3d(ctx, f16, width, cells, kv_heads)
+            v = g.ggml_new_tensor_3d(ctx, f16, width, cells, kv_heads)
+            mask = g.ggml_new_tensor_2d(ctx, f16, cells, 1)
+            self._fill(q, f32, heads, width)
+            self._fill(k, f16, cells * kv_heads, width)
+            self._fill(v, f16, cells * kv_heads, width)
+            hidden = (ctypes.c_uint16 * cells)(*([0] + [F16_MINUS_INFINITY] * (cells - 1)))
+            ctypes.memmove(g.ggml_get_data(mask), hidden, 2 * cells)
+            out = g.ggml_flash_attn_ext(ctx, q, k, v, mask, 1.0 / width**0.5, 0.0, 0.0)
+            return self._time_graph(ctx, out) / (cells * heads)
+        finally:
+            g.ggml_free(ctx)
+
 
 def _cpu_seconds() -> tuple[float, float] | None:
     """(every CPU's busy seconds, this process's and the one that started it): what other processes
@@ -340,6 +365,7 @@ def measure(threads: int | None = None, stop_when_busy: bool = True) -> dict[str
         str(width): probe.attention_seconds(width, PREFILL_TOKENS, PREFILL_ATTENTION_CELLS)
         for width in ATTENTION_WIDTHS
     }
+    hidden = probe.hidden_cell_seconds()
     factor = min(1.0, large[0] / decode["q8_0"]) if large and decode.get("q8_0") else 1.0
     return {
         "threads": threads,
@@ -349,6 +375,7 @@ def measure(threads: int | None = None, stop_when_busy: bool = True) -> dict[str
         "prefill_rates": prefill,
         "large_factor": factor,
         "row_seconds": large[1] if large else 0.0,
+        "hidden_cell_seconds": hidden,
         "read_bandwidth": bandwidth,
         "attention_seconds": attention,
         "prefill_attention_seconds": prefill_attention,

@@ -424,3 +424,23 @@ def test_a_prompt_shorter_than_a_tile_pays_decode_attention_and_a_longer_one_the
     # tiled: every query against the whole view, the cells in use padded to 256 (hidden ones cost the same)
     view = math.ceil((100 + long) / KV_PAD) * KV_PAD
     assert attention(long, 100, 1.0, 1e-9) == pytest.approx(long * heads * view * 1e-9)
+
+
+def test_decode_attends_to_the_cells_in_use_and_skips_the_rest_of_the_padded_view(zoo: dict[str, Path]) -> None:
+    from dataclasses import replace
+
+    cost = token_cost(_plan(_model(zoo, "qwen3-hd")))  # 4 query heads of width 64, a 4,096-cell cache
+    free = replace(CPU, attention_seconds={"64": 0.0}, hidden_cell_seconds=0.0)
+    heads = cost.devices[0].attn_heads["64"]
+
+    def attention(fill: int, cell: float, hidden: float) -> float:
+        timed = predicted_decode(
+            cost, fill, replace(CPU, attention_seconds={"64": cell}, hidden_cell_seconds=hidden), {}
+        )
+        bare = predicted_decode(cost, fill, free, {})
+        assert timed and bare
+        return 1 / timed - 1 / bare
+
+    # 40 tokens in a view padded to 256 cells: 40 attended to, 216 hidden by the mask and skipped
+    assert attention(40, 10e-9, 0.0) == pytest.approx(heads * 40 * 10e-9)
+    assert attention(40, 0.0, 1e-9) == pytest.approx(heads * 216 * 1e-9)
