@@ -265,7 +265,14 @@ def main() -> None:
     parser.add_argument("--zoo", default="all", help="zoo models: all, none, or names separated by commas")
     parser.add_argument("--runs", type=int, default=5, help="the demo's replies per fill (default 5)")
     parser.add_argument("--zoo-runs", type=int, default=3, help="each zoo model's replies per fill (default 3)")
-    parser.add_argument("--tokens", type=int, default=64, help="tokens per reply (default 64)")
+    parser.add_argument("--tokens", type=int, default=64, help="tokens per reply of the demo (default 64)")
+    parser.add_argument(
+        "--zoo-tokens",
+        type=int,
+        default=256,
+        help="tokens per reply of a zoo model (default 256: a tiny model's reply takes milliseconds, and the "
+        "first tokens after an idle second run slower, by 1-2 ms a reply here)",
+    )
     parser.add_argument("--probes", type=int, default=5, help="probe runs interleaved with the demo's (default 5)")
     parser.add_argument("--demo-ctx", type=int, default=8192, help="the demo's context (default 8192)")
     parser.add_argument(
@@ -343,7 +350,7 @@ def main() -> None:
             make_prompts(case, args.zoo_runs, rng)
             for index in range(args.zoo_runs):
                 for fill in case.fills:
-                    run_once(case, fill, index, args.tokens)
+                    run_once(case, fill, index, args.zoo_tokens)
         except Exception as exc:  # a model this build cannot run: say so, go on
             print(f"{case.name}: skipped ({type(exc).__name__}: {exc})", flush=True)
             case.decode.clear()

@@ -72,6 +72,8 @@ class Tensor:
     host_plain: bool = True
     # layer whose device llama.cpp's graph callback pins this tensor to (named "norm")
     pin_layer: int | None = None
+    # a feed-forward activation's function (gelu, silu, ...), where the builder knows it: speed prices it
+    act: str = ""
     # scratch state of the allocator and scheduler replays (reset by each run)
     a_children: int = 0
     a_views: int = 0

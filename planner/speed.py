@@ -87,9 +87,10 @@ GPU_EFFICIENCY = 0.60  # share of the spec sheet's bandwidth llama.cpp's decode 
 GPU_OP_SECONDS = 1.5e-6  # one kernel of a CUDA graph, per operation
 GPU_GRAPH_SECONDS = 150e-6  # a GPU graph's start: inputs uploaded, the result copied back
 SPLIT_SECONDS = {"cuda": 25e-6, "rocm": 30e-6, "vulkan": 40e-6, "metal": 10e-6, "rpc": 400e-6}
-# vramchat's engine loop: a ctypes decode call, the piece, the socket (the engine's decode less llama_decode's,
-# tiny models on the 2-core EPYC: 20-23 us)
-ENGINE_TOKEN_SECONDS = 22e-6
+# vramchat's engine loop: a ctypes decode call, the piece, the socket to the app, whose process reads it on
+# the same cores as llama.cpp's threads (2-core EPYC, tiny models' 256-token replies: 20-23 us in one
+# process, about 65 across the two)
+ENGINE_TOKEN_SECONDS = 65e-6
 # the engine's sampler chain (penalties, top-k, top-p, min-p, temperature, a draw) per vocabulary entry,
 # llama_sampler_sample's copy of the logits included: 1.0 ms for the demo's 262,144 entries here
 SAMPLER_SECONDS_PER_ENTRY = 3.8e-9
@@ -99,6 +100,12 @@ LARGE_SET = 192 << 20
 KV_PAD = 256  # llama.cpp pads the cells attention reads to a multiple of 256
 OPS_PER_LAYER_GUESS = 25  # operations of a layer where no graph builder knows the architecture
 PROMPT_TOKENS = 512  # the prompt a prefill figure is quoted for
+MASK_SHORT_VIEW = 512  # a prompt's mask over this view costs nothing more (8x it: the probe's MASK_CELLS)
+PREFILL_BATCH, SHORT_BATCH = 128, 32  # the probe's prompt batches (app/speed/probe.py)
+# a prompt after the user's pause wakes llama.cpp's threads and finds its caches cold: 0.3-0.9 ms more than
+# the same prompt right after another on the 2-core EPYC (tiny models, an idle second between)
+PROMPT_START_SECONDS = 0.5e-3
+PREFILL_ROW = 4096  # the width the probe's `prefill_rates` were timed at (app/speed/probe.py: ROW)
 FA_TILE_QUERIES = 64  # ggml-cpu's GGML_FA_TILE_Q (ggml-cpu/common.h): a batch this long runs attention tiled
 
 # bands (half-widths as a fraction of the figure)
@@ -139,6 +146,13 @@ PREFILL_FALLBACK = {
 }
 _EXPERT_RE = re.compile(EXPERT_TENSOR)
 _EMPTY_OPS = frozenset({"NONE", "VIEW", "RESHAPE", "PERMUTE", "TRANSPOSE"})
+# the operations between the mat-muls, priced per element by kind (the probe times one of each: a GELU costs
+# ten times a SiLU's gate, 1.2 ns an element on 2 EPYC cores); the rest of them ("plain": adds, multiplies,
+# other activations, copies) at an add's price
+ELEMENTWISE_KINDS = {"ROPE": "rope", "RMS_NORM": "norm", "NORM": "norm", "L2_NORM": "norm", "GROUP_NORM": "norm"}
+# priced otherwise: the mat-muls by their weights, attention by its cells (a softmax's size is the cache's)
+_NOT_ELEMENTWISE = frozenset({"MUL_MAT", "MUL_MAT_ID", "FLASH_ATTN_EXT", "SOFT_MAX", "OUT_PROD"})
+_WRITES_SOURCE = frozenset({"SET_ROWS", "CPY"})
 
 
 # -- the machine ---------------------------------------------------------------------------------
@@ -161,6 +175,13 @@ class CpuSpeed:
     prefill_attention_seconds: dict[str, float] = field(default_factory=dict)
     row_seconds: float = 0.0  # what each row of a matrix streamed from memory adds (q8_0, beyond the cache)
     hidden_cell_seconds: float = 0.0  # a cell the mask hides, per query head: skipped, not computed
+    # what the mask adds to a prompt's attention per cell, query and head over a MASK_LONG_VIEW-cell view
+    mask_seconds: float = 0.0
+    # row width -> ggml type -> FLOP/s of a 128-token mat-mul of that width (`prefill_rates` is 4096 wide)
+    prefill_rates_by_width: dict[str, dict[str, float]] = field(default_factory=dict)
+    elementwise_seconds: dict[str, float] = field(default_factory=dict)  # kind -> s an element (ELEMENTWISE_KINDS)
+    # ggml type -> FLOP/s of a SHORT_BATCH-token mat-mul 1024 wide (against the same at 128 tokens)
+    prefill_rates_short_batch: dict[str, float] = field(default_factory=dict)
 
     def decode_rate(self, type_name: str, working_set: int) -> tuple[float, str | None]:
         """Bytes/s for this type at this working set, and the timed type used when this one was not."""
@@ -190,9 +211,38 @@ class CpuSpeed:
         near = min(self.prefill_attention_seconds, key=lambda w: abs(math.log(max(width, 1) / int(w))))
         return self.prefill_attention_seconds[near]
 
-    def prefill_rate(self, type_name: str) -> tuple[float, str | None]:
+    def prefill_rate(self, type_name: str, width: float = 0.0, tokens: int = 0) -> tuple[float, str | None]:
+        """FLOP/s of a prompt's mat-mul of this type, rows `width` wide (geometric between the widths
+        timed; 0: the probe's 4096), over a batch of `tokens` (under 128, slower: geometric down to the
+        rate timed at SHORT_BATCH; 0: 128), and the timed type used when this one was not."""
         name, used = _timed(type_name, self.prefill_rates, PREFILL_FALLBACK)
-        return self.prefill_rates.get(name) or min(self.prefill_rates.values()), used
+        rate, used = self._width_rate(name, used, width)
+        wide = self.prefill_rates_by_width.get("1024", {}).get(name)
+        short = self.prefill_rates_short_batch.get(name)
+        if tokens and tokens < PREFILL_BATCH and wide and short and short < wide:
+            share = min(1.0, math.log(PREFILL_BATCH / tokens) / math.log(PREFILL_BATCH / SHORT_BATCH))
+            rate *= (short / wide) ** share
+        return rate, used
+
+    def _width_rate(self, name: str, used: str | None, width: float) -> tuple[float, str | None]:
+        rate = self.prefill_rates.get(name) or min(self.prefill_rates.values())
+        points = sorted(
+            [(PREFILL_ROW, rate)] + [(int(w), r[name]) for w, r in self.prefill_rates_by_width.items() if r.get(name)]
+        )
+        if width <= 0 or len(points) == 1:
+            return rate, used
+        if width <= points[0][0]:
+            return points[0][1], used
+        for (w0, r0), (w1, r1) in itertools.pairwise(points):
+            if width <= w1:
+                share = math.log(width / w0) / math.log(w1 / w0)
+                return float(r0 * (r1 / r0) ** share), used
+        return points[-1][1], used
+
+    def elementwise(self, elements: dict[str, int]) -> float:
+        """Seconds the operations between the mat-muls take over these elements (by kind)."""
+        plain = self.elementwise_seconds.get("plain", 0.0)
+        return sum(n * self.elementwise_seconds.get(kind, plain) for kind, n in elements.items())
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -207,6 +257,10 @@ class CpuSpeed:
             "prefill_attention_seconds": dict(self.prefill_attention_seconds),
             "row_seconds": self.row_seconds,
             "hidden_cell_seconds": self.hidden_cell_seconds,
+            "mask_seconds": self.mask_seconds,
+            "prefill_rates_by_width": {w: dict(r) for w, r in self.prefill_rates_by_width.items()},
+            "elementwise_seconds": dict(self.elementwise_seconds),
+            "prefill_rates_short_batch": dict(self.prefill_rates_short_batch),
             "source": self.source,
         }
 
@@ -227,6 +281,15 @@ class CpuSpeed:
             },
             row_seconds=float(data.get("row_seconds") or 0.0),
             hidden_cell_seconds=float(data.get("hidden_cell_seconds") or 0.0),
+            mask_seconds=float(data.get("mask_seconds") or 0.0),
+            prefill_rates_by_width={
+                str(w): {str(k): float(v) for k, v in rates.items() if v}
+                for w, rates in (data.get("prefill_rates_by_width") or {}).items()
+            },
+            elementwise_seconds={str(k): float(v) for k, v in (data.get("elementwise_seconds") or {}).items()},
+            prefill_rates_short_batch={
+                str(k): float(v) for k, v in (data.get("prefill_rates_short_batch") or {}).items() if v
+            },
         )
 
 
@@ -273,6 +336,8 @@ class DeviceCost:
     state_bytes: int = 0  # recurrent state read and written per token
     layers: int = 0
     ops: int = 0  # graph operations a token runs here
+    elements: dict[str, int] = field(default_factory=dict)  # their elements between the mat-muls, by kind
+    params_log_width: dict[str, float] = field(default_factory=dict)  # ggml type -> sum of params x log2(row)
 
     @property
     def is_host(self) -> bool:
@@ -335,12 +400,13 @@ class TokenCost:
         return full, min(self.cells_swa, window, seen) if self.cells_swa else 0.0
 
 
-_ops_memo: dict[tuple[str, int, int, bool, str], int | None] = {}
+_ops_memo: dict[tuple[str, int, int, bool, str], tuple[int, dict[str, int]] | None] = {}
 
 
-def _graph_ops(plan: MemoryPlan) -> int | None:
-    """Operations a one-token graph runs (views and reshapes cost nothing), from the graph llama.cpp
-    builds; None where no graph builder knows the architecture."""
+def _graph_counts(plan: MemoryPlan) -> tuple[int, dict[str, int]] | None:
+    """Operations a one-token graph runs (views and reshapes cost nothing) and the elements its operations
+    between the mat-muls produce, by kind (ELEMENTWISE_KINDS), from the graph llama.cpp builds; None where
+    no graph builder knows the architecture."""
     m, r = plan.model, plan.resolved
     key = (m.path, m.file_bytes, m.n_layer, r.config.flash_attn, r.type_k.name)
     if key not in _ops_memo:
@@ -349,7 +415,15 @@ def _graph_ops(plan: MemoryPlan) -> int | None:
 
         try:
             ctx = build_graph(m, r, plan.kv, 1, 1, 1)
-            _ops_memo[key] = sum(1 for node in ctx.g.nodes if node.op not in _EMPTY_OPS)
+            nodes = [node for node in ctx.g.nodes if node.op not in _EMPTY_OPS]
+            elements: dict[str, int] = {}
+            for node in nodes:
+                if node.op not in _NOT_ELEMENTWISE:
+                    kind = "gelu" if node.act == "gelu" else ELEMENTWISE_KINDS.get(node.op, "plain")
+                    # a copy into the cache is a view of the whole cache: it writes its source's elements
+                    written = node.src[0] if node.op in _WRITES_SOURCE and node.src else node
+                    elements[kind] = elements.get(kind, 0) + written.n_elements()
+            _ops_memo[key] = (len(nodes), elements)
         except (PlannerError, ArithmeticError, ValueError, KeyError, IndexError, TypeError, AttributeError):
             _ops_memo[key] = None
     return _ops_memo[key]
@@ -397,6 +471,9 @@ def token_cost(plan: MemoryPlan) -> TokenCost:
             target.output_rows += round(rows)
         elif params:
             target.params[type_name] = target.params.get(type_name, 0) + round(params)
+            width = params / rows if rows else 1.0
+            book = target.params_log_width
+            book[type_name] = book.get(type_name, 0.0) + params * math.log2(max(width, 1.0))
 
     for t in m.input_tensors:  # looked up: one row a token
         rows = t.shape[1] if len(t.shape) > 1 else 1
@@ -446,15 +523,23 @@ def token_cost(plan: MemoryPlan) -> TokenCost:
     for il, index in enumerate(plan.placement.layers):
         if not by_layer[il].is_mtp:
             on(index).layers += 1
-    ops = _graph_ops(plan)
+    counts = _graph_counts(plan)
     notes = []
-    if ops is None:
-        ops = OPS_PER_LAYER_GUESS * m.n_trunk + 8
+    elements: dict[str, int]
+    if counts is None:
+        ops, elements = OPS_PER_LAYER_GUESS * m.n_trunk + 8, {}
         notes.append(f"graph operations estimated ({OPS_PER_LAYER_GUESS} a layer): no graph builder for this model")
-    per_layer = ops / max(m.n_trunk, 1)
+    else:
+        ops, elements = counts
+    share = 1 / max(m.n_trunk, 1)
     for d in [host, *devices]:
-        d.ops = round(per_layer * d.layers)
+        d.ops = round(ops * share * d.layers)
+        d.elements = {kind: round(n * share * d.layers) for kind, n in elements.items()}
     out_device.ops += max(ops - sum(d.ops for d in [host, *devices]), 0)
+    for kind, n in elements.items():
+        out_device.elements[kind] = out_device.elements.get(kind, 0) + max(
+            n - sum(d.elements.get(kind, 0) for d in [host, *devices]), 0
+        )
 
     # a token passes the host (input), then the layers in order, then the output layer's device
     order: list[DeviceCost] = [host]
@@ -687,6 +772,7 @@ def decode_seconds(cost: TokenCost, fill: int, cpu: CpuSpeed | None, gpus: dict[
                 missing = True
                 continue
             seconds = cpu.graph_seconds + d.ops * cpu.op_seconds + cpu.rows_seconds(d.rows, streamed)
+            seconds += cpu.elementwise(d.elements)
             for type_name, nbytes in d.weights.items():
                 rate, used = cpu.decode_rate(type_name, streamed)
                 seconds += nbytes / rate
@@ -743,9 +829,13 @@ def prefill_seconds(cost: TokenCost, n_tokens: int, start: int, cpu: CpuSpeed | 
     if cpu is None:
         return _Time(None, UNKNOWN, [], ("this CPU's speed was not measured",))
     d = cost.devices[0]
-    seconds = 0.0
+    seconds = PROMPT_START_SECONDS + n_tokens * cpu.elementwise(d.elements)  # the activations between mat-muls
+    step = max(cost.n_ubatch, 1)
     for type_name, params in d.params.items():
-        seconds += 2.0 * params * n_tokens / cpu.prefill_rate(type_name)[0]
+        width = 2 ** (d.params_log_width[type_name] / params) if d.params_log_width.get(type_name) else 0.0
+        for first in range(0, n_tokens, step):
+            size = min(step, n_tokens - first)
+            seconds += 2.0 * params * size / cpu.prefill_rate(type_name, width, size)[0]
     # attention, batch by batch (the engine decodes a prompt in batches of n_ubatch). ggml runs a batch of
     # FA_TILE_QUERIES tokens or more tiled, every query against every cell of the cache's view (the mask's
     # hidden cells cost as much: the probe timed that path on a batch); a shorter batch query by query as
@@ -759,9 +849,13 @@ def prefill_seconds(cost: TokenCost, n_tokens: int, start: int, cpu: CpuSpeed | 
             seconds += size * attention_seconds(cost, d, cpu, start + first + (size + 1) / 2, cpu.attention_cell)
         else:
             full, swa = cost.cells_at(start + first + size)
-            cell = cpu.prefill_attention_cell
-            attn = sum(cell(int(w)) * h for w, h in d.attn_heads.items()) * full
-            attn += sum(cell(int(w)) * h for w, h in d.attn_heads_swa.items()) * swa
+            attn = 0.0
+            for book, view in ((d.attn_heads, full), (d.attn_heads_swa, swa)):
+                # the batch's mask (a row of the view per query) stays in the core's cache over a short
+                # view; over a long one each query head reads it again (none at 512 cells, all at 4,096)
+                spill = min(1.0, max(0.0, math.log(max(view, 1) / MASK_SHORT_VIEW) / math.log(8)))
+                for w, h in book.items():
+                    attn += h * view * (cpu.prefill_attention_cell(int(w)) + spill * cpu.mask_seconds)
             seconds += attn * size
     # each batch computes the logits of its last token only: the output matrix once a batch, and its graph
     if d.output_bytes:

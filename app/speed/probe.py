@@ -6,7 +6,9 @@ bytes per second. The probe therefore times ggml's own mat-vec (one token, as de
 it) for each weight type, with the thread count the engine uses, plus what every decoded
 token pays whatever its size: the graph's start (waking the threads) and one
 synchronisation of the threads per operation. A mat-mul of a 128-token batch per type
-gives prefill's arithmetic rate. The per-type matrices (8 MiB) may sit in a large cache, so
+gives prefill's arithmetic rate, at three widths (128, 1024 and 4096 weights a row), and the
+operations between the mat-muls are timed per element (a rotary embedding, a norm, an add).
+The per-type matrices (8 MiB) may sit in a large cache, so
 the same q8_0 mat-vec is timed on 192 MiB too, a matrix no cache holds, with rows 4096 and
 512 wide: the ratio to the in-cache rate is how much slower weights stream from memory, and
 the difference between the two widths what each row streamed costs besides its bytes.
@@ -65,6 +67,12 @@ SHORT_ROW = 512  # the short rows of a small model (the demo's are 640 wide): th
 DECODE_BYTES = 8 << 20  # per type: beyond a core's L2, within the last level (planner.speed.SMALL_SET)
 BANDWIDTH_BYTES = 192 << 20  # beyond most caches (a desktop's L3 is 32-128 MiB); planner.speed.LARGE_SET
 PREFILL_ROWS = 256
+# a prompt's mat-mul runs at a rate that depends on the matrix's width as much as on its type (on 2 EPYC
+# cores a q8_0 one at 156 GFLOP/s 4096 wide, 279 at 1024, 230 at 128; an f16 one at 387, 389, 128): the
+# same weights are timed at these widths too, beside ROW
+PREFILL_WIDTHS = (128, 1024)
+SHORT_BATCH = 32  # a chat turn's prompt: a mat-mul of this few tokens runs slower (timed 1024 wide)
+QK_K = 256  # the weights of a K-quant block (ggml-common.h)
 PREFILL_TOKENS = 128
 N_OPS = 256  # tiny operations in the graph that times one synchronisation
 # head sizes attention is timed at: ggml's kernel runs a head in SIMD steps of 32 or 64 (AVX2, AVX-512)
@@ -73,6 +81,7 @@ ATTENTION_WIDTHS = (32, 64, 80, 96, 128, 192, 256)
 ATTENTION_CELLS = 4096
 ATTENTION_HEADS, ATTENTION_KV_HEADS = 8, 2
 PREFILL_ATTENTION_CELLS = 512  # a prompt's batch of PREFILL_TOKENS queries over this many cells
+MASK_CELLS = 4096  # the view a prompt's mask is timed over (8x planner.speed.MASK_SHORT_VIEW)
 REPEATS = 5
 F16_MINUS_INFINITY = 0xFC00  # the f16 bits of -inf: a cell the mask hides
 ROUNDS = 3  # rounds of the per-type rates (each of ROUND_REPEATS runs a type)
@@ -94,6 +103,9 @@ def _declare(ggml: ctypes.CDLL, cpu: ctypes.CDLL) -> None:
         ("ggml_flash_attn_ext", [p, p, p, p, p, ctypes.c_float, ctypes.c_float, ctypes.c_float], p),
         ("ggml_mul_mat", [p, p, p], p),
         ("ggml_add", [p, p, p], p),
+        ("ggml_rms_norm", [p, p, ctypes.c_float], p),
+        ("ggml_geglu_split", [p, p, p], p),
+        ("ggml_rope_ext", [p, p, p, p, ctypes.c_int, ctypes.c_int, ctypes.c_int, *[ctypes.c_float] * 6], p),
         ("ggml_new_graph_custom", [p, ctypes.c_size_t, ctypes.c_bool], p),
         ("ggml_build_forward_expand", [p, p], None),
         ("ggml_get_data", [p], p),
@@ -233,31 +245,65 @@ class _Probe:
         streaming = max(long[1] - long[2] * per_row, long[1] / 2)
         return long[0] / streaming, per_row
 
-    def prefill_rate(self, name: str, repeats: int = 3) -> float | None:
-        """Floating-point operations per second of a 128-token batch against a matrix of this type."""
+    def prefill_rate(self, name: str, repeats: int = 3, width: int = ROW, tokens: int = PREFILL_TOKENS) -> float | None:
+        """Floating-point operations per second of a 128-token batch against a matrix of this type, rows
+        of `width` weights (the same weights in all: a narrower matrix has more rows)."""
         g = self.ggml
         type_id = TYPE_IDS[name]
-        row = g.ggml_row_size(type_id, ROW)
-        ctx = self._context(PREFILL_ROWS * row + 3 * PREFILL_TOKENS * ROW * 4 + PREFILL_ROWS * PREFILL_TOKENS * 4, 4)
+        if width % QK_K and name.endswith("_K"):
+            return None  # a K-quant's row holds whole 256-weight blocks
+        rows = PREFILL_ROWS * ROW // width
+        row = g.ggml_row_size(type_id, width)
+        ctx = self._context(rows * row + 3 * tokens * width * 4 + rows * tokens * 4, 4)
         try:
-            w = g.ggml_new_tensor_2d(ctx, type_id, ROW, PREFILL_ROWS)
-            x = g.ggml_new_tensor_2d(ctx, TYPE_IDS["f32"], ROW, PREFILL_TOKENS)
-            self._fill(w, type_id, PREFILL_ROWS, ROW)
-            self._fill(x, TYPE_IDS["f32"], PREFILL_TOKENS, ROW)
+            w = g.ggml_new_tensor_2d(ctx, type_id, width, rows)
+            x = g.ggml_new_tensor_2d(ctx, TYPE_IDS["f32"], width, tokens)
+            self._fill(w, type_id, rows, width)
+            self._fill(x, TYPE_IDS["f32"], tokens, width)
             seconds = self._time_graph(ctx, g.ggml_mul_mat(ctx, w, x), repeats=repeats)
-            return 2.0 * ROW * PREFILL_ROWS * PREFILL_TOKENS / seconds if seconds > 0 else None
+            return 2.0 * width * rows * tokens / seconds if seconds > 0 else None
         finally:
             g.ggml_free(ctx)
 
-    def attention_seconds(self, width: int, queries: int = 1, cells: int = ATTENTION_CELLS) -> float | None:
+    def elementwise_seconds(self) -> dict[str, float]:
+        """Seconds per element of the operations between the mat-muls, by kind: a rotary embedding, a
+        norm, a GELU gate, and a plain one (an add: also the multiplies, other activations and copies).
+        A prompt's batch runs them on every token's activations: a tiny model spends a tenth of its
+        prompt there."""
+        g = self.ggml
+        f32, i32 = TYPE_IDS["f32"], 26
+        width, heads, tokens = 128, 8, 256
+        n = width * heads * tokens
+        ctx = self._context(8 * n * 4 + tokens * 4, 8, 16)
+        try:
+            a = g.ggml_new_tensor_3d(ctx, f32, width, heads, tokens)
+            b = g.ggml_new_tensor_3d(ctx, f32, width, heads, tokens)
+            pos = g.ggml_new_tensor_1d(ctx, i32, tokens)
+            self._fill(a, f32, heads * tokens, width)
+            self._fill(b, f32, heads * tokens, width)
+            ctypes.memmove(g.ggml_get_data(pos), (ctypes.c_int32 * tokens)(*range(tokens)), 4 * tokens)
+            rope = g.ggml_rope_ext(ctx, a, pos, None, width, 2, 0, 10000.0, 1.0, 0.0, 1.0, 32.0, 1.0)
+            return {
+                "rope": self._time_graph(ctx, rope, repeats=ROUND_REPEATS) / n,
+                "norm": self._time_graph(ctx, g.ggml_rms_norm(ctx, a, 1e-6), repeats=ROUND_REPEATS) / n,
+                "plain": self._time_graph(ctx, g.ggml_add(ctx, a, b), repeats=ROUND_REPEATS) / n,
+                "gelu": self._time_graph(ctx, g.ggml_geglu_split(ctx, a, b), repeats=ROUND_REPEATS) / n,
+            }
+        finally:
+            g.ggml_free(ctx)
+
+    def attention_seconds(
+        self, width: int, queries: int = 1, cells: int = ATTENTION_CELLS, masked: bool = False
+    ) -> float | None:
         """Seconds per cell, query token and query head of flash attention over an f16 cache (ggml's
         kernel: a dot product, an online softmax step and a scaled add per cell): one token's as decode
-        runs it, or a batch of `queries` tokens' as a prompt's prefill does (ggml may take another path)."""
+        runs it, or a batch of `queries` tokens' as a prompt's prefill does (ggml may take another path);
+        `masked`: with a mask that hides nothing (its reads are what is timed)."""
         g = self.ggml
         f32, f16 = TYPE_IDS["f32"], TYPE_IDS["f16"]
         heads, kv_heads = ATTENTION_HEADS, ATTENTION_KV_HEADS
         kv_bytes = 2 * width * cells * kv_heads * 2
-        ctx = self._context(kv_bytes + 4 * width * heads * queries * 2, 8)
+        ctx = self._context(kv_bytes + 4 * width * heads * queries * 2 + 2 * cells * queries, 8)
         try:
             q = g.ggml_new_tensor_3d(ctx, f32, width, queries, heads)
             k = g.ggml_new_tensor_3d(ctx, f16, width, cells, kv_heads)
@@ -265,7 +311,11 @@ class _Probe:
             self._fill(q, f32, heads * queries, width)
             self._fill(k, f16, cells * kv_heads, width)
             self._fill(v, f16, cells * kv_heads, width)
-            out = g.ggml_flash_attn_ext(ctx, q, k, v, None, 1.0 / width**0.5, 0.0, 0.0)
+            mask = None
+            if masked:
+                mask = g.ggml_new_tensor_2d(ctx, f16, cells, queries)
+                ctypes.memset(g.ggml_get_data(mask), 0, 2 * cells * queries)
+            out = g.ggml_flash_attn_ext(ctx, q, k, v, mask, 1.0 / width**0.5, 0.0, 0.0)
             seconds = self._time_graph(ctx, out, repeats=REPEATS if queries == 1 else ROUND_REPEATS)
             return seconds / (cells * heads * queries)
         finally:
@@ -314,6 +364,10 @@ def _cpu_seconds() -> tuple[float, float] | None:
     return sum(times) - idle, sum(t.user + t.system for t in own)
 
 
+def _widths_rates(probe: _Probe, width: int) -> dict[str, float]:
+    return _best_in_rounds(PREFILL_TYPES, lambda name: probe.prefill_rate(name, ROUND_REPEATS, width), ROUNDS)
+
+
 def _best_in_rounds(names: tuple[str, ...], timing: Callable[[str], float | None], rounds: int) -> dict[str, float]:
     """Each name's highest rate over `rounds` rounds, every name timed once a round."""
     best: dict[str, float] = {}
@@ -357,6 +411,10 @@ def measure(threads: int | None = None, stop_when_busy: bool = True) -> dict[str
     if stop_when_busy and so_far is not None and so_far > BUSY_LOAD:
         return {"threads": threads, "decode_rates": decode, "load": so_far, "stopped": "busy", "probe_seconds": 0.0}
     prefill = _best_in_rounds(PREFILL_TYPES, lambda name: probe.prefill_rate(name, ROUND_REPEATS), ROUNDS)
+    prefill_by_width = {str(width): _widths_rates(probe, width) for width in PREFILL_WIDTHS}
+    short_batch = _best_in_rounds(
+        PREFILL_TYPES, lambda name: probe.prefill_rate(name, ROUND_REPEATS, 1024, SHORT_BATCH), ROUNDS
+    )
     # beyond the cache: the same q8_0 mat-vec on a matrix no cache holds, and a plain f32 read
     large = probe.beyond_cache()
     bandwidth = probe.decode_rate("f32", BANDWIDTH_BYTES)
@@ -366,6 +424,11 @@ def measure(threads: int | None = None, stop_when_busy: bool = True) -> dict[str
         for width in ATTENTION_WIDTHS
     }
     hidden = probe.hidden_cell_seconds()
+    # a prompt's mask over a long chat's cells leaves the core's cache: each query head reads it again
+    plain = probe.attention_seconds(64, PREFILL_TOKENS, MASK_CELLS)
+    masked = probe.attention_seconds(64, PREFILL_TOKENS, MASK_CELLS, masked=True)
+    mask_seconds = max(0.0, masked - plain) if masked and plain else 0.0
+    elementwise = probe.elementwise_seconds()
     factor = min(1.0, large[0] / decode["q8_0"]) if large and decode.get("q8_0") else 1.0
     return {
         "threads": threads,
@@ -373,9 +436,13 @@ def measure(threads: int | None = None, stop_when_busy: bool = True) -> dict[str
         "op_seconds": per_op,
         "decode_rates": decode,
         "prefill_rates": prefill,
+        "prefill_rates_by_width": prefill_by_width,
+        "prefill_rates_short_batch": short_batch,
         "large_factor": factor,
         "row_seconds": large[1] if large else 0.0,
         "hidden_cell_seconds": hidden,
+        "mask_seconds": mask_seconds,
+        "elementwise_seconds": elementwise,
         "read_bandwidth": bandwidth,
         "attention_seconds": attention,
         "prefill_attention_seconds": prefill_attention,

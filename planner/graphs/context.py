@@ -246,15 +246,18 @@ class GraphContext:
         elif act in ("silu", "gelu", "relu"):
             if gated_par:
                 cur = g.glu_split(cur, tmp)
+                cur.act = act
                 gated_par = False
             else:
                 cur = g.unary(cur)
+                cur.act = act
                 if act == "gelu" and act_scales is not None:
                     cur = g.div(cur, act_scales)
         elif act == "relu_sqr":
             cur = g.sqr(g.unary(cur))
         elif act in ("swiglu", "geglu", "reglu"):
             cur = g.glu(cur)
+            cur.act = {"swiglu": "silu", "geglu": "gelu", "reglu": "relu"}[act]
         else:  # pragma: no cover - guarded by the builders
             raise ValueError(f"unknown activation {act}")
         if gated_par:
@@ -404,6 +407,7 @@ class GraphContext:
                 cur = g.mul(g.clamp(g.unary(cur)), up)
         elif act in ("silu", "gelu", "relu"):
             cur = g.glu_split(cur, up) if has_gate else g.unary(cur)
+            cur.act = act
         elif act == "swiglu_oai":
             cur = g.glu_split(cur, up)
         elif act == "relu_sqr":
