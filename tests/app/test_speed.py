@@ -24,7 +24,7 @@ from planner.anatomy import load_anatomy
 from planner.fit import solve
 from planner.gguf import read_gguf
 from planner.hardware import Host
-from planner.speed import TokenCost, predicted_decode, token_cost
+from planner.speed import CpuSpeed, TokenCost, predicted_decode, token_cost
 from tests.support.fake_gpus import (
     FakeNvidia,
     GiB,
@@ -92,6 +92,16 @@ def test_the_probe_times_ggml_on_this_cpu() -> None:
     assert all(0 < s < 1e-3 for s in figures["prefill_attention_seconds"].values())
     assert figures["threads"] == (os.cpu_count() or 1) and figures["rounds"] >= 2
     assert figures["load"] is not None and 0 <= figures["load"] <= 1.5
+    # the head widths models use, a prompt's mat-mul at the widths a tiny and a mid-sized model have, and
+    # the operations between the mat-muls
+    assert set(figures["attention_seconds"]) == {"32", "64", "80", "96", "128", "192", "256"}
+    assert set(figures["prefill_rates_by_width"]) == {"128", "1024"}
+    assert {"f16", "q8_0"} <= set(figures["prefill_rates_by_width"]["128"])  # a K-quant cannot be 128 wide
+    assert set(figures["elementwise_seconds"]) == {"rope", "norm", "gelu", "plain"}
+    assert all(0 < s < 1e-6 for s in figures["elementwise_seconds"].values())
+    assert 0 < figures["hidden_cell_seconds"] < 1e-6 and figures["row_seconds"] >= 0 and figures["mask_seconds"] >= 0
+    cpu = CpuSpeed.from_json(figures)
+    assert cpu.prefill_rates_short_batch and cpu.elementwise_seconds == figures["elementwise_seconds"]
 
 
 def _figures(**changes: object) -> dict:

@@ -444,3 +444,43 @@ def test_decode_attends_to_the_cells_in_use_and_skips_the_rest_of_the_padded_vie
     # 40 tokens in a view padded to 256 cells: 40 attended to, 216 hidden by the mask and skipped
     assert attention(40, 10e-9, 0.0) == pytest.approx(heads * 40 * 10e-9)
     assert attention(40, 0.0, 1e-9) == pytest.approx(heads * 216 * 1e-9)
+
+
+def test_a_prompts_mat_mul_rate_follows_the_matrix_width_and_a_short_batch(zoo: dict[str, Path]) -> None:
+    from dataclasses import replace
+
+    cpu = replace(
+        CPU,
+        prefill_rates={"q8_0": 100e9},  # 4096 wide
+        prefill_rates_by_width={"128": {"q8_0": 25e9}, "1024": {"q8_0": 200e9}},
+        prefill_rates_short_batch={"q8_0": 50e9},  # 32 tokens, 1024 wide
+    )
+    assert cpu.prefill_rate("q8_0")[0] == 100e9 and cpu.prefill_rate("q8_0", 4096)[0] == 100e9
+    assert cpu.prefill_rate("q8_0", 1024)[0] == pytest.approx(200e9)
+    assert cpu.prefill_rate("q8_0", 64)[0] == 25e9  # below the narrowest width timed: its rate
+    assert cpu.prefill_rate("q8_0", 256)[0] == pytest.approx(50e9)  # geometric: a third of the way
+    assert cpu.prefill_rate("q8_0", 1024, 32)[0] == pytest.approx(50e9)  # a chat turn's batch
+    assert cpu.prefill_rate("q8_0", 1024, 64)[0] == pytest.approx(100e9)  # halfway to 128 tokens
+    assert cpu.prefill_rate("q8_0", 1024, 512)[0] == pytest.approx(200e9)
+    # the tiny model's matrices are 128 and 256 wide: its prompt is priced at their rates
+    cost = token_cost(_plan(_model(zoo, "llama-q8_0")))
+    width = 2 ** (cost.devices[0].params_log_width["q8_0"] / cost.devices[0].params["q8_0"])
+    assert 128 < width < 256
+
+
+def test_the_operations_between_the_mat_muls_are_priced_per_element_by_kind(zoo: dict[str, Path]) -> None:
+    from dataclasses import replace
+
+    from planner.speed import prefill_seconds
+
+    llama = token_cost(_plan(_model(zoo, "llama-q8_0"))).devices[0].elements
+    gemma = token_cost(_plan(_model(zoo, "gemma3"))).devices[0].elements
+    # a rotary embedding of queries and keys, norms, and a SiLU gate priced as plain; Gemma's GELU gate apart
+    assert llama["rope"] > 0 and llama["norm"] > 0 and llama["plain"] > 0 and "gelu" not in llama
+    assert gemma["gelu"] > 0
+    cost = token_cost(_plan(_model(zoo, "gemma3")))
+    free = replace(CPU, elementwise_seconds={})
+    priced = replace(CPU, elementwise_seconds={"gelu": 1e-9, "plain": 0.0, "rope": 0.0, "norm": 0.0})
+    with_gelu, without = prefill_seconds(cost, 100, 0, priced).seconds, prefill_seconds(cost, 100, 0, free).seconds
+    assert with_gelu is not None and without is not None
+    assert with_gelu - without == pytest.approx(100 * gemma["gelu"] * 1e-9)
