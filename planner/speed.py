@@ -132,6 +132,18 @@ DECODE_FALLBACK = {
     "q1_0": "q2_K",
     "q2_0": "q2_K",
 }
+# a type the device probe did not time (app/speed/device_probe.py: TYPES): the nearest one it did
+DEVICE_FALLBACK = {
+    "f32": "f16",
+    "bf16": "f16",
+    "q4_1": "q4_0",
+    "q5_1": "q5_0",
+    "q2_K": "q4_K",
+    "q3_K": "q4_K",
+    "iq4_nl": "q4_0",
+    "iq4_xs": "q4_K",
+    "mxfp4": "q4_0",
+}
 PREFILL_FALLBACK = {
     "f32": "f16",
     "bf16": "f16",
@@ -589,6 +601,21 @@ class GpuSpeed:
     source: str = ""
     measured: bool = False  # timed on the device (a mat-vec through ggml), not read off a spec sheet
     pending: str = ""  # why its figure is still being measured (a probe disturbed by other programs)
+    type_rates: dict[str, float] = field(default_factory=dict)  # ggml type -> bytes/s of its mat-vec, timed there
+    op_seconds: float | None = None  # what each operation of a graph adds there, timed (None: GPU_OP_SECONDS)
+    graph_seconds: float | None = None  # a one-operation graph there, timed (None: GPU_GRAPH_SECONDS)
+
+    def weights_seconds(self, weights: dict[str, int]) -> float | None:
+        """Seconds the device's mat-vecs take over these bytes per type, at the rates timed there (the
+        nearest timed type for another); None where no type was timed."""
+        if not self.type_rates:
+            return None
+        slowest = min(self.type_rates.values())
+        total = 0.0
+        for name, nbytes in weights.items():
+            timed = name if name in self.type_rates else DEVICE_FALLBACK.get(name, "")
+            total += nbytes / self.type_rates.get(timed, slowest)
+        return total
 
 
 @dataclass(frozen=True)
@@ -793,9 +820,16 @@ def decode_seconds(cost: TokenCost, fill: int, cpu: CpuSpeed | None, gpus: dict[
                 parts.append((d, None, PENDING if gpu and gpu.pending else UNKNOWN, why))
                 missing = True
                 continue
-            # a rate timed on the device is what its kernels reach: no spec-sheet efficiency on top
+            # a rate timed on the device is what its kernels reach: no spec-sheet efficiency on top; where each
+            # weight type was timed there, its own rate (a quantized type's shader dequantizes as it reads)
             efficiency = 1.0 if gpu.measured else GPU_EFFICIENCY
-            seconds = GPU_GRAPH_SECONDS + d.ops * GPU_OP_SECONDS + streamed / (gpu.bandwidth * efficiency)
+            start = GPU_GRAPH_SECONDS if gpu.graph_seconds is None else gpu.graph_seconds
+            seconds = start + d.ops * (GPU_OP_SECONDS if gpu.op_seconds is None else gpu.op_seconds)
+            by_type = gpu.weights_seconds(d.weights)
+            if by_type is None:
+                seconds += streamed / (gpu.bandwidth * efficiency)
+            else:
+                seconds += by_type + (kv + d.state_bytes) / gpu.bandwidth
             parts.append((d, seconds, MEASURED if gpu.measured else TABLE, gpu.source))
             if not gpu.measured:
                 basis = TABLE

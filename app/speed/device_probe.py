@@ -15,18 +15,27 @@ child process (a GPU runtime must stay out of the app's process; see app/devices
 from __future__ import annotations
 
 import ctypes
+import functools
 import json
 import sys
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from app.native import GGMLUnavailable, libraries
 from app.speed.probe import OthersLoad
 
+Timed = TypeVar("Timed")
 GGML_TYPE_F32, GGML_TYPE_F16 = 0, 1
 ROW = 4096  # elements per row (a typical n_embd)
 MATRIX_BYTES = 64 << 20  # beyond a GPU's L2; within lavapipe's 128 MiB maxStorageBufferRange
 REPEATS = 5
+# the weight types whose mat-vec is timed on the device (a quantized type's shader dequantizes as it reads:
+# on lavapipe a q4_K matrix streams at a fraction of an F16 one's bytes per second); others take the
+# nearest (planner.speed.DEVICE_FALLBACK)
+TYPES = ("f16", "q8_0", "q4_0", "q5_0", "q4_K", "q5_K", "q6_K")
+TYPE_IDS = {"f16": 1, "q4_0": 2, "q5_0": 6, "q8_0": 8, "q4_K": 12, "q5_K": 13, "q6_K": 14}
+N_OPS = 256  # additions in the graph that times a device's cost per operation
 
 
 class _InitParams(ctypes.Structure):
@@ -44,6 +53,9 @@ def _declare(ggml: ctypes.CDLL) -> None:
         ("ggml_init", vp, [_InitParams]),
         ("ggml_free", None, [vp]),
         ("ggml_new_tensor_2d", vp, [vp, ctypes.c_int, i64, i64]),
+        ("ggml_new_tensor_1d", vp, [vp, ctypes.c_int, i64]),
+        ("ggml_row_size", size, [ctypes.c_int, i64]),
+        ("ggml_add", vp, [vp, vp, vp]),
         ("ggml_mul_mat", vp, [vp, vp, vp]),
         ("ggml_new_graph", vp, [vp]),
         ("ggml_build_forward_expand", None, [vp, vp]),
@@ -64,9 +76,11 @@ def matrix_bytes(max_tensor: int | None) -> int:
 
 
 def measure(device: str, n_bytes: int = MATRIX_BYTES) -> dict[str, Any]:
-    """{"bandwidth": bytes per second, "bytes": the matrix, "seconds": its best mat-vec, "load": the share of
-    the CPUs other programs used meanwhile (None: unknown)} on `device`. The load matters: a device driven
-    from the CPU, or one that is the CPU (lavapipe), is slowed by whatever else runs there."""
+    """{"bandwidth": bytes per second of an F16 mat-vec, "bytes": its matrix, "seconds": its best run,
+    "type_rates": bytes per second of each weight type's mat-vec (TYPES, on a matrix a quarter the size),
+    "graph_seconds" and "op_seconds": a one-operation graph and each further operation, "load": the share
+    of the CPUs other programs used meanwhile (None: unknown)} on `device`. The load matters: a device
+    driven from the CPU, or one that is the CPU (lavapipe), is slowed by whatever else runs there."""
     load = OthersLoad()
     ggml, _ = libraries()
     try:
@@ -76,14 +90,50 @@ def measure(device: str, n_bytes: int = MATRIX_BYTES) -> dict[str, Any]:
     dev = ggml.ggml_backend_dev_by_name(device.encode())
     if not dev:
         raise GGMLUnavailable(f"llama.cpp has no device named {device}")
+    n_bytes, seconds = _on_backend(ggml, dev, device, lambda backend: _mat_vec(ggml, backend, device, "f16", n_bytes))
+    rates = {"f16": n_bytes / seconds}
+    for name in TYPES:
+        if name not in rates:
+            size, took = _on_backend(ggml, dev, device, functools.partial(_quarter, ggml, device, name, n_bytes))
+            rates[name] = size / took
+    start, per_op = _on_backend(ggml, dev, device, lambda backend: _op_seconds(ggml, backend, device))
+    return {
+        "bandwidth": n_bytes / seconds,
+        "bytes": n_bytes,
+        "seconds": seconds,
+        "type_rates": rates,
+        "graph_seconds": start,
+        "op_seconds": per_op,
+        "load": load.share(),
+    }
+
+
+def _quarter(ggml: ctypes.CDLL, device: str, name: str, n_bytes: int, backend: int) -> tuple[int, float]:
+    return _mat_vec(ggml, backend, device, name, n_bytes // 4)
+
+
+def _on_backend(ggml: ctypes.CDLL, dev: int, device: str, timing: Callable[[int], Timed]) -> Timed:
+    """`timing` on a backend of its own: ggml-vulkan keeps state between graphs, and a graph run after
+    another's tensors were freed crashed it ("corrupted double-linked list")."""
     backend = ggml.ggml_backend_dev_init(dev, None)
     if not backend:
         raise GGMLUnavailable(f"{device} could not be started")
-    rows = n_bytes // (ROW * 2)
+    try:
+        return timing(backend)
+    finally:
+        ggml.ggml_backend_free(backend)
+
+
+def _mat_vec(ggml: ctypes.CDLL, backend: int, device: str, name: str, n_bytes: int) -> tuple[int, float]:
+    """(bytes, best seconds) of one mat-vec of a `name` matrix of about `n_bytes` on the device (zeros: a
+    shader does the same work whatever the values)."""
+    type_id = TYPE_IDS[name]
+    row = ggml.ggml_row_size(type_id, ROW)
+    rows = max(n_bytes // row, 1)
     ctx = ggml.ggml_init(_InitParams(ggml.ggml_tensor_overhead() * 8 + ggml.ggml_graph_overhead(), None, True))
     buffer = None
     try:
-        matrix = ggml.ggml_new_tensor_2d(ctx, GGML_TYPE_F16, ROW, rows)
+        matrix = ggml.ggml_new_tensor_2d(ctx, type_id, ROW, rows)
         vector = ggml.ggml_new_tensor_2d(ctx, GGML_TYPE_F32, ROW, 1)
         graph = ggml.ggml_new_graph(ctx)
         ggml.ggml_build_forward_expand(graph, ggml.ggml_mul_mat(ctx, matrix, vector))
@@ -95,17 +145,50 @@ def measure(device: str, n_bytes: int = MATRIX_BYTES) -> dict[str, Any]:
         for _ in range(REPEATS + 1):  # the first run builds the pipelines: not counted
             start = time.perf_counter()
             if ggml.ggml_backend_graph_compute(backend, graph) != 0:
-                raise GGMLUnavailable(f"{device} failed to run the probe's mat-vec")
+                raise GGMLUnavailable(f"{device} failed to run the probe's {name} mat-vec")
             ggml.ggml_backend_synchronize(backend)
             times.append(time.perf_counter() - start)
-        seconds = min(times[1:])
-        bandwidth = rows * ROW * 2 / seconds
-        return {"bandwidth": bandwidth, "bytes": rows * ROW * 2, "seconds": seconds, "load": load.share()}
+        return rows * row, min(times[1:])
     finally:
         if buffer:
             ggml.ggml_backend_buffer_free(buffer)
         ggml.ggml_free(ctx)
-        ggml.ggml_backend_free(backend)
+
+
+def _op_seconds(ggml: ctypes.CDLL, backend: int, device: str) -> tuple[float, float]:
+    """(a one-operation graph's seconds, what each further operation adds) on the device: a token's graph
+    runs hundreds of small operations, and a device's cost per operation decides a small model's speed (a
+    CUDA graph's kernel takes microseconds; lavapipe's dispatch, on the CPU, far more)."""
+    times = {}
+    for n_ops in (1, N_OPS):
+        ctx = ggml.ggml_init(
+            _InitParams(ggml.ggml_tensor_overhead() * (n_ops + 4) + ggml.ggml_graph_overhead(), None, True)
+        )
+        buffer = None
+        try:
+            a = ggml.ggml_new_tensor_1d(ctx, GGML_TYPE_F32, 256)
+            x = a
+            for _ in range(n_ops):
+                x = ggml.ggml_add(ctx, x, a)
+            graph = ggml.ggml_new_graph(ctx)
+            ggml.ggml_build_forward_expand(graph, x)
+            buffer = ggml.ggml_backend_alloc_ctx_tensors(ctx, backend)
+            if not buffer:
+                raise GGMLUnavailable(f"{device} could not hold the probe's {n_ops} additions")
+            ggml.ggml_backend_buffer_clear(buffer, 0)
+            best = float("inf")
+            for _ in range(REPEATS + 1):
+                started = time.perf_counter()
+                if ggml.ggml_backend_graph_compute(backend, graph) != 0:
+                    raise GGMLUnavailable(f"{device} failed to run the probe's additions")
+                ggml.ggml_backend_synchronize(backend)
+                best = min(best, time.perf_counter() - started)
+            times[n_ops] = best
+        finally:
+            if buffer:
+                ggml.ggml_backend_buffer_free(buffer)
+            ggml.ggml_free(ctx)
+    return times[1], max(0.0, (times[N_OPS] - times[1]) / (N_OPS - 1))
 
 
 def _main() -> None:

@@ -27,7 +27,7 @@ from planner.hardware import Device
 from planner.speed import GpuSpeed
 
 DEVICES_FILE = "devices.json"
-PROBE_FORMAT = 1  # bump when the device probe measures differently
+PROBE_FORMAT = 2  # bump when the device probe measures differently
 PROBE_TIMEOUT = 120  # lavapipe builds the shader's pipeline on the CPU first
 _lock = threading.Lock()
 _memo: dict[str, tuple[GpuSpeed, float | None]] = {}  # the answer, and until when (None: for good)
@@ -64,11 +64,27 @@ def _speed(d: Device, data: dict[str, Any]) -> GpuSpeed:
     if isinstance(bandwidth, (int, float)) and bandwidth > 0:
         what = f"{d.name} ({d.description})" if d.description else d.name
         mib = int(data.get("bytes", 0)) >> 20
+        rates = {
+            str(k): float(v) for k, v in (data.get("type_rates") or {}).items() if isinstance(v, (int, float)) and v > 0
+        }
+        op = data.get("op_seconds")
+        start = data.get("graph_seconds")
+        per_type = ", ".join(f"{k} {v / 1e9:.2f}" for k, v in rates.items() if k != "f16")
         source = (
-            f"measured on {what}: one {mib} MiB F16 mat-vec through ggml-vulkan, {bandwidth / 1e9:.2f} GB/s "
-            "(no memory clock is reported for Vulkan devices)"
+            f"measured on {what}: one {mib} MiB F16 mat-vec through ggml-vulkan, {bandwidth / 1e9:.2f} GB/s"
+            + (f" ({per_type} GB/s)" if per_type else "")
+            + (f", {op * 1e6:.0f} µs an operation" if isinstance(op, (int, float)) else "")
+            + " (no memory clock is reported for Vulkan devices)"
         )
-        return GpuSpeed(d.name, float(bandwidth), source, measured=True)
+        return GpuSpeed(
+            d.name,
+            float(bandwidth),
+            source,
+            measured=True,
+            type_rates=rates,
+            op_seconds=float(op) if isinstance(op, (int, float)) else None,
+            graph_seconds=float(start) if isinstance(start, (int, float)) else None,
+        )
     why = data.get("error") or "no figure"
     return GpuSpeed(d.name, None, f"no memory bandwidth reported for {d.name} (vulkan), and timing one failed: {why}")
 

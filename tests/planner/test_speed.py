@@ -484,3 +484,29 @@ def test_the_operations_between_the_mat_muls_are_priced_per_element_by_kind(zoo:
     with_gelu, without = prefill_seconds(cost, 100, 0, priced).seconds, prefill_seconds(cost, 100, 0, free).seconds
     assert with_gelu is not None and without is not None
     assert with_gelu - without == pytest.approx(100 * gemma["gelu"] * 1e-9)
+
+
+def test_a_device_timed_per_weight_type_and_per_operation_is_priced_so(zoo: dict[str, Path]) -> None:
+    (card,) = simulated_gpus([8 * GiB], backend="vulkan")
+    model = _model(zoo, "llama-q4_k")
+    cost = token_cost(_plan(model, [card], ngl=model.n_layer + 1))
+    device = next(d for d in cost.devices if not d.is_host)
+    plain = GpuSpeed(card.name, 2e9, "timed", measured=True)
+    timed = GpuSpeed(
+        card.name,
+        2e9,
+        "timed",
+        measured=True,
+        type_rates={"f16": 2e9, "q4_K": 0.5e9},
+        op_seconds=20e-6,
+        graph_seconds=1e-4,
+    )
+    at_plain, at_timed = (
+        predicted_decode(cost, 0, CPU, {card.name: plain}),
+        predicted_decode(cost, 0, CPU, {card.name: timed}),
+    )
+    assert at_plain and at_timed and at_timed < at_plain
+    # a q4_K byte at its own rate (q6_K, not timed, at q4_K's: the nearest), every operation at the device's cost
+    extra = sum(n / 0.5e9 - n / 2e9 for t, n in device.weights.items() if t in ("q4_K", "q6_K"))
+    extra += device.ops * (20e-6 - 1.5e-6) + (1e-4 - 150e-6)
+    assert 1 / at_timed - 1 / at_plain == pytest.approx(extra, rel=1e-6)

@@ -135,3 +135,5 @@ def test_speed_on_vulkan0_is_timed_on_the_device() -> None:
     speed = gpu_speeds(vulkan_devices()[:1])["Vulkan0"]
     assert speed.bandwidth and speed.bandwidth > 1e6, speed
     assert speed.source.startswith("measured on Vulkan0") and "mat-vec through ggml-vulkan" in speed.source
+    # each weight type's mat-vec and a graph's operation timed there too: quantized shaders dequantize as they read
+    assert {"q4_K", "q8_0", "q6_K"} <= set(speed.type_rates) and speed.op_seconds and speed.op_seconds > 0
