@@ -21,9 +21,10 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from planner.errors import PlannerError
 from planner.fit import SMALLEST_CONTEXT, FitResult, Wishes, solve
 from planner.hardware import Device, Host, MiB, format_size
-from planner.memory import DeviceUsage, MemoryPlan
+from planner.memory import DeviceUsage, MemoryPlan, plan_memory
 from planner.model import ModelAnatomy
 
 SHRINK = 0.85
@@ -67,10 +68,16 @@ def safer_plan(
         blamed = used_gpus
         host_failed = not used_gpus
 
-    # no device is offered more than the failed plan used on it; the blamed ones less
+    # no device is offered more than the failed plan used on it; the blamed ones less. What a device is now
+    # known to hold beside the buffers (the failure itself taught it: app.devices.learned_overhead) is
+    # added to its budget: the new plan counts it, and the shrink already asks for less, so it counts once
     budgets = {d.name: d.planned for d in failed.gpus}
     budgets.update({d.name: _shrunk(d) for d in blamed})
-    gpus = [_offer(g, budgets[g.name], _usage(failed, g.name)) if g.name in budgets else g for g in gpus]
+    rises = _overhead_rises(model, failed, gpus, host)
+    gpus = [
+        _offer(g, budgets[g.name] + rises.get(g.name, 0), _usage(failed, g.name)) if g.name in budgets else g
+        for g in gpus
+    ]
     if host_failed:
         ctx = failed.resolved.n_ctx // 2
         if ctx < SMALLEST_CONTEXT:
@@ -109,6 +116,19 @@ def wishes_for(plan: MemoryPlan) -> Wishes:
     )
 
 
+def _overhead_rises(model: ModelAnatomy, failed: MemoryPlan, gpus: list[Device], host: Host) -> dict[str, int]:
+    """How much more each device is known to hold beside the buffers than when `failed` was planned (the
+    devices read again after the failure carry what it taught)."""
+    if not any(g.learned is not None for g in gpus):
+        return {}
+    try:
+        now = plan_memory(model, failed.config, gpus, host, with_compute=False, projector=failed.projector)
+    except PlannerError:
+        return {}
+    before = {d.name: d.overhead for d in failed.gpus}
+    return {d.name: d.overhead - before[d.name] for d in now.gpus if d.name in before and d.overhead > before[d.name]}
+
+
 def _shrunk(usage: DeviceUsage) -> int:
     return min(int(usage.planned * SHRINK), usage.planned - MIN_CUT)
 
@@ -139,7 +159,13 @@ def describe_changes(before: MemoryPlan, after: MemoryPlan) -> list[str]:
     if after.config.flash_attn != before.config.flash_attn:
         changes.append(f"flash attention {'on' if after.config.flash_attn else 'off'}")
     for b, a in zip(before.gpus, after.gpus):
-        if a.planned < b.planned:
+        if a.overhead > b.overhead and a.planned - a.overhead < b.planned - b.overhead:
+            # the device holds more beside the buffers than planned: the buffers are what shrank
+            changes.append(
+                f"{a.name} buffers {format_size(b.planned - b.overhead)} → {format_size(a.planned - a.overhead)} "
+                f"(it holds {format_size(a.overhead - b.overhead)} more beside them than planned)"
+            )
+        elif a.planned < b.planned:
             changes.append(f"{a.name} {format_size(b.planned)} → {format_size(a.planned)}")
     if after.host.planned < before.host.planned and not after.gpus:
         changes.append(f"host RAM {format_size(before.host.planned)} → {format_size(after.host.planned)}")

@@ -81,3 +81,25 @@ def test_only_the_blamed_gpu_shrinks(llama8b) -> None:
     retry = safer_plan(llama8b, first, gpus, HOST, failed_devices={gpus[1].name})
     assert retry is not None
     assert retry.plan.gpus[1].planned < first.gpus[1].planned
+
+
+def test_what_the_failure_taught_the_device_is_counted_once(llama8b) -> None:
+    """The chat reads the devices again after a failed load, and the failure raised what the GPU is known to
+    hold beside the buffers: the retry must not take that rise out of its shrunk budget a second time (it
+    dropped a chat on lavapipe to 0 GPU layers where the command line kept 3)."""
+    import dataclasses
+
+    from planner.hardware import LearnedOverhead
+
+    gpus = simulated_gpus([8 * GiB])
+    first = solve(llama8b, gpus, HOST).plan
+    as_before = safer_plan(llama8b, first, gpus, HOST, failed_devices={gpus[0].name})
+    taught = [dataclasses.replace(gpus[0], learned=LearnedOverhead(context=2 * GiB, raised_by="a failed load"))]
+    read_again = safer_plan(llama8b, first, taught, HOST, failed_devices={gpus[0].name})
+    assert as_before is not None and read_again is not None
+    assert read_again.plan.gpus[0].overhead > first.gpus[0].overhead  # the new plan counts what was taught
+    assert read_again.plan.layers_on_gpu == as_before.plan.layers_on_gpu > 0
+    # and says that the buffers shrank, beside what the device holds more
+    assert any(
+        c.startswith(f"{gpus[0].name} buffers ") and "more beside them than planned" in c for c in read_again.changes
+    )
