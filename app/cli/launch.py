@@ -13,6 +13,23 @@ from app.errors import UsageError
 if TYPE_CHECKING:
     import argparse
 
+    from app.tui.services import PlanKnobs
+
+ALL_LAYERS = 9999  # --ngl -1 in the picker's field: more layers than any model has, so every one
+
+
+def knobs_of(args: argparse.Namespace) -> PlanKnobs:
+    """The plan knobs the app's picker has fields for (--ctx, --ctk, --ngl, --fa; --ngl -1: every layer)."""
+    from app.tui.services import PlanKnobs
+
+    ngl = getattr(args, "ngl", None)
+    return PlanKnobs(
+        ctx=str(args.ctx) if getattr(args, "ctx", None) else "",
+        kv=getattr(args, "ctk", None) or "auto",
+        ngl="" if ngl is None else str(ngl if ngl >= 0 else ALL_LAYERS),
+        fa=getattr(args, "fa", None) or "auto",
+    )
+
 
 def run_app(args: argparse.Namespace) -> int:
     """The Textual app: the picker, or MODEL planned and loaded."""
@@ -71,6 +88,7 @@ def run_app(args: argparse.Namespace) -> int:
                 cpu=args.cpu,
                 gpu=list(args.gpu),
                 continue_chat=continue_chat,
+                knobs=knobs_of(args),
             )
         )
 

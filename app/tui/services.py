@@ -42,6 +42,18 @@ class AppOptions:
     engine_factory: Callable[[], EngineLike] | None = None  # None: llama.cpp in an engine process
     store_path: Path | None = None
     continue_chat: bool = False  # open the last chat with its model (`--continue`, the continue_last_chat setting)
+    # the command line's plan knobs (--ctx, --ctk, --ngl, --fa): the picker's fields start with them
+    knobs: PlanKnobs = field(default_factory=lambda: PlanKnobs())
+
+
+@dataclass(frozen=True)
+class PlanKnobs:
+    """What the command line asked of the plan, as the picker's fields take it ("" / "auto": the planner's)."""
+
+    ctx: str = ""
+    kv: str = "auto"
+    ngl: str = ""
+    fa: str = "auto"
 
 
 class Services:

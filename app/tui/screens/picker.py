@@ -64,7 +64,7 @@ DEMO_STATUS = "preparing the demo model (once)"
 
 
 if TYPE_CHECKING:  # the planner itself is imported by the plan worker, after the list is drawn
-    from app.tui.services import Services
+    from app.tui.services import PlanKnobs, Services
     from planner.fit import FitResult
     from planner.model import ModelAnatomy
     from planner.speed import SpeedPrediction
@@ -92,6 +92,7 @@ class PickerScreen(Screen):
         self.services = services
         self.preselect = os.path.abspath(preselect) if preselect else None
         self.autoload = autoload
+        self._knobs_used = False  # the command line's plan knobs apply to its model's first selection
         self.entries: dict[str, CatalogEntry] = {}
         self.anatomies: dict[str, ModelAnatomy] = {}
         self.selected: str | None = None
@@ -552,13 +553,24 @@ class PickerScreen(Screen):
         if event.row_key.value == self.selected:
             self.action_load()
 
+    def _knobs_for(self, path: str) -> PlanKnobs:
+        """The fields a selected model starts with: the command line's knobs for the model it named (`vramchat
+        MODEL --ctx 512`), the first time it is selected; else the planner's own (every field on auto)."""
+        from app.tui.services import PlanKnobs
+
+        if path == self.preselect and not self._knobs_used:
+            self._knobs_used = True
+            return self.services.options.knobs
+        return PlanKnobs()
+
     def select(self, path: str, plan_after_refresh: bool = False) -> None:
         self.selected = path
         self.result = None
-        for field_id in ("#ctx", "#ngl"):
-            self.query_one(field_id, Input).value = ""
-        self.query_one("#kv", Select).value = "auto"
-        self.query_one("#fa", Select).value = "auto"
+        knobs = self._knobs_for(path)
+        self.query_one("#ctx", Input).value = knobs.ctx
+        self.query_one("#ngl", Input).value = knobs.ngl
+        self.query_one("#kv", Select).value = knobs.kv if knobs.kv in KV_CHOICES else "auto"
+        self.query_one("#fa", Select).value = knobs.fa if knobs.fa in FA_CHOICES else "auto"
         entry = self.entries.get(path)
         vision = entry is not None and bool(entry.file.projectors)
         self.query_one("#vision", Select).value = "on"  # a vision model loads its projector unless told not to
