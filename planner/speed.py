@@ -158,8 +158,8 @@ PREFILL_FALLBACK = {
 }
 _EXPERT_RE = re.compile(EXPERT_TENSOR)
 _EMPTY_OPS = frozenset({"NONE", "VIEW", "RESHAPE", "PERMUTE", "TRANSPOSE"})
-# the operations between the mat-muls, priced per element by kind (the probe times one of each: a GELU costs
-# ten times a SiLU's gate, 1.2 ns an element on 2 EPYC cores); the rest of them ("plain": adds, multiplies,
+# the operations between the mat-muls, priced per element by kind (the probe times one of each: a GELU gate
+# costs ten times an add, 0.9 ns an element on 2 EPYC cores); the rest of them ("plain": adds, multiplies,
 # other activations, copies) at an add's price
 ELEMENTWISE_KINDS = {"ROPE": "rope", "RMS_NORM": "norm", "NORM": "norm", "L2_NORM": "norm", "GROUP_NORM": "norm"}
 # priced otherwise: the mat-muls by their weights, attention by its cells (a softmax's size is the cache's)
@@ -187,7 +187,7 @@ class CpuSpeed:
     prefill_attention_seconds: dict[str, float] = field(default_factory=dict)
     row_seconds: float = 0.0  # what each row of a matrix streamed from memory adds (q8_0, beyond the cache)
     hidden_cell_seconds: float = 0.0  # a cell the mask hides, per query head: skipped, not computed
-    # what the mask adds to a prompt's attention per cell, query and head over a MASK_LONG_VIEW-cell view
+    # what the mask adds to a prompt's attention per cell, query and head over a view of 8 x MASK_SHORT_VIEW cells
     mask_seconds: float = 0.0
     # row width -> ggml type -> FLOP/s of a 128-token mat-mul of that width (`prefill_rates` is 4096 wide)
     prefill_rates_by_width: dict[str, dict[str, float]] = field(default_factory=dict)
@@ -228,7 +228,7 @@ class CpuSpeed:
         timed; 0: the probe's 4096), over a batch of `tokens` (under 128, slower: geometric down to the
         rate timed at SHORT_BATCH; 0: 128), and the timed type used when this one was not."""
         name, used = _timed(type_name, self.prefill_rates, PREFILL_FALLBACK)
-        rate, used = self._width_rate(name, used, width)
+        rate = self._width_rate(name, width)
         wide = self.prefill_rates_by_width.get("1024", {}).get(name)
         short = self.prefill_rates_short_batch.get(name)
         if tokens and tokens < PREFILL_BATCH and wide and short and short < wide:
@@ -236,20 +236,21 @@ class CpuSpeed:
             rate *= (short / wide) ** share
         return rate, used
 
-    def _width_rate(self, name: str, used: str | None, width: float) -> tuple[float, str | None]:
+    def _width_rate(self, name: str, width: float) -> float:
+        """The timed type's prompt mat-mul rate at this row width (0: the probe's 4096)."""
         rate = self.prefill_rates.get(name) or min(self.prefill_rates.values())
         points = sorted(
             [(PREFILL_ROW, rate)] + [(int(w), r[name]) for w, r in self.prefill_rates_by_width.items() if r.get(name)]
         )
         if width <= 0 or len(points) == 1:
-            return rate, used
+            return rate
         if width <= points[0][0]:
-            return points[0][1], used
+            return points[0][1]
         for (w0, r0), (w1, r1) in itertools.pairwise(points):
             if width <= w1:
                 share = math.log(width / w0) / math.log(w1 / w0)
-                return float(r0 * (r1 / r0) ** share), used
-        return points[-1][1], used
+                return float(r0 * (r1 / r0) ** share)
+        return points[-1][1]
 
     def elementwise(self, elements: dict[str, int]) -> float:
         """Seconds the operations between the mat-muls take over these elements (by kind)."""

@@ -75,8 +75,8 @@ async def open_chat(app: VramchatApp, pilot) -> ChatScreen:
     return screen
 
 
-async def send_and_wait(app: VramchatApp, pilot, text: str) -> None:
-    """Type `text` into the message box, send it, and wait for the whole reply."""
+async def send(app: VramchatApp, pilot, text: str) -> None:
+    """Put `text` in the message box and press Enter (what follows is the test's to wait for)."""
     from app.tui.widgets.chat_input import ChatInput
 
     box = app.screen.query_one(ChatInput)
@@ -84,7 +84,12 @@ async def send_and_wait(app: VramchatApp, pilot, text: str) -> None:
     box.load_text(text)
     await pilot.press("enter")
     await pilot.pause(0.05)
-    await wait_for(pilot, reply_done(app))
+
+
+async def send_and_wait(app: VramchatApp, pilot, text: str, timeout: float = 20.0) -> None:
+    """Type `text` into the message box, send it, and wait for the whole reply."""
+    await send(app, pilot, text)
+    await wait_for(pilot, reply_done(app), timeout=timeout)
     await pilot.pause(0.05)
 
 

@@ -15,7 +15,7 @@ from app.tui.screens.help import HelpScreen
 from app.tui.screens.picker import PickerScreen
 from app.tui.widgets.message_view import MessageView
 from tests.support.fake_engine import FakeEngine
-from tests.support.tui_helpers import make_app, model_loaded, picker_ready, reply_done, screen_text, wait_for
+from tests.support.tui_helpers import make_app, model_loaded, picker_ready, reply_done, screen_text, send, wait_for
 
 SIZE = (120, 40)
 
@@ -30,14 +30,6 @@ async def loaded_chat(app, pilot) -> ChatScreen:
     await wait_for(pilot, model_loaded(app))
     assert isinstance(app.screen, ChatScreen)
     return app.screen
-
-
-async def send(app, pilot, text: str) -> None:
-    box = app.screen.query_one("#input")
-    box.focus()
-    box.load_text(text)
-    await pilot.press("enter")
-    await pilot.pause(0.05)
 
 
 def status(chat: ChatScreen) -> str:

@@ -43,13 +43,10 @@ REPLY = "The capital of France is **Paris**. It has been the capital since the t
 
 
 @pytest.fixture
-def shelf(tmp_path: Path, zoo: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("VRAMCHAT_DEVICES", "8GiB/1GiB,ram=32GiB/8GiB")
-    root = tmp_path / "shelf"
-    root.mkdir()
-    shutil.copy(zoo["llama-f16"], root / "llama-f16.gguf")
-    shutil.copy(zoo["qwen3-hd"], root / "a-model-with-quite-a-long-file-name-q4_k_m.gguf")
-    return root
+def shelf(shelf: Path, zoo: dict[str, Path]) -> Path:
+    """The shared shelf, with a second model whose long file name the layouts must fit."""
+    shutil.copy(zoo["qwen3-hd"], shelf / "a-model-with-quite-a-long-file-name-q4_k_m.gguf")
+    return shelf
 
 
 def _whole(app) -> None:

@@ -12,19 +12,10 @@ from textual.widgets._collapsible import CollapsibleTitle
 from app.reasoning import split_reply
 from app.settings import Settings
 from app.tui.widgets.chat.thought import ThoughtFold
-from app.tui.widgets.chat_input import ChatInput
 from app.tui.widgets.message_view import MessageView
 from tests.support.fake_engine import FakeEngine
 from tests.support.thinking import RECORDED, write_thinking_model
-from tests.support.tui_helpers import make_app, model_loaded, reply_done, screen_text, wait_for
-
-
-async def _send(app, pilot, text: str) -> None:
-    box = app.screen.query_one(ChatInput)
-    box.focus()
-    box.load_text(text)
-    await pilot.press("enter")
-    await pilot.pause(0.05)
+from tests.support.tui_helpers import make_app, model_loaded, reply_done, screen_text, send, wait_for
 
 
 def _screen(app) -> str:
@@ -38,7 +29,7 @@ async def test_a_thinking_models_reply_shows_folded_with_its_time(tmp_path: Path
     app = make_app(None, model=str(path), settings=settings, real_engine=True)
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, model_loaded(app), timeout=60)
-        await _send(app, pilot, "What is 7 times 8?")
+        await send(app, pilot, "What is 7 times 8?")
         await wait_for(pilot, reply_done(app), timeout=60)
         await pilot.pause(0.1)
         view = list(app.screen.query(MessageView))[-1]
@@ -72,7 +63,7 @@ async def test_while_it_thinks_the_fold_counts_and_the_answer_shows_below(zoo: d
     app = make_app(None, engine=engine, model=str(zoo["qwen3-hd"]))
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, model_loaded(app))
-        await _send(app, pilot, "What is the capital of France?")
+        await send(app, pilot, "What is the capital of France?")
         await wait_for(pilot, lambda: bool(list(app.screen.query(ThoughtFold))))
         fold = app.screen.query_one(ThoughtFold)
         assert fold.title.startswith("Thinking… ")
@@ -95,7 +86,7 @@ async def test_f9_turns_thinking_off_for_this_chat_only_and_the_chat_keeps_it(tm
         await wait_for(pilot, model_loaded(app))
         chat = app.screen
         await pilot.press("f9")  # before the chat's first message: it goes with the chat that message starts
-        await _send(app, pilot, "What is 7 times 8?")
+        await send(app, pilot, "What is 7 times 8?")
         await wait_for(pilot, reply_done(app))
         assert chat.conversation is not None and not thinking_of(chat)
         kept = app.store.conversation(chat.conversation.id)

@@ -17,20 +17,12 @@ from app.tui.widgets.chat_input import ChatInput
 from app.tui.widgets.message_view import MessageView
 from app.tui.widgets.picture import Picture
 from tests.support.fake_engine import FakeEngine
-from tests.support.tui_helpers import make_app, model_loaded, picker_ready, reply_done, wait_for
+from tests.support.tui_helpers import make_app, model_loaded, picker_ready, reply_done, send, wait_for
 from tests.support.vision import write_picture, write_vision_pair
 
 
 def _pending(app) -> list[str]:
     return [a.name for a in app.screen.pending]
-
-
-async def _type(app, pilot, text: str) -> None:
-    box = app.screen.query_one(ChatInput)
-    box.focus()
-    box.load_text(text)
-    await pilot.press("enter")
-    await pilot.pause(0.05)
 
 
 def _stored_files() -> list[Path]:
@@ -50,10 +42,10 @@ async def test_a_picture_sent_answered_and_found_again_when_the_chat_is_reopened
         await wait_for(pilot, model_loaded(app), timeout=90)
         chat = app.screen
         assert isinstance(chat, ChatScreen) and app.session.model is not None and app.session.model.sees
-        await _type(app, pilot, f"/image '{picture}'")
+        await send(app, pilot, f"/image '{picture}'")
         await wait_for(pilot, lambda: _pending(app) == ["my picture.png"])
         assert "my picture.png" in str(chat.query_one("#attachments").render())
-        await _type(app, pilot, "What is in this picture?")
+        await send(app, pilot, "What is in this picture?")
         await wait_for(pilot, reply_done(app), timeout=90)
         await pilot.pause(0.1)
         user, reply = list(chat.query(MessageView))[-2:]
@@ -109,16 +101,16 @@ async def test_a_dropped_file_a_pasted_path_and_a_picture_sent_twice_kept_once(t
         await pilot.pause(0.1)
         assert box.text == "some words, not a file"
         box.clear()
-        await _type(app, pilot, "Describe it.")
+        await send(app, pilot, "Describe it.")
         await wait_for(pilot, reply_done(app))
         (prompt,) = engine.media_prompts
         assert len(prompt.media) == 1 and prompt.text.count(app.session.model.marker) == 1  # type: ignore[union-attr]
         assert prompt.media[0].width * prompt.media[0].height <= 64 * 64  # scaled to the plan's largest image
         assert len(_stored_files()) == 1  # kept once, by content
         # the same picture from the other path, with the next question: still one file
-        await _type(app, pilot, f"/image {copy}")
+        await send(app, pilot, f"/image {copy}")
         await wait_for(pilot, lambda: _pending(app) == ["same.jpg"])
-        await _type(app, pilot, "And this one?")
+        await send(app, pilot, "And this one?")
         await wait_for(pilot, reply_done(app))
         assert len(_stored_files()) == 1
         ids = [a.id for m in app.store.conversation(chat.conversation.id).messages for a in m.attachments]  # type: ignore[union-attr]
@@ -145,15 +137,15 @@ async def test_bad_files_are_refused_in_words_and_the_chat_goes_on(tmp_path: Pat
     app = make_app(models, engine=FakeEngine(), model=str(model))
     async with app.run_test(size=(150, 45)) as pilot:
         await wait_for(pilot, model_loaded(app), timeout=30)
-        await _type(app, pilot, f"/image {notes}")
+        await send(app, pilot, f"/image {notes}")
         await pilot.pause(0.3)
-        await _type(app, pilot, f"/image {tmp_path / 'missing.png'}")
+        await send(app, pilot, f"/image {tmp_path / 'missing.png'}")
         await pilot.pause(0.3)
         said = [n.message for n in app._notifications]
         assert any("notes.png: not an image vramchat can read" in m for m in said)
         assert any("missing.png: no such file" in m for m in said)
         assert not _pending(app)
-        await _type(app, pilot, "Still there?")
+        await send(app, pilot, "Still there?")
         await wait_for(pilot, reply_done(app))
         assert list(app.screen.query(MessageView))[-1].text
 
@@ -182,7 +174,7 @@ async def test_the_picker_plans_the_projector_and_vision_off_loads_the_model_alo
         await wait_for(pilot, model_loaded(app))
         assert app.session.model is not None and not app.session.model.sees
         picture = write_picture(tmp_path / "p.png", 16, 16)
-        await _type(app, pilot, f"/image {picture}")
+        await send(app, pilot, f"/image {picture}")
         await pilot.pause(0.2)
         assert not _pending(app)
         assert any("cannot see pictures" in n.message for n in app._notifications)

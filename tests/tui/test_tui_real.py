@@ -15,19 +15,13 @@ from app.tui.widgets.chat_input import ChatInput
 from app.tui.widgets.dashboard import Dashboard
 from app.tui.widgets.message_view import MessageView
 from app.tui.widgets.time_plot import TimePlot
-from tests.support.tui_helpers import make_app, model_loaded, reply_done, wait_for
+from tests.support.tui_helpers import make_app, model_loaded, reply_done, send_and_wait, wait_for
 
 pytestmark = pytest.mark.llama
 
 
 async def ask(app, pilot, text: str, timeout: float = 60) -> MessageView:
-    box = app.screen.query_one(ChatInput)
-    box.focus()
-    box.load_text(text)
-    await pilot.press("enter")
-    await pilot.pause(0.05)
-    await wait_for(pilot, reply_done(app), timeout=timeout)
-    await pilot.pause(0.05)
+    await send_and_wait(app, pilot, text, timeout)
     return list(app.screen.query(MessageView))[-1]
 
 
