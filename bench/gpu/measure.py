@@ -10,6 +10,8 @@ Sections, each written to DIR/cuda_measurements.json as soon as it is done:
 - dry_runs: llama.cpp's no_alloc dry run of the same configurations, through the app's engine;
 - nvml: NVML's memory of the process before load, after load, after the prompt and after a
   2,000-token generation, for a set of scenarios;
+- speed and fit: bench/gpu/compare.py (the plan's speed against a run; vramchat's choice against
+  llama.cpp's fit on the same free memory);
 - hand_search: with another process holding all but a fixed amount of the GPU, the longest
   context that really loads and runs (found by bisection), and the solver's own choice run
   for 2,000 tokens.
@@ -32,11 +34,13 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from bench.gpu import compare  # noqa: E402
 from tests.support.oracle.oracle import measure  # noqa: E402
 from tests.support.tiny import ZOO, TinySpec, write_tiny_model  # noqa: E402
 
 _BIG_BATCH = {"n_batch": 2048, "n_ubatch": 2048, "prompt": 2048}
 DEMO_HEADER = ROOT / ".gpu" / "demo-header.json.gz"
+KEPT = ROOT / ".devbuild" / "cuda_measurements.json"
 BIG = TinySpec(
     "llama",
     n_layer=32,
@@ -68,8 +72,10 @@ class Harness:
         return self.deadline - time.monotonic()
 
     def save(self) -> None:
-        path = self.out / "cuda_measurements.json"
-        path.write_text(json.dumps(self.data, indent=1))
+        text = json.dumps(self.data, indent=1)
+        (self.out / "cuda_measurements.json").write_text(text)
+        if KEPT.parent.is_dir():  # a later call on the same warm machine resumes from it (--models skipped)
+            KEPT.write_text(text)
 
     def log(self, text: str) -> None:
         print(f"[{time.strftime('%H:%M:%S')}] {text}", flush=True)
@@ -159,7 +165,7 @@ class Harness:
             except Exception as exc:  # one model's failure is a result, not the end of the run
                 return {"model": name, "ngl": ngl, "error": f"{type(exc).__name__}: {exc}"[-2000:]}
 
-        with ThreadPoolExecutor(8) as pool:
+        with ThreadPoolExecutor(12) as pool:
             for result in pool.map(run, tasks):
                 results.append(result)
                 bad = result.get("error") or result.get("skipped")
@@ -239,7 +245,7 @@ class Harness:
                     scenarios.append({"model": demo, "ngl": 19, "n_ctx": 4096, "flash_attn": fa, "n_ubatch": ub})
             scenarios.append({"model": demo, "ngl": 19, "n_ctx": 32768, "flash_attn": True})
             scenarios.append({"model": demo, "ngl": 9, "n_ctx": 4096, "flash_attn": True})
-            scenarios.append({"model": demo, "ngl": 0, "n_ctx": 4096, "flash_attn": True})
+            scenarios.append({"model": demo, "ngl": 0, "n_ctx": 4096, "flash_attn": True, "gen": 300})
             scenarios.append({"model": demo, "ngl": 19, "n_ctx": 4096, "flash_attn": True, **_BIG_BATCH})
         for name in ("llama-f16", "qwen3moe", "gpt-oss"):
             if name in self.models:
@@ -249,6 +255,8 @@ class Harness:
             scenarios.append({"model": big, "ngl": 33, "n_ctx": 8192, "flash_attn": False})
             scenarios.append({"model": big, "ngl": 33, "n_ctx": 8192, "flash_attn": True, **_BIG_BATCH})
             scenarios.append({"model": big, "ngl": 17, "n_ctx": 8192, "flash_attn": True, "gen": 200})
+            # the pool's growth without flash attention over a long prompt
+            scenarios.append({"model": big, "ngl": 33, "n_ctx": 8192, "flash_attn": False, "prompt": 6144, "gen": 200})
         names = {info["path"]: name for name, info in self.models.items()}
         out: list[dict[str, Any]] = []
         self.data["nvml"] = out
@@ -361,25 +369,44 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--budget", type=float, default=520, help="seconds for the whole run")
     parser.add_argument("--only", default="machine,buffers,nvml,hand_search,dry_runs")
-    parser.add_argument("--models", default="", help="comma-separated zoo names (default: the accuracy zoo)")
+    parser.add_argument("--fit-free", default="16,3", help="GiB left free for the fit comparisons")
+    parser.add_argument("--models", default="", help="comma-separated zoo names, or 'new' (default: the accuracy zoo)")
     parser.add_argument("--quick", action="store_true", help="one context instead of two")
     parser.add_argument("--free", type=float, default=16.0, help="GiB left free for the hand search")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     only = set(args.only.split(","))
     h = Harness(args.out, args.budget)
-    if args.models:
+    if args.models == "new":  # the zoo's models the H100 record lacks, and those the other sections use
+        import gzip
+
+        from bench.accuracy import FAMILIES
+
+        with gzip.open(ROOT / "tests" / "data" / "cuda_h100.json.gz", "rt") as fh:
+            recorded = {item["model"] for item in json.load(fh)["buffers"]}
+        names = ["gemma3-270m", "llama-f16", "qwen3moe", "gpt-oss"]
+        names += [n for _, group in FAMILIES for n in group if n not in recorded and n not in names]
+    elif args.models == "skipped":  # what the last call on this machine ran out of time for
+        last = json.loads(KEPT.read_text()) if KEPT.exists() else {}
+        names = sorted({item["model"] for item in last.get("buffers", []) if "skipped" in item})
+    elif args.models:
         names = args.models.split(",")
     else:
         from bench.accuracy import FAMILIES
 
         names = [n for _, group in FAMILIES for n in group]
     h.machine()
-    h.write_models(names, big=bool({"nvml", "hand_search"} & only))
-    if "buffers" in only:
-        h.buffers(args.quick)
+    h.write_models(names, big=bool({"nvml", "hand_search", "speed", "fit"} & only))
+    if "speed" in only:
+        compare.speed(h)
     if "nvml" in only:
         h.nvml()
+    if "fit" in only:
+        for free in args.fit_free.split(","):
+            if h.left() > 90:
+                compare.fit(h, float(free))
+    if "buffers" in only:
+        h.buffers(args.quick)
     if "hand_search" in only:
         h.hand_search(int(args.free * 1024**3), solver_only="solver_only" in only)
     if "dry_runs" in only:

@@ -2,10 +2,12 @@
 
     python -m bench.gpu.nvml_run '{"model": "m.gguf", "ngl": 99, "n_ctx": 4096, "gen": 2000}'
 
-Prints one JSON line per step (start, model, context, prompt, generation): the process's
+Prints one JSON line per step (start, model, context, prompt, prefill, generation): the process's
 memory as NVML reports it (`proc`, None where the driver lists no processes) and the
 device's used and free memory. Tokens are fed, not sampled: the memory is what counts,
-and feeding keeps the run independent of what the weights would say. Runs in its own
+and feeding keeps the run independent of what the weights would say. `prefill` reads the
+prompt a second time into an emptied cache and times it (the first read pays CUDA's set-up);
+`generation` times the tokens after it: the speed figures. Runs in its own
 process so that an out-of-memory abort in CUDA fails one measurement, not the harness.
 """
 
@@ -106,6 +108,17 @@ def main(spec: dict[str, Any]) -> int:
             emit("failed", where="prompt")
             return 4
     emit("prompt", tokens=n_prompt)
+    if spec.get("timed_prefill", True):  # the prompt again, warm (the first read pays CUDA's set-up), timed
+        llama_cpp.llama_memory_clear(llama_cpp.llama_get_memory(ctx), True)
+        t_prefill = time.perf_counter()
+        for start in range(0, n_prompt, n_batch):
+            chunk = tokens[start : start + n_batch]
+            arr = (llama_cpp.llama_token * len(chunk))(*chunk)
+            if llama_cpp.llama_decode(ctx, llama_cpp.llama_batch_get_one(arr, len(chunk))) != 0:
+                emit("failed", where="prefill")
+                return 4
+        llama_cpp.llama_get_logits_ith(ctx, -1)
+        emit("prefill", tokens=n_prompt, seconds=round(time.perf_counter() - t_prefill, 4))
     n_gen = int(spec.get("gen", 2000))
     one = (llama_cpp.llama_token * 1)()
     t_gen = time.perf_counter()

