@@ -92,6 +92,20 @@ class _InitParams(ctypes.Structure):
     _fields_ = [("mem_size", ctypes.c_size_t), ("mem_buffer", ctypes.c_void_p), ("no_alloc", ctypes.c_bool)]
 
 
+class _ComputePlan(ctypes.Structure):
+    """ggml-cpu.h's `struct ggml_cplan`: the work buffer a graph needs for a number of threads."""
+
+    _fields_ = [
+        ("work_size", ctypes.c_size_t),
+        ("work_data", ctypes.c_void_p),
+        ("n_threads", ctypes.c_int),
+        ("threadpool", ctypes.c_void_p),
+        ("abort_callback", ctypes.c_void_p),
+        ("abort_callback_data", ctypes.c_void_p),
+        ("use_ref", ctypes.c_bool),
+    ]
+
+
 def _declare(ggml: ctypes.CDLL, cpu: ctypes.CDLL) -> None:
     p, i64 = ctypes.c_void_p, ctypes.c_int64
     for name, args, res in (
@@ -117,8 +131,9 @@ def _declare(ggml: ctypes.CDLL, cpu: ctypes.CDLL) -> None:
     ):
         fn = getattr(ggml, name)
         fn.argtypes, fn.restype = args, res
-    cpu.ggml_graph_compute_with_ctx.argtypes = [p, p, ctypes.c_int]
-    cpu.ggml_graph_compute_with_ctx.restype = ctypes.c_int
+    cpu.ggml_graph_plan.argtypes, cpu.ggml_graph_plan.restype = [p, ctypes.c_int, p], _ComputePlan
+    cpu.ggml_graph_compute.argtypes = [p, ctypes.POINTER(_ComputePlan)]
+    cpu.ggml_graph_compute.restype = ctypes.c_int
     cpu.ggml_cpu_init.argtypes, cpu.ggml_cpu_init.restype = [], None
 
 
@@ -138,9 +153,8 @@ class _Probe:
 
     def _context(self, data_bytes: int, n_tensors: int, graph_size: int = 64) -> int:
         g = self.ggml
-        # the graph's work buffer comes out of the context too (src1 converted to the weights' dot type)
-        work = data_bytes // 2 + (16 << 20) + 4096 * self.threads
-        size = data_bytes + work + n_tensors * (g.ggml_tensor_overhead() + 64)
+        # the graph's work buffer is sized by ggml for the threads and allocated apart (_time_graph)
+        size = data_bytes + n_tensors * (g.ggml_tensor_overhead() + 64)
         size += g.ggml_graph_overhead_custom(graph_size, False)
         ctx = g.ggml_init(_InitParams(size, None, False))
         if not ctx:
@@ -169,13 +183,22 @@ class _Probe:
         g = self.ggml
         graph = g.ggml_new_graph_custom(ctx, graph_size, False)
         g.ggml_build_forward_expand(graph, out)
-        self.cpu.ggml_graph_compute_with_ctx(ctx, graph, self.threads)  # warm: pages, code, thread start
+        # the work buffer grows with the threads (flash attention keeps one per thread): ggml sizes it
+        plan = self.cpu.ggml_graph_plan(graph, self.threads, None)
+        work = ctypes.create_string_buffer(max(1, plan.work_size))
+        plan.work_data = ctypes.addressof(work)
+        self._compute(graph, plan)  # warm: pages, code, thread start
         best = float("inf")
         for _ in range(repeats):
             t0 = time.perf_counter()
-            self.cpu.ggml_graph_compute_with_ctx(ctx, graph, self.threads)
+            self._compute(graph, plan)
             best = min(best, time.perf_counter() - t0)
         return best
+
+    def _compute(self, graph: int, plan: _ComputePlan) -> None:
+        status = self.cpu.ggml_graph_compute(graph, ctypes.byref(plan))
+        if status != 0:
+            raise RuntimeError(f"ggml could not run the speed probe's graph (status {status})")
 
     def graph_start(self) -> float:
         """Seconds a graph of one tiny operation takes: the thread pool's start and end."""
@@ -453,10 +476,14 @@ def measure(threads: int | None = None, stop_when_busy: bool = True) -> dict[str
 
 
 def _main() -> None:
+    """`python -m app.speed.probe [--full] [--threads N]`: the figures as one JSON line (N: the engine's
+    threads unless given; the tests ask for a large CPU's count on a small one)."""
     import json
     import sys
 
-    print(json.dumps(measure(stop_when_busy="--full" not in sys.argv[1:])))
+    args = sys.argv[1:]
+    threads = int(args[args.index("--threads") + 1]) if "--threads" in args else None
+    print(json.dumps(measure(threads, stop_when_busy="--full" not in args)))
 
 
 if __name__ == "__main__":
