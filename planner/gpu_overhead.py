@@ -14,8 +14,9 @@ Derived from the pinned source (llama-cpp-python 0.3.36's ggml/src/ggml-cuda, se
   this build (`ggml_cuda_flash_attn_ext_get_alloc_size`, fattn.cu); planner.compute prices them there.
 - Without flash attention the pool grows with the conversation: KQ and KQV run through cuBLAS, the
   softmaxed KQ narrowed to F16 in the pool (`attention_pool_peak`). It peaks when a full micro-batch
-  meets a full cache, beyond what our H100 runs reached; it is reported beside the plan (`growth`),
-  not yet in its total, until a GPU measures it.
+  meets a full cache; the plan counts that peak (`parts["attention_pool"]`). Measured on a lent H200
+  (tests/data/cuda_h200.json.gz): a 6,144-token prompt into a llama-8B shape's 8,192-token context took
+  174 MiB more than a 512-token one; the rule says 176 (192 MiB at 6,144 cells, 16 at 512).
 
 Fitted from measurements:
 - The CUDA context: its bulk is the local-memory reservation, one slot per resident thread of every
@@ -24,7 +25,9 @@ Fitted from measurements:
   (bench/gpu/measure.py, tests/data/cuda_h100.json.gz): that figure stands for that GPU exactly.
 - The runtime beyond cuBLAS's workspace, measured on that H100 through a 2,000-token reply: 104 MiB
   with flash attention (kernels loaded on first use, the pool at its peak, CUDA graphs), 190 MiB
-  with cuBLAS (its handle, its kernels, its 32 MiB workspace: 158 MiB beside the workspace).
+  with cuBLAS (its handle, its kernels, its 32 MiB workspace, and the attention pool of those runs'
+  512-token prompts, 16 MiB: 142 MiB beside the two). A lent H200 (same SMs, driver 580) measured
+  the same within -6 to +24 MiB in 15 loads (docs/accuracy.md, CUDA).
 
 Assumed:
 - That the runtime's fitted part is the same on every NVIDIA GPU and driver (kernel images load
@@ -61,8 +64,10 @@ CUDA_RUNTIME_FLASH_ATTN = 104 * MiB
 CUDA_RUNTIME_CUBLAS = 190 * MiB
 CUDA_SOURCE = "measured on an H100 80GB with driver 580 and CUDA 13.0"
 H100_IDENTITY = ("9.0", 132, 2048)
-# the runtime with cuBLAS beside its workspace (fitted on the H100, whose workspace is 32 MiB)
-CUDA_CUBLAS_REST = CUDA_RUNTIME_CUBLAS - 32 * MiB
+# the attention pool of the fitted runs (512 cells x 512 tokens x 32 heads as F16), planned apart
+CUDA_ATTENTION_POOL_IN_FIT = 16 * MiB
+# the runtime with cuBLAS beside its workspace and the attention pool (fitted on the H100, workspace 32 MiB)
+CUDA_CUBLAS_REST = CUDA_RUNTIME_CUBLAS - 32 * MiB - CUDA_ATTENTION_POOL_IN_FIT
 
 # public measurements of the CUDA context (card, SMs, threads per SM, MiB low, MiB high, where):
 # llama.cpp PR #23604 and issues #20582, #25465; ollama #17482; unsloth PR #8669; ours (bench/gpu)
@@ -110,8 +115,6 @@ class Overhead:
     source: str  # where the figures come from, for the plan's note
     measured: bool  # figures measured beside buffers held in whole 2 MiB pages (CUDA): plan the pages too
     parts: dict[str, int] = field(default_factory=dict)
-    # without flash attention: how much more ggml-cuda's pool can take by the full context (not in total)
-    growth: int = 0
     estimate: bool = False  # no figure of this backend is derived or measured
 
     @property
@@ -201,12 +204,20 @@ def _cuda(d: Device, work: Workload) -> Overhead:
         if dequant:
             parts["dequantized_weights"] = dequant
             notes.append(f"{_mib(dequant)} of weights unpacked to F16 in the pool (this GPU skips MMQ for them)")
-    growth = _growth(work, cc)
+    pool = attention_pool(work, cc)
+    if pool:
+        parts["attention_pool"] = pool
+        notes.append(
+            f"without flash attention ggml-cuda's pool holds {_mib(pool)} by a full context (the softmaxed "
+            "KQ of a full micro-batch as F16; measured on an H200)"
+        )
     context = parts.pop("context")
-    return Overhead(context, sum(parts.values()), "; ".join(notes), True, {"context": context, **parts}, growth)
+    return Overhead(context, sum(parts.values()), "; ".join(notes), True, {"context": context, **parts})
 
 
-def _growth(work: Workload, cc: int | None) -> int:
+def attention_pool(work: Workload, cc: int | None) -> int:
+    """What ggml-cuda's pool takes for attention without flash attention, at the cells `work` names
+    (a full cache: the plan; fewer: what a conversation that far has grown it to)."""
     if work.flash_attn or not work.attention:
         return 0
     from planner import cuda_paths
@@ -229,13 +240,16 @@ def _rocm(d: Device, work: Workload) -> Overhead:
             notes.append(f"{_mib(dequant)} of weights unpacked to F16 in HIP's pool ({ident.cc} skips MMQ for them)")
     else:
         notes.append("the gfx target is unknown: weights unpacked to F16 on CDNA or RDNA3 are not counted")
+    pool = attention_pool(work, cc)
+    if pool:
+        parts["attention_pool"] = pool
+        notes.append(f"without flash attention HIP's pool holds {_mib(pool)} by a full context")
     return Overhead(
         parts["context"],
         sum(parts.values()) - parts["context"],
         "; ".join(notes),
         False,
         parts,
-        _growth(work, cc),
         estimate=True,
     )
 
@@ -244,7 +258,9 @@ def _learned(d: Device, derived: Overhead, work: Workload) -> Overhead:
     learned = d.learned
     assert learned is not None
     runtime = learned.runtime_cublas if work.uses_cublas else learned.runtime_flash_attn
-    model_part = derived.parts.get("dequantized_weights", 0)
+    # what this model adds on this GPU, whatever the learned replies reached: its unpacked weights, and
+    # without flash attention the whole derived runtime (its pool at a full context)
+    model_part = derived.runtime if "attention_pool" in derived.parts else derived.parts.get("dequantized_weights", 0)
     if runtime is None:
         runtime = derived.runtime  # a load seen, no reply of this kind yet: the derived runtime
         runtime_basis = "runtime derived (no reply of this kind seen yet)"
@@ -256,7 +272,7 @@ def _learned(d: Device, derived: Overhead, work: Workload) -> Overhead:
     raised = f", raised by {learned.raised_by}" if learned.raised_by else ""
     source = f"learned on this GPU, {loads}{replies}{raised}: context {_mib(learned.context)}, {runtime_basis}"
     parts = {"context": learned.context, "runtime": runtime}
-    return Overhead(learned.context, runtime, source, derived.measured, parts, derived.growth)
+    return Overhead(learned.context, runtime, source, derived.measured, parts)
 
 
 def gpu_overhead(device: Device, work: Workload) -> Overhead:

@@ -411,12 +411,6 @@ def _plan_memory(
             )
         else:
             estimates.append(f"{d.name}: backend overhead {ovh.total // MiB} MiB: {ovh.source}")
-        if ovh.growth:
-            estimates.append(
-                f"{d.name}: without flash attention ggml-cuda's pool can grow by up to {ovh.growth // MiB} MiB "
-                "more as the conversation fills the context (derived from the source, not yet measured; "
-                "not in the total)"
-            )
         if not backend_rules(d.backend).verified:
             estimates.append(
                 f"{d.name}: {d.backend} compute buffers come from a model of ggml's scheduler "

@@ -72,7 +72,6 @@ def _overhead_json(d: DeviceUsage) -> dict[str, Any]:
             "source": o.source,
             "learned": o.source.startswith("learned"),
             "estimate": o.estimate,
-            "pool_growth_not_in_total": o.growth,
         }
     }
 

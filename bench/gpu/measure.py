@@ -388,7 +388,7 @@ def main() -> None:
         names += [n for _, group in FAMILIES for n in group if n not in recorded and n not in names]
     elif args.models == "skipped":  # what the last call on this machine ran out of time for
         last = json.loads(KEPT.read_text()) if KEPT.exists() else {}
-        names = sorted({item["model"] for item in last.get("buffers", []) if "skipped" in item})
+        names = sorted({item["model"] for item in last.get("buffers", []) if "skipped" in item} - {BIG.name})
     elif args.models:
         names = args.models.split(",")
     else:

@@ -65,7 +65,7 @@ def card_table() -> list[str]:
 def growth_table(model_path: str) -> list[str]:
     model = load_anatomy(read_gguf(model_path))
     host = Host(256 * GiB, 256 * GiB)
-    lines = ["| card | context | KQ matrix in the compute buffer | pool growth named |", "|---|---|---|---|"]
+    lines = ["| card | context | KQ matrix in the compute buffer | attention pool planned |", "|---|---|---|---|"]
     for name in ("RTX 4090", "H100", "V100", "GTX 1080 Ti"):
         device = card_device(find_card(name), 0, "CUDA0")
         for n_ctx in (8192, 32768):
@@ -73,7 +73,8 @@ def growth_table(model_path: str) -> list[str]:
             usage = evaluate(model, config, [device], host).plan.gpus[0]
             assert usage.overhead_detail is not None
             kq = n_ctx * 512 * model.layers[0].n_head * 4
-            lines.append(f"| {name} | {n_ctx:,} | {_mib(kq)} | {_mib(usage.overhead_detail.growth)} |")
+            pool = usage.overhead_detail.parts.get("attention_pool", 0)
+            lines.append(f"| {name} | {n_ctx:,} | {_mib(kq)} | {_mib(pool)} |")
     return lines
 
 

@@ -20,7 +20,7 @@ from planner.errors import ConfigError
 from planner.fit import FitResult, Wishes, solve
 from planner.gguf import read_gguf
 from planner.hardware import Device, GiB, Host
-from planner.memory import MemoryPlan, plan_memory
+from planner.memory import DeviceUsage, MemoryPlan, plan_memory
 from planner.model import ModelAnatomy
 from tests.support.compare import DRY_RUN_TOLERANCE, BufferRow, ConfigRow, _load_config
 
@@ -93,18 +93,31 @@ def solver_on_record(record: dict[str, Any], path: str) -> tuple[FitResult, Mode
 
 
 def planned_for_run(record: dict[str, Any], run: dict[str, Any], path: str) -> int:
-    """The plan's CUDA0 total for one of the record's NVML runs (its spec, as nvml_run read it)."""
+    """The plan's CUDA0 total for one of the record's NVML runs (its spec, as nvml_run read it), with
+    ggml-cuda's attention pool (no flash attention) as far as the run's prompt grew it: the plan counts
+    it at a full context, and a reply's single tokens never use it."""
     spec = run["spec"]
     model = load_anatomy(read_gguf(path))
-    config = LoadConfig(
-        n_gpu_layers=min(spec["ngl"], model.n_layer + 1),
-        n_ctx=spec["n_ctx"],
-        n_batch=spec.get("n_batch", 512),
-        n_ubatch=spec.get("n_ubatch", 512),
-        flash_attn=spec["flash_attn"],
-        swa_full=spec.get("swa_full", False),
-    )
-    return plan_memory(model, config, [record_gpu(record)], Host(64 * GiB, 64 * GiB)).gpus[0].planned
+
+    def usage(n_ctx: int) -> DeviceUsage:
+        config = LoadConfig(
+            n_gpu_layers=min(spec["ngl"], model.n_layer + 1),
+            n_ctx=n_ctx,
+            n_batch=spec.get("n_batch", 512),
+            n_ubatch=spec.get("n_ubatch", 512),
+            flash_attn=spec["flash_attn"],
+            swa_full=spec.get("swa_full", False),
+        )
+        return plan_memory(model, config, [record_gpu(record)], Host(64 * GiB, 64 * GiB)).gpus[0]
+
+    def pool(u: DeviceUsage) -> int:
+        return u.overhead_detail.parts.get("attention_pool", 0) if u.overhead_detail else 0
+
+    full = usage(spec["n_ctx"])
+    if not pool(full):
+        return full.planned
+    reached = min(spec["n_ctx"], -(-spec.get("prompt", 512) // 256) * 256)  # llama.cpp pads the cells to 256
+    return full.planned - pool(full) + pool(usage(reached))
 
 
 def _planned(plan: MemoryPlan) -> dict[str, int]:
