@@ -187,7 +187,9 @@ def render(record: dict, paths: dict[str, str]) -> tuple[list[str], int]:
         "",
         "The CUDA context, cuBLAS, the kernels loaded on first use and ggml-cuda's pool are no buffer of "
         "llama.cpp's; planner/gpu_overhead.py holds what they measured (518 MiB of context, then 104 MiB with "
-        "flash attention or 190 MiB without it or with experts, and each buffer in whole 2 MiB pages). Checked on "
+        "flash attention or 174 MiB with cuBLAS (without it, or with experts), and each buffer in whole 2 MiB "
+        "pages); without flash attention ggml-cuda's attention pool is planned at a full context and priced here "
+        "as far as each run's prompt grew it. Checked on "
         "a second machine of the same kind, after the rule was derived from a first set of runs:",
         "",
         *nvml_lines,
