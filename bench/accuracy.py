@@ -353,12 +353,12 @@ def _left_to_do(exact: set[str]) -> list[str]:
 
 
 def _gpu_sections(path: Path) -> str:
-    """The Vulkan and CUDA sections of the file as they stand (bench/accuracy_vulkan.py and bench/gpu/report.py
-    write them: each needs a build or a device this script does not have)."""
+    """The Vulkan and CUDA sections of the file as they stand (bench/accuracy_vulkan.py, bench/gpu/report.py and
+    bench/gpu/report_h200.py write them: each needs a build or a device this script does not have)."""
     from bench import accuracy_vulkan
-    from bench.gpu import report
+    from bench.gpu import report, report_h200
 
-    kept = [kept_section(path, m.BEGIN, m.END) for m in (accuracy_vulkan, report)]
+    kept = [kept_section(path, m.BEGIN, m.END) for m in (accuracy_vulkan, report, report_h200)]
     return "\n\n".join(k for k in kept if k)
 
 
@@ -462,8 +462,9 @@ def main() -> int:
         "",
         "GPU rows: the Vulkan section near the end is generated on llama.cpp's Vulkan backend by "
         "`python bench/accuracy_vulkan.py` (the Vulkan tier, `bash .ci/vulkan-tier`; Mesa's lavapipe where no GPU "
-        "is at hand); the CUDA section at the end was recorded on a lent H100 and is rendered from that record "
-        "by `python -m bench.gpu.report`. This script keeps both as they are.",
+        "is at hand); the two CUDA sections at the end were recorded on a lent H100 and a lent H200 and are rendered "
+        "from those records by `python -m bench.gpu.report` and `python -m bench.gpu.report_h200`. This script "
+        "keeps them as they are.",
         "",
     ]
     lines += _left_to_do(archs)
