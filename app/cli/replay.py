@@ -15,7 +15,8 @@ environment variables vramchat, llama.cpp and ggml read, the settings file, the 
 (real path, size, modification time), the code of `app` and `planner` (every file's size and
 time), and what the device probe reads: the llama.cpp libraries (names, sizes, times), the CPU
 (/proc/cpuinfo's identity and flags), total RAM and the marks of a GPU driver, and the speed
-figures the plan quotes (this machine's probe, the replies learned from). A run is replayed
+figures the plan quotes (this machine's probe, the replies learned from) and what loads taught the
+planner (app.devices.learned_buffers). A run is replayed
 only where the probe is that simple: Linux, llama.cpp built without a GPU backend, no GPU driver,
 no RPC server, no simulated devices; elsewhere the plan is made as usual. A cache that cannot
 be read or written is ignored.
@@ -33,6 +34,9 @@ if TYPE_CHECKING:
     from typing import Any
 
 FOLDER = "replay"
+# app.devices.learned_buffers.FILE_NAME, named here: importing that module imports the planner (a test
+# keeps them in step)
+LEARNED_FILE = "learned-buffers.json"
 FORMAT = 1
 MAX_FILES = 500
 # what the device probe looks for before asking NVML and pyrsmi (app.devices.nvml, app.devices.rocm;
@@ -103,6 +107,19 @@ def _speed_files() -> list[tuple[str, int, int]]:
     return _files(str(folder)) if folder.is_dir() else []
 
 
+def _learned_files() -> list[tuple[str, int, int]]:
+    """What loads taught the planner (app.devices.learned_buffers): a load that allocated more than the
+    rules said changes the next plan of that model, so a kept plan is stale once the lessons change."""
+    from app.paths import data_dir
+
+    path = data_dir() / LEARNED_FILE
+    try:
+        st = os.stat(path)
+    except OSError:
+        return []
+    return [(str(path), st.st_size, st.st_mtime_ns)]
+
+
 def _model_files(path: str) -> list[tuple[str, int, int]]:
     """The model's files as the reader opens them: the file, or every shard of a split model."""
     from planner.units import SPLIT_NAME
@@ -162,6 +179,7 @@ def key_for(words: list[str]) -> tuple[dict[str, Any], int] | None:
             "cpu": _cpu_identity(),
             "ram": total,
             "speed": _speed_files(),
+            "learned": _learned_files(),
         }
     except (OSError, ValueError, KeyError, IndexError):
         return None

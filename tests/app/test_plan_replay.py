@@ -153,6 +153,22 @@ def test_other_flags_settings_devices_or_code_plan_again(
         assert not runs.plan(model)[2]
 
 
+def test_what_a_load_taught_the_planner_plans_again(runs: Runs, model: str) -> None:
+    """A load that allocated more than the rules said is kept (app.devices.learned_buffers) and the next
+    plan of that model counts it: a plan kept before that lesson is not said again."""
+    from app.devices.learned_buffers import FILE_NAME
+    from app.paths import data_dir
+
+    runs.plan(model)
+    assert runs.plan(model)[2]
+    assert app.cli.replay.LEARNED_FILE == FILE_NAME
+    lessons = data_dir() / FILE_NAME
+    lessons.parent.mkdir(parents=True, exist_ok=True)
+    lessons.write_text("{}")
+    assert not runs.plan(model)[2]
+    assert runs.plan(model)[2]
+
+
 def test_plans_for_simulated_devices_or_checked_by_llama_cpp_are_never_kept(runs: Runs, model: str) -> None:
     for extra in (["--vram", "8GiB"], ["--ram", "16GiB"], ["--llama-args"], ["--rpc", "none", "--vram", "4GiB"]):
         runs.plan(model, *extra)
