@@ -74,7 +74,9 @@ class Harness:
     def save(self) -> None:
         text = json.dumps(self.data, indent=1)
         (self.out / "cuda_measurements.json").write_text(text)
-        if KEPT.parent.is_dir():  # a later call on the same warm machine resumes from it (--models skipped)
+        # a later call on the same warm machine resumes from it (--models skipped): only a call that measured
+        # buffers replaces it (a call that failed before them must leave the list of what is left)
+        if KEPT.parent.is_dir() and "buffers" in self.data:
             KEPT.write_text(text)
 
     def log(self, text: str) -> None:
