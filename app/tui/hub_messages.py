@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from app.sources.download import Download, DownloadResult, Progress
     from app.sources.hub import RepoListing, RepoSummary
     from app.sources.model import ModelSource
+    from planner.speed import SpeedPrediction
 
 
 @dataclass
@@ -61,6 +62,14 @@ class QuantsPlanned(Message):
 
     request: int
     table: QuantTable
+
+
+@dataclass
+class QuantSpeeds(Message):
+    """The opened repo's speed figures asked again: this CPU was still being measured when it was planned."""
+
+    request: int
+    speeds: dict[int, SpeedPrediction]
 
 
 @dataclass

@@ -30,6 +30,7 @@ from app.tui.abandon import POLL, Abandoned, call_abandonable
 from app.tui.badges import badge_style
 from app.tui.hub_messages import (
     QuantPlanned,
+    QuantSpeeds,
     QuantsPlanned,
     RepoBadged,
     RepoListed,
@@ -139,6 +140,7 @@ class HubScreen(Screen):
         self._typed_from_list = False  # letters typed in a list go to the search box until it has the focus
         self._left = False  # the view was left (F7), not covered by a dialog: reopened, it asks again if offline
         self._listing_failed = False  # the opened repo's listing did not arrive (asked again with the search)
+        self._speed_timer: Timer | None = None  # asks the speed again while a figure reads "measuring…"
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -598,6 +600,58 @@ class HubScreen(Screen):
         quants = self.query_one("#hub-quants", DataTable)
         if self.best is not None and quants.cursor_row == 0:
             quants.move_cursor(row=self.best)
+        self._watch_speeds()
+
+    # -- a speed still being measured -------------------------------------------------------------
+
+    def _measuring(self) -> dict[int, QuantRow]:
+        """The planned rows whose speed reads "measuring…" (this CPU's probe was disturbed)."""
+        from planner.speed import PENDING
+
+        return {
+            i: r
+            for i, r in enumerate(self.rows)
+            if r is not None and r.result is not None and r.speed is not None and r.speed.decode_start.basis == PENDING
+        }
+
+    def _watch_speeds(self) -> None:
+        """Ask again once the probe may run again (app.speed.machine.RETRY_SECONDS), while a figure waits."""
+        if self._speed_timer is not None:
+            self._speed_timer.stop()
+            self._speed_timer = None
+        if self._measuring():
+            from app.speed.machine import RETRY_SECONDS
+
+            request = self._open_request
+            self._speed_timer = self.set_timer(RETRY_SECONDS + 1, lambda: self._ask_speeds(request))
+
+    @work(thread=True, exclusive=True, group="hub-speeds", exit_on_error=False)
+    def _ask_speeds(self, request: int) -> None:
+        from app.speed import plan_speed
+
+        rows = self._measuring()
+        if not rows or request != self._open_request:
+            return
+        gpus = self._devices().gpus
+        speeds = {i: plan_speed(r.result.plan, gpus) for i, r in rows.items() if r.result is not None}
+        self.post_message(QuantSpeeds(request, speeds))
+
+    def on_quant_speeds(self, message: QuantSpeeds) -> None:
+        if message.request != self._open_request:
+            return
+        table = self.query_one("#hub-quants", DataTable)
+        for index, speed in message.speeds.items():
+            row = self.rows[index] if index < len(self.rows) else None
+            if row is None:
+                continue
+            row.speed = speed
+            if row.source.ref in table.rows and any(c == "speed" for c, _, _ in self._quant_layout):  # (a narrow
+                # table may leave the column out: the detail line below still says the figure)
+                table.update_cell(row.source.ref, "speed", self._quant_cells(index)["speed"])
+        highlighted = self._highlighted_index()
+        if highlighted in message.speeds:
+            self._show_detail(highlighted)
+        self._watch_speeds()
         best = self.query_one("#hub-best", Static)
         if self.best is not None:
             best.update(Text.assemble((f"{BEST} Best here: {self._labels()[self.best]}", "bold"), f": {self.why}"))
