@@ -94,6 +94,15 @@ class PlanComputed(Message):
 
 
 @dataclass
+class SpeedAsked(Message):
+    """The selected plan's speed asked again: this CPU was still being measured when it was planned."""
+
+    path: str
+    request: int
+    speed: SpeedPrediction
+
+
+@dataclass
 class LoadRequested(Message):
     """The picker asks for a model to be loaded with this plan (the app switches to the chat)."""
 

@@ -70,3 +70,38 @@ async def test_a_what_if_card_without_a_bandwidth_says_what_is_missing(
         await wait_for(pilot, lambda: screen.speed is not None)
         text = _verdict(screen)
         assert "Speed: unknown" in text and "bw=" in text
+
+
+async def test_a_speed_still_measuring_fills_in_once_the_cpu_is_measured(
+    tmp_path: Path, zoo: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Planned while other programs kept the CPUs busy, the plan panel said "measuring…" until the model
+    was selected again. It asks again once the probe may run again, and the figure fills in."""
+    from app.speed import machine as speed_machine
+    from tests.support.speed import quiet_figures
+
+    (speed_machine.speed_folder() / speed_machine.MACHINE_FILE).unlink()
+    busy = {"now": True}
+
+    def probe(full: bool = False) -> dict:
+        figures = quiet_figures(threads=speed_machine.machine_key()["threads"])
+        return figures | {"load": 0.9} if busy["now"] else figures
+
+    monkeypatch.setattr(speed_machine, "run_probe", probe)
+    monkeypatch.setattr(speed_machine, "RETRY_SECONDS", 0.5)
+    speed_machine._memo.clear()
+    monkeypatch.setenv("VRAMCHAT_DEVICES", "8GiB,bw=1008GB/s,ram=32GiB")
+    shelf = tmp_path / "shelf"
+    shelf.mkdir()
+    (shelf / "tiny.gguf").write_bytes(zoo["llama-f16"].read_bytes())
+    app = make_app(shelf)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, picker_ready(app))
+        screen = app.screen
+        assert isinstance(screen, PickerScreen)
+        await wait_for(pilot, lambda: screen.speed is not None)
+        assert screen.speed is not None and screen.speed.decode_start.basis == "measuring"
+        assert "measuring" in _verdict(screen)
+        busy["now"] = False  # the other programs are done
+        await wait_for(pilot, lambda: screen.speed is not None and screen.speed.decode_start.value is not None)
+        await wait_for(pilot, lambda: "measuring" not in _verdict(screen) and "tok/s at the start" in _verdict(screen))

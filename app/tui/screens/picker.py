@@ -38,6 +38,7 @@ from app.tui.messages import (
     ScanFinished,
     ScanListed,
     ScanStatus,
+    SpeedAsked,
 )
 from app.tui.widgets.footer import AdaptiveFooter
 from planner.errors import PlannerError
@@ -66,6 +67,7 @@ DEMO_STATUS = "preparing the demo model (once)"
 if TYPE_CHECKING:  # the planner itself is imported by the plan worker, after the list is drawn
     from app.tui.services import PlanKnobs, Services
     from planner.fit import FitResult
+    from planner.memory import MemoryPlan
     from planner.model import ModelAnatomy
     from planner.speed import SpeedPrediction
 
@@ -101,6 +103,8 @@ class PickerScreen(Screen):
         self.plan_state = "none"  # none, pending, ready, error
         self._request = 0
         self._debounce: Timer | None = None
+        self._speed_timer: Timer | None = None  # asks the speed again while it reads "measuring…"
+        self._plan_note = ""  # the shown plan's projector note (the verdict is drawn again with a new speed)
         self._scanning = False
         self._layout: tuple[tuple[str, str, int], ...] = ()
         self._load_when_ready = False  # Enter (or Ctrl+L) came before the plan: load when it comes
@@ -658,7 +662,9 @@ class PickerScreen(Screen):
             return
         self.result, self.speed = message.result, message.speed
         self.plan_state = "ready"
+        self._plan_note = message.note
         self._show_plan(message.result, message.note)
+        self._watch_speed()
         if self._load_when_ready:
             self._load_when_ready = False
             self.action_load()
@@ -674,6 +680,35 @@ class PickerScreen(Screen):
                     severity="warning",
                     timeout=8,
                 )
+
+    def _watch_speed(self) -> None:
+        """While the plan's speed reads "measuring…" (other programs kept the CPUs busy), ask again once the
+        probe may run again (app.speed.machine.RETRY_SECONDS)."""
+        from planner.speed import PENDING
+
+        if self._speed_timer is not None:
+            self._speed_timer.stop()
+            self._speed_timer = None
+        if self.result is None or self.speed is None or self.speed.decode_start.basis != PENDING:
+            return
+        from app.speed.machine import RETRY_SECONDS
+
+        path, request, plan = self.selected or "", self._request, self.result.plan
+        self._speed_timer = self.set_timer(RETRY_SECONDS + 1, lambda: self._ask_speed(path, request, plan))
+
+    @work(thread=True, exclusive=True, group="plan-speed", exit_on_error=False)
+    def _ask_speed(self, path: str, request: int, plan: MemoryPlan) -> None:
+        from app.speed import plan_speed
+
+        report = self.services.devices or self.services.probe_devices()
+        self.post_message(SpeedAsked(path, request, plan_speed(plan, report.gpus)))
+
+    def on_speed_asked(self, message: SpeedAsked) -> None:
+        if message.request != self._request or message.path != self.selected or self.result is None:
+            return
+        self.speed = message.speed
+        self._show_plan(self.result, self._plan_note)
+        self._watch_speed()
 
     def _show_error(self, error: str) -> None:
         self.result = None
