@@ -600,6 +600,16 @@ class HubScreen(Screen):
         quants = self.query_one("#hub-quants", DataTable)
         if self.best is not None and quants.cursor_row == 0:
             quants.move_cursor(row=self.best)
+        best = self.query_one("#hub-best", Static)
+        if self.best is not None:
+            best.update(Text.assemble((f"{BEST} Best here: {self._labels()[self.best]}", "bold"), f": {self.why}"))
+        else:
+            best.update(Text(f"✗ {self.why}", style="bold"))
+        name = self.repo_id or ""
+        planned = sum(1 for r in self.rows if r is not None and r.result is not None)
+        cached = f" from the cache ({self.from_cache})" if self.from_cache else ""
+        self._status(f"{name}: {planned} of {len(self.rows)} models planned{cached}; Enter downloads one")
+        self._show_detail(self._highlighted_index())
         self._watch_speeds()
 
     # -- a speed still being measured -------------------------------------------------------------
@@ -652,16 +662,6 @@ class HubScreen(Screen):
         if highlighted in message.speeds:
             self._show_detail(highlighted)
         self._watch_speeds()
-        best = self.query_one("#hub-best", Static)
-        if self.best is not None:
-            best.update(Text.assemble((f"{BEST} Best here: {self._labels()[self.best]}", "bold"), f": {self.why}"))
-        else:
-            best.update(Text(f"✗ {self.why}", style="bold"))
-        name = self.repo_id or ""
-        planned = sum(1 for r in self.rows if r is not None and r.result is not None)
-        cached = f" from the cache ({self.from_cache})" if self.from_cache else ""
-        self._status(f"{name}: {planned} of {len(self.rows)} models planned{cached}; Enter downloads one")
-        self._show_detail(self._highlighted_index())
 
     def _fill_quants(self) -> None:
         table = self.query_one("#hub-quants", DataTable)
