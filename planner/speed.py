@@ -187,7 +187,8 @@ class CpuSpeed:
     prefill_attention_seconds: dict[str, float] = field(default_factory=dict)
     row_seconds: float = 0.0  # what each row of a matrix streamed from memory adds (q8_0, beyond the cache)
     hidden_cell_seconds: float = 0.0  # a cell the mask hides, per query head: skipped, not computed
-    # what the mask adds to a prompt's attention per cell, query and head over a view of 8 x MASK_SHORT_VIEW cells
+    # what a prompt's mask adds per cell, query and head over a view of 8 x MASK_SHORT_VIEW cells beyond what it
+    # costs over a short one (the attention figures are timed with a mask, as the engine's graph runs them)
     mask_seconds: float = 0.0
     # row width -> ggml type -> FLOP/s of a 128-token mat-mul of that width (`prefill_rates` is 4096 wide)
     prefill_rates_by_width: dict[str, dict[str, float]] = field(default_factory=dict)

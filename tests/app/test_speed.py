@@ -115,6 +115,26 @@ def test_the_probe_runs_with_the_threads_of_a_large_cpu() -> None:
     assert figures["threads"] == 16 and figures["attention_seconds"]
 
 
+def test_the_probe_times_attention_with_the_mask_the_engine_hands_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """llama.cpp's graph always gives flash attention a mask (a load and an add per cell): timed without one,
+    a 32-wide head's prompt cell was 1.15 ns where the model's own prompt took 1.34 and the masked probe 1.53,
+    and the tiny zoo's prefill came out 30-50% fast (bench/speed_predict.py)."""
+    from app.speed import probe
+
+    calls: list[tuple[int, int, bool]] = []
+    timed = probe._Probe.attention_seconds
+
+    def recording(self, width, queries=1, cells=probe.ATTENTION_CELLS, masked=False):  # type: ignore[no-untyped-def]
+        calls.append((width, queries, masked))
+        return timed(self, width, queries, cells, masked)
+
+    monkeypatch.setattr(probe._Probe, "attention_seconds", recording)
+    figures = probe.measure(stop_when_busy=False)
+    assert {w for w, q, _ in calls if q == 1} == set(probe.ATTENTION_WIDTHS)
+    assert calls and all(masked for _, _, masked in calls)
+    assert figures["mask_seconds"] >= 0
+
+
 def _figures(**changes: object) -> dict:
     base = {
         "threads": 2,
