@@ -87,12 +87,17 @@ def _pool_of(buft: str, gpu_names: list[str]) -> str:
 
 
 def refusal(text: str) -> str:
-    """The allocation that failed, in a user's words ("Vulkan0 could not allocate 335.7 MiB"), from the first
+    """The allocation that failed, in a user's words ("Vulkan0 could not allocate 335.7 MiB", "host RAM (CPU)
+    could not allocate 1.00 GiB"), from the first
     of llama.cpp's lines that gives a buffer's pool and size; "" where none does."""
     from planner.units import format_size
 
     found = _SIZED.search(text)
-    return f"{found[1]} could not allocate {format_size(int(found[2]))}" if found else ""
+    if not found:
+        return ""
+    pool = found[1]  # a host pool by llama.cpp's name (CPU, CPU_Mapped, Vulkan_Host) is the user's RAM
+    where = f"host RAM ({pool})" if pool.upper().startswith("CPU") or pool.endswith("_Host") else pool
+    return f"{where} could not allocate {format_size(int(found[2]))}"
 
 
 def first_line(text: str) -> str:

@@ -77,3 +77,13 @@ def test_other_failures_are_not_retried(message: str) -> None:
 def test_cancelled() -> None:
     failure = classify("loading was cancelled", [], GPUS)
     assert failure.cancelled and not failure.memory
+
+
+def test_a_refused_host_pool_is_named_as_the_users_ram() -> None:
+    """llama.cpp names host pools "CPU", "CPU_Mapped" or "Vulkan_Host": the words say host RAM, the pool beside."""
+    from app.engine.failure import refusal
+
+    assert refusal("failed to allocate Vulkan0 buffer of size 370216960") == "Vulkan0 could not allocate 353.1 MiB"
+    assert refusal("failed to allocate CPU buffer of size 1073741824") == "host RAM (CPU) could not allocate 1.00 GiB"
+    assert refusal("failed to allocate Vulkan_Host buffer of size 1048576").startswith("host RAM (Vulkan_Host) could")
+    assert refusal("nothing sized here") == ""

@@ -108,7 +108,7 @@ def test_vramchat_says_what_ran_out_and_the_smaller_plan_then_answers(big_kv_mod
     smaller = "context 65,536 → 32,768 tokens; host RAM "
     assert len(said) == 2, proc.stderr[-3000:]
     assert said[0].startswith(
-        f"vramchat: not enough memory: could not create the context: CPU could not allocate 1.00 GiB. "
+        f"vramchat: not enough memory: could not create the context: host RAM (CPU) could not allocate 1.00 GiB. "
         f"Trying a smaller plan: {smaller}"
     ), said
     assert said[1].startswith(f"vramchat: loaded with a smaller plan than the one chosen: {smaller}"), said

@@ -315,7 +315,7 @@ async def test_a_load_out_of_memory_is_retried_with_a_smaller_plan(shelf: Path) 
         text = "\n".join(notices(app))
         assert "Not enough memory" in "\n".join(str(n.title) for n in app._notifications)
         assert f"{first.n_ctx:,} → {second.n_ctx:,}" in text and "smaller plan" in text
-        assert "CPU could not allocate 1.00 GiB" in text  # the pool and size llama.cpp could not allocate
+        assert "host RAM (CPU) could not allocate 1.00 GiB" in text  # the pool and size llama.cpp could not allocate
         assert f"{second.n_ctx:,} tokens" in app.screen.sub_title
 
 
