@@ -1,6 +1,6 @@
 """The planner against a second CUDA record: a lent H200 (bench/gpu/lent.sh, 2026-11-27).
 
-It measured the 81 zoo models the H100 record lacks (and five of its models again), NVML through
+It measured the 82 zoo models the H100 record lacks (and four of its models again), NVML through
 loads and replies, speed, and vramchat's choice beside llama.cpp's own fit. No GPU is needed here:
 the record holds what llama.cpp allocated and what NVML saw; the planner of this checkout prices the
 same configurations.
