@@ -101,22 +101,25 @@ def main(spec: dict[str, Any]) -> int:
     n_prompt = int(spec.get("prompt", 512))
     tokens = [(i * 7 + 300) % n_vocab for i in range(n_prompt)]
     n_batch = cparams.n_batch
-    for start in range(0, n_prompt, n_batch):
-        chunk = tokens[start : start + n_batch]
-        arr = (llama_cpp.llama_token * len(chunk))(*chunk)
-        if llama_cpp.llama_decode(ctx, llama_cpp.llama_batch_get_one(arr, len(chunk))) != 0:
-            emit("failed", where="prompt")
-            return 4
-    emit("prompt", tokens=n_prompt)
-    if spec.get("timed_prefill", True):  # the prompt again, warm (the first read pays CUDA's set-up), timed
-        llama_cpp.llama_memory_clear(llama_cpp.llama_get_memory(ctx), True)
-        t_prefill = time.perf_counter()
+
+    def read_prompt() -> bool:
         for start in range(0, n_prompt, n_batch):
             chunk = tokens[start : start + n_batch]
             arr = (llama_cpp.llama_token * len(chunk))(*chunk)
             if llama_cpp.llama_decode(ctx, llama_cpp.llama_batch_get_one(arr, len(chunk))) != 0:
-                emit("failed", where="prefill")
-                return 4
+                return False
+        return True
+
+    if not read_prompt():
+        emit("failed", where="prompt")
+        return 4
+    emit("prompt", tokens=n_prompt)
+    if spec.get("timed_prefill", True):  # the prompt again, warm (the first read pays CUDA's set-up), timed
+        llama_cpp.llama_memory_clear(llama_cpp.llama_get_memory(ctx), True)
+        t_prefill = time.perf_counter()
+        if not read_prompt():
+            emit("failed", where="prefill")
+            return 4
         llama_cpp.llama_get_logits_ith(ctx, -1)
         emit("prefill", tokens=n_prompt, seconds=round(time.perf_counter() - t_prefill, 4))
     n_gen = int(spec.get("gen", 2000))

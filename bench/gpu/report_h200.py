@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from bench.gpu.report import _buffer_table, model_paths  # noqa: E402
+from bench.sections import replace_section  # noqa: E402
 from planner.hardware import GiB, MiB  # noqa: E402
 from tests.support.gpu_record import DATA, compare_record, load_record, planned_for_run, within  # noqa: E402
 
@@ -34,6 +35,13 @@ def _steps(run: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 def _rate(step: dict[str, Any] | None) -> float | None:
     return step["tokens"] / step["seconds"] if step and step.get("seconds") else None
+
+
+def _rates(runs: list[dict[str, dict[str, Any]]]) -> tuple[str, str]:
+    """Prefill and decode tok/s of each run, "a / b"."""
+    prefill = " / ".join(f"{_rate(r.get('prefill')) or 0:,.0f}" for r in runs)
+    decode = " / ".join(f"{_rate(r.get('generation')) or 0:,.1f}" for r in runs)
+    return prefill, decode
 
 
 def buffers(record: dict[str, Any], paths: dict[str, str]) -> list[str]:
@@ -86,9 +94,7 @@ def speed(record: dict[str, Any]) -> list[str]:
     for item in record["speed"]:
         by.setdefault((item["model"], item["ngl"]), []).append(item)
     for (model, ngl), items in by.items():
-        runs = [_steps(i["run"]) for i in items]
-        prefill = " / ".join(f"{_rate(r.get('prefill')) or 0:,.0f}" for r in runs)
-        decode = " / ".join(f"{_rate(r.get('generation')) or 0:,.1f}" for r in runs)
+        prefill, decode = _rates([_steps(i["run"]) for i in items])
         plan = items[0]["plan"].get("speed") or {}
         gpu = next((d for d in plan.get("devices", []) if d["name"] == "CUDA0"), None)
         seconds = gpu.get("seconds_per_token") if gpu else None
@@ -119,9 +125,7 @@ def fit(record: dict[str, Any]) -> list[str]:
             again = next(
                 (i.get(key) for i in record["fit"] if i.get("round") == 2 and i["free_gib"] == item["free_gib"]), None
             )
-            rates = [steps] + ([_steps(again)] if again else [])
-            prefill = " / ".join(f"{_rate(s.get('prefill')) or 0:,.0f}" for s in rates)
-            decode = " / ".join(f"{_rate(s.get('generation')) or 0:,.1f}" for s in rates)
+            prefill, decode = _rates([steps] + ([_steps(again)] if again else []))
             last = run["steps"][-1]
             ngl = "all" if spec["ngl"] < 0 or spec["ngl"] >= 33 else str(spec["ngl"])
             out.append(
@@ -188,14 +192,8 @@ def main() -> int:
     record = load_record(RECORD)
     with tempfile.TemporaryDirectory(prefix="vramchat-h200-report-") as tmp:
         section = "\n".join(render(record, model_paths(Path(tmp))))
-    out = Path(args.out)
-    text = out.read_text() if out.exists() else ""
-    if BEGIN in text and END in text:
-        text = text[: text.index(BEGIN)] + section + text[text.index(END) + len(END) :]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    out.write_text(text)
-    print(f"wrote the H200 section of {out}")
+    replace_section(Path(args.out), BEGIN, END, section)
+    print(f"wrote the H200 section of {args.out}")
     return 0
 
 

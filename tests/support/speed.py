@@ -56,3 +56,26 @@ def fixed_speed(value: float, n_ctx: int = 4096) -> SpeedPrediction:
     """A measured prediction of `value` tok/s (+-30%), the same at every fill."""
     figure = Figure(value, value * 0.7, value * 1.3, MEASURED, MEASURED)
     return SpeedPrediction(figure, figure, figure, n_ctx, [], [])
+
+
+class BusyThenQuiet:
+    """This machine's probe disturbed by other programs until `quiet()`: no figures kept, the first probe
+    untrusted (90% of the CPUs used by others), a retry allowed after half a second."""
+
+    def __init__(self, monkeypatch: Any) -> None:
+        from app.speed import machine as speed_machine
+
+        self.busy = True
+        self._machine = speed_machine
+        kept = speed_machine.speed_folder() / speed_machine.MACHINE_FILE
+        kept.unlink(missing_ok=True)
+        monkeypatch.setattr(speed_machine, "run_probe", self._probe)
+        monkeypatch.setattr(speed_machine, "RETRY_SECONDS", 0.5)
+        speed_machine._memo.clear()
+
+    def _probe(self, full: bool = False) -> dict[str, Any]:
+        figures = quiet_figures(threads=self._machine.machine_key()["threads"])
+        return figures | {"load": 0.9} if self.busy else figures
+
+    def quiet(self) -> None:
+        self.busy = False

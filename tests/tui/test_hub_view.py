@@ -533,20 +533,10 @@ async def test_a_quant_speed_still_measuring_fills_in_once_the_cpu_is_measured(
     """The hub's tok/s read "measuring…" for good when the repo was planned while other programs kept the
     CPUs busy: only planning the repo again asked once more. It now asks again once the probe may run
     again, and the figure the model list and --plan would give fills the cell."""
-    from app.speed import machine as speed_machine
-    from tests.support.speed import quiet_figures
+    from tests.support.speed import BusyThenQuiet
 
-    (speed_machine.speed_folder() / speed_machine.MACHINE_FILE).unlink()
-    busy = {"now": True}
-
-    def probe(full: bool = False) -> dict:
-        figures = quiet_figures(threads=speed_machine.machine_key()["threads"])
-        return figures | {"load": 0.9} if busy["now"] else figures
-
-    monkeypatch.setattr(speed_machine, "run_probe", probe)
-    monkeypatch.setattr(speed_machine, "RETRY_SECONDS", 0.5)
     monkeypatch.setenv("VRAMCHAT_DEVICES", "8GiB/1GiB,bw=500GB/s,ram=32GiB/8GiB")  # a GPU with its bandwidth
-    speed_machine._memo.clear()
+    probe = BusyThenQuiet(monkeypatch)
     app = make_app(shelf)
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_hub(app, pilot)
@@ -559,7 +549,7 @@ async def test_a_quant_speed_still_measuring_fills_in_once_the_cpu_is_measured(
             return str(table.get_cell(ref, "speed"))
 
         assert "measuring" in cell()
-        busy["now"] = False  # the other programs are done
+        probe.quiet()  # the other programs are done
         await wait_for(pilot, lambda: "measuring" not in cell(), timeout=20)
         assert any(ch.isdigit() for ch in cell())
         assert cell() == screen.rows[index].speed_cell

@@ -77,19 +77,9 @@ async def test_a_speed_still_measuring_fills_in_once_the_cpu_is_measured(
 ) -> None:
     """Planned while other programs kept the CPUs busy, the plan panel said "measuring…" until the model
     was selected again. It asks again once the probe may run again, and the figure fills in."""
-    from app.speed import machine as speed_machine
-    from tests.support.speed import quiet_figures
+    from tests.support.speed import BusyThenQuiet
 
-    (speed_machine.speed_folder() / speed_machine.MACHINE_FILE).unlink()
-    busy = {"now": True}
-
-    def probe(full: bool = False) -> dict:
-        figures = quiet_figures(threads=speed_machine.machine_key()["threads"])
-        return figures | {"load": 0.9} if busy["now"] else figures
-
-    monkeypatch.setattr(speed_machine, "run_probe", probe)
-    monkeypatch.setattr(speed_machine, "RETRY_SECONDS", 0.5)
-    speed_machine._memo.clear()
+    probe = BusyThenQuiet(monkeypatch)
     monkeypatch.setenv("VRAMCHAT_DEVICES", "8GiB,bw=1008GB/s,ram=32GiB")
     shelf = tmp_path / "shelf"
     shelf.mkdir()
@@ -102,6 +92,6 @@ async def test_a_speed_still_measuring_fills_in_once_the_cpu_is_measured(
         await wait_for(pilot, lambda: screen.speed is not None)
         assert screen.speed is not None and screen.speed.decode_start.basis == "measuring"
         assert "measuring" in _verdict(screen)
-        busy["now"] = False  # the other programs are done
+        probe.quiet()  # the other programs are done
         await wait_for(pilot, lambda: screen.speed is not None and screen.speed.decode_start.value is not None)
         await wait_for(pilot, lambda: "measuring" not in _verdict(screen) and "tok/s at the start" in _verdict(screen))
