@@ -106,6 +106,7 @@ PREFILL_BATCH, SHORT_BATCH = 128, 32  # the probe's prompt batches (app/speed/pr
 # the same prompt right after another on the 2-core EPYC (tiny models, an idle second between)
 PROMPT_START_SECONDS = 0.5e-3
 PREFILL_ROW = 4096  # the width the probe's `prefill_rates` were timed at (app/speed/probe.py: ROW)
+SPLIT_KV_CELLS = 512  # from this view on ggml-cpu splits one query's attention by cells between the threads
 FA_TILE_QUERIES = 64  # ggml-cpu's GGML_FA_TILE_Q (ggml-cpu/common.h): a batch this long runs attention tiled
 
 # bands (half-widths as a fraction of the figure)
@@ -195,6 +196,9 @@ class CpuSpeed:
     elementwise_seconds: dict[str, float] = field(default_factory=dict)  # kind -> s an element (ELEMENTWISE_KINDS)
     # ggml type -> FLOP/s of a SHORT_BATCH-token mat-mul 1024 wide (against the same at 128 tokens)
     prefill_rates_short_batch: dict[str, float] = field(default_factory=dict)
+    # what a mat-mul adds beyond op_seconds and its bytes (its input converted to the weights' dot type, a second
+    # synchronisation; its rows handed out in chunks): 0.4-1.1 us here, a tiny model's 29 mat-muls a fifth of a token
+    mat_mul_seconds: float = 0.0
 
     def decode_rate(self, type_name: str, working_set: int) -> tuple[float, str | None]:
         """Bytes/s for this type at this working set, and the timed type used when this one was not."""
@@ -275,6 +279,7 @@ class CpuSpeed:
             "prefill_rates_by_width": {w: dict(r) for w, r in self.prefill_rates_by_width.items()},
             "elementwise_seconds": dict(self.elementwise_seconds),
             "prefill_rates_short_batch": dict(self.prefill_rates_short_batch),
+            "mat_mul_seconds": self.mat_mul_seconds,
             "source": self.source,
         }
 
@@ -304,6 +309,7 @@ class CpuSpeed:
             prefill_rates_short_batch={
                 str(k): float(v) for k, v in (data.get("prefill_rates_short_batch") or {}).items() if v
             },
+            mat_mul_seconds=float(data.get("mat_mul_seconds") or 0.0),
         )
 
 
@@ -350,6 +356,7 @@ class DeviceCost:
     state_bytes: int = 0  # recurrent state read and written per token
     layers: int = 0
     ops: int = 0  # graph operations a token runs here
+    mat_muls: int = 0  # of which mat-muls (each costs CpuSpeed.mat_mul_seconds more)
     elements: dict[str, int] = field(default_factory=dict)  # their elements between the mat-muls, by kind
     params_log_width: dict[str, float] = field(default_factory=dict)  # ggml type -> sum of params x log2(row)
 
@@ -414,13 +421,14 @@ class TokenCost:
         return full, min(self.cells_swa, window, seen) if self.cells_swa else 0.0
 
 
-_ops_memo: dict[tuple[str, int, int, bool, str], tuple[int, dict[str, int]] | None] = {}
+_ops_memo: dict[tuple[str, int, int, bool, str], tuple[int, int, dict[str, int]] | None] = {}
+_MAT_MULS = frozenset({"MUL_MAT", "MUL_MAT_ID"})
 
 
-def _graph_counts(plan: MemoryPlan) -> tuple[int, dict[str, int]] | None:
-    """Operations a one-token graph runs (views and reshapes cost nothing) and the elements its operations
-    between the mat-muls produce, by kind (ELEMENTWISE_KINDS), from the graph llama.cpp builds; None where
-    no graph builder knows the architecture."""
+def _graph_counts(plan: MemoryPlan) -> tuple[int, int, dict[str, int]] | None:
+    """Operations a one-token graph runs (views and reshapes cost nothing), of which mat-muls, and the
+    elements its operations between the mat-muls produce, by kind (ELEMENTWISE_KINDS), from the graph
+    llama.cpp builds; None where no graph builder knows the architecture."""
     m, r = plan.model, plan.resolved
     key = (m.path, m.file_bytes, m.n_layer, r.config.flash_attn, r.type_k.name)
     if key not in _ops_memo:
@@ -437,7 +445,8 @@ def _graph_counts(plan: MemoryPlan) -> tuple[int, dict[str, int]] | None:
                     # a copy into the cache is a view of the whole cache: it writes its source's elements
                     written = node.src[0] if node.op in _WRITES_SOURCE and node.src else node
                     elements[kind] = elements.get(kind, 0) + written.n_elements()
-            _ops_memo[key] = (len(nodes), elements)
+            mat_muls = sum(1 for node in nodes if node.op in _MAT_MULS)
+            _ops_memo[key] = (len(nodes), mat_muls, elements)
         except (PlannerError, ArithmeticError, ValueError, KeyError, IndexError, TypeError, AttributeError):
             _ops_memo[key] = None
     return _ops_memo[key]
@@ -541,15 +550,17 @@ def token_cost(plan: MemoryPlan) -> TokenCost:
     notes = []
     elements: dict[str, int]
     if counts is None:
-        ops, elements = OPS_PER_LAYER_GUESS * m.n_trunk + 8, {}
+        ops, mat_muls, elements = OPS_PER_LAYER_GUESS * m.n_trunk + 8, 0, {}
         notes.append(f"graph operations estimated ({OPS_PER_LAYER_GUESS} a layer): no graph builder for this model")
     else:
-        ops, elements = counts
+        ops, mat_muls, elements = counts
     share = 1 / max(m.n_trunk, 1)
     for d in [host, *devices]:
         d.ops = round(ops * share * d.layers)
+        d.mat_muls = round(mat_muls * share * d.layers)
         d.elements = {kind: round(n * share * d.layers) for kind, n in elements.items()}
     out_device.ops += max(ops - sum(d.ops for d in [host, *devices]), 0)
+    out_device.mat_muls += max(mat_muls - sum(d.mat_muls for d in [host, *devices]), 0)
     for kind, n in elements.items():
         out_device.elements[kind] = out_device.elements.get(kind, 0) + max(
             n - sum(d.elements.get(kind, 0) for d in [host, *devices]), 0
@@ -800,7 +811,8 @@ def decode_seconds(cost: TokenCost, fill: int, cpu: CpuSpeed | None, gpus: dict[
                 parts.append((d, None, UNKNOWN, "this CPU's speed was not measured"))
                 missing = True
                 continue
-            seconds = cpu.graph_seconds + d.ops * cpu.op_seconds + cpu.rows_seconds(d.rows, streamed)
+            seconds = cpu.graph_seconds + d.ops * cpu.op_seconds + d.mat_muls * cpu.mat_mul_seconds
+            seconds += cpu.rows_seconds(d.rows, streamed)
             seconds += cpu.elementwise(d.elements)
             for type_name, nbytes in d.weights.items():
                 rate, used = cpu.decode_rate(type_name, streamed)
@@ -810,7 +822,8 @@ def decode_seconds(cost: TokenCost, fill: int, cpu: CpuSpeed | None, gpus: dict[
             # attention: per cell and query head, timed in cache; slowed as the weights once it spills. The
             # cells the mask hides in the padded view are skipped before their K is read
             # (ggml-cpu/ops.cpp: ggml_compute_forward_flash_attn_ext_f16_one_chunk, `mv == -INFINITY`)
-            seconds += attention_seconds(cost, d, cpu, fill, cpu.attention_cell) / cpu.cache_factor(streamed)
+            attention = attention_seconds(cost, d, cpu, fill, cpu.attention_cell, split_threads=cpu.threads)
+            seconds += attention / cpu.cache_factor(streamed)
             if d.state_bytes:
                 seconds += d.state_bytes / cpu.decode_rate("f32", streamed)[0]
             parts.append((d, seconds, MEASURED, cpu.source))
@@ -845,12 +858,23 @@ def decode_seconds(cost: TokenCost, fill: int, cpu: CpuSpeed | None, gpus: dict[
 
 
 def attention_seconds(
-    cost: TokenCost, d: DeviceCost, cpu: CpuSpeed, seen: float, cell: Callable[[int], float]
+    cost: TokenCost, d: DeviceCost, cpu: CpuSpeed, seen: float, cell: Callable[[int], float], split_threads: int = 1
 ) -> float:
     """One query's attention on the CPU when the query sees `seen` tokens: the cells it attends to at
-    `cell(width)` each, the rest of the padded view at the cost of a hidden cell, per query head."""
+    `cell(width)` each, the rest of the padded view at the cost of a hidden cell, per query head.
+
+    `split_threads`: a lone token's query (decode) over a view of SPLIT_KV_CELLS or more of an f16 or f32
+    cache is split by cells, each thread a slice of the view (ggml-cpu/ops.cpp: `use_split_kv_path`). The
+    cells in use are the view's first, so the first thread's slice holds the most of them and the others
+    wait for it: the attention lasts as if every thread's slice were as full as the first's."""
     full, swa = cost.visible_at(seen)
     view_full, view_swa = cost.cells_at(math.ceil(seen))
+    split = split_threads > 1 and len(d.kv_cell) == 1 and set(d.kv_cell) <= {"f16", "f32"}
+    if split and view_full >= SPLIT_KV_CELLS:
+        # `cell` was timed with every cell of the view in use: the threads' slices equally full
+        chunk = -(-view_full // split_threads)
+        first = min(full, chunk)
+        full, view_full = first * split_threads, chunk * split_threads
     total = 0.0
     for book, visible, view in ((d.attn_heads, full, view_full), (d.attn_heads_swa, swa, view_swa)):
         for width, heads in book.items():
@@ -897,7 +921,7 @@ def prefill_seconds(cost: TokenCost, n_tokens: int, start: int, cpu: CpuSpeed | 
     if d.output_bytes:
         out = d.output_bytes / cpu.decode_rate(d.output_type, d.weight_bytes())[0]
         seconds += batches * (out + cpu.rows_seconds(d.output_rows, d.weight_bytes()))
-    seconds += batches * (cpu.graph_seconds + d.ops * cpu.op_seconds)
+    seconds += batches * (cpu.graph_seconds + d.ops * cpu.op_seconds + d.mat_muls * cpu.mat_mul_seconds)
     return _Time(seconds, MEASURED, [], ())
 
 

@@ -4,8 +4,9 @@ Decode on a CPU is not bound by memory bandwidth alone: on a few cores, dequanti
 block costs more than reading it, so a q4_0 matrix streams at a fraction of a q8_0 one's
 bytes per second. The probe therefore times ggml's own mat-vec (one token, as decode runs
 it) for each weight type, with the thread count the engine uses, plus what every decoded
-token pays whatever its size: the graph's start (waking the threads) and one
-synchronisation of the threads per operation. A mat-mul of a 128-token batch per type
+token pays whatever its size: the graph's start (waking the threads), one
+synchronisation of the threads per operation, and what a mat-mul adds to that (its input
+converted first, a second synchronisation; timed on 32 small mat-vecs). A mat-mul of a 128-token batch per type
 gives prefill's arithmetic rate, at three widths (128, 1024 and 4096 weights a row), and the
 operations between the mat-muls are timed per element (a rotary embedding, a norm, an add).
 The per-type matrices (8 MiB) may sit in a large cache, so
@@ -75,6 +76,11 @@ SHORT_BATCH = 32  # a chat turn's prompt: a mat-mul of this few tokens runs slow
 QK_K = 256  # the weights of a K-quant block (ggml-common.h)
 PREFILL_TOKENS = 128
 N_OPS = 256  # tiny operations in the graph that times one synchronisation
+# a mat-mul pays more than another operation besides its bytes: its input is converted to the weights' dot
+# type first (a second synchronisation of the threads) and its rows are handed out in chunks. Timed on this
+# many small mat-vecs (SMALL_MATRIX weights wide and rows long, q8_0), the size of a tiny model's
+SMALL_MATRICES = 32
+SMALL_MATRIX = (128, 64)
 # head sizes attention is timed at: ggml's kernel runs a head in SIMD steps of 32 or 64 (AVX2, AVX-512)
 # and the rest one by one, so a width of 32 costs three times a width of 64 on an AVX-512 CPU
 ATTENTION_WIDTHS = (32, 64, 80, 96, 128, 192, 256)
@@ -179,10 +185,12 @@ class _Probe:
             ctypes.memmove(base + done, base, step)
             done += step
 
-    def _time_graph(self, ctx: int, out: int, graph_size: int = 64, repeats: int = REPEATS) -> float:
+    def _time_graph(self, ctx: int, out: int | list[int], graph_size: int = 64, repeats: int = REPEATS) -> float:
+        """The best of `repeats` runs of the graph that computes `out` (one tensor, or several run in turn)."""
         g = self.ggml
         graph = g.ggml_new_graph_custom(ctx, graph_size, False)
-        g.ggml_build_forward_expand(graph, out)
+        for tensor in out if isinstance(out, list) else [out]:
+            g.ggml_build_forward_expand(graph, tensor)
         # the work buffer grows with the threads (flash attention keeps one per thread): ggml sizes it
         plan = self.cpu.ggml_graph_plan(graph, self.threads, None)
         work = ctypes.create_string_buffer(max(1, plan.work_size))
@@ -223,6 +231,27 @@ class _Probe:
             for _ in range(N_OPS):
                 x = g.ggml_add(ctx, x, a)
             return self._time_graph(ctx, x, 2 * N_OPS) / N_OPS
+        finally:
+            g.ggml_free(ctx)
+
+    def small_mat_vecs(self) -> tuple[float, int]:
+        """(seconds, bytes) of one of SMALL_MATRICES small q8_0 mat-vecs run as one graph: what a mat-mul
+        costs whatever its size (beside per_op, which a mat-mul pays too) and the bytes it read."""
+        g = self.ggml
+        q8_0, f32 = TYPE_IDS["q8_0"], TYPE_IDS["f32"]
+        width, rows = SMALL_MATRIX
+        row = g.ggml_row_size(q8_0, width)
+        n = SMALL_MATRICES
+        ctx = self._context(n * (rows * row + rows * 4) + width * 4, n * 2 + 2, 4 * n)
+        try:
+            x = g.ggml_new_tensor_1d(ctx, f32, width)
+            ctypes.memmove(g.ggml_get_data(x), self.source, width * 4)
+            products = []
+            for _ in range(n):
+                w = g.ggml_new_tensor_2d(ctx, q8_0, width, rows)
+                self._fill(w, q8_0, rows, width)
+                products.append(g.ggml_mul_mat(ctx, w, x))
+            return self._time_graph(ctx, products, 4 * n, repeats=ROUND_REPEATS) / n, rows * row
         finally:
             g.ggml_free(ctx)
 
@@ -428,7 +457,10 @@ def measure(threads: int | None = None, stop_when_busy: bool = True) -> dict[str
     threads = threads or max(1, os.cpu_count() or 1)
     probe = _Probe(threads)
     start = probe.graph_start()
-    per_op = probe.per_op()
+    per_op, small = float("inf"), (float("inf"), 0)
+    for _ in range(ROUNDS):  # side by side: the two differ by what a mat-mul adds
+        per_op = min(per_op, probe.per_op())
+        small = min(small, probe.small_mat_vecs())
     decode = _best_in_rounds(DECODE_TYPES, lambda name: probe.decode_rate(name, DECODE_BYTES, ROUND_REPEATS), ROUNDS)
     so_far = load.share()
     if stop_when_busy and so_far is not None and so_far > BUSY_LOAD:
@@ -455,10 +487,13 @@ def measure(threads: int | None = None, stop_when_busy: bool = True) -> dict[str
     mask_seconds = max(0.0, long - short) if long and short else 0.0
     elementwise = probe.elementwise_seconds()
     factor = min(1.0, large[0] / decode["q8_0"]) if large and decode.get("q8_0") else 1.0
+    q8_0 = decode.get("q8_0")
+    mat_mul = max(0.0, small[0] - per_op - small[1] / q8_0) if q8_0 else 0.0
     return {
         "threads": threads,
         "graph_seconds": start,
         "op_seconds": per_op,
+        "mat_mul_seconds": mat_mul,
         "decode_rates": decode,
         "prefill_rates": prefill,
         "prefill_rates_by_width": prefill_by_width,

@@ -100,8 +100,11 @@ def test_the_probe_times_ggml_on_this_cpu() -> None:
     assert set(figures["elementwise_seconds"]) == {"rope", "norm", "gelu", "plain"}
     assert all(0 < s < 1e-6 for s in figures["elementwise_seconds"].values())
     assert 0 < figures["hidden_cell_seconds"] < 1e-6 and figures["row_seconds"] >= 0 and figures["mask_seconds"] >= 0
+    # a mat-mul's own synchronisations: less than a millisecond, kept through the JSON
+    assert 0 <= figures["mat_mul_seconds"] < 1e-3
     cpu = CpuSpeed.from_json(figures)
     assert cpu.prefill_rates_short_batch and cpu.elementwise_seconds == figures["elementwise_seconds"]
+    assert cpu.mat_mul_seconds == figures["mat_mul_seconds"]
 
 
 def test_the_probe_runs_with_the_threads_of_a_large_cpu() -> None:

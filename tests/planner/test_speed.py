@@ -29,6 +29,7 @@ from planner.speed import (
     TokenCost,
     predict,
     predicted_decode,
+    prefill_seconds,
     token_cost,
 )
 from planner.units import EXPERT_TENSOR
@@ -58,6 +59,12 @@ def _model(zoo: dict[str, Path], name: str):
 def _plan(model, gpus=(), ngl=None, ctx=4096):
     gpus = list(gpus)
     return evaluate(model, fixed_config(model, gpus, n_gpu_layers=ngl, n_ctx=ctx), gpus, HOST).plan
+
+
+def _plan_q8(model, ctx=4096):
+    """The CPU plan with flash attention and a q8_0 cache."""
+    config = fixed_config(model, [], n_ctx=ctx, flash_attn=True, type_k="q8_0", type_v="q8_0")
+    return evaluate(model, config, [], HOST).plan
 
 
 def _placed_bytes(plan, gpus) -> dict[int, int]:
@@ -186,6 +193,32 @@ def test_the_graph_operations_are_counted_on_the_graph_llama_cpp_builds(zoo: dic
     (host,) = cost.devices
     # a few dozen operations a layer, no views or reshapes (they cost nothing)
     assert 10 * host.layers < host.ops < 60 * host.layers
+
+
+def test_each_mat_mul_costs_its_own_synchronisation_in_decode_and_in_each_prompt_batch(zoo: dict[str, Path]) -> None:
+    """A tiny model's token is a fifth mat-mul overhead (its input converted to the weights' dot type, a second
+    wait for the threads): the llama zoo model's decode was predicted 35% fast without it."""
+    from dataclasses import replace
+
+    cost = token_cost(_plan(_model(zoo, "llama-f16")))
+    (host,) = cost.devices
+    # q, k, v, the attention output, gate, up and down in each of 4 layers, and the output matrix
+    assert host.mat_muls == 7 * host.layers + 1
+    synced = replace(CPU, mat_mul_seconds=1e-6)
+    plain, slower = predicted_decode(cost, 0, CPU, {}), predicted_decode(cost, 0, synced, {})
+    assert plain is not None and slower is not None
+    assert 1 / slower - 1 / plain == pytest.approx(host.mat_muls * 1e-6, rel=1e-6)
+    # a prompt pays it once a batch (the engine's micro-batch)
+    batches = 3
+    tokens = batches * cost.n_ubatch
+    fast, slow = prefill_seconds(cost, tokens, 0, CPU).seconds, prefill_seconds(cost, tokens, 0, synced).seconds
+    assert fast is not None and slow is not None
+    assert slow - fast == pytest.approx(batches * host.mat_muls * 1e-6, rel=1e-6)
+    # a cost kept before it was counted reads as none (a plan-cache summary of an older version)
+    kept = cost.to_json()
+    for device in kept["devices"]:
+        del device["mat_muls"]
+    assert TokenCost.from_json(kept).devices[0].mat_muls == 0
 
 
 def test_a_gpu_with_a_bandwidth_is_predicted_and_more_layers_there_are_faster() -> None:
@@ -444,6 +477,38 @@ def test_decode_attends_to_the_cells_in_use_and_skips_the_rest_of_the_padded_vie
     # 40 tokens in a view padded to 256 cells: 40 attended to, 216 hidden by the mask and skipped
     assert attention(40, 10e-9, 0.0) == pytest.approx(heads * 40 * 10e-9)
     assert attention(40, 0.0, 1e-9) == pytest.approx(heads * 216 * 1e-9)
+
+
+def test_decode_over_a_long_view_waits_for_the_thread_whose_slice_holds_the_most_cells_in_use(
+    zoo: dict[str, Path],
+) -> None:
+    """From 512 cells ggml splits a lone query's attention by cells (ggml-cpu/ops.cpp `use_split_kv_path`):
+    with 1,100 tokens in a view of 1,280 the first of 2 threads attends to 640 and the second to 460, and
+    the token waits for the first (measured on 2 cores: 22.8 ns a cell-head against 20.4 with the view
+    full, 39.9 with 1,100 of 4,096 in use)."""
+    from dataclasses import replace
+
+    cost = token_cost(_plan(_model(zoo, "qwen3-hd")))  # an f16 cache
+    heads = cost.devices[0].attn_heads["64"]
+
+    def attention(fill: int, threads: int) -> float:
+        cpu = replace(CPU, threads=threads, hidden_cell_seconds=0.0)
+        timed = predicted_decode(cost, fill, replace(cpu, attention_seconds={"64": 10e-9}), {})
+        bare = predicted_decode(cost, fill, replace(cpu, attention_seconds={"64": 0.0}), {})
+        assert timed and bare
+        return 1 / timed - 1 / bare
+
+    assert attention(1100, 1) == pytest.approx(heads * 1100 * 10e-9)
+    assert attention(1100, 2) == pytest.approx(heads * 2 * 640 * 10e-9)
+    assert attention(1100, 4) == pytest.approx(heads * 4 * 320 * 10e-9)  # the first slice all in use
+    # under 512 cells the heads are split instead: each thread's share as full as the others'
+    assert attention(200, 2) == pytest.approx(heads * 200 * 10e-9)
+    # a quantized cache is never split by cells
+    q8 = token_cost(_plan_q8(_model(zoo, "qwen3-hd")))
+    cpu = replace(CPU, threads=2, hidden_cell_seconds=0.0)
+    timed = predicted_decode(q8, 1100, replace(cpu, attention_seconds={"64": 10e-9}), {})
+    bare = predicted_decode(q8, 1100, replace(cpu, attention_seconds={"64": 0.0}), {})
+    assert timed and bare and 1 / timed - 1 / bare == pytest.approx(heads * 1100 * 10e-9)
 
 
 def test_a_prompts_mat_mul_rate_follows_the_matrix_width_and_a_short_batch(zoo: dict[str, Path]) -> None:
