@@ -16,6 +16,11 @@ The machine is shared, so the probe runs `--probes` times interleaved with the d
 figure at its best over all probes (what a probe the app trusts measures). Measured figures are medians
 of `--runs` interleaved runs. The load other processes put on the CPUs during each run is
 read from /proc/stat (all CPU time less this bench's and its engine's) and reported.
+What /proc/stat cannot show is timed around each run by two reference kernels (a thread
+synchronisation and a 32-wide head's attention, in this process): on a VM the two vCPUs
+change placement for seconds at a time (a synchronisation costs 0.24 or 0.55 us here) and a
+neighbour on the host slows the cores by half at times. A run either kernel found slowed is
+run again with a new prompt (`--retries`), and one still slowed is left out of the medians.
 
 Learning: the demo's first-round replies (3, one per fill) are recorded exactly as the app
 records a reply (app.speed.learn_from_reply, into a private VRAMCHAT_HOME), and the learned
@@ -136,13 +141,17 @@ def plan_case(case: Case, host: Any) -> None:
 
 
 def make_prompts(case: Case, runs: int, rng: random.Random) -> None:
+    """`runs` x (1 + RETRIES) prompts per fill, no two alike beyond their first token (a repeated run takes
+    the next: the engine would reuse a prompt it has cached, and time no prefill)."""
     n_vocab = case.plan.model.n_vocab
     base = case.engine.tokenize(STORY * 400)
+    per_fill = runs * (RETRIES[0] + 1)
+    starts = iter(rng.sample(range(0, 1000), per_fill * len(case.fills)))
     for fill in case.fills:
         prompts = []
-        for _ in range(runs):
+        for _ in range(per_fill):
             if case.name == "demo":
-                start = rng.randrange(0, 200)
+                start = next(starts)
                 tokens = [base[0]] + base[1 + start : start + fill]
             else:
                 tokens = [rng.randrange(3, n_vocab) for _ in range(fill)]
@@ -152,9 +161,52 @@ def make_prompts(case: Case, runs: int, rng: random.Random) -> None:
 
 WAITED: list[float] = []
 PATIENCE = [30.0]
+RETRIES = [2]
+# a run counts as disturbed when a reference kernel timed just before or after it ran this much slower than
+# its best: a thread synchronisation (this VM's two vCPUs switch between placements where it costs 0.24 and
+# 0.55 us, seconds at a time) or a 32-wide head's attention (slowed by half at times while no process here
+# runs: a neighbour on the host). /proc/stat shows neither.
+SYNC_SLOWER, COMPUTE_SLOWER = 1.5, 1.2
+
+
+class MachineState:
+    """The machine's speed at a moment, from two short reference kernels of the probe, run in this process."""
+
+    def __init__(self, threads: int) -> None:
+        from app.speed.probe import _Probe
+
+        self.probe = _Probe(threads)
+        self.best_sync, self.best_compute = float("inf"), float("inf")
+        self.disturbed_runs, self.retries = 0, 0
+        for _ in range(20):  # a baseline: the best of a few seconds' samples
+            self.slowed()
+            time.sleep(0.1)
+
+    def slowed(self) -> bool:
+        sync = self.probe.per_op()
+        compute = self.probe.attention_seconds(32, cells=1024, masked=True) or float("inf")
+        self.best_sync, self.best_compute = min(self.best_sync, sync), min(self.best_compute, compute)
+        return sync > SYNC_SLOWER * self.best_sync or compute > COMPUTE_SLOWER * self.best_compute
+
+
+STATE: list[MachineState] = []
 
 
 def run_once(case: Case, fill: int, index: int, tokens: int) -> None:
+    """One reply, measured; run again (up to RETRIES times) while the reference kernels say the machine
+    was slowed around it. The last try is kept either way, flagged: a disturbed run is left out of the
+    medians like one under others' load."""
+    for attempt in range(RETRIES[0] + 1):
+        slowed = STATE[0].slowed() if STATE else False
+        prompt = case.prompts[fill][index * (RETRIES[0] + 1) + attempt]
+        disturbed = _run(case, fill, prompt, index, tokens, slowed, last=attempt == RETRIES[0])
+        if not disturbed:
+            return
+        if STATE:
+            STATE[0].retries += attempt < RETRIES[0]
+
+
+def _run(case: Case, fill: int, prompt: list[int], index: int, tokens: int, slowed_before: bool, last: bool) -> bool:
     from app.engine import GenerationParams
 
     wait_quiet(0.10, PATIENCE[0], WAITED)
@@ -162,18 +214,28 @@ def run_once(case: Case, fill: int, index: int, tokens: int) -> None:
     pids = [os.getpid()] + ([case.engine.pid] if case.engine.pid else [])
     busy0, own0 = _cpu_jiffies(pids)
     t0 = time.perf_counter()
-    for _ in case.engine.generate(case.prompts[fill][index], params):
+    for _ in case.engine.generate(prompt, params):
         pass
     elapsed = time.perf_counter() - t0
     busy1, own1 = _cpu_jiffies(pids)
+    disturbed = slowed_before or (STATE[0].slowed() if STATE else False)
+    if disturbed and not last:
+        return True
     hz = os.sysconf("SC_CLK_TCK")
     others = max(0.0, ((busy1 - busy0) - (own1 - own0)) / hz / max(elapsed, 1e-6) / (os.cpu_count() or 1))
     stats = case.engine.last_stats
     case.load.append(others)
     case.stats.setdefault(fill, []).append(stats)
+    judged = max(others, DISTURBED_LOAD) if disturbed else others
+    if disturbed and STATE:
+        STATE[0].disturbed_runs += 1
     if stats.generated_tokens >= 16:
-        case.decode.setdefault(fill, []).append((stats.tokens_per_second, others))
-    case.prefill.setdefault(fill, []).append((stats.prompt_tokens_per_second, others))
+        case.decode.setdefault(fill, []).append((stats.tokens_per_second, judged))
+    case.prefill.setdefault(fill, []).append((stats.prompt_tokens_per_second, judged))
+    return disturbed
+
+
+DISTURBED_LOAD = 1.0  # a disturbed run is judged as one under full load by others (quiet_median leaves it out)
 
 
 def quiet_median(runs: list[tuple[float, float]], limit: float) -> tuple[float, int, int]:
@@ -249,9 +311,14 @@ def best_of(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
         return max(values) if high else min(values)
 
     out = dict(new)
-    for name in ("decode_rates", "prefill_rates", "large_factor", "read_bandwidth"):
+    for name in ("decode_rates", "prefill_rates", "read_bandwidth"):
         out[name] = best(old.get(name), new.get(name), high=True)
-    for name in ("graph_seconds", "op_seconds", "attention_seconds", "prefill_attention_seconds", "load"):
+    # the factor is a ratio (the q8_0 rate beyond the cache / in it): the best rate beyond over the best in it
+    beyond = [(d.get("large_factor") or 0.0) * (d.get("decode_rates") or {}).get("q8_0", 0.0) for d in (old, new)]
+    in_cache = (out.get("decode_rates") or {}).get("q8_0")
+    out["large_factor"] = min(1.0, max(beyond) / in_cache) if in_cache and max(beyond) else new.get("large_factor")
+    timed = ("graph_seconds", "op_seconds", "mat_mul_seconds", "attention_seconds", "prefill_attention_seconds", "load")
+    for name in timed:
         out[name] = best(old.get(name), new.get(name), high=False)
     return out
 
@@ -287,6 +354,13 @@ def main() -> None:
         default=0.10,
         help="runs during which other processes used more of the CPUs are "
         "left out of the medians (default 0.10; all are kept where none was quieter)",
+    )
+    parser.add_argument(
+        "--retries",
+        type=int,
+        default=2,
+        help="run a reply again up to this many times while reference kernels say the machine was slowed around "
+        "it (default 2; -1: no reference kernels, every run kept as measured)",
     )
     args = parser.parse_args()
 
@@ -326,6 +400,9 @@ def main() -> None:
 
     cpus = [probe()]
     numpy_bw = numpy_read_bandwidth(threads)
+    RETRIES[0] = max(args.retries, 0)
+    if args.retries >= 0:
+        STATE.append(MachineState(threads))
 
     demo = cases[0]
     started = time.perf_counter()
@@ -412,7 +489,18 @@ def main() -> None:
             naive = numpy_bw / nbytes
             fastest = (max(v for v, _ in case.decode[fill]), max(v for v, _ in case.prefill[fill]))
             rows.append(
-                (case.name, fill, p["decode_first"], p["decode_best"], meas, naive, p["prefill_best"], pre, *fastest)
+                (
+                    case.name,
+                    fill,
+                    p["decode_first"],
+                    p["decode_best"],
+                    meas,
+                    naive,
+                    p["prefill_best"],
+                    pre,
+                    *fastest,
+                    p["prefill_first"],
+                )
             )
             print(
                 f"{case.name:<18}{fill:>6} {p['decode_first']:>8.1f} {p['decode_best']:>8.1f} {meas:>9.1f} "
@@ -440,6 +528,7 @@ def main() -> None:
     print("Decode error |predicted / measured - 1|:")
     summary("demo, first probe", 2, only="demo")
     summary("demo, best of the probes", 3, only="demo")
+    summary("zoo, first probe", 2, skip="demo")
     summary("zoo, best of the probes", 3, skip="demo")
     summary("demo, bandwidth alone (numpy read)", 5, only="demo")
     summary("zoo, bandwidth alone (numpy read)", 5, skip="demo")
@@ -454,9 +543,11 @@ def main() -> None:
         if errs:
             print(f"  {label:<40} median {statistics.median(errs) * 100:3.0f}%, max {max(errs) * 100:3.0f}%")
 
-    print("Prefill error |predicted / measured - 1| (best of the probes):")
-    errors("demo, against the runs' median", 6, 7, only="demo")
-    errors("zoo, against the runs' median", 6, 7, skip="demo")
+    print("Prefill error |predicted / measured - 1|, against the runs' median:")
+    errors("demo, first probe", 10, 7, only="demo")
+    errors("zoo, first probe", 10, 7, skip="demo")
+    errors("demo, best of the probes", 6, 7, only="demo")
+    errors("zoo, best of the probes", 6, 7, skip="demo")
     print("Against each fill's fastest run (load only ever slows a run: the least disturbed one):")
     errors("decode, demo", 3, 8, only="demo")
     errors("decode, zoo", 3, 8, skip="demo")
@@ -469,6 +560,14 @@ def main() -> None:
         f"max {max(loads) * 100:.0f}%; {quiet} of {len(loads)} runs under {args.quiet * 100:.0f}%; "
         f"whole run {time.perf_counter() - started:.0f} s, of which {sum(WAITED):.0f} s waiting for quiet CPUs"
     )
+    if STATE:
+        st = STATE[0]
+        print(
+            f"Reference kernels (sync best {st.best_sync * 1e6:.2f} us, "
+            f"a 32-wide cell {st.best_compute * 1e9:.1f} ns): "
+            f"{st.retries} runs repeated because the machine ran slowed around them; {st.disturbed_runs} kept "
+            "disturbed after the last try (left out of the medians where a quiet run exists)"
+        )
 
 
 if __name__ == "__main__":
