@@ -17,14 +17,19 @@ def _verdict(screen: PickerScreen) -> str:
     return str(screen.query_one("#plan-verdict").render())
 
 
+def _shelf_of(tmp_path: Path, name: str, model: Path) -> Path:
+    """A models folder holding one file."""
+    shelf = tmp_path / "shelf"
+    shelf.mkdir()
+    (shelf / name).symlink_to(model)
+    return shelf
+
+
 async def test_a_what_if_card_with_a_bandwidth_speeds_up_with_the_layers_on_it(
     tmp_path: Path, gemma_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("VRAMCHAT_DEVICES", "8GiB,bw=1008GB/s,ram=32GiB")
-    shelf = tmp_path / "shelf"
-    shelf.mkdir()
-    (shelf / "gemma.gguf").symlink_to(gemma_path)
-    app = make_app(shelf)
+    app = make_app(_shelf_of(tmp_path, "gemma.gguf", gemma_path))
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, picker_ready(app))
         screen = app.screen
@@ -59,10 +64,7 @@ async def test_a_what_if_card_without_a_bandwidth_says_what_is_missing(
     tmp_path: Path, zoo: dict[str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("VRAMCHAT_DEVICES", "8GiB,ram=32GiB")
-    shelf = tmp_path / "shelf"
-    shelf.mkdir()
-    (shelf / "tiny.gguf").write_bytes(zoo["llama-f16"].read_bytes())
-    app = make_app(shelf)
+    app = make_app(_shelf_of(tmp_path, "tiny.gguf", zoo["llama-f16"]))
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, picker_ready(app))
         screen = app.screen
@@ -81,10 +83,7 @@ async def test_a_speed_still_measuring_fills_in_once_the_cpu_is_measured(
 
     probe = BusyThenQuiet(monkeypatch)
     monkeypatch.setenv("VRAMCHAT_DEVICES", "8GiB,bw=1008GB/s,ram=32GiB")
-    shelf = tmp_path / "shelf"
-    shelf.mkdir()
-    (shelf / "tiny.gguf").write_bytes(zoo["llama-f16"].read_bytes())
-    app = make_app(shelf)
+    app = make_app(_shelf_of(tmp_path, "tiny.gguf", zoo["llama-f16"]))
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, picker_ready(app))
         screen = app.screen
