@@ -25,6 +25,7 @@ from app.devices.process import snapshot
 from app.engine.held_back import held_back
 from app.engine.llama_log import capture
 from app.engine.params import apply_context_params, apply_model_params, ensure_backend
+from app.engine.stop_flag import StopFlag
 from app.engine.types import (
     EngineError,
     GenerationParams,
@@ -57,8 +58,7 @@ class Engine:
         self._batch: Any = None  # a llama_batch with room for n_batch tokens, positions given
         self._media: MediaContext | None = None  # the projector, when one is loaded
         self._prepared: MediaChunks | None = None  # the last media prompt tokenized, kept for its reply
-        self._stop = threading.Event()
-        self._abort_cb: Any = None
+        self._stop = StopFlag()
         self._progress_cb: Any = None
         self.report: LoadReport | None = None
         self.last_stats = GenerationStats()
@@ -191,8 +191,7 @@ class Engine:
         cparams.n_threads = cparams.n_threads_batch = _threads()
         ctx = llama_cpp.llama_init_from_model(model, cparams)
         if ctx:
-            self._abort_cb = llama_cpp.ggml_abort_callback(lambda _data: bool(self._stop.is_set()))
-            llama_cpp.llama_set_abort_callback(ctx, self._abort_cb, ctypes.c_void_p(0))
+            self._stop.install(ctx)
         return ctx
 
     def resize(self, n_ctx: int, keep: bool = True) -> ResizeReport:

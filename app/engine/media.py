@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import ctypes
 import os
-import threading
 import time
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
 from app.engine.llama_log import LogCapture, capture
+from app.engine.stop_flag import StopFlag
 from app.engine.types import EngineError, Media, MediaPrompt, ProjectorLoad
 
 GGML_MAX_SRC = 10
@@ -72,7 +72,7 @@ def _ggml_base() -> ctypes.CDLL:
 class BufferWatch:
     """The eval callback of clip's scheduler: the projector's buffers, read while it encodes, and a stop."""
 
-    def __init__(self, stop: threading.Event) -> None:
+    def __init__(self, stop: StopFlag) -> None:
         import llama_cpp
 
         self._ggml = _ggml_base()
@@ -171,7 +171,7 @@ _KINDS = {0: "text", 1: "image", 2: "audio"}
 class MediaContext:
     """The projector, loaded beside a model: tokenize, encode and decode images and sounds."""
 
-    def __init__(self, model: Any, load: ProjectorLoad, n_threads: int, stop: threading.Event) -> None:
+    def __init__(self, model: Any, load: ProjectorLoad, n_threads: int, stop: StopFlag) -> None:
         from llama_cpp import mtmd_cpp
 
         self.load = load
