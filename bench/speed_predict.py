@@ -1,9 +1,12 @@
 """Predicted against measured decode and prefill speed, on this CPU, side by side in one run.
 
-    python bench/speed_predict.py [--zoo all|none|NAME,...] [--runs N] [--tokens N] [--probes N]
+    python bench/speed_predict.py [--zoo all|none|NAME,...] [--wide all|none|NAME,...] [--runs N]
+                                  [--tokens N] [--probes N]
 
-The models: the demo Gemma 3 270M and the tiny zoo models of tests/support (random weights:
-their text is noise, their speed is real). Each is planned for this machine's CPU (as
+The models: the demo Gemma 3 270M, the tiny zoo models of tests/support (random weights:
+their text is noise, their speed is real) and three "wide" ones (`--wide`): few layers, but a
+real model's attention (8 or 32 heads 128 wide, 2 to 8 KV heads), whose KV cache at a long fill
+comes from memory rather than the CPU's caches. Each is planned for this machine's CPU (as
 `vramchat --plan` would, fixed to flash attention on and an f16 KV cache so that every run
 is comparable), loaded in vramchat's engine process, and asked for replies at three
 context fills (32 tokens, a quarter and three quarters of the context): the prompt's
@@ -66,6 +69,7 @@ class Case:
     path: str
     n_ctx: int
     fills: list[int]
+    group: str = "zoo"  # demo, zoo or wide: each summed up apart
     plan: Any = None
     cost: Any = None
     engine: Any = None
@@ -162,6 +166,20 @@ def make_prompts(case: Case, runs: int, rng: random.Random) -> None:
         case.prompts[fill] = prompts
 
 
+def _wide() -> dict[str, Any]:
+    from tests.support.tiny.common import Q, TinySpec
+
+    layers = {"n_ff": 2048, "weight_type": Q.Q4_K, "embd_type": Q.Q6_K, "output_type": Q.Q6_K, "n_vocab": 512}
+    return {
+        # 16 layers of 8 heads 128 wide: little to read but a real model's KV cache per layer, from memory
+        "wide-kv8": TinySpec("llama", n_layer=16, n_embd=1024, n_head=8, n_head_kv=8, **layers),
+        "wide-kv2": TinySpec("llama", n_layer=16, n_embd=1024, n_head=8, n_head_kv=2, **layers),
+        # a Llama 3 8B's attention (32 heads, 8 KV heads, 128 wide) in 8 layers
+        "wide-32x8": TinySpec("llama", n_layer=8, n_embd=4096, n_head=32, n_head_kv=8, **(layers | {"n_ff": 1024})),
+    }
+
+
+WIDE = _wide()
 WAITED: list[float] = []
 PATIENCE = [30.0]
 RETRIES = [2]
@@ -356,6 +374,9 @@ def pct(pred: float, meas: float) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--zoo", default="all", help="zoo models: all, none, or names separated by commas")
+    parser.add_argument(
+        "--wide", default="all", help=f"models of a real model's attention: all, none, or some of {', '.join(WIDE)}"
+    )
     parser.add_argument("--runs", type=int, default=5, help="the demo's replies per fill (default 5)")
     parser.add_argument("--zoo-runs", type=int, default=3, help="each zoo model's replies per fill (default 3)")
     parser.add_argument("--tokens", type=int, default=64, help="tokens per reply of the demo (default 64)")
@@ -404,7 +425,7 @@ def main() -> None:
     host = probe_devices().host
     threads = max(1, os.cpu_count() or 1)
     rng = random.Random(7)
-    cases = [Case("demo", model_path(None), args.demo_ctx, [32, args.demo_ctx // 4, 3 * args.demo_ctx // 4])]
+    cases = [Case("demo", model_path(None), args.demo_ctx, [32, args.demo_ctx // 4, 3 * args.demo_ctx // 4], "demo")]
     names = [] if args.zoo == "none" else list(ZOO) if args.zoo == "all" else args.zoo.split(",")
     zoo_dir = Path(home) / "zoo"
     zoo_dir.mkdir()
@@ -413,6 +434,9 @@ def main() -> None:
             continue
         path = write_tiny_model(zoo_dir / f"{name}.gguf", ZOO[name])
         cases.append(Case(name, str(path), 4096, [32, 1024, 3072]))
+    for name in [] if args.wide == "none" else list(WIDE) if args.wide == "all" else args.wide.split(","):
+        path = write_tiny_model(zoo_dir / f"{name}.gguf", WIDE[name])
+        cases.append(Case(name, str(path), 4096, [32, 1024, 3072], "wide"))
 
     RETRIES[0] = max(args.retries, 0)
     if args.retries >= 0:
@@ -549,8 +573,10 @@ def main() -> None:
             got, meas = learned[fill], later[fill]
             print(f"  fill {fill:>5}: learned {got:.1f} tok/s, measured {meas:.1f}: {pct(got, meas)}")
 
-    def summary(label: str, index: int, only: str | None = None, skip: str | None = None) -> None:
-        errs = [abs(r[index] / r[4] - 1) for r in rows if r[4] and (only is None or r[0] == only) and r[0] != skip]
+    group = {case.name: case.group for case in cases}
+
+    def summary(label: str, index: int, only: str) -> None:
+        errs = [abs(r[index] / r[4] - 1) for r in rows if r[4] and group[r[0]] == only]
         if errs:
             print(f"  {label:<40} median {statistics.median(errs) * 100:3.0f}%, max {max(errs) * 100:3.0f}%")
 
@@ -558,31 +584,33 @@ def main() -> None:
     print("Decode error |predicted / measured - 1|:")
     summary("demo, first probe", 2, only="demo")
     summary("demo, best of the probes", 3, only="demo")
-    summary("zoo, first probe", 2, skip="demo")
-    summary("zoo, best of the probes", 3, skip="demo")
+    summary("zoo, first probe", 2, only="zoo")
+    summary("zoo, best of the probes", 3, only="zoo")
+    summary("wide, first probe", 2, only="wide")
     summary("demo, bandwidth alone (numpy read)", 5, only="demo")
-    summary("zoo, bandwidth alone (numpy read)", 5, skip="demo")
-    print(f"  ({len({r[0] for r in rows}) - 1} zoo models: {', '.join(sorted({r[0] for r in rows} - {'demo'}))})")
+    summary("zoo, bandwidth alone (numpy read)", 5, only="zoo")
+    for kind in ("zoo", "wide"):
+        names = sorted({r[0] for r in rows if group[r[0]] == kind})
+        if names:
+            print(f"  ({len(names)} {kind} models: {', '.join(names)})")
 
-    def errors(label: str, predicted: int, measured: int, only: str | None = None, skip: str | None = None) -> None:
-        errs = [
-            abs(r[predicted] / r[measured] - 1)
-            for r in rows
-            if r[measured] and (only is None or r[0] == only) and r[0] != skip
-        ]
+    def errors(label: str, predicted: int, measured: int, only: str) -> None:
+        errs = [abs(r[predicted] / r[measured] - 1) for r in rows if r[measured] and group[r[0]] == only]
         if errs:
             print(f"  {label:<40} median {statistics.median(errs) * 100:3.0f}%, max {max(errs) * 100:3.0f}%")
 
     print("Prefill error |predicted / measured - 1|, against the runs' median:")
     errors("demo, first probe", 10, 7, only="demo")
-    errors("zoo, first probe", 10, 7, skip="demo")
+    errors("zoo, first probe", 10, 7, only="zoo")
     errors("demo, best of the probes", 6, 7, only="demo")
-    errors("zoo, best of the probes", 6, 7, skip="demo")
+    errors("zoo, best of the probes", 6, 7, only="zoo")
+    errors("wide, first probe", 10, 7, only="wide")
     print("Against each fill's fastest run (load only ever slows a run: the least disturbed one):")
     errors("decode, demo", 3, 8, only="demo")
-    errors("decode, zoo", 3, 8, skip="demo")
+    errors("decode, zoo", 3, 8, only="zoo")
+    errors("decode, wide", 3, 8, only="wide")
     errors("prefill, demo", 6, 9, only="demo")
-    errors("prefill, zoo", 6, 9, skip="demo")
+    errors("prefill, zoo", 6, 9, only="zoo")
     loads = [x for c in cases for x in c.load]
     quiet = sum(1 for x in loads if x <= args.quiet)
     print(

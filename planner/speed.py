@@ -106,6 +106,7 @@ PREFILL_BATCH, SHORT_BATCH = 128, 32  # the probe's prompt batches (app/speed/pr
 # the same prompt right after another on the 2-core EPYC (tiny models, an idle second between)
 PROMPT_START_SECONDS = 0.5e-3
 PREFILL_ROW = 4096  # the width the probe's `prefill_rates` were timed at (app/speed/probe.py: ROW)
+STREAMED_HEADS = 8  # the query heads a layer the probe timed a cache from memory with (app/speed/probe.py)
 SPLIT_KV_CELLS = 512  # from this view on ggml-cpu splits one query's attention by cells between the threads
 FA_TILE_QUERIES = 64  # ggml-cpu's GGML_FA_TILE_Q (ggml-cpu/common.h): a batch this long runs attention tiled
 
@@ -199,6 +200,9 @@ class CpuSpeed:
     # what a mat-mul adds beyond op_seconds and its bytes (its input converted to the weights' dot type, a second
     # synchronisation; its rows handed out in chunks): 0.4-1.1 us here, a tiny model's 29 mat-muls a fifth of a token
     mat_mul_seconds: float = 0.0
+    # head width -> KV heads a layer -> seconds a cell adds to each of STREAMED_HEADS query heads when a
+    # token's KV cache comes from memory rather than the caches (app/speed/probe.py: streamed_attention)
+    attention_streamed_extra: dict[str, dict[str, float]] = field(default_factory=dict)
 
     def decode_rate(self, type_name: str, working_set: int) -> tuple[float, str | None]:
         """Bytes/s for this type at this working set, and the timed type used when this one was not."""
@@ -227,6 +231,16 @@ class CpuSpeed:
             return 4 * width / self.prefill_rate("f16")[0]
         near = min(self.prefill_attention_seconds, key=lambda w: abs(math.log(max(width, 1) / int(w))))
         return self.prefill_attention_seconds[near]
+
+    def streamed_layer_cell(self, width: int, kv_heads: int) -> float | None:
+        """Seconds a cell adds to a layer's attention (all its query heads) when the layer's KV cache comes
+        from memory: the nearest width and KV head count timed (None: not timed)."""
+        if not self.attention_streamed_extra:
+            return None
+        near = min(self.attention_streamed_extra, key=lambda w: abs(math.log(max(width, 1) / int(w))))
+        by_kv = self.attention_streamed_extra[near]
+        kv = min(by_kv, key=lambda k: abs(math.log(max(kv_heads, 1) / int(k))))
+        return by_kv[kv] * STREAMED_HEADS
 
     def prefill_rate(self, type_name: str, width: float = 0.0, tokens: int = 0) -> tuple[float, str | None]:
         """FLOP/s of a prompt's mat-mul of this type, rows `width` wide (geometric between the widths
@@ -280,6 +294,7 @@ class CpuSpeed:
             "elementwise_seconds": dict(self.elementwise_seconds),
             "prefill_rates_short_batch": dict(self.prefill_rates_short_batch),
             "mat_mul_seconds": self.mat_mul_seconds,
+            "attention_streamed_extra": {w: dict(by_kv) for w, by_kv in self.attention_streamed_extra.items()},
             "source": self.source,
         }
 
@@ -310,6 +325,10 @@ class CpuSpeed:
                 str(k): float(v) for k, v in (data.get("prefill_rates_short_batch") or {}).items() if v
             },
             mat_mul_seconds=float(data.get("mat_mul_seconds") or 0.0),
+            attention_streamed_extra={
+                str(w): {str(kv): float(v) for kv, v in by_kv.items()}
+                for w, by_kv in (data.get("attention_streamed_extra") or {}).items()
+            },
         )
 
 
@@ -353,6 +372,9 @@ class DeviceCost:
     kv_cell_swa: dict[str, int] = field(default_factory=dict)  # the same, sliding-window layers
     attn_heads: dict[str, int] = field(default_factory=dict)  # head width -> query heads, full-context layers
     attn_heads_swa: dict[str, int] = field(default_factory=dict)  # the same, sliding-window layers
+    # "width/KV heads" -> layers of that shape: what decides a cache's cost when it comes from memory
+    attn_layouts: dict[str, int] = field(default_factory=dict)  # full-context layers
+    attn_layouts_swa: dict[str, int] = field(default_factory=dict)  # sliding-window layers
     state_bytes: int = 0  # recurrent state read and written per token
     layers: int = 0
     ops: int = 0  # graph operations a token runs here
@@ -539,6 +561,9 @@ def token_cost(plan: MemoryPlan) -> TokenCost:
             width = str((layer.head_dim_k + (layer.head_dim_v or layer.head_dim_k)) // 2)
             heads = target.attn_heads_swa if kt.swa else target.attn_heads
             heads[width] = heads.get(width, 0) + layer.n_head
+            layouts = target.attn_layouts_swa if kt.swa else target.attn_layouts
+            shape = f"{width}/{layer.n_head_kv}"
+            layouts[shape] = layouts.get(shape, 0) + 1
     for st in rs_layout(m, r).tensors:
         target = on(plan.placement.layers[st.layer] if r.config.offload_kqv else HOST_INDEX)
         target.state_bytes += 2 * st.nbytes // max(r.n_seq_max, 1)  # read, then written back
@@ -823,7 +848,11 @@ def decode_seconds(cost: TokenCost, fill: int, cpu: CpuSpeed | None, gpus: dict[
             # cells the mask hides in the padded view are skipped before their K is read
             # (ggml-cpu/ops.cpp: ggml_compute_forward_flash_attn_ext_f16_one_chunk, `mv == -INFINITY`)
             attention = attention_seconds(cost, d, cpu, fill, cpu.attention_cell, split_threads=cpu.threads)
-            seconds += attention / cpu.cache_factor(streamed)
+            from_memory = streamed_attention_seconds(cost, d, cpu, fill)
+            if from_memory is None:  # figures of a probe that did not time it: slowed as the weights
+                seconds += attention / cpu.cache_factor(streamed)
+            else:  # the cache leaves the CPU's caches as the weights and the other layers' caches pass
+                seconds += attention + beyond_share(streamed) * from_memory
             if d.state_bytes:
                 seconds += d.state_bytes / cpu.decode_rate("f32", streamed)[0]
             parts.append((d, seconds, MEASURED, cpu.source))
@@ -867,6 +896,17 @@ def attention_seconds(
     cache is split by cells, each thread a slice of the view (ggml-cpu/ops.cpp: `use_split_kv_path`). The
     cells in use are the view's first, so the first thread's slice holds the most of them and the others
     wait for it: the attention lasts as if every thread's slice were as full as the first's."""
+    full, view_full, swa, view_swa = _cells_read(cost, d, seen, split_threads)
+    total = 0.0
+    for book, visible, view in ((d.attn_heads, full, view_full), (d.attn_heads_swa, swa, view_swa)):
+        for width, heads in book.items():
+            total += heads * (visible * cell(int(width)) + max(view - visible, 0) * cpu.hidden_cell_seconds)
+    return total
+
+
+def _cells_read(cost: TokenCost, d: DeviceCost, seen: float, split_threads: int) -> tuple[float, int, float, int]:
+    """The cells a query at `seen` tokens reads and the views they lie in, as if every thread's slice
+    were as full as the busiest one's (attention_seconds): (full, view, sliding-window, its view)."""
     full, swa = cost.visible_at(seen)
     view_full, view_swa = cost.cells_at(math.ceil(seen))
     split = split_threads > 1 and len(d.kv_cell) == 1 and set(d.kv_cell) <= {"f16", "f32"}
@@ -875,10 +915,22 @@ def attention_seconds(
         chunk = -(-view_full // split_threads)
         first = min(full, chunk)
         full, view_full = first * split_threads, chunk * split_threads
+    return full, view_full, swa, view_swa
+
+
+def streamed_attention_seconds(cost: TokenCost, d: DeviceCost, cpu: CpuSpeed, seen: float) -> float | None:
+    """What one token's attention adds when every layer's KV cache comes from memory rather than the CPU's
+    caches: each cell read, per layer of each shape, at the probe's figure for that width and KV head
+    count (how far apart one head's rows lie decides how well the CPU prefetches them). None: the probe
+    did not time it."""
+    if not cpu.attention_streamed_extra:
+        return None
+    full, _, swa, _ = _cells_read(cost, d, seen, cpu.threads)
     total = 0.0
-    for book, visible, view in ((d.attn_heads, full, view_full), (d.attn_heads_swa, swa, view_swa)):
-        for width, heads in book.items():
-            total += heads * (visible * cell(int(width)) + max(view - visible, 0) * cpu.hidden_cell_seconds)
+    for layouts, cells in ((d.attn_layouts, full), (d.attn_layouts_swa, swa)):
+        for shape, layers in layouts.items():
+            width, kv_heads = (int(x) for x in shape.split("/"))
+            total += layers * cells * (cpu.streamed_layer_cell(width, kv_heads) or 0.0)
     return total
 
 

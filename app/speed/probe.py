@@ -88,6 +88,16 @@ ATTENTION_CELLS = 4096
 ATTENTION_HEADS, ATTENTION_KV_HEADS = 8, 2
 PREFILL_ATTENTION_CELLS = 512  # a prompt's batch of PREFILL_TOKENS queries over this many cells
 MASK_CELLS = 4096  # the view a prompt's mask is timed over (8x planner.speed.MASK_SHORT_VIEW)
+# a token's attention over a KV cache that comes from memory rather than the caches (a real model's, whose
+# weights and other layers' caches pass between): what each cell then adds depends on how far apart one KV
+# head's rows lie, llama.cpp keeping every head's K (and V) of a cell in one row. Timed in that layout over
+# BANDWIDTH_BYTES of caches against one layer's cache repeated (2 EPYC cores, per cell and query head:
+# 128 wide, 8 KV heads: 9 ns in cache, 40 from memory; 4 KV heads 10 and 31; 2 KV heads 9 and 11)
+STREAMED_WIDTHS = (64, 128, 256)
+STREAMED_KV_HEADS = (1, 2, 4, 8)
+STREAMED_HEADS = 8  # query heads a layer (planner.speed.STREAMED_HEADS)
+STREAMED_CELLS = 2048
+STREAMED_LAYERS = 128  # at most (a narrow cache's layers are small)
 REPEATS = 5
 F16_MINUS_INFINITY = 0xFC00  # the f16 bits of -inf: a cell the mask hides
 ROUNDS = 3  # rounds of the per-type rates (each of ROUND_REPEATS runs a type)
@@ -120,6 +130,7 @@ def _declare(ggml: ctypes.CDLL, cpu: ctypes.CDLL) -> None:
         ("ggml_new_tensor_1d", [p, ctypes.c_int, i64], p),
         ("ggml_new_tensor_2d", [p, ctypes.c_int, i64, i64], p),
         ("ggml_new_tensor_3d", [p, ctypes.c_int, i64, i64, i64], p),
+        ("ggml_view_3d", [p, p, i64, i64, i64, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t], p),
         ("ggml_flash_attn_ext", [p, p, p, p, p, ctypes.c_float, ctypes.c_float, ctypes.c_float], p),
         ("ggml_mul_mat", [p, p, p], p),
         ("ggml_add", [p, p, p], p),
@@ -373,6 +384,50 @@ class _Probe:
         finally:
             g.ggml_free(ctx)
 
+    def streamed_attention(self) -> dict[str, dict[str, float]]:
+        """Width -> KV heads a layer -> seconds a cell adds to each query head's attention when the cache
+        comes from memory (STREAMED_WIDTHS x STREAMED_KV_HEADS; one buffer beyond the caches for all)."""
+        g = self.ggml
+        elements = BANDWIDTH_BYTES // 2
+        ctx = self._context(BANDWIDTH_BYTES, 2)
+        try:
+            buffer = g.ggml_new_tensor_1d(ctx, TYPE_IDS["f16"], elements)
+            self._fill(buffer, TYPE_IDS["f16"], elements // ROW, ROW)
+            return {
+                str(width): {str(kv): self._streamed_extra(buffer, width, kv) for kv in STREAMED_KV_HEADS}
+                for width in STREAMED_WIDTHS
+            }
+        finally:
+            g.ggml_free(ctx)
+
+    def _streamed_extra(self, buffer: int, width: int, kv_heads: int) -> float:
+        """What one cell costs one query head more over many layers' caches in `buffer` than over one
+        layer's cache repeated (llama.cpp's layout: one KV head's rows `kv_heads` rows apart)."""
+        g = self.ggml
+        f32, f16 = TYPE_IDS["f32"], TYPE_IDS["f16"]
+        row = width * 2  # bytes of one head's K (or V) in one cell
+        half = STREAMED_CELLS * kv_heads * row  # one layer's K; its V as much again
+        layers = max(1, min(STREAMED_LAYERS, BANDWIDTH_BYTES // (2 * half)))
+        graph_size = 4 * layers + 16
+        data = layers * 4 * width * STREAMED_HEADS + 2 * STREAMED_CELLS + (1 << 20)  # and the second graph
+        ctx = self._context(data, 4 * layers + 4, 2 * graph_size)
+        try:
+            mask = g.ggml_new_tensor_2d(ctx, f16, STREAMED_CELLS, 1)
+            ctypes.memset(g.ggml_get_data(mask), 0, 2 * STREAMED_CELLS)
+            outs = []
+            for layer in range(layers):
+                q = g.ggml_new_tensor_3d(ctx, f32, width, 1, STREAMED_HEADS)
+                self._fill(q, f32, STREAMED_HEADS, width)
+                start = 2 * half * layer
+                k = g.ggml_view_3d(ctx, buffer, width, STREAMED_CELLS, kv_heads, kv_heads * row, row, start)
+                v = g.ggml_view_3d(ctx, buffer, width, STREAMED_CELLS, kv_heads, kv_heads * row, row, start + half)
+                outs.append(g.ggml_flash_attn_ext(ctx, q, k, v, mask, 1.0 / width**0.5, 0.0, 0.0))
+            streamed = self._time_graph(ctx, outs, graph_size, repeats=ROUND_REPEATS) / layers
+            cached = self._time_graph(ctx, outs[0], graph_size)
+            return max(0.0, streamed - cached) / (STREAMED_CELLS * STREAMED_HEADS)
+        finally:
+            g.ggml_free(ctx)
+
     def hidden_cell_seconds(self, width: int = 64, cells: int = ATTENTION_CELLS) -> float | None:
         """Seconds a cell the mask hides costs one query head: flash attention over an f16 cache whose
         mask hides every cell but the first (the padded cells beyond a short chat, the future of a
@@ -481,6 +536,7 @@ def measure(threads: int | None = None, stop_when_busy: bool = True) -> dict[str
         for width in ATTENTION_WIDTHS
     }
     hidden = probe.hidden_cell_seconds()
+    streamed_attention = probe.streamed_attention()
     # a prompt's mask over a long chat's cells leaves the core's cache: each query head reads it again
     short = probe.attention_seconds(64, PREFILL_TOKENS, PREFILL_ATTENTION_CELLS, masked=True)
     long = probe.attention_seconds(64, PREFILL_TOKENS, MASK_CELLS, masked=True)
@@ -506,6 +562,7 @@ def measure(threads: int | None = None, stop_when_busy: bool = True) -> dict[str
         "read_bandwidth": bandwidth,
         "attention_seconds": attention,
         "prefill_attention_seconds": prefill_attention,
+        "attention_streamed_extra": streamed_attention,
         "load": load.share(),
         "rounds": ROUNDS,
         "probe_seconds": time.perf_counter() - load.t0,

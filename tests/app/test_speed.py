@@ -102,7 +102,12 @@ def test_the_probe_times_ggml_on_this_cpu() -> None:
     assert 0 < figures["hidden_cell_seconds"] < 1e-6 and figures["row_seconds"] >= 0 and figures["mask_seconds"] >= 0
     # a mat-mul's own synchronisations: less than a millisecond, kept through the JSON
     assert 0 <= figures["mat_mul_seconds"] < 1e-3
+    # a token's attention over caches that come from memory: each width and KV head count timed
+    streamed = figures["attention_streamed_extra"]
+    assert set(streamed) == {"64", "128", "256"} and all(set(kv) == {"1", "2", "4", "8"} for kv in streamed.values())
+    assert all(0 <= seconds < 1e-6 for kv in streamed.values() for seconds in kv.values())
     cpu = CpuSpeed.from_json(figures)
+    assert cpu.attention_streamed_extra == streamed
     assert cpu.prefill_rates_short_batch and cpu.elementwise_seconds == figures["elementwise_seconds"]
     assert cpu.mat_mul_seconds == figures["mat_mul_seconds"]
 

@@ -511,6 +511,39 @@ def test_decode_over_a_long_view_waits_for_the_thread_whose_slice_holds_the_most
     assert timed and bare and 1 / timed - 1 / bare == pytest.approx(heads * 1100 * 10e-9)
 
 
+def test_a_cache_from_memory_costs_each_layer_the_probes_figure_for_its_width_and_kv_heads(
+    zoo: dict[str, Path],
+) -> None:
+    """An 8B's weights pass through the CPU's caches between its layers, so each layer's KV cache comes
+    from memory: every cell read costs the layer what the probe timed for that head width and KV head
+    count (how far apart one head's rows lie decides how well the CPU prefetches them; measured on 2
+    cores, 128 wide: 8 KV heads 40 ns a cell and query head, 2 KV heads 11, 9 in the caches). A tiny
+    model's whole working set stays in the caches and pays none of it."""
+    from dataclasses import replace
+
+    from planner.speed import STREAMED_HEADS
+
+    extra = {"128": {"1": 1e-9, "2": 2e-9, "4": 10e-9, "8": 30e-9}}
+    cpu = replace(CPU, threads=1, hidden_cell_seconds=0.0)
+
+    def added(cost: TokenCost, fill: int) -> float:
+        streamed = predicted_decode(cost, fill, replace(cpu, attention_streamed_extra=extra), {})
+        cached = predicted_decode(cost, fill, replace(cpu, attention_streamed_extra={"128": {"1": 0.0}}), {})
+        assert streamed and cached
+        return 1 / streamed - 1 / cached
+
+    for kv_heads, per_head in ((8, 30e-9), (2, 2e-9), (16, 30e-9)):  # beyond the timed counts: the nearest
+        cost = token_cost(_plan(llama_like(n_head_kv=kv_heads), ctx=8192))
+        assert cost.devices[0].attn_layouts == {f"128/{kv_heads}": 32}
+        assert added(cost, 4000) == pytest.approx(32 * 4000 * per_head * STREAMED_HEADS)
+    tiny = token_cost(_plan(_model(zoo, "qwen3-hd")))  # 64 wide: the nearest width timed, 128
+    assert added(tiny, 3000) == 0.0
+    # figures from a probe that did not time it: the attention slowed as the weights, as before
+    old = replace(cpu, attention_streamed_extra={})
+    cost = token_cost(_plan(llama_like(), ctx=8192))
+    assert predicted_decode(cost, 4000, old, {}) != predicted_decode(cost, 4000, replace(old, large_factor=1.0), {})
+
+
 def test_a_prompts_mat_mul_rate_follows_the_matrix_width_and_a_short_batch(zoo: dict[str, Path]) -> None:
     from dataclasses import replace
 
