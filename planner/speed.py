@@ -197,6 +197,8 @@ class CpuSpeed:
     elementwise_seconds: dict[str, float] = field(default_factory=dict)  # kind -> s an element (ELEMENTWISE_KINDS)
     # ggml type -> FLOP/s of a SHORT_BATCH-token mat-mul 1024 wide (against the same at 128 tokens)
     prefill_rates_short_batch: dict[str, float] = field(default_factory=dict)
+    # the same over a matrix no cache holds (a real model's weights, read from memory for every batch)
+    prefill_rates_short_beyond: dict[str, float] = field(default_factory=dict)
     # what a mat-mul adds beyond op_seconds and its bytes (its input converted to the weights' dot type, a second
     # synchronisation; its rows handed out in chunks): 0.4-1.1 us here, a tiny model's 29 mat-muls a fifth of a token
     mat_mul_seconds: float = 0.0
@@ -242,14 +244,20 @@ class CpuSpeed:
         kv = min(by_kv, key=lambda k: abs(math.log(max(kv_heads, 1) / int(k))))
         return by_kv[kv] * STREAMED_HEADS
 
-    def prefill_rate(self, type_name: str, width: float = 0.0, tokens: int = 0) -> tuple[float, str | None]:
+    def prefill_rate(
+        self, type_name: str, width: float = 0.0, tokens: int = 0, working_set: int = 0
+    ) -> tuple[float, str | None]:
         """FLOP/s of a prompt's mat-mul of this type, rows `width` wide (geometric between the widths
         timed; 0: the probe's 4096), over a batch of `tokens` (under 128, slower: geometric down to the
-        rate timed at SHORT_BATCH; 0: 128), and the timed type used when this one was not."""
+        rate timed at SHORT_BATCH, and that between the rates in cache and beyond it by the model's
+        `working_set`; 0: 128), and the timed type used when this one was not."""
         name, used = _timed(type_name, self.prefill_rates, PREFILL_FALLBACK)
         rate = self._width_rate(name, width)
         wide = self.prefill_rates_by_width.get("1024", {}).get(name)
         short = self.prefill_rates_short_batch.get(name)
+        beyond = self.prefill_rates_short_beyond.get(name)
+        if short and beyond:
+            short *= (beyond / short) ** beyond_share(working_set)
         if tokens and tokens < PREFILL_BATCH and wide and short and short < wide:
             share = min(1.0, math.log(PREFILL_BATCH / tokens) / math.log(PREFILL_BATCH / SHORT_BATCH))
             rate *= (short / wide) ** share
@@ -293,6 +301,7 @@ class CpuSpeed:
             "prefill_rates_by_width": {w: dict(r) for w, r in self.prefill_rates_by_width.items()},
             "elementwise_seconds": dict(self.elementwise_seconds),
             "prefill_rates_short_batch": dict(self.prefill_rates_short_batch),
+            "prefill_rates_short_beyond": dict(self.prefill_rates_short_beyond),
             "mat_mul_seconds": self.mat_mul_seconds,
             "attention_streamed_extra": {w: dict(by_kv) for w, by_kv in self.attention_streamed_extra.items()},
             "source": self.source,
@@ -323,6 +332,9 @@ class CpuSpeed:
             elementwise_seconds={str(k): float(v) for k, v in (data.get("elementwise_seconds") or {}).items()},
             prefill_rates_short_batch={
                 str(k): float(v) for k, v in (data.get("prefill_rates_short_batch") or {}).items() if v
+            },
+            prefill_rates_short_beyond={
+                str(k): float(v) for k, v in (data.get("prefill_rates_short_beyond") or {}).items() if v
             },
             mat_mul_seconds=float(data.get("mat_mul_seconds") or 0.0),
             attention_streamed_extra={
@@ -947,7 +959,7 @@ def prefill_seconds(cost: TokenCost, n_tokens: int, start: int, cpu: CpuSpeed | 
         width = 2 ** (d.params_log_width[type_name] / params) if d.params_log_width.get(type_name) else 0.0
         for first in range(0, n_tokens, step):
             size = min(step, n_tokens - first)
-            seconds += 2.0 * params * size / cpu.prefill_rate(type_name, width, size)[0]
+            seconds += 2.0 * params * size / cpu.prefill_rate(type_name, width, size, d.weight_bytes())[0]
     # attention, batch by batch (the engine decodes a prompt in batches of n_ubatch). ggml runs a batch of
     # FA_TILE_QUERIES tokens or more tiled, every query against every cell of the cache's view (the mask's
     # hidden cells cost as much: the probe timed that path on a batch); a shorter batch query by query as

@@ -73,6 +73,9 @@ PREFILL_ROWS = 256
 # same weights are timed at these widths too, beside ROW
 PREFILL_WIDTHS = (128, 1024)
 SHORT_BATCH = 32  # a chat turn's prompt: a mat-mul of this few tokens runs slower (timed 1024 wide)
+# and slower still over a real model's weights, which no cache holds: read from memory for every batch (a
+# q5_0 one 640 wide at 206 GFLOP/s in cache, 180 over 46 MB; q8_0 282 and 204): timed over this many bytes
+SHORT_BATCH_BEYOND_BYTES = 64 << 20
 QK_K = 256  # the weights of a K-quant block (ggml-common.h)
 PREFILL_TOKENS = 128
 N_OPS = 256  # tiny operations in the graph that times one synchronisation
@@ -308,15 +311,18 @@ class _Probe:
         streaming = max(long[1] - long[2] * per_row, long[1] / 2)
         return long[0] / streaming, per_row
 
-    def prefill_rate(self, name: str, repeats: int = 3, width: int = ROW, tokens: int = PREFILL_TOKENS) -> float | None:
+    def prefill_rate(
+        self, name: str, repeats: int = 3, width: int = ROW, tokens: int = PREFILL_TOKENS, nbytes: int = 0
+    ) -> float | None:
         """Floating-point operations per second of a 128-token batch against a matrix of this type, rows
-        of `width` weights (the same weights in all: a narrower matrix has more rows)."""
+        of `width` weights (the same weights in all: a narrower matrix has more rows; `nbytes`: a matrix of
+        about that size instead)."""
         g = self.ggml
         type_id = TYPE_IDS[name]
         if width % QK_K and name.endswith("_K"):
             return None  # a K-quant's row holds whole 256-weight blocks
-        rows = PREFILL_ROWS * ROW // width
         row = g.ggml_row_size(type_id, width)
+        rows = max(16, nbytes // row // 16 * 16) if nbytes else PREFILL_ROWS * ROW // width
         ctx = self._context(rows * row + 3 * tokens * width * 4 + rows * tokens * 4, 4)
         try:
             w = g.ggml_new_tensor_2d(ctx, type_id, width, rows)
@@ -525,6 +531,9 @@ def measure(threads: int | None = None, stop_when_busy: bool = True) -> dict[str
     short_batch = _best_in_rounds(
         PREFILL_TYPES, lambda name: probe.prefill_rate(name, ROUND_REPEATS, 1024, SHORT_BATCH), ROUNDS
     )
+    short_beyond = {
+        name: probe.prefill_rate(name, 1, 1024, SHORT_BATCH, SHORT_BATCH_BEYOND_BYTES) for name in PREFILL_TYPES
+    }
     # beyond the cache: the same q8_0 mat-vec on a matrix no cache holds, and a plain f32 read
     large = probe.beyond_cache()
     bandwidth = probe.decode_rate("f32", BANDWIDTH_BYTES)
@@ -554,6 +563,7 @@ def measure(threads: int | None = None, stop_when_busy: bool = True) -> dict[str
         "prefill_rates": prefill,
         "prefill_rates_by_width": prefill_by_width,
         "prefill_rates_short_batch": short_batch,
+        "prefill_rates_short_beyond": {name: rate for name, rate in short_beyond.items() if rate},
         "large_factor": factor,
         "row_seconds": large[1] if large else 0.0,
         "hidden_cell_seconds": hidden,

@@ -109,6 +109,7 @@ def test_the_probe_times_ggml_on_this_cpu() -> None:
     cpu = CpuSpeed.from_json(figures)
     assert cpu.attention_streamed_extra == streamed
     assert cpu.prefill_rates_short_batch and cpu.elementwise_seconds == figures["elementwise_seconds"]
+    assert set(cpu.prefill_rates_short_beyond) <= set(PREFILL_TYPES) and "q8_0" in cpu.prefill_rates_short_beyond
     assert cpu.mat_mul_seconds == figures["mat_mul_seconds"]
 
 
