@@ -112,6 +112,8 @@ class MemoryPlan:
     # the vision projector loaded beside the model (its buffers are among `buffers`), so that a plan made
     # again from this one (a retry, the dry run's correction, another context size) keeps it
     projector: Projector | None = None
+    # the host CPU's features the plan was made for: which host weights llama.cpp repacks (planner.weights)
+    cpu_features: frozenset[str] = frozenset()
 
     @property
     def fits(self) -> bool:
@@ -427,4 +429,6 @@ def _plan_memory(
             "compute buffers are a rough estimate (logits, activations and attention of one "
             "micro-batch): this architecture's graph is not modelled yet"
         )
-    return MemoryPlan(model, config, r, placement, kv, gpu_usage, host_usage, buffers, estimates, projector)
+    return MemoryPlan(
+        model, config, r, placement, kv, gpu_usage, host_usage, buffers, estimates, projector, host.cpu_features
+    )

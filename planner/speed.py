@@ -106,6 +106,7 @@ PREFILL_BATCH, SHORT_BATCH = 128, 32  # the probe's prompt batches (app/speed/pr
 # the same prompt right after another on the 2-core EPYC (tiny models, an idle second between)
 PROMPT_START_SECONDS = 0.5e-3
 PREFILL_ROW = 4096  # the width the probe's `prefill_rates` were timed at (app/speed/probe.py: ROW)
+REPACKED = " repacked"  # a weight type's suffix in a token's cost where llama.cpp repacks it for this CPU
 STREAMED_HEADS = 8  # the query heads a layer the probe timed a cache from memory with (app/speed/probe.py)
 SPLIT_KV_CELLS = 512  # from this view on ggml-cpu splits one query's attention by cells between the threads
 FA_TILE_QUERIES = 64  # ggml-cpu's GGML_FA_TILE_Q (ggml-cpu/common.h): a batch this long runs attention tiled
@@ -205,9 +206,18 @@ class CpuSpeed:
     # head width -> KV heads a layer -> seconds a cell adds to each of STREAMED_HEADS query heads when a
     # token's KV cache comes from memory rather than the caches (app/speed/probe.py: streamed_attention)
     attention_streamed_extra: dict[str, dict[str, float]] = field(default_factory=dict)
+    # the weight types ggml-cpu repacks on this CPU (CPU_REPACK), timed repacked as llama.cpp runs them:
+    # a mat-vec's bytes/s in cache, a prompt's FLOP/s at 128 tokens 4096 wide and at SHORT_BATCH 1024 wide
+    decode_rates_repacked: dict[str, float] = field(default_factory=dict)
+    prefill_rates_repacked: dict[str, float] = field(default_factory=dict)
+    prefill_rates_short_repacked: dict[str, float] = field(default_factory=dict)
 
     def decode_rate(self, type_name: str, working_set: int) -> tuple[float, str | None]:
-        """Bytes/s for this type at this working set, and the timed type used when this one was not."""
+        """Bytes/s for this type at this working set, and the timed type used when this one was not
+        (a type llama.cpp repacks, "q4_0 repacked": its repacked rate where the probe timed one)."""
+        type_name, repacked = _repacked(type_name)
+        if repacked and type_name in self.decode_rates_repacked:
+            return self.decode_rates_repacked[type_name] * self.cache_factor(working_set), None
         name, used = _timed(type_name, self.decode_rates, DECODE_FALLBACK)
         rate = self.decode_rates.get(name) or min(self.decode_rates.values())
         return rate * self.cache_factor(working_set), used
@@ -251,6 +261,7 @@ class CpuSpeed:
         timed; 0: the probe's 4096), over a batch of `tokens` (under 128, slower: geometric down to the
         rate timed at SHORT_BATCH, and that between the rates in cache and beyond it by the model's
         `working_set`; 0: 128), and the timed type used when this one was not."""
+        type_name, repacked = _repacked(type_name)
         name, used = _timed(type_name, self.prefill_rates, PREFILL_FALLBACK)
         rate = self._width_rate(name, width)
         wide = self.prefill_rates_by_width.get("1024", {}).get(name)
@@ -258,9 +269,23 @@ class CpuSpeed:
         beyond = self.prefill_rates_short_beyond.get(name)
         if short and beyond:
             short *= (beyond / short) ** beyond_share(working_set)
-        if tokens and tokens < PREFILL_BATCH and wide and short and short < wide:
+        share = 0.0  # how short the batch is: 0 from PREFILL_BATCH tokens up, 1 at SHORT_BATCH or fewer
+        if tokens and tokens < PREFILL_BATCH:
             share = min(1.0, math.log(PREFILL_BATCH / tokens) / math.log(PREFILL_BATCH / SHORT_BATCH))
+        if share and wide and short and short < wide:
             rate *= (short / wide) ** share
+        # repacked: the plain type's rate at this width and batch, times what repacking gained (or lost) where
+        # both were timed, at 128 tokens and at SHORT_BATCH
+        long_repacked, short_repacked = (
+            self.prefill_rates_repacked.get(type_name),
+            self.prefill_rates_short_repacked.get(type_name),
+        )
+        plain_long, plain_short = self.prefill_rates.get(name), self.prefill_rates_short_batch.get(name)
+        if repacked and long_repacked and plain_long:
+            gain = long_repacked / plain_long
+            if short_repacked and plain_short:
+                gain *= (short_repacked / plain_short / gain) ** share
+            return rate * gain, None
         return rate, used
 
     def _width_rate(self, name: str, width: float) -> float:
@@ -304,6 +329,9 @@ class CpuSpeed:
             "prefill_rates_short_beyond": dict(self.prefill_rates_short_beyond),
             "mat_mul_seconds": self.mat_mul_seconds,
             "attention_streamed_extra": {w: dict(by_kv) for w, by_kv in self.attention_streamed_extra.items()},
+            "decode_rates_repacked": dict(self.decode_rates_repacked),
+            "prefill_rates_repacked": dict(self.prefill_rates_repacked),
+            "prefill_rates_short_repacked": dict(self.prefill_rates_short_repacked),
             "source": self.source,
         }
 
@@ -341,6 +369,9 @@ class CpuSpeed:
                 str(w): {str(kv): float(v) for kv, v in by_kv.items()}
                 for w, by_kv in (data.get("attention_streamed_extra") or {}).items()
             },
+            decode_rates_repacked=_rates(data, "decode_rates_repacked"),
+            prefill_rates_repacked=_rates(data, "prefill_rates_repacked"),
+            prefill_rates_short_repacked=_rates(data, "prefill_rates_short_repacked"),
         )
 
 
@@ -351,6 +382,17 @@ def beyond_share(working_set: int) -> float:
     if working_set >= LARGE_SET:
         return 1.0
     return math.log(working_set / SMALL_SET) / math.log(LARGE_SET / SMALL_SET)
+
+
+def _repacked(type_name: str) -> tuple[str, bool]:
+    """The weight type without its REPACKED suffix, and whether it had one."""
+    if type_name.endswith(REPACKED):
+        return type_name[: -len(REPACKED)], True
+    return type_name, False
+
+
+def _rates(data: dict[str, Any], key: str) -> dict[str, float]:
+    return {str(k): float(v) for k, v in (data.get(key) or {}).items() if v}
 
 
 def _timed(type_name: str, rates: dict[str, float], fallback: dict[str, str]) -> tuple[str, str | None]:
@@ -509,7 +551,7 @@ def token_cost(plan: MemoryPlan) -> TokenCost:
     # the devices as planned, with the rule that keeps a tensor too large for one on the host
     gpus = [Device(d.name, "gpu", d.backend, d.total, d.free, max_tensor_bytes=d.max_tensor_bytes) for d in plan.gpus]
     gpus_used = gpus if (r.n_gpu_layers > 0 or r.config.op_offload) else []
-    wb = weight_buffers(m, r, plan.placement, gpus_used, frozenset())
+    wb = weight_buffers(m, r, plan.placement, gpus_used, plan.cpu_features)
     host = DeviceCost("CPU", "cpu")
     devices = [DeviceCost(d.name, d.backend) for d in gpus]
 
@@ -532,6 +574,11 @@ def token_cost(plan: MemoryPlan) -> TokenCost:
             book = target.params_log_width
             book[type_name] = book.get(type_name, 0.0) + params * math.log2(max(width, 1.0))
 
+    def type_of(t: Any) -> str:
+        """The weight's type, marked where llama.cpp repacks it for this CPU (its kernels differ)."""
+        name = str(t.type.name)
+        return name + REPACKED if t.name in wb.repacked else name
+
     for t in m.input_tensors:  # looked up: one row a token
         rows = t.shape[1] if len(t.shape) > 1 else 1
         read(host, t.type.name, t.n_bytes / max(rows, 1), 0)
@@ -544,7 +591,7 @@ def token_cost(plan: MemoryPlan) -> TokenCost:
             fraction = share if _EXPERT_RE.search(t.name) else 1.0
             matrix = len(t.shape) >= 2 and not t.name.endswith(".bias")
             params = _elements(t.shape) * fraction if matrix else 0
-            read(target, t.type.name, t.n_bytes * fraction, params, rows=params / t.shape[0] if matrix else 0)
+            read(target, type_of(t), t.n_bytes * fraction, params, rows=params / t.shape[0] if matrix else 0)
     for t in m.other_tensors:
         read(on(wb.tensor_device.get(t.name, HOST_INDEX)), t.type.name, t.n_bytes, 0)
     # the output matmul runs where its weight lives: a matrix over a device's largest tensor stays on the
@@ -554,7 +601,7 @@ def token_cost(plan: MemoryPlan) -> TokenCost:
         matrix = len(t.shape) >= 2
         target = on(wb.tensor_device.get(t.name, plan.placement.output))
         rows = _elements(t.shape) // t.shape[0] if matrix else 0
-        read(target, t.type.name, t.n_bytes, _elements(t.shape) if matrix else 0, output=matrix, rows=rows)
+        read(target, type_of(t), t.n_bytes, _elements(t.shape) if matrix else 0, output=matrix, rows=rows)
     if m.tied_output:
         embd = m.tensor("token_embd.weight")
         if embd is not None:
@@ -614,8 +661,8 @@ def token_cost(plan: MemoryPlan) -> TokenCost:
     repacked = sum(t.n_bytes for t in _all_tensors(m) if t.name in wb.repacked)
     if repacked:
         notes.append(
-            f"{repacked / 2**20:.0f} MiB of host weights run repacked for this CPU (CPU_REPACK): "
-            "the probe timed ggml's plain kernels, so decode may be faster than predicted"
+            f"{repacked / 2**20:.0f} MiB of host weights run repacked for this CPU (CPU_REPACK), "
+            "at the rates the probe timed repacked"
         )
     return TokenCost(
         used,
@@ -854,8 +901,11 @@ def decode_seconds(cost: TokenCost, fill: int, cpu: CpuSpeed | None, gpus: dict[
             for type_name, nbytes in d.weights.items():
                 rate, used = cpu.decode_rate(type_name, streamed)
                 seconds += nbytes / rate
+                plain, repacked = _repacked(type_name)
+                if repacked and plain not in cpu.decode_rates_repacked:
+                    notes.append(f"{plain} weights run repacked, timed plain (the probe did not time them repacked)")
                 if used:
-                    notes.append(f"{type_name} weights timed as {used} (the probe cannot make {type_name})")
+                    notes.append(f"{plain} weights timed as {used} (the probe cannot make {plain})")
             # attention: per cell and query head, timed in cache; slowed as the weights once it spills. The
             # cells the mask hides in the padded view are skipped before their K is read
             # (ggml-cpu/ops.cpp: ggml_compute_forward_flash_attn_ext_f16_one_chunk, `mv == -INFINITY`)

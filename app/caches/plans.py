@@ -24,8 +24,8 @@ from planner import LLAMA_CPP_BUILD
 from planner.hardware import Device, Host
 
 CACHE_FILE = "plans.json"
-CACHE_FORMAT = 4  # 2: summaries carry the per-token cost the speed column needs; 3: with its mat-mul count;
-# 4: with its attention layouts (width and KV heads: a cache from memory costs by them)
+CACHE_FORMAT = 5  # 2: summaries carry the per-token cost the speed column needs; 3: with its mat-mul count;
+# 4: with its attention layouts (width and KV heads: a cache from memory costs by them); 5: repacked weights apart
 MAX_ENTRIES = 2000
 _GPU_BUCKET = 256 * 1024 * 1024  # free memory is compared in steps, or every start would miss
 _HOST_BUCKET = 1024 * 1024 * 1024

@@ -33,11 +33,12 @@ app's process; see app/devices/ggml.py).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from app.native import GGMLUnavailable, libraries
@@ -157,6 +158,49 @@ def _declare(ggml: ctypes.CDLL, cpu: ctypes.CDLL) -> None:
     cpu.ggml_cpu_init.argtypes, cpu.ggml_cpu_init.restype = [], None
 
 
+def _tile(base: int, seed: Any, total: int) -> None:
+    """Fill `total` bytes at `base` with copies of `seed`: doubling memmoves fill hundreds of MiB in a few."""
+    done = min(len(seed), total)
+    ctypes.memmove(base, seed, done)
+    while done < total:
+        step = min(done, total - done)
+        ctypes.memmove(base + done, base, step)
+        done += step
+
+
+def _repack_buffer_type(ggml: ctypes.CDLL, cpu: ctypes.CDLL) -> tuple[int, int] | None:
+    """(buffer type, device) of ggml-cpu's CPU_REPACK, where llama.cpp keeps the host weights it repacks
+    for this CPU's SIMD (planner.weights: `repacked`); None where this build has none."""
+    p = ctypes.c_void_p
+    try:
+        for lib, name, args, res in (
+            (cpu, "ggml_backend_cpu_reg", [], p),
+            (ggml, "ggml_backend_reg_get_proc_address", [p, ctypes.c_char_p], p),
+            (ggml, "ggml_backend_reg_dev_get", [p, ctypes.c_size_t], p),
+            (ggml, "ggml_backend_buft_name", [p], ctypes.c_char_p),
+            (ggml, "ggml_backend_alloc_ctx_tensors_from_buft", [p, p], p),
+            (ggml, "ggml_backend_tensor_set", [p, p, ctypes.c_size_t, ctypes.c_size_t], None),
+            (ggml, "ggml_backend_buffer_free", [p], None),
+            (ggml, "ggml_backend_dev_supports_op", [p, p], ctypes.c_bool),
+        ):
+            fn = getattr(lib, name)
+            fn.argtypes, fn.restype = args, res
+    except AttributeError:
+        return None
+    reg = cpu.ggml_backend_cpu_reg()
+    address = ggml.ggml_backend_reg_get_proc_address(reg, b"ggml_backend_dev_get_extra_bufts") if reg else None
+    if not address:
+        return None
+    device = ggml.ggml_backend_reg_dev_get(reg, 0)
+    extra = ctypes.CFUNCTYPE(ctypes.POINTER(p), p)(address)(device)
+    index = 0
+    while extra and extra[index]:
+        if ggml.ggml_backend_buft_name(extra[index]) == b"CPU_REPACK":
+            return int(extra[index]), int(device)
+        index += 1
+    return None
+
+
 class _Probe:
     def __init__(self, threads: int) -> None:
         ggml, cpu = libraries()
@@ -168,6 +212,7 @@ class _Probe:
             raise GGMLUnavailable(f"this libggml lacks a function the speed probe needs: {exc}") from None
         cpu.ggml_cpu_init()
         self.ggml, self.cpu, self.threads = ggml, cpu, threads
+        self.repack = _repack_buffer_type(ggml, cpu)
         rng = random.Random(1234)
         self.source = (ctypes.c_float * (4 * ROW))(*(rng.gauss(0.0, 0.02) for _ in range(4 * ROW)))
 
@@ -183,6 +228,9 @@ class _Probe:
 
     def _fill(self, tensor: int, type_id: int, rows: int, cols: int) -> None:
         """Real values of the type (4 quantized rows, tiled): timing must not see pages never written."""
+        self._fill_at(int(self.ggml.ggml_get_data(tensor)), type_id, rows, cols)
+
+    def _fill_at(self, base: int, type_id: int, rows: int, cols: int) -> None:
         g = self.ggml
         row = g.ggml_row_size(type_id, cols)
         seed = ctypes.create_string_buffer(4 * row)
@@ -190,14 +238,42 @@ class _Probe:
             ctypes.memmove(seed, self.source, 4 * row)
         else:
             g.ggml_quantize_chunk(type_id, self.source, seed, 0, 4, cols, None)
-        base = int(g.ggml_get_data(tensor))
-        total = rows * row
-        done = min(4 * row, total)
-        ctypes.memmove(base, seed, done)
-        while done < total:  # doubling copies: a few memmoves fill hundreds of MiB
-            step = min(done, total - done)
-            ctypes.memmove(base + done, base, step)
-            done += step
+        _tile(base, seed, rows * row)
+
+    @contextlib.contextmanager
+    def _matrix(self, ctx: int, type_id: int, width: int, rows: int, repacked: bool) -> Iterator[int | None]:
+        """A `width` x `rows` matrix of the type filled with real values: in `ctx`, or (`repacked`) in
+        CPU_REPACK as llama.cpp would load it, None where ggml does not repack this type on this CPU."""
+        g = self.ggml
+        if not repacked:
+            w = g.ggml_new_tensor_2d(ctx, type_id, width, rows)
+            self._fill(w, type_id, rows, width)
+            yield w
+            return
+        if self.repack is None:
+            yield None
+            return
+        buffer_type, device = self.repack
+        meta = g.ggml_init(_InitParams(4 * (g.ggml_tensor_overhead() + 64), None, True))
+        buffer = None
+        try:
+            w = g.ggml_new_tensor_2d(meta, type_id, width, rows)
+            buffer = g.ggml_backend_alloc_ctx_tensors_from_buft(meta, buffer_type)
+            x = g.ggml_new_tensor_2d(meta, TYPE_IDS["f32"], width, 1)  # after: in no buffer, as ggml asks
+            # the buffer keeps a weight ggml has no repacked kernel for on this CPU as it is: not one to time
+            if not buffer or not g.ggml_backend_dev_supports_op(device, g.ggml_mul_mat(meta, w, x)):
+                yield None
+                return
+            size = g.ggml_row_size(type_id, width) * rows
+            host = ctypes.create_string_buffer(size)
+            self._fill_at(ctypes.addressof(host), type_id, rows, width)
+            g.ggml_backend_tensor_set(w, host, 0, size)  # repacked as it is set
+            del host
+            yield w
+        finally:
+            if buffer:
+                g.ggml_backend_buffer_free(buffer)
+            g.ggml_free(meta)
 
     def _time_graph(self, ctx: int, out: int | list[int], graph_size: int = 64, repeats: int = REPEATS) -> float:
         """The best of `repeats` runs of the graph that computes `out` (one tensor, or several run in turn)."""
@@ -269,14 +345,16 @@ class _Probe:
         finally:
             g.ggml_free(ctx)
 
-    def decode_rate(self, name: str, nbytes: int, repeats: int = REPEATS, width: int = ROW) -> float | None:
+    def decode_rate(
+        self, name: str, nbytes: int, repeats: int = REPEATS, width: int = ROW, repacked: bool = False
+    ) -> float | None:
         """Bytes per second ggml's mat-vec streams a matrix of this type, rows of `width` weights (None:
-        the type cannot be made here)."""
-        timed = self.mat_vec(name, nbytes, repeats, width)
+        the type cannot be made here; `repacked`: in CPU_REPACK, None where it is not repacked here)."""
+        timed = self.mat_vec(name, nbytes, repeats, width, repacked)
         return timed[0] / timed[1] if timed else None
 
     def mat_vec(
-        self, name: str, nbytes: int, repeats: int = REPEATS, width: int = ROW
+        self, name: str, nbytes: int, repeats: int = REPEATS, width: int = ROW, repacked: bool = False
     ) -> tuple[int, float, int] | None:
         """(bytes, seconds, rows) of ggml's mat-vec over a matrix of about `nbytes` of this type."""
         g = self.ggml
@@ -285,14 +363,15 @@ class _Probe:
             return None
         row = g.ggml_row_size(type_id, width)
         rows = max(64, nbytes // row) // 16 * 16
-        ctx = self._context(rows * row + 3 * width * 4 + rows * 4, 4)
+        ctx = self._context((0 if repacked else rows * row) + 3 * width * 4 + rows * 4, 4)
         try:
-            w = g.ggml_new_tensor_2d(ctx, type_id, width, rows)
-            x = g.ggml_new_tensor_1d(ctx, TYPE_IDS["f32"], width)
-            self._fill(w, type_id, rows, width)
-            ctypes.memmove(g.ggml_get_data(x), self.source, width * 4)
-            seconds = self._time_graph(ctx, g.ggml_mul_mat(ctx, w, x), repeats=repeats)
-            return (rows * row, seconds, rows) if seconds > 0 else None
+            with self._matrix(ctx, type_id, width, rows, repacked) as w:
+                if w is None:
+                    return None
+                x = g.ggml_new_tensor_1d(ctx, TYPE_IDS["f32"], width)
+                ctypes.memmove(g.ggml_get_data(x), self.source, width * 4)
+                seconds = self._time_graph(ctx, g.ggml_mul_mat(ctx, w, x), repeats=repeats)
+                return (rows * row, seconds, rows) if seconds > 0 else None
         finally:
             g.ggml_free(ctx)
 
@@ -312,25 +391,32 @@ class _Probe:
         return long[0] / streaming, per_row
 
     def prefill_rate(
-        self, name: str, repeats: int = 3, width: int = ROW, tokens: int = PREFILL_TOKENS, nbytes: int = 0
+        self,
+        name: str,
+        repeats: int = 3,
+        width: int = ROW,
+        tokens: int = PREFILL_TOKENS,
+        nbytes: int = 0,
+        repacked: bool = False,
     ) -> float | None:
         """Floating-point operations per second of a 128-token batch against a matrix of this type, rows
         of `width` weights (the same weights in all: a narrower matrix has more rows; `nbytes`: a matrix of
-        about that size instead)."""
+        about that size instead; `repacked`: in CPU_REPACK, None where it is not repacked here)."""
         g = self.ggml
         type_id = TYPE_IDS[name]
         if width % QK_K and name.endswith("_K"):
             return None  # a K-quant's row holds whole 256-weight blocks
         row = g.ggml_row_size(type_id, width)
         rows = max(16, nbytes // row // 16 * 16) if nbytes else PREFILL_ROWS * ROW // width
-        ctx = self._context(rows * row + 3 * tokens * width * 4 + rows * tokens * 4, 4)
+        ctx = self._context((0 if repacked else rows * row) + 3 * tokens * width * 4 + rows * tokens * 4, 4)
         try:
-            w = g.ggml_new_tensor_2d(ctx, type_id, width, rows)
-            x = g.ggml_new_tensor_2d(ctx, TYPE_IDS["f32"], width, tokens)
-            self._fill(w, type_id, rows, width)
-            self._fill(x, TYPE_IDS["f32"], tokens, width)
-            seconds = self._time_graph(ctx, g.ggml_mul_mat(ctx, w, x), repeats=repeats)
-            return 2.0 * width * rows * tokens / seconds if seconds > 0 else None
+            with self._matrix(ctx, type_id, width, rows, repacked) as w:
+                if w is None:
+                    return None
+                x = g.ggml_new_tensor_2d(ctx, TYPE_IDS["f32"], width, tokens)
+                self._fill(x, TYPE_IDS["f32"], tokens, width)
+                seconds = self._time_graph(ctx, g.ggml_mul_mat(ctx, w, x), repeats=repeats)
+                return 2.0 * width * rows * tokens / seconds if seconds > 0 else None
         finally:
             g.ggml_free(ctx)
 
@@ -477,6 +563,29 @@ def _cpu_seconds() -> tuple[float, float] | None:
     return sum(times) - idle, sum(t.user + t.system for t in own)
 
 
+def _repacked_rates(probe: _Probe) -> dict[str, dict[str, float]]:
+    """The rates of the weight types ggml-cpu repacks on this CPU, timed repacked (where llama.cpp keeps host
+    weights in CPU_REPACK: vramchat's default but on AMX CPUs, planner.weights.uses_cpu_extra_buffers).
+    Repacking moves them far (2 EPYC cores: a q4_0 mat-vec 32 GB/s plain, 53 repacked; a 32-token q4_0
+    mat-mul 242 GFLOP/s plain, 566 repacked; a q4_K one 634 and 479)."""
+    from app.devices.ggml import cpu_features
+    from planner.weights import uses_cpu_extra_buffers
+
+    if probe.repack is None or not uses_cpu_extra_buffers(None, cpu_features()):
+        return {}
+    repacks = [name for name in DECODE_TYPES if probe.decode_rate(name, DECODE_BYTES, 1, repacked=True)]
+    decode = _best_in_rounds(
+        tuple(repacks), lambda name: probe.decode_rate(name, DECODE_BYTES, ROUND_REPEATS, repacked=True), ROUNDS
+    )
+    prefill = {name: probe.prefill_rate(name, ROUND_REPEATS, repacked=True) for name in repacks}
+    short = {name: probe.prefill_rate(name, ROUND_REPEATS, 1024, SHORT_BATCH, repacked=True) for name in repacks}
+    return {
+        "decode_rates_repacked": decode,
+        "prefill_rates_repacked": {name: rate for name, rate in prefill.items() if rate},
+        "prefill_rates_short_repacked": {name: rate for name, rate in short.items() if rate},
+    }
+
+
 def _widths_rates(probe: _Probe, width: int) -> dict[str, float]:
     return _best_in_rounds(PREFILL_TYPES, lambda name: probe.prefill_rate(name, ROUND_REPEATS, width), ROUNDS)
 
@@ -531,6 +640,7 @@ def measure(threads: int | None = None, stop_when_busy: bool = True) -> dict[str
     short_batch = _best_in_rounds(
         PREFILL_TYPES, lambda name: probe.prefill_rate(name, ROUND_REPEATS, 1024, SHORT_BATCH), ROUNDS
     )
+    repacked = _repacked_rates(probe)
     short_beyond = {
         name: probe.prefill_rate(name, 1, 1024, SHORT_BATCH, SHORT_BATCH_BEYOND_BYTES) for name in PREFILL_TYPES
     }
@@ -564,6 +674,7 @@ def measure(threads: int | None = None, stop_when_busy: bool = True) -> dict[str
         "prefill_rates_by_width": prefill_by_width,
         "prefill_rates_short_batch": short_batch,
         "prefill_rates_short_beyond": {name: rate for name, rate in short_beyond.items() if rate},
+        **repacked,
         "large_factor": factor,
         "row_seconds": large[1] if large else 0.0,
         "hidden_cell_seconds": hidden,

@@ -110,6 +110,17 @@ def test_the_probe_times_ggml_on_this_cpu() -> None:
     assert cpu.attention_streamed_extra == streamed
     assert cpu.prefill_rates_short_batch and cpu.elementwise_seconds == figures["elementwise_seconds"]
     assert set(cpu.prefill_rates_short_beyond) <= set(PREFILL_TYPES) and "q8_0" in cpu.prefill_rates_short_beyond
+    # where llama.cpp repacks host weights (an AVX2 CPU without AMX: q4_0 and q4_K among them), the probe
+    # times them repacked too, as the engine runs them
+    from app.devices.ggml import cpu_features
+    from planner.weights import uses_cpu_extra_buffers
+
+    features = cpu_features()
+    if "avx2" in features and uses_cpu_extra_buffers(None, features):
+        for rates in (cpu.decode_rates_repacked, cpu.prefill_rates_repacked, cpu.prefill_rates_short_repacked):
+            assert {"q4_0", "q4_K"} <= set(rates) and all(1e7 < rate < 1e13 for rate in rates.values())
+    else:
+        assert not cpu.decode_rates_repacked
     assert cpu.mat_mul_seconds == figures["mat_mul_seconds"]
 
 

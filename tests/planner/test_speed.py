@@ -544,6 +544,44 @@ def test_a_cache_from_memory_costs_each_layer_the_probes_figure_for_its_width_an
     assert predicted_decode(cost, 4000, old, {}) != predicted_decode(cost, 4000, replace(old, large_factor=1.0), {})
 
 
+def test_weights_llama_cpp_repacks_for_this_cpu_are_priced_at_the_rates_timed_repacked(zoo: dict[str, Path]) -> None:
+    """On an AVX2 CPU llama.cpp moves q4_0 and q4_K matrices into CPU_REPACK, whose kernels run at other
+    rates (2 EPYC cores: a q4_0 mat-vec 32 GB/s plain, 53 repacked; a 32-token q4_K mat-mul 634 GFLOP/s
+    plain, 479 repacked): their bytes and products are priced at the probe's repacked rates, and plain
+    where the extra buffers are off or the probe did not time them."""
+    from dataclasses import replace
+
+    from planner.speed import REPACKED
+
+    model = _model(zoo, "qwen2-q4_0")
+    host = token_cost(_plan(model)).devices[0]  # HOST has AVX2
+    repacked = host.weights.get("q4_0" + REPACKED, 0)
+    assert repacked and "q4_0" not in host.weights and host.params["q4_0" + REPACKED]
+    cost = token_cost(_plan(model))
+    cpu = replace(CPU, hidden_cell_seconds=0.0)
+    plain = predicted_decode(cost, 100, cpu, {})
+    fast = predicted_decode(cost, 100, replace(cpu, decode_rates_repacked={"q4_0": 40e9}), {})
+    assert plain and fast and 1 / plain - 1 / fast == pytest.approx(repacked / 20e9 - repacked / 40e9)
+    off = evaluate(model, fixed_config(model, [], n_ctx=4096, cpu_extra_buffers=False), [], HOST).plan
+    loaded_plain = token_cost(off).devices[0].weights
+    assert loaded_plain["q4_0"] == repacked and "q4_0" + REPACKED not in loaded_plain
+    # a prompt: repacking's gain as timed at 128 tokens and at 32, geometric between
+    rates = replace(
+        cpu,
+        prefill_rates={"q4_0": 100e9},
+        prefill_rates_short_batch={"q4_0": 100e9},
+        prefill_rates_repacked={"q4_0": 250e9},
+        prefill_rates_short_repacked={"q4_0": 200e9},
+    )
+    assert rates.prefill_rate("q4_0" + REPACKED, 0, 128)[0] == pytest.approx(250e9)
+    assert rates.prefill_rate("q4_0" + REPACKED, 0, 32)[0] == pytest.approx(200e9)
+    assert rates.prefill_rate("q4_0" + REPACKED, 0, 64)[0] == pytest.approx(250e9 * 0.8**0.5)
+    assert rates.prefill_rate("q4_0", 0, 32)[0] == pytest.approx(100e9)
+    # a probe that did not time them: the plain rates, and the plan says so
+    slow = predict(cost, cpu, {})
+    assert any("q4_0 weights run repacked, timed plain" in note for note in slow.notes)
+
+
 def test_a_prompts_mat_mul_rate_follows_the_matrix_width_and_a_short_batch(zoo: dict[str, Path]) -> None:
     from dataclasses import replace
 
