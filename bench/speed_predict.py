@@ -169,13 +169,26 @@ def make_prompts(case: Case, runs: int, rng: random.Random) -> None:
 def _wide() -> dict[str, Any]:
     from tests.support.tiny.common import Q, TinySpec
 
-    layers = {"n_ff": 2048, "weight_type": Q.Q4_K, "embd_type": Q.Q6_K, "output_type": Q.Q6_K, "n_vocab": 512}
+    def spec(n_layer: int, n_embd: int, n_head: int, n_head_kv: int, n_ff: int = 2048) -> TinySpec:
+        return TinySpec(
+            "llama",
+            n_layer=n_layer,
+            n_embd=n_embd,
+            n_head=n_head,
+            n_head_kv=n_head_kv,
+            n_ff=n_ff,
+            weight_type=Q.Q4_K,
+            embd_type=Q.Q6_K,
+            output_type=Q.Q6_K,
+            n_vocab=512,
+        )
+
     return {
         # 16 layers of 8 heads 128 wide: little to read but a real model's KV cache per layer, from memory
-        "wide-kv8": TinySpec("llama", n_layer=16, n_embd=1024, n_head=8, n_head_kv=8, **layers),
-        "wide-kv2": TinySpec("llama", n_layer=16, n_embd=1024, n_head=8, n_head_kv=2, **layers),
+        "wide-kv8": spec(16, 1024, 8, 8),
+        "wide-kv2": spec(16, 1024, 8, 2),
         # a Llama 3 8B's attention (32 heads, 8 KV heads, 128 wide) in 8 layers
-        "wide-32x8": TinySpec("llama", n_layer=8, n_embd=4096, n_head=32, n_head_kv=8, **(layers | {"n_ff": 1024})),
+        "wide-32x8": spec(8, 4096, 32, 8, n_ff=1024),
     }
 
 
@@ -575,42 +588,57 @@ def main() -> None:
 
     group = {case.name: case.group for case in cases}
 
-    def summary(label: str, index: int, only: str) -> None:
-        errs = [abs(r[index] / r[4] - 1) for r in rows if r[4] and group[r[0]] == only]
-        if errs:
-            print(f"  {label:<40} median {statistics.median(errs) * 100:3.0f}%, max {max(errs) * 100:3.0f}%")
-
-    print()
-    print("Decode error |predicted / measured - 1|:")
-    summary("demo, first probe", 2, only="demo")
-    summary("demo, best of the probes", 3, only="demo")
-    summary("zoo, first probe", 2, only="zoo")
-    summary("zoo, best of the probes", 3, only="zoo")
-    summary("wide, first probe", 2, only="wide")
-    summary("demo, bandwidth alone (numpy read)", 5, only="demo")
-    summary("zoo, bandwidth alone (numpy read)", 5, only="zoo")
-    for kind in ("zoo", "wide"):
-        names = sorted({r[0] for r in rows if group[r[0]] == kind})
-        if names:
-            print(f"  ({len(names)} {kind} models: {', '.join(names)})")
-
     def errors(label: str, predicted: int, measured: int, only: str) -> None:
         errs = [abs(r[predicted] / r[measured] - 1) for r in rows if r[measured] and group[r[0]] == only]
         if errs:
             print(f"  {label:<40} median {statistics.median(errs) * 100:3.0f}%, max {max(errs) * 100:3.0f}%")
 
-    print("Prefill error |predicted / measured - 1|, against the runs' median:")
-    errors("demo, first probe", 10, 7, only="demo")
-    errors("zoo, first probe", 10, 7, only="zoo")
-    errors("demo, best of the probes", 6, 7, only="demo")
-    errors("zoo, best of the probes", 6, 7, only="zoo")
-    errors("wide, first probe", 10, 7, only="wide")
-    print("Against each fill's fastest run (load only ever slows a run: the least disturbed one):")
-    errors("decode, demo", 3, 8, only="demo")
-    errors("decode, zoo", 3, 8, only="zoo")
-    errors("decode, wide", 3, 8, only="wide")
-    errors("prefill, demo", 6, 9, only="demo")
-    errors("prefill, zoo", 6, 9, only="zoo")
+    # (heading, lines): each line a label, the row's predicted and measured columns, and the model group
+    FIRST, BEST, MEASURED, NAIVE, FASTEST = 2, 3, 4, 5, 8  # the rows' columns
+    tables: list[tuple[str, list[tuple[str, int, int, str]]]] = [
+        (
+            "Decode error |predicted / measured - 1|:",
+            [
+                ("demo, first probe", FIRST, MEASURED, "demo"),
+                ("demo, best of the probes", BEST, MEASURED, "demo"),
+                ("zoo, first probe", FIRST, MEASURED, "zoo"),
+                ("zoo, best of the probes", BEST, MEASURED, "zoo"),
+                ("wide, first probe", FIRST, MEASURED, "wide"),
+                ("demo, bandwidth alone (numpy read)", NAIVE, MEASURED, "demo"),
+                ("zoo, bandwidth alone (numpy read)", NAIVE, MEASURED, "zoo"),
+            ],
+        ),
+        (
+            "Prefill error |predicted / measured - 1|, against the runs' median:",
+            [
+                ("demo, first probe", 10, 7, "demo"),
+                ("zoo, first probe", 10, 7, "zoo"),
+                ("demo, best of the probes", 6, 7, "demo"),
+                ("zoo, best of the probes", 6, 7, "zoo"),
+                ("wide, first probe", 10, 7, "wide"),
+            ],
+        ),
+        (
+            "Against each fill's fastest run (load only ever slows a run: the least disturbed one):",
+            [
+                ("decode, demo", BEST, FASTEST, "demo"),
+                ("decode, zoo", BEST, FASTEST, "zoo"),
+                ("decode, wide", BEST, FASTEST, "wide"),
+                ("prefill, demo", 6, 9, "demo"),
+                ("prefill, zoo", 6, 9, "zoo"),
+            ],
+        ),
+    ]
+    print()
+    for index, (heading, lines) in enumerate(tables):
+        print(heading)
+        for line in lines:
+            errors(*line)
+        if index == 0:
+            for kind in ("zoo", "wide"):
+                names = sorted({r[0] for r in rows if group[r[0]] == kind})
+                if names:
+                    print(f"  ({len(names)} {kind} models: {', '.join(names)})")
     loads = [x for c in cases for x in c.load]
     quiet = sum(1 for x in loads if x <= args.quiet)
     print(
