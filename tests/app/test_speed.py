@@ -135,24 +135,48 @@ def test_the_probe_runs_with_the_threads_of_a_large_cpu() -> None:
     assert figures["threads"] == 16 and figures["attention_seconds"]
 
 
-def test_the_probe_times_attention_with_the_mask_the_engine_hands_it(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_probe_times_attention_masked_and_keeps_its_fastest_round(monkeypatch: pytest.MonkeyPatch) -> None:
     """llama.cpp's graph always gives flash attention a mask (a load and an add per cell): timed without one,
     a 32-wide head's prompt cell was 1.15 ns where the model's own prompt took 1.34 and the masked probe 1.53,
-    and the tiny zoo's prefill came out 30-50% fast (bench/speed_predict.py)."""
+    and the tiny zoo's prefill came out 30-50% fast (bench/speed_predict.py). A neighbour on a VM's host
+    slows this kernel by half for 0.1 s to seconds: timed once, a spell made the zoo's decode read 30% slow,
+    so each figure is the fastest of rounds spread over the probe (here every round but one is slowed)."""
     from app.speed import probe
 
     calls: list[tuple[int, int, bool]] = []
+    returned: dict[tuple[int, int], list[float]] = {}
     timed = probe._Probe.attention_seconds
+
+    in_round = [False]
+    one_round = probe._AttentionRounds.round
 
     def recording(self, width, queries=1, cells=probe.ATTENTION_CELLS, masked=False):  # type: ignore[no-untyped-def]
         calls.append((width, queries, masked))
-        return timed(self, width, queries, cells, masked)
+        seconds = timed(self, width, queries, cells, masked)
+        if not in_round[0]:  # the mask's own timing
+            return seconds
+        earlier = returned.setdefault((queries, width), [])
+        earlier.append(seconds if len(earlier) == 1 else seconds * 10)  # all but the second round slowed
+        return earlier[-1]
+
+    def a_round(self):  # type: ignore[no-untyped-def]
+        in_round[0] = True
+        try:
+            one_round(self)
+        finally:
+            in_round[0] = False
 
     monkeypatch.setattr(probe._Probe, "attention_seconds", recording)
+    monkeypatch.setattr(probe._AttentionRounds, "round", a_round)
     figures = probe.measure(stop_when_busy=False)
     assert {w for w, q, _ in calls if q == 1} == set(probe.ATTENTION_WIDTHS)
     assert calls and all(masked for _, _, masked in calls)
     assert figures["mask_seconds"] >= 0
+    for name, queries in (("attention_seconds", 1), ("prefill_attention_seconds", probe.PREFILL_TOKENS)):
+        for width in probe.ATTENTION_WIDTHS:
+            rounds = returned[(queries, width)]
+            assert len(rounds) >= 2, "timed in rounds"
+            assert figures[name][str(width)] == min(rounds), f"{name} at {width} kept a slowed round"
 
 
 def _figures(**changes: object) -> dict:
