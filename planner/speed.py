@@ -110,6 +110,7 @@ REPACKED = " repacked"  # a weight type's suffix in a token's cost where llama.c
 STREAMED_HEADS = 8  # the query heads a layer the probe timed a cache from memory with (app/speed/probe.py)
 SPLIT_KV_CELLS = 512  # from this view on ggml-cpu splits one query's attention by cells between the threads
 FA_TILE_QUERIES = 64  # ggml-cpu's GGML_FA_TILE_Q (ggml-cpu/common.h): a batch this long runs attention tiled
+FA_TILE_CELLS = 64  # ggml-cpu's GGML_FA_TILE_KV: the cells of a tile its tiled path computes or skips at once
 
 # bands (half-widths as a fraction of the figure)
 MEASURED_BAND = 0.30
@@ -190,6 +191,9 @@ class CpuSpeed:
     prefill_attention_seconds: dict[str, float] = field(default_factory=dict)
     row_seconds: float = 0.0  # what each row of a matrix streamed from memory adds (q8_0, beyond the cache)
     hidden_cell_seconds: float = 0.0  # a cell the mask hides, per query head: skipped, not computed
+    # a cell the mask hides from a whole tile of a prompt's queries, per query and head: the tile is skipped
+    # once its mask is converted (included in `prefill_attention_seconds`, whose cells were all visible)
+    prefill_hidden_cell_seconds: float = 0.0
     # what a prompt's mask adds per cell, query and head over a view of 8 x MASK_SHORT_VIEW cells beyond what it
     # costs over a short one (the attention figures are timed with a mask, as the engine's graph runs them)
     mask_seconds: float = 0.0
@@ -322,6 +326,7 @@ class CpuSpeed:
             "prefill_attention_seconds": dict(self.prefill_attention_seconds),
             "row_seconds": self.row_seconds,
             "hidden_cell_seconds": self.hidden_cell_seconds,
+            "prefill_hidden_cell_seconds": self.prefill_hidden_cell_seconds,
             "mask_seconds": self.mask_seconds,
             "prefill_rates_by_width": {w: dict(r) for w, r in self.prefill_rates_by_width.items()},
             "elementwise_seconds": dict(self.elementwise_seconds),
@@ -352,6 +357,7 @@ class CpuSpeed:
             },
             row_seconds=float(data.get("row_seconds") or 0.0),
             hidden_cell_seconds=float(data.get("hidden_cell_seconds") or 0.0),
+            prefill_hidden_cell_seconds=float(data.get("prefill_hidden_cell_seconds") or 0.0),
             mask_seconds=float(data.get("mask_seconds") or 0.0),
             prefill_rates_by_width={
                 str(w): {str(k): float(v) for k, v in rates.items() if v}
@@ -1005,14 +1011,11 @@ def prefill_seconds(cost: TokenCost, n_tokens: int, start: int, cpu: CpuSpeed | 
     d = cost.devices[0]
     seconds = PROMPT_START_SECONDS + n_tokens * cpu.elementwise(d.elements)  # the activations between mat-muls
     step = max(cost.n_ubatch, 1)
-    for type_name, params in d.params.items():
-        width = 2 ** (d.params_log_width[type_name] / params) if d.params_log_width.get(type_name) else 0.0
+    for type_name in d.params:
         for first in range(0, n_tokens, step):
-            size = min(step, n_tokens - first)
-            seconds += 2.0 * params * size / cpu.prefill_rate(type_name, width, size, d.weight_bytes())[0]
+            seconds += batch_mat_mul_seconds(d, cpu, type_name, min(step, n_tokens - first))
     # attention, batch by batch (the engine decodes a prompt in batches of n_ubatch). ggml runs a batch of
-    # FA_TILE_QUERIES tokens or more tiled, every query against every cell of the cache's view (the mask's
-    # hidden cells cost as much: the probe timed that path on a batch); a shorter batch query by query as
+    # FA_TILE_QUERIES tokens or more tiled (prefill_attention_seconds); a shorter batch query by query as
     # decode does, where a hidden cell is skipped (ggml-cpu/ops.cpp: ggml_compute_forward_flash_attn_ext_f16,
     # `use_tiled`). The view is the cells in use padded to KV_PAD; a sliding-window cache holds at most its own.
     step = max(cost.n_ubatch, 1)
@@ -1023,20 +1026,62 @@ def prefill_seconds(cost: TokenCost, n_tokens: int, start: int, cpu: CpuSpeed | 
             seconds += size * attention_seconds(cost, d, cpu, start + first + (size + 1) / 2, cpu.attention_cell)
         else:
             full, swa = cost.cells_at(start + first + size)
-            attn = 0.0
-            for book, view in ((d.attn_heads, full), (d.attn_heads_swa, swa)):
+            for book, view, window in ((d.attn_heads, full, 0), (d.attn_heads_swa, swa, cost.n_swa)):
                 # the batch's mask (a row of the view per query) stays in the core's cache over a short
                 # view; over a long one each query head reads it again (none at 512 cells, all at 4,096)
                 spill = min(1.0, max(0.0, math.log(max(view, 1) / MASK_SHORT_VIEW) / math.log(8)))
+                computed, masked = tiled_attention_cells(view, start + first, size, window)
+                hidden = cpu.prefill_hidden_cell_seconds
                 for w, h in book.items():
-                    attn += h * view * (cpu.prefill_attention_cell(int(w)) + spill * cpu.mask_seconds)
-            seconds += attn * size
+                    cell = cpu.prefill_attention_cell(int(w))
+                    seconds += h * (computed * max(cell - hidden, 0.0) + masked * (hidden + spill * cpu.mask_seconds))
     # each batch computes the logits of its last token only: the output matrix once a batch, and its graph
     if d.output_bytes:
         out = d.output_bytes / cpu.decode_rate(d.output_type, d.weight_bytes())[0]
         seconds += batches * (out + cpu.rows_seconds(d.output_rows, d.weight_bytes()))
     seconds += batches * (cpu.graph_seconds + d.ops * cpu.op_seconds + d.mat_muls * cpu.mat_mul_seconds)
     return _Time(seconds, MEASURED, [], ())
+
+
+def tiled_attention_cells(view: int, start: int, size: int, window: int = 0) -> tuple[int, int]:
+    """(cells computed, mask cells converted) per query head when ggml-cpu's tiled flash attention runs a
+    prompt's batch of `size` queries at positions `start`... over a view of `view` cells (`window`: a
+    sliding-window layer's). It takes the queries FA_TILE_QUERIES at a time and the cells FA_TILE_CELLS at a
+    time, converts every tile's mask, and skips a tile of cells none of a tile's queries can see: the
+    future of a prompt's early tokens (ggml-cpu/ops.cpp: ggml_compute_forward_flash_attn_ext_tiled,
+    `can_skip`). A 512-token prompt from the start computes 36 of its 64 tiles; 2 EPYC cores, 32 wide:
+    1.70 ms measured, 2.61 with every cell shown, 1.67 so planned."""
+    tiles = -(-view // FA_TILE_CELLS)
+    computed = masked = 0
+    for first in range(0, size, FA_TILE_QUERIES):
+        rows = min(FA_TILE_QUERIES, size - first)
+        seen = start + first + rows  # the cells the tile's last query sees, its own included
+        if window:
+            seen = min(seen, window + rows)
+        computed += FA_TILE_QUERIES * FA_TILE_CELLS * min(tiles, -(-seen // FA_TILE_CELLS))
+        masked += rows * FA_TILE_CELLS * tiles
+    return computed, masked
+
+
+def batch_mat_mul_seconds(d: DeviceCost, cpu: CpuSpeed, type_name: str, size: int) -> float:
+    """Seconds a batch of `size` tokens spends in one weight type's mat-muls (the output matrix aside). Under
+    SHORT_BATCH tokens, between reading the weights once as a token's mat-vec does and the short batch's
+    cost: no batch reads its weights faster than a token, and the rate timed at SHORT_BATCH alone made one
+    token's nearly free (the demo's prompts in llama.cpp / planned so / planned at that rate alone, ms:
+    1 token 11.2 / 10.2 / 8.0, 8 tokens 15.9 / 15.7 / 14.0, 16 tokens 23.6 / 23.1 / 22.0)."""
+    params = d.params[type_name]
+    width = 2 ** (d.params_log_width[type_name] / params) if d.params_log_width.get(type_name) else 0.0
+    working_set = d.weight_bytes()
+
+    def mat_mul(tokens: int) -> float:
+        return 2.0 * params * tokens / cpu.prefill_rate(type_name, width, tokens, working_set)[0]
+
+    if size >= SHORT_BATCH:
+        return mat_mul(size)
+    read = d.weights.get(type_name, 0) - (d.output_bytes if type_name == d.output_type else 0)
+    once = max(read, 0) / cpu.decode_rate(type_name, working_set)[0]
+    short = mat_mul(SHORT_BATCH)
+    return once + (size - 1) / (SHORT_BATCH - 1) * max(short - once, 0.0)
 
 
 def _band(basis: str) -> float:

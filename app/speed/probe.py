@@ -91,6 +91,8 @@ ATTENTION_WIDTHS = (32, 64, 80, 96, 128, 192, 256)
 ATTENTION_CELLS = 4096
 ATTENTION_HEADS, ATTENTION_KV_HEADS = 8, 2
 PREFILL_ATTENTION_CELLS = 512  # a prompt's batch of PREFILL_TOKENS queries over this many cells
+FA_TILE_CELLS = 64  # ggml-cpu's GGML_FA_TILE_KV (ggml-cpu/common.h): the cells its tiled path skips at once
+HIDDEN_WIDTH = 64  # the head width the hidden cells are timed at (their cost is the mask's, not the head's)
 MASK_CELLS = 4096  # the view a prompt's mask is timed over (8x planner.speed.MASK_SHORT_VIEW)
 # a token's attention over a KV cache that comes from memory rather than the caches (a real model's, whose
 # weights and other layers' caches pass between): what each cell then adds depends on how far apart one KV
@@ -520,26 +522,33 @@ class _Probe:
         finally:
             g.ggml_free(ctx)
 
-    def hidden_cell_seconds(self, width: int = 64, cells: int = ATTENTION_CELLS) -> float | None:
-        """Seconds a cell the mask hides costs one query head: flash attention over an f16 cache whose
-        mask hides every cell but the first (the padded cells beyond a short chat, the future of a
-        prompt's early tokens: read, compared and skipped)."""
+    def hidden_cell_seconds(
+        self, width: int = 64, cells: int = ATTENTION_CELLS, queries: int = 1, shown: int = 1
+    ) -> float | None:
+        """Seconds per cell, query and head of flash attention over an f16 cache whose mask shows each
+        query only the first `shown` cells: a lone token's (decode: the padded cells beyond a short chat
+        are read, compared and skipped), or a prompt's batch of `queries` (ggml's tiled path skips a tile
+        of cells no query of a tile can see, but converts its mask first: the future of a prompt's early
+        tokens)."""
         g = self.ggml
         f32, f16 = TYPE_IDS["f32"], TYPE_IDS["f16"]
         heads, kv_heads = ATTENTION_HEADS, ATTENTION_KV_HEADS
-        ctx = self._context(2 * width * cells * kv_heads * 2 + 2 * cells + 4 * width * heads * 2, 8)
+        ctx = self._context(2 * width * cells * kv_heads * 2 + 2 * cells * queries + 4 * width * heads * queries * 2, 8)
         try:
-            q = g.ggml_new_tensor_3d(ctx, f32, width, 1, heads)
+            q = g.ggml_new_tensor_3d(ctx, f32, width, queries, heads)
             k = g.ggml_new_tensor_3d(ctx, f16, width, cells, kv_heads)
             v = g.ggml_new_tensor_3d(ctx, f16, width, cells, kv_heads)
-            mask = g.ggml_new_tensor_2d(ctx, f16, cells, 1)
-            self._fill(q, f32, heads, width)
+            mask = g.ggml_new_tensor_2d(ctx, f16, cells, queries)
+            self._fill(q, f32, heads * queries, width)
             self._fill(k, f16, cells * kv_heads, width)
             self._fill(v, f16, cells * kv_heads, width)
-            hidden = (ctypes.c_uint16 * cells)(*([0] + [F16_MINUS_INFINITY] * (cells - 1)))
-            ctypes.memmove(g.ggml_get_data(mask), hidden, 2 * cells)
+            hidden = (ctypes.c_uint16 * (cells * queries))(
+                *(([0] * shown + [F16_MINUS_INFINITY] * (cells - shown)) * queries)
+            )
+            ctypes.memmove(g.ggml_get_data(mask), hidden, 2 * cells * queries)
             out = g.ggml_flash_attn_ext(ctx, q, k, v, mask, 1.0 / width**0.5, 0.0, 0.0)
-            return self._time_graph(ctx, out) / (cells * heads)
+            seconds = self._time_graph(ctx, out, repeats=REPEATS if queries == 1 else ROUND_REPEATS)
+            return seconds / (cells * heads * queries)
         finally:
             g.ggml_free(ctx)
 
@@ -616,14 +625,32 @@ class _AttentionRounds:
     def round(self) -> None:
         for width in ATTENTION_WIDTHS:
             for queries, cells in ((1, ATTENTION_CELLS), (PREFILL_TOKENS, PREFILL_ATTENTION_CELLS)):
-                seconds = self.probe.attention_seconds(width, queries, cells, masked=True)
-                if seconds:
-                    key = (queries, width)
-                    self.seconds[key] = min(self.seconds.get(key, seconds), seconds)
+                self._keep((queries, width), self.probe.attention_seconds(width, queries, cells, masked=True))
+        shown = self.probe.hidden_cell_seconds(HIDDEN_WIDTH, PREFILL_ATTENTION_CELLS, PREFILL_TOKENS, FA_TILE_CELLS)
+        self._keep((PREFILL_TOKENS, -1), shown)
+
+    def _keep(self, key: tuple[int, int], seconds: float | None) -> None:
+        if seconds:
+            self.seconds[key] = min(self.seconds.get(key, seconds), seconds)
 
     def fastest(self, queries: int) -> dict[str, float]:
         """Head width -> the fastest seconds a cell and query head took, for a batch of `queries` tokens."""
-        return {str(width): seconds for (batch, width), seconds in sorted(self.seconds.items()) if batch == queries}
+        return {
+            str(width): seconds
+            for (batch, width), seconds in sorted(self.seconds.items())
+            if batch == queries and width > 0
+        }
+
+    def prefill_hidden_cell(self) -> float:
+        """Seconds a cell the mask hides from a whole tile of a prompt's queries costs one query and head:
+        its mask's conversion, from a batch whose mask shows each query the first tile only (the shown
+        tile computed at the visible cell's cost; 2 EPYC cores: 0.2 ns, a visible 32-wide cell 1.25)."""
+        timed = self.seconds.get((PREFILL_TOKENS, -1))
+        visible = self.seconds.get((PREFILL_TOKENS, HIDDEN_WIDTH))
+        if not timed or not visible:
+            return 0.0
+        cells = PREFILL_ATTENTION_CELLS
+        return max(0.0, (timed * cells - FA_TILE_CELLS * visible) / (cells - FA_TILE_CELLS))
 
 
 class OthersLoad:
@@ -700,6 +727,7 @@ def measure(threads: int | None = None, stop_when_busy: bool = True) -> dict[str
         "large_factor": factor,
         "row_seconds": large[1] if large else 0.0,
         "hidden_cell_seconds": hidden,
+        "prefill_hidden_cell_seconds": attention.prefill_hidden_cell(),
         "mask_seconds": mask_seconds,
         "elementwise_seconds": elementwise,
         "read_bandwidth": bandwidth,

@@ -100,6 +100,10 @@ def test_the_probe_times_ggml_on_this_cpu() -> None:
     assert set(figures["elementwise_seconds"]) == {"rope", "norm", "gelu", "plain"}
     assert all(0 < s < 1e-6 for s in figures["elementwise_seconds"].values())
     assert 0 < figures["hidden_cell_seconds"] < 1e-6 and figures["row_seconds"] >= 0 and figures["mask_seconds"] >= 0
+    # a cell the mask hides from a prompt's whole tile of queries: its mask converted, the cell not computed
+    hidden = figures["prefill_hidden_cell_seconds"]
+    assert 0 <= hidden < figures["prefill_attention_seconds"]["64"]
+    assert CpuSpeed.from_json(figures).prefill_hidden_cell_seconds == hidden
     # a mat-mul's own synchronisations: less than a millisecond, kept through the JSON
     assert 0 <= figures["mat_mul_seconds"] < 1e-3
     # a token's attention over caches that come from memory: each width and KV head count timed
