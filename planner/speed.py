@@ -1026,15 +1026,17 @@ def prefill_seconds(cost: TokenCost, n_tokens: int, start: int, cpu: CpuSpeed | 
             seconds += size * attention_seconds(cost, d, cpu, start + first + (size + 1) / 2, cpu.attention_cell)
         else:
             full, swa = cost.cells_at(start + first + size)
-            for book, view, window in ((d.attn_heads, full, 0), (d.attn_heads_swa, swa, cost.n_swa)):
+            books = ((d.attn_heads, d.attn_layouts, full, 0), (d.attn_heads_swa, d.attn_layouts_swa, swa, cost.n_swa))
+            for book, layouts, view, window in books:
                 # the batch's mask (a row of the view per query) stays in the core's cache over a short
                 # view; over a long one each query head reads it again (none at 512 cells, all at 4,096)
                 spill = min(1.0, max(0.0, math.log(max(view, 1) / MASK_SHORT_VIEW) / math.log(8)))
-                computed, masked = tiled_attention_cells(view, start + first, size, window)
                 hidden = cpu.prefill_hidden_cell_seconds
                 for w, h in book.items():
-                    cell = cpu.prefill_attention_cell(int(w))
-                    seconds += h * (computed * max(cell - hidden, 0.0) + masked * (hidden + spill * cpu.mask_seconds))
+                    layers = sum(n for shape, n in layouts.items() if shape.split("/")[0] == w) or 1
+                    cells = TiledBatch(view, start + first, size, window)
+                    costs = (max(cpu.prefill_attention_cell(int(w)) - hidden, 0.0), hidden + spill * cpu.mask_seconds)
+                    seconds += layers * cells.seconds(max(round(h / layers), 1), cpu.threads, *costs)
     # each batch computes the logits of its last token only: the output matrix once a batch, and its graph
     if d.output_bytes:
         out = d.output_bytes / cpu.decode_rate(d.output_type, d.weight_bytes())[0]
@@ -1043,24 +1045,62 @@ def prefill_seconds(cost: TokenCost, n_tokens: int, start: int, cpu: CpuSpeed | 
     return _Time(seconds, MEASURED, [], ())
 
 
-def tiled_attention_cells(view: int, start: int, size: int, window: int = 0) -> tuple[int, int]:
-    """(cells computed, mask cells converted) per query head when ggml-cpu's tiled flash attention runs a
-    prompt's batch of `size` queries at positions `start`... over a view of `view` cells (`window`: a
-    sliding-window layer's). It takes the queries FA_TILE_QUERIES at a time and the cells FA_TILE_CELLS at a
-    time, converts every tile's mask, and skips a tile of cells none of a tile's queries can see: the
-    future of a prompt's early tokens (ggml-cpu/ops.cpp: ggml_compute_forward_flash_attn_ext_tiled,
-    `can_skip`). A 512-token prompt from the start computes 36 of its 64 tiles; 2 EPYC cores, 32 wide:
-    1.70 ms measured, 2.61 with every cell shown, 1.67 so planned."""
-    tiles = -(-view // FA_TILE_CELLS)
-    computed = masked = 0
-    for first in range(0, size, FA_TILE_QUERIES):
-        rows = min(FA_TILE_QUERIES, size - first)
-        seen = start + first + rows  # the cells the tile's last query sees, its own included
-        if window:
-            seen = min(seen, window + rows)
-        computed += FA_TILE_QUERIES * FA_TILE_CELLS * min(tiles, -(-seen // FA_TILE_CELLS))
-        masked += rows * FA_TILE_CELLS * tiles
-    return computed, masked
+@dataclass(frozen=True)
+class TiledBatch:
+    """A prompt's batch of `size` queries at positions `start`... over a view of `view` cells (`window`: a
+    sliding-window layer's), as ggml-cpu's tiled flash attention (a batch of FA_TILE_QUERIES or more) runs
+    it: the queries FA_TILE_QUERIES at a time, the cells FA_TILE_CELLS at a time; every tile's mask is
+    converted, and a tile of cells none of a tile's queries can see is skipped: the future of a prompt's
+    early tokens (ggml-cpu/ops.cpp: ggml_compute_forward_flash_attn_ext_tiled, `can_skip`). A 512-token
+    prompt from the start computes 36 of its 64 tiles; 2 EPYC cores, 32 wide: 1.70 ms measured, 2.61 with
+    every cell shown, 1.67 so planned."""
+
+    view: int
+    start: int
+    size: int
+    window: int = 0
+
+    def tile(self, query: int, rows: int) -> tuple[int, int]:
+        """(cells computed, mask cells converted) for `rows` queries from the batch's `query`-th."""
+        tiles = -(-self.view // FA_TILE_CELLS)
+        seen = self.start + query + rows  # the cells the tile's last query sees, its own included
+        if self.window:
+            seen = min(seen, self.window + rows)
+        return FA_TILE_QUERIES * FA_TILE_CELLS * min(tiles, -(-seen // FA_TILE_CELLS)), rows * FA_TILE_CELLS * tiles
+
+    def cells(self) -> tuple[int, int]:
+        """(cells computed, mask cells converted) per query head over the whole batch."""
+        computed = masked = 0
+        for query in range(0, self.size, FA_TILE_QUERIES):
+            c, m = self.tile(query, min(FA_TILE_QUERIES, self.size - query))
+            computed, masked = computed + c, masked + m
+        return computed, masked
+
+    def seconds(self, heads: int, threads: int, computed_cell: float, masked_cell: float) -> float:
+        """Seconds one layer's `heads` query heads take, at a computed and a masked cell's cost (each timed
+        with `threads` threads sharing the work evenly). The rows (a query of a head) go out in chunks,
+        four a thread, each thread taking the next when done (ggml_threadpool_chunk_add); a tile stops at
+        a chunk's end and a head's, and a part tile computes as much as a whole one. A head's later
+        queries see more tiles, so the last chunks weigh most and the threads end apart: the busiest
+        thread's work is the time (2 threads, 512 queries over 1,024 cells: 13% over an even share)."""
+        rows = self.size * heads
+        n_chunks = threads * 4
+        chunk = -(-rows // n_chunks)
+        n_chunks = -(-rows // chunk)
+        if threads == 1 or n_chunks < threads:
+            n_chunks = threads
+            chunk = -(-rows // n_chunks)
+        busy = [0.0] * threads
+        for first in range(0, n_chunks * chunk, chunk):
+            row, end, work = first, min(first + chunk, rows), 0.0
+            while row < end:
+                query = row % self.size
+                n = min(FA_TILE_QUERIES, end - row, self.size - query)
+                computed, masked = self.tile(query, n)
+                work += computed * computed_cell + masked * masked_cell
+                row += n
+            busy[busy.index(min(busy))] += work
+        return max(busy) * threads
 
 
 def batch_mat_mul_seconds(d: DeviceCost, cpu: CpuSpeed, type_name: str, size: int) -> float:

@@ -442,13 +442,21 @@ def test_a_prompt_shorter_than_a_tile_pays_decode_attention_and_a_longer_one_the
     the demo's prompts and the wide models' were planned 20-38% slow."""
     from dataclasses import replace
 
-    from planner.speed import FA_TILE_QUERIES, KV_PAD, prefill_seconds, tiled_attention_cells
+    from planner.speed import FA_TILE_QUERIES, KV_PAD, TiledBatch, prefill_seconds
 
     # the tiles a prompt's batch computes, and the mask cells it converts, per query head
-    assert tiled_attention_cells(512, 0, 512) == (36 * 64 * 64, 512 * 512)
-    assert tiled_attention_cells(1280, 1024, 64) == (17 * 64 * 64, 64 * 1280)  # late in a chat: all but its future
-    assert tiled_attention_cells(1024, 1024, 512, window=512)[0] == 8 * 9 * 64 * 64  # a window: itself and its batch
-    assert tiled_attention_cells(256, 0, 100) == (2 * 64 * 64 + 64 * 64, 100 * 256)  # a part tile runs whole
+    assert TiledBatch(512, 0, 512).cells() == (36 * 64 * 64, 512 * 512)
+    assert TiledBatch(1280, 1024, 64).cells() == (17 * 64 * 64, 64 * 1280)  # late in a chat: all but its future
+    assert TiledBatch(1024, 1024, 512, window=512).cells()[0] == 8 * 9 * 64 * 64  # a window: itself and its batch
+    assert TiledBatch(256, 0, 100).cells() == (2 * 64 * 64 + 64 * 64, 100 * 256)  # a part tile runs whole
+    # the threads take chunks of rows in turn: a head's later queries weigh more, and the threads end apart
+    # (one thread: its share is everything; an even batch: an even share)
+    late = TiledBatch(1024, 512, 512)
+    assert late.seconds(4, 1, 1.0, 0.0) == 4 * late.cells()[0]
+    assert 1.1 < late.seconds(4, 2, 1.0, 0.0) / (4 * late.cells()[0]) < 1.2
+    assert TiledBatch(64, 0, 128).seconds(4, 2, 1.0, 0.0) == 4 * TiledBatch(64, 0, 128).cells()[0]
+    # chunks shorter than a tile (many threads, few heads) still compute whole tiles: twice the work here
+    assert TiledBatch(64, 0, 64).seconds(4, 2, 1.0, 0.0) == 2 * 4 * TiledBatch(64, 0, 64).cells()[0]
 
     cost = token_cost(_plan(_model(zoo, "qwen3-hd"), ctx=8192))  # 4 query heads of width 64
     base = replace(CPU, attention_seconds={"64": 0.0}, prefill_attention_seconds={"64": 0.0})
@@ -472,11 +480,15 @@ def test_a_prompt_shorter_than_a_tile_pays_decode_attention_and_a_longer_one_the
     # tiled: the tiles each query tile sees at the visible cell's cost (which includes converting its mask),
     # every tile of the view at the mask's; the view is the cells in use padded to 256
     view = math.ceil((100 + long) / KV_PAD) * KV_PAD
-    computed, masked = tiled_attention_cells(view, 100, long)
+    batch = TiledBatch(view, 100, long)
+    computed, masked = batch.cells()
     assert computed == (3 + 4 + 5 + 6) * 64 * 64 and masked == long * view
-    assert attention(long, 100, 1.0, 1e-9) == pytest.approx(heads * computed * 1e-9)
+    layers = sum(cost.devices[0].attn_layouts.values())
+    one_layer = batch.seconds(heads // layers, CPU.threads, 1e-9, 0.0)
+    assert heads * computed * 1e-9 <= layers * one_layer < 1.2 * heads * computed * 1e-9
+    assert attention(long, 100, 1.0, 1e-9) == pytest.approx(layers * one_layer)
     assert attention(long, 100, 1.0, 1e-9, hidden=0.2e-9) == pytest.approx(
-        heads * (computed * 0.8e-9 + masked * 0.2e-9)
+        layers * batch.seconds(heads // layers, CPU.threads, 0.8e-9, 0.2e-9)
     )
 
 
