@@ -44,8 +44,11 @@ async def test_a_what_if_card_with_a_bandwidth_speeds_up_with_the_layers_on_it(
         )
 
         ngl = screen.query_one("#ngl", Input)
+        await pilot.pause()  # the speed line just grew the verdict: let the layout settle before clicking
         await pilot.click("#ngl")
+        await wait_for(pilot, lambda: ngl.has_focus)
         await pilot.press("0")
+        await wait_for(pilot, lambda: ngl.value == "0")
         await wait_for(pilot, lambda: screen.result is not None and screen.result.plan.layers_on_gpu == 0)
         await wait_for(pilot, lambda: screen.speed is not None and screen.speed.decode_start.basis != "table")
         on_cpu = screen.speed.decode_start
