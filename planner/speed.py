@@ -1018,7 +1018,6 @@ def prefill_seconds(cost: TokenCost, n_tokens: int, start: int, cpu: CpuSpeed | 
     # FA_TILE_QUERIES tokens or more tiled (prefill_attention_seconds); a shorter batch query by query as
     # decode does, where a hidden cell is skipped (ggml-cpu/ops.cpp: ggml_compute_forward_flash_attn_ext_f16,
     # `use_tiled`). The view is the cells in use padded to KV_PAD; a sliding-window cache holds at most its own.
-    step = max(cost.n_ubatch, 1)
     batches = -(-n_tokens // step)
     for first in range(0, n_tokens, step):
         size = min(step, n_tokens - first)
@@ -1027,14 +1026,14 @@ def prefill_seconds(cost: TokenCost, n_tokens: int, start: int, cpu: CpuSpeed | 
         else:
             full, swa = cost.cells_at(start + first + size)
             books = ((d.attn_heads, d.attn_layouts, full, 0), (d.attn_heads_swa, d.attn_layouts_swa, swa, cost.n_swa))
+            hidden = cpu.prefill_hidden_cell_seconds
             for book, layouts, view, window in books:
                 # the batch's mask (a row of the view per query) stays in the core's cache over a short
                 # view; over a long one each query head reads it again (none at 512 cells, all at 4,096)
                 spill = min(1.0, max(0.0, math.log(max(view, 1) / MASK_SHORT_VIEW) / math.log(8)))
-                hidden = cpu.prefill_hidden_cell_seconds
+                cells = TiledBatch(view, start + first, size, window)
                 for w, h in book.items():
                     layers = sum(n for shape, n in layouts.items() if shape.split("/")[0] == w) or 1
-                    cells = TiledBatch(view, start + first, size, window)
                     costs = (max(cpu.prefill_attention_cell(int(w)) - hidden, 0.0), hidden + spill * cpu.mask_seconds)
                     seconds += layers * cells.seconds(max(round(h / layers), 1), cpu.threads, *costs)
     # each batch computes the logits of its last token only: the output matrix once a batch, and its graph

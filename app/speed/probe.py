@@ -42,6 +42,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from app.native import GGMLUnavailable, libraries
+from planner.speed import FA_TILE_CELLS  # the cells ggml-cpu's tiled attention skips at once
 
 # ggml_type ids of the pinned ggml (ggml.h)
 TYPE_IDS = {
@@ -91,7 +92,6 @@ ATTENTION_WIDTHS = (32, 64, 80, 96, 128, 192, 256)
 ATTENTION_CELLS = 4096
 ATTENTION_HEADS, ATTENTION_KV_HEADS = 8, 2
 PREFILL_ATTENTION_CELLS = 512  # a prompt's batch of PREFILL_TOKENS queries over this many cells
-FA_TILE_CELLS = 64  # ggml-cpu's GGML_FA_TILE_KV (ggml-cpu/common.h): the cells its tiled path skips at once
 HIDDEN_WIDTH = 64  # the head width the hidden cells are timed at (their cost is the mask's, not the head's)
 MASK_CELLS = 4096  # the view a prompt's mask is timed over (8x planner.speed.MASK_SHORT_VIEW)
 # a token's attention over a KV cache that comes from memory rather than the caches (a real model's, whose
