@@ -406,6 +406,12 @@ def main() -> None:
     parser.add_argument("--probes", type=int, default=5, help="probe runs interleaved with the demo's (default 5)")
     parser.add_argument("--demo-ctx", type=int, default=8192, help="the demo's context (default 8192)")
     parser.add_argument(
+        "--demo",
+        default=None,
+        help="the demo's file (default: the Gemma 3 270M package); on a machine without it, its header clone "
+        "written with noise: python -m tests.support.header_clone write .gpu/demo-header.json.gz OUT --noise",
+    )
+    parser.add_argument(
         "--patience",
         type=float,
         default=30.0,
@@ -441,7 +447,7 @@ def main() -> None:
     host = probe_devices().host
     threads = max(1, os.cpu_count() or 1)
     rng = random.Random(7)
-    cases = [Case("demo", model_path(None), args.demo_ctx, [32, args.demo_ctx // 4, 3 * args.demo_ctx // 4], "demo")]
+    cases = [Case("demo", model_path(args.demo), args.demo_ctx, [32, args.demo_ctx // 4, 3 * args.demo_ctx // 4], "demo")]
     names = [] if args.zoo == "none" else list(ZOO) if args.zoo == "all" else args.zoo.split(",")
     zoo_dir = Path(home) / "zoo"
     zoo_dir.mkdir()

@@ -32,10 +32,13 @@ if [ -n "${WHEEL_BACK:-}" ]; then  # 268 MB for sm_90: more than a call brings b
     split -b 15M -d "$wheel" "$OUT/llama-wheel.part-"
 fi
 # llama.cpp's own fit (tools/fit-params), from the same build folder: the wheel's build leaves tools out
-t=$(date +%s)
-{ cmake -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_SERVER=OFF .devbuild/cmake \
-    && cmake --build .devbuild/cmake --target llama-fit-params -j 16; } > "$OUT/fit-build.log" 2>&1
-echo "llama-fit-params: rc=$? in $(( $(date +%s) - t )) s"
+# (NO_FIT=1: a call that does not compare fits spends its seconds measuring instead)
+if [ -z "${NO_FIT:-}" ]; then
+    t=$(date +%s)
+    { cmake -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_SERVER=OFF .devbuild/cmake \
+        && cmake --build .devbuild/cmake --target llama-fit-params -j 16; } > "$OUT/fit-build.log" 2>&1
+    echo "llama-fit-params: rc=$? in $(( $(date +%s) - t )) s"
+fi
 source bench/gpu/setup.sh || exit 1
 python3 -c "import llama_cpp; print('gpu offload:', llama_cpp.llama_supports_gpu_offload())"
 python3 -m app --devices 2>&1 | tail -25

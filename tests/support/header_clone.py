@@ -5,10 +5,14 @@ metadata key and every tensor's name, shape and type. Written back with zeroed d
 it is the same model to the planner and to llama.cpp's allocator, byte for byte.
 
     python -m tests.support.header_clone dump MODEL.gguf HEADER.json.gz
-    python -m tests.support.header_clone write HEADER.json.gz OUT.gguf
+    python -m tests.support.header_clone write HEADER.json.gz OUT.gguf [--noise]
 
 `write(..., sparse=True)` writes the header alone and extends the file to its size without
 data (a sparse file: no disk space): enough for the planner, which reads only the header.
+`write(..., noise=True)` (`write ... --noise`) fills the data with random bytes instead, each masked
+so that every f16 and f32 in it (a block's scales, a norm's weights) is finite and below 1: a model
+that generates noise rather than a flat distribution, where end-of-text is as likely as any token
+and a timed reply would stop after a few tokens.
 """
 
 from __future__ import annotations
@@ -47,10 +51,14 @@ def dump(model: str | Path, out: str | Path) -> None:
         json.dump({"architecture": arch, "fields": fields, "tensors": tensors, "file_bytes": size}, fh)
 
 
-def write(header: str | Path, out: str | Path, sparse: bool = False) -> Path:
+_FINITE_BELOW_ONE = 0x3B  # a float's top byte so masked keeps its exponent below the bias: finite, |x| < 1
+
+
+def write(header: str | Path, out: str | Path, sparse: bool = False, noise: bool = False) -> Path:
     with gzip.open(header, "rt", encoding="utf-8") as fh:
         spec = json.load(fh)
     writer = gguf.GGUFWriter(str(out), spec["architecture"])
+    rng = np.random.default_rng(0)
     for key, types, value in spec["fields"]:
         vtype = gguf.GGUFValueType(types[0])
         sub = gguf.GGUFValueType(types[1]) if len(types) > 1 else None
@@ -66,7 +74,10 @@ def write(header: str | Path, out: str | Path, sparse: bool = False) -> Path:
             nbytes = row_bytes * int(np.prod(ne[1:], dtype=np.int64))
             writer.add_tensor_info(name, byte_shape, np.dtype(np.uint8), nbytes, raw_dtype=qtype)
         else:
-            data = np.zeros(byte_shape, dtype=np.uint8)
+            if noise:
+                data = rng.integers(0, 256, byte_shape, dtype=np.uint8) & _FINITE_BELOW_ONE
+            else:
+                data = np.zeros(byte_shape, dtype=np.uint8)
             writer.add_tensor(name, data, raw_shape=data.shape, raw_dtype=qtype)
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
@@ -82,6 +93,10 @@ def write(header: str | Path, out: str | Path, sparse: bool = False) -> Path:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 4 or sys.argv[1] not in ("dump", "write"):
+    args = [a for a in sys.argv[1:] if a != "--noise"]
+    if len(args) != 3 or args[0] not in ("dump", "write"):
         sys.exit(__doc__)
-    (dump if sys.argv[1] == "dump" else write)(sys.argv[2], sys.argv[3])
+    if args[0] == "dump":
+        dump(args[1], args[2])
+    else:
+        write(args[1], args[2], noise="--noise" in sys.argv)
