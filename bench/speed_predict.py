@@ -447,7 +447,9 @@ def main() -> None:
     host = probe_devices().host
     threads = max(1, os.cpu_count() or 1)
     rng = random.Random(7)
-    cases = [Case("demo", model_path(args.demo), args.demo_ctx, [32, args.demo_ctx // 4, 3 * args.demo_ctx // 4], "demo")]
+    cases = [
+        Case("demo", model_path(args.demo), args.demo_ctx, [32, args.demo_ctx // 4, 3 * args.demo_ctx // 4], "demo")
+    ]
     names = [] if args.zoo == "none" else list(ZOO) if args.zoo == "all" else args.zoo.split(",")
     zoo_dir = Path(home) / "zoo"
     zoo_dir.mkdir()
