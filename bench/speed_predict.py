@@ -328,6 +328,24 @@ def predictions(case: Case, first: Any, best: Any) -> dict[int, dict[str, float]
     return out
 
 
+def dump(path: Path, probes: list[dict[str, Any]], quietest: dict[str, Any], cases: list[Case]) -> None:
+    """The run's raw figures as JSON: what `--dump` writes."""
+    models = [
+        {
+            "name": case.name,
+            "group": case.group,
+            "n_ctx": case.n_ctx,
+            "cost": case.cost.to_json(),
+            "decode": {str(fill): runs for fill, runs in case.decode.items()},
+            "prefill": {str(fill): runs for fill, runs in case.prefill.items()},
+            "generated": {str(fill): [s.generated_tokens for s in stats] for fill, stats in case.stats.items()},
+        }
+        for case in cases
+    ]
+    data = {"cpus": os.cpu_count(), "probes": probes, "quietest": quietest, "models": models}
+    path.write_text(json.dumps(data, indent=1))
+
+
 def learn(case: Case, rounds: int) -> None:
     """Record the first `rounds` rounds of replies as the app does (app.speed.learn_from_reply)."""
     from app.devices.probes import DeviceReport
@@ -430,6 +448,12 @@ def main() -> None:
         default=2,
         help="run a reply again up to this many times while reference kernels say the machine was slowed around "
         "it (default 2; -1: no reference kernels, every run kept as measured)",
+    )
+    parser.add_argument(
+        "--dump",
+        default=None,
+        help="write the probes and every run's figures, with each model's token cost, to this JSON file (to "
+        "price them again with another speed model, on another machine)",
     )
     args = parser.parse_args()
 
@@ -538,12 +562,15 @@ def main() -> None:
         print(
             f"{label:<13} q8_0 {c.decode_rates.get('q8_0', 0) / 1e9:.1f} GB/s in cache, x{c.large_factor:.2f} beyond; "
             f"q4_K {c.decode_rates.get('q4_K', 0) / 1e9:.1f}; op {c.op_seconds * 1e6:.2f} us; attention a cell-head "
-            f"({att}); f32 read {c.read_bandwidth / 1e9:.1f} GB/s; others' load {(data.get('load') or 0) * 100:.0f}%"
+            f"({att}); f32 read {c.read_bandwidth / 1e9:.1f} GB/s; sampler {c.sampler_entry_seconds * 1e9:.1f} ns an "
+            f"entry; others' load {(data.get('load') or 0) * 100:.0f}%"
         )
     from app.speed.trust import distrust
 
     for index, data in enumerate(probes, start=1):
         print(f"probe {index}: {distrust(data) or 'trusted (the app would keep it)'}")
+    if args.dump:
+        dump(Path(args.dump), probes, merged, cases)
     print()
     header = (
         f"{'model':<18}{'fill':>6} {'decode':>8} {'(best)':>8} {'measured':>9} {'runs':>5} {'err':>6} {'(best)':>6} "

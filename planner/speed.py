@@ -34,10 +34,12 @@ The derivation, for one decoded token (llama.cpp runs the whole graph once per t
    and one synchronisation per operation (`op_seconds` x the graph's operations on the CPU,
    both timed by the probe; `GPU_OP_SECONDS` a kernel on a GPU); each split between devices
    passes the hidden state (n_embd floats, microseconds over PCIe) at `SPLIT_SECONDS` of
-   latency; the sampler chain costs `SAMPLER_SECONDS_PER_ENTRY` x n_vocab; the engine
-   process's own loop (Python, the socket to the app, the piece's text)
-   `ENGINE_TOKEN_SECONDS`. The GPU, split, sampler and engine figures are table figures,
-   timed once on the machines vramchat is developed on (2-core Xeon and EPYC), not on the user's.
+   latency; the sampler chain costs n_vocab x what the probe timed the engine's own chain at
+   per entry (`sampler_entry_seconds`, on one core: 3.7 ns on a 2-core EPYC; the table's
+   `SAMPLER_SECONDS_PER_ENTRY` where no probe timed it); the engine process's own loop
+   (Python, the socket to the app, the piece's text) `ENGINE_TOKEN_SECONDS`. The GPU, split
+   and engine figures are table figures, timed once on the machines vramchat is developed on
+   (2-core Xeon and EPYC), not on the user's.
 4. **Decode speed** = 1 / (the sum of the devices' times + the fixed costs), at the start
    of a chat (fill 0) and at a full context (fill n_ctx).
 5. **Prefill** of a prompt of N tokens: the FLOPs of its matmuls, 2 x active parameters x N,
@@ -215,6 +217,12 @@ class CpuSpeed:
     decode_rates_repacked: dict[str, float] = field(default_factory=dict)
     prefill_rates_repacked: dict[str, float] = field(default_factory=dict)
     prefill_rates_short_repacked: dict[str, float] = field(default_factory=dict)
+    # the engine's sampler chain a token, per vocabulary entry, on one core (0: not timed, SAMPLER_SECONDS_PER_ENTRY)
+    sampler_entry_seconds: float = 0.0
+
+    def sampler_seconds(self, n_vocab: int) -> float:
+        """What sampling a token over `n_vocab` entries takes on this CPU."""
+        return n_vocab * (self.sampler_entry_seconds or SAMPLER_SECONDS_PER_ENTRY)
 
     def decode_rate(self, type_name: str, working_set: int) -> tuple[float, str | None]:
         """Bytes/s for this type at this working set, and the timed type used when this one was not
@@ -337,6 +345,7 @@ class CpuSpeed:
             "decode_rates_repacked": dict(self.decode_rates_repacked),
             "prefill_rates_repacked": dict(self.prefill_rates_repacked),
             "prefill_rates_short_repacked": dict(self.prefill_rates_short_repacked),
+            "sampler_entry_seconds": self.sampler_entry_seconds,
             "source": self.source,
         }
 
@@ -378,6 +387,7 @@ class CpuSpeed:
             decode_rates_repacked=_rates(data, "decode_rates_repacked"),
             prefill_rates_repacked=_rates(data, "prefill_rates_repacked"),
             prefill_rates_short_repacked=_rates(data, "prefill_rates_short_repacked"),
+            sampler_entry_seconds=float(data.get("sampler_entry_seconds") or 0.0),
         )
 
 
@@ -948,7 +958,7 @@ def decode_seconds(cost: TokenCost, fill: int, cpu: CpuSpeed | None, gpus: dict[
             total += seconds
     total += sum(SPLIT_SECONDS.get(b, SPLIT_SECONDS["cuda"]) for b in cost.splits)
     total += ENGINE_TOKEN_SECONDS
-    total += cost.n_vocab * SAMPLER_SECONDS_PER_ENTRY
+    total += cpu.sampler_seconds(cost.n_vocab) if cpu else cost.n_vocab * SAMPLER_SECONDS_PER_ENTRY
     if missing:
         return _Time(None, UNKNOWN, parts, tuple(dict.fromkeys(notes)))
     return _Time(total, basis, parts, tuple(dict.fromkeys(notes)))

@@ -25,6 +25,7 @@ from app.devices.process import snapshot
 from app.engine.held_back import held_back
 from app.engine.llama_log import capture
 from app.engine.params import apply_context_params, apply_model_params, ensure_backend
+from app.engine.sampler_chain import sampler_chain
 from app.engine.stop_flag import StopFlag
 from app.engine.types import (
     EngineError,
@@ -356,23 +357,7 @@ class Engine:
 
         if self._sampler is not None:
             llama_cpp.llama_sampler_free(self._sampler)
-        chain = llama_cpp.llama_sampler_chain_init(llama_cpp.llama_sampler_chain_default_params())
-        if params.repeat_penalty != 1.0:
-            n_vocab = llama_cpp.llama_vocab_n_tokens(self._vocab)
-            llama_cpp.llama_sampler_chain_add(
-                chain,
-                llama_cpp.llama_sampler_init_penalties(n_vocab, params.repeat_last_n, params.repeat_penalty, 0.0, 0.0),
-            )
-        if params.temperature <= 0:
-            llama_cpp.llama_sampler_chain_add(chain, llama_cpp.llama_sampler_init_greedy())
-        else:
-            llama_cpp.llama_sampler_chain_add(chain, llama_cpp.llama_sampler_init_top_k(params.top_k))
-            llama_cpp.llama_sampler_chain_add(chain, llama_cpp.llama_sampler_init_top_p(params.top_p, 1))
-            llama_cpp.llama_sampler_chain_add(chain, llama_cpp.llama_sampler_init_min_p(params.min_p, 1))
-            llama_cpp.llama_sampler_chain_add(chain, llama_cpp.llama_sampler_init_temp(params.temperature))
-            seed = params.seed if params.seed >= 0 else int(time.time_ns() & 0xFFFFFFFF)
-            llama_cpp.llama_sampler_chain_add(chain, llama_cpp.llama_sampler_init_dist(seed))
-        self._sampler = chain
+        self._sampler = sampler_chain(params, llama_cpp.llama_vocab_n_tokens(self._vocab))
 
     def _decode(self, tokens: list[int], progress: Callable[[int, int], None] | None = None) -> None:
         """Decode `tokens` at the next positions, a batch at a time; logits for the last one."""

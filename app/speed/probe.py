@@ -42,6 +42,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from app.native import GGMLUnavailable, libraries
+from app.speed.sampler_probe import sampler_entry_seconds
 from planner.speed import FA_TILE_CELLS  # the cells ggml-cpu's tiled attention skips at once
 
 # ggml_type ids of the pinned ggml (ggml.h)
@@ -710,6 +711,7 @@ def measure(threads: int | None = None, stop_when_busy: bool = True) -> dict[str
     long = probe.attention_seconds(64, PREFILL_TOKENS, MASK_CELLS, masked=True)
     mask_seconds = max(0.0, long - short) if long and short else 0.0
     elementwise = probe.elementwise_seconds()
+    sampler = sampler_entry_seconds()
     factor = min(1.0, large[0] / decode["q8_0"]) if large and decode.get("q8_0") else 1.0
     q8_0 = decode.get("q8_0")
     mat_mul = max(0.0, small[0] - per_op - small[1] / q8_0) if q8_0 else 0.0
@@ -730,6 +732,7 @@ def measure(threads: int | None = None, stop_when_busy: bool = True) -> dict[str
         "prefill_hidden_cell_seconds": attention.prefill_hidden_cell(),
         "mask_seconds": mask_seconds,
         "elementwise_seconds": elementwise,
+        "sampler_entry_seconds": sampler,
         "read_bandwidth": bandwidth,
         "attention_seconds": attention.fastest(1),
         "prefill_attention_seconds": attention.fastest(PREFILL_TOKENS),
