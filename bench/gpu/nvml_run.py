@@ -5,7 +5,8 @@
 Prints one JSON line per step (start, model, context, prompt, prefill, generation): the process's
 memory as NVML reports it (`proc`, None where the driver lists no processes) and the
 device's used and free memory. Tokens are fed, not sampled: the memory is what counts,
-and feeding keeps the run independent of what the weights would say. `prefill` reads the
+and feeding keeps the run independent of what the weights would say; `"sample": true` also runs
+the engine's sampler chain over each token's logits (its token is not fed), as a reply pays it. `prefill` reads the
 prompt a second time into an emptied cache and times it (the first read pays CUDA's set-up);
 `generation` times the tokens after it: the speed figures. Runs in its own
 process so that an out-of-memory abort in CUDA fails one measurement, not the harness.
@@ -124,17 +125,30 @@ def main(spec: dict[str, Any]) -> int:
         emit("prefill", tokens=n_prompt, seconds=round(time.perf_counter() - t_prefill, 4))
     n_gen = int(spec.get("gen", 2000))
     one = (llama_cpp.llama_token * 1)()
+    sampler = _engine_sampler(n_vocab) if spec.get("sample") else None
     t_gen = time.perf_counter()
     for i in range(n_gen):
         one[0] = (i * 13 + 301) % n_vocab
         if llama_cpp.llama_decode(ctx, llama_cpp.llama_batch_get_one(one, 1)) != 0:
             emit("failed", where="generation", generated=i)
             return 5
+        if sampler is not None:  # the engine's chain over the logits, as a reply pays it (the token fed stays ours)
+            llama_cpp.llama_sampler_accept(sampler, llama_cpp.llama_sampler_sample(sampler, ctx, -1))
     llama_cpp.llama_get_logits_ith(ctx, -1)  # waits for the last token's work
-    emit("generation", tokens=n_gen, seconds=round(time.perf_counter() - t_gen, 3))
+    emit("generation", tokens=n_gen, seconds=round(time.perf_counter() - t_gen, 3), sampled=sampler is not None)
+    if sampler is not None:
+        llama_cpp.llama_sampler_free(sampler)
     llama_cpp.llama_free(ctx)
     llama_cpp.llama_model_free(model)
     return 0
+
+
+def _engine_sampler(n_vocab: int) -> Any:
+    """The engine's default sampler chain (app/engine/sampler_chain.py), seeded."""
+    from app.engine.sampler_chain import sampler_chain
+    from app.engine.types import GenerationParams
+
+    return sampler_chain(GenerationParams(seed=1), n_vocab)
 
 
 if __name__ == "__main__":
