@@ -102,6 +102,10 @@ LARGE_SET = 192 << 20
 KV_PAD = 256  # llama.cpp pads the cells attention reads to a multiple of 256
 OPS_PER_LAYER_GUESS = 25  # operations of a layer where no graph builder knows the architecture
 PROMPT_TOKENS = 512  # the prompt a prefill figure is quoted for
+# a batch this long or longer of ops whose weights stay in host memory runs on a GPU that offloads ops
+# (ggml-cuda, ggml-vulkan, ggml-metal: op_offload_min_batch_size, GGML_OP_OFFLOAD_MIN_BATCH; ggml-rpc has no
+# offload_op, as planner.compute's compute buffers know)
+OP_OFFLOAD_MIN_BATCH = 32
 MASK_SHORT_VIEW = 512  # a prompt's mask over this view costs nothing more (8x it: the probe's MASK_CELLS)
 PREFILL_BATCH, SHORT_BATCH = 128, 32  # the probe's prompt batches (app/speed/probe.py)
 # a prompt after the user's pause wakes llama.cpp's threads and finds its caches cold: 0.3-0.9 ms more than
@@ -486,6 +490,9 @@ class TokenCost:
     n_swa: int = 0  # the sliding window's length (0: none, or unknown in a cost kept before)
     ops_exact: bool = True  # the operations were counted on the graph llama.cpp builds
     notes: list[str] = field(default_factory=list)
+    # the GPUs llama.cpp hands a prompt's mat-muls of host weights to (op offload: a batch of
+    # OP_OFFLOAD_MIN_BATCH tokens or more), even with no layer on them
+    prompt_offload: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         data = {k: v for k, v in self.__dict__.items() if k != "devices"}
@@ -495,9 +502,9 @@ class TokenCost:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> TokenCost:
-        known = set(cls.__dataclass_fields__) - {"devices"}
-        cost = cls(devices=[DeviceCost.from_json(d) for d in data["devices"]], **{k: data[k] for k in known})
-        return cost
+        known = set(cls.__dataclass_fields__) - {"devices"}  # a cost kept before a field was added has its default
+        fields = {k: data[k] for k in known & set(data)}
+        return cls(devices=[DeviceCost.from_json(d) for d in data["devices"]], **fields)
 
     def cells_at(self, fill: int) -> tuple[int, int]:
         """The cells of the cache's view at a fill of `fill` tokens, padded to KV_PAD as llama.cpp hands
@@ -692,6 +699,7 @@ def token_cost(plan: MemoryPlan) -> TokenCost:
         n_swa=m.n_swa if any(t.swa for t in plan.kv.tensors) else 0,
         ops_exact=not notes or not notes[0].startswith("graph"),
         notes=notes,
+        prompt_offload=[d.name for d in gpus_used if d.backend != "rpc"] if r.config.op_offload else [],
     )
 
 
@@ -1016,6 +1024,13 @@ def prefill_seconds(cost: TokenCost, n_tokens: int, start: int, cpu: CpuSpeed | 
     """Seconds a prompt of `n_tokens` takes after `start` tokens already in the cache (CPU plans only)."""
     if any(not d.is_host for d in cost.devices):
         return _Time(None, UNKNOWN, [], ("a GPU's arithmetic rate is not known to vramchat",))
+    if cost.prompt_offload and min(n_tokens, cost.n_ubatch) >= OP_OFFLOAD_MIN_BATCH:
+        # ggml_backend_sched hands an op whose weights are in host memory to a GPU that wants it: CUDA, Vulkan
+        # and Metal take a batch of 32 tokens or more (ggml-backend.cpp, `1.off`). A lent H200 read the demo's
+        # 512-token prompt at 8,782 tok/s with no layer on the GPU, where the CPU's price was 1,178
+        gpus = ", ".join(cost.prompt_offload)
+        why = f"llama.cpp reads a prompt's batches on {gpus} (op offload), whose arithmetic rate vramchat does not know"
+        return _Time(None, UNKNOWN, [], (why,))
     if cpu is None:
         return _Time(None, UNKNOWN, [], ("this CPU's speed was not measured",))
     d = cost.devices[0]

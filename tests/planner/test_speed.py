@@ -250,6 +250,35 @@ def test_a_what_if_card_without_a_bandwidth_gets_no_figure_only_words() -> None:
     assert p.prefill.value is None and "GPU" in p.prefill.note
 
 
+def test_a_prompt_llama_cpp_hands_to_the_gpu_gets_no_cpu_price(zoo: dict[str, Path]) -> None:
+    """No layer on the GPU, but llama.cpp's op offload (on by default) runs a prompt's batches of 32 tokens
+    or more on it: a lent H200 read the demo's 512-token prompt at 8,782 tok/s that way, where the CPU's
+    price said 1,178. The prefill figure says why it has none; a decode (one token) stays the CPU's, and so
+    does a prompt's price where op offload is off, or over RPC (ggml-rpc offloads nothing)."""
+    from dataclasses import replace
+
+    from planner.speed import prefill_seconds
+
+    model = _model(zoo, "llama-f16")
+    gpus = simulated_gpus([24 * GiB])
+    config = fixed_config(model, gpus, n_gpu_layers=0, n_ctx=4096)
+    cost = token_cost(evaluate(model, config, gpus, HOST).plan)
+    assert [d.name for d in cost.devices] == ["CPU"] and cost.prompt_offload == ["CUDA0"]
+    p = predict(cost, CPU)
+    assert p.prefill.value is None and "CUDA0" in p.prefill.note and "op offload" in p.prefill.note
+    assert p.decode_start.value and p.decode_start.basis == MEASURED
+    assert prefill_seconds(cost, 31, 0, CPU).seconds  # a batch under 32 tokens stays on the CPU
+    no_offload = token_cost(evaluate(model, replace(config, op_offload=False), gpus, HOST).plan)
+    assert not no_offload.prompt_offload and predict(no_offload, CPU).prefill.value
+    (server,) = simulated_gpus([24 * GiB], backend="rpc")
+    over_rpc = token_cost(evaluate(model, fixed_config(model, [server], n_gpu_layers=0), [server], HOST).plan)
+    assert not over_rpc.prompt_offload and predict(over_rpc, CPU).prefill.value
+    # a cost kept before the field existed reads back as none
+    kept = cost.to_json()
+    del kept["prompt_offload"]
+    assert TokenCost.from_json(kept).prompt_offload == []
+
+
 def test_a_measured_prediction_is_a_range_never_a_bare_number(zoo: dict[str, Path]) -> None:
     p = predict(token_cost(_plan(_model(zoo, "llama-f16"))), CPU)
     f = p.decode_start
