@@ -711,7 +711,10 @@ def measure(threads: int | None = None, stop_when_busy: bool = True) -> dict[str
     long = probe.attention_seconds(64, PREFILL_TOKENS, MASK_CELLS, masked=True)
     mask_seconds = max(0.0, long - short) if long and short else 0.0
     elementwise = probe.elementwise_seconds()
-    sampler = sampler_entry_seconds()
+    try:
+        sampler = sampler_entry_seconds()
+    except (AttributeError, OSError):  # a llama-cpp-python without the sampler API: the table's figure (0 here)
+        sampler = 0.0
     factor = min(1.0, large[0] / decode["q8_0"]) if large and decode.get("q8_0") else 1.0
     q8_0 = decode.get("q8_0")
     mat_mul = max(0.0, small[0] - per_op - small[1] / q8_0) if q8_0 else 0.0

@@ -24,7 +24,7 @@ from planner.anatomy import load_anatomy
 from planner.fit import solve
 from planner.gguf import read_gguf
 from planner.hardware import Host
-from planner.speed import CpuSpeed, TokenCost, predicted_decode, token_cost
+from planner.speed import SAMPLER_SECONDS_PER_ENTRY, CpuSpeed, TokenCost, predicted_decode, token_cost
 from tests.support.fake_gpus import (
     FakeNvidia,
     GiB,
@@ -174,6 +174,20 @@ def test_the_probe_times_sampling_as_the_engine_samples_a_real_model(gemma_path:
             llama_cpp.llama_sampler_free(chain)
         llama_cpp.llama_free(ctx)
         llama_cpp.llama_model_free(model)
+
+
+def test_a_probe_whose_sampler_timing_fails_keeps_its_other_figures(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A llama-cpp-python without the sampler API (an older or trimmed build) must not cost the CPU its
+    figures: the sampler falls back to the table's per-entry figure."""
+    from app.speed import probe
+
+    def missing() -> float:
+        raise AttributeError("llama_sampler_apply")
+
+    monkeypatch.setattr(probe, "sampler_entry_seconds", missing)
+    figures = probe.measure(stop_when_busy=False)
+    assert figures["sampler_entry_seconds"] == 0.0 and figures["decode_rates"] and figures["attention_seconds"]
+    assert CpuSpeed.from_json(figures).sampler_seconds(1000) == pytest.approx(1000 * SAMPLER_SECONDS_PER_ENTRY)
 
 
 def test_the_probe_runs_with_the_threads_of_a_large_cpu() -> None:
