@@ -43,6 +43,7 @@ from typing import Any
 
 from app.native import GGMLUnavailable, libraries
 from app.speed.sampler_probe import sampler_entry_seconds
+from app.speed.work_buffer import engine_work_buffer
 from planner.speed import FA_TILE_CELLS  # the cells ggml-cpu's tiled attention skips at once
 
 # ggml_type ids of the pinned ggml (ggml.h)
@@ -286,8 +287,7 @@ class _Probe:
             g.ggml_build_forward_expand(graph, tensor)
         # the work buffer grows with the threads (flash attention keeps one per thread): ggml sizes it
         plan = self.cpu.ggml_graph_plan(graph, self.threads, None)
-        work = ctypes.create_string_buffer(max(1, plan.work_size))
-        plan.work_data = ctypes.addressof(work)
+        _work, plan.work_data = engine_work_buffer(max(1, plan.work_size))  # placed as llama.cpp's own; kept alive
         self._compute(graph, plan)  # warm: pages, code, thread start
         best = float("inf")
         for _ in range(repeats):
