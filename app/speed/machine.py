@@ -32,7 +32,7 @@ from planner.speed import CpuSpeed
 
 FOLDER = "speed"
 MACHINE_FILE = "machine.json"
-PROBE_FORMAT = 12  # bump when the probe measures differently
+PROBE_FORMAT = 13  # bump when the probe measures differently
 PROBE_TIMEOUT = 60
 NOT_YET = "speed not yet measured"  # the start of the words while no trusted probe exists
 RETRY_SECONDS = 30.0  # after a probe that was not trusted, the next one waits at least this long

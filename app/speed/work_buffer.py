@@ -13,15 +13,22 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import os
 
 CACHE_LINE = 64
 LARGE_BLOCK = 33 << 20  # above glibc's largest mmap threshold (32 MiB): always its own mapping
 
 
+GLIBC_MMAP_HEADER = 16  # glibc maps a large block with its chunk's two size words before it
+
+
 @functools.cache
 def large_block_offset() -> int:
-    """Where this platform's malloc puts a large block's start within a cache line (glibc: 16; a libc that
-    aligns large blocks to pages: 0), asked of malloc itself; 0 where it cannot be asked."""
+    """Where this platform's malloc puts a large block's start within a cache line: glibc's 16, known rather
+    than asked (a process whose heap already has room serves even 33 MiB from it, anywhere 16-aligned);
+    elsewhere asked of malloc itself (a libc that aligns large blocks to pages: 0), 0 where it cannot be."""
+    if _glibc():
+        return GLIBC_MMAP_HEADER
     try:
         libc = ctypes.CDLL(None)
         libc.malloc.argtypes, libc.malloc.restype = [ctypes.c_size_t], ctypes.c_void_p
@@ -33,6 +40,13 @@ def large_block_offset() -> int:
         return 0
     libc.free(block)
     return int(block) % CACHE_LINE
+
+
+def _glibc() -> bool:
+    try:
+        return bool(os.confstr("CS_GNU_LIBC_VERSION"))
+    except (ValueError, OSError, AttributeError):
+        return False
 
 
 def engine_work_buffer(size: int) -> tuple[ctypes.Array[ctypes.c_char], int]:
