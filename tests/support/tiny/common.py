@@ -292,8 +292,7 @@ def write_tiny_model(path: str | Path, spec: TinySpec, seed: int = 0) -> Path:
         writer.add_key_length(spec.head_k)
         # MLA: K holds the latent and the RoPE part, V the latent alone
         mla_v = spec.extra_kv.get(f"{arch}.attention.kv_lora_rank")
-        mla = isinstance(mla_v, int) and not spec.head_dim_v
-        writer.add_value_length(int(mla_v) if mla else spec.head_v)  # type: ignore[arg-type]
+        writer.add_value_length(mla_v if isinstance(mla_v, int) and not spec.head_dim_v else spec.head_v)
     if spec.n_swa:
         writer.add_sliding_window(spec.n_swa)
     if spec.swa_pattern:
