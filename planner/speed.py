@@ -111,6 +111,15 @@ PREFILL_BATCH, SHORT_BATCH = 128, 32  # the probe's prompt batches (app/speed/pr
 # a prompt after the user's pause wakes llama.cpp's threads and finds its caches cold: 0.3-0.9 ms more than
 # the same prompt right after another on the 2-core EPYC (tiny models, an idle second between)
 PROMPT_START_SECONDS = 0.5e-3
+# llama_decode's own work on the calling thread before a batch's graph runs, none of it in the probe's graphs:
+# building and allocating the graph for the batch's shape (per operation), and each token's bookkeeping in
+# the batch and in each KV cache (its cells, positions and mask row). Timed on the 2-core EPYC, to the
+# scheduler's first look at a node: 0.29 ms before a 32-token batch of an 82-operation zoo model, 0.59 before
+# the demo's (511 operations); 0.83 and 1.69 ms before 512 tokens (the demo keeps two caches, full and
+# sliding-window). Left out, a tiny model's 1,024-token prompt read 4-8% faster than llama.cpp runs it
+HOST_BATCH_SECONDS = 0.23e-3
+HOST_OP_SECONDS = 0.7e-6
+HOST_TOKEN_SECONDS = 1.1e-6  # per token and KV cache
 PREFILL_ROW = 4096  # the width the probe's `prefill_rates` were timed at (app/speed/probe.py: ROW)
 REPACKED = " repacked"  # a weight type's suffix in a token's cost where llama.cpp repacks it for this CPU
 STREAMED_HEADS = 8  # the query heads a layer the probe timed a cache from memory with (app/speed/probe.py)
@@ -1066,7 +1075,16 @@ def prefill_seconds(cost: TokenCost, n_tokens: int, start: int, cpu: CpuSpeed | 
         out = d.output_bytes / cpu.decode_rate(d.output_type, d.weight_bytes())[0]
         seconds += batches * (out + cpu.rows_seconds(d.output_rows, d.weight_bytes()))
     seconds += batches * (cpu.graph_seconds + d.ops * cpu.op_seconds + d.mat_muls * cpu.mat_mul_seconds)
+    seconds += host_batch_seconds(d, n_tokens, batches)
     return _Time(seconds, MEASURED, [], ())
+
+
+def host_batch_seconds(d: DeviceCost, n_tokens: int, batches: int) -> float:
+    """What llama_decode does on the calling thread for a prompt's `batches` batches (`n_tokens` in all)
+    before each graph runs: the graph built for the batch's shape, and each token's bookkeeping in each KV
+    cache (an iSWA model such as Gemma 3 keeps two)."""
+    caches = max(1, bool(d.kv_cell) + bool(d.kv_cell_swa))
+    return batches * (HOST_BATCH_SECONDS + d.ops * HOST_OP_SECONDS) + n_tokens * caches * HOST_TOKEN_SECONDS
 
 
 @dataclass(frozen=True)
