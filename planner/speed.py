@@ -109,7 +109,9 @@ OP_OFFLOAD_MIN_BATCH = 32
 MASK_SHORT_VIEW = 512  # a prompt's mask over this view costs nothing more (8x it: the probe's MASK_CELLS)
 PREFILL_BATCH, SHORT_BATCH = 128, 32  # the probe's prompt batches (app/speed/probe.py)
 # a prompt after the user's pause wakes llama.cpp's threads and finds its caches cold: 0.3-0.9 ms more than
-# the same prompt right after another on the 2-core EPYC (tiny models, an idle second between)
+# the same prompt right after another on the 2-core EPYC (tiny models, an idle second between). On that VM a
+# process may also wait ~11.7 ms for its second core after 0.1 s idle, or never, by process (the demo's engine
+# never did, a tiny model's nearly always): not priced, as the probe's own process would time it for every model
 PROMPT_START_SECONDS = 0.5e-3
 # llama_decode's own work on the calling thread before a batch's graph runs, none of it in the probe's graphs:
 # building and allocating the graph for the batch's shape (per operation), and each token's bookkeeping in
