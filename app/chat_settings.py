@@ -163,34 +163,56 @@ def model_defaults(metadata: Mapping[str, Any]) -> ChatSampling:
     return ChatSampling(**values)
 
 
-def generation_params(
+def user_defaults(temperature: float | None, max_tokens: int | None) -> ChatSampling:
+    """The settings file's defaults for every model (its temperature, None: the model's own; its reply length)."""
+    return ChatSampling(temperature=temperature, max_tokens=max_tokens)
+
+
+def reply_sampling(
+    asked: ChatSampling,
     chat: ChatSampling,
-    model_own: ChatSampling,
-    kind_temperature: float,
+    user: ChatSampling,
+    metadata: Mapping[str, Any],
+    fmt: ChatFormat,
     stop: tuple[str, ...] = (),
-    default_max_tokens: int = DEFAULT_MAX_TOKENS,
 ) -> GenerationParams:
-    """What a reply is sampled with: the chat's value, else the model file's, else the default
-    (`kind_temperature`: `temperature_for` the model's kind)."""
+    """What a reply is sampled with, the one rule for the chat, `-p` and the server: for each value, what the
+    request or the command line asked, else the chat's own, else the user's defaults (the settings file),
+    else the model file's `general.sampling.*`, else the default of the model's kind (`temperature_for`) and
+    the engine's. `stop`: strings the request adds to the format's own."""
     engine = GenerationParams()
+    layers = (asked, chat, user, model_defaults(metadata))
 
     def pick(name: str, fallback: Any) -> Any:
-        for source in (chat, model_own):
+        for source in layers:
             value = getattr(source, name)
             if value is not None:
                 return value
         return fallback
 
     return GenerationParams(
-        max_tokens=chat.max_tokens or default_max_tokens,
-        temperature=pick("temperature", kind_temperature),
+        max_tokens=pick("max_tokens", DEFAULT_MAX_TOKENS),
+        temperature=pick("temperature", temperature_for(None, fmt)),
         top_k=pick("top_k", engine.top_k),
         top_p=pick("top_p", engine.top_p),
         min_p=pick("min_p", engine.min_p),
         repeat_penalty=pick("repeat_penalty", engine.repeat_penalty),
-        seed=chat.seed if chat.seed is not None else engine.seed,
-        stop=stop,
+        seed=pick("seed", engine.seed),
+        stop=tuple(dict.fromkeys((*fmt.stop, *stop))),
     )
+
+
+def sampling_json(params: GenerationParams) -> dict[str, Any]:
+    """The sampling a reply ran with, as `-p --json`, the store and the export write it (seed -1: random)."""
+    return {
+        "temperature": params.temperature,
+        "top_p": params.top_p,
+        "top_k": params.top_k,
+        "min_p": params.min_p,
+        "repeat_penalty": params.repeat_penalty,
+        "seed": params.seed,
+        "max_tokens": params.max_tokens,
+    }
 
 
 # -- the temperature of a model's kind, where neither the chat nor the file sets one. A base model

@@ -33,6 +33,30 @@ def _non_negative_int(text: str) -> int:
     return _whole_number(text, 0)
 
 
+def _sampling_range(name: str) -> tuple[float, float]:
+    from app.chat_settings import RANGES
+
+    return RANGES[name]
+
+
+def _sampling_value(name: str, kind: type):  # -> a parser of one sampling value, its range checked
+    def parse(text: str) -> float | int:
+        import argparse
+
+        from app.chat_settings import checked
+
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a {'whole ' if kind is int else ''}number") from None
+        try:
+            return checked(name, value)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return parse
+
+
 def _kv_type(text: str) -> str:
     """--ctk / --ctv: a cache type llama.cpp accepts (an unknown one made the solver find nothing that fits,
     beside a FITS verdict)."""
@@ -133,6 +157,20 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="T",
         help="with -p: sampling temperature (default: the setting; unset: greedy for a base model, 0.2 for chat)",
     )
+    for flag, name, kind, metavar in (
+        ("--top-p", "top_p", float, "P"),
+        ("--top-k", "top_k", int, "K"),
+        ("--min-p", "min_p", float, "P"),
+        ("--repeat-penalty", "repeat_penalty", float, "R"),
+        ("--seed", "seed", int, "N"),
+    ):
+        low, high = _sampling_range(name)
+        modes.add_argument(
+            flag,
+            type=_sampling_value(name, kind),
+            metavar=metavar,
+            help=f"with -p: {name.replace('_', ' ')} ({low:g} to {high:g}; default: the model file's, else vramchat's)",
+        )
     modes.add_argument(
         "-n",
         "--n-predict",

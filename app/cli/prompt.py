@@ -15,6 +15,7 @@ from app.errors import UsageError
 if TYPE_CHECKING:
     import argparse
 
+    from app.chat_settings import ChatSampling
     from planner.retry import Retry
 
 
@@ -24,8 +25,8 @@ def run_prompt(args: argparse.Namespace) -> int:
     import threading
 
     from app.chat import ChatError
-    from app.chat_settings import temperature_for
-    from app.engine import EngineError, GenerationParams
+    from app.chat_settings import ChatSampling, reply_sampling, sampling_json, user_defaults
+    from app.engine import EngineError
     from app.engine.templates import ChatMessage
     from app.reply import OK, write_reply
     from app.session import LoadFailed, ModelSession
@@ -58,10 +59,12 @@ def run_prompt(args: argparse.Namespace) -> int:
                 f"vramchat: loaded with a smaller plan than the one chosen: {'; '.join(loaded.changes)}",
                 file=sys.stderr,
             )
-        params = GenerationParams(
-            max_tokens=args.n_predict or settings.max_tokens,
-            temperature=temperature_for(settings.temperature if args.temp is None else max(args.temp, 0.0), loaded.fmt),
-            stop=loaded.fmt.stop,
+        params = reply_sampling(
+            asked_sampling(args),
+            ChatSampling(),
+            user_defaults(settings.temperature, settings.max_tokens),
+            loaded.anatomy.metadata,
+            loaded.fmt,
         )
         stream = not args.json
         started: list[bool] = []
@@ -111,6 +114,7 @@ def run_prompt(args: argparse.Namespace) -> int:
             return fail(outcome.error or "the reply failed", EXIT_LOAD_FAILED)
         if args.json:
             data = _answer_json(session, outcome)
+            data["sampling"] = sampling_json(params)
             if attached:
                 data["images"] = _images_json(attached, shelf, session)
             print(json.dumps(data, indent=2))
@@ -119,6 +123,21 @@ def run_prompt(args: argparse.Namespace) -> int:
         return fail(str(exc), EXIT_USAGE)
     finally:
         session.close()
+
+
+def asked_sampling(args: argparse.Namespace) -> ChatSampling:
+    """The sampling the command line asked for (--temp, -n, --top-p ...); unset values are left to the rule."""
+    from app.chat_settings import ChatSampling
+
+    return ChatSampling(
+        temperature=None if args.temp is None else max(args.temp, 0.0),
+        top_p=args.top_p,
+        top_k=args.top_k,
+        min_p=args.min_p,
+        repeat_penalty=args.repeat_penalty,
+        seed=args.seed,
+        max_tokens=args.n_predict,
+    )
 
 
 def _tell_retry(retry: Retry | None, why: str) -> None:

@@ -20,10 +20,10 @@ from app.chat_settings import (
     ChatSampling,
     describe_temperature,
     field_name,
-    generation_params,
     model_defaults,
     parse,
-    temperature_for,
+    reply_sampling,
+    user_defaults,
 )
 from app.engine.types import GenerationParams
 
@@ -68,15 +68,17 @@ def system_prompt_of(screen: ChatView) -> str:
 
 
 def params_for(screen: ChatView) -> GenerationParams:
-    """What the next reply of the open chat is sampled with (the loaded model's own values beneath)."""
+    """What the next reply of the open chat is sampled with (app.chat_settings.reply_sampling: the chat's
+    own, else the user's defaults, else the loaded model's, else its kind's)."""
     model = screen.services.session.model
     assert model is not None, "a reply is asked for only with a model loaded"
-    return generation_params(
+    settings = screen.services.settings
+    return reply_sampling(
+        ChatSampling(),
         sampling_of(screen),
-        model_defaults(model.anatomy.metadata),
-        temperature_for(None, model.fmt),
-        model.fmt.stop,
-        screen.services.settings.max_tokens,
+        user_defaults(settings.temperature, settings.max_tokens),
+        model.anatomy.metadata,
+        model.fmt,
     )
 
 
@@ -85,9 +87,14 @@ def status_words(screen: ChatView) -> tuple[str, int]:
     model = screen.services.session.model
     assert model is not None
     params = params_for(screen)
-    if sampling_of(screen).temperature is None and model_defaults(model.anatomy.metadata).temperature is None:
+    if sampling_of(screen).temperature is not None:
+        whose = ""
+    elif screen.services.settings.temperature is not None:
+        whose = " (your default)"
+    elif model_defaults(model.anatomy.metadata).temperature is not None:
+        whose = " (the model's)"
+    else:
         return describe_temperature(None, model.fmt), params.max_tokens
-    whose = "" if sampling_of(screen).temperature is not None else " (the model's)"
     return ("greedy" if params.temperature <= 0 else f"temp {params.temperature:g}") + whose, params.max_tokens
 
 
