@@ -230,8 +230,14 @@ def build_deepseek32(ctx: GraphContext) -> None:
     finish_model(ctx, inp_l)
 
 
+# both families create the router's bias without the MTP block's skip flag (TENSOR_NOT_REQUIRED alone): llama.cpp
+# loads it, and with the host's mapped weights the mapping spans the skipped tensors before it in the file
+MTP_ROUTER_BIAS = ("exp_probs_b",)
+
+
 def read_hparams(anatomy: ModelAnatomy, meta: Meta) -> None:
     (_glm_dsa if anatomy.architecture == "glm-dsa" else _deepseek32)(anatomy, meta)
+    anatomy.mtp_loaded = MTP_ROUTER_BIAS
 
 
 build_graph = build_deepseek32

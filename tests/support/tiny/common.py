@@ -83,6 +83,9 @@ class TinySpec:
     without: tuple[str, ...] = ()
     # the axes of the family's real releases that this variant covers (docs/accuracy.md lists them)
     covers: tuple[str, ...] = ()
+    # the globals (norms, output) written before the layers, as some conversions order them: then what the
+    # loader maps from the last layer decides where the host's mapping ends
+    globals_first: bool = False
 
     def with_(self, **changes: object) -> TinySpec:
         return replace(self, **changes)  # type: ignore[arg-type]
@@ -263,13 +266,14 @@ def tensors_of(spec: TinySpec) -> Shapes:
     unknown = set(spec.optional) - set(OPTIONAL_TENSORS)
     assert not unknown, f"unknown optional tensors {unknown}"
     out: Shapes = [("token_embd.weight", (spec.n_embd, spec.n_vocab), spec.embd_type)]
+    layers: Shapes = []
     for il in range(spec.n_layer):
         layer = _fused(spec, il, family.layer_tensors(spec, il) + optional_layer_tensors(spec, il))
-        out += [t for t in layer if not _left_out(spec, t[0], il)]
-    out += [t for t in family.global_tensors(spec) + optional_global_tensors(spec) if not _left_out(spec, t[0])]
+        layers += [t for t in layer if not _left_out(spec, t[0], il)]
+    globals_ = [t for t in family.global_tensors(spec) + optional_global_tensors(spec) if not _left_out(spec, t[0])]
     if spec.output_type is not None:
-        out.append(("output.weight", (spec.n_embd, spec.n_vocab), spec.output_type))
-    return out
+        globals_.append(("output.weight", (spec.n_embd, spec.n_vocab), spec.output_type))
+    return out + (globals_ + layers if spec.globals_first else layers + globals_)
 
 
 def write_tiny_model(path: str | Path, spec: TinySpec, seed: int = 0) -> Path:
