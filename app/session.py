@@ -161,7 +161,9 @@ class LoadedModel:
 
     @property
     def name(self) -> str:
-        return self.anatomy.name or self.path.rsplit("/", 1)[-1]
+        from app.terminal_text import terminal_safe
+
+        return terminal_safe(self.anatomy.name or self.path.rsplit("/", 1)[-1])  # a label from the file
 
     @property
     def projector(self) -> Projector | None:

@@ -10,18 +10,25 @@ control characters itself.
 
 from __future__ import annotations
 
-import re
+import sys
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: a replayed plan's start is short
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any, TextIO
+
+
+def _escape(code: int) -> str:
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
 
 # C0 controls, DEL and C1 controls (a C1 CSI, U+009B, is ESC [ to some terminals), Unicode's line and
 # paragraph separators, the bidirectional overrides and isolates that reorder what is shown ("Trojan
 # source"), and lone surrogates (undecodable bytes, which a terminal's encoder refuses)
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
-_UNSAFE_MULTILINE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
-
-
-def _visible(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+_UNSAFE = [*range(0x00, 0x20), *range(0x7F, 0xA0), 0x2028, 0x2029, *range(0x202A, 0x202F), *range(0x2066, 0x206A)]
+_UNSAFE += range(0xD800, 0xE000)
+_ONE_LINE = {code: _escape(code) for code in _UNSAFE}
+_MULTILINE = {code: text for code, text in _ONE_LINE.items() if code not in (0x09, 0x0A)}
 
 
 def terminal_safe(text: str, *, multiline: bool = False) -> str:
@@ -29,10 +36,48 @@ def terminal_safe(text: str, *, multiline: bool = False) -> str:
 
     `multiline`: newlines and tabs stay (a reply, a template, a message); otherwise they are shown too, so
     that a name stays on its one line."""
-    pattern = _UNSAFE_MULTILINE if multiline else _UNSAFE
-    return pattern.sub(_visible, text)
+    return text.translate(_MULTILINE if multiline else _ONE_LINE)
 
 
 def is_terminal_safe(text: str, *, multiline: bool = False) -> bool:
     """Whether `text` is written as it is (nothing in it would be shown as an escape)."""
-    return (_UNSAFE_MULTILINE if multiline else _UNSAFE).search(text) is None
+    return terminal_safe(text, multiline=multiline) == text
+
+
+class SafeStream:
+    """A text stream (stdout, stderr) that writes everything through `terminal_safe`: the command line's
+    tables, answers, errors and logs hold names and text from outside. vramchat's own control sequences
+    (a progress line's `\\r\\x1b[K`, the guardian's terminal reset) go through `write_control`."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        self._stream.write(terminal_safe(text, multiline=True))
+        return len(text)
+
+    def write_control(self, sequence: str) -> None:
+        self._stream.write(sequence)
+
+    def writelines(self, lines: Iterable[str]) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str) -> Any:  # flush, fileno, isatty, encoding ... as the stream's own
+        return getattr(self._stream, name)
+
+
+def write_control(stream: TextIO | SafeStream, sequence: str) -> None:
+    """Write vramchat's own control `sequence` (never text from outside) to `stream`, guarded or not."""
+    if isinstance(stream, SafeStream):
+        stream.write_control(sequence)
+    else:
+        stream.write(sequence)
+
+
+def guard_streams() -> None:
+    """stdout and stderr of this process written through `terminal_safe` from now on (once)."""
+    if not isinstance(sys.stdout, SafeStream) and sys.stdout is not None:
+        sys.stdout = SafeStream(sys.stdout)  # type: ignore[assignment]
+    if not isinstance(sys.stderr, SafeStream) and sys.stderr is not None:
+        sys.stderr = SafeStream(sys.stderr)  # type: ignore[assignment]

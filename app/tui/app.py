@@ -130,8 +130,11 @@ class VramchatApp(App):
         timeout: float | None = None,
         markup: bool = False,
     ) -> None:
-        """Notifications carry paths, llama.cpp's words and buffer names ("RPC0[host:port]",
-        "vramchat[demo]"): plain text unless a caller asks for markup."""
+        """Notifications carry paths, llama.cpp's words, servers' errors and buffer names ("RPC0[host:port]",
+        "vramchat[demo]"): plain text unless a caller asks for markup, made safe for the terminal."""
+        from app.terminal_text import terminal_safe
+
+        message, title = terminal_safe(message, multiline=True), terminal_safe(title)
         super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
 
     def action_help_quit(self) -> None:

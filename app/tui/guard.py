@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 
 from app.children import die_with_parent
+from app.terminal_text import write_control
 from app.tui.shutdown import silence_terminal
 
 # leave the alternate screen, show the cursor, mouse reporting and bracketed paste off, colours reset
@@ -105,7 +106,7 @@ def run_guarded(run: Callable[[], int]) -> int:
     except ValueError:
         name = f"signal {killed_by}"
     with contextlib.suppress(OSError):  # a terminal that was closed takes no more words
-        sys.stdout.write(RESTORE + "\n")
+        write_control(sys.stdout, RESTORE + "\n")
         sys.stdout.write(
             f"vramchat was stopped by {name}; the terminal has been restored. Your chats are saved: "
             "run vramchat again to carry on.\n"

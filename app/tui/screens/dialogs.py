@@ -14,6 +14,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static, TextArea
 
 from app.chat_settings import PRESETS, ChatSampling, parse, preset
+from app.terminal_text import terminal_safe
 
 
 class ConfirmDialog(ModalScreen[bool]):
@@ -23,7 +24,9 @@ class ConfirmDialog(ModalScreen[bool]):
         self, title: str, text: str, confirm: str = "OK", danger: bool = False, focus_confirm: bool = False
     ) -> None:
         super().__init__(classes="dialog-screen")
-        self.title_text, self.text, self.confirm, self.danger = title, text, confirm, danger
+        # the words carry paths, llama.cpp's and servers' errors: nothing in them may command the terminal
+        self.title_text, self.text = terminal_safe(title), terminal_safe(text, multiline=True)
+        self.confirm, self.danger = confirm, danger
         self.focus_confirm = focus_confirm
 
     def compose(self) -> ComposeResult:

@@ -14,6 +14,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Markdown
 
 from app.store.receipt import to_markdown
+from app.terminal_text import terminal_safe
 
 
 def receipts_markdown(title: str, receipts: list[dict[str, Any]]) -> str:
@@ -44,7 +45,7 @@ class ReceiptScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="receipt-box"):
-            yield Markdown(receipts_markdown(self.chat_title, self.receipts))
+            yield Markdown(terminal_safe(receipts_markdown(self.chat_title, self.receipts), multiline=True))
 
     def on_mount(self) -> None:
         self.query_one("#receipt-box", VerticalScroll).focus()

@@ -23,6 +23,7 @@ from textual.widgets import Button, ProgressBar, Static
 from textual.worker import Worker, WorkerState
 
 from app.errors import VramchatError
+from app.terminal_text import terminal_safe
 from app.tui.abandon import Abandoned, call_abandonable
 from app.tui.download_note import DownloadNoted, progress_note
 from app.tui.hub_messages import DownloadEnded, DownloadPrepared, DownloadProgressed, ModelDownloaded
@@ -170,7 +171,7 @@ class DownloadPanel(Vertical):
             speed = f"{format_size(int(p.speed))}/s" if p.speed else "starting"
             left = f", {format_duration(p.seconds_left)} left" if p.seconds_left is not None else ""
             words = f"Downloading {p.file}: {format_size(p.done)} of {format_size(p.total)} · {speed}{left}"
-        self.query_one("#download-status", Static).update(words)
+        self.query_one("#download-status", Static).update(terminal_safe(words))
         self.query_one("#download-progress", ProgressBar).update(total=max(p.total, 1), progress=p.done)
         self._tell_the_app(progress_note(p))
 
@@ -222,7 +223,7 @@ class DownloadPanel(Vertical):
         with a partial file kept, Download again when stopped with none."""
         self.display = True
         status = self.query_one("#download-status", Static)
-        status.update(Text(text, style=f"bold {self.app.current_theme.error}" if error else ""))
+        status.update(Text(terminal_safe(text), style=f"bold {self.app.current_theme.error}" if error else ""))
         bar = self.query_one("#download-progress", ProgressBar)
         if progress:
             bar.update(total=None, progress=0)
@@ -243,7 +244,7 @@ class DownloadPanel(Vertical):
         """Stop the download at its next chunk: what arrived is kept, hidden, to resume."""
         if self.downloading is not None:
             self._cancel.set()
-            self.query_one("#download-status", Static).update(f"Cancelling {self.downloading.file_name}")
+            self.query_one("#download-status", Static).update(f"Cancelling {terminal_safe(self.downloading.file_name)}")
 
     @on(Button.Pressed, "#download-resume")
     def resume(self) -> None:

@@ -17,7 +17,9 @@ from textual.widgets.markdown import MarkdownStream
 
 from app.media import Attachment
 from app.reasoning import ReplySplitter, Thought, answer_of, split_reply
+from app.terminal_text import terminal_safe
 from app.tui.widgets.chat.thought import ThoughtFold, thinking_title
+from app.tui.widgets.markdown_text import shows_text
 from app.tui.widgets.picture import Picture
 
 DRAW_SECONDS = 0.1
@@ -29,6 +31,9 @@ class MessageView(Vertical):
 
     DEFAULT_CSS = """
     MessageView { height: auto; }
+    MessageView .message-plain { display: none; }
+    MessageView.-plain .message-plain { display: block; }
+    MessageView.-plain .message-body { display: none; }
     """
 
     def __init__(
@@ -61,6 +66,7 @@ class MessageView(Vertical):
         self._stream: MarkdownStream | None = None
         self._pending = ""  # streamed, not drawn yet
         self._flush: Timer | None = None
+        self._shows_words = False  # the Markdown drawn shows words (then it always will: text only grows)
 
     def compose(self) -> ComposeResult:
         yield Static(self._header(), classes="message-author")
@@ -71,7 +77,21 @@ class MessageView(Vertical):
             yield ThoughtFold(split.reasoning, self.thought or "Thought")
         self._answer = split.answer if split is not None else self.text
         if self.text or not self.pictures:
-            yield Markdown(self._answer, classes="message-body")
+            yield Markdown(_safe(self._answer), classes="message-body")
+            yield Static(_safe(self._answer), classes="message-plain", markup=False)
+
+    def on_mount(self) -> None:
+        self._show_plain_if_blank()
+
+    def _show_plain_if_blank(self) -> None:
+        """A reply whose Markdown shows no words (" 1. 2. 3." is empty nested lists) is shown as its text."""
+        if self._shows_words or not self.query(".message-plain"):
+            return
+        self._shows_words = shows_text(self._answer)
+        plain = not self._shows_words and bool(self._answer.strip())
+        if plain:
+            self.query_one(".message-plain", Static).update(_safe(self._answer))
+        self.set_class(plain, "-plain")
 
     @property
     def answer(self) -> str:
@@ -79,7 +99,7 @@ class MessageView(Vertical):
         return answer_of(self.text) if self.role == "assistant" else self.text
 
     def _header(self) -> Text:
-        header = Text(self.author, style="bold")
+        header = Text(terminal_safe(self.author), style="bold")
         which, count = self.place
         if count > 1:
             header.append(f"  ‹ {which}/{count} ›", style="bold")
@@ -118,7 +138,8 @@ class MessageView(Vertical):
             return
         if self._stream is None:
             self._stream = Markdown.get_stream(self.query_one(Markdown))
-        await self._stream.write(piece)
+        await self._stream.write(_safe(piece))
+        self._show_plain_if_blank()
 
     async def _think(self, thought: str) -> None:
         """The fold: mounted at the reply's first thought, counting while the model thinks."""
@@ -152,5 +173,12 @@ class MessageView(Vertical):
                 fold.set_reasoning(split.reasoning)
         if split.answer != self._answer:
             self._answer = split.answer
-            await self.query_one(Markdown).update(split.answer)
+            self._shows_words = False
+            await self.query_one(Markdown).update(_safe(split.answer))
+        self._show_plain_if_blank()
         self.set_note(note)
+
+
+def _safe(text: str) -> str:
+    """A message's text as drawn: it comes from a model or a paste, so nothing in it may command the terminal."""
+    return terminal_safe(text, multiline=True)

@@ -17,6 +17,8 @@ from textual.containers import Vertical
 from textual.widgets import Input, OptionList
 from textual.widgets.option_list import Option, OptionDoesNotExist
 
+from app.terminal_text import terminal_safe
+
 if TYPE_CHECKING:
     from app.tui.services import Services
 
@@ -72,8 +74,8 @@ class PastChats(Vertical):
             chats.add_option(Option(Text(f"No chat mentions “{wanted}”.", style="dim"), disabled=True))
         for c in found:
             title = c.title or "(empty chat)"
-            label = Text(title)
-            label.append(f"\n{when(c.updated)} · {c.model_name} · {c.n_messages} messages", style="dim")
+            label = Text(terminal_safe(title))
+            label.append(f"\n{when(c.updated)} · {terminal_safe(c.model_name)} · {c.n_messages} messages", style="dim")
             chats.add_option(Option(label, id=str(c.id)))
         if current is not None:
             with contextlib.suppress(OptionDoesNotExist):

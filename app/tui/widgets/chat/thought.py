@@ -10,6 +10,7 @@ from textual.timer import Timer
 from textual.widgets import Collapsible, Static
 
 from app.reasoning import Thought, split_reply
+from app.terminal_text import terminal_safe
 
 if TYPE_CHECKING:
     from app.store import StoredMessage
@@ -51,7 +52,7 @@ class ThoughtFold(Collapsible):
 
     def __init__(self, reasoning: str, title: str) -> None:
         self.reasoning = reasoning
-        self._body = Static(reasoning, classes="thought-body", markup=False)
+        self._body = Static(terminal_safe(reasoning, multiline=True), classes="thought-body", markup=False)
         super().__init__(self._body, title=title, collapsed=True, classes="thought")
         self._started = 0.0
         self._ticker: Timer | None = None
@@ -59,14 +60,14 @@ class ThoughtFold(Collapsible):
     def add(self, text: str) -> None:
         self.reasoning += text
         if not self.collapsed:  # folded, it is drawn when unfolded
-            self._body.update(self.reasoning)
+            self._body.update(terminal_safe(self.reasoning, multiline=True))
 
     def set_reasoning(self, text: str) -> None:
         self.reasoning = text
-        self._body.update(text)
+        self._body.update(terminal_safe(text, multiline=True))
 
     def on_collapsible_expanded(self) -> None:
-        self._body.update(self.reasoning)
+        self._body.update(terminal_safe(self.reasoning, multiline=True))
 
     def think(self) -> None:
         self._started = time.monotonic()
