@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from app.cli.exits import EXIT_OK
 from app.errors import UsageError
+from app.terminal_text import terminal_safe
 
 if TYPE_CHECKING:
     import argparse
@@ -64,7 +65,8 @@ def run_list(args: argparse.Namespace) -> int:
         print("No GGUF models found in: " + ", ".join(str(f.path) for f in folders))
         return EXIT_OK
     header = ("model", "arch", "params", "quant", "size", "fit on this machine", "decode (start)", "path")
-    rows = [header, *table_rows(entries, report.gpus)]
+    # names and paths come from outside: made safe before the columns are measured, so that they line up
+    rows = [header, *([terminal_safe(cell) for cell in row] for row in table_rows(entries, report.gpus))]
     widths = [min(max(len(r[i]) for r in rows), 48) for i in range(len(header) - 1)]
     for row in rows:
         cells = [(c if len(c) <= w else c[: w - 1] + "…").ljust(w) for c, w in zip(row, widths)]

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from app.cli.exits import EXIT_NO_FIT, EXIT_OK
 from app.errors import VramchatError
+from app.terminal_text import write_control
 
 if TYPE_CHECKING:
     import argparse
@@ -85,7 +86,7 @@ def run_quants(args: argparse.Namespace) -> int:
     progress = _progress_line("planned") if sys.stderr.isatty() and not args.json else None
     table = plan_quants(models, sources.load_anatomy, plan, progress)
     if progress:
-        sys.stderr.write("\r\033[K")
+        write_control(sys.stderr, "\r\033[K")
     if all(row.result is None for row in table.rows):  # not one header could be read: say why, once
         raise VramchatError(table.rows[0].error if len(table.rows) == 1 else f"{args.model}: {table.rows[0].error}")
     if args.json:
@@ -97,7 +98,8 @@ def run_quants(args: argparse.Namespace) -> int:
 
 def _progress_line(what: str) -> Any:
     def show(done: int, total: int) -> None:
-        sys.stderr.write(f"\r\033[K{what} {done}/{total}")
+        write_control(sys.stderr, "\r\033[K")
+        sys.stderr.write(f"{what} {done}/{total}")
         sys.stderr.flush()
 
     return show

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from app.cli.exits import EXIT_CANCELLED, EXIT_OK
 from app.errors import VramchatError
 from app.sources.refs import is_remote
+from app.terminal_text import write_control
 
 if TYPE_CHECKING:
     import argparse
@@ -97,7 +98,8 @@ def download_shown(source: ModelSource) -> DownloadResult | None:
         line = f"{p.file}: {format_size(p.done)} of {format_size(p.total)} ({percent}%), {speed}, {left} left"
         shown[0] = True
         if tty:
-            sys.stderr.write(f"\r\033[K{line}")
+            write_control(sys.stderr, "\r\033[K")
+            sys.stderr.write(line)
             sys.stderr.flush()
         elif percent // 10 != last[0] // 10 or p.phase == "done":
             print(line, file=sys.stderr)

@@ -26,6 +26,7 @@ from textual.worker import Worker, WorkerState, get_current_worker
 
 from app.catalog import fit_badge
 from app.errors import VramchatError
+from app.terminal_text import terminal_safe
 from app.tui.abandon import POLL, Abandoned, call_abandonable
 from app.tui.badges import badge_style
 from app.tui.hub_messages import (
@@ -212,7 +213,7 @@ class HubScreen(Screen):
             return
         from app.devices.render import device_line
 
-        line.update(f"Fit badges for {device_line(report)}")
+        line.update(f"Fit badges for {terminal_safe(device_line(report))}")
 
     def _devices(self) -> DeviceReport:
         """The devices to plan for (in a worker): the picker's probe, or a probe of our own before it."""
@@ -460,7 +461,7 @@ class HubScreen(Screen):
         downloads = format_count(repo.downloads) if repo is not None and repo.downloads else "-"
         return {
             "name": name,
-            "quant": (fit.quant if fit else "") or "-",
+            "quant": terminal_safe(fit.quant if fit else "") or "-",
             "fit": Text(badge, style=badge_style(kind, self.app.current_theme)),
             "downloads": Text(downloads, justify="right"),
             "likes": Text(format_count(repo.likes) if repo and repo.likes else "-", justify="right"),
@@ -495,7 +496,7 @@ class HubScreen(Screen):
         else:
             count = f"{fit.models} GGUF model{'s' if fit.models != 1 else ''}"
             text = f"{repo_id}: {count}; the badge is its {fit.quant}'s. Enter plans every quant."
-        self.query_one("#hub-detail", Static).update(text)
+        self.query_one("#hub-detail", Static).update(terminal_safe(text))
 
     # -- a repo opened: every quant planned -------------------------------------------------------
 
@@ -683,7 +684,8 @@ class HubScreen(Screen):
 
         rows = [self.rows[i] if i < len(self.rows) else None for i in range(len(self.models))]
         labels = [row.label if row is not None else _label(model) for model, row in zip(self.models, rows, strict=True)]
-        return distinct_labels(labels, [m.files[0].name if m.files else m.ref for m in self.models])
+        distinct = distinct_labels(labels, [m.files[0].name if m.files else m.ref for m in self.models])
+        return [terminal_safe(label) for label in distinct]  # file names from the hub
 
     def _fit_badge(self, index: int) -> tuple[str, str]:
         row = self.rows[index] if index < len(self.rows) else None
@@ -749,7 +751,7 @@ class HubScreen(Screen):
             parts.append(headline(row.result.plan))
         elif row is not None and row.error:
             parts.append(f"✗ {row.error}")
-        detail.update(" · ".join(parts))
+        detail.update(terminal_safe(" · ".join(parts)))
 
     # -- downloading: app/tui/widgets/download_panel.py ------------------------------------------
 
@@ -840,7 +842,7 @@ class HubScreen(Screen):
 
     def _status(self, text: str, busy: bool = False, error: bool = False, total: int | None = None) -> None:
         label = self.query_one("#hub-status", Label)
-        label.update(Text(text, style=f"bold {self.app.current_theme.error}" if error else ""))
+        label.update(Text(terminal_safe(text), style=f"bold {self.app.current_theme.error}" if error else ""))
         bar = self.query_one("#hub-progress", ProgressBar)
         bar.display = busy
         if busy:
@@ -856,7 +858,7 @@ class HubScreen(Screen):
 
 def _label(model: ModelSource) -> str:
     """A quant's label before its header is read: its quant (or its file's name), how many files it is."""
-    quant = model.quant or model.file_name
+    quant = terminal_safe(model.quant or model.file_name)
     return f"{quant} ({len(model.files)} files)" if len(model.files) > 1 else quant
 
 
@@ -868,6 +870,7 @@ def _sentence(text: str) -> str:
 
 def _wrapped(repo_id: str, width: int) -> Text:
     """The repo's name whole, in as many lines as its column needs: ORG/ above NAME where it is too long."""
+    repo_id = terminal_safe(repo_id)
     if len(repo_id) <= width:
         return Text(repo_id)
     org, _, name = repo_id.partition("/")

@@ -25,6 +25,7 @@ from textual.worker import Worker, WorkerState, get_current_worker
 from app.catalog import Catalog, CatalogEntry, fit_badge, format_params
 from app.discovery import ModelFile, folders_to_scan
 from app.planning import FA_CHOICES, KV_CHOICES, PlanChoice, parse_choice
+from app.terminal_text import terminal_safe
 from app.tui import bench_hook
 from app.tui.badges import badge_style
 from app.tui.messages import (
@@ -315,7 +316,7 @@ class PickerScreen(Screen):
         worker = get_current_worker()
 
         def status(index: int) -> str:
-            text = f"Planning {todo[index].file.file_name}" if index < len(todo) else "Planned"
+            text = f"Planning {terminal_safe(todo[index].file.file_name)}" if index < len(todo) else "Planned"
             if assembly is not None and not assembly.done():
                 text += f" · {DEMO_STATUS}"
             return text
@@ -357,9 +358,9 @@ class PickerScreen(Screen):
 
         report = message.report
         self.services.devices = report  # here, on the UI thread: the scan worker only posts it
-        self.query_one("#device-line", Static).update(device_line(report))
+        self.query_one("#device-line", Static).update(terminal_safe(device_line(report)))
         warnings = self.query_one("#device-warnings", Static)
-        warnings.update("\n".join(f"⚠ {w}" for w in report.warnings))
+        warnings.update("\n".join(f"⚠ {terminal_safe(w)}" for w in report.warnings))
         warnings.display = bool(report.warnings)
 
     def on_scan_listed(self, message: ScanListed) -> None:
@@ -528,9 +529,9 @@ class PickerScreen(Screen):
             text += " ↻"
         return {
             "name": name,
-            "arch": (s.architecture if s else "") or "-",
+            "arch": terminal_safe(s.architecture if s else "") or "-",
             "params": format_params(s.n_params if s else 0),
-            "quant": (s.quantization if s else "") or "-",
+            "quant": terminal_safe(s.quantization if s else "") or "-",
             "size": Text(format_size(entry.file.size), justify="right"),
             "fit": Text(text, style=badge_style(kind, self.app.current_theme)),
             "source": entry.file.source,
@@ -741,7 +742,8 @@ class PickerScreen(Screen):
         if plan.projector is not None:
             verdict.append(f"\nVision on, pictures in the chat: the projector {projector_share(plan)}.")
         elif entry is not None and entry.file.projectors:
-            names = ", ".join(os.path.basename(p) for p in entry.file.projectors)
+            names = ", ".join(terminal_safe(os.path.basename(p)) for p in entry.file.projectors)
+            where = "in its Ollama manifest" if entry.file.ollama_name else "beside it"
             verdict.append(
                 f"\nVision projector beside it: {names}. "
                 + (note or "Vision is off: it is not loaded, and the model reads words only."),
@@ -763,7 +765,7 @@ class PickerScreen(Screen):
                 f"\nSplit model: {len(entry.file.shards)} files, {format_size(entry.file.size)} in all.", style="italic"
             )
         self.query_one("#plan-verdict", Static).update(verdict)
-        self.query_one("#plan-text", Static).update(Text(plan_to_table(result)))
+        self.query_one("#plan-text", Static).update(Text(terminal_safe(plan_to_table(result), multiline=True)))
         self.query_one("#ctx", Input).placeholder = f"auto ({plan.resolved.n_ctx:,})"
         self.query_one("#ngl", Input).placeholder = f"auto ({plan.layers_on_gpu})"
         button = self.query_one("#load", Button)
@@ -856,7 +858,7 @@ class PickerScreen(Screen):
 
     def model_name(self, path: str) -> str:
         entry = self.entries.get(path)
-        return entry.name if entry else Path(path).name
+        return entry.name if entry else terminal_safe(Path(path).name)
 
 
 def first_readable(entries: list[CatalogEntry]) -> str:
