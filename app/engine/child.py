@@ -45,6 +45,7 @@ class _Server:
         self.held = HeldMedia()
         self.inbox: queue.Queue[tuple[Any, ...]] = queue.Queue()
         self._send_lock = threading.Lock()
+        self.slots: Any = None  # app.engine.slots.Slots while parallel replies run
 
     def send(self, *message: Any) -> None:
         with self._send_lock:
@@ -59,6 +60,10 @@ class _Server:
                 os._exit(0)  # the app is gone: so is this model
             if message[0] == p.STOP:
                 self.engine.stop()
+            elif message[0] == p.SLOT_CANCEL:
+                slots = self.slots
+                if slots is not None:
+                    slots.cancel(message[1])
             else:
                 self.inbox.put(message)
 
@@ -108,6 +113,49 @@ class _Server:
             self.send(p.PIECE, pending, engine.last_stats.generated_tokens, engine.kv_cells_used())
         self.send(p.DONE, engine.last_stats, engine.kv_cells_used())
 
+    def serve_slots(self) -> None:
+        """Parallel replies (app/engine/slots.py) until SLOTS_CLOSE: between steps, the requests that came
+        are taken (a new reply joins the next step); with nothing running, the next request is waited for."""
+        from app.engine.types import EngineError
+
+        slots = self.slots = self.engine.slots()
+        self.send(p.RESULT, slots.c.n_ctx_seq)
+        try:
+            while True:
+                try:
+                    message = self.inbox.get(block=not slots.busy)
+                except queue.Empty:
+                    message = None
+                while message is not None:
+                    op, *args = message
+                    if op in (p.SLOTS_CLOSE, p.EXIT):
+                        for out in slots.cancel_all():
+                            self.send(*out)
+                        if op == p.EXIT:
+                            self.inbox.put(message)  # serve() ends the process
+                        else:
+                            self.send(p.RESULT, None)
+                        return
+                    if op == p.SLOT_START:
+                        for out in slots.start(*args):
+                            self.send(*out)
+                    elif op == p.SLOT_TOKENIZE:
+                        request, *how = args
+                        try:
+                            self.send(p.SLOT_RESULT, request, self.engine.tokenize(*how))
+                        except EngineError as exc:
+                            self.send(p.SLOT_ERROR, request, str(exc), exc.log, exc.status)
+                    else:
+                        self.send(p.ERROR, f"{op!r} cannot run while parallel replies are served", [], None)
+                    try:
+                        message = self.inbox.get_nowait()
+                    except queue.Empty:
+                        message = None
+                for out in slots.step():
+                    self.send(*out)
+        finally:
+            self.slots = None
+
     def handle(self, op: str, args: list[Any]) -> None:
         engine = self.engine
         if op in (p.LOAD, p.DRY_RUN):
@@ -139,6 +187,8 @@ class _Server:
             from app.engine.dry_run import dry_run
 
             self.send(p.RESULT, dry_run(*args))
+        elif op == p.SLOTS_OPEN:
+            self.serve_slots()
         elif op == p.RESIZE:
             from app.engine.types import EngineError
 

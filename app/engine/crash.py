@@ -26,6 +26,7 @@ PHASES = {
     "tokenize": "while tokenizing",
     "dry_run": "during the dry run",
     "idle": "while idle",
+    "slots": "between parallel replies",
 }
 
 _SIGNAL_WORDS = {

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from app.devices.process import snapshot
-from app.engine.held_back import held_back
+from app.engine.held_back import first_stop, held_back
 from app.engine.llama_log import capture
 from app.engine.params import apply_context_params, apply_model_params, ensure_backend
 from app.engine.sampler_chain import sampler_chain
@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 
 if TYPE_CHECKING:
     from app.engine.media import MediaChunks, MediaContext
+    from app.engine.slots import Slots
 
 
 class Engine:
@@ -59,6 +60,7 @@ class Engine:
         self._batch: Any = None  # a llama_batch with room for n_batch tokens, positions given
         self._media: MediaContext | None = None  # the projector, when one is loaded
         self._prepared: MediaChunks | None = None  # the last media prompt tokenized, kept for its reply
+        self._slots: Slots | None = None  # parallel sequences, while a server uses them (app/engine/slots.py)
         self._stop = StopFlag()
         self._progress_cb: Any = None
         self.report: LoadReport | None = None
@@ -203,6 +205,7 @@ class Engine:
         import llama_cpp
 
         self._require()
+        self._drop_slots()
         assert self.report is not None
         start = time.perf_counter()
         old = self.report.config
@@ -264,6 +267,7 @@ class Engine:
         import llama_cpp
 
         self._drop_prepared()
+        self._drop_slots()
         if self._media is not None:
             self._media.close()
             self._media = None
@@ -340,6 +344,8 @@ class Engine:
         The engine is the only writer of the cache and mirrors its tokens, so this is
         read without calling into llama.cpp: safe from the telemetry thread mid-decode.
         """
+        if self._slots is not None:
+            return self._slots.cells_used()
         return len(self._tokens)
 
     # -- generation ------------------------------------------------------------------------
@@ -357,7 +363,7 @@ class Engine:
 
         if self._sampler is not None:
             llama_cpp.llama_sampler_free(self._sampler)
-        self._sampler = sampler_chain(params, llama_cpp.llama_vocab_n_tokens(self._vocab))
+        self._sampler = sampler_chain(params, llama_cpp.llama_vocab_n_tokens(self._vocab), self._vocab)
 
     def _decode(self, tokens: list[int], progress: Callable[[int, int], None] | None = None) -> None:
         """Decode `tokens` at the next positions, a batch at a time; logits for the last one."""
@@ -425,6 +431,44 @@ class Engine:
             self._tokens = self._tokens[:keep]
             self._positions = self._positions[:keep]
         return keep
+
+    # -- parallel sequences ------------------------------------------------------------------------
+
+    def slots(self) -> Slots:
+        """The context's sequences as slots for parallel replies (app/engine/slots.py); the one-reply
+        conversation of sequence 0 is let go (a later `generate` lets the slots go in turn)."""
+        import llama_cpp
+
+        from app.engine.slots import SlotContext, Slots
+
+        self._require()
+        if self._slots is None:
+            llama_cpp.llama_memory_clear(llama_cpp.llama_get_memory(self._ctx), True)
+            self._forget_cells()
+            self._stop.clear()
+            assert self.report is not None
+            self._slots = Slots(
+                SlotContext(
+                    self._ctx,
+                    self._vocab,
+                    llama_cpp.llama_vocab_n_tokens(self._vocab),
+                    self._n_batch(),
+                    llama_cpp.llama_n_seq_max(self._ctx),
+                    llama_cpp.llama_n_ctx_seq(self._ctx),
+                    self.token_piece,
+                )
+            )
+        return self._slots
+
+    def _drop_slots(self) -> None:
+        import llama_cpp
+
+        if self._slots is None:
+            return
+        self._slots.close()
+        self._slots = None
+        if self._ctx is not None:
+            llama_cpp.llama_memory_clear(llama_cpp.llama_get_memory(self._ctx), True)
 
     # -- images and sounds ------------------------------------------------------------------------
 
@@ -526,6 +570,7 @@ class Engine:
         import llama_cpp
 
         self._require()
+        self._drop_slots()
         params = params or GenerationParams()
         chunks = self._prepare(prompt) if isinstance(prompt, MediaPrompt) else None
         if chunks is not None:
@@ -586,7 +631,7 @@ class Engine:
                     break
                 stats.generated_tokens += 1
                 pending += decoder.decode(self.token_piece(token))
-                cut = _find_stop(pending, params.stop)
+                cut = first_stop(pending, params.stop)
                 if cut is not None:
                     pending = pending[:cut]
                     if pending:
@@ -618,11 +663,6 @@ class Engine:
 
 class _Stopped(Exception):
     pass
-
-
-def _find_stop(text: str, stops: tuple[str, ...]) -> int | None:
-    hits = [text.find(s) for s in stops if s and s in text]
-    return min(hits) if hits else None
 
 
 def _threads() -> int:

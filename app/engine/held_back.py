@@ -13,3 +13,9 @@ def held_back(text: str, markers: tuple[str, ...]) -> int:
                 hold = max(hold, k)
                 break
     return hold
+
+
+def first_stop(text: str, stops: tuple[str, ...]) -> int | None:
+    """Where the first of `stops` in `text` begins, or None when none is there."""
+    hits = [text.find(s) for s in stops if s and s in text]
+    return min(hits) if hits else None

@@ -212,7 +212,8 @@ class EngineProcess:
                 child.kill()  # it did not stop: ending it is the only stop left
                 self._crashed()
             stall = self.stall_timeout
-            replying = self.phase in ("prefill", "decode") and self.encoding is None  # an image may take long
+            # a reply, or a tokenization (instant unless the engine was stopped); an image may take long
+            replying = self.phase in ("prefill", "decode", "tokenize") and self.encoding is None
             if stall and replying and time.monotonic() - waiting_since > stall:
                 cpu = _cpu_seconds(child.pid)
                 if cpu is not None and (cpu_since is None or cpu - cpu_since > BUSY_CPU_SECONDS):

@@ -14,6 +14,14 @@ projector weights, projector compute) after it; PIECE (text, tokens generated, K
 piece of the reply; DONE (GenerationStats, KV cells);
 RESULT (value) for the other requests; ERROR (message, log lines, decode status).
 
+Parallel sequences (a context loaded with n_seq_max > 1, app/engine/slots.py): SLOTS_OPEN (answered RESULT
+with a slot's context) starts them; then SLOT_START (request id, tokens, GenerationParams), SLOT_CANCEL
+(request id: acted on at once), SLOT_TOKENIZE (request id, text, add_special, parse_special: answered
+SLOT_RESULT (request id, tokens)) and SLOTS_CLOSE (the replies still running stopped; answered RESULT).
+Meanwhile the engine sends, each with its request id, SLOT_PREFILLED (reused tokens, prompt seconds),
+SLOT_PIECE (text, tokens generated, KV cells), SLOT_DONE (GenerationStats, KV cells) and SLOT_ERROR
+(message, log lines, decode status); any other request is answered ERROR until SLOTS_CLOSE.
+
 Pictures cross once: the child keeps the bytes of the images and sounds it was sent (`HeldMedia`), and a
 later prompt carries a picture it holds as its key alone (its `Media` with no bytes). A GENERATE or
 TOKENIZE_MEDIA naming one it no longer holds is answered MISSING_MEDIA (their keys), and the app sends
@@ -29,6 +37,11 @@ DRY_RUN = "dry_run"
 RESIZE = "resize"
 STOP = "stop"
 EXIT = "exit"
+SLOTS_OPEN = "slots_open"
+SLOT_START = "slot_start"
+SLOT_CANCEL = "slot_cancel"
+SLOT_TOKENIZE = "slot_tokenize"
+SLOTS_CLOSE = "slots_close"
 
 READY = "ready"
 PROGRESS = "progress"
@@ -42,3 +55,8 @@ DONE = "done"
 RESULT = "result"
 ERROR = "error"
 MISSING_MEDIA = "missing_media"
+SLOT_PREFILLED = "slot_prefilled"
+SLOT_PIECE = "slot_piece"
+SLOT_DONE = "slot_done"
+SLOT_ERROR = "slot_error"
+SLOT_RESULT = "slot_result"

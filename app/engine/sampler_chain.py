@@ -5,19 +5,29 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from app.engine.types import GenerationParams
+from app.engine.types import EngineError, GenerationParams
 
 
-def sampler_chain(params: GenerationParams, n_vocab: int) -> Any:
+def sampler_chain(params: GenerationParams, n_vocab: int, vocab: Any = None) -> Any:
     """A llama.cpp sampler chain for these parameters (the caller frees it with llama_sampler_free):
-    repetition penalties, then greedy, or top-k, top-p, min-p, temperature and a seeded draw."""
+    the grammar (when one is given: `vocab` is the model's), repetition, frequency and presence penalties,
+    then greedy, or top-k, top-p, min-p, temperature and a seeded draw."""
     import llama_cpp
 
     chain = llama_cpp.llama_sampler_chain_init(llama_cpp.llama_sampler_chain_default_params())
-    if params.repeat_penalty != 1.0:
+    if params.grammar:
+        if vocab is None:
+            raise EngineError("a grammar needs the model's vocabulary")
+        grammar = llama_cpp.llama_sampler_init_grammar(vocab, params.grammar.encode("utf-8"), b"root")
+        if not grammar:
+            llama_cpp.llama_sampler_free(chain)
+            raise EngineError("llama.cpp refused the reply's grammar")
+        llama_cpp.llama_sampler_chain_add(chain, grammar)
+    penalties = (params.repeat_penalty, params.frequency_penalty, params.presence_penalty)
+    if penalties != (1.0, 0.0, 0.0):
         llama_cpp.llama_sampler_chain_add(
             chain,
-            llama_cpp.llama_sampler_init_penalties(n_vocab, params.repeat_last_n, params.repeat_penalty, 0.0, 0.0),
+            llama_cpp.llama_sampler_init_penalties(n_vocab, params.repeat_last_n, *penalties),
         )
     if params.temperature <= 0:
         llama_cpp.llama_sampler_chain_add(chain, llama_cpp.llama_sampler_init_greedy())

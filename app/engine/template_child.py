@@ -16,6 +16,7 @@ import os
 import resource
 import struct
 import sys
+from typing import Any
 
 MEMORY_LIMIT = 1 << 30  # address space: jinja and a 4 MiB prompt need under 100 MiB
 CPU_SECONDS_PER_RENDER = 10
@@ -61,10 +62,11 @@ def frame(payload: dict[str, object]) -> bytes:
 
 
 def _answer(request: dict[str, object]) -> dict[str, object]:
-    from app.engine.templates import ChatMessage, TemplateBudgetError, TemplateError, render_jinja
+    from app.engine.templates import TemplateBudgetError, TemplateError, render_jinja
 
     raw = request.get("messages")
-    messages = [ChatMessage(str(m["role"]), str(m["content"])) for m in raw] if isinstance(raw, list) else []
+    messages = [_message(m) for m in raw if isinstance(m, dict)] if isinstance(raw, list) else []
+    tools = request.get("tools")
     wanted = request.get("switches")
     switches = {str(k): bool(v) for k, v in wanted.items()} if isinstance(wanted, dict) else {}
     try:
@@ -75,12 +77,19 @@ def _answer(request: dict[str, object]) -> dict[str, object]:
             str(request.get("eos", "")),
             bool(request.get("add_generation_prompt", True)),
             switches,
+            [t for t in tools if isinstance(t, dict)] if isinstance(tools, list) else None,
         )
     except MemoryError:
         return {"error": f"it asked for more than {MEMORY_LIMIT >> 20} MiB of memory", "budget": True}
     except TemplateError as exc:
         return {"error": str(exc), "budget": isinstance(exc, TemplateBudgetError)}
     return {"text": text}
+
+
+def _message(m: dict[str, Any]) -> dict[str, Any]:
+    """A message as the template reads it: role and content, and a server's tool calls and results."""
+    extra = {k: m[k] for k in ("tool_calls", "tool_call_id", "name") if m.get(k)}
+    return {"role": str(m.get("role", "")), "content": str(m.get("content") or ""), **extra}
 
 
 def main() -> None:

@@ -116,11 +116,12 @@ def over_budget(template: str) -> str:
 
 def render_bounded(
     template: str,
-    messages: list[dict[str, str]],
+    messages: list[dict[str, Any]],
     bos: str,
     eos: str,
     add_generation_prompt: bool = True,
     switches: dict[str, bool] | None = None,
+    tools: list[dict[str, Any]] | None = None,
 ) -> str:
     """The rendered prompt. TemplateOverBudget when the template goes over its time or memory (it is
     then remembered: `over_budget`); app.engine.templates.TemplateError for a template that is broken
@@ -135,6 +136,7 @@ def render_bounded(
         "eos": eos,
         "add_generation_prompt": add_generation_prompt,
         "switches": switches or {},
+        "tools": tools or [],
     }
     try:
         answer = _renderer.render(request)

@@ -82,13 +82,16 @@ def _sandbox():  # imported lazily: jinja2 is only needed once a model with a te
 
 def render_jinja(
     template: str,
-    messages: list[ChatMessage],
+    messages: list[ChatMessage] | list[dict[str, Any]],
     bos: str,
     eos: str,
     add_generation_prompt: bool = True,
     switches: dict[str, bool] | None = None,
+    tools: list[dict[str, Any]] | None = None,
 ) -> str:
-    """`switches`: the template's own variables the chat sets (`enable_thinking`)."""
+    """`switches`: the template's own variables the chat sets (`enable_thinking`). `messages` may be the
+    wire's dicts, with an assistant's `tool_calls` and a tool's `tool_call_id` (the server's); `tools` the
+    functions a server's client offers (OpenAI's list)."""
     if len(template.encode("utf-8", errors="replace")) > MAX_TEMPLATE_BYTES:
         raise TemplateError(f"the chat template is larger than {MAX_TEMPLATE_BYTES // 1024} KiB")
     from jinja2 import TemplateError as JinjaError
@@ -125,11 +128,11 @@ def render_jinja(
     try:
         compiled = env.from_string(template)
         out = compiled.render(
-            messages=[{"role": m.role, "content": m.content} for m in messages],
+            messages=[m if isinstance(m, dict) else {"role": m.role, "content": m.content} for m in messages],
             add_generation_prompt=add_generation_prompt,
             bos_token=bos,
             eos_token=eos,
-            tools=None,
+            tools=tools or None,
             **(switches or {}),
         )
     except TemplateError:
@@ -279,17 +282,26 @@ def stops_in_use(fmt: ChatFormat) -> tuple[str, ...]:
 
 
 def render(
-    fmt: ChatFormat, messages: list[ChatMessage], bos: str = "", eos: str = "", switches: dict[str, bool] | None = None
+    fmt: ChatFormat,
+    messages: list[ChatMessage],
+    bos: str = "",
+    eos: str = "",
+    switches: dict[str, bool] | None = None,
+    tools: list[dict[str, Any]] | None = None,
+    wire: list[dict[str, Any]] | None = None,
 ) -> str:
     """The prompt in `fmt`. A GGUF template runs in its own process under a hard budget
     (app/engine/template_sandbox.py); one that goes over it gives way to its family's format
-    (`fallback_note` says so). `switches` go to a GGUF template as its variables (`enable_thinking`)."""
+    (`fallback_note` says so). `switches` go to a GGUF template as its variables (`enable_thinking`);
+    `tools` and `wire` (the messages as dicts, tool calls and results in them) are a server's, for a
+    template that takes tools (the other formats read `messages`)."""
     if fmt.kind == "jinja":
         from app.engine.template_sandbox import TemplateOverBudget, render_bounded
 
         try:
-            wire = [{"role": m.role, "content": m.content} for m in messages]
-            return render_bounded(fmt.template, wire, bos, eos, switches=switches)
+            if wire is None:
+                wire = [{"role": m.role, "content": m.content} for m in messages]
+            return render_bounded(fmt.template, wire, bos, eos, switches=switches, tools=tools)
         except TemplateOverBudget as exc:
             if fmt.fallback is None:
                 raise TemplateError(f"the chat template was stopped: {exc}") from None

@@ -40,6 +40,12 @@ class GenerationParams:
     repeat_last_n: int = 64
     seed: int = -1
     stop: tuple[str, ...] = ()
+    # OpenAI's penalties (0: off), over the same last `repeat_last_n` tokens: a token's logit lowers by
+    # `frequency_penalty` for each time it appeared there, and by `presence_penalty` once if it did
+    presence_penalty: float = 0.0
+    frequency_penalty: float = 0.0
+    # a GBNF grammar (root rule `root`) the reply must follow, '' for none: a forced tool call
+    grammar: str = ""
 
 
 @dataclass
