@@ -121,7 +121,8 @@ def test_the_devices_do_not_reach_up_into_the_engine() -> None:
 # above: the planner knows nothing of the app; the app's ground floor (its version, errors, folders,
 # settings, native libraries, children's environment and caches) nothing of its rooms; the rooms
 # (devices, engine, sources, rpc, speed, store, telemetry, planning, the session and the reply ...)
-# nothing of a front end; the TUI nothing of the command line, which starts it. A pattern `x.*` is every
+# nothing of a front end; the server (app/serve) nothing of the TUI, which can start it; the TUI nothing
+# of the command line, which starts it. A pattern `x.*` is every
 # module below x; the most specific pattern that matches a module names its floor.
 FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("the planner", ("planner", "planner.*")),
@@ -130,6 +131,7 @@ FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ("app", "app.errors", "app.paths", "app.limits", "app.settings", "app.native", "app.children", "app.caches.*"),
     ),
     ("the app's rooms", ("app.*",)),
+    ("the server", ("app.serve", "app.serve.*")),  # a front end over the rooms, which the TUI can start
     ("the TUI", ("app.tui", "app.tui.*")),
     ("the command line", ("app.cli", "app.cli.*", "app.__main__")),
 )
@@ -172,4 +174,5 @@ def test_no_import_runs_from_a_lower_floor_to_a_higher_one() -> None:
 def test_the_floor_check_finds_an_upward_import() -> None:
     graph = {"app.caches.plans": {"app.speed"}, "app.speed": {"app.caches.files"}, "app.caches.files": set()}
     assert _upward(graph) == ["app.caches.plans (the app's ground floor) imports app.speed (the app's rooms)"]
-    assert _floor("app") == 1 and _floor("app.cli.plan") == 4 and _floor("planner.fit") == 0
+    assert _floor("app") == 1 and _floor("app.cli.plan") == 5 and _floor("planner.fit") == 0
+    assert _floor("app.serve.api") == 3 < _floor("app.tui.app")

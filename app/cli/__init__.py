@@ -1,9 +1,10 @@
 """Command line: `vramchat` (the app), `vramchat MODEL`, `--plan MODEL`, `--list`, `--devices`.
 
 This module reads the words and hands them to one mode: app/cli/parser.py the flags, then a module per
-mode: plan.py (`--plan`, kept and said again by replay.py), prompt.py (`-p`), listing.py (`--list`),
-devices.py (`--devices`, `--forget-overhead`), quants.py (`--quants`), remote.py (`--download`), by_name.py (a
-remote MODEL to run), launch.py (the app); command_plan.py is the plan every planning mode asks for.
+mode: plan.py (`--plan`, kept and said again by replay.py), prompt.py (`-p`), serve.py (`vramchat serve`),
+listing.py (`--list`), devices.py (`--devices`, `--forget-overhead`), quants.py (`--quants`), remote.py
+(`--download`), by_name.py (a remote MODEL to run), launch.py (the app); command_plan.py is the plan every
+planning mode asks for.
 
 `--plan`, `--list` and `--devices` never import Textual or llama_cpp: they read
 GGUF headers and probe devices through ctypes, so they answer in a fraction of a second.
@@ -68,6 +69,10 @@ def _main(argv: Sequence[str] | None) -> int:
             return serve(words[1:])
         except KeyboardInterrupt:
             return 130
+    if words[:1] == ["serve"]:  # the model behind an OpenAI-compatible API (app/serve/)
+        from app.cli.serve import run_serve
+
+        return run_serve(words[1:])
     replay_key = None
     if "--plan" in words and "--json" in words:  # planned before: said again, nothing parsed nor planned
         from app.cli import replay
