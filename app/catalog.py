@@ -30,8 +30,12 @@ class CatalogEntry:
 
     @property
     def name(self) -> str:
+        """Ollama's name for one of its models (`gemma3:270m`), else the model's own, else its file's: a label
+        from outside, made safe for the terminal (app.terminal_text)."""
+        from app.terminal_text import terminal_safe
+
         s = self.summary
-        return (s.name if s and s.name else "") or self.file.file_name
+        return terminal_safe(self.file.ollama_name or (s.name if s and s.name else "") or self.file.file_name)
 
 
 def summarize(path: str, gpus: list[Device], host: Host) -> ModelSummary:

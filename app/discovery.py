@@ -3,7 +3,9 @@
 A split model (`name-00001-of-00003.gguf`) is one entry, named by its first shard,
 with the size of all its shards; vision projectors (`mmproj*.gguf`) are attached to
 the models in their folder instead of being listed. Hugging Face's hub cache links
-snapshot files to blobs: files are deduplicated by their real path.
+snapshot files to blobs: files are deduplicated by their real path. Ollama's store names its blobs
+in manifests (app/ollama.py): each name it has pulled is listed as Ollama lists it (`gemma3:270m`),
+once a name even where names share a blob, with the projector its manifest names.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from app.ollama import OLLAMA, is_store, pulled_models
+from app.ollama import stores as ollama_stores
 from app.paths import models_dir
 from planner.units import SPLIT_NAME
 
@@ -25,7 +29,7 @@ _SPLIT = SPLIT_NAME
 @dataclass(frozen=True)
 class Folder:
     path: Path
-    source: str  # vramchat, --models-dir, settings, LM Studio, llama.cpp, Hugging Face
+    source: str  # vramchat, --models-dir, settings, LM Studio, llama.cpp, Hugging Face, Ollama
 
 
 @dataclass
@@ -40,10 +44,18 @@ class ModelFile:
     missing_shards: list[str] = field(default_factory=list)
     projectors: list[str] = field(default_factory=list)  # vision projectors found beside it
     is_demo: bool = False
+    ollama_name: str = ""  # Ollama's name for it (`gemma3:270m`): Ollama's blob, never changed here
+    ollama_manifest: str = ""  # the manifest that gives that name
 
     @property
     def file_name(self) -> str:
         return os.path.basename(self.path)
+
+    @property
+    def entry_id(self) -> str:
+        """What tells this entry from every other in a list: the path, or for one of Ollama's names the
+        manifest that gives it (one blob can have several names, each its own row)."""
+        return self.ollama_manifest or self.path
 
     @property
     def problem(self) -> str:
@@ -61,8 +73,8 @@ def _xdg_cache() -> Path:
 
 
 def known_cache_folders() -> list[Folder]:
-    """LM Studio's models folders, llama.cpp's download cache and the Hugging Face hub cache,
-    where they exist on this machine."""
+    """LM Studio's models folders, llama.cpp's download cache, the Hugging Face hub cache and Ollama's
+    models folders, where they exist on this machine."""
     home = _home()
     out = [
         Folder(home / ".lmstudio" / "models", "LM Studio"),
@@ -82,6 +94,7 @@ def known_cache_folders() -> list[Folder]:
         out.append(Folder(Path(os.environ["HF_HOME"]) / "hub", "Hugging Face"))
     else:
         out.append(Folder(_xdg_cache() / "huggingface" / "hub", "Hugging Face"))
+    out += [Folder(store, OLLAMA) for store in ollama_stores()]
     return [f for f in out if f.path.is_dir()]
 
 
@@ -136,10 +149,15 @@ def scan(
 ) -> list[ModelFile]:
     """The models in `folders`, grouped; `demo_path` is marked as the demo model."""
     found: dict[str, tuple[str, str]] = {}  # real path -> (path as found, source)
+    named: dict[str, ModelFile] = {}  # Ollama's names, by their manifest's real path
     for folder in folders:
         if progress:
             progress(str(folder.path))
         if not folder.path.is_dir():
+            continue
+        if is_store(folder.path):  # Ollama's: its manifests name the models (blobs hold no file names)
+            for file in _ollama_models(folder.path):
+                named.setdefault(os.path.realpath(file.ollama_manifest), file)
             continue
         for path in _gguf_files(folder.path):
             real = os.path.realpath(path)
@@ -198,8 +216,30 @@ def scan(
         )
     for model in models:
         model.projectors = projectors.get(os.path.dirname(model.path), [])
-    models.sort(key=lambda m: (not m.is_demo, m.file_name.lower(), m.path))
+    models += named.values()
+    models.sort(key=lambda m: (not m.is_demo, (m.ollama_name or m.file_name).lower(), m.entry_id))
     return models
+
+
+def _ollama_models(store: Path) -> list[ModelFile]:
+    """The models Ollama's store at `store` names, one entry a name (app/ollama.py reads them)."""
+    out = []
+    for pulled in pulled_models(store):
+        st = _stat(pulled.model)
+        if st is not None:
+            out.append(
+                ModelFile(
+                    pulled.model,
+                    OLLAMA,
+                    st[0],
+                    st[1],
+                    [pulled.model],
+                    projectors=list(pulled.projectors),
+                    ollama_name=pulled.display_name,
+                    ollama_manifest=pulled.manifest,
+                )
+            )
+    return out
 
 
 def _stat(path: str) -> tuple[int, int] | None:

@@ -24,7 +24,7 @@ LEGACY_DEFAULT_TEMPERATURE = 0.2
 @dataclass
 class Settings:
     models_dirs: list[str] = field(default_factory=list)  # extra folders to scan for GGUF files
-    scan_known_caches: bool = True  # LM Studio, llama.cpp and Hugging Face caches
+    scan_known_caches: bool = True  # LM Studio, llama.cpp and Hugging Face caches, Ollama's models
     system_prompt: str = ""
     # None: the model's own (app.chat_settings): greedy for a base model talked to as a transcript, low
     # for a chat model; a number: the user's choice, for every model

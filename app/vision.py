@@ -1,6 +1,7 @@
 """Which vision projector goes with a model: the one named, or the one found beside it.
 
-Model folders hold projectors as `mmproj*.gguf` beside the model (app.discovery pairs them).
+Model folders hold projectors as `mmproj*.gguf` beside the model (app.discovery pairs them); Ollama's
+manifests name a model's projector blob (app.ollama).
 A folder may hold several models and projectors: the one whose embeddings are as wide as the
 model's input is chosen (`planner.projectors.match`), else the first that can be read.
 """
@@ -22,9 +23,14 @@ class VisionError(VramchatError, ValueError):
 
 
 def projectors_beside(model_path: str) -> list[str]:
-    """The projector files (`mmproj*.gguf`) in the model's folder, by name."""
+    """The projector files (`mmproj*.gguf`) in the model's folder, by name; for a blob of Ollama's,
+    the projectors its manifests name beside it."""
     from app.discovery import is_projector
+    from app.ollama import projectors_of_blob
 
+    named = projectors_of_blob(model_path)
+    if named is not None:
+        return named
     folder = os.path.dirname(os.path.abspath(model_path)) or "."
     try:
         names = sorted(os.listdir(folder))

@@ -27,7 +27,14 @@ def resolve_model(name: str | None) -> str:
 
     if name in DEMO_NAMES:
         return str(demo_model_path())
-    if os.path.exists(name) or ("/" not in name and ":" not in name):
+    if os.path.exists(name):
+        return name
+    from app.ollama import find_model
+
+    pulled = find_model(name)  # gemma3:270m: a model Ollama has pulled, before a hub's ORG/REPO:QUANT
+    if pulled is not None:
+        return pulled.model
+    if "/" not in name and ":" not in name:
         return name
     from app.sources import canonical_ref  # hf:ORG/REPO:QUANT, an URL: the file it names
 

@@ -41,6 +41,7 @@ def run_list(args: argparse.Namespace) -> int:
                         {
                             "path": e.file.path,
                             "source": e.file.source,
+                            "ollama_name": e.file.ollama_name or None,
                             "size": e.file.size,
                             "shards": e.file.shards,
                             "missing_shards": e.file.missing_shards,

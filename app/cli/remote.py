@@ -31,7 +31,11 @@ def handles(args: argparse.Namespace) -> bool:
 def loads_remote(args: argparse.Namespace) -> bool:
     """Whether the command line loads a model named by a remote ref (the app, or -p)."""
     wants_load = not (args.plan or args.list or args.devices or args.quants or args.download)
-    return bool(wants_load and args.model and is_remote(args.model))
+    if not (wants_load and args.model and is_remote(args.model)):
+        return False
+    from app.ollama import find_model
+
+    return find_model(args.model) is None  # someone/model:tag that Ollama has pulled is on this machine
 
 
 def run_remote(args: argparse.Namespace) -> int:

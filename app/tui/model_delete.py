@@ -1,5 +1,6 @@
 """Deleting a downloaded model from the model list (the Delete key): what it frees is asked first, only
-files in vramchat's own models folder go (app/sources/downloaded.py), and the row leaves the list."""
+files in vramchat's own models folder go (app/sources/downloaded.py), and the row leaves the list. Ollama's
+models are never deleted here: their blobs are Ollama's, often shared by several names (`ollama rm NAME`)."""
 
 from __future__ import annotations
 
@@ -39,12 +40,21 @@ def ask_to_delete(picker: ModelList) -> None:
         picker.app.notify("Select the model to delete first.", severity="warning")
         return
     name = picker.model_name(path)
+    file = entry.file
+    if file.ollama_name:
+        picker.app.notify(
+            f"{name} is Ollama's: vramchat reads its files and never deletes them (other names may share "
+            f"them). To remove it: ollama rm {file.ollama_name}",
+            title="Not deleted",
+            severity="warning",
+            timeout=10,
+        )
+        return
     session = picker.services.started_session()
     loaded = session.model if session is not None else None
-    if loaded is not None and os.path.realpath(loaded.path) == os.path.realpath(path):
+    if loaded is not None and os.path.realpath(loaded.path) == os.path.realpath(file.path):
         picker.app.notify(f"{name} is loaded: load another model first.", title="Not deleted", severity="warning")
         return
-    file = entry.file
     try:
         deletion = plan_deletion(file.shards or [path], file.projectors, file.is_demo)
     except NotOurs as exc:

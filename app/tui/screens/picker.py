@@ -176,7 +176,7 @@ class PickerScreen(Screen):
         for key, label, width in layout:
             table.add_column(label, key=key, width=width)
         for entry in self.entries.values():
-            table.add_row(*self._row(entry), key=entry.file.path)
+            table.add_row(*self._row(entry), key=entry.file.entry_id)
         if self.selected in self.entries:
             table.move_cursor(row=table.get_row_index(self.selected))
 
@@ -292,8 +292,8 @@ class PickerScreen(Screen):
                 # with nothing planned yet, the bar stays indeterminate (it pulses) rather than at 0%
                 self.post_message(ScanStatus(DEMO_STATUS.capitalize(), len(todo), total if todo else 0))
             demo = assembly.result()
-            known = {e.file.path for e in entries}
-            added = [e for e in catalog.scan(folders, demo) if e.file.path not in known] if demo else []
+            known = {e.file.entry_id for e in entries}
+            added = [e for e in catalog.scan(folders, demo) if e.file.entry_id not in known] if demo else []
             if added:
                 self.post_message(EntriesAdded(added))
                 stale = [e for e in added if not e.fresh]
@@ -369,8 +369,8 @@ class PickerScreen(Screen):
         table.clear()
         self.entries = {}
         for entry in message.entries:
-            self.entries[entry.file.path] = entry
-            table.add_row(*self._row(entry), key=entry.file.path)
+            self.entries[entry.file.entry_id] = entry
+            table.add_row(*self._row(entry), key=entry.file.entry_id)
         if not message.entries:
             self.query_one("#plan-text", Static).update(
                 f"{DEMO_STATUS.capitalize()}: it is listed here when it is ready."
@@ -382,7 +382,7 @@ class PickerScreen(Screen):
         target = self.preselect if self.preselect in self.entries else None
         if target is None and self.preselect:
             real = os.path.realpath(self.preselect)
-            target = next((p for p in self.entries if os.path.realpath(p) == real), None)
+            target = next((k for k, e in self.entries.items() if os.path.realpath(e.file.path) == real), None)
         target = target or first_readable(message.entries)
         table.move_cursor(row=table.get_row_index(target))
         bench_hook.mark(self, "listed")
@@ -396,9 +396,9 @@ class PickerScreen(Screen):
         table = self.query_one("#models", DataTable)
         was_empty = not self.entries
         for entry in message.entries:
-            if entry.file.path not in self.entries:
-                self.entries[entry.file.path] = entry
-                table.add_row(*self._row(entry), key=entry.file.path)
+            if entry.file.entry_id not in self.entries:
+                self.entries[entry.file.entry_id] = entry
+                table.add_row(*self._row(entry), key=entry.file.entry_id)
         if was_empty and self.entries:
             self.select(next(iter(self.entries)), plan_after_refresh=True)
             table.focus()
@@ -407,12 +407,12 @@ class PickerScreen(Screen):
     def on_entries_planned(self, message: EntriesPlanned) -> None:
         table = self.query_one("#models", DataTable)
         for entry in message.entries:
-            self.entries[entry.file.path] = entry
-            if entry.file.path not in table.rows:
+            self.entries[entry.file.entry_id] = entry
+            if entry.file.entry_id not in table.rows:
                 continue
             cells = self._cells(entry)
             for key, _, _ in self._layout:
-                table.update_cell(entry.file.path, key, cells[key])
+                table.update_cell(entry.file.entry_id, key, cells[key])
         self.query_one("#scan-status", Label).update(message.status)
         self.query_one("#scan-progress", ProgressBar).update(total=message.total, progress=message.done)
         self._queue_checks(message.entries)
@@ -432,8 +432,8 @@ class PickerScreen(Screen):
             return
         for entry in entries:
             summary = replace(entry.summary, checked=False) if again and entry.summary else entry.summary
-            if entry.fresh and needs_check(summary) and entry.file.path not in self._checks_asked:
-                self._checks_asked.add(entry.file.path)
+            if entry.fresh and needs_check(summary) and entry.file.entry_id not in self._checks_asked:
+                self._checks_asked.add(entry.file.entry_id)
                 self._checks_queued.append(entry)
         if self._checks_queued and not self._checking:
             self._checking = True
@@ -466,7 +466,7 @@ class PickerScreen(Screen):
 
     def on_estimate_checked(self, message: EstimateChecked) -> None:
         entry = message.entry
-        path = entry.file.path
+        path = entry.file.entry_id
         if path not in self.entries:
             return  # rescanned since
         self.entries[path] = entry
@@ -563,10 +563,19 @@ class PickerScreen(Screen):
         MODEL --ctx 512`), the first time it is selected; else the planner's own (every field on auto)."""
         from app.tui.services import PlanKnobs
 
-        if path == self.preselect and not self._knobs_used:
+        if self._is_preselected(path) and not self._knobs_used:
             self._knobs_used = True
             return self.services.options.knobs
         return PlanKnobs()
+
+    def _is_preselected(self, key: str) -> bool:
+        """Whether the list's entry `key` is the model the command line named (its file, under any path)."""
+        if self.preselect is None:
+            return False
+        entry = self.entries.get(key)
+        return key == self.preselect or (
+            entry is not None and os.path.realpath(entry.file.path) == os.path.realpath(self.preselect)
+        )
 
     def select(self, path: str, plan_after_refresh: bool = False) -> None:
         self.selected = path
@@ -631,21 +640,22 @@ class PickerScreen(Screen):
         self.query_one("#plan-verdict", Static).update(Text("Planning…", style="dim"))
         vision = entry is not None and bool(entry.file.projectors) and self.query_one("#vision", Select).value == "on"
         projectors = list(entry.file.projectors) if entry is not None and vision else []
-        self._plan(path, choice, self._request, projectors)
+        self._plan(path, choice, self._request, projectors, entry.file.path if entry is not None else path)
 
     @work(thread=True, exclusive=True, group="plan", exit_on_error=False)
-    def _plan(self, path: str, choice: PlanChoice, request: int, projectors: list[str]) -> None:
+    def _plan(self, path: str, choice: PlanChoice, request: int, projectors: list[str], model_file: str) -> None:
+        """Plan the entry `path` (its key in the list) from `model_file`, in a worker."""
         from app.planning import plan_source, projector_among, read_anatomy
 
         report = self.services.devices or self.services.probe_devices()  # planned only once probed: kept
         try:
             model = self.anatomies.get(path)
             if model is None:
-                model = read_anatomy(path)  # a header read before comes from the cache
+                model = read_anatomy(model_file)  # a header read before comes from the cache
                 self.anatomies[path] = model
             checked = self.checked_fits.get(path) if choice.is_default else None
             rule = projector_among(projectors) if projectors else None
-            planned = plan_source(path, report, choice, anatomy=model, projector=rule, known=checked)
+            planned = plan_source(model_file, report, choice, anatomy=model, projector=rule, known=checked)
             result, note, speed = planned.fit, planned.projector_note, planned.speed
         except PlannerError as exc:
             self.post_message(PlanComputed(path, request, None, getattr(exc, "problem", None) or str(exc)))
@@ -670,7 +680,7 @@ class PickerScreen(Screen):
             self._load_when_ready = False
             self.action_load()
             return
-        if self.autoload and message.path == self.preselect:
+        if self.autoload and self._is_preselected(message.path):
             self.autoload = False  # `vramchat MODEL`: load it when the plan fits
             if message.result.plan.fits:
                 self.action_load()
@@ -745,7 +755,7 @@ class PickerScreen(Screen):
             names = ", ".join(terminal_safe(os.path.basename(p)) for p in entry.file.projectors)
             where = "in its Ollama manifest" if entry.file.ollama_name else "beside it"
             verdict.append(
-                f"\nVision projector beside it: {names}. "
+                f"\nVision projector {where}: {names}. "
                 + (note or "Vision is off: it is not loaded, and the model reads words only."),
                 style="italic",
             )
@@ -794,6 +804,8 @@ class PickerScreen(Screen):
         anatomy = self.anatomies.get(path)
         if anatomy is None:
             return
+        entry = self.entries.get(path)
+        model_file = entry.file.path if entry is not None else path  # the list's key may be Ollama's manifest
         from planner.archs import not_for_chat
 
         why_not = not_for_chat(anatomy.architecture)
@@ -808,7 +820,7 @@ class PickerScreen(Screen):
             return
         self.workers.cancel_group(self, "check")  # no dry-run engine beside the model being loaded
         if result.plan.fits:
-            self.post_message(LoadRequested(path, anatomy, result))
+            self.post_message(LoadRequested(model_file, anatomy, result))
             return
         from app.tui.screens.dialogs import ConfirmDialog
 
@@ -816,7 +828,7 @@ class PickerScreen(Screen):
 
         def load_if_confirmed(yes: bool | None) -> None:
             if yes:
-                self.post_message(LoadRequested(path, anatomy, result))
+                self.post_message(LoadRequested(model_file, anatomy, result))
 
         self.app.push_screen(
             ConfirmDialog(
@@ -865,8 +877,8 @@ def first_readable(entries: list[CatalogEntry]) -> str:
     """The first model of the list that is known to read (an unreadable file is chosen only when all are)."""
     for entry in entries:
         if not entry.file.problem and not (entry.summary is not None and entry.summary.error) and _gguf(entry):
-            return entry.file.path
-    return entries[0].file.path
+            return entry.file.entry_id
+    return entries[0].file.entry_id
 
 
 def _gguf(entry: CatalogEntry) -> bool:
