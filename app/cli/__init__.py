@@ -47,10 +47,10 @@ def _use_rpc_servers(given: str | None) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    try:
     from app.terminal_text import guard_streams
 
     guard_streams()  # names, paths, errors and answers come from outside: no byte of theirs commands the terminal
+    try:
         code = _main(argv)
         sys.stdout.flush()  # here, where a closed pipe is caught, not at the interpreter's exit
         return code
