@@ -349,6 +349,7 @@ class ChatScreen(Screen):
         beside = edited.id if edited is not None else None
         msg = store.add_message(self.conversation.id, "user", text, attachments, beside)  # written before it is shown
         self.pictures.clear()
+        self.messages.follow()  # what was sent, and its reply, in view whatever was read or marked before
         await self._remove_hint()
         if edited is not None:  # a branch from the edited message: what followed it is no longer on screen
             await self.redraw()
@@ -371,6 +372,7 @@ class ChatScreen(Screen):
         place = (conv.messages[-1].alternative, conv.messages[-1].alternatives)
         view = MessageView("assistant", "", author=model.name, note="…", msg_id=msg_id, place=place)
         self._reply, self._reply_id = view, msg_id
+        self.messages.follow()
         self.generating = True
         self._cancel.clear()
         await self.messages.mount(view)

@@ -79,6 +79,14 @@ class MessageList(VerticalScroll):
 
     def on_blur(self) -> None:
         self._mark(None)
+        if self.max_scroll_y == 0:  # all of it in view: held at the bottom again, as before a message was marked
+            self.follow()
+
+    def follow(self) -> None:
+        """The end of the conversation in view, and a streaming reply followed (the anchor a marked message
+        released is set again: Textual restores it only from a scroll to the very bottom, which a chat shorter
+        than the list, drawn at its foot, never makes)."""
+        self.scroll_end(animate=False)
 
     def action_move(self, step: int) -> None:
         stops = self.stops()
@@ -109,7 +117,7 @@ class MessageList(VerticalScroll):
 
     def action_leave(self) -> None:
         self._mark(None)
-        self.scroll_end(animate=False)  # back at the bottom, a streaming reply is followed again
+        self.follow()  # back at the bottom, a streaming reply is followed again
         self.post_message(self.Leave())
 
     def _mark(self, widget: Widget | None) -> None:
