@@ -52,7 +52,9 @@ def serve_parser() -> argparse.ArgumentParser:
         metavar="ADDR",
         help=f"address to listen on (default {DEFAULT_HOST}; any other needs a key)",
     )
-    group.add_argument("--port", type=_port, metavar="N", help=f"port (default {DEFAULT_PORT}, or the next free one)")
+    group.add_argument(
+        "--port", type=_port, metavar="N", help=f"port (default {DEFAULT_PORT}, else the next free one; 0: any)"
+    )
     group.add_argument(
         "--api-key",
         metavar="KEY",
@@ -68,8 +70,8 @@ def _port(text: str) -> int:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
-    if not 1 <= value <= 65535:
-        raise argparse.ArgumentTypeError("a port is between 1 and 65535")
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError("a port is between 1 and 65535 (0: one the system picks)")
     return value
 
 
