@@ -22,7 +22,7 @@ from app.sources.http import hub_failure
 from app.sources.model import HUB, ModelSource, SourceFile
 from app.sources.naming import is_gguf, is_projector, quant_of, shard_names
 from app.sources.refs import HF_PREFIX, HubRef
-from app.sources.safe_paths import check_name, check_repo_id
+from app.sources.safe_paths import check_name, check_repo_id, repo_id_problem
 
 API_TIMEOUT = 15.0
 DEFAULT_QUANT = "Q4_K_M"  # what llama.cpp's -hf picks when a repo has several quants and none is named
@@ -307,7 +307,8 @@ def _list_models(params: dict[str, Any]) -> list[RepoSummary]:
         raise SourceError(f"{what}: the hub answered something that is not a list of models")
     out = []
     for item in items[: int(params.get("limit", len(items)))]:
-        if isinstance(item, dict) and item.get("id"):
+        # an id the hub could never have (control characters, "../..") is no repository: left out
+        if isinstance(item, dict) and item.get("id") and not repo_id_problem(str(item["id"])):
             out.append(
                 RepoSummary(
                     repo_id=str(item["id"]),

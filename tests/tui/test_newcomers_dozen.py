@@ -10,11 +10,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from textual.widgets import DataTable
 
 from app.settings import Settings
 from app.tui.screens.chat import ChatScreen
+from app.tui.screens.hub import HubScreen
 from app.tui.widgets.message_view import MessageView
 from tests.support.fake_engine import FakeEngine
+from tests.support.hub_server import LocalHub
 from tests.support.pty_app import PtyApp, until
 from tests.support.tiny import ENDLESS, TinySpec, write_tiny_model
 from tests.support.tui_helpers import make_app, model_loaded, picker_ready, reply_done, screen_text, send, wait_for
@@ -131,3 +134,27 @@ async def test_a_reply_markdown_draws_as_nothing_shows_its_text(shelf: Path) -> 
         await pilot.pause(0.2)
         assert not list(chat.query(MessageView))[-1].has_class("-plain")
         assert _on_screen(app, "A bold answer.")
+
+
+async def test_the_hub_view_shows_no_id_or_file_name_of_a_servers_making_raw(
+    hub: LocalHub, shelf: Path, zoo: dict[str, Path]
+) -> None:
+    hub.add_repo(f"acme/{CLIPBOARD}", {"tiny-F16.gguf": zoo["llama-f16"]}, downloads=5000)  # no id the hub has
+    hub.add_repo("acme/evil-GGUF", {"evil\x1b[31m-F16.gguf": zoo["llama-f16"]}, downloads=4000)
+    app = make_app(shelf)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await wait_for(pilot, picker_ready(app))
+        await pilot.press("f7")
+        await wait_for(pilot, lambda: isinstance(app.screen, HubScreen))
+        screen = app.screen
+        assert isinstance(screen, HubScreen)
+        await wait_for(pilot, lambda: bool(screen.repos) and len(screen.fits) == len(screen.repos))
+        assert [r.repo_id for r in screen.repos][:1] == ["acme/evil-GGUF"]  # the impossible id left out
+        table = screen.query_one("#hub-repos", DataTable)
+        table.focus()
+        table.move_cursor(row=table.get_row_index("acme/evil-GGUF"))
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: "refused the file name" in "\n".join(screen_text(app)), timeout=30)
+        drawn = "\n".join(screen_text(app)) + "\n".join(str(n.message) for n in app._notifications)
+        assert "\x1b" not in drawn and "\x07" not in drawn
+        assert "\\x1b[31m" in drawn  # the file's name, or the refusal that names it, drawn visibly
