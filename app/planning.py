@@ -59,8 +59,15 @@ class PlanChoice:
     cpu_extra_buffers: bool | None = None  # None: this CPU's default (planner.weights)
     # --min-speed: the decode speed (tok/s at the start of a chat) the solver should reach (app.speed)
     min_speed: float | None = None
-    margins: dict[str, int] = field(default_factory=dict, hash=False, compare=False)
+    margin: int | None = None  # memory kept free on every GPU (--margin); None: the planner's default
+    margins: dict[str, int] = field(default_factory=dict, hash=False, compare=False)  # per GPU, over `margin`
     projector: Projector | None = field(default=None, hash=False, compare=False)
+
+    def margins_for(self, gpus: list[Device]) -> dict[str, int]:
+        """The memory kept free on each of `gpus`: the one given per GPU, else `margin` on every one."""
+        if self.margin is None:
+            return dict(self.margins)
+        return {g.name: self.margins.get(g.name, self.margin) for g in gpus}
 
     @property
     def is_default(self) -> bool:
@@ -71,6 +78,9 @@ class PlanChoice:
         """Whether a knob that places the model was set: the configuration is priced as given."""
         placement = (self.n_gpu_layers, self.type_v, self.n_batch, self.n_ubatch, self.swa_full, self.n_seq_max)
         return any(v is not None for v in placement) or bool(self.n_cpu_moe)
+
+
+ALL_LAYERS_WORD = "all"  # the GPU layers field's word for every layer (--ngl -1)
 
 
 def parse_choice(ctx: str, kv: str, ngl: str, fa: str) -> PlanChoice:
@@ -88,28 +98,65 @@ def parse_choice(ctx: str, kv: str, ngl: str, fa: str) -> PlanChoice:
     n_ctx = number(ctx, "context")
     if n_ctx is not None and not 256 <= n_ctx <= MAX_CONTEXT:
         raise ConfigError(f"context must be between 256 and {MAX_CONTEXT:,} tokens")
-    n_gpu_layers = number(ngl, "GPU layers")
-    if n_gpu_layers is not None and n_gpu_layers < 0:
-        raise ConfigError("GPU layers cannot be negative")
-    if kv not in KV_CHOICES:
+    every = ngl.strip().lower() in (ALL_LAYERS_WORD, "-1")
+    n_gpu_layers = -1 if every else number(ngl, "GPU layers")
+    if n_gpu_layers is not None and n_gpu_layers < -1:
+        raise ConfigError("GPU layers cannot be negative (all: every layer)")
+    from planner.ggml_types import KV_CACHE_TYPES
+
+    if kv != "auto" and kv not in KV_CACHE_TYPES:
         raise ConfigError(f"unknown KV cache type {kv!r}")
     if fa not in FA_CHOICES:
         raise ConfigError(f"flash attention is auto, on or off, not {fa!r}")
     return PlanChoice(n_ctx, kv, n_gpu_layers, fa)
 
 
+def choice_fields(choice: PlanChoice) -> tuple[str, str, str, str]:
+    """The picker's four fields (context, K type, GPU layers, flash attention) showing `choice`, as
+    `parse_choice` reads them back."""
+    ngl = choice.n_gpu_layers
+    return (
+        "" if choice.n_ctx is None else str(choice.n_ctx),
+        choice.kv,
+        "" if ngl is None else (ALL_LAYERS_WORD if ngl < 0 else str(ngl)),
+        choice.flash_attn,
+    )
+
+
+def with_fields(carried: PlanChoice, fields: PlanChoice) -> PlanChoice:
+    """`carried` (the command line's whole choice) with the four knobs the picker's fields hold, as set now."""
+    return dataclasses.replace(
+        carried,
+        n_ctx=fields.n_ctx,
+        kv=fields.kv,
+        n_gpu_layers=fields.n_gpu_layers,
+        flash_attn=fields.flash_attn,
+    )
+
+
+def check_choice(model: ModelAnatomy, choice: PlanChoice) -> None:
+    """ConfigError for knobs llama.cpp refuses together (a quantized V cache without flash attention, say),
+    known from the model alone, before any device is asked."""
+    from planner.config import resolve
+
+    if choice.fixed:
+        resolve(model, _fixed(model, [], choice, choice.n_ctx or 4096))
+
+
 def plan_model(model: ModelAnatomy, gpus: list[Device], host: Host, choice: PlanChoice) -> FitResult:
     """Solve for the knobs left blank, or price a fixed configuration; ConfigError for what llama.cpp
     refuses (quantized V without flash attention, say)."""
+    from app.devices.op_table import with_op_support
     from planner.fit import Wishes, evaluate, solve
 
+    gpus = with_op_support(model, gpus)  # which of the model's ops each device runs, as it answers
     if not choice.fixed:
         kv_types = (choice.kv,) if choice.kv != "auto" else Wishes().kv_types
         wishes = Wishes(
             n_ctx=choice.n_ctx,
             kv_types=kv_types,
             flash_attn=choice.flash_attn,
-            margins=choice.margins,
+            margins=choice.margins_for(gpus),
             projector=choice.projector,
             cpu_extra_buffers=choice.cpu_extra_buffers,
             min_speed=choice.min_speed,
@@ -117,7 +164,8 @@ def plan_model(model: ModelAnatomy, gpus: list[Device], host: Host, choice: Plan
         )
         return solve(model, gpus, host, wishes)
     n_ctx = choice.n_ctx if choice.n_ctx is not None else _longest_fixed_context(model, gpus, host, choice)
-    return evaluate(model, _fixed(model, gpus, choice, n_ctx), gpus, host, choice.margins, choice.projector)
+    margins = choice.margins_for(gpus)
+    return evaluate(model, _fixed(model, gpus, choice, n_ctx), gpus, host, margins, choice.projector)
 
 
 def _decode_speed(gpus: list[Device]) -> Callable[[MemoryPlan], float | None]:
@@ -157,7 +205,7 @@ def _longest_fixed_context(model: ModelAnatomy, gpus: list[Device], host: Host, 
 
     def fits(n_ctx: int) -> bool:
         config = _fixed(model, gpus, choice, n_ctx)
-        return plan_memory(model, config, gpus, host, choice.margins, projector=choice.projector).fits
+        return plan_memory(model, config, gpus, host, choice.margins_for(gpus), projector=choice.projector).fits
 
     want = round_up(desired_context(model, Wishes()), CTX_PAD)
     if fits(want):

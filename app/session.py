@@ -30,6 +30,7 @@ from app.devices.learned_overhead import (
     buffers_now,
     learn_after_load,
 )
+from app.devices.op_table import with_op_support
 from app.elastic_context import ElasticContext
 from app.engine.crash import EngineCrashed, EngineExit
 from app.engine.dry_run import DryRun
@@ -323,7 +324,8 @@ class ModelSession:
         try:
             rules = self.model.now  # the rules' own figures, unless the dry run replaced some of them
             if confirmed is not None and not confirmed.verification.verified:
-                rules = plan_memory(anatomy, rules.config, devices.gpus, devices.host, projector=fit.plan.projector)
+                gpus = with_op_support(anatomy, devices.gpus)
+                rules = plan_memory(anatomy, rules.config, gpus, devices.host, projector=fit.plan.projector)
             remember_load(rules, measured_of(report.measurements.tables(), [g.name for g in devices.gpus]))
         except PlannerError:  # the rules cannot price what loaded (an estimate's architecture): nothing to learn
             pass
@@ -461,7 +463,7 @@ class ModelSession:
         lost = [str(e) for e in drop_unanswering()]
         self.unload()
         devices = reprobe()
-        fit = solve(model.anatomy, devices.gpus, devices.host, wishes_for(model.plan))
+        fit = solve(model.anatomy, with_op_support(model.anatomy, devices.gpus), devices.host, wishes_for(model.plan))
         if not fit.plan.fits:
             where = ", ".join(lost) or "the RPC server"
             raise LoadFailed(f"Without {where} the model no longer fits: {fit.reasons[0]}")
@@ -565,7 +567,8 @@ def with_extra_buffers(anatomy: ModelAnatomy, fit: FitResult, devices: DeviceRep
     from planner.fit import evaluate
 
     config = fit.plan.config.with_(cpu_extra_buffers=value)
-    return evaluate(anatomy, config, devices.gpus, devices.host, projector=fit.plan.projector)
+    gpus = with_op_support(anatomy, devices.gpus)
+    return evaluate(anatomy, config, gpus, devices.host, projector=fit.plan.projector)
 
 
 # what the engine's message begins with when libmtmd refused the projector, and what the user can do

@@ -9,7 +9,7 @@ of them needed.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from planner.archs import build_model_graph
 from planner.backends import CPU, BackendRules, device_rules, host_alignment
@@ -20,6 +20,7 @@ from planner.graphs.context import GraphContext, GraphShape, WeightSet
 from planner.hardware import Device
 from planner.kv import KVLayout
 from planner.model import ModelAnatomy
+from planner.op_support import graph_extents
 from planner.scheduler import SchedBackend, Scheduler
 from planner.units import HOST_BUFFER
 from planner.weights import HOST_INDEX, LayerPlacement, WeightBuffers
@@ -40,6 +41,8 @@ class ComputeBuffers:
     sizes: dict[str, int]  # backend name (CUDA0, ..., CPU) -> bytes
     n_nodes: int
     n_splits: int
+    # (op, device) -> nodes of the prompt graph on the CPU because that device refused them (Scheduler.refused)
+    refused: dict[tuple[str, str], int] = field(default_factory=dict)
 
 
 def _gpu_buffer_type(name: str, rules: BackendRules, n_tokens_hint: int) -> BufferType:
@@ -137,8 +140,10 @@ def compute_buffers(
     gpus: list[Device] | None = None,
     weights: WeightBuffers | None = None,
     op_offload: bool = True,
+    run_anyway: frozenset[str] = frozenset(),
 ) -> ComputeBuffers:
-    """Compute buffer per backend for this configuration and device mix."""
+    """Compute buffer per backend for this configuration and device mix. `run_anyway`: ops the GPUs are taken
+    to run whatever they answered (what an op on the CPU costs is the difference)."""
     gpus = gpus or []
     placement = placement or LayerPlacement(tuple([HOST_INDEX] * model.n_layer), HOST_INDEX)
     tensor_device = weights.tensor_device if weights else {}
@@ -156,7 +161,14 @@ def compute_buffers(
     # an RPC device has no offload_op: ops whose weights stay in host memory are never pulled to it
     backends = [
         SchedBackend(
-            d.name, False, i, kind=d.backend, supports_offload=d.backend != "rpc", max_tensor=d.max_tensor_bytes
+            d.name,
+            False,
+            i,
+            kind=d.backend,
+            supports_offload=d.backend != "rpc",
+            max_tensor=d.max_tensor_bytes,
+            ops=d.op_support,
+            run_anyway=run_anyway,
         )
         for i, d in enumerate(gpus)
     ] + [SchedBackend(HOST_BUFFER, True, HOST_INDEX)]
@@ -178,19 +190,10 @@ def compute_buffers(
     backend_index = {b.name: i for i, b in enumerate(backends)}
     full_offload = r.n_gpu_layers > model.n_layer
 
-    n_tokens = r.reserve_tokens
-    n_seqs = r.n_seq_max
-    pp_tokens = -(-n_tokens // n_seqs) * n_seqs
-    n_outputs_pp = min(n_tokens, r.n_batch)
     scheduled = []
     n_nodes = n_splits = 0
-    # llama_context reserves the prompt graph, the one-token graph, then the prompt graph again, for the
-    # architectures whose inp_diag_decay grows with n_seq_tokens^2 with a single sequence
-    # ([TAG_RESERVE_DIAG_DECAY]); the buffers keep the largest of each
-    reserves = [(pp_tokens, n_seqs, n_outputs_pp), (n_seqs, n_seqs, n_seqs)]
-    if model.architecture in _RESERVE_ONE_SEQUENCE and n_seqs > 1:
-        reserves.append((n_tokens, 1, n_outputs_pp))
-    for i, (tokens, seqs, outputs) in enumerate(reserves):
+    refused: dict[tuple[str, str], int] = {}
+    for i, (tokens, seqs, outputs) in enumerate(reserve_shapes(model, r)):
         ctx = build_graph(model, r, kv, tokens, seqs, outputs, locate_weight, locate_layer)
         pin_active = tokens < 32 or full_offload
 
@@ -199,9 +202,9 @@ def compute_buffers(
                 return None
             return backend_index[_backend_name(gpus, placement.layers[t.pin_layer])]
 
-        sg = scheduler.split(ctx.g.nodes, ctx.g.leafs, pinned)
+        sg = scheduler.split(ctx.g.nodes, ctx.g.leafs, pinned, graph_extents(tokens, outputs, kv.cells, kv.cells_swa))
         if i == 0:
-            n_nodes, n_splits = len(ctx.g.nodes), sg.n_splits
+            n_nodes, n_splits, refused = len(ctx.g.nodes), sg.n_splits, sg.refused
         node_buffers, leaf_buffers = sg.node_backend, sg.leaf_backend
         scheduled.append((sg.nodes, sg.leafs, node_buffers, leaf_buffers))
 
@@ -210,7 +213,21 @@ def compute_buffers(
         result = reserve([(nodes, leafs)], buffer_types, _by_index(node_buffers), _by_index(leaf_buffers))
         for name, size in result.items():
             sizes[name] = max(sizes[name], size)
-    return ComputeBuffers(sizes, n_nodes, n_splits)
+    return ComputeBuffers(sizes, n_nodes, n_splits, refused)
+
+
+def reserve_shapes(model: ModelAnatomy, r: Resolved) -> list[tuple[int, int, int]]:
+    """The graphs llama_context::sched_reserve reserves, as (tokens, sequences, outputs): the prompt micro-batch,
+    the one-token graph, then the prompt graph again with one sequence for the architectures whose inp_diag_decay
+    grows with n_seq_tokens^2 ([TAG_RESERVE_DIAG_DECAY]); the buffers keep the largest of each."""
+    n_tokens = r.reserve_tokens
+    n_seqs = r.n_seq_max
+    pp_tokens = -(-n_tokens // n_seqs) * n_seqs
+    n_outputs_pp = min(n_tokens, r.n_batch)
+    reserves = [(pp_tokens, n_seqs, n_outputs_pp), (n_seqs, n_seqs, n_seqs)]
+    if model.architecture in _RESERVE_ONE_SEQUENCE and n_seqs > 1:
+        reserves.append((n_tokens, 1, n_outputs_pp))
+    return reserves
 
 
 def estimate_compute(model: ModelAnatomy, r: Resolved) -> int:

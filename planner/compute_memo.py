@@ -62,18 +62,29 @@ def size_key(
     gpus: list[Device],
     weights: WeightBuffers,
     op_offload: bool,
+    run_anyway: frozenset[str] = frozenset(),
 ) -> str:
     parts = (
         model_digest(model),
         repr(r),
         repr(placement),
         tuple(
-            (d.name, d.backend, d.buffer_alignment, d.host_buffer, d.host_alignment, d.max_tensor_bytes) for d in gpus
+            (
+                d.name,
+                d.backend,
+                d.buffer_alignment,
+                d.host_buffer,
+                d.host_alignment,
+                d.max_tensor_bytes,
+                d.op_support.digest if d.op_support is not None else "",
+            )
+            for d in gpus
         ),
         sorted(weights.tensor_device.items()),
         weights.output_copy,
         sorted(weights.repacked),
         op_offload,
+        sorted(run_anyway),
     )
     import hashlib
 

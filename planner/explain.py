@@ -64,6 +64,28 @@ def beyond_training(plan: MemoryPlan) -> str | None:
     )
 
 
+def ops_on_cpu(plan: MemoryPlan) -> str | None:
+    """Which of the model's ops run on the CPU because a device refused them, and what that costs: the graph's
+    splits (each a hand-over between devices, with its copies) and the compute buffers, against the device
+    running them."""
+    found = plan.ops_on_cpu
+    if found is None:
+        return None
+    names = ", ".join(f"{op} ({n} node{'s' if n != 1 else ''})" for op, _, n in found.ops)
+    devices = sorted({device for _, device, _ in found.ops})
+    cost = [f"host compute {_signed(found.host_compute)}"]
+    cost += [f"{device} compute {_signed(delta)}" for device, delta in found.device_compute]
+    return (
+        f"On the CPU: {names}, which {' and '.join(devices)} does not run at these shapes; the graph splits "
+        f"{found.splits} ways instead of {found.splits_on_device} (each split a hand-over between devices), "
+        f"{', '.join(cost)} against the device running them"
+    )
+
+
+def _signed(n: int) -> str:
+    return f"+{format_size(n)}" if n >= 0 else f"-{format_size(-n)}"
+
+
 def over_budget(plan: MemoryPlan) -> list[str]:
     out: list[str] = []
     for d in [*plan.gpus, plan.host]:

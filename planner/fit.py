@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 from planner.config import CTX_PAD, LoadConfig
 from planner.errors import ConfigError
-from planner.explain import beyond_training, no_fit_reasons, over_budget, summary
+from planner.explain import beyond_training, no_fit_reasons, ops_on_cpu, over_budget, summary
 from planner.free_lines import FreeLine
 from planner.hardware import Device, Host
 from planner.memory import MemoryPlan, plan_memory
@@ -575,6 +575,9 @@ def evaluate(
     overflow = beyond_training(plan)
     if overflow:
         reasons.append(overflow)
+    on_cpu = ops_on_cpu(plan)
+    if on_cpu:
+        reasons.append(on_cpu)
     if not plan.fits:
         reasons += over_budget(plan)
     return FitResult(plan, reasons, [], config.n_ctx, solved=False)
@@ -616,6 +619,9 @@ def _reasons(plan: MemoryPlan, want: int, wishes: Wishes, pricer: _Pricer, kv_ty
             f"{m.n_layer + 1 - plan.layers_on_gpu} layers run on the CPU to keep the whole "
             f"{r.n_ctx:,}-token context: expect slower generation"
         )
+    on_cpu = ops_on_cpu(plan)
+    if on_cpu:
+        reasons.append(on_cpu)
     return reasons
 
 

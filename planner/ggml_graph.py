@@ -74,6 +74,9 @@ class Tensor:
     pin_layer: int | None = None
     # a feed-forward activation's function (gelu, silu, ...), where the builder knows it: speed prices it
     act: str = ""
+    # ggml's source slot of each entry of `src` where an absent source left a gap (a FLASH_ATTN_EXT with sinks
+    # and no mask: src[4] in ggml); None: src[i] is ggml's src[i]. A device's supports_op reads slots
+    src_slots: tuple[int, ...] | None = None
     # scratch state of the allocator and scheduler replays (reset by each run)
     a_children: int = 0
     a_views: int = 0
@@ -99,6 +102,12 @@ class Tensor:
         for n, b in zip(self.ne[1:], self.nb[1:]):
             size += (n - 1) * b
         return size
+
+    def source(self, slot: int) -> Tensor | None:
+        """ggml's src[slot]: None where the op has no source there."""
+        if self.src_slots is None:
+            return self.src[slot] if slot < len(self.src) else None
+        return next((t for i, t in zip(self.src_slots, self.src) if i == slot), None)
 
     def is_contiguous(self) -> bool:
         return self.nb == _contiguous_strides(self.type, self.ne)
@@ -168,6 +177,9 @@ class Graph:
         result = self.new_tensor(type_, ne, name)
         result.op = op
         result.src = [s for s in srcs if s is not None]
+        slots = [i for i, s in enumerate(srcs) if s is not None]
+        if slots and slots[-1] != len(slots) - 1:  # a gap before the last source
+            result.src_slots = tuple(slots)
         return result
 
     def dup(self, a: Tensor, op: str, srcs: list[Tensor | None]) -> Tensor:
@@ -320,10 +332,7 @@ class Graph:
     def flash_attn_ext(
         self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, sinks: Tensor | None = None
     ) -> Tensor:
-        result = self._op("FLASH_ATTN_EXT", F32, (v.ne[0], q.ne[2], q.ne[1], q.ne[3]), [q, k, v, mask])
-        if sinks is not None:
-            result.src.append(sinks)
-        return result
+        return self._op("FLASH_ATTN_EXT", F32, (v.ne[0], q.ne[2], q.ne[1], q.ne[3]), [q, k, v, mask, sinks])
 
     def argsort_top_k(self, a: Tensor, k: int) -> Tensor:
         """ggml_argsort_top_k: a full ARGSORT, then a view of its first k columns."""

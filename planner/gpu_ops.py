@@ -27,7 +27,7 @@ CUDA_LIKE = frozenset({"cuda", "rocm"})
 def _flash_attn_supported(node: Tensor) -> bool:
     """ggml_cuda_get_best_fattn_kernel != NONE (ggml-cuda/fattn.cu), for a mask without ALiBi."""
     q, k, v = node.src[0], node.src[1], node.src[2]
-    mask = node.src[3] if len(node.src) > 3 else None
+    mask = node.source(3)
     if k.ne[2] == 0 or q.ne[2] % k.ne[2]:
         return False
     gqa_ratio = q.ne[2] // k.ne[2]
@@ -90,8 +90,7 @@ _VK_FA_KV_TYPES = frozenset({"f32", "f16", "bf16", "q8_0", "q5_1", "q5_0", "q4_1
 
 def _vk_flash_attn_supported(node: Tensor) -> bool:
     q, k, v = node.src[0], node.src[1], node.src[2]
-    mask = node.src[3] if len(node.src) > 3 else None
-    sinks = node.src[4] if len(node.src) > 4 else None
+    mask, sinks = node.source(3), node.source(4)
     if k.ne[0] % 8 or v.ne[0] % 8 or q.type.name != "f32" or node.type.name != "f32":
         return False
     if (sinks is not None and sinks.type.name != "f32") or (mask is not None and mask.type.name != "f16"):

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from planner.units import format_size as format_size  # re-exported: its home is units
+
+if TYPE_CHECKING:
+    from planner.op_support import OpTable
 
 GiB = 1024**3
 MiB = 1024**2
@@ -55,6 +59,9 @@ class Device:
     host_buffer: str | None = None  # the pinned host buffer type's name; None: the backend's usual one
     host_alignment: int | None = None
     max_tensor_bytes: int | None = None  # an op touching a larger tensor runs on the CPU; None: no limit
+    # which of the model's ops the device runs, as it answered (planner.op_support, asked by app.devices.op_table);
+    # None: the backend's rules decide (planner.gpu_ops)
+    op_support: OpTable | None = field(default=None, compare=False, repr=False)
 
     @property
     def is_gpu(self) -> bool:

@@ -15,6 +15,7 @@ from planner.gpu_overhead import Overhead, Workload, gpu_overhead, on_pages
 from planner.hardware import Device, Host, MiB
 from planner.kv import KVLayout, kv_layout
 from planner.model import ModelAnatomy
+from planner.op_support import OpsOnCpu
 from planner.projector import Projector
 from planner.recurrent import rs_layout
 from planner.units import HOST_BUFFER
@@ -114,6 +115,8 @@ class MemoryPlan:
     projector: Projector | None = None
     # the host CPU's features the plan was made for: which host weights llama.cpp repacks (planner.weights)
     cpu_features: frozenset[str] = frozenset()
+    # the model's ops that run on the CPU because a device refused them, and their cost; None: there are none
+    ops_on_cpu: OpsOnCpu | None = None
 
     @property
     def fits(self) -> bool:
@@ -199,15 +202,56 @@ def _compute_sizes(
     gpus: list[Device],
     wb: WeightBuffers,
     op_offload: bool,
+    run_anyway: frozenset[str] = frozenset(),
 ) -> dict[str, int]:
+    """The compute buffer per backend; beside them, under keys that start with "#", the prompt graph's splits
+    ("#splits") and the nodes the devices refused ("#refused OP DEVICE"), which the memo keeps with them."""
+
     def price() -> dict[str, int]:
         from planner.compute import compute_buffers  # the graph builders: only when a size is not known
 
-        return compute_buffers(model, r, kv, placement, gpus, wb, op_offload=op_offload).sizes
+        result = compute_buffers(model, r, kv, placement, gpus, wb, op_offload=op_offload, run_anyway=run_anyway)
+        out = dict(result.sizes)
+        out["#splits"] = result.n_splits
+        for (op, device), n in result.refused.items():
+            out[f"#refused {op} {device}"] = n
+        return out
 
     if not compute_memo.active():
         return price()
-    return compute_memo.remembered(compute_memo.size_key(model, r, placement, gpus, wb, op_offload), price)
+    key = compute_memo.size_key(model, r, placement, gpus, wb, op_offload, run_anyway)
+    return compute_memo.remembered(key, price)
+
+
+def _ops_on_cpu(
+    model: ModelAnatomy,
+    r: Resolved,
+    kv: KVLayout,
+    placement: LayerPlacement,
+    gpus: list[Device],
+    wb: WeightBuffers,
+    op_offload: bool,
+    priced: dict[str, int],
+) -> OpsOnCpu | None:
+    """The ops the devices refused (from the priced sizes' "#refused" entries), with their cost: the plan priced
+    again with the devices running them."""
+    refused = []
+    for key, n in priced.items():
+        if key.startswith("#refused "):
+            _, op, device = key.split(" ", 2)
+            refused.append((op, device, n))
+    if not refused:
+        return None
+    ops = frozenset(op for op, _, _ in refused)
+    anyway = _compute_sizes(model, r, kv, placement, gpus, wb, op_offload, ops)
+    devices = sorted({device for _, device, _ in refused})
+    return OpsOnCpu(
+        tuple(sorted(refused)),
+        priced.get("#splits", 0),
+        anyway.get("#splits", 0),
+        priced.get(HOST_BUFFER, 0) - anyway.get(HOST_BUFFER, 0),
+        tuple((d, priced.get(d, 0) - anyway.get(d, 0)) for d in devices),
+    )
 
 
 def gpu_workload(
@@ -302,11 +346,14 @@ def _plan_memory(
     wb = weight_buffers(model, r, placement, gpus_used, host.cpu_features)
     compute_sizes: dict[str, int] = {}
     estimated_compute = False
+    ops_on_cpu: OpsOnCpu | None = None
     if with_compute:
         try:
             if model.no_cache:
                 raise PlannerError("no graph builder for an architecture without a KV cache")
-            compute_sizes = _compute_sizes(model, r, kv, placement, gpus_used, wb, config.op_offload)
+            priced = _compute_sizes(model, r, kv, placement, gpus_used, wb, config.op_offload)
+            compute_sizes = {name: size for name, size in priced.items() if not name.startswith("#")}
+            ops_on_cpu = _ops_on_cpu(model, r, kv, placement, gpus_used, wb, config.op_offload, priced)
         except PlannerError:
             if model.exact:
                 raise
@@ -430,5 +477,16 @@ def _plan_memory(
             "micro-batch): this architecture's graph is not modelled yet"
         )
     return MemoryPlan(
-        model, config, r, placement, kv, gpu_usage, host_usage, buffers, estimates, projector, host.cpu_features
+        model,
+        config,
+        r,
+        placement,
+        kv,
+        gpu_usage,
+        host_usage,
+        buffers,
+        estimates,
+        projector,
+        host.cpu_features,
+        ops_on_cpu,
     )

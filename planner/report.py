@@ -93,6 +93,20 @@ def _host_json(d: DeviceUsage) -> dict[str, Any]:
     }
 
 
+def _ops_on_cpu_json(plan: MemoryPlan) -> dict[str, Any] | None:
+    """The model's ops on the CPU because a device refused them, and their cost (planner.op_support.OpsOnCpu)."""
+    found = plan.ops_on_cpu
+    if found is None:
+        return None
+    return {
+        "ops": [{"op": op, "refused_by": device, "nodes": n} for op, device, n in found.ops],
+        "splits": found.splits,
+        "splits_if_on_device": found.splits_on_device,
+        "host_compute_bytes": found.host_compute,
+        "device_compute_bytes": dict(found.device_compute),
+    }
+
+
 def plan_to_json(result: FitResult) -> dict[str, Any]:
     plan = result.plan
     m = plan.model
@@ -124,6 +138,7 @@ def plan_to_json(result: FitResult) -> dict[str, Any]:
         ],
         "reasons": list(result.reasons),
         "estimates": list(plan.estimates),
+        "ops_on_cpu": _ops_on_cpu_json(plan),
         "alternatives": [
             {
                 "config": _config_json(a.plan),
@@ -230,6 +245,13 @@ def plan_to_table(result: FitResult) -> str:
         lines.append(f"  (host weights include {format_size(plan.host.weights_mapped)} memory-mapped from the file)")
     if plan.projector is not None:
         lines.append(f"  (of which the vision projector {projector_share(plan)})")
+    if plan.ops_on_cpu is not None:
+        found = plan.ops_on_cpu
+        names = ", ".join(f"{op} x{n}" for op, _, n in found.ops)
+        lines.append(
+            f"  (ops on the CPU, refused by {', '.join(sorted({d for _, d, _ in found.ops}))}: {names}; "
+            f"{found.splits} graph splits instead of {found.splits_on_device})"
+        )
     lines += ["", "Why"]
     lines += [f"  - {reason}" for reason in result.reasons]
     if result.alternatives:

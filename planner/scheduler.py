@@ -15,7 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from planner.ggml_graph import FLAG_INPUT, FLAG_OUTPUT, Tensor
-from planner.gpu_ops import supports_op
+from planner.gpu_ops import supports_op, within_tensor_limit
+from planner.op_support import OpTable
 from planner.vk_graph_order import enabled as vulkan_reorders
 from planner.vk_graph_order import vulkan_order
 
@@ -36,10 +37,26 @@ class SchedBackend:
     supports_offload: bool = True
     kind: str = ""  # cuda, rocm, metal, vulkan; "" for the CPU
     max_tensor: int | None = None  # the device's largest tensor (Device.max_tensor_bytes)
+    # what the device answered for the model's ops (planner.op_support); None: the backend's rules decide
+    ops: OpTable | None = field(default=None, compare=False)
+    # ops taken to run here whatever the device answered (the counterfactual that prices an op on the CPU)
+    run_anyway: frozenset[str] = frozenset()
 
-    def supports(self, node: Tensor) -> bool:
-        """ggml_backend_supports_op: the CPU runs everything; GPUs per planner.gpu_ops."""
-        return self.is_cpu or supports_op(self.kind, node, self.max_tensor)
+    def supports(self, node: Tensor, extents: frozenset[int] = frozenset()) -> bool:
+        """ggml_backend_supports_op: the CPU runs everything; a GPU refuses an op over its largest tensor, else
+        answers as the device answered for the op (or its family, in a graph of these extents), else as
+        planner.gpu_ops says."""
+        if self.is_cpu:
+            return True
+        if not within_tensor_limit(node, self.max_tensor):
+            return False
+        if node.op in self.run_anyway:
+            return True
+        if self.ops is not None:
+            answer = self.ops.answer(node, extents)
+            if answer is not None:
+                return answer
+        return supports_op(self.kind, node)
 
 
 def op_batch_size(node: Tensor) -> int:
@@ -63,6 +80,8 @@ class ScheduledGraph:
     leaf_backend: list[str]
     n_splits: int
     copies: list[Tensor] = field(default_factory=list)
+    # (op, device) -> nodes on the CPU because that GPU refused them where it would have run them
+    refused: dict[tuple[str, str], int] = field(default_factory=dict)
 
 
 def _get(t: Tensor) -> int:
@@ -80,6 +99,24 @@ class Scheduler:
         self.op_offload = op_offload
         # pipeline parallelism (several GPUs, full offload): inputs are kept in n_copies copies
         self.n_copies = n_copies
+        # per split: each (backend, node)'s answer, and the nodes a GPU refused where it would have run them
+        self._answers: dict[tuple[int, int], bool] = {}
+        self._refused: dict[int, tuple[Tensor, int]] = {}
+        self._extents: frozenset[int] = frozenset()
+
+    def _supports(self, b: int, node: Tensor) -> bool:
+        key = (b, id(node))
+        answer = self._answers.get(key)
+        if answer is None:
+            answer = self._answers[key] = self.backends[b].supports(node, self._extents)
+        return answer
+
+    def _supports_or_refuses(self, b: int, node: Tensor) -> bool:
+        """Whether GPU b runs a node it would take; a refusal is remembered (the plan names such ops)."""
+        ok = self._supports(b, node)
+        if not ok and b != self.cpu:
+            self._refused.setdefault(id(node), (node, b))
+        return ok
 
     # -- helpers -----------------------------------------------------------------------------
 
@@ -129,18 +166,30 @@ class Scheduler:
                             backend = self.backends[b]
                             if (
                                 backend.supports_offload
-                                and backend.supports(t)
+                                and self._supports(b, t)
                                 and op_batch_size(t) >= backend.offload_min_batch
                             ):
                                 return b
+                    # ggml_backend_sched_backend_from_buffer: the weight's backend only where it runs the op
+                    # (a GPU reads no other buffer: the node is left to the later passes)
+                    if src_backend != self.cpu and not self._supports_or_refuses(src_backend, t):
+                        return -1
                     return src_backend
         return -1
 
     # -- the passes --------------------------------------------------------------------------
 
-    def split(self, nodes: list[Tensor], leafs: list[Tensor], pinned: Callable[[Tensor], int | None]) -> ScheduledGraph:
+    def split(
+        self,
+        nodes: list[Tensor],
+        leafs: list[Tensor],
+        pinned: Callable[[Tensor], int | None],
+        extents: frozenset[int] = frozenset(),
+    ) -> ScheduledGraph:
         """ggml_backend_sched_split_graph: assign every node a backend, then cut the graph into splits
-        and copy each split's inputs into its backend. The passes are llama.cpp's, in its order."""
+        and copy each split's inputs into its backend. The passes are llama.cpp's, in its order. `extents`:
+        the graph's tokens, outputs and cache cells (planner.op_support.graph_extents)."""
+        self._answers, self._refused, self._extents = {}, {}, extents
         self._reset(nodes, leafs)
         self._pin(nodes, pinned)
         self._pass1_where_the_weights_are(nodes, leafs)
@@ -154,7 +203,12 @@ class Scheduler:
         out_leafs = self._leafs_with_copies(leafs, all_copies)
         cpu = self.cpu
         leaf_backend = [self.backends[t.s_backend if t.s_backend != -1 else cpu].name for t in out_leafs]
-        return ScheduledGraph(final_nodes, out_leafs, out_backend, leaf_backend, n_splits, all_copies)
+        refused: dict[tuple[str, str], int] = {}
+        for node, b in self._refused.values():
+            if node.s_backend == cpu:
+                key = (node.op, self.backends[b].name)
+                refused[key] = refused.get(key, 0) + 1
+        return ScheduledGraph(final_nodes, out_leafs, out_backend, leaf_backend, n_splits, all_copies, refused)
 
     @staticmethod
     def _reset(nodes: list[Tensor], leafs: list[Tensor]) -> None:
@@ -195,7 +249,7 @@ class Scheduler:
                 b = _get(node)
                 if b != -1:
                     cur = -1 if (skip_cpu and b == cpu) else b
-                elif cur != -1 and self.backends[cur].supports(node):
+                elif cur != -1 and self._supports_or_refuses(cur, node):
                     node.s_backend = cur
 
         expand(compute_nodes, True)
@@ -210,7 +264,7 @@ class Scheduler:
                 continue
             best, best_n = -1, -1
             for b in range(len(self.backends)):
-                if not self.backends[b].supports(node):
+                if not self._supports(b, node):
                     continue
                 n = sum(
                     1

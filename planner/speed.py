@@ -691,6 +691,16 @@ def token_cost(plan: MemoryPlan) -> TokenCost:
         if d is not order[-1]:
             order.append(d)
     splits = [b.backend if b.backend != "cpu" else a.backend for a, b in itertools.pairwise(order)]
+    on_cpu = plan.ops_on_cpu
+    if on_cpu is not None and on_cpu.splits > on_cpu.splits_on_device:
+        # ops a device refused run on the CPU: each one more hand-over there and back (their own time there
+        # is not priced: the CPU's rate for an op it runs alone is not probed)
+        refusing = next((d.backend for d in plan.gpus if d.name == on_cpu.ops[0][1]), "vulkan")
+        splits += [refusing] * (on_cpu.splits - on_cpu.splits_on_device)
+        notes.append(
+            f"{on_cpu.splits - on_cpu.splits_on_device} more hand-overs between devices a token: "
+            f"{', '.join(sorted({op for op, _, _ in on_cpu.ops}))} on the CPU (its time there is not priced)"
+        )
     used = [host] + [d for d in devices if d.weights or d.layers]
     repacked = sum(t.n_bytes for t in _all_tensors(m) if t.name in wb.repacked)
     if repacked:

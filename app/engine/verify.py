@@ -173,10 +173,11 @@ def _message(first: Verification, before: MemoryPlan, after: MemoryPlan) -> str:
 
 def replan(anatomy: ModelAnatomy, plan: MemoryPlan, gpus: list[Device], host: Host) -> MemoryPlan | None:
     """The solver again, with the wishes behind `plan`, on devices with less memory."""
+    from app.devices.op_table import with_op_support
     from planner.fit import solve
     from planner.retry import wishes_for
 
-    result = solve(anatomy, gpus, host, wishes_for(plan))
+    result = solve(anatomy, with_op_support(anatomy, gpus), host, wishes_for(plan))
     return result.plan if result.plan.fits else None
 
 

@@ -97,7 +97,11 @@ def test_bytes_read_per_token_are_the_weights_placed_on_each_device(zoo: dict[st
     # the output matrix is read on the device of the output layer, whole
     output = model.tensor("output.weight")
     assert output is not None and by_name["CUDA0"].output_bytes == output.n_bytes
-    assert cost.splits == ["cuda"]  # host layers first, then the GPU's: one hand-over
+    # host layers first, then the GPU's: one hand-over, and more where an op the GPU refuses (CUDA's flash
+    # attention at this tiny model's head size of 32) runs on the CPU between its layers
+    found = plan.ops_on_cpu
+    extra = found.splits - found.splits_on_device if found is not None else 0
+    assert cost.splits == ["cuda"] * (1 + extra)
 
 
 def test_tied_embeddings_are_read_whole_as_the_output_matrix(zoo: dict[str, Path]) -> None:

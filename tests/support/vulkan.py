@@ -24,6 +24,15 @@ def vulkan_devices() -> list[Device]:
     return [d for d in probe_devices().gpus if d.backend == "vulkan"]
 
 
+def with_ops(path: str | os.PathLike[str], devices: list[Device]) -> list[Device]:
+    """The devices with what each answered for the model's ops, as the app plans (app.devices.op_table)."""
+    from app.devices.op_table import with_op_support
+    from planner.anatomy import load_anatomy
+    from planner.gguf import read_gguf
+
+    return with_op_support(load_anatomy(read_gguf(path)), devices)
+
+
 def device_of_buffer(name: str) -> str:
     """Vulkan0 ... hold device buffers; Vulkan_Host (pinned), CPU, CPU_Mapped and the CPU's extra types are host."""
     return name if name.startswith("Vulkan") and not name.endswith("_Host") else "CPU"
@@ -31,5 +40,5 @@ def device_of_buffer(name: str) -> str:
 
 def compare_vulkan(path: str | os.PathLike[str], configs: list[dict[str, Any]], n_gpu_layers: int) -> list[ConfigRow]:
     """One row per configuration of a load with `n_gpu_layers` on the first Vulkan device."""
-    devices = vulkan_devices()[:1]
+    devices = with_ops(path, vulkan_devices()[:1])
     return compare_devices(path, configs, devices, device_of_buffer, n_gpu_layers, note={"device": devices[0].name})
