@@ -89,8 +89,12 @@ class Runner:
         parallel: int = 1,
         reprobe: Callable[[], DeviceReport] | None = None,
         on_note: Callable[[str], None] | None = None,
+        recovers: bool = True,
     ) -> None:
+        """`recovers`: reload the model after a failure (`vramchat serve`); off in the app, whose chat
+        screen owns the recovery (the server answers 503 until the model is back)."""
         self.session = session
+        self.recovers = recovers
         self.defaults = defaults
         self.parallel = parallel
         self._reprobe = reprobe
@@ -285,6 +289,11 @@ class Runner:
     def ensure_ready(self) -> None:
         """Reload the model when the engine was lost (a crash, a stall, killed while idle)."""
         with self._ready:
+            if not self.recovers:  # the app's chat screen hears of a lost engine and loads it again
+                self._failure = None
+                if self.session.model is None or not self.session.engine.loaded:
+                    raise unavailable("the engine stopped: the app is loading the model again", "engine_stopped", 5)
+                return
             channel = self._channel
             if self._failure is None and channel is not None and channel.crash is not None:
                 crash = channel.crash

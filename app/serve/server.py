@@ -21,6 +21,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from app.demo import DEMO_NAMES
+from app.demo import MODEL_NAME as DEMO_MODEL_NAME
 from app.serve.api import ServeState, build_app
 from app.serve.http_protocol import with_head_deadline
 from app.serve.monitor import Monitor
@@ -41,6 +43,8 @@ def model_names(session: ModelSession, asked: str = "") -> tuple[str, frozenset[
     names = {model_id.lower(), path.name.lower(), model.path.lower()}
     if model.anatomy.name:
         names.add(model.anatomy.name.lower())
+    if path.name == DEMO_MODEL_NAME:  # the demo answers to `demo`, as the command line calls it
+        names.update(DEMO_NAMES)
     if asked:
         names.add(asked.lower())
     return model_id, frozenset(names)
@@ -55,6 +59,7 @@ class Server:
         on_line: Callable[[str], None] | None = None,
         reprobe: Callable[[], DeviceReport] | None = None,
         asked_name: str = "",
+        recovers: bool = True,
     ) -> None:
         import uvicorn
 
@@ -67,7 +72,7 @@ class Server:
             self.monitor.note(text)
             say(f"vramchat: {text}")
 
-        self.runner = Runner(session, defaults or Defaults(), options.parallel, reprobe, note)
+        self.runner = Runner(session, defaults or Defaults(), options.parallel, reprobe, note, recovers)
         model_id, aliases = model_names(session, asked_name)
         self.state = ServeState(self.runner, self.monitor, options, model_id, aliases, say)
         self.sock, self.port_note = listening_socket(options.host, options.port)

@@ -26,6 +26,7 @@ from app.tui import bench_hook
 from app.tui.messages import LoadFinished, LoadRequested, ScanFinished
 from app.tui.screens.picker import PickerScreen
 from app.tui.services import AppOptions, Services
+from app.tui.serving import AppServer
 from app.tui.themes import THEMES
 
 if TYPE_CHECKING:
@@ -96,6 +97,7 @@ class VramchatApp(App):
         self._hub: HubScreen | None = None  # the hub view, once made (Textual forgets installed screens first)
         self._chat_to_open: int | None = None  # the chat `--continue` opens once its model loads
         self._download_note = ""  # a hub download's progress, for the other screens' titles (download_note.py)
+        self.serving = AppServer()  # the loaded model served to other tools (/serve), when asked
         for theme in THEMES:
             self.register_theme(theme)
         self.theme = self.settings.theme if self.settings.theme in self.available_themes else "vramchat-dark"
@@ -224,6 +226,7 @@ class VramchatApp(App):
 
             sources.set_note_sink(None)
             quiet_hub_logging(False)
+        self.serving.stop()
         self.services.close()
 
     def _fatal_error(self) -> None:
@@ -329,6 +332,9 @@ class VramchatApp(App):
         chat = self.chat_screen()
         if chat.generating:
             self.session.stop()
+        if self.serving.running:  # it served the model going away: /serve serves the next one
+            self.serving.stop()
+            self.notify("Serving stopped: another model is loading. /serve serves it once it is loaded.")
         name = anatomy.name or Path(path).name
         self.run_worker(self._switch_and_load(chat, path, anatomy, fit, name), group="switch")
 
@@ -386,6 +392,39 @@ class VramchatApp(App):
             self.pop_screen()
         if not isinstance(self.screen, ChatScreen):
             await self.switch_screen(self.chat_screen())
+
+    def action_toggle_serving(self) -> None:
+        """/serve and the palette: serve the loaded model on this engine (the chat keeps working), or stop."""
+        if self.serving.running:
+            self.serving.stop()
+            self.notify("Stopped serving the model.", title="Server")
+            self._serving_changed()
+            return
+        if not self.services.session_started or self.session.model is None:
+            self.notify("Load a model first: the server serves the model the chat holds.", severity="warning")
+            return
+        self.run_worker(self._start_serving, thread=True, group="serving", exclusive=True)
+
+    def _start_serving(self) -> None:
+        from app.errors import VramchatError
+
+        try:
+            url = self.serving.start(self.session, self.settings)
+        except VramchatError as exc:
+            self.call_from_thread(self.notify, f"Cannot serve the model: {exc}", severity="error")
+            return
+        self.call_from_thread(
+            self.notify,
+            f"{self.serving.model_id} at {url}: point a tool at it with OPENAI_BASE_URL={url} "
+            "(F3 shows its requests; /serve again stops it).",
+            title="Serving the model",
+            timeout=10,
+        )
+        self.call_from_thread(self._serving_changed)
+
+    def _serving_changed(self) -> None:
+        if self.is_screen_installed("chat"):
+            self.chat_screen().update_context_line()
 
     def action_dashboard(self) -> None:
         from app.tui.screens.dashboard import DashboardScreen
@@ -486,6 +525,18 @@ class VramchatApp(App):
             yield SystemCommand("Show or hide the memory graphs", "Beside the chat", screen.action_toggle_dashboard)
             yield SystemCommand("Choose another model", "Switch to the model list", self.action_show_picker)
         yield SystemCommand("Memory dashboard", "Live graphs and planned vs actual buffers", self.action_dashboard)
+        if self.serving.running:
+            yield SystemCommand(
+                "Stop serving the model",
+                f"Other tools reach it at {self.serving.url} (/serve)",
+                self.action_toggle_serving,
+            )
+        else:
+            yield SystemCommand(
+                "Serve the model to other tools",
+                "The loaded model behind an OpenAI-compatible API on 127.0.0.1, on this engine (/serve)",
+                self.action_toggle_serving,
+            )
         on = self.settings.continue_last_chat
         yield SystemCommand(
             f"Start on the last chat: {'on (turn off)' if on else 'off (turn on)'}",

@@ -20,6 +20,7 @@ from app.memory_words import ALLOCATED, MEANING, PLANNED
 from app.tui.widgets.buffers import AGREED, BufferTable
 from app.tui.widgets.dashboard import Dashboard
 from app.tui.widgets.footer import AdaptiveFooter
+from app.tui.widgets.server_panel import ServerPanel
 from planner.explain import headline
 from planner.hardware import format_size
 
@@ -73,6 +74,9 @@ class DashboardScreen(Screen):
         with Horizontal(id="dash-body"):
             yield Dashboard(self.services.started_session, id="dash-graphs", classes="full")
             with VerticalScroll(id="dash-side"):
+                yield ServerPanel(
+                    lambda: getattr(self.app, "serving", None), self.services.started_session, id="dash-server"
+                )
                 yield Static("", id="dash-model", markup=False)
                 yield BufferTable(id="buffers")
                 yield Static("", id="dash-note", markup=False)

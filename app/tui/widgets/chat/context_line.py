@@ -43,9 +43,11 @@ class ContextLine(StatusLine):
         settings = app.settings
         share = used / model.n_ctx if model.n_ctx else 0
         system = system_prompt if system_prompt is not None else settings.system_prompt
+        serving = getattr(getattr(self.app, "serving", None), "url", "")  # where the app serves the model (/serve)
         self.show(
             [
                 (0, f"context {used:,} / {model.n_ctx:,} ({share:.0%})"),
+                (1, f"serving {serving}" if serving else ""),
                 (3, f"grows to {model.max_ctx:,}" if model.n_ctx < model.max_ctx else ""),
                 (1, describe_temperature(None, model.fmt) if sampling is None else sampling[0]),
                 (2, f"max {sampling[1] if sampling else settings.max_tokens} tokens"),

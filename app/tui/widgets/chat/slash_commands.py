@@ -36,6 +36,9 @@ COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("export", "save this chat as Markdown and JSON", "export_chat", key="Ctrl+S"),
     SlashCommand("receipt", "this chat's plan receipt", "receipt", key="F8"),
     SlashCommand("reload", "reload the model", "reload_model", key="F5"),
+    SlashCommand(
+        "serve", "serve the model to other tools (OpenAI API on 127.0.0.1); again to stop", "app.toggle_serving"
+    ),
     SlashCommand("chats", "show or hide the list of chats", "toggle_chats", key="Ctrl+B"),
     SlashCommand("graphs", "show or hide the memory graphs", "toggle_dashboard", key="Ctrl+G"),
     SlashCommand("quit", "quit vramchat", "app.quit", key="Ctrl+Q"),
