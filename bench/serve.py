@@ -86,6 +86,7 @@ def stream_once(port: int, model: str, tokens: int) -> One:
             "temperature": 0,
             "repeat_penalty": 1.0,
             "stream": True,
+            "stream_options": {"include_usage": True},  # vramchat sends several tokens a chunk: it counts them
         }
     )
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
