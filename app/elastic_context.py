@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from planner.elastic import committed_plan, next_size, start_size
+from planner.elastic import next_size, start_size
 
 if TYPE_CHECKING:
     from planner.hardware import Device, Host
@@ -50,4 +50,6 @@ class ElasticContext:
         """The plan at the size a load starts with, when that is below the maximum; None otherwise."""
         if not self.grows(plan):
             return None
-        return committed_plan(plan, self.load_size(plan), gpus, host)
+        from app.planning import plan_at_context  # the one door for every plan after the first
+
+        return plan_at_context(plan, self.load_size(plan), gpus, host)

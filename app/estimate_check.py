@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from app.engine.verify import DryRunner
     from planner.fit import FitResult
     from planner.hardware import Device, Host
+    from planner.memory import MemoryPlan
 
 
 def needs_check(summary: ModelSummary | None) -> bool:
@@ -43,8 +44,8 @@ def check_summary(
     with that plan's fit, marked checked, and the plan itself. None where the runner has no dry run
     (a fake engine), the header no longer plans, or llama.cpp refuses the configuration."""
     from app.catalog import with_plan
-    from app.engine.verify import confirm_plan, replan
-    from app.planning import Machine, PlanChoice, plan_source
+    from app.engine.verify import confirm_plan
+    from app.planning import Machine, PlanChoice, plan_again, plan_source
     from planner.errors import PlannerError
 
     try:
@@ -52,7 +53,12 @@ def check_summary(
     except PlannerError:
         return None
     model, result = planned.anatomy, planned.fit
-    confirmed = confirm_plan(runner, path, result.plan, gpus, host, lambda g, h: replan(model, result.plan, g, h))
+
+    def again(g: list[Device], h: Host) -> MemoryPlan | None:
+        fit = plan_again(model, result.plan, g, h)
+        return fit.plan if fit.plan.fits else None
+
+    confirmed = confirm_plan(runner, path, result.plan, gpus, host, again)
     if confirmed is None or not confirmed.verification.dry_run.ok:
         return None
     checked = with_plan(replace(summary, checked=True), confirmed.plan)

@@ -26,11 +26,13 @@ if TYPE_CHECKING:  # the solver is imported when a plan is made, not when the pi
     from collections.abc import Callable
 
     from app.sources.model import ModelSource
+    from planner.config import LoadConfig
     from planner.fit import FitResult
     from planner.hardware import Device, Host
     from planner.memory import MemoryPlan
     from planner.model import ModelAnatomy
     from planner.projector import Projector
+    from planner.retry import Retry
     from planner.speed import SpeedPrediction
 
     # how a projector is chosen for a model once it is read: (the projector, or None and why not)
@@ -134,6 +136,32 @@ def with_fields(carried: PlanChoice, fields: PlanChoice) -> PlanChoice:
     )
 
 
+def beyond_fields(choice: PlanChoice) -> list[str]:
+    """The knobs of `choice` the picker has no field for, in words ("V q8_0", "ubatch 128")."""
+    from planner.units import format_size
+
+    words = []
+    if choice.type_v is not None:
+        words.append(f"V {choice.type_v}")
+    if choice.n_batch is not None:
+        words.append(f"batch {choice.n_batch}")
+    if choice.n_ubatch is not None:
+        words.append(f"ubatch {choice.n_ubatch}")
+    if choice.swa_full is not None:
+        words.append(f"full-size window cache {'on' if choice.swa_full else 'off'}")
+    if choice.n_seq_max is not None:
+        words.append(f"{choice.n_seq_max} parallel sequence{'s' if choice.n_seq_max != 1 else ''}")
+    if choice.n_cpu_moe:
+        words.append(f"experts of {choice.n_cpu_moe} layer{'s' if choice.n_cpu_moe != 1 else ''} on the CPU")
+    if choice.cpu_extra_buffers is not None:
+        words.append(f"CPU extra buffers {'on' if choice.cpu_extra_buffers else 'off'}")
+    if choice.min_speed is not None:
+        words.append(f"at least {choice.min_speed:g} tok/s")
+    if choice.margin is not None:
+        words.append(f"{format_size(choice.margin)} kept free on each GPU")
+    return words
+
+
 def check_choice(model: ModelAnatomy, choice: PlanChoice) -> None:
     """ConfigError for knobs llama.cpp refuses together (a quantized V cache without flash attention, say),
     known from the model alone, before any device is asked."""
@@ -146,10 +174,9 @@ def check_choice(model: ModelAnatomy, choice: PlanChoice) -> None:
 def plan_model(model: ModelAnatomy, gpus: list[Device], host: Host, choice: PlanChoice) -> FitResult:
     """Solve for the knobs left blank, or price a fixed configuration; ConfigError for what llama.cpp
     refuses (quantized V without flash attention, say)."""
-    from app.devices.op_table import with_op_support
     from planner.fit import Wishes, evaluate, solve
 
-    gpus = with_op_support(model, gpus)  # which of the model's ops each device runs, as it answers
+    gpus = _placed(model, gpus)  # which of the model's ops each device runs, as it answers
     if not choice.fixed:
         kv_types = (choice.kv,) if choice.kv != "auto" else Wishes().kv_types
         wishes = Wishes(
@@ -293,6 +320,73 @@ def plan_source(
     return Planned(model, _with_lessons(fit), devices, choice.projector, note)
 
 
+# -- re-plans: every plan after the first goes through this door too ----------------------------------------
+#
+# A load that fails for memory, llama.cpp's dry run that needs more, an RPC server lost, a crash in the CPU's
+# extra buffer types and the context's growth each plan again. Each re-plan here places the model's ops where
+# each device runs them and counts what earlier loads taught (app.devices.learned_buffers), as the first plan
+# did: a second plan that forgot them could repeat the first one's mistake. Nothing else in the app calls
+# the solver (tests/app/test_one_door.py).
+
+
+def _placed(model: ModelAnatomy, gpus: list[Device]) -> list[Device]:
+    """`gpus` with the ops of `model` each runs, as ggml answers for it."""
+    from app.devices.op_table import with_op_support
+
+    return with_op_support(model, gpus)
+
+
+def plan_again(model: ModelAnatomy, plan: MemoryPlan, gpus: list[Device], host: Host) -> FitResult:
+    """The solver again with the wishes behind `plan` on these devices (llama.cpp's dry run took memory off
+    them, or an RPC server is gone)."""
+    from planner.fit import solve
+    from planner.retry import wishes_for
+
+    return _with_lessons(solve(model, _placed(model, gpus), host, wishes_for(plan)))
+
+
+def plan_smaller(
+    model: ModelAnatomy, failed: MemoryPlan, gpus: list[Device], host: Host, failed_devices: set[str] | None
+) -> Retry | None:
+    """The next smaller plan after `failed` could not be allocated (planner.retry), or None when none fits."""
+    from planner.retry import safer_plan
+
+    retry = safer_plan(model, failed, _placed(model, gpus), host, failed_devices=failed_devices)
+    return None if retry is None else dataclasses.replace(retry, result=_with_lessons(retry.result))
+
+
+def plan_config(
+    model: ModelAnatomy, config: LoadConfig, gpus: list[Device], host: Host, projector: Projector | None
+) -> FitResult:
+    """`config` priced as it is (the same plan without the CPU's extra buffer types, a load's figures)."""
+    from planner.fit import evaluate
+
+    return _with_lessons(evaluate(model, config, _placed(model, gpus), host, projector=projector))
+
+
+def rules_for(
+    model: ModelAnatomy, config: LoadConfig, gpus: list[Device], host: Host, projector: Projector | None
+) -> MemoryPlan:
+    """The rules' own figures for `config`, without what loads taught: what a load is compared with to learn."""
+    from planner.memory import plan_memory
+
+    return plan_memory(model, config, _placed(model, gpus), host, projector=projector)
+
+
+def plan_at_context(plan: MemoryPlan, n_ctx: int, gpus: list[Device], host: Host) -> MemoryPlan:
+    """`plan` at a smaller context: what a load that starts there (or a context grown to it) commits."""
+    from planner.elastic import committed_plan
+
+    at = committed_plan(plan, n_ctx, _placed(plan.model, gpus), host)
+    return at if at is plan else _with_lessons_plan(at)
+
+
+def _with_lessons_plan(plan: MemoryPlan) -> MemoryPlan:
+    from app.devices.learned_buffers import with_lessons
+
+    return with_lessons(plan)
+
+
 def _with_lessons(fit: FitResult) -> FitResult:
     """The fit with what an earlier load of the same model, devices and configuration allocated beyond the
     plan (app.devices.learned_buffers): the truth decides."""
@@ -318,15 +412,15 @@ def read_anatomy(source: str | ModelSource) -> ModelAnatomy:
     return load_anatomy_cached(source)
 
 
-def projector_among(candidates: list[str]) -> ProjectorRule:
+def projector_among(candidates: list[str], image_max_tokens: int | None = None) -> ProjectorRule:
     """The picker's rule: the candidate that fits the model, or none and a note that says why (the
-    model is then planned to read words only)."""
+    model is then planned to read words only); `image_max_tokens` caps the largest image planned for."""
 
     def choose(model: ModelAnatomy) -> tuple[Projector | None, str]:
         from app.vision import choose_projector
         from planner.projectors.match import mismatch
 
-        found = choose_projector(candidates, model)
+        found = choose_projector(candidates, model, image_max_tokens)
         if found is None:
             return None, "It cannot be read, so it is not loaded: the model reads words only."
         wrong = mismatch(found, model)

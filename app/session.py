@@ -30,7 +30,6 @@ from app.devices.learned_overhead import (
     buffers_now,
     learn_after_load,
 )
-from app.devices.op_table import with_op_support
 from app.elastic_context import ElasticContext
 from app.engine.crash import EngineCrashed, EngineExit
 from app.engine.dry_run import DryRun
@@ -47,22 +46,22 @@ from app.engine.types import (
     PromptWatcher,
     ResizeReport,
 )
-from app.engine.verify import Confirmed, Verification, confirm_plan, replan
+from app.engine.verify import Confirmed, Verification, confirm_plan
 from app.errors import VramchatError
 from app.outcome import CRASHED, ENGINE_CRASH, ReplyOutcome
+from app.planning import plan_again, plan_at_context, plan_config, plan_smaller, rules_for
 from app.recovery import SMALLER, WITHOUT_EXTRA_BUFFERS, WITHOUT_LOST_SERVERS, Recovery, recovery_for
 from app.telemetry import Telemetry, for_engine
 from app.telemetry.drift import OTHERS_CAUSE, DriftAlarm, DriftWatch
 from app.telemetry.runway import TurnPace
 from planner.config import LoadConfig
-from planner.elastic import committed_plan
 from planner.errors import PlannerError
 from planner.fit import FitResult
-from planner.hardware import Device
-from planner.memory import MemoryPlan, plan_memory
+from planner.hardware import Device, Host
+from planner.memory import MemoryPlan
 from planner.model import ModelAnatomy
 from planner.projector import Projector
-from planner.retry import MAX_RETRIES, Retry, describe_changes, safer_plan
+from planner.retry import MAX_RETRIES, Retry, describe_changes
 
 if TYPE_CHECKING:
     from app.engine.types import MediaEncoded
@@ -272,7 +271,7 @@ class ModelSession:
                         fit.plan,
                         devices.gpus,
                         devices.host,  # type: ignore
-                        functools.partial(replan, anatomy, fit.plan),
+                        functools.partial(_plan_again, anatomy, fit.plan),
                     )
                     if confirmed is not None:
                         fit = replace(fit, plan=confirmed.plan)
@@ -316,7 +315,7 @@ class ModelSession:
             changes,
             confirmed.verification if confirmed else None,
             confirmed.message if confirmed else "",
-            committed_plan(fit.plan, report.n_ctx, devices.gpus, devices.host),
+            plan_at_context(fit.plan, report.n_ctx, devices.gpus, devices.host),
         )
         self._devices = devices
         # where the load allocated more than the rules say (the dry run may have seen it, a plain plan does not),
@@ -324,8 +323,7 @@ class ModelSession:
         try:
             rules = self.model.now  # the rules' own figures, unless the dry run replaced some of them
             if confirmed is not None and not confirmed.verification.verified:
-                gpus = with_op_support(anatomy, devices.gpus)
-                rules = plan_memory(anatomy, rules.config, gpus, devices.host, projector=fit.plan.projector)
+                rules = rules_for(anatomy, rules.config, devices.gpus, devices.host, fit.plan.projector)
             remember_load(rules, measured_of(report.measurements.tables(), [g.name for g in devices.gpus]))
         except PlannerError:  # the rules cannot price what loaded (an estimate's architecture): nothing to learn
             pass
@@ -419,7 +417,7 @@ class ModelSession:
         model.report = report
         devices = self._devices
         if devices is not None:
-            model.committed = committed_plan(model.plan, report.n_ctx, devices.gpus, devices.host)
+            model.committed = plan_at_context(model.plan, report.n_ctx, devices.gpus, devices.host)
         if self.telemetry is not None:
             m = report.measurements
             self.telemetry.set_allocation(sum(m.kv.values()) + sum(m.kv_swa.values()), m.compute)
@@ -454,8 +452,6 @@ class ModelSession:
         no longer answer, plan again for the devices left, load. Returns the model and the servers
         left out."""
         from app.rpc.client import drop_unanswering
-        from planner.fit import solve
-        from planner.retry import wishes_for
 
         model = self.model
         if model is None:
@@ -463,7 +459,7 @@ class ModelSession:
         lost = [str(e) for e in drop_unanswering()]
         self.unload()
         devices = reprobe()
-        fit = solve(model.anatomy, with_op_support(model.anatomy, devices.gpus), devices.host, wishes_for(model.plan))
+        fit = plan_again(model.anatomy, model.plan, devices.gpus, devices.host)
         if not fit.plan.fits:
             where = ", ".join(lost) or "the RPC server"
             raise LoadFailed(f"Without {where} the model no longer fits: {fit.reasons[0]}")
@@ -529,7 +525,7 @@ class ModelSession:
         error: Exception,
         on_retry: RetryCallback | None,
     ) -> FitResult:
-        retry = safer_plan(anatomy, failed, devices.gpus, devices.host, failed_devices=set(failure.devices) or None)
+        retry = plan_smaller(anatomy, failed, devices.gpus, devices.host, set(failure.devices) or None)
         if retry is None:
             raise LoadFailed(f"{error}. No smaller plan fits in the memory that is free now.", failure)
         if on_retry is not None:
@@ -563,12 +559,15 @@ class ModelSession:
 
 
 def with_extra_buffers(anatomy: ModelAnatomy, fit: FitResult, devices: DeviceReport, value: bool) -> FitResult:
-    """The same plan with the CPU's extra buffer types (CPU_REPACK, AMX) on or off, priced again."""
-    from planner.fit import evaluate
-
+    """The same plan with the CPU's extra buffer types on or off (after a crash in their kernels)."""
     config = fit.plan.config.with_(cpu_extra_buffers=value)
-    gpus = with_op_support(anatomy, devices.gpus)
-    return evaluate(anatomy, config, gpus, devices.host, projector=fit.plan.projector)
+    return plan_config(anatomy, config, devices.gpus, devices.host, fit.plan.projector)
+
+
+def _plan_again(anatomy: ModelAnatomy, plan: MemoryPlan, gpus: list[Device], host: Host) -> MemoryPlan | None:
+    """The solver again for llama.cpp's dry run, on devices with what it needs more taken off (None: nothing fits)."""
+    fit = plan_again(anatomy, plan, gpus, host)
+    return fit.plan if fit.plan.fits else None
 
 
 # what the engine's message begins with when libmtmd refused the projector, and what the user can do

@@ -32,6 +32,7 @@ def _config_json(plan: MemoryPlan) -> dict[str, Any]:
         "op_offload": c.op_offload,
         "n_cpu_moe": c.n_cpu_moe,
         "use_mmap": c.use_mmap,
+        "cpu_extra_buffers": c.cpu_extra_buffers,  # None: this CPU's default (--repack)
     }
 
 

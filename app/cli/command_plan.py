@@ -58,7 +58,7 @@ def choice_of(args: argparse.Namespace) -> PlanChoice:
         n_cpu_moe=args.n_cpu_moe,
         cpu_extra_buffers=args.repack,
         min_speed=getattr(args, "min_speed", None),
-        margins={},
+        margin=args.margin,
     )
 
 
@@ -70,7 +70,7 @@ def make_plan(args: argparse.Namespace) -> tuple[str, DeviceReport, Planned, boo
     path = resolve_model(args.model)
     check_context(args)
     report = devices_for(args)
-    choice = command_choice(args, report)
+    choice = command_choice(args)
     with refused_as_usage():
         planned = plan_source(path, report, choice, projector=projector_rule(path, args, args.mmproj))
     return path, report, planned, choice.fixed
@@ -96,15 +96,12 @@ def devices_for(args: argparse.Namespace) -> DeviceReport:
     return report
 
 
-def command_choice(args: argparse.Namespace, report: DeviceReport) -> PlanChoice:
-    """The command line's knobs as a choice for these devices (--margin on each GPU)."""
-    import dataclasses
-
+def command_choice(args: argparse.Namespace) -> PlanChoice:
+    """The command line's knobs as one choice, the same for --plan, -p, serve and the app; knobs that cannot
+    go together are a usage error that names them."""
     choice = choice_of(args)
     if choice.fixed and choice.min_speed is not None:
         raise UsageError("--min-speed is a wish for the solver: leave out --ngl, --ctv, --ubatch, --batch ... with it")
-    if args.margin is not None:
-        choice = dataclasses.replace(choice, margins={d.name: args.margin for d in report.gpus})
     return choice
 
 

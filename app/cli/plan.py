@@ -13,6 +13,9 @@ from app.errors import UsageError
 if TYPE_CHECKING:
     import argparse
 
+    from planner.fit import FitResult
+    from planner.memory import MemoryPlan
+
 
 def run_plan(args: argparse.Namespace, replay_key=None) -> int:
     from app.devices.render import annotate_plan_json, plan_notes
@@ -76,11 +79,12 @@ def _metal_advice(model, result, report) -> list[str]:
     metal = [d for d in report.gpus if d.backend == "metal" and d.unified]
     if not metal or plan.verdict == "full_gpu":
         return []
+    from app.planning import plan_config
     from planner.errors import PlannerError
-    from planner.fit import evaluate
 
     try:
-        full = evaluate(model, plan.config.with_(n_gpu_layers=model.n_layer + 1), report.gpus, report.host).plan
+        every_layer = plan.config.with_(n_gpu_layers=model.n_layer + 1)
+        full = plan_config(model, every_layer, report.gpus, report.host, plan.projector).plan
     except PlannerError:
         return []
     out = []
@@ -139,7 +143,8 @@ def _verified(path: str, model, result, report, solved: bool):
     """llama.cpp's dry run of the plan, in an engine process; a solved plan is planned again when
     llama.cpp needs more than planned."""
     from app.engine.process import EngineProcess
-    from app.engine.verify import confirm_plan, replan
+    from app.engine.verify import confirm_plan
+    from app.planning import plan_again
 
     if report.simulated:
         raise UsageError(
@@ -156,7 +161,12 @@ def _verified(path: str, model, result, report, solved: bool):
             result.plan,
             report.gpus,
             report.host,
-            (lambda g, h: replan(model, result.plan, g, h)) if solved else (lambda g, h: None),
+            (lambda g, h: _fitting(plan_again(model, result.plan, g, h))) if solved else (lambda g, h: None),
         )
     finally:
         engine.close()
+
+
+def _fitting(fit: FitResult) -> MemoryPlan | None:
+    """The plan of `fit` when it fits (what llama.cpp's dry run is checked again with), else None."""
+    return fit.plan if fit.plan.fits else None

@@ -235,6 +235,9 @@ def _answer_json(session, outcome) -> dict:
         "tokens_per_second": round(stats.tokens_per_second, 2),
         "config": now.config.to_json(),
         "max_ctx": model.max_ctx,
+        "reasons": model.fit.reasons,
+        "devices": [{"name": d.name, "total": d.total, "margin": d.margin} for d in now.gpus],
+        "host": {"total": now.host.total},
         "memory": {
             "planned": {**{d.name: d.planned for d in now.gpus}, "CPU": now.host.planned},
             "allocated": allocated,

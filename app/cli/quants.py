@@ -76,7 +76,7 @@ def run_quants(args: argparse.Namespace) -> int:
         sources.remember(model)
     check_context(args)
     report = devices_for(args)  # once for every model: as `--plan` would for each, with the same flags
-    choice = command_choice(args, report)
+    choice = command_choice(args)
 
     def plan(source: ModelSource, anatomy: ModelAnatomy) -> Planned:
         rule = projector_rule(source.ref, args, None)  # --mmproj is not planned beside each quant

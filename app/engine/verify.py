@@ -23,7 +23,6 @@ from planner.config import LoadConfig
 from planner.hardware import Device, Host, MiB, format_size
 from planner.measured import Gap, corrected, extra_per_device, gaps, to_take
 from planner.memory import MemoryPlan
-from planner.model import ModelAnatomy
 from planner.rpc import rpc_buffer_names
 
 MAX_ROUNDS = 3
@@ -169,16 +168,6 @@ def _message(first: Verification, before: MemoryPlan, after: MemoryPlan) -> str:
             "against real loads, the dry run's estimate was not)"
         )
     return f"llama.cpp's dry run needs {first.differences()} than planned: {changes}"
-
-
-def replan(anatomy: ModelAnatomy, plan: MemoryPlan, gpus: list[Device], host: Host) -> MemoryPlan | None:
-    """The solver again, with the wishes behind `plan`, on devices with less memory."""
-    from app.devices.op_table import with_op_support
-    from planner.fit import solve
-    from planner.retry import wishes_for
-
-    result = solve(anatomy, with_op_support(anatomy, gpus), host, wishes_for(plan))
-    return result.plan if result.plan.fits else None
 
 
 def annotate_json(data: dict[str, Any], plan: MemoryPlan, confirmed: Confirmed) -> None:

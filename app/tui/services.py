@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from app.caches.plans import PlanCache
+from app.chat_settings import ChatSampling
+from app.planning import PlanChoice
 from app.settings import Settings, load_settings, save_settings
 from app.store import Store
 from app.store.recovery import open_store
@@ -26,6 +28,7 @@ if TYPE_CHECKING:
     from app.engine.verify import DryRunner
     from app.session import EngineLike, ModelSession
     from app.telemetry.drift import DriftAlarm
+    from planner.model import ModelAnatomy
 
 Notify = Callable[[str, str, str], None]  # (message, severity, title), safe to call from any thread
 
@@ -42,18 +45,14 @@ class AppOptions:
     engine_factory: Callable[[], EngineLike] | None = None  # None: llama.cpp in an engine process
     store_path: Path | None = None
     continue_chat: bool = False  # open the last chat with its model (`--continue`, the continue_last_chat setting)
-    # the command line's plan knobs (--ctx, --ctk, --ngl, --fa): the picker's fields start with them
-    knobs: PlanKnobs = field(default_factory=lambda: PlanKnobs())
-
-
-@dataclass(frozen=True)
-class PlanKnobs:
-    """What the command line asked of the plan, as the picker's fields take it ("" / "auto": the planner's)."""
-
-    ctx: str = ""
-    kv: str = "auto"
-    ngl: str = ""
-    fa: str = "auto"
+    # the command line's plan knobs, one choice as --plan and -p read it: the picker plans MODEL with it (its
+    # fields show context, K type, GPU layers and flash attention; the rest are said beside them)
+    choice: PlanChoice = field(default_factory=lambda: PlanChoice())
+    anatomy: ModelAnatomy | None = None  # MODEL as the command line read it (its header read once)
+    mmproj: str | None = None  # --mmproj: the projector MODEL loads with
+    image_max_tokens: int | None = None  # --image-max-tokens: the largest image the projector is planned for
+    elastic: bool | None = None  # --elastic: the context grows with the conversation (None: the setting)
+    sampling: ChatSampling = field(default_factory=lambda: ChatSampling())  # --temp, --top-p ...: new chats'
 
 
 class Services:
@@ -83,7 +82,8 @@ class Services:
             from app.session import ModelSession, default_engine
 
             self._session = ModelSession(
-                self.options.engine_factory or default_engine, elastic=self.settings.elastic_context
+                self.options.engine_factory or default_engine,
+                elastic=self.settings.elastic_context if self.options.elastic is None else self.options.elastic,
             )
             self._session.on_drift = self._drift_alarm
             self._session.on_drift_note = lambda note: self._notify(note, "information", "Memory drift")

@@ -16,7 +16,8 @@ from app.engine.dry_run import parse
 from app.engine.llama_log import LOG_ROUNDING
 from app.engine.planned_actual import compare_load
 from app.engine.process import EngineProcess
-from app.engine.verify import confirm_plan, replan, verify
+from app.engine.verify import confirm_plan, verify
+from app.planning import plan_again
 from app.session import ModelSession
 from planner.anatomy import load_anatomy
 from planner.config import LoadConfig
@@ -123,7 +124,9 @@ def test_a_wrong_rule_is_caught_and_the_solver_plans_what_fits(
     broken = solve(anatomy, [], host, wishes)
     assert broken.plan.fits and broken.plan.resolved.n_ctx == 65536  # the broken rule thinks 65,536 fit
 
-    confirmed = confirm_plan(engine, path, broken.plan, [], host, lambda g, h: replan(anatomy, broken.plan, g, h))
+    confirmed = confirm_plan(
+        engine, path, broken.plan, [], host, lambda g, h: _fitting(plan_again(anatomy, broken.plan, g, h))
+    )
     assert not confirmed.verification.verified or confirmed.plan.config != broken.plan.config
     assert "more KV cache on CPU" in confirmed.message and "context 65,536 →" in confirmed.message
     fixed = confirmed.plan
@@ -151,7 +154,9 @@ def test_a_dry_run_that_counts_less_than_an_exact_rule_does_not_shrink_the_plan(
     host = _host()
     fit = solve(anatomy, [], host, Wishes(n_ctx=4096, flash_attn="on", n_seq_max=3))
     planned = sum(b.bytes for b in fit.plan.buffers if b.kind == "compute")
-    confirmed = confirm_plan(engine, path, fit.plan, [], host, lambda g, h: replan(anatomy, fit.plan, g, h))
+    confirmed = confirm_plan(
+        engine, path, fit.plan, [], host, lambda g, h: _fitting(plan_again(anatomy, fit.plan, g, h))
+    )
     assert confirmed is not None
     dry = confirmed.verification.gap("compute", "CPU")
     assert dry is not None and dry.measured < planned - MiB  # what llama.cpp's dry run says
@@ -219,3 +224,8 @@ def test_an_estimate_says_so_in_the_list_until_the_dry_run(tmp_path: Path) -> No
     assert fit_badge(summarize(path, [], host))[0].endswith("· estimate")
     known = str(write_tiny_model(tmp_path / "tiny-llama.gguf", TinySpec("llama")))
     assert "estimate" not in fit_badge(summarize(known, [], host))[0]
+
+
+def _fitting(fit):
+    """The re-planned plan where it fits, as the session hands it to the dry run (None: nothing fits)."""
+    return fit.plan if fit.plan.fits else None

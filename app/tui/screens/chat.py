@@ -19,7 +19,6 @@ from textual.widgets import OptionList, Static
 from textual.worker import Worker, WorkerState
 
 from app.chat import conversation_tokens, to_messages
-from app.chat_settings import ChatSampling
 from app.engine import GenerationParams
 from app.engine.failure import first_line
 from app.engine.templates import ChatMessage
@@ -120,7 +119,8 @@ class ChatScreen(Screen):
         self._notes_shown: set[str] = set()  # a prompt's notes said once (a template stopped)
         self.deleted: list[tuple[int, bool]] = []  # chats deleted this run, latest last: (id, was it open)
         self.editing: int | None = None  # the message being edited in the message box (sent as a branch)
-        self.next_sampling = ChatSampling()  # the sampling of the chat the next message starts (F4 with none open)
+        # the sampling of the chat the next message starts (F4 with none open; --temp, --top-p ... at start)
+        self.next_sampling = services.options.sampling
 
     @property
     def pending(self) -> list[Attachment]:

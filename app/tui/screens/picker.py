@@ -24,7 +24,15 @@ from textual.worker import Worker, WorkerState, get_current_worker
 
 from app.catalog import Catalog, CatalogEntry, fit_badge, format_params
 from app.discovery import ModelFile, folders_to_scan
-from app.planning import FA_CHOICES, KV_CHOICES, PlanChoice, parse_choice
+from app.planning import (
+    FA_CHOICES,
+    KV_CHOICES,
+    PlanChoice,
+    beyond_fields,
+    choice_fields,
+    parse_choice,
+    with_fields,
+)
 from app.terminal_text import terminal_safe
 from app.tui import bench_hook
 from app.tui.badges import badge_style
@@ -66,7 +74,7 @@ DEMO_STATUS = "preparing the demo model (once)"
 
 
 if TYPE_CHECKING:  # the planner itself is imported by the plan worker, after the list is drawn
-    from app.tui.services import PlanKnobs, Services
+    from app.tui.services import Services
     from planner.fit import FitResult
     from planner.memory import MemoryPlan
     from planner.model import ModelAnatomy
@@ -96,6 +104,8 @@ class PickerScreen(Screen):
         self.preselect = os.path.abspath(preselect) if preselect else None
         self.autoload = autoload
         self._knobs_used = False  # the command line's plan knobs apply to its model's first selection
+        # the command line's whole choice while its model stays selected (the fields hold four of its knobs)
+        self._carried: PlanChoice | None = None
         self.entries: dict[str, CatalogEntry] = {}
         self.anatomies: dict[str, ModelAnatomy] = {}
         self.selected: str | None = None
@@ -135,7 +145,9 @@ class PickerScreen(Screen):
                 yield Label("KV cache", classes="knob")
                 yield Select([(k, k) for k in KV_CHOICES], value="auto", allow_blank=False, id="kv", compact=True)
                 yield Label("GPU layers", classes="knob")
-                yield Input(placeholder="auto", id="ngl", restrict=r"[0-9]*", compact=True)
+                yield Input(
+                    placeholder="auto", id="ngl", restrict=r"[0-9]*|a|al|all", compact=True, tooltip="all: every layer"
+                )
                 yield Label("Flash attn", classes="knob")
                 yield Select([(f, f) for f in FA_CHOICES], value="auto", allow_blank=False, id="fa", compact=True)
                 # shown for a model with a vision projector beside it: load the projector too (images in the chat)
@@ -558,15 +570,13 @@ class PickerScreen(Screen):
         if event.row_key.value == self.selected:
             self.action_load()
 
-    def _knobs_for(self, path: str) -> PlanKnobs:
-        """The fields a selected model starts with: the command line's knobs for the model it named (`vramchat
-        MODEL --ctx 512`), the first time it is selected; else the planner's own (every field on auto)."""
-        from app.tui.services import PlanKnobs
-
+    def _carried_for(self, path: str) -> PlanChoice | None:
+        """The command line's choice for the model it named (`vramchat MODEL --ctx 512 --ubatch 128`), the first
+        time that model is selected; None for every other selection (every field on auto)."""
         if self._is_preselected(path) and not self._knobs_used:
             self._knobs_used = True
-            return self.services.options.knobs
-        return PlanKnobs()
+            return self.services.options.choice
+        return None
 
     def _is_preselected(self, key: str) -> bool:
         """Whether the list's entry `key` is the model the command line named (its file, under any path)."""
@@ -580,14 +590,19 @@ class PickerScreen(Screen):
     def select(self, path: str, plan_after_refresh: bool = False) -> None:
         self.selected = path
         self.result = None
-        knobs = self._knobs_for(path)
-        self.query_one("#ctx", Input).value = knobs.ctx
-        self.query_one("#ngl", Input).value = knobs.ngl
-        self.query_one("#kv", Select).value = knobs.kv if knobs.kv in KV_CHOICES else "auto"
-        self.query_one("#fa", Select).value = knobs.fa if knobs.fa in FA_CHOICES else "auto"
+        self._carried = self._carried_for(path)
+        ctx, kv, ngl, fa = choice_fields(self._carried or PlanChoice())
+        with self.prevent(Input.Changed, Select.Changed):  # the fields set for the selection: planned once, below
+            self.query_one("#ctx", Input).value = ctx
+            self.query_one("#ngl", Input).value = ngl
+            kv_select = self.query_one("#kv", Select)
+            choices = [*KV_CHOICES, *([kv] if kv not in KV_CHOICES else [])]  # --ctk q5_1: offered while it holds
+            kv_select.set_options([(k, k) for k in choices])
+            kv_select.value = kv
+            self.query_one("#fa", Select).value = fa if fa in FA_CHOICES else "auto"
+            self.query_one("#vision", Select).value = "on"  # a vision model loads its projector unless told not to
         entry = self.entries.get(path)
         vision = entry is not None and bool(entry.file.projectors)
-        self.query_one("#vision", Select).value = "on"  # a vision model loads its projector unless told not to
         for knob in self.query(".vision-knob"):
             knob.display = vision
         if plan_after_refresh:
@@ -615,9 +630,13 @@ class PickerScreen(Screen):
             self._debounce = self.set_timer(PLAN_DEBOUNCE, self._start_plan)
 
     def _choice(self) -> PlanChoice:
+        """The fields as a choice, with the command line's other knobs while its model is selected."""
         kv = self.query_one("#kv", Select).value
         fa = self.query_one("#fa", Select).value
-        return parse_choice(self.query_one("#ctx", Input).value, str(kv), self.query_one("#ngl", Input).value, str(fa))
+        fields = parse_choice(
+            self.query_one("#ctx", Input).value, str(kv), self.query_one("#ngl", Input).value, str(fa)
+        )
+        return fields if self._carried is None else with_fields(self._carried, fields)
 
     def _start_plan(self) -> None:
         path = self.selected
@@ -640,6 +659,8 @@ class PickerScreen(Screen):
         self.query_one("#plan-verdict", Static).update(Text("Planning…", style="dim"))
         vision = entry is not None and bool(entry.file.projectors) and self.query_one("#vision", Select).value == "on"
         projectors = list(entry.file.projectors) if entry is not None and vision else []
+        if self._carried is not None and self.services.options.mmproj:  # --mmproj for the model it names
+            projectors = [self.services.options.mmproj]
         self._plan(path, choice, self._request, projectors, entry.file.path if entry is not None else path)
 
     @work(thread=True, exclusive=True, group="plan", exit_on_error=False)
@@ -650,11 +671,14 @@ class PickerScreen(Screen):
         report = self.services.devices or self.services.probe_devices()  # planned only once probed: kept
         try:
             model = self.anatomies.get(path)
+            if model is None and self._is_preselected(path) and self.services.options.anatomy is not None:
+                model = self.services.options.anatomy  # read by the command line at start: not read again
+                self.anatomies[path] = model
             if model is None:
                 model = read_anatomy(model_file)  # a header read before comes from the cache
                 self.anatomies[path] = model
             checked = self.checked_fits.get(path) if choice.is_default else None
-            rule = projector_among(projectors) if projectors else None
+            rule = projector_among(projectors, self.services.options.image_max_tokens) if projectors else None
             planned = plan_source(model_file, report, choice, anatomy=model, projector=rule, known=checked)
             result, note, speed = planned.fit, planned.projector_note, planned.speed
         except PlannerError as exc:
@@ -743,6 +767,9 @@ class PickerScreen(Screen):
         verdict = Text()  # the verdict's colour is its own: the lines under it keep theirs
         verdict.append(verdict_words(plan.verdict, plan), style=f"bold {color}".strip())
         verdict.append(f"   {headline(plan)}", style="dim")
+        carried = beyond_fields(self._carried) if self._carried is not None else []
+        if carried:  # the command line's knobs the fields cannot show, held while this model is selected
+            verdict.append(f"\nFrom the command line: {', '.join(carried)}.", style="italic")
         too_long = beyond_training(plan)
         if too_long:  # beside the verdict, not at the end of the reasons below the fold
             verdict.append(f"\n{too_long}.", style=theme.warning or "")

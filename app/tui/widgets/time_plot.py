@@ -20,7 +20,7 @@ from typing import ClassVar
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.containers import Vertical
+from textual.containers import Grid, Vertical
 from textual.events import MouseScrollDown, MouseScrollUp
 from textual.timer import Timer
 from textual_hires_canvas import Canvas
@@ -58,6 +58,16 @@ class SeriesPlot(PlotWidget, can_focus=False):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id, allow_pan_and_zoom=False)
+
+    def _update_margin_sizes(self) -> None:
+        """textual-plot's, for a plot whose children are there: a plot removed as soon as it was mounted (a
+        dashboard laid out anew while the machine is busy) has none, and its Mount must not fail the app."""
+        if self.query(Grid):
+            super()._update_margin_sizes()
+
+    def _update_legend(self) -> None:
+        if self.query("#legend"):  # as above: a plot whose children are gone draws no legend
+            super()._update_legend()
 
     @on(MouseScrollDown)
     @on(MouseScrollUp)

@@ -133,7 +133,7 @@ def started(screen: ChatView) -> None:
     if screen.conversation is not None and screen.next_sampling != ChatSampling():
         screen.services.store.set_settings(screen.conversation.id, screen.next_sampling.to_json())
         screen.conversation.settings = screen.next_sampling.to_json()
-        screen.next_sampling = ChatSampling()
+        screen.next_sampling = screen.services.options.sampling  # the command line's, for every chat it starts
 
 
 def set_chat_setting(screen: ChatView, name: str, value: str) -> str:
