@@ -207,3 +207,45 @@ def test_elastic_is_honoured_by_the_app_and_p(
         assert json.loads(capsys.readouterr().out)["config"]["n_ctx"] == n_ctx
         options = app_options(build_parser().parse_args([model, *words]))
         assert options.elastic is (words[1] == "on")
+
+
+async def test_model_is_read_once_and_its_selection_planned_once(
+    models: dict[str, Path], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import shutil
+
+    import planner.gguf
+    from app.tui.screens.picker import PickerScreen
+
+    monkeypatch.setenv("VRAMCHAT_DEVICES", DEVICES)
+    model = tmp_path / "fresh.gguf"  # a file no test read before: its header is not in any cache yet
+    shutil.copy(models["text"], model)
+    reads: list[str] = []
+    real = planner.gguf.read_gguf
+
+    def counted(path, *args, **kwargs):
+        import traceback
+
+        if not any(f.filename.endswith("fake_engine.py") for f in traceback.extract_stack()):  # llama.cpp's load
+            reads.append(str(path))
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(planner.gguf, "read_gguf", counted)
+    options = app_options(build_parser().parse_args([str(model), "--ctx", "2048", "--ngl", "3"]))
+    engine = FakeEngine()
+    options.engine_factory = lambda: engine
+    app = VramchatApp(options, Settings(scan_known_caches=False, elastic_context=False))
+    plans: list[int] = []
+    real_start = PickerScreen._start_plan
+
+    def start_plan(self: PickerScreen) -> None:
+        plans.append(self._request)
+        real_start(self)
+
+    monkeypatch.setattr(PickerScreen, "_start_plan", start_plan)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, model_loaded(app), timeout=30)
+        await pilot.pause(0.5)  # a plan the fields' own change events would ask for comes within this
+    assert reads.count(str(model)) == 1, reads  # the command line read it; the list and the picker did not
+    assert len(plans) == 1, plans  # selected with the command line's fields: planned once
+    assert engine.loads[-1].n_ctx == 2048 and engine.loads[-1].n_gpu_layers == 3
