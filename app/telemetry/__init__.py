@@ -172,15 +172,15 @@ class Telemetry:
                 self.last_error = f"observer: {type(exc).__name__}: {exc}"
         return sample
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
+    def _run(self, stop: threading.Event) -> None:
+        while not stop.is_set():
             started = time.monotonic()
             try:
                 self.sample_once()
             except Exception as exc:  # pragma: no cover - sample_once guards every reading
                 self.errors += 1
                 self.last_error = f"sampler: {type(exc).__name__}: {exc}"
-            self._stop.wait(max(0.0, self.config.interval - (time.monotonic() - started)))
+            stop.wait(max(0.0, self.config.interval - (time.monotonic() - started)))
 
     def set_allocation(self, kv_allocated: int, compute: dict[str, int]) -> None:
         """The context was made larger or smaller: what it holds now."""
@@ -188,17 +188,21 @@ class Telemetry:
         self.compute = dict(compute)
 
     def start(self) -> None:
-        if self._thread is not None and self._thread.is_alive():
+        if self._thread is not None and self._thread.is_alive() and not self._stop.is_set():
             return
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._run, name="vramchat-telemetry", daemon=True)
+        # each thread has its own stop event: a sampler still ending after a stop() that timed out is not
+        # woken again by this start, and ends on its own
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(self._stop,), name="vramchat-telemetry", daemon=True)
         self._thread.start()
 
     def stop(self, timeout: float = 2.0) -> None:
+        """Ask the sampler to end and wait up to `timeout` seconds; `running` stays true if it has not ended."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout)
-            self._thread = None
+            if not self._thread.is_alive():
+                self._thread = None
 
     @property
     def running(self) -> bool:

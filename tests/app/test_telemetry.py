@@ -154,11 +154,37 @@ def test_start_and_stop_are_idempotent_and_clean() -> None:
 
 
 def test_stop_does_not_wait_out_the_interval() -> None:
+    """A sampler between samples of an hour's interval ends when stopped: the thread itself is held and
+    seen to end within stop()'s wait, long before the hour is out."""
     t = _telemetry(config=TelemetryConfig(interval=3600))
     t.start()
+    thread = t._thread
+    assert thread is not None
     _wait_for(lambda: t.latest() is not None, "the first sample")
-    t.stop(timeout=30)
-    assert not t.running  # joined well before the hour's sleep would end
+    t.stop(timeout=10)
+    assert not thread.is_alive(), "the sampler still sleeps out its interval"
+    assert not t.running
+
+
+def test_a_sampler_that_has_not_ended_is_still_running() -> None:
+    """stop() waits a bounded time; a sampler stuck in a reading past it is reported as still running
+    (never as stopped), and ends once the reading returns."""
+    entered, release = threading.Event(), threading.Event()
+
+    def stuck() -> dict[str, tuple[int, int]]:
+        entered.set()
+        release.wait(30)
+        return {"CUDA0": (1, 8 * GiB)}
+
+    t = _telemetry(memory=stuck, config=TelemetryConfig(interval=0.001))
+    t.start()
+    thread = t._thread
+    assert thread is not None and entered.wait(10)
+    t.stop(timeout=0.05)
+    assert t.running and thread.is_alive()
+    release.set()
+    thread.join(10)
+    assert not thread.is_alive() and not t.running
 
 
 def test_history_is_bounded() -> None:
