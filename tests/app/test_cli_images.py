@@ -6,7 +6,6 @@ answered with one clear line."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +14,7 @@ import pytest
 
 from planner.projector import read_projector
 from planner.projectors.compute import largest_image_pixels, largest_images, peak_compute
+from tests.support.unprivileged import drop_file_override
 from tests.support.vision import write_picture, write_vision_pair
 
 pytestmark = pytest.mark.llama
@@ -134,11 +134,21 @@ def test_bad_pictures_are_named_before_anything_loads(shelf: Path, tmp_path: Pat
     _fails(_run(*ask, str(truncated)), 1, "cut.png: the image is damaged")
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads every file")
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="drops Linux capabilities when run as root")
 def test_an_unreadable_picture(shelf: Path, tmp_path: Path) -> None:
+    """A picture the user may not read: one clear line. Root reads every file (and CI runs as root), so the
+    child runs without the capabilities that pass over file permissions (tests/support/unprivileged.py)."""
     secret = write_picture(tmp_path / "secret.png", 16, 16)
     secret.chmod(0)
-    _fails(_run(str(shelf / "gemma3" / "tiny-gemma3.gguf"), "-p", "?", "--image", str(secret)), 1, "cannot be read")
+    proc = subprocess.run(
+        [VRAMCHAT, str(shelf / "gemma3" / "tiny-gemma3.gguf"), "-p", "?", "--image", str(secret)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        stdin=subprocess.DEVNULL,
+        preexec_fn=drop_file_override,
+    )
+    _fails(proc, 1, "secret.png: cannot be read (Permission denied)")
 
 
 def test_a_model_without_a_projector_and_a_projector_of_another_model(

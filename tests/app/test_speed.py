@@ -176,12 +176,16 @@ def test_the_probe_times_sampling_as_the_engine_samples_a_real_model(gemma_path:
         llama_cpp.llama_model_free(model)
 
 
-def test_llama_cpps_own_work_before_each_prompt_batch_is_priced(zoo: dict[str, Path], gemma_path: Path) -> None:
+def test_llama_cpps_own_work_before_each_prompt_batch_is_priced_within_a_factor_of_2_5(
+    zoo: dict[str, Path], gemma_path: Path
+) -> None:
     """llama_decode builds a batch's graph and books each token into the KV caches on the calling thread
     before the graph runs, work none of the probe's graphs do: 0.8 ms before a 512-token batch of a tiny
     model here, 1.7 ms before the demo's (two caches). Timed to the scheduler's first look at a node, a new
     batch shape each time (as a chat's prompts come): the plan's price within a factor 2.5 of it, and more
-    for the longer batch."""
+    for the longer batch. The price is constants timed on one CPU (planner.speed HOST_*_SECONDS, not scaled
+    by this machine's probe): the band is what another CPU, busy or quiet, needs; it catches a price that
+    is missing or off by an order, not one that is 2x off."""
     import statistics
     import time
 

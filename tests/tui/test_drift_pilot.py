@@ -17,6 +17,13 @@ def _alarms(app) -> list[str]:
     return [str(n.message) for n in app._notifications if "more than planned" in str(n.message)]
 
 
+async def _samples_checked(pilot, telemetry, count: int) -> None:
+    """Wait until the sampler has taken `count` more samples, each checked by the drift watch (an observer of
+    the sampler's thread, whose alarm reaches the app before the next sample is taken)."""
+    seen = len(telemetry.history())
+    await wait_for(pilot, lambda: len(telemetry.history()) >= min(seen + count, telemetry.config.history))
+
+
 async def test_a_gpu_using_more_than_planned_raises_the_alarm_once(shelf: Path) -> None:
     app = make_app(shelf)
     async with app.run_test(size=SIZE) as pilot:
@@ -25,8 +32,9 @@ async def test_a_gpu_using_more_than_planned_raises_the_alarm_once(shelf: Path) 
         await wait_for(pilot, model_loaded(app))
         telemetry = app.session.telemetry
         assert telemetry is not None
-        await pilot.pause(1.2)  # a few samples as planned: no alarm
+        await _samples_checked(pilot, telemetry, 3)  # samples as planned, checked: no alarm
         assert not _alarms(app) and app.session.drift is not None and app.session.drift.line == ""
+        assert app.session.drift.alarms == {}
 
         # the device now holds 600 MiB more than the plan says it should (a pool growing, say)
         reader = telemetry.memory
@@ -36,9 +44,10 @@ async def test_a_gpu_using_more_than_planned_raises_the_alarm_once(shelf: Path) 
         assert line.startswith("CUDA0 holds 600.0 MiB more than planned") and "likely" in line
 
         await pilot.press("f3")
-        await pilot.pause(0.8)
-        assert isinstance(app.screen, DashboardScreen)
+        await wait_for(pilot, lambda: isinstance(app.screen, DashboardScreen))
         drift = app.screen.query_one("#dash-drift", Static)
-        assert drift.display and "CUDA0 holds 600.0 MiB more than planned" in str(drift.render())
-        await pilot.pause(1.2)
+        await wait_for(
+            pilot, lambda: drift.display and "CUDA0 holds 600.0 MiB more than planned" in str(drift.render())
+        )
+        await _samples_checked(pilot, telemetry, 3)  # samples still over the plan, each checked
         assert len(_alarms(app)) == 1  # said once, not at every sample

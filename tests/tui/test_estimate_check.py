@@ -86,17 +86,56 @@ async def test_simulated_devices_leave_the_estimate_unchecked(
     real = app.services.dry_runner
     app.services.dry_runner = lambda: started.append(1) or real()  # type: ignore[method-assign]
     estimated = str(estimated_shelf / "tiny-baichuan.gguf")
+    offered: list[str] = []  # the rows the picker decided on: a check would have started in that same call
+    queue_checks = PickerScreen._queue_checks
+
+    def recorded(screen, entries, again=False):
+        queue_checks(screen, entries, again)
+        offered.extend(e.file.entry_id for e in entries if e.summary is not None)
+
+    monkeypatch.setattr(PickerScreen, "_queue_checks", recorded)
     async with app.run_test(size=(160, 45)) as pilot:
         await wait_for(pilot, picker_ready(app))
-        await pilot.pause(0.5)
-        table = app.screen.query_one("#models", DataTable)
+        await wait_for(pilot, lambda: estimated in offered)  # the estimate was planned and offered for a check
+        screen = app.screen
+        assert isinstance(screen, PickerScreen)
+        table = screen.query_one("#models", DataTable)
         assert str(table.get_cell(estimated, "fit")).endswith("· estimate")
+        assert not screen._checking and not screen._checks_asked  # no check was started nor queued
     assert not started
 
 
-async def test_a_checked_row_from_the_cache_shows_at_once_and_its_plan_is_llama_cpps(estimated_shelf: Path) -> None:
-    """The next start reads "checked" from the plan cache before any dry run; selected, the row's plan
-    is llama.cpp's again (checked once more in the background)."""
+class _RecordedRunner:
+    """The picker's dry-run engine, with every dry run it is asked for recorded (the model's path)."""
+
+    def __init__(self, engine: object, ran: list[str]) -> None:
+        self._engine, self._ran = engine, ran
+
+    def dry_run(self, path: str, config: object) -> object:
+        self._ran.append(str(path))
+        return self._engine.dry_run(path, config)  # type: ignore[attr-defined]
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._engine, name)
+
+
+def _record_dry_runs(app) -> list[str]:
+    ran: list[str] = []
+    real = app.services.dry_runner
+
+    def recorded():
+        runner, close = real()
+        return _RecordedRunner(runner, ran), close
+
+    app.services.dry_runner = recorded
+    return ran
+
+
+async def test_a_checked_row_is_read_from_the_cache_before_any_dry_run_and_selected_shows_the_checked_plan(
+    estimated_shelf: Path,
+) -> None:
+    """The next start reads "checked" from the plan cache: the badge says so while no dry run has run; selected,
+    the row's plan is checked once more by llama.cpp's dry run, and the plan shown is the one it checked."""
     estimated = str(estimated_shelf / "tiny-baichuan.gguf")
     first = make_app(estimated_shelf, real_engine=True)
     async with first.run_test(size=(160, 45)) as pilot:
@@ -105,11 +144,17 @@ async def test_a_checked_row_from_the_cache_shows_at_once_and_its_plan_is_llama_
             pilot, lambda: estimated in table.rows and str(table.get_cell(estimated, "fit")).endswith("checked")
         )
     again = make_app(estimated_shelf, real_engine=True)
+    ran = _record_dry_runs(again)
     async with again.run_test(size=(160, 45)) as pilot:
         screen = again.screen
         assert isinstance(screen, PickerScreen)
         table = screen.query_one("#models", DataTable)
         await wait_for(pilot, lambda: estimated in table.rows and str(table.get_cell(estimated, "fit")) != "planning…")
-        assert str(table.get_cell(estimated, "fit")).endswith("· checked")  # from the cache, no dry run yet
+        assert str(table.get_cell(estimated, "fit")).endswith("· checked")
+        assert ran == []  # from the cache: no dry run has run
         table.move_cursor(row=table.get_row_index(estimated))
         await wait_for(pilot, lambda: "Checked by llama.cpp" in str(screen.query_one("#plan-verdict").render()))
+        await wait_for(
+            pilot, lambda: estimated in screen.checked_fits and screen.result is screen.checked_fits[estimated]
+        )
+        assert ran and set(ran) == {estimated}  # checked once more, in the background, the selected row only

@@ -13,6 +13,7 @@ narrower than its words, a table cell cut, a widget with no room, a footer key n
 from __future__ import annotations
 
 import contextlib
+import re
 import shutil
 from pathlib import Path
 
@@ -82,9 +83,12 @@ async def test_the_picker_reads_whole(shelf: Path, size: tuple[int, int]) -> Non
         screen = app.screen
         assert isinstance(screen, PickerScreen)
         _whole(app)
-        text = "\n".join(screen_text(app))
-        # the point of the picker: name, size with its unit, and the fit, at every size
-        assert ("Fit on this machine" in text and "full GPU" in text and " KiB" in text) or " MiB" in text
+        lines = screen_text(app)
+        # the point of the picker: each model's name, its size with its unit and its fit, on its row, at every size
+        assert any("Model" in line and "Size" in line and "Fit on this machine" in line for line in lines)
+        for name in ("tiny-llama", "tiny-qwen3"):
+            (row,) = [line for line in lines if line.startswith(f"│ {name} ")]  # its row of the table
+            assert re.search(r" \d+(\.\d+)? (KiB|MiB|GiB) ", row) and "full GPU · 8,192 tok" in row, row
         load = screen.query_one("#load")
         assert load.region.bottom <= size[1] - 1, "the Load button is on screen"
 
