@@ -187,3 +187,16 @@ STOP_WORDS = {
 
 def stop_note(stopped_by: str) -> str:
     return STOP_WORDS.get(stopped_by, stopped_by)
+
+
+def empty_reply_marker(stopped_by: str) -> str:
+    """What an empty reply is called where it stays in the transcript (the screen, the export), by how it ended."""
+    if stopped_by == "context":
+        return "no reply: the prompt filled the context"
+    if stopped_by == "user":
+        return "no reply: stopped before the model wrote anything"
+    if stopped_by == "length":
+        return "no reply: the reply's token limit is 0"
+    if stopped_by in ("error", "engine_crash", "crash"):
+        return f"no reply: {stop_note(stopped_by)}"
+    return "no reply: the model ended its reply at once"

@@ -156,6 +156,8 @@ def model_defaults(metadata: Mapping[str, Any]) -> ChatSampling:
     for name, key in GGUF_KEYS.items():
         value = metadata.get(key)
         if isinstance(value, (int, float)) and not isinstance(value, bool):
+            if isinstance(value, float):  # a GGUF keeps float32: 0.6 reads 0.6000000238 (shown and sent as 0.6)
+                value = float(f"{value:.6g}")
             try:
                 values[name] = checked(name, value)
             except ValueError:
@@ -200,6 +202,22 @@ def reply_sampling(
         seed=pick("seed", engine.seed),
         stop=tuple(dict.fromkeys((*fmt.stop, *stop))),
     )
+
+
+def sampling_words(sampling: Mapping[str, Any]) -> str:
+    """A reply's sampling (as `sampling_json` keeps it) in one line: "greedy · top-p 0.95 · ... · max 512 tokens"."""
+    temperature = sampling.get("temperature")
+    parts = ["greedy" if temperature is not None and temperature <= 0 else f"temp {temperature:g}"]
+    for key, word in (("top_p", "top-p"), ("top_k", "top-k"), ("min_p", "min-p"), ("repeat_penalty", "repeat")):
+        value = sampling.get(key)
+        if value is not None:
+            parts.append(f"{word} {value:g}")
+    seed = sampling.get("seed")
+    if seed is not None:
+        parts.append("seed random" if seed < 0 else f"seed {seed}")
+    if sampling.get("max_tokens") is not None:
+        parts.append(f"max {sampling['max_tokens']:,} tokens")
+    return " · ".join(parts)
 
 
 def sampling_json(params: GenerationParams) -> dict[str, Any]:

@@ -1,7 +1,9 @@
 """The reasoning part of a reply, told from its answer, while it streams and once it is stored.
 
 Reasoning models write their thoughts before the answer, in their template's own markers:
-`<think>...</think>` (DeepSeek-R1 distills, QwQ, Qwen3, GLM-4.5), or gpt-oss's harmony channels
+`<think>...</think>` (DeepSeek-R1 distills, QwQ, Qwen3, GLM-4.5), `[THINK]...[/THINK]` (Magistral),
+`<|START_THINKING|>...<|END_THINKING|>` (Command A Reasoning), `<seed:think>...</seed:think>` (Seed-OSS),
+or gpt-oss's harmony channels
 (`<|channel|>analysis<|message|>...<|end|><|start|>assistant<|channel|>final<|message|>...`; llama.cpp
 renders `<|channel|>`, `<|message|>` and `<|start|>` but drops `<|end|>`). Some templates open the
 block themselves (the prompt ends in `<think>\\n`): the reply then starts inside it, and the app puts
@@ -20,10 +22,17 @@ from app.engine.held_back import held_back
 from app.engine.templates import ChatFormat
 
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
+# every published pair of reasoning markers a reply may open with (the first is the common one)
+THINK_PAIRS = (
+    (THINK_OPEN, THINK_CLOSE),
+    ("[THINK]", "[/THINK]"),  # Magistral
+    ("<|START_THINKING|>", "<|END_THINKING|>"),  # Command A Reasoning
+    ("<seed:think>", "</seed:think>"),  # Seed-OSS
+)
 OPEN_MARKER = THINK_OPEN + "\n"  # what the app puts before a reply whose prompt opened the block
 CHANNEL, MESSAGE, START, END = "<|channel|>", "<|message|>", "<|start|>", "<|end|>"
 _HARMONY_ENDS = (END, START, "<|return|>", "<|call|>")
-_LEADS = (THINK_OPEN, CHANNEL)
+_LEADS = (*(opening for opening, _ in THINK_PAIRS), CHANNEL)
 
 
 @dataclass(frozen=True)
@@ -42,24 +51,25 @@ def split_reply(text: str, final: bool = True) -> Split:
         return Split("", "", False, False)  # "<thi": a marker or not, the next piece says
     if not final and not head:
         return Split("", "", False, False)
-    if head.startswith(THINK_OPEN):
-        return _think(head[len(THINK_OPEN) :], final)
+    for opening, closing in THINK_PAIRS:
+        if head.startswith(opening):
+            return _think(head[len(opening) :], final, opening, closing)
     if head.startswith(CHANNEL):
         return _harmony(head, final)
     return Split("", text, False, False)
 
 
-def _think(body: str, final: bool) -> Split:
+def _think(body: str, final: bool, opening: str = THINK_OPEN, closing: str = THINK_CLOSE) -> Split:
     again = body.lstrip()  # a model that writes `<think>` after its template opened the block
-    if again.startswith(THINK_OPEN):
-        body = again[len(THINK_OPEN) :]
-    elif not final and again and THINK_OPEN.startswith(again):
+    if again.startswith(opening):
+        body = again[len(opening) :]
+    elif not final and again and opening.startswith(again):
         return Split("", "", True, True)
-    end = body.find(THINK_CLOSE)
+    end = body.find(closing)
     if end < 0:
-        shown = body if final else body[: len(body) - held_back(body, (THINK_CLOSE,))]
+        shown = body if final else body[: len(body) - held_back(body, (closing,))]
         return Split(shown.strip(), "", not final, True)
-    return Split(body[:end].strip(), body[end + len(THINK_CLOSE) :].lstrip(), False, True)
+    return Split(body[:end].strip(), body[end + len(closing) :].lstrip(), False, True)
 
 
 def _harmony(text: str, final: bool) -> Split:
@@ -105,11 +115,16 @@ def answer_of(text: str) -> str:
     return split.answer.strip() if split.has_reasoning else text
 
 
-def opens_reasoning(prompt: str) -> bool:
-    """Whether the rendered prompt ends inside an opened reasoning block (the template wrote
-    `<think>` for the model), so that the reply starts in its thoughts."""
+def opened_marker(prompt: str) -> str:
+    """The marker (and a newline) the rendered prompt ends with where it opened a reasoning block for the model
+    (the template wrote `<think>`, `[THINK]` ...), so that the reply starts in its thoughts; '' otherwise."""
     tail = prompt.rstrip()
-    return tail.endswith(THINK_OPEN)
+    return next((opening + "\n" for opening, _ in THINK_PAIRS if tail.endswith(opening)), "")
+
+
+def opens_reasoning(prompt: str) -> bool:
+    """Whether the rendered prompt ends inside an opened reasoning block (`opened_marker`)."""
+    return bool(opened_marker(prompt))
 
 
 def has_thinking_switch(template: str) -> bool:

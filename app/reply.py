@@ -21,7 +21,7 @@ from app.engine.templates import ChatMessage, stops_in_use
 from app.engine.types import EngineError, GenerationParams, GenerationStats, Media, MediaPrompt, PromptProgress
 from app.media import MediaError
 from app.outcome import CRASHED, ENGINE_CRASH, FAILED, OK, OUT_OF_MEMORY, REFUSED, ReplyOutcome
-from app.reasoning import OPEN_MARKER, ThoughtClock, opens_reasoning, template_switches
+from app.reasoning import ThoughtClock, opened_marker, template_switches
 from app.speed import learn_from_reply
 from app.store import Store
 
@@ -56,7 +56,7 @@ def write_reply(
     the engine says while it reads the prompt.
 
     A reasoning model's thoughts (app/reasoning.py) are saved and streamed with the reply, markers
-    included: where the template opened the block, the reply starts with `OPEN_MARKER` as if the model
+    included: where the template opened the block, the reply starts with its opening marker as if the model
     wrote it. `thinking` is the chat's switch, for a template that reads `enable_thinking`."""
 
     def _run() -> ReplyOutcome:
@@ -106,10 +106,11 @@ def write_reply(
             if cancelled.is_set():
                 stats = GenerationStats(stopped_by="user")
             else:
-                if opens_reasoning(build.text):  # the template wrote `<think>`: the reply starts inside it
-                    sink.add(OPEN_MARKER)
-                    on_piece(OPEN_MARKER)
-                    clock.opened(OPEN_MARKER)
+                opened = opened_marker(build.text)  # the template wrote `<think>`: the reply starts inside it
+                if opened:
+                    sink.add(opened)
+                    on_piece(opened)
+                    clock.opened(opened)
                 # after the render: a template that was stopped adds its fallback format's stops
                 run = replace(params, stop=tuple(dict.fromkeys(params.stop + stops_in_use(model.fmt))))
                 for piece in engine.generate(prompt, run, on_progress):
@@ -119,7 +120,7 @@ def write_reply(
                     if cancelled.is_set():
                         engine.stop()  # the engine clears stop requests made before it started
                 stats = engine.last_stats
-                if sink.text == OPEN_MARKER:  # stopped before the first token: no reply, not an empty thought
+                if opened and sink.text == opened:  # stopped before the first token: no reply, not an empty thought
                     sink.text = ""
                 session.pace.record(len(build.tokens) + stats.generated_tokens)
             text = sink.finish(stats.stopped_by, stats.generated_tokens, stats.tokens_per_second)

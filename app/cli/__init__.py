@@ -103,6 +103,8 @@ def _main(argv: Sequence[str] | None) -> int:
             raise UsageError("--image-max-tokens goes with --mmproj or --image")
         if args.continue_chat and (args.plan or args.list or args.devices or args.quants or args.download):
             raise UsageError("--continue opens the app on the last chat: it goes with no other mode")
+        if args.verbose and args.prompt is None:
+            raise UsageError("--verbose goes with -p (it shows a reasoning model's thoughts on stderr)")
         if args.continue_chat and args.prompt is not None:
             raise UsageError("--continue opens the app on the last chat; -p answers one question without a chat")
         if args.gpu and args.vram is not None:

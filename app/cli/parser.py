@@ -179,6 +179,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="with -p: most tokens in the answer (default: the setting, 512)",
     )
     modes.add_argument(
+        "--verbose",
+        action="store_true",
+        help="with -p: a reasoning model's thoughts on stderr as it writes them (stdout has the answer alone)",
+    )
+    modes.add_argument(
         "--verify",
         action="store_true",
         help="with --plan: confirm the plan with llama.cpp's own dry run on this machine (about 1 s)",

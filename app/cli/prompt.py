@@ -28,6 +28,7 @@ def run_prompt(args: argparse.Namespace) -> int:
     from app.chat_settings import ChatSampling, reply_sampling, sampling_json, user_defaults
     from app.engine import EngineError
     from app.engine.templates import ChatMessage
+    from app.reasoning import ReplySplitter
     from app.reply import OK, write_reply
     from app.session import LoadFailed, ModelSession
     from app.settings import load_settings
@@ -68,13 +69,24 @@ def run_prompt(args: argparse.Namespace) -> int:
         )
         stream = not args.json
         started: list[bool] = []
+        splitter = ReplySplitter()  # a reasoning model's thoughts apart from its answer
+        thought: list[bool] = []
 
         def piece(text: str) -> None:
-            if stream:
+            reasoning, text = splitter.feed(text)
+            if stream and reasoning and args.verbose:  # the thoughts on stderr, the answer alone on stdout
+                if not thought:
+                    sys.stderr.write("vramchat: the model's reasoning:\n")
+                    thought.append(True)
+                sys.stderr.write(reasoning)
+                sys.stderr.flush()
+            if stream and text:
                 if not started:  # the reply as the chat shows it: no leading blank
                     text = text.lstrip()
                     if not text:
                         return
+                    if thought:
+                        sys.stderr.write("\n")
                     started.append(True)
                 sys.stdout.write(text)
                 sys.stdout.flush()
@@ -225,10 +237,14 @@ def _answer_json(session, outcome) -> dict:
         allocated[row.device] = allocated.get(row.device, 0) + row.measured
         if row.kind in ("kv", "kv_swa"):
             kv_committed[row.device] = kv_committed.get(row.device, 0) + row.measured
+    from app.reasoning import split_reply
+
     cells = session.engine.kv_cells_used()
     stats = outcome.stats
+    split = split_reply(outcome.text)
     return {
-        "answer": outcome.text,
+        "answer": split.answer.strip() if split.has_reasoning else outcome.text,
+        "reasoning": split.reasoning.strip() if split.has_reasoning else None,
         "stopped_by": stats.stopped_by,
         "prompt_tokens": stats.prompt_tokens,
         "tokens": stats.generated_tokens,

@@ -40,7 +40,7 @@ from app.paths import data_dir
 from app.store.tree import active_path, place_among_siblings
 
 DB_FILE = "conversations.sqlite3"
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 TITLE_CHARS = 60
 
 # MIGRATIONS[n] takes a database from version n to n + 1.
@@ -111,6 +111,10 @@ MIGRATIONS: dict[int, str] = {
     ALTER TABLE conversations ADD COLUMN settings TEXT NOT NULL DEFAULT '{}';
     ALTER TABLE conversations ADD COLUMN deleted REAL NOT NULL DEFAULT 0;
     """,
+    # the sampling each reply ran with (JSON: app.chat_settings.sampling_json; '' before version 5)
+    4: """
+    ALTER TABLE messages ADD COLUMN sampling TEXT NOT NULL DEFAULT '';
+    """,
 }
 
 
@@ -154,6 +158,7 @@ class StoredMessage:
     receipt_key: str = ""  # a reply: the load that wrote it (its plan receipt's key)
     alternative: int = 1  # its place among the alternatives at its branch point, from 1
     alternatives: int = 1  # how many there are (1: no branch here)
+    sampling: dict[str, Any] | None = None  # a reply: what it was sampled with (None: not kept, an older reply)
 
 
 @dataclass
@@ -413,16 +418,17 @@ class Store:
                     )
         return StoredMessage(msg_id, conv_id, role, content, attachments=tuple(attachments), parent_id=parent)
 
-    def begin_reply(self, conv_id: int, beside: int | None = None) -> int:
+    def begin_reply(self, conv_id: int, beside: int | None = None, sampling: dict[str, Any] | None = None) -> int:
         """An empty assistant message in state 'streaming', after the last message on screen or (`beside`,
-        a retry) as an alternative to that reply; returns its id."""
+        a retry) as an alternative to that reply, with the sampling it runs with; returns its id."""
         now = time.time()
+        kept = json.dumps(sampling) if sampling is not None else ""
         with self._tx() as db:
             parent = self._parent_for(db, conv_id, beside)
             cur = db.execute(
-                "INSERT INTO messages (conversation_id, role, content, state, created, updated, parent_id, chosen) "
-                "VALUES (?, 'assistant', '', 'streaming', ?, ?, ?, ?)",
-                (conv_id, now, now, parent, self._next_choice(db, conv_id)),
+                "INSERT INTO messages (conversation_id, role, content, state, created, updated, parent_id, chosen, "
+                "sampling) VALUES (?, 'assistant', '', 'streaming', ?, ?, ?, ?, ?)",
+                (conv_id, now, now, parent, self._next_choice(db, conv_id), kept),
             )
             db.execute("UPDATE conversations SET updated = ? WHERE id = ?", (now, conv_id))
             return int(cur.lastrowid or 0)
@@ -587,7 +593,19 @@ def _message(row: sqlite3.Row, attachments: tuple[Attachment, ...] = ()) -> Stor
         row["parent_id"],
         row["chosen"],
         row["receipt_key"],
+        sampling=_sampling(row["sampling"]),
     )
+
+
+def _sampling(text: str) -> dict[str, Any] | None:
+    """A reply's sampling as kept (JSON); None where none was kept or it cannot be read."""
+    if not text:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def _placed(every: list[StoredMessage], message: StoredMessage) -> StoredMessage:

@@ -14,9 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from app import __version__
-from app.chat import stop_note
+from app.chat import empty_reply_marker, stop_note
+from app.chat_settings import sampling_words
 from app.paths import data_dir
-from app.store import Conversation, StoredReceipt
+from app.reasoning import split_reply
+from app.store import Conversation, StoredMessage, StoredReceipt
 from app.store.receipt import to_markdown as receipt_markdown
 
 JSON_SCHEMA = 1
@@ -40,13 +42,31 @@ def to_markdown(conv: Conversation, receipts: list[StoredReceipt] | None = None,
                 lines += [f"![{a.name}]({target})", ""]
             else:
                 lines += [f"*{'Picture' if a.kind == 'image' else 'Sound'}: {a.describe()}*", ""]
-        lines += [m.content.strip() or ("*(no text)*" if not m.attachments else ""), ""]
-        if m.role == "assistant" and m.state == "partial":
-            lines += [f"*({stop_note(m.stopped_by) or 'cut short'})*", ""]
+        if m.role == "assistant":
+            lines += _reply_lines(m)
+        else:
+            lines += [m.content.strip() or ("*(no text)*" if not m.attachments else ""), ""]
     for i, r in enumerate(receipts or []):
         title = "Plan receipt" if len(receipts or []) == 1 else f"Plan receipt {i + 1}"
         lines += [f"## {title}", "", receipt_markdown(r.body), ""]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _reply_lines(m: StoredMessage) -> list[str]:
+    """A reply in Markdown: its reasoning apart, in a fold, then its answer, how it ended and what it was sampled
+    with."""
+    split = split_reply(m.content)
+    lines: list[str] = []
+    if split.has_reasoning:
+        thought = split.reasoning.strip() or "(nothing)"
+        lines += ["<details><summary>Thought</summary>", "", thought, "", "</details>", ""]
+    answer = split.answer.strip()
+    lines += [answer or f"*({empty_reply_marker(m.stopped_by)})*", ""]
+    if m.state == "partial":
+        lines += [f"*({stop_note(m.stopped_by) or 'cut short'})*", ""]
+    if m.sampling is not None:
+        lines += [f"*Sampled with: {sampling_words(m.sampling)}*", ""]
+    return lines
 
 
 def to_json(conv: Conversation, receipts: list[StoredReceipt] | None = None) -> dict[str, Any]:
@@ -63,10 +83,12 @@ def to_json(conv: Conversation, receipts: list[StoredReceipt] | None = None) -> 
             {
                 "role": m.role,
                 "content": m.content,
+                **_reasoning_apart(m),
                 "state": m.state,
                 "stopped_by": m.stopped_by,
                 "tokens": m.tokens,
                 "tokens_per_second": m.tokens_per_second,
+                **({"sampling": m.sampling} if m.sampling is not None else {}),
                 "attachments": [
                     {
                         "kind": a.kind,
@@ -83,6 +105,14 @@ def to_json(conv: Conversation, receipts: list[StoredReceipt] | None = None) -> 
         ],
         "receipts": [r.body for r in receipts or []],
     }
+
+
+def _reasoning_apart(m: StoredMessage) -> dict[str, str]:
+    """A reply's answer and reasoning, each on its own (`content` keeps the reply as the model wrote it)."""
+    if m.role != "assistant":
+        return {}
+    split = split_reply(m.content)
+    return {"answer": split.answer.strip(), "reasoning": split.reasoning.strip()} if split.has_reasoning else {}
 
 
 def export_folder() -> Path:

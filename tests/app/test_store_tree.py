@@ -121,7 +121,7 @@ def test_a_version_3_database_keeps_every_chat_and_attachment(tmp_path: Path) ->
     db.close()
 
     store = Store(path)
-    assert store.version == SCHEMA_VERSION == 4
+    assert store.version == SCHEMA_VERSION == 5
     one, two = store.conversation(1), store.conversation(2)
     assert [(m.role, m.content) for m in one.messages] == [
         ("user", "hello"),

@@ -65,6 +65,24 @@ RECORDED = [
         "2, 3 and 5.",
     ),
     (
+        "magistral",
+        "[THINK]The user asks for 2 + 3. Adding: 5.[/THINK]2 + 3 = **5**.",
+        "The user asks for 2 + 3. Adding: 5.",
+        "2 + 3 = **5**.",
+    ),
+    (
+        "command-a reasoning",
+        "<|START_THINKING|>A greeting: answer in kind.<|END_THINKING|>Hello! How can I help?",
+        "A greeting: answer in kind.",
+        "Hello! How can I help?",
+    ),
+    (
+        "seed-oss",
+        "<seed:think>Three colours of a flag: red, white, blue.</seed:think>Red, white and blue.",
+        "Three colours of a flag: red, white, blue.",
+        "Red, white and blue.",
+    ),
+    (
         "gemma 3 (no reasoning; the answer quotes the tag)",
         "Models such as Qwen3 wrap their thoughts in `<think>` tags, closed by `</think>`.",
         "",

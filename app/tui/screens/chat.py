@@ -18,12 +18,14 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import OptionList, Static
 from textual.worker import Worker, WorkerState
 
-from app.chat import conversation_tokens, to_messages
+from app.chat import conversation_tokens, empty_reply_marker, to_messages
+from app.chat_settings import sampling_json
 from app.engine import GenerationParams
 from app.engine.failure import first_line
 from app.engine.templates import ChatMessage
 from app.engine.types import MediaPrompt
 from app.media import Attachment
+from app.outcome import REFUSED
 from app.reasoning import can_switch, template_switches, toggled_words
 from app.reply import write_reply
 from app.session import Growth
@@ -366,7 +368,8 @@ class ChatScreen(Screen):
         store = app.store
         model = app.session.model
         assert model is not None, "a reply is asked for only with a model loaded"
-        msg_id = store.begin_reply(self.conversation.id, beside)
+        params = chat_settings.params_for(self)  # the chat's own sampling, else the user's, else the model's
+        msg_id = store.begin_reply(self.conversation.id, beside, sampling_json(params))  # kept with the reply
         conv = store.conversation(self.conversation.id)
         turns = to_messages(conv.messages)  # the new reply, empty yet, is left out
         place = (conv.messages[-1].alternative, conv.messages[-1].alternatives)
@@ -376,7 +379,6 @@ class ChatScreen(Screen):
         self.generating = True
         self._cancel.clear()
         await self.messages.mount(view)
-        params = chat_settings.params_for(self)  # the chat's own sampling, else the model's
         self._generate(msg_id, turns, conv.system_prompt, params, self.pictures.shelf(conv.messages))
 
     def _post(self, message: Message) -> None:
@@ -473,12 +475,13 @@ class ChatScreen(Screen):
         self.generating = False
         self._reply = None
         if view is not None:
-            if not outcome.text:
+            if outcome.kind == REFUSED:  # never sent (the message could not be put to the model): no reply to keep
                 await view.remove()
-                if not outcome.error:
-                    self.services.store.delete_message(message.msg_id)
-                if view.place[1] > 1:  # a retry that wrote nothing: the reply before it is back
+                if view.place[1] > 1:  # a retry refused: the reply before it is back
                     await self.redraw()
+            elif not outcome.text:  # kept in the transcript, called what it is (the store keeps it too)
+                stopped = "error" if outcome.error and not outcome.stats.stopped_by else outcome.stats.stopped_by
+                await view.finish("", reply_note(outcome.stats, outcome.error), None, empty_reply_marker(stopped))
                 if not outcome.error:
                     title, text = empty_reply_words(outcome.stats)
                     self.app.notify(text, title=title, severity="information" if title == "Stopped" else "warning")
@@ -662,6 +665,7 @@ class ChatScreen(Screen):
                 pictures=self.pictures.pictures(m.attachments),
                 thought=fold_words(m),
                 place=(m.alternative, m.alternatives),
+                empty=empty_reply_marker(m.stopped_by) if m.role == "assistant" and m.state != "streaming" else "",
             )
             for m in conv.messages
             if m.role != "system"

@@ -13,11 +13,13 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Markdown
 
+from app.chat_settings import sampling_words
 from app.store.receipt import to_markdown
 from app.terminal_text import terminal_safe
 
 
-def receipts_markdown(title: str, receipts: list[dict[str, Any]]) -> str:
+def receipts_markdown(title: str, receipts: list[dict[str, Any]], samplings: list[dict[str, Any]] | None = None) -> str:
+    """The chat's receipts, and what each reply on screen was sampled with (`samplings`, in order)."""
     if not receipts:
         return (
             f"# Plan receipt: {title}\n\nNo receipt yet: one is kept once the model has replied in this chat "
@@ -28,6 +30,9 @@ def receipts_markdown(title: str, receipts: list[dict[str, Any]]) -> str:
         if len(receipts) > 1:
             parts.append(f"## Load {i + 1} of {len(receipts)}")
         parts.append(to_markdown(body))
+    if samplings:
+        parts.append("## Sampling")
+        parts.append("\n".join(f"- Reply {i + 1}: {sampling_words(s)}" for i, s in enumerate(samplings)))
     parts.append("*`c` copies the receipt as JSON, `Ctrl+S` in the chat exports the chat with it.*")
     return "\n\n".join(parts)
 
@@ -38,14 +43,18 @@ class ReceiptScreen(ModalScreen[None]):
         Binding("c", "copy", "Copy JSON"),
     ]
 
-    def __init__(self, title: str, receipts: list[dict[str, Any]]) -> None:
+    def __init__(
+        self, title: str, receipts: list[dict[str, Any]], samplings: list[dict[str, Any]] | None = None
+    ) -> None:
         super().__init__()
         self.chat_title = title
         self.receipts = receipts
+        self.samplings = samplings or []
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="receipt-box"):
-            yield Markdown(terminal_safe(receipts_markdown(self.chat_title, self.receipts), multiline=True))
+            text = receipts_markdown(self.chat_title, self.receipts, self.samplings)
+            yield Markdown(terminal_safe(text, multiline=True))
 
     def on_mount(self) -> None:
         self.query_one("#receipt-box", VerticalScroll).focus()

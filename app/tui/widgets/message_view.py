@@ -47,11 +47,13 @@ class MessageView(Vertical):
         pictures: tuple[tuple[Attachment, Path | None, str], ...] = (),
         thought: str = "",
         place: tuple[int, int] = (1, 1),
+        empty: str = "",
     ) -> None:
         """`pictures`: (attachment, the file kept for it, a note such as "scaled for the model").
         `text` is the message as stored: a reply's reasoning, with its markers, is shown folded above its
         answer (app/tui/widgets/chat/thought.py), `thought` the fold's words. `place`: (which, of how
-        many) among the alternatives at its branch point, shown as "‹ 1/2 ›" when several."""
+        many) among the alternatives at its branch point, shown as "‹ 1/2 ›" when several. `empty`: what a reply
+        that wrote nothing is called, shown in its place (it stays in the transcript)."""
         super().__init__(classes=f"message {role}")
         self.role = role
         self.text = text
@@ -66,6 +68,7 @@ class MessageView(Vertical):
         self._stream: MarkdownStream | None = None
         self._pending = ""  # streamed, not drawn yet
         self._flush: Timer | None = None
+        self._empty = empty
         self._shows_words = False  # the Markdown drawn shows words (then it always will: text only grows)
 
     def compose(self) -> ComposeResult:
@@ -88,10 +91,13 @@ class MessageView(Vertical):
         if self._shows_words or not self.query(".message-plain"):
             return
         self._shows_words = shows_text(self._answer)
-        plain = not self._shows_words and bool(self._answer.strip())
+        empty = not self._answer.strip() and bool(self._empty)
+        plain = not self._shows_words and (bool(self._answer.strip()) or empty)
         if plain:
-            self.query_one(".message-plain", Static).update(_safe(self._answer))
+            shown = Text(f"({self._empty})", style="italic dim") if empty else Text(_safe(self._answer))
+            self.query_one(".message-plain", Static).update(shown)
         self.set_class(plain, "-plain")
+        self.set_class(empty, "-empty")
 
     @property
     def answer(self) -> str:
@@ -157,8 +163,10 @@ class MessageView(Vertical):
         if fold.ticking and not split.thinking:
             fold.stop()
 
-    async def finish(self, text: str, note: str = "", thought: Thought | None = None) -> None:
-        """The reply ended: `text` as saved, `note` under its author, `thought` the engine's figures."""
+    async def finish(self, text: str, note: str = "", thought: Thought | None = None, empty: str = "") -> None:
+        """The reply ended: `text` as saved, `note` under its author, `thought` the engine's figures, `empty` what
+        it is called when it wrote nothing."""
+        self._empty = empty
         if self._flush is not None:
             self._flush.stop()
         await self._draw_pending(force=True)

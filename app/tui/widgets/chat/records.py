@@ -64,4 +64,6 @@ def show_receipt(screen: ChatView) -> None:
         return
     store = screen.services.store
     conv = store.conversation(conv_id)
-    screen.app.push_screen(ReceiptScreen(conv.title or "(empty chat)", [r.body for r in store.branch_receipts(conv)]))
+    samplings = [m.sampling for m in conv.messages if m.role == "assistant" and m.sampling is not None]
+    receipts = [r.body for r in store.branch_receipts(conv)]
+    screen.app.push_screen(ReceiptScreen(conv.title or "(empty chat)", receipts, samplings))
