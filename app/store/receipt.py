@@ -119,6 +119,7 @@ def to_markdown(receipt: dict[str, Any]) -> str:
         f"**{receipt.get('model', '?')}** · {plan.get('verdict', '?')} · "
         f"context {receipt.get('context', {}).get('committed', 0):,} of {config.get('n_ctx', 0):,} tokens · "
         f"KV {config.get('type_k', '?')}/{config.get('type_v', '?')} · "
+        f"batch {config.get('n_batch', '?')}/ubatch {config.get('n_ubatch', '?')} · "
         f"GPU layers {config.get('n_gpu_layers', 0)} · flash attention {'on' if config.get('flash_attn') else 'off'} · "
         f"{plan.get('llama_cpp_build', '')} · vramchat {receipt.get('vramchat', '?')}",
         "",
