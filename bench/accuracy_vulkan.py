@@ -27,6 +27,7 @@ from planner import LLAMA_CPP_BUILD  # noqa: E402
 from tests.support.compare import ConfigRow  # noqa: E402
 from tests.support.tiny import ZOO, TinySpec, write_tiny_model  # noqa: E402
 from tests.support.tiny.common import Q  # noqa: E402
+from tests.support.tiny.deepseek2 import V3_ROUTING, mla_spec  # noqa: E402
 from tests.support.vulkan import compare_vulkan, vulkan_build, vulkan_devices  # noqa: E402
 
 BEGIN, END = "<!-- vulkan:begin -->", "<!-- vulkan:end -->"
@@ -43,9 +44,32 @@ MODELS = [
     "jamba",
     "qwen3next",
     "gemma3n",
+    # a model per sparse-attention family: their lightning indexer (heads of 64 values) is one ggml-vulkan does not
+    # run, so it scores on the CPU in every layer, as the device answered the app's probe
+    "deepseek32",
+    "glm-dsa",
+    # sliding-window shapes: Gemma 4 (a global layer with proportional RoPE), its E2B shape with shared caches
+    # (half offloaded, its global layers read their own rope_freqs), Cohere 2 (parallel attention and FFN)
+    "gemma4",
+    "gemma4-e2b-double-wide",
+    "cohere2",
 ]
-SWA = frozenset({"gemma3", "gpt-oss", "gemma3n"})
+SWA = frozenset({"gemma3", "gpt-oss", "gemma3n", "gemma4", "gemma4-e2b-double-wide", "cohere2"})
 BIG_VOCAB = TinySpec("qwen2", n_layer=4, n_embd=512, n_vocab=152064, embd_type=Q.Q8_0, output_type=Q.F16)
+# DeepSeek V3.2 with a next-token-prediction layer, the globals written first: llama.cpp skips the layer but loads
+# its router bias, and the host's mapping spans the skipped tensors before it
+MTP = mla_spec(
+    "deepseek32",
+    {
+        **V3_ROUTING,
+        "attention.indexer.head_count": 4,
+        "attention.indexer.key_length": 64,
+        "attention.indexer.top_k": 2048,
+        "nextn_predict_layers": 1,
+    },
+    n_layer=5,
+    globals_first=True,
+)
 
 
 def configs(swa: bool, moe: bool) -> list[dict]:
@@ -83,6 +107,8 @@ def vulkan_section(tmp: Path) -> tuple[list[str], int, int, int, int]:
         spec = ZOO[name]
         path = write_tiny_model(tmp / f"vk-{name}.gguf", spec)
         models.append((path, f"tiny {spec.arch} `{name}`", spec.n_layer, name in SWA, bool(spec.n_expert)))
+    mtp = write_tiny_model(tmp / "vk-deepseek32-mtp.gguf", MTP)
+    models.append((mtp, "tiny deepseek32 with an MTP layer, the globals first in the file", 5, False, True))
     big = write_tiny_model(tmp / "vk-big-vocab.gguf", BIG_VOCAB)
     models.append(
         (
@@ -131,7 +157,9 @@ def vulkan_section(tmp: Path) -> tuple[list[str], int, int, int, int]:
         f"tensor an op may touch {limit}. Each line is one device of one load: planned / allocated bytes (error); "
         "*layers* is n_gpu_layers (none, one, half, all). The planner replays ggml-vulkan's reordering of each "
         "split's nodes and the inputs it keeps alive for its fused MoE top-k (`ggml_vk_graph_optimize`, "
-        "planner/vk_graph_order.py) before the allocator.",
+        "planner/vk_graph_order.py) before the allocator, and places each node where the device's own "
+        "`supports_op` puts it (the app's probe asks the device about the model's ops, app/devices/op_table.py): "
+        "the sparse-attention models' lightning indexer runs on the CPU.",
         "",
     ]
     return intro + body + [END], n_rows, n_buffers, n_off, n_inexact

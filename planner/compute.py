@@ -100,7 +100,7 @@ def build_graph(
         swa_of[t.layer] = t.swa
     for il, kinds in by_layer.items():
         caches[(il, swa_of[il])] = (kinds["k"], kinds.get("v"))
-    weights = WeightSet(model, caches, g, locate_weight)
+    weights = WeightSet(model, caches, g, locate_weight, locate_layer)
     weights._lid = {il: kinds["lid"] for il, kinds in by_layer.items() if "lid" in kinds}
     for il, rs in _rs_tensors(model, r, g, locate_layer).items():
         weights._rs[il] = rs
@@ -202,7 +202,8 @@ def compute_buffers(
                 return None
             return backend_index[_backend_name(gpus, placement.layers[t.pin_layer])]
 
-        sg = scheduler.split(ctx.g.nodes, ctx.g.leafs, pinned, graph_extents(tokens, outputs, kv.cells, kv.cells_swa))
+        extents = graph_extents(tokens, outputs, kv.cells, kv.cells_swa, kv.n_stream, tokens // kv.n_stream)
+        sg = scheduler.split(ctx.g.nodes, ctx.g.leafs, pinned, extents)
         if i == 0:
             n_nodes, n_splits, refused = len(ctx.g.nodes), sg.n_splits, sg.refused
         node_buffers, leaf_buffers = sg.node_backend, sg.leaf_backend

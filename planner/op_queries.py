@@ -12,27 +12,29 @@ if TYPE_CHECKING:
     from planner.config import LoadConfig
     from planner.model import ModelAnatomy
 
-# (context, micro-batch) of the configurations asked: a short and a long context (some graphs change with it: a
-# sparse-attention top k beyond the context is left out) and a small micro-batch beside the default one, so that
-# a dimension of the model that equals one extent in one graph is seen apart from it in another
-ASKED_SHAPES = ((512, 512), (4096, 512), (4096, 128))
+# (context, micro-batch, sequences) of the configurations asked: a short and a long context (some graphs change
+# with it: a sparse-attention top k beyond the context is left out), a small micro-batch beside the default one so
+# that a dimension of the model that equals one extent in one graph is seen apart from it in another, and two
+# sequences in two streams (the streams are an extent too)
+ASKED_SHAPES = ((512, 512, 1), (4096, 512, 1), (4096, 128, 1), (2048, 512, 2))
 
 
 def ask_configs(model: ModelAnatomy) -> list[LoadConfig]:
     """The configurations whose graphs the probe asks about: ASKED_SHAPES with flash attention off and on and
-    f16, q8_0 and q4_0 caches (V quantized only with flash attention, as llama.cpp requires), one sequence."""
+    f16, q8_0 and q4_0 caches (V quantized only with flash attention, as llama.cpp requires)."""
     from planner.config import LoadConfig
 
     return [
         LoadConfig(
             n_ctx=n_ctx,
             n_ubatch=n_ubatch,
+            n_seq_max=n_seq,
             flash_attn=flash_attn,
             type_k=kv,
             type_v=kv if flash_attn else "f16",
             n_gpu_layers=0,
         )
-        for n_ctx, n_ubatch in ASKED_SHAPES
+        for n_ctx, n_ubatch, n_seq in ASKED_SHAPES
         for flash_attn in (False, True)
         for kv in ("f16", "q8_0", "q4_0")
     ]
@@ -54,7 +56,7 @@ def model_ops(model: ModelAnatomy, configs: Iterable[LoadConfig] | None = None) 
             kv = kv_layout(model, r)
             for tokens, seqs, outputs in reserve_shapes(model, r):
                 ctx = build_graph(model, r, kv, tokens, seqs, outputs)
-                extents = graph_extents(tokens, outputs, kv.cells, kv.cells_swa)
+                extents = graph_extents(tokens, outputs, kv.cells, kv.cells_swa, kv.n_stream, tokens // kv.n_stream)
                 for node in ctx.g.nodes:
                     if node.op not in NOT_ASKED:
                         seen.setdefault(op_key(node), set()).add(extents)

@@ -88,8 +88,8 @@ Family = tuple[object, ...]
 
 
 def graph_extents(*sizes: int) -> frozenset[int]:
-    """The extents of one reserve graph that change with the configuration: its tokens, outputs and cache cells
-    (sizes of 1 and 0 are left out: every tensor has dimensions of 1)."""
+    """The extents of one reserve graph that change with the configuration: its tokens, outputs, cache cells,
+    streams and tokens per stream (sizes of 1 and 0 are left out: every tensor has dimensions of 1)."""
     return frozenset(n for n in sizes if n > 1)
 
 

@@ -84,6 +84,15 @@ class ScheduledGraph:
     refused: dict[tuple[str, str], int] = field(default_factory=dict)
 
 
+def _use_counts(nodes: list[Tensor]) -> dict[int, int]:
+    """How many sources of the graph's nodes are each tensor (by id)."""
+    uses: dict[int, int] = {}
+    for node in nodes:
+        for src in node.src:
+            uses[id(src)] = uses.get(id(src), 0) + 1
+    return uses
+
+
 def _get(t: Tensor) -> int:
     return t.s_backend
 
@@ -198,8 +207,10 @@ class Scheduler:
         self._pass3_most_supported_inputs(compute_nodes)
         self._pass4_sources_follow(nodes)
         out_nodes, out_backend, n_splits, new_src, all_copies, segments = self._pass5_splits_and_copies(nodes)
+        # ggml's use counts are the built graph's: counted before the copies take the place of split inputs
+        uses = _use_counts(nodes) if any(b.kind == "vulkan" for b in self.backends) else {}
         final_nodes = self._with_rewritten_sources(out_nodes, new_src)
-        final_nodes, out_backend = self._backend_orders(nodes, out_nodes, final_nodes, out_backend, segments)
+        final_nodes, out_backend = self._backend_orders(uses, out_nodes, final_nodes, out_backend, segments)
         out_leafs = self._leafs_with_copies(leafs, all_copies)
         cpu = self.cpu
         leaf_backend = [self.backends[t.s_backend if t.s_backend != -1 else cpu].name for t in out_leafs]
@@ -366,7 +377,7 @@ class Scheduler:
 
     def _backend_orders(
         self,
-        nodes: list[Tensor],
+        uses: dict[int, int],
         out_nodes: list[Tensor],
         final_nodes: list[Tensor],
         out_backend: list[str],
@@ -378,10 +389,8 @@ class Scheduler:
         vulkan = [seg for seg in segments if seg[2] != self.cpu and self.backends[seg[2]].kind == "vulkan"]
         if not vulkan or not vulkan_reorders():
             return final_nodes, out_backend
-        uses: dict[int, int] = {}
-        for node in nodes:
-            for src in node.src:
-                uses[id(src)] = uses.get(id(src), 0) + 1
+        # each node's uses in the graph as built (ggml_graph's use_counts), for the node or the clone that reads
+        # a split's input copies in its place
         use_count = {id(f): uses.get(id(o), 0) for o, f in zip(out_nodes, final_nodes)}
         new_nodes: list[Tensor] = []
         new_backend: list[str] = []

@@ -36,6 +36,8 @@ PROBE_TIMEOUT = 120.0
 
 # (device key, model digest) -> the table, for this process's later plans
 _tables: dict[tuple[str, str], OpTable] = {}
+# devices whose probe failed in this process (a libggml laid out otherwise, a crash): not asked again here
+_unanswered: set[str] = set()
 
 
 def askable(d: Device) -> bool:
@@ -143,7 +145,7 @@ def ask(queries: dict[str, list[OpKey]]) -> dict[str, list[bool | None]]:
 def with_op_support(model: ModelAnatomy, gpus: list[Device]) -> list[Device]:
     """The devices with what each answered for this model's ops (Device.op_support), asking only what is not
     known yet; devices that cannot be asked, or whose probe failed, come back as they were."""
-    targets = [d for d in gpus if askable(d)]
+    targets = [d for d in gpus if askable(d) and device_key(d) not in _unanswered]
     if not targets:
         return gpus
     from planner.compute_memo import model_digest
@@ -184,6 +186,7 @@ def _ask_for(
     for d in devices:
         answers = replies.get(d.name)
         if answers is None or len(answers) != len(queries[d.name]):
+            _unanswered.add(device_key(d))  # the planner's rules per backend stand for it
             continue
         key = device_key(d)
         store = stores[key]

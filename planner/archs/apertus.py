@@ -50,7 +50,7 @@ def build_apertus(ctx: GraphContext) -> None:
         q, k, v = ctx.build_qkv(layer, cur, hd, layer.n_head, hd, layer.n_head_kv)
         q = ctx.build_norm(q, w.layer(il, "attn_q_norm.weight"), il=il)
         k = ctx.build_norm(k, w.layer(il, "attn_k_norm.weight"), il=il)
-        freqs = w.get_optional("rope_freqs.weight")
+        freqs = w.rope_freqs(il)
         q = g.rope(q, inp_pos, freqs)
         k = g.rope(k, inp_pos, freqs)
         cur = ctx.build_attn(

@@ -65,7 +65,7 @@ def build_cohere2(ctx: GraphContext) -> None:
         if k_norm is not None:
             k = ctx.build_norm(k, k_norm, rms=False, il=il)
         if layer.is_swa or not m.has_swa:
-            freqs = w.get_optional("rope_freqs.weight")
+            freqs = w.rope_freqs(il)
             q = g.rope(q, inp_pos, freqs)
             k = g.rope(k, inp_pos, freqs)
         if phi2:

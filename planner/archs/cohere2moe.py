@@ -69,7 +69,6 @@ def build_cohere2moe(ctx: GraphContext) -> None:
     inp_pos = ctx.build_inp_pos()
     inp_full, inp_swa = attention_inputs(ctx, True)
     out_ids = ctx.build_inp_out_ids()
-    freqs = w.get_optional("rope_freqs.weight")
     for layer in m.trunk_layers:
         il = layer.index
         cur = ctx.build_norm(inp_l, w.layer(il, "attn_norm.weight"), rms=rms, il=il)
@@ -77,8 +76,8 @@ def build_cohere2moe(ctx: GraphContext) -> None:
         hd = layer.head_dim_k
         q, k, v = ctx.build_qkv(layer, cur, hd, layer.n_head, hd, layer.n_head_kv)
         if layer.is_swa or il < n_dense:
-            q = g.rope(q, inp_pos, freqs)
-            k = g.rope(k, inp_pos, freqs)
+            q = g.rope(q, inp_pos, w.rope_freqs(il))
+            k = g.rope(k, inp_pos, w.rope_freqs(il))
         inp = inp_swa if layer.is_swa else inp_full
         attn_out = ctx.build_attn(
             inp, layer, w.layer(il, "attn_output.weight"), w.layer(il, "attn_output.bias"), q, k, v, iswa=True

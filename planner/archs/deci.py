@@ -29,7 +29,6 @@ def build_deci(ctx: GraphContext) -> None:
     inp_pos = ctx.build_inp_pos()
     inp_attn = ctx.build_attn_inp_kv()
     out_ids = ctx.build_inp_out_ids()
-    freqs = w.get_optional("rope_freqs.weight")
     for layer in m.trunk_layers:
         il, n_head = layer.index, layer.n_head
         inp_sa = inp_l
@@ -39,8 +38,8 @@ def build_deci(ctx: GraphContext) -> None:
         elif n_head > 0:
             hd = layer.head_dim_k
             q, k, v = ctx.build_qkv(layer, cur, hd, n_head, hd, layer.n_head_kv)
-            q = g.rope(q, inp_pos, freqs)
-            k = g.rope(k, inp_pos, freqs)
+            q = g.rope(q, inp_pos, w.rope_freqs(il))
+            k = g.rope(k, inp_pos, w.rope_freqs(il))
             wo, wo_b = w.layer(il, "attn_output.weight"), w.layer(il, "attn_output.bias")
             cur = ctx.build_attn(inp_attn, layer, wo, wo_b, q, k, v)
         if il == m.n_trunk - 1:

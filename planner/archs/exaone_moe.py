@@ -73,7 +73,7 @@ def build_exaone_moe(ctx: GraphContext) -> None:
         q = ctx.build_norm(q, w.layer(il, "attn_q_norm.weight"), il=il)
         k = ctx.build_norm(k, w.layer(il, "attn_k_norm.weight"), il=il)
         if layer.is_swa:
-            freqs = w.get_optional("rope_freqs.weight")
+            freqs = w.rope_freqs(il)
             q = g.rope(q, inp_pos, freqs)
             k = g.rope(k, inp_pos, freqs)
         inp = inp_swa if layer.is_swa else inp_full

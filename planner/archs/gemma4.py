@@ -103,7 +103,7 @@ def _attention(
     ctx: GraphContext, inp: dict[str, Tensor | None], layer: LayerAnatomy, cur: Tensor, pos: Tensor
 ) -> Tensor:
     w, il = ctx.w, layer.index
-    freqs = None if layer.is_swa else w.get_optional("rope_freqs.weight")
+    freqs = None if layer.is_swa else w.rope_freqs(il)
     wqkv = w.layer(il, "attn_qkv.weight")
     qkv = ctx.mm(wqkv, cur, w.layer(il, "attn_qkv.scale")) if wqkv is not None else None
     q = _query(ctx, layer, cur, qkv, pos, freqs)

@@ -53,7 +53,7 @@ def granite_attention(
 ) -> Tensor:
     """build_attention_layer: Q/K/V, RoPE when enabled, attention (the kq scale is no extra node)."""
     w, il = ctx.w, layer.index
-    freqs = w.get_optional("rope_freqs.weight") if inp_pos is not None else None
+    freqs = w.rope_freqs(il) if inp_pos is not None else None
     return ctx.build_plain_attn(inp_attn, layer, cur, inp_pos, w.layer(il, "attn_output.bias"), freqs)
 
 

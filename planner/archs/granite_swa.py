@@ -96,7 +96,6 @@ def build_granite_swa(ctx: GraphContext) -> None:
     inp_pos = ctx.build_inp_pos()
     inp_full, inp_swa = attention_inputs(ctx, True)
     out_ids = ctx.build_inp_out_ids()
-    freqs = w.get_optional("rope_freqs.weight")
     for layer in m.trunk_layers:
         il = layer.index
         ds = _deepstack_index(ctx, il)
@@ -107,8 +106,8 @@ def build_granite_swa(ctx: GraphContext) -> None:
         hd = layer.head_dim_k
         q, k, v = ctx.build_qkv(layer, cur, hd, layer.n_head, hd, layer.n_head_kv)
         if _has_rope(ctx, il):
-            q = g.rope(q, inp_pos, freqs)
-            k = g.rope(k, inp_pos, freqs)
+            q = g.rope(q, inp_pos, w.rope_freqs(il))
+            k = g.rope(k, inp_pos, w.rope_freqs(il))
         inp = inp_swa if layer.is_swa else inp_full
         wo, wo_b, sinks = (w.layer(il, n) for n in ("attn_output.weight", "attn_output.bias", "attn_sinks.weight"))
         cur = ctx.build_attn(inp, layer, wo, wo_b, q, k, v, sinks=sinks, iswa=True)

@@ -82,7 +82,7 @@ def _attention(
     v = g.add(v, _delta(ctx, il, "attn_v", cur, ids))
     q, k, v = g.reshape(q, hd, n_head, n_tok), g.reshape(k, hd, n_kv, n_tok), g.reshape(v, hd, n_kv, n_tok)
     if inp_pos is not None:
-        freqs = w.get_optional("rope_freqs.weight")
+        freqs = w.rope_freqs(il)
         q = g.rope(q, inp_pos, freqs)
         k = g.rope(k, inp_pos, freqs)
     attn = ctx.build_attn(inp, layer, None, None, q, k, v)

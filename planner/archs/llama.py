@@ -77,7 +77,7 @@ def build_llama(ctx: GraphContext) -> None:
             v = g.reshape(v, hd, layer.n_head_kv, ctx.n_tokens)
         else:
             q, k, v = ctx.build_qkv(layer, cur, hd, layer.n_head, hd, layer.n_head_kv)
-        freqs = w.get_optional("rope_freqs.weight")
+        freqs = w.rope_freqs(il)
         if qk_norm and not qk_norm_flat:
             q = ctx.build_norm(q, w.layer(il, "attn_q_norm.weight"), il=il)
         # smollm3 leaves every n_no_rope_layer_step-th layer without RoPE (its Q, K and V then stay views

@@ -61,7 +61,7 @@ def build_llama4(ctx: GraphContext) -> None:
         hd = layer.head_dim_k
         q, k, v = ctx.build_qkv(layer, cur, hd, layer.n_head, hd, layer.n_head_kv)
         if use_rope:
-            freqs = w.get_optional("rope_freqs.weight")
+            freqs = w.rope_freqs(il)
             q = g.rope(q, inp_pos, freqs)
             k = g.rope(k, inp_pos, freqs)
         else:

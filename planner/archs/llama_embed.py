@@ -29,15 +29,14 @@ def build_llama_embed(ctx: GraphContext) -> None:
     inp_pos = ctx.build_inp_pos()
     mask = ctx.build_attn_inp_no_cache()
     out_ids = ctx.build_inp_out_ids()
-    freqs = w.get_optional("rope_freqs.weight")
     for layer in m.trunk_layers:
         il = layer.index
         inp_sa = inp_l
         cur = ctx.build_norm(inp_l, w.layer(il, "attn_norm.weight"), il=il)
         hd = layer.head_dim_k
         q, k, v = ctx.build_qkv(layer, cur, hd, layer.n_head, hd, layer.n_head_kv)
-        q = g.rope(q, inp_pos, freqs)
-        k = g.rope(k, inp_pos, freqs)
+        q = g.rope(q, inp_pos, w.rope_freqs(il))
+        k = g.rope(k, inp_pos, w.rope_freqs(il))
         cur = ctx.build_attn_no_cache(mask, w.layer(il, "attn_output.weight"), w.layer(il, "attn_output.bias"), q, k, v)
         if il == m.n_trunk - 1:
             cur = g.get_rows(cur, out_ids)

@@ -28,7 +28,6 @@ def build_minicpm3(ctx: GraphContext) -> None:
     inp_pos = ctx.build_inp_pos()
     inp_attn = ctx.build_attn_inp_kv()
     out_ids = ctx.build_inp_out_ids()
-    freqs = w.get_optional("rope_factors_long.weight")
     for layer in m.trunk_layers:
         il, n_head = layer.index, layer.n_head
         hd_k, hd_v = layer.head_dim_k, layer.head_dim_v
@@ -46,8 +45,8 @@ def build_minicpm3(ctx: GraphContext) -> None:
         stride = row_size(kv.type, nope + hd_v)
         k_nope = g.view(kv, (nope, n_head, n_tok), (stride, stride * n_head), 0)
         v = g.cont(g.view(kv, (hd_v, n_head, n_tok), (stride, stride * n_head), row_size(kv.type, nope)))
-        q = g.rope(q, inp_pos, freqs)
-        k_pe = g.rope(k_pe, inp_pos, freqs)
+        q = g.rope(q, inp_pos, w.rope_freqs(il, "rope_factors_long.weight"))
+        k_pe = g.rope(k_pe, inp_pos, w.rope_freqs(il, "rope_factors_long.weight"))
         k = g.concat(k_nope, g.repeat(k_pe, (rope, n_head, n_tok, 1)), 0)
         cur = ctx.build_attn(inp_attn, layer, w.layer(il, "attn_output.weight"), None, q, k, v)
         if il == m.n_trunk - 1:

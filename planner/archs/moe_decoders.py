@@ -49,7 +49,7 @@ def _attention(
 ) -> Tensor:
     g, w, il, hd = ctx.g, ctx.w, layer.index, layer.head_dim_k
     q, k, v = ctx.build_qkv(layer, cur, hd, layer.n_head, hd, layer.n_head_kv)
-    freqs = w.get_optional("rope_freqs.weight")
+    freqs = w.rope_freqs(il)
     q = g.rope(q, pos, freqs)
     k = g.rope(k, pos, freqs)
     wo, wo_b = w.layer(il, "attn_output.weight"), w.layer(il, "attn_output.bias")

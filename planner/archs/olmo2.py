@@ -58,7 +58,7 @@ def build_olmo2(ctx: GraphContext) -> None:
             k = g.reshape(k, hd, layer.n_head_kv, ctx.n_tokens)
             v = g.reshape(v, hd, layer.n_head_kv, ctx.n_tokens)
         if not (per_head and iswa and not layer.is_swa):
-            freqs = w.get_optional("rope_freqs.weight")
+            freqs = w.rope_freqs(il)
             q = g.rope(q, inp_pos, freqs)
             k = g.rope(k, inp_pos, freqs)
         inp = inp_swa if layer.is_swa else inp_full

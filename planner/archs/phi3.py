@@ -33,7 +33,7 @@ def build_phi3(ctx: GraphContext) -> None:
         residual = inp_l
         normed = ctx.build_norm(inp_l, w.layer(il, "attn_norm.weight"), w.layer(il, "attn_norm.bias"), il=il)
         q, k, v = ctx.build_qkv(layer, normed, layer.head_dim_k, layer.n_head, layer.head_dim_k, layer.n_head_kv)
-        factors = w.get_optional("rope_factors_long.weight")
+        factors = w.rope_freqs(il, "rope_factors_long.weight")
         q = g.rope(q, inp_pos, factors)
         k = g.rope(k, inp_pos, factors)
         q = g.scale(q)

@@ -779,11 +779,13 @@ class WeightSet:
         kv: dict[tuple[int, bool], tuple[Tensor, Tensor | None]],
         graph: Graph,
         locate: Callable[[str, bool], tuple[str, bool]] | None = None,
+        layer_device: Callable[[int], str] | None = None,
     ) -> None:
         """`locate(name, duplicate)` gives a weight's backend ("host" or a GPU name) and whether
-        a host weight sits in a plain host buffer (not CPU_REPACK)."""
+        a host weight sits in a plain host buffer (not CPU_REPACK); `layer_device(il)` a layer's backend."""
         self.model = model
         self._locate = locate or (lambda name, dup: ("host", True))
+        self._layer_device = layer_device
         self._rs: dict[int, tuple[Tensor, Tensor]] = {}
         self._lid: dict[int, Tensor] = {}
         self._kv = kv
@@ -821,6 +823,22 @@ class WeightSet:
 
     def layer(self, il: int, suffix: str) -> Tensor | None:
         return self.get_optional(f"blk.{il}.{suffix}")
+
+    def rope_freqs(self, il: int, name: str = "rope_freqs.weight") -> Tensor | None:
+        """The RoPE frequency factors layer `il` reads (rope_freqs, or rope_factors_long): llama.cpp creates them
+        for each layer that uses them (TENSOR_DUPLICATED past the first), each on its layer's device
+        (llama_model::get_rope_factors), so a layer on a GPU reads a copy there, not one in host memory (which
+        would cut the graph in one more split)."""
+        info = self._infos.get(name)
+        if info is None or self._layer_device is None:
+            return self.get_optional(name)
+        where = self._layer_device(il)
+        key = (f"{name}@{where}", False)
+        tensor = self._cache.get(key)
+        if tensor is None:
+            tensor = self._g.weight(info.type, info.shape, name, backend=where, host_plain=True)
+            self._cache[key] = tensor
+        return tensor
 
     def layer_req(self, il: int, suffix: str) -> Tensor:
         return self.get(f"blk.{il}.{suffix}")
