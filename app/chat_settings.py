@@ -15,7 +15,7 @@ from typing import Any
 
 from app.engine.templates import ChatFormat
 from app.engine.types import GenerationParams
-from app.limits import DEFAULT_MAX_TOKENS, MAX_TOKENS
+from app.limits import DEFAULT_MAX_TOKENS, INTEGERS, RANGES, checked
 
 # the GGUF keys a model file may carry its authors' sampling in, by the field they set
 GGUF_KEYS = {
@@ -25,18 +25,6 @@ GGUF_KEYS = {
     "min_p": "general.sampling.min_p",
     "repeat_penalty": "general.sampling.penalty_repeat",
 }
-
-# (lowest, highest) a value may take; a value outside is refused with these words
-RANGES: dict[str, tuple[float, float]] = {
-    "temperature": (0.0, 2.0),
-    "top_p": (0.0, 1.0),
-    "top_k": (0, 1000),
-    "min_p": (0.0, 1.0),
-    "repeat_penalty": (0.5, 2.0),
-    "seed": (0, 2**32 - 1),
-    "max_tokens": (1, MAX_TOKENS),
-}
-INTEGERS = {"top_k", "seed", "max_tokens"}
 
 # what a user may type for each (the slash commands: /temp 0.7, /top-p 0.9 ...)
 ALIASES = {
@@ -122,13 +110,6 @@ def field_name(name: str) -> str:
     if key not in {f.name for f in fields(ChatSampling)}:
         raise ValueError(f"no setting named “{name}”: {', '.join(f.name for f in fields(ChatSampling))}")
     return key
-
-
-def checked(name: str, value: float | int) -> float | int:
-    low, high = RANGES[name]
-    if not low <= value <= high:
-        raise ValueError(f"{name.replace('_', ' ')} must be between {low:g} and {high:g}")
-    return int(value) if name in INTEGERS else float(value)
 
 
 def parse(name: str, text: str) -> float | int | bool | None:

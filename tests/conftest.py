@@ -47,7 +47,7 @@ def _machine_speed() -> bytes | None:
     return json.dumps({"key": key, "figures": quiet_figures(threads=key["threads"])}).encode()
 
 
-def _quiet_probe() -> dict:
+def _quiet_probe(full: bool = False, module: str | None = None) -> dict:
     from app.speed import machine as speed_machine
     from tests.support.speed import quiet_figures
 
@@ -65,8 +65,11 @@ def _private_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, _machine_spee
         folder.mkdir(parents=True)
         (folder / speed_machine.MACHINE_FILE).write_bytes(_machine_speed)
     monkeypatch.setenv("VRAMCHAT_HOME", str(home))
-    # a probe a test provokes (another RAM size is another machine) measures the quiet figures too
+    # a probe a test provokes (another RAM size is another machine) measures the quiet figures too, in place of
+    # the background probe a plan starts; and none starts in the processes tests run (their homes may be new)
     monkeypatch.setattr(speed_machine, "run_probe", _quiet_probe)
+    monkeypatch.setattr(speed_machine, "start_background_probe", speed_machine.measure_and_keep)
+    monkeypatch.setenv(speed_machine.PROBE_SWITCH, "off")
     monkeypatch.delenv("VRAMCHAT_DEVICES", raising=False)
     monkeypatch.setenv("VRAMCHAT_RPC", "")  # no RPC servers unless a test names some (restored after it)
     return home

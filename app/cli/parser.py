@@ -34,7 +34,7 @@ def _non_negative_int(text: str) -> int:
 
 
 def _sampling_range(name: str) -> tuple[float, float]:
-    from app.chat_settings import RANGES
+    from app.limits import RANGES
 
     return RANGES[name]
 
@@ -43,7 +43,7 @@ def _sampling_value(name: str, kind: type):  # -> a parser of one sampling value
     def parse(text: str) -> float | int:
         import argparse
 
-        from app.chat_settings import checked
+        from app.limits import checked
 
         try:
             value = kind(text)

@@ -8,10 +8,12 @@ count the engine uses, and llama.cpp's libraries (names, sizes, times); a new ll
 another CPU or a changed probe measures again. A probe that fails is remembered with its
 reason under the same key, so a machine without llama.cpp is not asked again each plan.
 
-Only a probe that app/speed/trust.py trusts is kept: one taken while other programs held the
-cores is dropped, and the speed reads "measuring…" (why: `NOT_YET`) until a later plan, at
-least `RETRY_SECONDS` on, measures again. Figures kept by an earlier version that fail the
-same checks are dropped too.
+The probe is never on a plan's path: a plan reads the figures kept, and where there are none it says
+"measuring…" at once (why: `NOT_YET`) and starts the probe in the background (app/speed/background.py: a
+process of its own, at the lowest priority, one at a time per home), which measures until it has figures
+app/speed/trust.py trusts; the next plan quotes them. A probe taken while other programs held the cores is
+dropped and taken again `RETRY_SECONDS` later. Figures kept by an earlier version that fail the same checks
+are dropped too.
 """
 
 from __future__ import annotations
@@ -36,6 +38,9 @@ PROBE_FORMAT = 13  # bump when the probe measures differently
 PROBE_TIMEOUT = 60
 NOT_YET = "speed not yet measured"  # the start of the words while no trusted probe exists
 RETRY_SECONDS = 30.0  # after a probe that was not trusted, the next one waits at least this long
+PROBE_MODULE = "app.speed.probe"  # what a probe runs, in a child of its own
+LOCK_FILE = "probe.lock"  # held by the one background probe of a home while it measures
+MEASURING = "being measured in the background at low priority (the next plan quotes it)"
 _lock = threading.Lock()
 # what this process knows: (answer, until when; None: for good)
 _memo: dict[str, tuple[tuple[CpuSpeed | None, str], float | None]] = {}
@@ -111,11 +116,11 @@ def probe_child(module: str, args: list[str], timeout: float) -> subprocess.Comp
     )
 
 
-def run_probe(full: bool = False) -> dict[str, Any]:
+def run_probe(full: bool = False, module: str | None = None) -> dict[str, Any]:
     """The probe's figures, measured in a child process (`full`: every figure, even on a busy machine,
     where the probe otherwise stops early); raises RuntimeError with the reason."""
     try:
-        proc = probe_child("app.speed.probe", ["--full"] if full else [], PROBE_TIMEOUT)
+        proc = probe_child(module or PROBE_MODULE, ["--full"] if full else [], PROBE_TIMEOUT)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise RuntimeError(f"the speed probe did not finish: {exc}") from None
     lines = proc.stdout.strip().splitlines()
@@ -143,9 +148,8 @@ def waiting(why: str) -> bool:
 
 def cpu_speed(measure: bool = True) -> tuple[CpuSpeed | None, str]:
     """This CPU's figures and a line saying where they come from; (None, why) when there are none:
-    `waiting(why)` while no trusted probe exists yet.
-
-    measure=False only reads what was kept (for callers that must not wait half a second)."""
+    `waiting(why)` while no trusted probe exists yet. It never waits for a probe: without figures kept it
+    starts one in the background (`measure`; measure=False only reads what was kept)."""
     key = machine_key()
     path = speed_folder() / MACHINE_FILE
     stamp = json.dumps(key, sort_keys=True)
@@ -160,7 +164,7 @@ def cpu_speed(measure: bool = True) -> tuple[CpuSpeed | None, str]:
         elif not measure:
             return None, f"{NOT_YET}: the probe has not run"
         else:
-            answer = _measure(path, key)
+            answer = start_background_probe() or (None, f"{NOT_YET}: {MEASURING}")
         retry_at = time.monotonic() + RETRY_SECONDS if answer[0] is None and waiting(answer[1]) else None
         _memo[memo] = answer, retry_at
         return answer
@@ -181,12 +185,33 @@ def _kept(path: Path, key: dict[str, Any]) -> dict[str, Any] | None:
     return kept
 
 
-def _measure(path: Path, key: dict[str, Any]) -> tuple[CpuSpeed | None, str]:
+PROBE_SWITCH = "VRAMCHAT_SPEED_PROBE"  # "off": never time this CPU (speeds then read unknown, not "measuring")
+
+
+def start_background_probe() -> tuple[CpuSpeed | None, str] | None:
+    """The probe started in the background for this home, unless one is running (app/speed/background.py);
+    None: nothing to say yet but "measuring…". (A test runs it in place and returns its answer.)"""
+    if os.environ.get(PROBE_SWITCH, "").strip().lower() == "off":
+        return None, f"this CPU's speed is not measured ({PROBE_SWITCH}=off)"
+    from app.speed.background import start
+
+    start(speed_folder(), PROBE_MODULE)
+    return None
+
+
+def measure_and_keep(module: str | None = None) -> tuple[CpuSpeed | None, str]:
+    """Run the probe now (the background probe's one try): keep what it measured when trusted (or why it
+    failed, for good); else say it is still to come."""
+    key = machine_key()
+    return _measure(speed_folder() / MACHINE_FILE, key, module)
+
+
+def _measure(path: Path, key: dict[str, Any], module: str | None = None) -> tuple[CpuSpeed | None, str]:
     """Run the probe: keep what it measured when trusted (or why it failed); else say it is still to come."""
     from app.speed.trust import distrust
 
     try:
-        figures = run_probe()
+        figures = run_probe(module=module) if module else run_probe()
     except RuntimeError as exc:
         kept: dict[str, Any] = {"key": key, "error": str(exc)}
     else:
