@@ -252,10 +252,8 @@ class Runner:
             finally:
                 job.stops_with(None)
                 session.generating.clear()
-            stats = engine.last_stats
-            session.pace.record(prepared.n_tokens + stats.generated_tokens)
-            session.reply_finished()
-            return stats
+            session.reply_finished()  # (not the chat's pace: a request is no turn of its conversation)
+            return engine.last_stats
 
     def _run_slot(self, job: Job, prepared: Prepared, params: GenerationParams) -> GenerationStats:
         channel = self._channel

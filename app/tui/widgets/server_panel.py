@@ -50,7 +50,7 @@ def server_lines(serving: AppServer, monitor: Monitor, session: ModelSession | N
     recent = monitor.recent()[-RECENT_SHOWN:]
     if recent:
         lines.append("Last served:")
-        lines += [f"  {request_line(f)}" for f in reversed(recent)]
+        lines += [f"  {request_line(f, compact=True)}" for f in reversed(recent)]
     return lines
 
 
