@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from planner import graph_counts
 from planner.archs import build_model_graph
 from planner.backends import CPU, BackendRules, device_rules, host_alignment
 from planner.config import Resolved
@@ -195,6 +196,8 @@ def compute_buffers(
     refused: dict[tuple[str, str], int] = {}
     for i, (tokens, seqs, outputs) in enumerate(reserve_shapes(model, r)):
         ctx = build_graph(model, r, kv, tokens, seqs, outputs, locate_weight, locate_layer)
+        if (tokens, seqs, outputs) == (1, 1, 1):  # the one-token graph the speed plan counts: counted once
+            graph_counts.note(graph_counts.key_of(model, r), graph_counts.count(ctx.g))
         pin_active = tokens < 32 or full_offload
 
         def pinned(t: Tensor, pin_active: bool = pin_active) -> int | None:

@@ -178,14 +178,10 @@ PREFILL_FALLBACK = {
     "q5_K": "q4_K",
 }
 _EXPERT_RE = re.compile(EXPERT_TENSOR)
-_EMPTY_OPS = frozenset({"NONE", "VIEW", "RESHAPE", "PERMUTE", "TRANSPOSE"})
-# the operations between the mat-muls, priced per element by kind (the probe times one of each: a GELU gate
-# costs ten times an add, 0.9 ns an element on 2 EPYC cores); the rest of them ("plain": adds, multiplies,
-# other activations, copies) at an add's price
-ELEMENTWISE_KINDS = {"ROPE": "rope", "RMS_NORM": "norm", "NORM": "norm", "L2_NORM": "norm", "GROUP_NORM": "norm"}
-# priced otherwise: the mat-muls by their weights, attention by its cells (a softmax's size is the cache's)
-_NOT_ELEMENTWISE = frozenset({"MUL_MAT", "MUL_MAT_ID", "FLASH_ATTN_EXT", "SOFT_MAX", "OUT_PROD"})
-_WRITES_SOURCE = frozenset({"SET_ROWS", "CPY"})
+# the operations between the mat-muls are priced per element by kind (planner.graph_counts.ELEMENTWISE_KINDS:
+# the probe times one of each: a GELU gate costs ten times an add, 0.9 ns an element on 2 EPYC cores); the
+# rest of them ("plain": adds, multiplies, other activations, copies) at an add's price; the mat-muls by their
+# weights, attention by its cells (a softmax's size is the cache's)
 
 
 # -- the machine ---------------------------------------------------------------------------------
@@ -531,35 +527,26 @@ class TokenCost:
         return full, min(self.cells_swa, window, seen) if self.cells_swa else 0.0
 
 
-_ops_memo: dict[tuple[str, int, int, bool, str], tuple[int, int, dict[str, int]] | None] = {}
-_MAT_MULS = frozenset({"MUL_MAT", "MUL_MAT_ID"})
-
-
 def _graph_counts(plan: MemoryPlan) -> tuple[int, int, dict[str, int]] | None:
     """Operations a one-token graph runs (views and reshapes cost nothing), of which mat-muls, and the
     elements its operations between the mat-muls produce, by kind (ELEMENTWISE_KINDS), from the graph
-    llama.cpp builds; None where no graph builder knows the architecture."""
+    llama.cpp builds; None where no graph builder knows the architecture. The compute pricing builds the same
+    graph and notes its counts (planner.graph_counts): it is built here only where it did not."""
+    from planner import graph_counts
+
     m, r = plan.model, plan.resolved
-    key = (m.path, m.file_bytes, m.n_layer, r.config.flash_attn, r.type_k.name)
-    if key not in _ops_memo:
+    key = graph_counts.key_of(m, r)
+    known, counts = graph_counts.noted(key)
+    if not known:
         from planner.compute import build_graph  # the graph builders: only when a count is not known
         from planner.errors import PlannerError
 
         try:
-            ctx = build_graph(m, r, plan.kv, 1, 1, 1)
-            nodes = [node for node in ctx.g.nodes if node.op not in _EMPTY_OPS]
-            elements: dict[str, int] = {}
-            for node in nodes:
-                if node.op not in _NOT_ELEMENTWISE:
-                    kind = "gelu" if node.act == "gelu" else ELEMENTWISE_KINDS.get(node.op, "plain")
-                    # a copy into the cache is a view of the whole cache: it writes its source's elements
-                    written = node.src[0] if node.op in _WRITES_SOURCE and node.src else node
-                    elements[kind] = elements.get(kind, 0) + written.n_elements()
-            mat_muls = sum(1 for node in nodes if node.op in _MAT_MULS)
-            _ops_memo[key] = (len(nodes), mat_muls, elements)
+            counts = graph_counts.count(build_graph(m, r, plan.kv, 1, 1, 1).g)
         except (PlannerError, ArithmeticError, ValueError, KeyError, IndexError, TypeError, AttributeError):
-            _ops_memo[key] = None
-    return _ops_memo[key]
+            counts = None
+        graph_counts.note(key, counts)
+    return counts
 
 
 def _expert_share(model: ModelAnatomy, layer: int) -> float:

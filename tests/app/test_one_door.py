@@ -88,3 +88,22 @@ def test_the_context_a_load_starts_at_is_planned_through_the_door(zoo: dict[str,
     gap: list[Gap] = learned_buffers.remember(start, {("compute", "CUDA0"): _compute(start) + (2 << 20)})
     assert gap
     assert _compute(plan_at_context(plan, 4096, [GPU], HOST)) == _compute(start) + (2 << 20)
+
+
+def test_a_plan_and_its_speed_build_each_graph_once(zoo: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The compute pricing's one-token graph is the one the speed plan counts: built once, not twice."""
+    from planner import compute, compute_memo, graph_counts
+
+    monkeypatch.setattr(graph_counts, "_memo", {})
+    built: list[tuple[int, int, int]] = []
+    real = compute.build_graph
+
+    def counting(model, r, kv, n_tokens, n_seqs, n_outputs, *args, **kwargs):
+        built.append((n_tokens, n_seqs, n_outputs))
+        return real(model, r, kv, n_tokens, n_seqs, n_outputs, *args, **kwargs)
+
+    monkeypatch.setattr(compute, "build_graph", counting)
+    compute_memo.use_store(None)  # no sizes kept from earlier plans: every graph is priced here
+    planned = plan_source(str(zoo["llama-f16"]), Machine([], HOST), PlanChoice())
+    assert planned.speed.decode_start is not None
+    assert built.count((1, 1, 1)) == 1, built  # priced for the compute buffer, counted for the speed
