@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from app.rpc.endpoint import Endpoint
+from tests.support.compare import misses
 from tests.support.rpc import compare_rpc
 
 CONFIGS = [{"n_ctx": 512}, {"n_ctx": 2048, "flash_attn": True, "type_k": "q8_0", "type_v": "q8_0"}]
@@ -28,12 +29,10 @@ def test_every_device_gets_what_was_planned(
 ) -> None:
     rows = compare_rpc(zoo[name], CONFIGS, rpc_endpoints[:servers], n_gpu_layers, split)
     assert len(rows) == len(CONFIGS)
+    assert misses(rows) == []
     for row in rows:
-        assert not row.refused_by_llama and not row.refused_by_planner, row
         devices = {b.device for b in row.buffers}
         assert devices == {"CPU", *(f"RPC{i}" for i in range(servers))} or n_gpu_layers < 99, devices
-        off = [b for b in row.buffers if not b.within_tolerance]
-        assert not off, (row.config, off)
 
 
 def _chat_zoo() -> list[str]:
@@ -52,7 +51,6 @@ def test_every_tiny_model_split_over_two_servers_lands_where_planned(
     device (token_embd_norm, hrm.z_l_init, gemma4's rope_freqs) and an MTP block's tensors that
     llama.cpp loads though it skips the block (step35, hy_v3)."""
     rows = compare_rpc(zoo[name], [{"n_ctx": 512}], rpc_endpoints, 2, [1, 1])
-    for row in rows:
-        assert not row.refused_by_llama and not row.refused_by_planner, row
-        off = [b for b in row.buffers if not b.within_tolerance]
-        assert not off, off
+    assert len(rows) == 1 and misses(rows) == []
+    (row,) = rows
+    assert any(b.device == "RPC1" and b.kind == "weights" and b.actual for b in row.buffers), row.buffers  # the output

@@ -42,7 +42,9 @@ class BufferRow:
 
     @property
     def within_tolerance(self) -> bool:
-        """The bar every row is held to: weights, caches and output exact; compute within 2% or 4 MiB."""
+        """The bar of the original issue, kept for records measured elsewhere (the CUDA records, the
+        benches' tables): weights, caches and output exact; compute within 2% or 4 MiB. The tests on this
+        machine hold every buffer to `error == 0` instead (`misses`), each known miss named."""
         if self.kind.startswith("compute"):
             return abs(self.error) <= max(4 * 1024 * 1024, 0.02 * self.actual)
         return self.error == 0
@@ -63,6 +65,69 @@ class ConfigRow:
 
     def buffer(self, kind: str) -> BufferRow | None:
         return next((b for b in self.buffers if b.kind == kind), None)
+
+    @property
+    def refused(self) -> bool:
+        return bool(self.refused_by_llama or self.refused_by_planner)
+
+
+# llama.cpp's refusals of a configuration (llama_init_from_model), each in its words and in the planner's: two
+# refusals agree only where both name the same rule, never because both sides said no
+REFUSAL_RULES: tuple[tuple[str, str], ...] = (
+    ("quantized V cache requires flash_attn", "a quantized V cache needs flash attention"),
+    ("does not divide n_embd_head_k", "needs a head size that is a multiple of"),
+    ("model does not support different K", "needs the same K and V cache types"),
+)
+
+
+def refused_by_one_rule(row: ConfigRow) -> bool:
+    """Both sides refused the configuration, and both name the same one of llama.cpp's rules."""
+    said = (row.refused_by_llama or "", row.refused_by_planner or "")
+    return any(llama in said[0] and planner in said[1] for llama, planner in REFUSAL_RULES)
+
+
+def misses(
+    rows: list[ConfigRow],
+    refused: Callable[[dict[str, Any]], bool] = lambda config: False,
+    by_rule: bool = False,
+) -> list[str]:
+    """Every way `rows` differ from "planned as allocated, to the byte", in words; [] when none.
+
+    The configurations `refused` names must be refused by llama.cpp and the planner for the same rule
+    (REFUSAL_RULES); with `by_rule` any other configuration may be refused too, where both sides name the same
+    rule; every other refusal, by either side, is a miss. Every buffer of a configuration that loaded is held to
+    `error == 0`, except a known miss (tests/support/known_misses.py) of exactly its recorded error; a known miss
+    whose configuration is here but which no longer misses is reported too, so that its entry is deleted rather
+    than left to hide a later miss."""
+    from tests.support.known_misses import KNOWN_MISSES
+
+    out = []
+    for row in rows:
+        words = f"{row.model} {row.config}"
+        refusal = f"llama.cpp {row.refused_by_llama!r}, planner {row.refused_by_planner!r}"
+        if refused(row.config) and not refused_by_one_rule(row):
+            out.append(f"{words}: should be refused by both for one rule; {refusal}")
+            continue
+        if row.refused:
+            if not (refused(row.config) or (by_rule and refused_by_one_rule(row))):
+                out.append(f"{words}: refused; {refusal}")
+            continue
+        if not row.buffers:
+            out.append(f"{words}: no buffer was compared")
+        for buf in row.buffers:
+            known = [k for k in KNOWN_MISSES if k.covers(row, buf.device, buf.kind)]
+            if buf.error and any(k.error == buf.error for k in known):
+                continue
+            said = (
+                f"{words} {buf.device} {buf.kind}: {buf.planned:,} planned, {buf.actual:,} allocated ({buf.error:+,})"
+            )
+            if known:
+                said += f"; the known miss of {known[0].error:+,} ({known[0].why}) " + (
+                    "is gone: delete its entry" if not buf.error else "changed"
+                )
+            if buf.error or known:
+                out.append(said)
+    return out
 
 
 def _cpu_features() -> frozenset[str]:

@@ -26,6 +26,22 @@ class OracleUnavailable(RuntimeError):
     """The oracle cannot run here (no C compiler, or llama-cpp-python missing)."""
 
 
+class OracleAborted(RuntimeError):
+    """llama.cpp's process ended before it answered every configuration (a GGML_ASSERT, a crash): the
+    configurations it did answer, and how it ended. A test that expects the abort catches this; to every
+    other caller a short answer is an error, never fewer rows to check."""
+
+    def __init__(self, model: str, rows: list[dict[str, Any]], asked: int, returncode: int, stderr: str) -> None:
+        self.rows = rows
+        self.asked = asked
+        self.returncode = returncode
+        self.stderr = stderr
+        super().__init__(
+            f"llama.cpp stopped after {len(rows)} of {asked} configurations of {model} (exit {returncode}): "
+            f"{stderr[-2000:]}"
+        )
+
+
 @functools.lru_cache(maxsize=1)
 def shim_path() -> str:
     """Build the size shim once per process, in a private temporary folder."""
@@ -55,7 +71,8 @@ def measure(
     """Model buffers and, per configuration, the KV, RS, output and compute buffers.
 
     `cpu_extra_buffers` None loads as the app does on this CPU (planner.weights.uses_cpu_extra_buffers).
-    `rpc` adds the devices of these RPC servers (HOST:PORT), split as `tensor_split` says."""
+    `rpc` adds the devices of these RPC servers (HOST:PORT), split as `tensor_split` says. One row per
+    configuration, always: a process that ends before answering them all raises OracleAborted."""
     from app.devices import ggml
     from planner.weights import uses_cpu_extra_buffers
 
@@ -82,9 +99,12 @@ def measure(
         timeout=timeout,
     )
     lines = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
-    if not lines or "fatal" in lines[0]:
-        raise RuntimeError(f"llama.cpp could not load {model}: {lines[0] if lines else proc.stderr[-2000:]}")
-    return lines[0]["model"], lines[1:]
+    if lines and "fatal" in lines[0]:
+        raise RuntimeError(f"llama.cpp could not load {model}: {lines[0]}")
+    rows = lines[1:]
+    if not lines or len(rows) != len(configs) or proc.returncode != 0:
+        raise OracleAborted(os.fspath(model), rows, len(configs), proc.returncode, proc.stderr)
+    return lines[0]["model"], rows
 
 
 def measure_projector(
