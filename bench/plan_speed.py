@@ -1,10 +1,11 @@
 """How long `vramchat --plan MODEL --json` takes as a whole process, next to a bare Python start.
 
-    python bench/plan_speed.py [MODEL] [--runs N] [--gguf-reader] [--before TREE] [--floor]
+    python bench/plan_speed.py [MODEL] [--runs N] [--gguf-reader] [--before TREE] [--floor] [--busy]
 
 Three commands run in fresh processes, interleaved, and their medians are printed with the
 ratios between them:
-- first plan: a vramchat home with no caches (the header is read, every compute buffer priced);
+- first plan: a vramchat home with no caches (the header is read, every compute buffer priced) but this
+  machine's speed probe, measured once before the runs, as a user's home keeps it;
 - planned before: the same file planned a moment earlier (parsed header and compute sizes
   read back from the cache);
 - `python -c pass` with the same interpreter: the floor any Python command starts from.
@@ -15,11 +16,15 @@ that a change is measured against what it changes under the same load.
 vocabulary string walked): the part of a first plan that no cache and no device can spare.
 --gguf-reader adds `gguf.GGUFReader(MODEL)` as a whole process (the gguf package's reader, which
 parses every tensor and array: about 12 s for the demo). MODEL defaults to the demo Gemma 3 270M.
+--busy instead times first plans in homes without a speed probe while every core runs a busy loop (a user
+who keeps another program running): each plan's wall time, which must not wait for the probe; the background
+probes those plans start are ended afterwards.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import resource
 import shutil
@@ -60,6 +65,11 @@ def main() -> None:
     parser.add_argument("--gguf-reader", action="store_true", help="also time gguf.GGUFReader on the file")
     parser.add_argument("--before", type=Path, help="also time the plans of this checkout (an earlier commit)")
     parser.add_argument(
+        "--busy",
+        action="store_true",
+        help="time first plans in homes without a speed probe, every core busy (the probe must not be waited for)",
+    )
+    parser.add_argument(
         "--floor",
         action="store_true",
         help="also time a process that only reads the header (planner.gguf.read_gguf): the part of a first "
@@ -72,7 +82,12 @@ def main() -> None:
         args.model = str(assemble())
     env = dict(os.environ)
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # an installed vramchat has its bytecode compiled
+    env.pop("VRAMCHAT_SPEED_PROBE", None)
     home = Path(tempfile.mkdtemp(prefix="vramchat-plan-speed-"))
+    if args.busy:
+        busy(args, env, home)
+        return
+    probe = machine_probe(home / "probe")
     plan_cmd = [sys.executable, "-m", "app", "--plan", args.model, "--json"]
     commands: dict[str, tuple[list[str], str, dict[str, str]]] = {
         "first plan (no caches)": (plan_cmd, "cold", {}),
@@ -99,10 +114,13 @@ def main() -> None:
     try:
         for _cmd, kind, extra in commands.values():  # fill the warm homes' caches
             if kind.startswith("warm"):
+                keep_probe(probe, home / kind)
                 _time(plan_cmd, {**env, **extra, "VRAMCHAT_HOME": str(home / kind)})
         for run in range(args.runs):
             for name, (cmd, kind, extra) in commands.items():
                 where = home / (f"{kind}-{run}" if kind.startswith("cold") else kind)
+                if kind.startswith("cold"):
+                    keep_probe(probe, where)
                 times[name].append(_time(cmd, {**env, **extra, "VRAMCHAT_HOME": str(where)}, name))
     finally:
         shutil.rmtree(home, ignore_errors=True)
@@ -118,11 +136,71 @@ def main() -> None:
         print(
             f"  {name}: {medians[name] / floor:.1f}x python -c pass, {(medians[name] - floor) * 1000:.1f} ms above it"
         )
+    if "header read alone" in medians:
+        header = medians["header read alone"]
+        print(f"  first plan (no caches): {medians['first plan (no caches)'] / header:.2f}x the header read alone")
     cpu = {name: statistics.median(ts) for name, ts in CPU_TIMES.items() if name}
     cpu_floor = cpu["python -c pass"]
     print("CPU time (user + system) of the same runs, medians:")
     for name, value in cpu.items():
         print(f"  {name:28s} {value * 1000:6.1f} ms  ({value / cpu_floor:.1f}x python -c pass)")
+
+
+def machine_probe(home: Path) -> Path:
+    """This machine's speed probe, measured once (as a user's home keeps it): the kept file."""
+    env = {**os.environ, "VRAMCHAT_HOME": str(home)}
+    env.pop("VRAMCHAT_SPEED_PROBE", None)
+    code = "from app.speed import machine; print(machine.measure_and_keep())"
+    for _ in range(10):  # a disturbed probe is not kept: the bench waits for a trusted one
+        subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, check=True)
+        kept = home / "cache" / "speed" / "machine.json"
+        if kept.exists():
+            return kept
+        time.sleep(5)
+    raise SystemExit("no trusted speed probe in 10 tries: the machine is busy (other programs use the CPUs)")
+
+
+def keep_probe(probe: Path, home: Path) -> None:
+    folder = home / "cache" / "speed"
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(probe, folder / probe.name)
+
+
+def busy(args: argparse.Namespace, env: dict[str, str], home: Path) -> None:
+    """First plans with every core busy, in homes without a speed probe: each one's wall time."""
+    cores = os.cpu_count() or 1
+    loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(cores)]
+    plan_cmd = [sys.executable, "-m", "app", "--plan", args.model, "--json"]
+    times = []
+    try:
+        time.sleep(1.0)  # the loops have the cores
+        for run in range(args.runs):
+            where = home / f"busy-{run}"
+            times.append(_time(plan_cmd, {**env, "VRAMCHAT_HOME": str(where)}, "busy"))
+    finally:
+        for loop in loops:
+            loop.kill()
+        _end_background_probes(home)
+        shutil.rmtree(home, ignore_errors=True)
+    print(f"model: {args.model}; {args.runs} first plans in homes without a speed probe, {cores} busy loops")
+    print("  each: " + ", ".join(f"{t:.2f} s" for t in times))
+    print(f"  median {statistics.median(times):.2f} s, max {max(times):.2f} s")
+
+
+def _end_background_probes(home: Path) -> None:
+    """The background probes the timed plans started (their VRAMCHAT_HOME under `home`) are ended."""
+    import signal
+
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            environ = Path(f"/proc/{pid}/environ").read_bytes()
+        except OSError:
+            continue
+        if f"VRAMCHAT_HOME={home}".encode() in environ:
+            with contextlib.suppress(OSError):
+                os.kill(int(pid), signal.SIGKILL)
 
 
 if __name__ == "__main__":
