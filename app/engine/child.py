@@ -25,7 +25,7 @@ from typing import Any
 
 from app.children import die_with_parent
 from app.engine import protocol as p
-from app.engine.data_limit import cap_from_environment
+from app.engine.data_limit import capped
 from app.engine.held_media import HeldMedia
 from app.engine.types import MediaPrompt
 
@@ -167,7 +167,8 @@ class _Server:
                 self.send(p.PROGRESS, fraction)
                 return True
 
-            report = engine.load(path, config, progress, projector)
+            with capped():  # tests only: a device buffer past the cap runs out of memory for real
+                report = engine.load(path, config, progress, projector)
             self.send(p.LOADED, report)
         elif op in (p.GENERATE, p.TOKENIZE_MEDIA) and isinstance(args[0], MediaPrompt):
             whole = self.held.whole(args[0])  # the pictures sent by key alone, their bytes from those held
@@ -193,7 +194,8 @@ class _Server:
             from app.engine.types import EngineError
 
             try:
-                resized, failure = engine.resize(*args), None
+                with capped():
+                    resized, failure = engine.resize(*args), None
             except EngineError as exc:  # the old size is back (or nothing is): the app needs the report
                 resized, failure = None, (str(exc), exc.log)
             self.send(p.RESULT, (resized, engine.report, engine.kv_cells_used(), failure))
@@ -216,7 +218,6 @@ def _connect_rpc_servers() -> None:
 def main(argv: list[str]) -> int:
     fd = int(argv[1])
     die_with_parent()
-    cap_from_environment()  # tests only: a device past the cap runs out of memory for real
     faulthandler.enable(file=sys.stderr, all_threads=False)  # a native crash leaves the Python stack
     conn = Connection(fd)
     from app.engine.llama_log import capture

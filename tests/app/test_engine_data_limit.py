@@ -1,5 +1,6 @@
-"""VRAMCHAT_ENGINE_DATA_LIMIT_MIB (tests only): every engine process caps its data at that many MiB, so
-that a device whose memory is the process's own (lavapipe) runs out for real (tests/vulkan/test_vulkan_heap.py)."""
+"""VRAMCHAT_ENGINE_DATA_LIMIT_MIB (tests only): every engine process caps its data at that many MiB while
+llama.cpp allocates a load's buffers, so that a device whose memory is the process's own (lavapipe) runs out
+for real (tests/vulkan/test_vulkan_heap.py); a reply runs under the process's own limit."""
 
 from __future__ import annotations
 
@@ -23,14 +24,50 @@ def _data_limit(pid: int) -> str:
     return line.split()[3]  # the soft limit: bytes, or "unlimited"
 
 
-def test_the_engine_process_caps_its_data_where_the_variable_says(
+def test_the_engine_process_caps_its_data_where_the_variable_says_while_it_loads(
     zoo: dict[str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    import resource
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_DATA)
     monkeypatch.setenv(ENV, "4096")
     engine = EngineProcess()
+    during: list[str] = []
     try:
-        engine.load(zoo["llama-f16"], LoadConfig(n_ctx=512))
-        assert engine.pid is not None and _data_limit(engine.pid) == str(4096 << 20)
+        engine.dry_run(zoo["llama-f16"], LoadConfig(n_ctx=512))  # the process is up, nothing allocated
+        assert engine.pid is not None
+        pid = engine.pid
+        engine.load(zoo["llama-f16"], LoadConfig(n_ctx=512), lambda fraction: during.append(_data_limit(pid)))
+        assert during and set(during) == {str(4096 << 20)}  # read while llama.cpp loaded
+        assert _data_limit(pid) == ("unlimited" if soft == resource.RLIM_INFINITY else str(soft))  # and after
+    finally:
+        engine.close()
+
+
+def test_a_load_past_the_cap_fails_in_words_and_the_engine_lives_on(
+    zoo: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A KV cache of 2 GiB past a cap 64 MiB above what the engine holds: llama.cpp's allocation fails as on a
+    full device, the load says so, and the same engine process loads a small context after."""
+    from app.engine.types import EngineError
+
+    big = zoo["llama-f16"]
+    probe = EngineProcess()
+    try:
+        probe.load(big, LoadConfig(n_ctx=512))
+        assert probe.pid is not None
+        held = int(
+            next(x for x in Path(f"/proc/{probe.pid}/status").read_text().splitlines() if "VmData" in x).split()[1]
+        )
+    finally:
+        probe.close()
+    monkeypatch.setenv(ENV, str(held // 1024 + 64))
+    engine = EngineProcess()
+    try:
+        with pytest.raises(EngineError, match="could not create the context"):
+            engine.load(big, LoadConfig(n_ctx=2_000_000))
+        engine.load(big, LoadConfig(n_ctx=512))
+        assert engine.loaded
     finally:
         engine.close()
 

@@ -1,6 +1,7 @@
 """The GPU-backend tier: these tests run where llama-cpp-python was built with Vulkan (`bash .ci/vulkan-tier`
 builds it on any Debian/Ubuntu machine, on Mesa's software driver lavapipe when there is no GPU); elsewhere
-they are skipped, each saying why."""
+they are skipped, each saying why. Under the tier itself (VRAMCHAT_VULKAN_TIER=1) a missing backend or device
+fails the run instead: a tier that skips everything has tested nothing."""
 
 from __future__ import annotations
 
@@ -11,14 +12,32 @@ import pytest
 
 from tests.support.vulkan import vulkan_build
 
+TIER = "VRAMCHAT_VULKAN_TIER"  # set by .ci/vulkan-tier: there, a missing backend or device is a failure
+
+
+def _missing_backend() -> str | None:
+    """Why these tests cannot run here, or None: no Vulkan backend in this llama-cpp-python, or no Vulkan
+    device (lavapipe is the package mesa-vulkan-drivers; ggml-vulkan uses a CPU-type device only when
+    GGML_VK_VISIBLE_DEVICES names it)."""
+    if not vulkan_build():
+        return "llama-cpp-python has no Vulkan backend here: bash .ci/vulkan-tier builds one"
+    from tests.support.vulkan import vulkan_devices
+
+    if not vulkan_devices():
+        return "no Vulkan device: install mesa-vulkan-drivers (lavapipe) and set GGML_VK_VISIBLE_DEVICES=0"
+    return None
+
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     here = os.path.dirname(__file__)
     ours = [item for item in items if str(item.fspath).startswith(here)]
     for item in ours:
         item.add_marker(pytest.mark.vulkan)
-    if ours and not vulkan_build():
-        skip = pytest.mark.skip(reason="llama-cpp-python has no Vulkan backend here: bash .ci/vulkan-tier builds one")
+    why = _missing_backend() if ours else None
+    if why and os.environ.get(TIER):
+        raise pytest.UsageError(f"the Vulkan tier cannot run: {why}")
+    if why:
+        skip = pytest.mark.skip(reason=why)
         for item in ours:
             item.add_marker(skip)
 

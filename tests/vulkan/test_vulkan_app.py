@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.support.header_clone import write
 from tests.support.vulkan import compare_vulkan
 
@@ -128,11 +130,18 @@ def test_a_load_that_allocates_more_than_planned_corrects_the_next_plan(tmp_path
 
 
 def test_speed_on_vulkan0_is_timed_on_the_device() -> None:
-    """No memory clock is reported for a Vulkan device: its figure is a mat-vec timed there, and says so."""
+    """No memory clock is reported for a Vulkan device: its figure is a mat-vec timed there, and says so. On a
+    machine other programs keep busy the probe's figure is withheld (app/speed/vulkan_basis.py: lavapipe's shaders
+    run on the CPUs, so it read 0.22 GB/s busy, 1.43 quiet): then the test checks that it is withheld in words,
+    and skips saying so, since the figure itself cannot be checked there."""
     from app.speed import gpu_speeds
+    from app.speed.machine import NOT_YET
     from tests.support.vulkan import vulkan_devices
 
     speed = gpu_speeds(vulkan_devices()[:1])["Vulkan0"]
+    if speed.pending:
+        assert speed.bandwidth is None and speed.pending.startswith(f"Vulkan0: {NOT_YET}: the machine was busy")
+        pytest.skip(f"the busy-machine guard withheld the device's figure, as it must: {speed.pending}")
     assert speed.bandwidth and speed.bandwidth > 1e6, speed
     assert speed.source.startswith("measured on Vulkan0") and "mat-vec through ggml-vulkan" in speed.source
     # each weight type's mat-vec and a graph's operation timed there too: quantized shaders dequantize as they read
