@@ -103,11 +103,13 @@ def test_the_context_grows_on_the_device_as_planned(gemma_path: Path) -> None:
         engine.close()
 
 
-def test_a_load_that_allocates_more_than_planned_corrects_the_next_plan(tmp_path: Path) -> None:
-    """The truth decides: a tiny gemma3 at full offload without flash attention at a 512-token context, whose
-    Vulkan0 compute buffer the planner prices 0.7 MiB short (the one configuration of docs/accuracy.md's Vulkan
-    section where the replay of ggml-vulkan's node order still differs): the load's figure, read from llama.cpp,
-    is what the next plan of that model and configuration counts, and says so."""
+def test_a_load_that_allocates_more_than_planned_corrects_the_next_plan(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The truth decides: a load that allocates more than the rules said (here ggml-vulkan's own suballocation
+    block set to 4 MiB for the load, a driver's choice the planner does not model: a tiny gemma3's Vulkan0 compute
+    then takes 17.1 MB against 9.4 MB planned) is what the next plan of that model and configuration counts, and
+    the plan says so."""
     from tests.support.tiny import ZOO, write_tiny_model
 
     model = str(write_tiny_model(tmp_path / "gemma3.gguf", ZOO["gemma3"]))
@@ -119,7 +121,9 @@ def test_a_load_that_allocates_more_than_planned_corrects_the_next_plan(tmp_path
         return on_device, plan["reasons"] + plan.get("estimates", [])
 
     before, _ = compute()
-    proc = _run(model, "-p", "Hi", "-n", "2", "--json", *knobs)
+    with monkeypatch.context() as load:
+        load.setenv("GGML_VK_SUBALLOCATION_BLOCK_SIZE", str(4 << 20))
+        proc = _run(model, "-p", "Hi", "-n", "2", "--json", *knobs)
     assert proc.returncode == 0, proc.stderr
     allocated = json.loads(proc.stdout)["memory"]["allocated"]["Vulkan0"]
     after, words = compute()
