@@ -15,16 +15,20 @@ context loaded at once (`--elastic off`), and `python -m llama_cpp.server` is st
 n_ctx, n_batch, n_ubatch, flash attention and this machine's thread count (its own default is half the
 cores). One thing differs and cannot be aligned: llama_cpp.server has no switch for a full-size sliding-
 window cache, which llama.cpp's default keeps on, so on a model with sliding-window layers (the demo) its
-KV cache is larger; at these contexts that costs the decode nothing measurable.
+KV cache is larger (each sliding-window layer keeps the whole context rather than its window).
 
-Each round asks every server the same thing, one server after the other (so that a slow spell of this
-shared machine falls on both alike), for each number of clients: every client streams one completion
-of `--tokens` tokens (greedy, no repetition penalty, a prompt that runs past the limit, so both write the
-same tokens), and the clients start together. Measured per request on the client side: time to first
+Each round asks every server the same thing, one server after the other, each round starting with the
+next server (so that a slow spell of this shared machine falls on all alike), for each number of
+clients: every client streams one completion of `--tokens` tokens (greedy, no repetition penalty, a
+prompt that runs past the limit, so all write the same tokens; a server that writes fewer stops the
+bench), and the clients start together. llama_cpp.server is told not to let a new request cut the
+running one short (`--interrupt_requests False`; its default does), so that every request is answered
+whole, in turn. Measured per request on the client side: time to first
 token (the request sent to the first streamed text), decode tokens per second (tokens after the first
 over the time after the first); per run: requests per second and all tokens per second. The table gives
-medians over rounds; the overhead is vramchat's median request time less llama_cpp.server's for the same
-request. With --parallel N, vramchat is also run with N slots (the demo loaded with N sequences).
+medians over rounds, then the two servers paired round by round: the ratio of their speeds and the
+difference of their times (the overhead a request), which a slow spell of the machine changes far less.
+With --parallel N, vramchat is also run with N slots (the demo loaded with N sequences).
 """
 
 from __future__ import annotations
@@ -53,6 +57,8 @@ class One:
     tokens: int
     decode_tps: float
     seconds: float
+    engine_prompt: float | None = None  # the engine's own prompt and decode seconds (vramchat's `timings`)
+    engine_decode: float | None = None
 
 
 def free_port() -> int:
@@ -98,6 +104,7 @@ def stream_once(port: int, model: str, tokens: int) -> One:
     first = last = 0.0
     count = 0
     pieces = 0
+    engine: tuple[float, float] | None = None
     for raw in answer:
         line = raw.strip()
         if not line.startswith(b"data: ") or line == b"data: [DONE]":
@@ -112,11 +119,15 @@ def stream_once(port: int, model: str, tokens: int) -> One:
         usage = data.get("usage")
         if usage:
             count = usage["completion_tokens"]
+        timing = data.get("timings")
+        if timing:
+            engine = (timing["prompt_ms"] / 1000, timing["predicted_ms"] / 1000)
     ended = time.perf_counter()
     conn.close()
     count = count or pieces  # llama_cpp.server streams one token a chunk and no usage
     decode = (count - 1) / (last - first) if last > first and count > 1 else 0.0
-    return One(first - started, count, decode, ended - started)
+    prompt_s, decode_s = engine if engine is not None else (None, None)
+    return One(first - started, count, decode, ended - started, prompt_s, decode_s)
 
 
 def run_clients(port: int, model: str, clients: int, tokens: int) -> tuple[list[One], float]:
@@ -184,6 +195,8 @@ def start_llama_server(path: str, config: dict, port: int, deps: str) -> subproc
         "127.0.0.1",
         "--port",
         str(port),
+        "--interrupt_requests",
+        "False",  # its default lets a new request cut the running one short: here they wait their turn
     ]
     env = {**os.environ, "PYTHONPATH": deps + os.pathsep + os.environ.get("PYTHONPATH", "")}
     return subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, start_new_session=True)
@@ -237,10 +250,15 @@ def main() -> int:
         for name, (_proc, port, model) in servers.items():  # warm up: first graphs, caches, the prompt
             stream_once(port, model if "llama" in name else "", 8)
         runs: dict[tuple[str, int], list[tuple[list[One], float]]] = {}
+        names = list(servers)
         for r in range(args.rounds):
             for n in clients:
-                for name, (_proc, port, model) in servers.items():
+                for name in names[r % len(names) :] + names[: r % len(names)]:  # each round starts with the next
+                    _proc, port, model = servers[name]
                     results, wall = run_clients(port, model if "llama" in name else "", n, args.tokens)
+                    short = [o.tokens for o in results if o.tokens != args.tokens]
+                    if short:
+                        raise SystemExit(f"{name} wrote {short} tokens where {args.tokens} were asked: not comparable")
                     runs.setdefault((name, n), []).append((results, wall))
             print(f"round {r + 1} of {args.rounds} done", file=sys.stderr)
         print_table(runs, servers, clients)
@@ -259,7 +277,6 @@ def main() -> int:
 def print_table(runs: dict, servers: dict, clients: list[int]) -> None:
     print("| server | clients | first token ms | decode tok/s a client | tok/s all | requests/s | request ms |")
     print("|---|---|---|---|---|---|---|")
-    times: dict[tuple[str, int], float] = {}
     for n in clients:
         for name in servers:
             rounds = runs[(name, n)]
@@ -269,13 +286,40 @@ def print_table(runs: dict, servers: dict, clients: list[int]) -> None:
             everything = median([sum(o.tokens for o in results) / wall for results, wall in rounds])
             rps = median([len(results) / wall for results, wall in rounds])
             request = median([o.seconds * 1000 for o in ones])
-            times[(name, n)] = request
             print(f"| {name} | {n} | {ttft:.1f} | {decode:.1f} | {everything:.1f} | {rps:.2f} | {request:.0f} |")
     print()
+    alone = [o for results, _ in runs.get(("vramchat serve", 1), []) for o in results if o.engine_prompt is not None]
+    if alone:
+        first = [(o.ttft - o.engine_prompt) * 1000 for o in alone]  # type: ignore[operator]
+        whole = [(o.seconds - o.engine_prompt - o.engine_decode) * 1000 for o in alone]  # type: ignore[operator]
+        print(
+            "vramchat serve's own time, one client, beside its engine's own prompt and decode times (a slow spell "
+            "slows both; the difference is the server's work): first token "
+            f"{median(first):+.1f} ms [{min(first):+.1f}, {max(first):+.1f}] after the prompt was read; a whole "
+            f"request {median(whole):+.1f} ms [{min(whole):+.1f}, {max(whole):+.1f}] beyond the engine's work"
+        )
+        print()
+    print("Paired round by round (the two servers' runs of one round came one after the other, so a slow spell")
+    print("of the machine falls on both): vramchat serve against llama_cpp.server, median [lowest, highest]")
+    print()
+    print("| clients | decode tok/s a client, ratio | tok/s all, ratio | first token, ms | request, ms |")
+    print("|---|---|---|---|---|")
     for n in clients:
-        ours, theirs = times.get(("vramchat serve", n)), times.get(("llama_cpp.server", n))
-        if ours is not None and theirs is not None:
-            print(f"overhead a request, {n} client{'s' if n > 1 else ''}: {ours - theirs:+.1f} ms")
+        ours, theirs = runs.get(("vramchat serve", n)), runs.get(("llama_cpp.server", n))
+        if not ours or not theirs:
+            continue
+        decode, overall, first, request = [], [], [], []
+        for (a, wall_a), (b, wall_b) in zip(ours, theirs):
+            decode.append(median([o.decode_tps for o in a]) / max(median([o.decode_tps for o in b]), 1e-9))
+            overall.append((sum(o.tokens for o in a) / wall_a) / (sum(o.tokens for o in b) / wall_b))
+            first.append(median([o.ttft for o in a]) * 1000 - median([o.ttft for o in b]) * 1000)
+            request.append(median([o.seconds for o in a]) * 1000 - median([o.seconds for o in b]) * 1000)
+
+        def said(values: list[float], fmt: str) -> str:
+            return f"{median(values):{fmt}} [{min(values):{fmt}}, {max(values):{fmt}}]"
+
+        cells = [said(decode, ".3f"), said(overall, ".3f"), said(first, "+.1f"), said(request, "+.0f")]
+        print(f"| {n} | {' | '.join(cells)} |")
 
 
 if __name__ == "__main__":
