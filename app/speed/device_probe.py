@@ -32,7 +32,7 @@ MATRIX_BYTES = 64 << 20  # beyond a GPU's L2; within lavapipe's 128 MiB maxStora
 REPEATS = 5
 # the weight types whose mat-vec is timed on the device (a quantized type's shader dequantizes as it reads:
 # on lavapipe a q4_K matrix streams at a fraction of an F16 one's bytes per second); others take the
-# nearest (planner.speed.DEVICE_FALLBACK)
+# nearest (planner.speed.machine.DEVICE_FALLBACK)
 TYPES = ("f16", "q8_0", "q4_0", "q5_0", "q4_K", "q5_K", "q6_K")
 TYPE_IDS = {"f16": 1, "q4_0": 2, "q5_0": 6, "q8_0": 8, "q4_K": 12, "q5_K": 13, "q6_K": 14}
 N_OPS = 256  # additions in the graph that times a device's cost per operation

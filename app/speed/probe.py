@@ -44,7 +44,7 @@ from typing import Any
 from app.native import GGMLUnavailable, libraries
 from app.speed.sampler_probe import sampler_entry_seconds
 from app.speed.work_buffer import engine_work_buffer
-from planner.speed import FA_TILE_CELLS  # the cells ggml-cpu's tiled attention skips at once
+from planner.speed.timing import FA_TILE_CELLS  # the cells ggml-cpu's tiled attention skips at once
 
 # ggml_type ids of the pinned ggml (ggml.h)
 TYPE_IDS = {
@@ -69,8 +69,8 @@ DECODE_TYPES = tuple(TYPE_IDS)
 PREFILL_TYPES = ("f16", "q8_0", "q4_0", "q5_0", "q4_K", "q6_K")
 ROW = 4096  # elements per row of the probe's matrices (a typical n_embd)
 SHORT_ROW = 512  # the short rows of a small model (the demo's are 640 wide): their per-row cost
-DECODE_BYTES = 8 << 20  # per type: beyond a core's L2, within the last level (planner.speed.SMALL_SET)
-BANDWIDTH_BYTES = 192 << 20  # beyond most caches (a desktop's L3 is 32-128 MiB); planner.speed.LARGE_SET
+DECODE_BYTES = 8 << 20  # per type: beyond a core's L2, within the last level (planner.speed.machine.SMALL_SET)
+BANDWIDTH_BYTES = 192 << 20  # beyond most caches (a desktop's L3 is 32-128 MiB); planner.speed.machine.LARGE_SET
 PREFILL_ROWS = 256
 # a prompt's mat-mul runs at a rate that depends on the matrix's width as much as on its type (on 2 EPYC
 # cores a q8_0 one at 156 GFLOP/s 4096 wide, 279 at 1024, 230 at 128; an f16 one at 387, 389, 128): the
@@ -95,7 +95,7 @@ ATTENTION_CELLS = 4096
 ATTENTION_HEADS, ATTENTION_KV_HEADS = 8, 2
 PREFILL_ATTENTION_CELLS = 512  # a prompt's batch of PREFILL_TOKENS queries over this many cells
 HIDDEN_WIDTH = 64  # the head width the hidden cells are timed at (their cost is the mask's, not the head's)
-MASK_CELLS = 4096  # the view a prompt's mask is timed over (8x planner.speed.MASK_SHORT_VIEW)
+MASK_CELLS = 4096  # the view a prompt's mask is timed over (8x planner.speed.timing.MASK_SHORT_VIEW)
 # a token's attention over a KV cache that comes from memory rather than the caches (a real model's, whose
 # weights and other layers' caches pass between): what each cell then adds depends on how far apart one KV
 # head's rows lie, llama.cpp keeping every head's K (and V) of a cell in one row. Timed in that layout over
@@ -103,7 +103,7 @@ MASK_CELLS = 4096  # the view a prompt's mask is timed over (8x planner.speed.MA
 # 128 wide, 8 KV heads: 9 ns in cache, 40 from memory; 4 KV heads 10 and 31; 2 KV heads 9 and 11)
 STREAMED_WIDTHS = (64, 128, 256)
 STREAMED_KV_HEADS = (1, 2, 4, 8)
-STREAMED_HEADS = 8  # query heads a layer (planner.speed.STREAMED_HEADS)
+STREAMED_HEADS = 8  # query heads a layer (planner.speed.machine.STREAMED_HEADS)
 STREAMED_CELLS = 2048
 STREAMED_LAYERS = 128  # at most (a narrow cache's layers are small)
 REPEATS = 5

@@ -24,7 +24,8 @@ from planner.anatomy import load_anatomy
 from planner.fit import evaluate, fixed_config, solve
 from planner.gguf import read_gguf
 from planner.hardware import Host
-from planner.speed import SAMPLER_SECONDS_PER_ENTRY, CpuSpeed, TokenCost, predicted_decode, token_cost
+from planner.speed import CpuSpeed, TokenCost, predicted_decode, token_cost
+from planner.speed.machine import SAMPLER_SECONDS_PER_ENTRY
 from tests.support.fake_gpus import (
     FakeNvidia,
     GiB,
@@ -183,7 +184,7 @@ def test_llama_cpps_own_work_before_each_prompt_batch_is_priced_within_a_factor_
     before the graph runs, work none of the probe's graphs do: 0.8 ms before a 512-token batch of a tiny
     model here, 1.7 ms before the demo's (two caches). Timed to the scheduler's first look at a node, a new
     batch shape each time (as a chat's prompts come): the plan's price within a factor 2.5 of it, and more
-    for the longer batch. The price is constants timed on one CPU (planner.speed HOST_*_SECONDS, not scaled
+    for the longer batch. The price is constants timed on one CPU (planner.speed.timing HOST_*_SECONDS, not scaled
     by this machine's probe): the band is what another CPU, busy or quiet, needs; it catches a price that
     is missing or off by an order, not one that is 2x off."""
     import statistics
@@ -192,7 +193,7 @@ def test_llama_cpps_own_work_before_each_prompt_batch_is_priced_within_a_factor_
     import llama_cpp
 
     from app.engine.params import ensure_backend
-    from planner.speed import host_batch_seconds
+    from planner.speed.timing import host_batch_seconds
 
     ensure_backend()
     first_look: list[float] = []

@@ -1,4 +1,4 @@
-"""The speed formula's parts (planner/speed.py) on tiny models and a real-sized header, with fixed figures.
+"""The speed formula's parts (planner/speed/) on tiny models and a real-sized header, with fixed figures.
 
 The figures here are made up on purpose (round numbers a test can reason about): what is
 tested is the formula, not this machine. bench/speed_predict.py compares it with real runs.
@@ -29,9 +29,9 @@ from planner.speed import (
     TokenCost,
     predict,
     predicted_decode,
-    prefill_seconds,
     token_cost,
 )
+from planner.speed.timing import prefill_seconds
 from planner.units import EXPERT_TENSOR
 from planner.weights import HOST_INDEX, weight_buffers
 from tests.support.fake_gpus import simulated_gpus
@@ -261,7 +261,7 @@ def test_a_prompt_llama_cpp_hands_to_the_gpu_gets_no_cpu_price(zoo: dict[str, Pa
     does a prompt's price where op offload is off, or over RPC (ggml-rpc offloads nothing)."""
     from dataclasses import replace
 
-    from planner.speed import prefill_seconds
+    from planner.speed.timing import prefill_seconds
 
     model = _model(zoo, "llama-f16")
     gpus = simulated_gpus([24 * GiB])
@@ -396,7 +396,7 @@ def test_min_speed_already_met_changes_nothing(zoo: dict[str, Path]) -> None:
 
 
 def test_the_cache_factor_is_geometric_between_the_probe_sizes() -> None:
-    from planner.speed import LARGE_SET, SMALL_SET
+    from planner.speed.machine import LARGE_SET, SMALL_SET
 
     assert CPU.cache_factor(SMALL_SET) == 1.0 and CPU.cache_factor(10 * LARGE_SET) == CPU.large_factor
     middle = math.sqrt(SMALL_SET * LARGE_SET)
@@ -408,7 +408,7 @@ def test_the_gpu_figures_meet_the_decodes_recorded_on_an_h100(gemma_path: Path, 
     all layers on the GPU, its bandwidth as NVML gives an H100 SXM (2,619 MHz x 2 x 5,120 bit).
     The record's loop calls llama_decode alone: the sampler and the engine's own loop are left out.
     The two constants were fitted to two of these runs: this holds them to all the others too."""
-    from planner.speed import ENGINE_TOKEN_SECONDS, decode_seconds
+    from planner.speed.timing import ENGINE_TOKEN_SECONDS, decode_seconds
     from tests.support.gpu_record import DATA, load_record, record_gpu
     from tests.support.header_clone import write
 
@@ -455,7 +455,8 @@ def test_sampling_a_token_costs_what_this_cpu_timed_per_vocabulary_entry(gemma_p
     that did not time it falls back to the table's figure. On a GPU too: the chain runs on the CPU."""
     from dataclasses import replace
 
-    from planner.speed import SAMPLER_SECONDS_PER_ENTRY, decode_seconds
+    from planner.speed.machine import SAMPLER_SECONDS_PER_ENTRY
+    from planner.speed.timing import decode_seconds
 
     model = load_anatomy(read_gguf(gemma_path))
     cost = token_cost(_plan(model))
@@ -497,7 +498,8 @@ def test_a_prompt_shorter_than_a_tile_pays_decode_attention_and_a_longer_one_the
     the demo's prompts and the wide models' were planned 20-38% slow."""
     from dataclasses import replace
 
-    from planner.speed import FA_TILE_QUERIES, KV_PAD, TiledBatch, prefill_seconds
+    from planner.speed.cost import KV_PAD
+    from planner.speed.timing import FA_TILE_QUERIES, TiledBatch, prefill_seconds
 
     # the tiles a prompt's batch computes, and the mask cells it converts, per query head
     assert TiledBatch(512, 0, 512).cells() == (36 * 64 * 64, 512 * 512)
@@ -551,7 +553,8 @@ def test_a_prompt_of_a_few_tokens_reads_its_weights_at_least_once(zoo: dict[str,
     """A batch under 32 tokens costs a token's mat-vec over its weights, and from there a straight line to
     the 32-token batch: priced at the 32-token rate alone, the demo's one-token prompt was planned at 8.0 ms
     where llama.cpp took 12.6 (10.2 so planned), and 8 tokens at 14.0 against 17.6 (15.7)."""
-    from planner.speed import SHORT_BATCH, batch_mat_mul_seconds
+    from planner.speed.machine import SHORT_BATCH
+    from planner.speed.timing import batch_mat_mul_seconds
 
     d = token_cost(_plan(_model(zoo, "llama-q8_0"))).devices[0]
     read = (d.weights["q8_0"] - (d.output_bytes if d.output_type == "q8_0" else 0)) / CPU.decode_rate(
@@ -627,7 +630,7 @@ def test_a_cache_from_memory_costs_each_layer_the_probes_figure_for_its_width_an
     model's whole working set stays in the caches and pays none of it."""
     from dataclasses import replace
 
-    from planner.speed import STREAMED_HEADS
+    from planner.speed.machine import STREAMED_HEADS
 
     extra = {"128": {"1": 1e-9, "2": 2e-9, "4": 10e-9, "8": 30e-9}}
     cpu = replace(CPU, threads=1, hidden_cell_seconds=0.0)
@@ -657,7 +660,7 @@ def test_weights_llama_cpp_repacks_for_this_cpu_are_priced_at_the_rates_timed_re
     where the extra buffers are off or the probe did not time them."""
     from dataclasses import replace
 
-    from planner.speed import REPACKED
+    from planner.speed.machine import REPACKED
 
     model = _model(zoo, "qwen2-q4_0")
     host = token_cost(_plan(model)).devices[0]  # HOST has AVX2
@@ -721,7 +724,7 @@ def test_a_prompts_mat_mul_rate_follows_the_matrix_width_and_a_short_batch(zoo: 
 def test_the_operations_between_the_mat_muls_are_priced_per_element_by_kind(zoo: dict[str, Path]) -> None:
     from dataclasses import replace
 
-    from planner.speed import prefill_seconds
+    from planner.speed.timing import prefill_seconds
 
     llama = token_cost(_plan(_model(zoo, "llama-q8_0"))).devices[0].elements
     gemma = token_cost(_plan(_model(zoo, "gemma3"))).devices[0].elements

@@ -18,11 +18,12 @@ from planner.anatomy import load_anatomy
 from planner.fit import evaluate, fixed_config
 from planner.gguf import read_gguf
 from planner.hardware import GiB, Host
-from planner.speed import REPACKED, CpuSpeed, predicted_decode, token_cost
+from planner.speed import CpuSpeed, predicted_decode, token_cost
+from planner.speed.machine import REPACKED
 
 RECORD = Path(__file__).resolve().parents[1] / "data" / "xeon16_speed.json.gz"
 HOST = Host(128 * GiB, 120 * GiB, frozenset({"avx", "avx2", "avx512", "avx512_vnni", "avx512_bf16", "amx_int8"}))
-MEASURED_BAND = 0.30  # what a `measured` figure's range promises (planner.speed: the basis's band)
+MEASURED_BAND = 0.30  # what a `measured` figure's range promises (planner.speed.basis: the basis's band)
 
 
 def _record() -> dict[str, Any]:
