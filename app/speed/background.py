@@ -1,13 +1,13 @@
 """The speed probe in the background: a process of its own, at the lowest priority, one at a time per home.
 
-A plan never waits for the probe (it can take seconds, or keep being disturbed on a busy machine, where each
-plan used to time the CPU again and throw the timing away). `start` launches this module detached from the
-command or app that asked; it takes the home's lock (an flock, let go when the process ends however it ends),
-so that a second one exits at once, and probes until app.speed.machine keeps figures it trusts (or a reason
-the CPU cannot be measured), waiting RETRY_SECONDS after a disturbed try, for at most GIVE_UP_SECONDS. The
-next plan, in any process, reads what it kept.
+A plan never waits for the probe (it can take seconds, or keep being disturbed on a busy machine, where
+each plan used to time the CPU again and throw the timing away). app.speed.machine.start_background_probe
+launches this module detached from the command or app that asked. It takes the home's lock (an flock, let
+go when the process ends however it ends), so that a second one exits at once, and probes until
+app.speed.machine keeps figures it trusts (or a reason the CPU cannot be measured), waiting RETRY_SECONDS
+after a disturbed try, for at most GIVE_UP_SECONDS. The next plan, in any process, reads what it kept.
 
-    python -m app.speed.background PROBE_MODULE      (the home: VRAMCHAT_HOME, as for the command that asked)
+    python -m app.speed.background PROBE_MODULE   (the home: VRAMCHAT_HOME, as for the command that asked)
 """
 
 from __future__ import annotations
@@ -15,51 +15,11 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 GIVE_UP_SECONDS = 30 * 60.0  # a machine busy for half an hour: the next plan starts another
-
-
-def _lock_path(folder: Path) -> Path:
-    from app.speed.machine import LOCK_FILE
-
-    return folder / LOCK_FILE
-
-
-def running(folder: Path) -> bool:
-    """Whether a background probe holds this home's lock now."""
-    with contextlib.suppress(OSError), open(_lock_path(folder), "a+b") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        fcntl.flock(handle, fcntl.LOCK_UN)
-    return False
-
-
-def start(folder: Path, module: str) -> None:
-    """Launch the background probe for `folder` (a home's speed folder) unless one runs: detached (its own
-    session, no terminal, nothing inherited), so the command that asked ends at once and a closed terminal
-    does not end it."""
-    from app.children import child_env
-
-    with contextlib.suppress(OSError):
-        folder.mkdir(parents=True, exist_ok=True)
-    if running(folder):
-        return
-    with contextlib.suppress(OSError):
-        subprocess.Popen(
-            [sys.executable, "-m", "app.speed.background", module],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-            close_fds=True,
-            env=child_env(),
-        )
 
 
 def run(folder: Path, module: str) -> int:
@@ -69,7 +29,7 @@ def run(folder: Path, module: str) -> int:
     with contextlib.suppress(OSError):
         os.nice(19)  # the lowest priority: whatever the user runs comes first
     folder.mkdir(parents=True, exist_ok=True)
-    with open(_lock_path(folder), "a+b") as handle:
+    with open(folder / machine.LOCK_FILE, "a+b") as handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

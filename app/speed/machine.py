@@ -193,10 +193,37 @@ def start_background_probe() -> tuple[CpuSpeed | None, str] | None:
     None: nothing to say yet but "measuring…". (A test runs it in place and returns its answer.)"""
     if os.environ.get(PROBE_SWITCH, "").strip().lower() == "off":
         return None, f"this CPU's speed is not measured ({PROBE_SWITCH}=off)"
-    from app.speed.background import start
+    folder = speed_folder()
+    with contextlib.suppress(OSError):
+        folder.mkdir(parents=True, exist_ok=True)
+    if probe_running(folder):
+        return None
+    from app.children import child_env
 
-    start(speed_folder(), PROBE_MODULE)
+    with contextlib.suppress(OSError):  # detached: the command that asked ends at once, a closed terminal ends it not
+        subprocess.Popen(
+            [sys.executable, "-m", "app.speed.background", PROBE_MODULE],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            close_fds=True,
+            env=child_env(),
+        )
     return None
+
+
+def probe_running(folder: Path) -> bool:
+    """Whether a background probe holds this home's lock now (app/speed/background.py)."""
+    import fcntl
+
+    with contextlib.suppress(OSError), open(folder / LOCK_FILE, "a+b") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(handle, fcntl.LOCK_UN)
+    return False
 
 
 def measure_and_keep(module: str | None = None) -> tuple[CpuSpeed | None, str]:

@@ -55,7 +55,7 @@ def test_a_plan_never_waits_for_the_probe_and_the_next_plan_quotes_it(no_figures
     speed_machine.forget()
     cpu, source = speed_machine.cpu_speed()
     assert cpu is not None and "measured on this machine" in source  # the next plan quotes it
-    _wait(lambda: not background.running(speed_machine.speed_folder()), 30, "the background probe to end")
+    _wait(lambda: not speed_machine.probe_running(speed_machine.speed_folder()), 30, "the background probe to end")
 
 
 def test_the_probe_switched_off_is_never_started(no_figures: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -63,7 +63,7 @@ def test_the_probe_switched_off_is_never_started(no_figures: Path, monkeypatch: 
     cpu, why = speed_machine.cpu_speed()
     assert cpu is None and not speed_machine.waiting(why) and "VRAMCHAT_SPEED_PROBE=off" in why
     time.sleep(0.3)
-    assert not no_figures.exists() and not background.running(speed_machine.speed_folder())
+    assert not no_figures.exists() and not speed_machine.probe_running(speed_machine.speed_folder())
 
 
 def test_a_busy_machine_is_probed_again_until_a_probe_is_trusted(monkeypatch: pytest.MonkeyPatch) -> None:
