@@ -43,12 +43,17 @@ async def delete_chat(screen: ChatView) -> None:
         screen.app.notify("Stop the reply first (Esc).", severity="warning")
         return
     store = screen.services.store
+    chats = screen.past_chats
+    row = chats.options.highlighted if chats.chosen() is not None else None  # deleted from the list
     title = store.conversation(conv_id).title or "(empty chat)"
     store.trash_conversation(conv_id)
     screen.deleted.append((conv_id, is_open))
     if is_open:
         await screen.action_new_chat()
     screen.refresh_chat_list()
+    if row is not None:  # the list keeps the focus, on the chat that took the deleted one's place
+        chats.highlight_row(row)
+        chats.options.focus()
     screen.app.notify(f"“{title}” deleted: Ctrl+Z undoes it.", title="Chat deleted", timeout=UNDO_SECONDS)
 
 
@@ -57,10 +62,14 @@ async def undo_delete(screen: ChatView) -> None:
         screen.app.notify("No chat was deleted.", timeout=3)
         return
     conv_id, was_open = screen.deleted.pop()
+    in_list = screen.past_chats.options.has_focus
     screen.services.store.restore_conversation(conv_id)
     if was_open and screen.conversation is None and not screen.generating:
         await screen.open_conversation(conv_id)
     screen.refresh_chat_list()
+    if in_list:  # the list keeps the focus, on the chat brought back
+        screen.past_chats.highlight(conv_id)
+        screen.past_chats.options.focus()
     screen.app.notify("The chat is back.", timeout=3)
 
 
@@ -79,5 +88,6 @@ def rename_chat(screen: ChatView) -> None:
             if screen.conversation is not None and screen.conversation.id == conv_id:
                 screen.conversation.title = name
             screen.refresh_chat_list()
+            screen.past_chats.highlight(conv_id)  # still the renamed chat: the next `d` or `r` acts on it
 
     screen.app.push_screen(RenameDialog(store.conversation(conv_id).title), renamed)

@@ -81,6 +81,17 @@ class PastChats(Vertical):
             with contextlib.suppress(OptionDoesNotExist):
                 chats.highlighted = chats.get_option_index(str(current))
 
+    def highlight(self, conv_id: int) -> None:
+        """Highlight `conv_id` (a chat just renamed or brought back: the next key acts on it)."""
+        with contextlib.suppress(OptionDoesNotExist):
+            self.options.highlighted = self.options.get_option_index(str(conv_id))
+
+    def highlight_row(self, row: int) -> None:
+        """Highlight the chat at `row`, or the last one (the chat that took a deleted one's place)."""
+        chats = self.options
+        if chats.option_count:
+            chats.highlighted = min(max(row, 0), chats.option_count - 1)
+
     @on(Input.Changed, "#chat-search")
     def _search_changed(self, _event: Input.Changed) -> None:
         self.show(self.current)
