@@ -86,8 +86,8 @@ what was kept of them.
 | `Alt+Left`, `Alt+Right` | step through the alternatives of the last reply (or of the marked message) |
 | `Ctrl+E` | edit your last message (or the marked one) and send it again as a new branch; `Esc` drops it |
 | `Ctrl+O` | copy the last reply, as written (Markdown, code fences and all) |
-| `Ctrl+↑`, `Alt+↑` | select: `↑` `↓` mark a message or one of its code blocks, `c` copies it, |
-| | `←` `→` its alternatives, `e` edits it (yours), `Esc` back to typing |
+| `Ctrl+↑`, `Alt+↑` | select: `↑` `↓` mark a message or one of its code blocks, `c` copies it, \
+`←` `→` its alternatives, `e` edits it (yours), `Esc` back to typing |
 | `/` | slash commands, listed as you type (`Tab` completes): see below |
 | `Ctrl+B` | show or hide the list of chats (below 150 columns it opens over the chat; `Esc` closes it) |
 | `Ctrl+G` | show or hide the memory graphs beside the chat (below 100 columns: the full dashboard) |
@@ -96,15 +96,14 @@ what was kept of them.
 | `Ctrl+S` | export this chat as Markdown and JSON, with its plan receipt (the paths are shown) |
 | `F8` | the plan receipt of this chat (or of the chat chosen in the list): `c` copies it as JSON |
 | `F9` | thinking on or off for this chat (a model whose template has the switch: Qwen3, GLM-4.5) |
+| `F6` | rename this chat (in the list: `r`, the highlighted one) |
+| `Delete`, `d` in the list | delete the highlighted chat; `Ctrl+Z` brings it back until vramchat is started again |
 
 A reasoning model's thoughts show folded above its answer ("Thought for 12 s, 340 tokens"): `Tab` to
 the fold and `Enter`, or a click, unfolds them. They count in the reply's tokens and speed, and stay out
 of later prompts, as the models' own templates leave them out.
 
 Copies go to the clipboard the terminal offers (OSC 52: most terminals, tmux with `set-clipboard on`).
-
-| `F6` | rename this chat (in the list: `r`, the highlighted one) |
-| `Delete`, `d` in the list | delete the highlighted chat; `Ctrl+Z` brings it back until vramchat is started again |
 
 Settings are kept with each chat: an empty field is the model's own (its GGUF's `general.sampling`
 values where it carries them); the line over the conversation says when a chat has its own.
