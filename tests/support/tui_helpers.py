@@ -120,7 +120,7 @@ def layout_problems(app: VramchatApp) -> list[str]:
     screen = app.screen
     lines = screen_text(app)
     for row, line in enumerate(lines):
-        cleaned = line
+        cleaned = line.replace("…”", "”")  # a quotation shortened on purpose (a long system prompt), in its quotes
         for word in _ELLIPSIS_WORDS:
             cleaned = cleaned.replace(word, "")
         if "…" in cleaned:
@@ -208,15 +208,23 @@ def _shown(widget) -> bool:
 
 def footer_keys_cut(app: VramchatApp) -> list[str]:
     """The footer's keys whose description is not shown whole on the last row (a screen without a
-    footer of its own, a dialog over another screen, has none to check)."""
+    footer of its own, a dialog over another screen, has none to check). A key the footer leaves out
+    where there is no room for it (app.tui.widgets.footer) is not cut; the focused widget's keys and
+    the app's Quit and Help must show."""
     from textual.widgets import Footer
+    from textual.widgets._footer import FooterKey
 
-    if not app.screen.query(Footer):
+    footers = app.screen.query(Footer)
+    if not footers:
         return []
     bottom = screen_text(app)[-1]
-    return [
-        b.description
+    shown = [k.description for k in footers.first().query(FooterKey) if k.description]
+    needed = [
+        b.binding.description
         for b in app.screen.active_bindings.values()
-        for b in [b.binding]
-        if b.show and b.description and b.description not in bottom
+        if b.binding.show and b.binding.description and (b.node is app.screen.focused or b.binding.action in _ALWAYS)
     ]
+    return [words for words in dict.fromkeys([*shown, *needed]) if words not in bottom]
+
+
+_ALWAYS = ("quit", "help")  # the app's actions the footer never leaves out
