@@ -220,3 +220,34 @@ async def test_a_long_model_name_in_the_title_is_never_cut_mid_word(
         header = screen_text(app)[0]
         assert f"vramchat — {LONG_NAME}" in header
         assert ("tokens" in header) == (size[0] >= 120), header  # the count where there is room for it
+
+
+SYSTEM_PROMPT = "You are a terse geography tutor who answers in a word where it can, never in more than a sentence."
+
+
+@pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
+async def test_a_chats_own_settings_the_marked_messages_keys_and_an_edit_read_whole(
+    shelf: Path, size: tuple[int, int]
+) -> None:
+    """The line over the chat with a long system prompt and a preset's sampling (it once ended in a dangling
+    "·", and "Sampling: … min-p" without its values), the footer while a message is marked (once "^g G▏^p
+    palettei" at 80 columns), and the message box's title while an edit is pending, at every size."""
+    app = make_app(shelf, FakeEngine(reply=REPLY), settings=Settings(scan_known_caches=False))
+    async with app.run_test(size=size) as pilot:
+        chat = await _chat(app, pilot)
+        chat.set_chat_setting("system", SYSTEM_PROMPT)
+        for name, value in (("temp", "1"), ("top-p", "0.98"), ("top-k", "100"), ("min-p", "0.02"), ("repeat", "1.05")):
+            chat.set_chat_setting(name, value)
+        await pilot.pause(0.2)
+        _whole(app)
+        line = "\n".join(screen_text(app))
+        assert "System prompt: “You are a terse" in line and "Sampling: temp 1" in line
+        await pilot.press("ctrl+up")  # a message marked: its keys in the footer
+        await pilot.pause(0.2)
+        _whole(app)
+        bottom = screen_text(app)[-1]
+        assert all(words in bottom for words in ("Copy", "Edit", "Back to typing", "Quit", "Help")), bottom
+        await pilot.press("e")  # its edit in the message box, the box's title says so
+        await pilot.pause(0.2)
+        assert chat.editing is not None
+        _whole(app)
