@@ -122,7 +122,7 @@ def write_reply(
                 stats = engine.last_stats
                 if opened and sink.text == opened:  # stopped before the first token: no reply, not an empty thought
                     sink.text = ""
-                session.pace.record(len(build.tokens) + stats.generated_tokens)
+                session.pace.record(len(build.tokens) + stats.generated_tokens, turns=len(turns))
             text = sink.finish(stats.stopped_by, stats.generated_tokens, stats.tokens_per_second)
             session.reply_finished()
             return ReplyOutcome(OK, text, stats, thought=clock.finish(stats.generated_tokens))

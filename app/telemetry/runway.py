@@ -24,19 +24,34 @@ WARN_TURNS = 3  # warn when fewer turns than this are left
 class TurnPace:
     """The tokens each turn (a prompt and its reply) adds to the context, learned as the chat goes.
 
-    `record(total)` is told the tokens the conversation holds after each reply; a total that falls
-    means another conversation (a new chat, another one opened): the pace starts again."""
+    `record(total, turns)` is told the tokens the conversation holds after each reply and the messages its
+    prompt held. A reply to as many messages as an earlier one, or fewer (a retry, an edited message, a
+    branch from an earlier one), replaces that turn and those after it: it is not a turn of its own. A
+    total that falls means another conversation (a new chat, another one opened) or the oldest turns left
+    out of the prompt: the pace starts again."""
 
     totals: list[int] = field(default_factory=list)
+    turns: list[int] = field(default_factory=list)  # the messages each total's prompt held (when told)
 
-    def record(self, total: int) -> None:
+    def record(self, total: int, turns: int | None = None) -> None:
+        if turns is not None and len(self.turns) == len(self.totals):
+            while self.turns and self.turns[-1] >= turns:
+                self.turns.pop()
+                self.totals.pop()
         if self.totals and total < self.totals[-1]:
             self.totals.clear()
+            self.turns.clear()
+        if turns is not None and len(self.turns) == len(self.totals):
+            self.turns.append(turns)
+        else:  # a total without its count (a server's request): the counts no longer go with the totals
+            self.turns.clear()
         self.totals.append(total)
         del self.totals[: -(TURNS_KEPT + 1)]
+        del self.turns[: -(TURNS_KEPT + 1)]
 
     def reset(self) -> None:
         self.totals.clear()
+        self.turns.clear()
 
     @property
     def per_turn(self) -> int | None:
@@ -111,7 +126,8 @@ class Runway:
             left = self.turns_left or 0
             count = about(left) if left >= 100 else f"about {left}"
             turns = "less than one turn" if left < 1 else f"{count} turn{'s' if left != 1 else ''}"
-            lines.append(f"About {self.per_turn:,} tokens a turn: room for {turns}.")
+            tokens = "token" if self.per_turn == 1 else "tokens"
+            lines.append(f"About {self.per_turn:,} {tokens} a turn: room for {turns}.")
         return lines
 
 

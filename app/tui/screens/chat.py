@@ -78,7 +78,9 @@ class ChatScreen(Screen):
         Binding("ctrl+n", "new_chat", "New chat"),
         Binding("ctrl+r", "retry", "Retry", show=False),
         Binding("ctrl+o", "copy_reply", "Copy reply", show=False),
-        Binding("ctrl+up", "select_messages", "Select", show=False),  # a message or code block, to copy
+        # a message or code block, to copy; priority: the keys typed right after it go to the message list,
+        # not to the message box they would reach before a binding it passes on had run
+        Binding("ctrl+up", "select_messages", "Select", show=False, priority=True),
         Binding("ctrl+b", "toggle_chats", "Chats"),
         Binding("ctrl+g", "toggle_dashboard", "Graphs"),
         Binding("f4", "chat_settings", "Settings", show=False),
@@ -88,7 +90,7 @@ class ChatScreen(Screen):
         Binding("f8", "receipt", "Receipt", show=False),
         Binding("f9", "toggle_thinking", "Thinking", show=False),
         # a chat as a tree: a marked message's keys are the message list's (app.tui.widgets.chat.message_select)
-        Binding("alt+up", "select_messages", "Messages", show=False),
+        Binding("alt+up", "select_messages", "Messages", show=False, priority=True),
         # priority: the message box binds Ctrl+E (end of line), F6 and Ctrl+Z too; while it holds text they
         # are the box's (the actions skip), in an empty box they are the chat's
         Binding("ctrl+e", "edit_message", "Edit message", show=False, priority=True),
@@ -519,6 +521,7 @@ class ChatScreen(Screen):
             return
         self.conversation = None
         self.context_tokens = 0
+        self.services.session.pace.reset()  # the runway's tokens a turn are each chat's own
         await self.messages.remove_children()
         self._show_hint()
         self.update_context_line()
@@ -567,10 +570,11 @@ class ChatScreen(Screen):
 
     def action_select_messages(self) -> None:
         """Move the focus to the messages: Up and Down mark one (or a code block), c copies it."""
-        if not list(self.query(MessageView)):
+        views = list(self.query(MessageView))
+        if not views:
             self.app.notify("There is no message to select yet.", severity="warning")
             return
-        self.messages.focus()
+        branching.mark(self, views[-1])  # at once: the keys typed next are the list's, not the message box's
 
     @on(MessageList.Leave)
     def _left_messages(self) -> None:
@@ -639,6 +643,7 @@ class ChatScreen(Screen):
 
     async def open_conversation(self, conv_id: int) -> None:
         branching.end_edit(self)
+        self.services.session.pace.reset()  # the runway's tokens a turn are each chat's own
         conv = await self.redraw(conv_id)
         model = self.services.session.model
         if model is not None and conv.model_path and conv.model_path != model.path:

@@ -24,6 +24,13 @@ PLACEHOLDERS = (  # the message box's hint, longest first
     "Ask something… (Enter sends, Ctrl+J new line)",
     "Ask something…",
 )
+EDITING_TITLES = (  # the box's title while an earlier message is edited in it, longest first: one that fits
+    "Editing: Enter sends it as a new branch, Esc drops the edit",
+    "Editing: Enter sends a new branch, Esc drops it",
+    "Editing: Esc drops the edit",
+    "Editing",
+)
+TITLE_FRAME = 6  # the border's corners and the rule and space each side of its title
 
 
 class ChatInput(TextArea):
@@ -49,6 +56,7 @@ class ChatInput(TextArea):
         self._placed = (0, 0)  # where the last recalled message left the cursor
         self.menu = SlashMenu()  # the slash commands that match, above the box while "/word" is typed
         self.sees = True  # whether the loaded model can be sent pictures (the hint offers Ctrl+T then)
+        self.editing = False  # an earlier message is being edited here (the title says so until it is sent)
 
     def on_mount(self) -> None:
         if isinstance(self.parent, Widget):
@@ -60,6 +68,18 @@ class ChatInput(TextArea):
 
     def on_resize(self, event: events.Resize) -> None:
         self._fit_placeholder()
+        self._fit_title()
+
+    def show_editing(self, editing: bool) -> None:
+        """Say in the box's title that an earlier message is being edited (until it is sent or dropped)."""
+        self.editing = editing
+        self._fit_title()
+
+    def _fit_title(self) -> None:
+        """The longest editing title that fits the border whole (a cut one reads as broken)."""
+        room = self.outer_size.width - TITLE_FRAME
+        fits = next((t for t in EDITING_TITLES if len(t) <= room), EDITING_TITLES[-1])
+        self.border_title = fits if self.editing else None
 
     def offer_pictures(self, sees: bool) -> None:
         """Offer pictures (Ctrl+T) in the hint only while the loaded model can see them."""

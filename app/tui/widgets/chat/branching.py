@@ -15,9 +15,7 @@ if TYPE_CHECKING:
     from app.store import StoredMessage
     from app.tui.widgets.chat.view import ChatView
 
-__all__ = ["begin_edit", "cancel_edit", "end_edit", "focus_step", "leave_messages", "step_alternative"]
-
-EDIT_TITLE = "Editing: Enter sends it as a new branch, Esc drops the edit"
+__all__ = ["begin_edit", "cancel_edit", "end_edit", "focus_step", "leave_messages", "mark", "step_alternative"]
 
 
 def begin_edit(screen: ChatView) -> None:
@@ -32,15 +30,15 @@ def begin_edit(screen: ChatView) -> None:
         return
     screen.editing = target.msg_id
     screen.input.load_text(target.text)
-    screen.input.border_title = EDIT_TITLE
-    screen.input.focus()
+    screen.input.show_editing(True)
+    screen.set_focus(screen.input)  # at once: what is typed next edits the message
     screen.input.move_cursor(screen.input.document.end)
 
 
 def end_edit(screen: ChatView) -> StoredMessage | None:
     """The edit is over (sent, or another chat opened): the message that was edited, if any."""
     msg_id, screen.editing = screen.editing, None
-    screen.input.border_title = None
+    screen.input.show_editing(False)
     return screen.services.store.message(msg_id) if msg_id is not None else None
 
 

@@ -46,8 +46,8 @@ def focus_step(screen: ChatView, step: int) -> MessageView | None:
 
 
 def mark(screen: ChatView, view: MessageView) -> MessageView:
-    """Give the message list the focus with `view` marked."""
+    """Give the message list the focus with `view` marked, at once (not after the keys already typed)."""
     messages = _message_list(screen)
-    messages.focus()
+    screen.set_focus(messages)
     messages.mark_message(view)
     return view
