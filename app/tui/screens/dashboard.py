@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, VerticalScroll
+from textual.containers import ScrollableContainer, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Header, Static
 
@@ -71,7 +71,9 @@ class DashboardScreen(Screen):
 
     def compose(self) -> ComposeResult:
         yield Header()
-        with Horizontal(id="dash-body"):
+        # below 150 columns the body is one column that scrolls: the page keys reach it from whatever has the
+        # focus inside it (a part that cannot scroll itself passes them on)
+        with ScrollableContainer(id="dash-body", can_focus=False):
             yield Dashboard(self.services.started_session, id="dash-graphs", classes="full")
             with VerticalScroll(id="dash-side"):
                 yield ServerPanel(
