@@ -200,7 +200,9 @@ def plan_to_table(result: FitResult) -> str:
     m, r = plan.model, plan.resolved
     lent = offload_place(plan)
     lines = [
-        f"{m.name}  ({m.architecture}, {m.n_layer} layers, {m.quantization}, {format_size(m.file_bytes)} on disk)",
+        # llama.cpp's GPU layers count the output layer too: 18 layers are "0/19 layers on GPU" below
+        f"{m.name}  ({m.architecture}, {m.n_layer} layers + the output layer, {m.quantization}, "
+        f"{format_size(m.file_bytes)} on disk)",
         f"{m.path}",
         "",
         f"Verdict: {verdict_words(plan.verdict, plan)} · {headline(plan)}",

@@ -118,6 +118,7 @@ class PickerScreen(Screen):
         self._plan_note = ""  # the shown plan's projector note (the verdict is drawn again with a new speed)
         self._scanning = False
         self._layout: tuple[tuple[str, str, int], ...] = ()
+        self._apart: dict[str, str] = {}  # rows whose names read the same: what tells each apart (" · folder")
         self._load_when_ready = False  # Enter (or Ctrl+L) came before the plan: load when it comes
         self._early_keys: list[str] = []  # moves in the list made before it was drawn, made after
         # estimated rows checked by llama.cpp's dry run in the background (app.estimate_check)
@@ -383,6 +384,7 @@ class PickerScreen(Screen):
         for entry in message.entries:
             self.entries[entry.file.entry_id] = entry
             table.add_row(*self._row(entry), key=entry.file.entry_id)
+        self._tell_apart()
         if not message.entries:
             self.query_one("#plan-text", Static).update(
                 f"{DEMO_STATUS.capitalize()}: it is listed here when it is ready."
@@ -411,6 +413,7 @@ class PickerScreen(Screen):
             if entry.file.entry_id not in self.entries:
                 self.entries[entry.file.entry_id] = entry
                 table.add_row(*self._row(entry), key=entry.file.entry_id)
+        self._tell_apart()
         if was_empty and self.entries:
             self.select(next(iter(self.entries)), plan_after_refresh=True)
             table.focus()
@@ -425,6 +428,7 @@ class PickerScreen(Screen):
             cells = self._cells(entry)
             for key, _, _ in self._layout:
                 table.update_cell(entry.file.entry_id, key, cells[key])
+        self._tell_apart()  # a name read from its header may be another row's too
         self.query_one("#scan-status", Label).update(message.status)
         self.query_one("#scan-progress", ProgressBar).update(total=message.total, progress=message.done)
         self._queue_checks(message.entries)
@@ -527,9 +531,8 @@ class PickerScreen(Screen):
         else:
             self.rescan()
 
-    def _cells(self, entry: CatalogEntry) -> dict[str, object]:
-        s = entry.summary
-        text, kind = fit_badge(s)
+    def _row_name(self, entry: CatalogEntry) -> Text:
+        """The model's name as its row reads, before anything that tells it from a namesake."""
         name = Text(entry.name)
         if entry.file.is_demo:
             name.append(" demo", style="italic dim")
@@ -537,6 +540,29 @@ class PickerScreen(Screen):
             name.append(f" ({len(entry.file.shards)} shards)", style="dim")
         if entry.file.projectors:
             name.append(" +vision", style="dim")
+        return name
+
+    def _tell_apart(self) -> None:
+        """Rows whose names read the same (copies of one model in several folders, say) get what differs in
+        their paths (" · backup", a folder; " · Q8_0", a file name's part); their name cells are drawn again."""
+        from app.tui.quant_labels import distinct_labels
+
+        ids = list(self.entries)
+        names = [self._row_name(self.entries[i]).plain for i in ids]
+        told = distinct_labels(names, [self.entries[i].file.path for i in ids])
+        before, self._apart = self._apart, {i: t[len(n) :] for i, n, t in zip(ids, names, told, strict=True) if t != n}
+        table = self.query_one("#models", DataTable)
+        for key in set(before) | set(self._apart):
+            if before.get(key) != self._apart.get(key) and key in self.entries and key in table.rows:
+                table.update_cell(key, "name", self._cells(self.entries[key])["name"])
+
+    def _cells(self, entry: CatalogEntry) -> dict[str, object]:
+        s = entry.summary
+        text, kind = fit_badge(s)
+        name = self._row_name(entry)
+        apart = self._apart.get(entry.file.entry_id)
+        if apart:  # a file or folder name: from outside
+            name.append(terminal_safe(apart), style="dim")
         if s is not None and not entry.fresh:
             text += " ↻"
         return {
@@ -885,6 +911,7 @@ class PickerScreen(Screen):
             table.remove_row(path)
         self.entries.pop(path, None)
         self.anatomies.pop(path, None)
+        self._tell_apart()
         if not self.entries:
             self.selected, self.result = None, None
             self.query_one("#plan-verdict", Static).update("")
