@@ -110,8 +110,10 @@ def dry_run(path: str, config: LoadConfig) -> DryRun:
     mparams.no_alloc = True
     mparams.load_mode = 0  # no mmap: nothing is read but the header
     model = llama_cpp.llama_model_load_from_file(os.fsencode(path), mparams)
-    if not model:
-        raise EngineError("llama.cpp's dry run could not load the model", log.errors())
+    if not model:  # llama.cpp's own words say why (a tokenizer it does not know, a tensor it lacks ...)
+        errors = log.errors()
+        said = "; ".join(line.strip() for line in errors[-3:])
+        raise EngineError("llama.cpp's dry run could not load the model" + (f": {said}" if said else ""), errors)
     try:
         cparams = llama_cpp.llama_context_default_params()
         apply_context_params(cparams, config)

@@ -20,7 +20,7 @@ from app.devices import learned_overhead, probe_devices
 from app.devices.ggml import GGMLDevice
 from app.devices.learned_overhead import LearnedStore, failure_readings, learn_after_load
 from app.devices.render import devices_text
-from app.engine import GenerationParams, LoadReport, Measurements
+from app.engine import GenerationParams, Measurements
 from app.reply import OK, write_reply
 from app.session import ModelSession
 from app.telemetry.drift import DriftWatch
@@ -61,11 +61,8 @@ class GpuEngine(FakeEngine):
         super().__init__()
         self.plan_buffers = plan_buffers
 
-    def load(self, path, config, progress=None, projector=None) -> LoadReport:
-        report = super().load(path, config, progress, projector)
-        m = Measurements(**self.plan_buffers)
-        self.report = replace(report, measurements=m)
-        return self.report
+    def measured(self, path, config) -> Measurements:
+        return Measurements(**self.plan_buffers)  # the plan's, for the simulated GPU the test installed
 
 
 @pytest.fixture

@@ -1,7 +1,26 @@
-"""A fake engine for fast UI tests: deterministic replies, timings and buffer sizes.
+"""A fake engine for fast UI tests: deterministic replies and timings, and the buffers of the plan it loads.
 
-It never stands alone: every feature it exercises is also tested with the real
-engine and the real demo model (tests/tui/test_tui_real.py).
+Its measurements are the planner's figures for the path and configuration it is given, on the devices the app
+sees (`devices`, else this machine's or VRAMCHAT_DEVICES'): a screen that shows planned beside allocated shows
+them agree, as they do with llama.cpp (the accuracy tests hold that to the byte).
+
+What it stands for (its option in brackets), each with the real engine process's twin:
+
+- a load from the picker, its buffers [load]: tests/tui/test_tui_real.py (the demo),
+  tests/tui/test_engine_twins.py (a zoo model, every buffer as planned)
+- a load that fails, told in a dialog [fail_load]: tests/tui/test_engine_twins.py (a file cut short)
+- a load out of memory, then a smaller plan [out_of_memory_loads]: tests/app/test_load_retry_real.py (the
+  session and the command line), tests/vulkan/test_vulkan_heap.py (Vulkan0 refusing its buffer)
+- a reply streamed, stopped with Esc [reply, delay, stop]: tests/tui/test_tui_real.py,
+  tests/tui/test_engine_twins.py
+- a prompt read in batches, its progress [prefill_seconds]: tests/app/test_engine_process.py
+- the engine killed between replies, noticed and reloaded [die, exit_while_idle]:
+  tests/tui/test_engine_twins.py; killed mid-reply: tests/tui/test_engine_crash_pty.py
+- a context made larger or smaller [ElasticFakeEngine]: tests/app/test_elastic_context.py
+- pictures through a projector [tokenize_media]: tests/app/test_engine_media.py, tests/app/test_cli_images.py
+- out of memory mid-reply, reloaded smaller [out_of_memory_after]: no twin; llama.cpp reserves a decode's
+  buffers when the context is made, so on a CPU the failure cannot be met mid-reply (the recovery policy it
+  drives is tests/app/test_recovery.py's, with no fake)
 """
 
 from __future__ import annotations
@@ -9,10 +28,15 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from app.engine import GenerationParams, GenerationStats, LoadReport, Measurements
 from app.engine.types import MediaPrompt, ProjectorInfo, ProjectorLoad, Prompt, PromptProgress, PromptWatcher
 from planner.config import LoadConfig
+
+if TYPE_CHECKING:
+    from app.devices import DeviceReport
 
 DEFAULT_REPLY = "The capital of France is **Paris**."
 IMAGE_TOKENS = 16
@@ -54,6 +78,8 @@ class FakeEngine:
         self.media_prompts: list[MediaPrompt] = []
         self.resizable = False  # a context of fixed size, unless a test makes it grow (ElasticFakeEngine)
         self.dead = False
+        # the devices the app planned for (tests.support.tui_helpers.make_app wires the app's); None: probed here
+        self.devices: Callable[[], DeviceReport | None] = lambda: None
 
     def load(
         self,
@@ -80,14 +106,28 @@ class FakeEngine:
             ]
             raise EngineError("could not create the context: " + "; ".join(lines), lines)
         n_ctx = self.n_ctx_override or max(256, config.n_ctx)
-        m = Measurements(
-            model={"CPU_Mapped": 1_000_000}, kv={"CPU": 2_097_152}, output={"CPU": 2048}, compute={"CPU": 3_145_728}
-        )
+        m = self.measured(path, replace(config, n_ctx=n_ctx))
         self.report = LoadReport(path, config, 0.5, m, n_ctx, 512, None)
         if projector is not None:  # a projector that sees: each picture 16 tokens, as tiny Gemma 3's
             self.report.projector = ProjectorInfo(projector.path, True, False, projector.marker, 0.1)
         self._cells = 0
         return self.report
+
+    def measured(self, path: str, config: LoadConfig) -> Measurements:
+        """What llama.cpp would report for this load: the plan's buffers, each under its log name."""
+        from app.devices import probe_devices
+        from planner.anatomy import load_anatomy
+        from planner.gguf import read_gguf
+        from planner.memory import plan_memory
+
+        report = self.devices() or probe_devices()
+        plan = plan_memory(load_anatomy(read_gguf(path)), config, report.gpus, report.host)
+        m = Measurements()
+        tables = dict(m.tables())
+        for buffer in plan.buffers:
+            table = tables[buffer.kind]
+            table[buffer.name] = table.get(buffer.name, 0) + buffer.bytes
+        return m
 
     @property
     def loaded(self) -> bool:
@@ -209,9 +249,9 @@ class FakeEngine:
 
 
 class ElasticFakeEngine(FakeEngine):
-    """A FakeEngine whose context can be made larger or smaller (as the engine process's can): its KV
-    cache is 1 KiB a cell, as the tiny llama-f16's (tests/support/tiny), so the dashboard's figures
-    follow the context size and agree with the plan."""
+    """A FakeEngine whose context can be made larger or smaller (as the engine process's can): its buffers
+    are planned again at each size, so the dashboard's figures follow the context size and agree with the plan
+    (the tiny llama-f16's KV cache is 1 KiB a cell, `CELL`)."""
 
     CELL = 1024
 
@@ -227,9 +267,7 @@ class ElasticFakeEngine(FakeEngine):
         progress: Callable[[float], bool | None] | None = None,
         projector: ProjectorLoad | None = None,
     ) -> LoadReport:
-        report = super().load(path, config, progress, projector)
-        report.measurements.kv = {"CPU": report.n_ctx * self.CELL}
-        return report
+        return super().load(path, config, progress, projector)
 
     def resize(self, n_ctx: int, keep: bool = True):
         from dataclasses import replace
@@ -244,7 +282,7 @@ class ElasticFakeEngine(FakeEngine):
                 f"_buffer: failed to allocate buffer of size {n_ctx * self.CELL}"
             )
         self.resizes.append(n_ctx)
-        m = replace(self.report.measurements, kv={"CPU": n_ctx * self.CELL})
+        m = self.measured(self.report.path, replace(self.report.config, n_ctx=n_ctx))
         self.report = replace(self.report, n_ctx=n_ctx, measurements=m)
         if not keep:
             self._cells = 0

@@ -21,10 +21,13 @@ def make_app(
     real_engine: bool = False,
 ) -> VramchatApp:
     options = AppOptions(model=model, models_dirs=[str(models_dir)] if models_dir else [], include_demo=include_demo)
-    if not real_engine:
-        fake = engine or FakeEngine()
+    fake = None if real_engine else engine or FakeEngine()
+    if fake is not None:
         options.engine_factory = lambda: fake
-    return VramchatApp(options, settings or Settings(scan_known_caches=False))
+    app = VramchatApp(options, settings or Settings(scan_known_caches=False))
+    if fake is not None:  # the fake's buffers are planned for the devices the app planned for
+        fake.devices = lambda: app.services.devices or app.services.probe_devices()
+    return app
 
 
 async def wait_for(pilot, condition: Callable[[], bool], timeout: float = 20.0, step: float = 0.05) -> None:
