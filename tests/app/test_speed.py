@@ -186,13 +186,17 @@ def test_llama_cpps_own_work_before_each_prompt_batch_is_priced_within_a_factor_
     batch shape each time (as a chat's prompts come): the plan's price within a factor 2.5 of it, and more
     for the longer batch. The price is constants timed on one CPU (planner.speed.timing HOST_*_SECONDS, not scaled
     by this machine's probe): the band is what another CPU, busy or quiet, needs; it catches a price that
-    is missing or off by an order, not one that is 2x off."""
+    is missing or off by an order, not one that is 2x off. Timed while other programs keep the cores busy it
+    reads 4-8x the price (a load average of 9 on these 2 cores): the test then says so and skips, as the probe
+    drops a busy machine's figures."""
     import statistics
     import time
 
     import llama_cpp
 
     from app.engine.params import ensure_backend
+    from app.speed.probe import OthersLoad
+    from app.speed.trust import BUSY_LOAD
     from planner.speed.timing import host_batch_seconds
 
     ensure_backend()
@@ -218,6 +222,7 @@ def test_llama_cpps_own_work_before_each_prompt_batch_is_priced_within_a_factor_
         try:
             memory = llama_cpp.llama_get_memory(ctx)
             timed: dict[int, list[float]] = {32: [], 512: []}
+            others = OthersLoad()
             for round_ in range(6):
                 for n in timed:
                     llama_cpp.llama_memory_clear(memory, True)
@@ -227,6 +232,9 @@ def test_llama_cpps_own_work_before_each_prompt_batch_is_priced_within_a_factor_
                     assert llama_cpp.llama_decode(ctx, llama_cpp.llama_batch_get_one(tokens, n)) == 0
                     timed[n].append(first_look[0] - start)
             host = {n: statistics.median(times[1:]) for n, times in timed.items()}
+            share = others.share()
+            if share is not None and share > BUSY_LOAD:
+                pytest.skip(f"other programs used {share:.0%} of the CPUs while llama.cpp was timed: not checkable")
             for n, measured in host.items():
                 planned = host_batch_seconds(device, n, 1)
                 assert 1 / 2.5 < measured / planned < 2.5, (path.name, n, measured, planned)
