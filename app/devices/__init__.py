@@ -14,10 +14,10 @@ from collections.abc import Sequence
 
 from app.devices import advice, amd_sysfs, free_memory, ggml, held, host, learned_overhead, nvml, rocm
 from app.devices.advice import Mismatch
+from app.devices.bandwidth import with_bandwidth
 from app.devices.held import HeldMemory
 from app.devices.probes import HOST, DeviceReport, Probe
 from app.devices.simulated import ENV_VAR, SimulatedSpec, parse_devices
-from app.speed.bandwidth import with_bandwidth
 from planner.hardware import Device, Host, format_size
 
 __all__ = ["ENV_VAR", "DeviceReport", "HeldMemory", "Mismatch", "Probe", "mismatch_notice", "probe_devices"]

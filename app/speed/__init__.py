@@ -10,8 +10,8 @@ earlier replies taught (app.speed.learn).
 
 The room: this module the prediction; probe.py the CPU's own figures (ggml's mat-vec, run in a child),
 machine.py those figures kept once per machine, learn.py every finished reply's speed against its
-prediction, bandwidth.py each GPU's memory bandwidth for the device report. The formula itself stays
-in the planner (planner/speed/), which imports nothing of the app.
+prediction (each GPU's memory bandwidth is the device report's: app/devices/bandwidth.py). The formula
+itself stays in the planner (planner/speed/), which imports nothing of the app.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """This machine's speed figures as the planner reads them: what the CPU probe timed (CpuSpeed) and
 what a GPU's memory streams at (GpuSpeed). The app measures them (app/speed/probe.py, the CPU's;
-app/speed/device_probe.py and app/speed/bandwidth.py, a GPU's) and keeps them per machine
+app/speed/device_probe.py and app/devices/bandwidth.py, a GPU's) and keeps them per machine
 (app/speed/machine.py); planner.speed.timing spends them.
 
 A CPU on a few cores is bound by the dequantising arithmetic as much as by memory, so its rate is
