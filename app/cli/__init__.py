@@ -2,9 +2,9 @@
 
 This module reads the words and hands them to one mode: app/cli/parser.py the flags, then a module per
 mode: plan.py (`--plan`, kept and said again by replay.py), prompt.py (`-p`), serve.py (`vramchat serve`),
-listing.py (`--list`), devices.py (`--devices`, `--forget-overhead`), quants.py (`--quants`), remote.py
-(`--download`), by_name.py (a remote MODEL to run), launch.py (the app); command_plan.py is the plan every
-planning mode asks for.
+serve_rpc.py (`vramchat serve-rpc`), listing.py (`--list`), devices.py (`--devices`, `--forget-overhead`),
+quants.py (`--quants`), remote.py (`--download`), by_name.py (a remote MODEL to run), launch.py (the app);
+command_plan.py is the plan every planning mode asks for.
 
 `--plan`, `--list` and `--devices` never import Textual or llama_cpp: they read
 GGUF headers and probe devices through ctypes, so they answer in a fraction of a second.
@@ -63,7 +63,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(argv: Sequence[str] | None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     if words[:1] == ["serve-rpc"]:
-        from app.rpc.serve import serve
+        from app.cli.serve_rpc import serve
 
         try:
             return serve(words[1:])
