@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from app.engine.templates import ChatFormat, ChatMessage, fallback_note, render
+from app.conversation.templates import ChatFormat, ChatMessage, fallback_note, render
 from app.errors import VramchatError
 from app.reasoning import answer_of
 from app.store import Store, StoredMessage

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
-from app.engine.templates import ChatFormat
+from app.conversation.templates import ChatFormat
 from app.engine.types import GenerationParams
 from app.limits import DEFAULT_MAX_TOKENS, INTEGERS, RANGES, checked
 

@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from app.conversation.templates import ChatFormat
 from app.engine.held_back import held_back
-from app.engine.templates import ChatFormat
 
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 # every published pair of reasoning markers a reply may open with (the first is the common one)

@@ -15,9 +15,9 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from app.chat import ChatError, PromptBuild, ReplySink, build_prompt
+from app.conversation.templates import ChatMessage, stops_in_use
 from app.engine.crash import EngineCrashed
 from app.engine.failure import classify
-from app.engine.templates import ChatMessage, stops_in_use
 from app.engine.types import EngineError, GenerationParams, GenerationStats, Media, MediaPrompt, PromptProgress
 from app.media import MediaError
 from app.outcome import CRASHED, ENGINE_CRASH, FAILED, OK, OUT_OF_MEMORY, REFUSED, ReplyOutcome

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Protocol
 
+from app.conversation.templates import ChatFormat, choose_format
 from app.devices import DeviceReport
 from app.devices.learned_buffers import measured_of
 from app.devices.learned_buffers import remember as remember_load
@@ -34,7 +35,6 @@ from app.elastic_context import ElasticContext
 from app.engine.crash import EngineCrashed, EngineExit
 from app.engine.dry_run import DryRun
 from app.engine.failure import Failure, classify
-from app.engine.templates import ChatFormat, choose_format
 from app.engine.types import (
     EngineError,
     GenerationParams,

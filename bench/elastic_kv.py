@@ -63,8 +63,8 @@ def main() -> None:
     args = parser.parse_args()
     args.model = model_path(args.model)
 
+    from app.conversation.templates import ChatMessage
     from app.engine import GenerationParams
-    from app.engine.templates import ChatMessage
     from app.reply import write_reply
 
     elastic, fixed = _load(args.model, args.max, True), _load(args.model, args.max, False)

@@ -26,8 +26,8 @@ def run_prompt(args: argparse.Namespace) -> int:
 
     from app.chat import ChatError
     from app.chat_settings import ChatSampling, reply_sampling, sampling_json, user_defaults
+    from app.conversation.templates import ChatMessage
     from app.engine import EngineError
-    from app.engine.templates import ChatMessage
     from app.reasoning import ReplySplitter
     from app.reply import OK, write_reply
     from app.session import LoadFailed, ModelSession

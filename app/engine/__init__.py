@@ -1,4 +1,4 @@
-"""The llama.cpp engine and the pieces around it: log capture, chat formats, planned vs actual.
+"""The llama.cpp engine and the pieces around it: log capture, planned vs actual.
 
 What the app's own process needs of an engine is importable from here without llama.cpp
 (`app.engine.types`); the engine itself is `app.engine.engine.Engine`, which only the engine

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from app.engine.templates import ChatMessage, TemplateError, render
+from app.conversation.templates import ChatMessage, TemplateError, render
 from app.engine.types import Media, MediaPrompt
 from app.reasoning import opens_reasoning, template_switches
 from app.serve.errors import ApiError, bad_request

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from app.conversation.templates import ChatMessage
 from app.devices import probe_devices
 from app.engine import GenerationParams
 from app.engine.planned_actual import compare_load
-from app.engine.templates import ChatMessage
 from app.reply import OK, write_reply
 from app.session import Growth, ModelSession
 from planner.anatomy import load_anatomy

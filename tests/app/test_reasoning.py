@@ -9,7 +9,7 @@ import random
 import pytest
 
 from app.chat import to_messages
-from app.engine.templates import ChatFormat, ChatMessage, render
+from app.conversation.templates import ChatFormat, ChatMessage, render
 from app.reasoning import (
     OPEN_MARKER,
     ReplySplitter,

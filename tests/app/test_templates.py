@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from app.engine.templates import (
+from app.conversation.templates import (
     TRANSCRIPT_STOPS,
     ChatMessage,
     TemplateError,
@@ -79,7 +79,7 @@ CHATML_FAMILY = {"general.name": "Tiny Chat Instruct"}
 
 @pytest.fixture
 def short_deadline(monkeypatch: pytest.MonkeyPatch) -> float:
-    from app.engine import template_sandbox
+    from app.conversation import template_sandbox
 
     monkeypatch.setattr(template_sandbox, "DEADLINE_SECONDS", 2.0)
     return 2.0
@@ -97,7 +97,7 @@ def short_deadline(monkeypatch: pytest.MonkeyPatch) -> float:
 def test_a_template_over_its_time_or_memory_gives_way_to_the_family_format(costly: str, short_deadline: float) -> None:
     import psutil
 
-    from app.engine.templates import fallback_note
+    from app.conversation.templates import fallback_note
 
     template = costly + CHATML  # unique per case: a stopped template is remembered by its text
     fmt = choose_format({**CHATML_FAMILY, "tokenizer.chat_template": template}, "qwen2")
@@ -118,7 +118,7 @@ def test_a_template_over_its_time_or_memory_gives_way_to_the_family_format(costl
 
 def test_a_reply_in_the_fallback_format_ends_at_its_stop_strings(short_deadline: float) -> None:
     """The chatml fallback ends a turn with <|im_end|>: without it the reply ran on past its turn."""
-    from app.engine.templates import stops_in_use
+    from app.conversation.templates import stops_in_use
 
     template = "{% for a in 'x'*99989 %}{% for b in 'x'*99989 %}z{% endfor %}{% endfor %}" + CHATML
     fmt = choose_format({**CHATML_FAMILY, "tokenizer.chat_template": template}, "qwen2")
@@ -130,7 +130,7 @@ def test_a_reply_in_the_fallback_format_ends_at_its_stop_strings(short_deadline:
 def test_a_stopped_template_leaves_no_process_busy(short_deadline: float) -> None:
     import psutil
 
-    from app.engine import template_sandbox
+    from app.conversation import template_sandbox
 
     fmt = choose_format(
         {"tokenizer.chat_template": "{% for a in 'x'*99991 %}{% for b in 'x'*99991 %}{% endfor %}{% endfor %}"}, "llama"

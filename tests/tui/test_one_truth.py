@@ -13,7 +13,7 @@ import pytest
 
 from app.chat_settings import ChatSampling, reply_sampling, user_defaults
 from app.cli import main
-from app.engine.templates import ChatFormat
+from app.conversation.templates import ChatFormat
 from app.settings import Settings
 from app.store import Conversation, StoredMessage
 from app.store.export import to_json, to_markdown

@@ -55,7 +55,7 @@ async def test_the_model_list_selects_the_first_readable_model(shelf: Path) -> N
 
 def test_the_status_line_names_how_the_chat_is_put_to_the_model_in_words() -> None:
     """It ended "gguf format" (the file type, not the template) for every model with a template."""
-    from app.engine.templates import choose_format
+    from app.conversation.templates import choose_format
     from app.tui.widgets.chat.context_line import format_words
 
     template = choose_format({"tokenizer.chat_template": "{{ messages }}"}, "llama")

@@ -27,7 +27,7 @@ from tests.support.fake_engine import FakeEngine
 from tests.support.tui_helpers import make_app, model_loaded, open_chat, picker_ready, reply_done, wait_for
 
 SIZE = (160, 45)
-PRIMER = "Q: What is the capital of Japan?\nA: Tokyo.\n"  # the transcript's worked exchange (app.engine.templates)
+PRIMER = "Q: What is the capital of Japan?\nA: Tokyo.\n"  # the transcript's worked exchange (conversation/templates)
 
 
 @pytest.fixture

@@ -20,9 +20,9 @@ from textual.worker import Worker, WorkerState
 
 from app.chat import conversation_tokens, empty_reply_marker, to_messages
 from app.chat_settings import sampling_json
+from app.conversation.templates import ChatMessage
 from app.engine import GenerationParams
 from app.engine.failure import first_line
-from app.engine.templates import ChatMessage
 from app.engine.types import MediaPrompt
 from app.media import Attachment
 from app.outcome import REFUSED

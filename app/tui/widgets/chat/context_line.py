@@ -9,7 +9,7 @@ from app.chat_settings import describe_temperature
 from app.tui.widgets.status_line import StatusLine
 
 if TYPE_CHECKING:
-    from app.engine.templates import ChatFormat
+    from app.conversation.templates import ChatFormat
     from app.tui.services import Services
 
 

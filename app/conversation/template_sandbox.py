@@ -1,9 +1,9 @@
 """GGUF chat templates rendered under a budget they cannot escape: in a child process of their own
-(app/engine/template_child.py: memory and CPU capped by the kernel), killed at a wall-clock deadline.
+(app/conversation/template_child.py: memory and CPU capped by the kernel), killed at a wall-clock deadline.
 
 One child serves every render of this process, started at the first and started again after a kill.
 A template that went over its budget once is not run again in this process: `over_budget` says why,
-and the caller renders the family's format instead (app/engine/templates.py).
+and the caller renders the family's format instead (app/conversation/templates.py).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import time
 from typing import Any
 
 from app.children import child_env
-from app.engine.template_errors import TemplateError, TemplateOverBudget
+from app.conversation.template_errors import TemplateError, TemplateOverBudget
 
 DEADLINE_SECONDS = 5.0  # a real template renders in milliseconds; the sandbox's own step clock stops at 2 s
 START_SECONDS = 20.0  # starting Python and importing jinja, on a busy machine
@@ -58,7 +58,7 @@ class _Renderer:
         """The child, started (and its ready frame read) when there is none: its start is not a render's."""
         if self._child is None or self._child.poll() is not None:
             self._child = subprocess.Popen(
-                [sys.executable, "-m", "app.engine.template_child"],
+                [sys.executable, "-m", "app.conversation.template_child"],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
@@ -124,7 +124,7 @@ def render_bounded(
     tools: list[dict[str, Any]] | None = None,
 ) -> str:
     """The rendered prompt. TemplateOverBudget when the template goes over its time or memory (it is
-    then remembered: `over_budget`); app.engine.templates.TemplateError for a template that is broken
+    then remembered: `over_budget`); app.conversation.templates.TemplateError for a template that is broken
     or refuses (its own raise_exception), as the in-process sandbox says."""
     known = over_budget(template)
     if known:

@@ -1,10 +1,10 @@
-"""The process a GGUF chat template is rendered in (`python -m app.engine.template_child`).
+"""The process a GGUF chat template is rendered in (`python -m app.conversation.template_child`).
 
 Jinja's sandbox bounds what a template can reach, not what it costs: a loop over a long string, a big
 integer power or a string multiplied a billion times runs in C where no step counter sees it. Here the
 kernel bounds it: the address space is capped (a template that asks for more gets MemoryError), no file
 can be written, and each render may use a few seconds of CPU before SIGXCPU ends the process, even if
-the app that asked is gone. The app kills it at a wall-clock deadline too (app/engine/template_sandbox.py).
+the app that asked is gone. The app kills it at a wall-clock deadline too (app/conversation/template_sandbox.py).
 
 Requests and answers are JSON, each behind a 4-byte big-endian length, on stdin and stdout.
 """
@@ -62,7 +62,7 @@ def frame(payload: dict[str, object]) -> bytes:
 
 
 def _answer(request: dict[str, object]) -> dict[str, object]:
-    from app.engine.templates import TemplateBudgetError, TemplateError, render_jinja
+    from app.conversation.templates import TemplateBudgetError, TemplateError, render_jinja
 
     raw = request.get("messages")
     messages = [_message(m) for m in raw if isinstance(m, dict)] if isinstance(raw, list) else []

@@ -1,5 +1,5 @@
-"""What can go wrong rendering a chat template: shared by the renderer's two sides (app/engine/templates.py
-in the template's own process, app/engine/template_sandbox.py in the app's), so neither imports the other."""
+"""What can go wrong rendering a chat template: shared by the renderer's two sides (app/conversation/templates.py
+in the template's own process, app/conversation/template_sandbox.py in the app's), so neither imports the other."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 A GGUF template is untrusted code: it is rendered only in Jinja's immutable
 sandbox, with ranges, output size and work bounded, in a process of its own whose
-time and memory the kernel bounds (app/engine/template_sandbox.py).
+time and memory the kernel bounds (app/conversation/template_sandbox.py).
 A base model without a template gets a transcript ("Q: ...\\nA:") that stops at
 the next question, the format short factual prompts work best with.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.engine.template_errors import TemplateBudgetError, TemplateError
+from app.conversation.template_errors import TemplateBudgetError, TemplateError
 
 __all__ = ["TemplateBudgetError", "TemplateError"]  # re-exported: callers import them from here
 
@@ -260,7 +260,7 @@ def fallback_note(fmt: ChatFormat) -> str:
     """One line when the model's template went over its budget and its family's format is used, else ''."""
     if fmt.kind != "jinja" or fmt.fallback is None:
         return ""
-    from app.engine.template_sandbox import over_budget
+    from app.conversation.template_sandbox import over_budget
 
     why = over_budget(fmt.template).removeprefix("the chat template was stopped: ")
     if not why:
@@ -274,7 +274,7 @@ def stops_in_use(fmt: ChatFormat) -> tuple[str, ...]:
     stopped (a chatml fallback ends at `<|im_end|>`, which the GGUF's EOS alone would run past)."""
     if fmt.kind != "jinja" or fmt.fallback is None:
         return fmt.stop
-    from app.engine.template_sandbox import over_budget
+    from app.conversation.template_sandbox import over_budget
 
     if not over_budget(fmt.template):
         return fmt.stop
@@ -291,12 +291,12 @@ def render(
     wire: list[dict[str, Any]] | None = None,
 ) -> str:
     """The prompt in `fmt`. A GGUF template runs in its own process under a hard budget
-    (app/engine/template_sandbox.py); one that goes over it gives way to its family's format
+    (app/conversation/template_sandbox.py); one that goes over it gives way to its family's format
     (`fallback_note` says so). `switches` go to a GGUF template as its variables (`enable_thinking`);
     `tools` and `wire` (the messages as dicts, tool calls and results in them) are a server's, for a
     template that takes tools (the other formats read `messages`)."""
     if fmt.kind == "jinja":
-        from app.engine.template_sandbox import TemplateOverBudget, render_bounded
+        from app.conversation.template_sandbox import TemplateOverBudget, render_bounded
 
         try:
             if wire is None:
