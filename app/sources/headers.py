@@ -2,7 +2,7 @@
 
 The strict reader (planner.gguf.read_gguf_header) reads each file through a `RangeFile`: the first
 block, then as much more as the header needs, with every check of the local reader. What it read is
-kept (app/sources/store.py) by the file's identity, and the anatomy by the model's: the second plan of
+kept (app/sources/remote_cache.py) by the file's identity, and the anatomy by the model's: the second plan of
 a remote model reads nothing, online or not.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from app.sources import store, url
+from app.sources import remote_cache, url
 from app.sources.blocks import first_block_of
 from app.sources.http import read_range
 from app.sources.model import HUB, ModelSource, SourceFile
@@ -39,7 +39,7 @@ class RangeFile:
 
 
 @dataclass
-class HeldBytes:
+class CachedHeader:
     """A `ByteSource` over a header kept in the cache (reads past it are a damaged cache entry)."""
 
     name: str
@@ -61,15 +61,15 @@ def read_header(source: ModelSource, index: int) -> tuple[GGUFFile, bytes]:
     """One shard's header: from the cache, or read by ranges (and kept)."""
     file = source.files[index]
     name = shard_name(source, file)
-    held = store.load_header(file.identity, file.size)
-    if held is not None:
+    cached = remote_cache.load_header(file.identity, file.size)
+    if cached is not None:
         try:
-            return read_gguf_header(HeldBytes(name, file.size, held), index)
+            return read_gguf_header(CachedHeader(name, file.size, cached), index)
         except Exception:  # a damaged entry: read it again
             pass
     reader = RangeFile(name, file.size, file.url, source.kind == HUB, url.first_block(file.url))
     header, data = read_gguf_header(reader, index, first_block_of(index))
-    store.keep_header(file.identity, file.size, data)
+    remote_cache.keep_header(file.identity, file.size, data)
     return header, data
 
 
@@ -93,7 +93,7 @@ def load_anatomy(source: ModelSource) -> ModelAnatomy:
 
     if source.problem:
         raise NotFound(f"{source.ref}: {source.problem}")
-    kept = store.load_anatomy(source.ref, identities(source))
+    kept = remote_cache.load_anatomy(source.ref, identities(source))
     if kept is not None:
         return kept
     headers = read_headers(source)
@@ -101,5 +101,5 @@ def load_anatomy(source: ModelSource) -> ModelAnatomy:
     readers[0].name = source.ref
     model = read_gguf_model(readers, headers)  # type: ignore[arg-type]
     anatomy = anatomy_of(model)
-    store.keep_anatomy(source.ref, identities(source), anatomy)
+    remote_cache.keep_anatomy(source.ref, identities(source), anatomy)
     return anatomy

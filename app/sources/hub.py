@@ -4,7 +4,7 @@
 the request of `HfApi.model_info(files_metadata=True)` lists a repo (every file with its size and LFS
 sha256), search is `HfApi.list_models`' request, both made through the library's session, headers and
 error mapping; the endpoint, the token and offline mode are the library's (`HF_ENDPOINT`, `HF_TOKEN`,
-`HF_HUB_OFFLINE`). A listing is kept (app/sources/store.py): offline, the last one seen is used.
+`HF_HUB_OFFLINE`). A listing is kept (app/sources/remote_cache.py): offline, the last one seen is used.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from app.sources import store
+from app.sources import remote_cache
 from app.sources.errors import NotFound, SourceError, Unreachable
 from app.sources.http import hub_failure
 from app.sources.model import HUB, ModelSource, SourceFile
@@ -93,7 +93,7 @@ def list_repo(repo_id: str, revision: str | None = None) -> RepoListing:
         raise SourceError(f"{where} is not a list of files")
     files = tuple(_source_file(repo_id, item, commit or revision or "main", where) for item in siblings)
     listing = RepoListing(listed_id, commit, bool(info.get("gated")), files, time.time())
-    store.keep_record(
+    remote_cache.keep_record(
         "listings",
         {
             "repo_id": listing.repo_id,
@@ -148,7 +148,7 @@ def _source_file(repo_id: str, item: dict[str, Any], revision: str, where: str) 
 
 
 def _cached_listing(key: tuple[str, str, str], error: str, why: str) -> RepoListing:
-    record = store.load_record("listings", *key)
+    record = remote_cache.load_record("listings", *key)
     if record is None:
         raise Unreachable(f"{error}, and this repo was never listed before")
     where = f"{HF_PREFIX}{key[1]}: the listing kept from before"
@@ -263,7 +263,7 @@ def seen_repos(query: str = "", limit: int = 30) -> list[RepoSummary]:
     words = query.strip().lower()
     out: list[RepoSummary] = []
     seen: set[str] = set()
-    for record in store.records("listings"):
+    for record in remote_cache.records("listings"):
         key = record.get("key") or []
         repo_id = str(record.get("repo_id") or "")
         if len(key) != 3 or key[0] != here or not repo_id or repo_id in seen or words not in repo_id.lower():

@@ -15,7 +15,7 @@ import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from app.sources import store
+from app.sources import remote_cache
 from app.sources.blocks import first_block_of
 from app.sources.errors import NotFound, SourceError, Unreachable
 from app.sources.http import content_range_total, read_range, translated, url_client
@@ -71,7 +71,7 @@ def resolve(ref: UrlRef) -> ModelSource:
 def _identify(url: str, block: int) -> tuple[SourceFile, str]:
     """The file at `url` (its first block kept), and a note when it comes from the cache offline."""
     what = url
-    known = store.load_record("urls", url)
+    known = remote_cache.load_record("urls", url)
     try:
         if known is not None:
             same = _head_matches(url, known)
@@ -92,7 +92,7 @@ def _identify(url: str, block: int) -> tuple[SourceFile, str]:
     with _lock:
         _first_blocks[url] = data
     if identity:
-        store.keep_record("urls", {"size": size, "identity": identity}, url)
+        remote_cache.keep_record("urls", {"size": size, "identity": identity}, url)
     return SourceFile(name=_file_name(url), size=size, url=url, identity=identity), ""
 
 
