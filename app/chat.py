@@ -13,9 +13,9 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from app.conversation.reasoning import answer_of
 from app.conversation.templates import ChatFormat, ChatMessage, fallback_note, render
 from app.errors import VramchatError
-from app.reasoning import answer_of
 from app.store import Store, StoredMessage
 
 NEAR_LIMIT = 0.85  # warn when prompt + reply room passes this share of the context
@@ -50,7 +50,7 @@ class PromptBuild:
 def to_messages(stored: Sequence[StoredMessage]) -> list[ChatMessage]:
     """The conversation as the chat format sees it: empty replies (a stop before the first
     token) are left out; partial replies stay, as the user saw them; images go with their message.
-    A reply's reasoning stays out (app/reasoning.py): only its answer, as reasoning models' templates
+    A reply's reasoning stays out (app/conversation/reasoning.py): only its answer, as reasoning models' templates
     render earlier turns (a reply that only thought is an empty turn)."""
     return [
         ChatMessage(

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from app.conversation.reasoning import Thought
 from app.engine.crash import EngineCrashed
 from app.engine.types import EngineError, GenerationStats
-from app.reasoning import Thought
 
 # how a reply ended, for the screen: a normal end (eos, stop, length, user), a message the context
 # cannot hold, a decode out of memory (reload smaller), the engine process died, anything else

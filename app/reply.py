@@ -15,13 +15,13 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from app.chat import ChatError, PromptBuild, ReplySink, build_prompt
+from app.conversation.reasoning import ThoughtClock, opened_marker, template_switches
 from app.conversation.templates import ChatMessage, stops_in_use
 from app.engine.crash import EngineCrashed
 from app.engine.failure import classify
 from app.engine.types import EngineError, GenerationParams, GenerationStats, Media, MediaPrompt, PromptProgress
 from app.media import MediaError
 from app.outcome import CRASHED, ENGINE_CRASH, FAILED, OK, OUT_OF_MEMORY, REFUSED, ReplyOutcome
-from app.reasoning import ThoughtClock, opened_marker, template_switches
 from app.speed import learn_from_reply
 from app.store import Store
 
@@ -55,7 +55,7 @@ def write_reply(
     outcome as soon as the reply has ended, before its speed is learned (app/speed.py); `on_progress` what
     the engine says while it reads the prompt.
 
-    A reasoning model's thoughts (app/reasoning.py) are saved and streamed with the reply, markers
+    A reasoning model's thoughts (app/conversation/reasoning.py) are saved and streamed with the reply, markers
     included: where the template opened the block, the reply starts with its opening marker as if the model
     wrote it. `thinking` is the chat's switch, for a template that reads `enable_thinking`."""
 

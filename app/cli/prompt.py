@@ -26,9 +26,9 @@ def run_prompt(args: argparse.Namespace) -> int:
 
     from app.chat import ChatError
     from app.chat_settings import ChatSampling, reply_sampling, sampling_json, user_defaults
+    from app.conversation.reasoning import ReplySplitter
     from app.conversation.templates import ChatMessage
     from app.engine import EngineError
-    from app.reasoning import ReplySplitter
     from app.reply import OK, write_reply
     from app.session import LoadFailed, ModelSession
     from app.settings import load_settings
@@ -237,7 +237,7 @@ def _answer_json(session, outcome) -> dict:
         allocated[row.device] = allocated.get(row.device, 0) + row.measured
         if row.kind in ("kv", "kv_swa"):
             kv_committed[row.device] = kv_committed.get(row.device, 0) + row.measured
-    from app.reasoning import split_reply
+    from app.conversation.reasoning import split_reply
 
     cells = session.engine.kv_cells_used()
     stats = outcome.stats

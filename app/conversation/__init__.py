@@ -1,6 +1,9 @@
 """The conversation: from the messages of a chat to the prompt a model reads, and from its reply back
 to the saved text; the same for the chat screen, `-p` and the server.
 
-The room: templates.py the chat formats (a GGUF's Jinja template rendered in a sandbox: template_sandbox.py
-in the app's process, template_child.py the process it renders in, template_errors.py what both raise).
+The room:
+- reasoning.py: a reply's thoughts told from its answer, and the chat's thinking switch
+- templates.py: the chat formats (a GGUF's Jinja template, a family's default, a plain transcript);
+  the template is rendered in a sandbox (template_sandbox.py in the app's process, template_child.py
+  the process it renders in, template_errors.py what both raise)
 """

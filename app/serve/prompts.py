@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from app.conversation.reasoning import opens_reasoning, template_switches
 from app.conversation.templates import ChatMessage, TemplateError, render
 from app.engine.types import Media, MediaPrompt
-from app.reasoning import opens_reasoning, template_switches
 from app.serve.errors import ApiError, bad_request
 from app.serve.requests import ChatRequest, Image, Message
 from app.serve.tools import family_of, forced_grammar

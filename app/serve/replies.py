@@ -2,7 +2,7 @@
 llama.cpp's server gives it, and its tool calls), a completion, their streamed chunks, usage and timings.
 
 `ChatStream` turns the pieces of a reply into chunk deltas as they come: reasoning and answer told apart
-as the chat tells them (app.reasoning.ReplySplitter); with tools offered, the answer is held until the
+as the chat tells them (app.conversation.reasoning.ReplySplitter); with tools offered, the answer is held until the
 reply ends, when its calls are read out of it (app/serve/tools.py) and sent as `tool_calls`.
 """
 
@@ -13,8 +13,8 @@ import secrets
 import time
 from typing import Any
 
+from app.conversation.reasoning import OPEN_MARKER, ReplySplitter, split_reply
 from app.engine.types import GenerationStats
-from app.reasoning import OPEN_MARKER, ReplySplitter, split_reply
 from app.serve.tools import ToolCall, parse_calls
 
 FINISH = {"eos": "stop", "stop": "stop", "user": "stop", "length": "length", "context": "length"}

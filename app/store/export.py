@@ -16,8 +16,8 @@ from typing import Any
 from app import __version__
 from app.chat import empty_reply_marker, stop_note
 from app.chat_settings import sampling_words
+from app.conversation.reasoning import split_reply
 from app.paths import data_dir
-from app.reasoning import split_reply
 from app.store import Conversation, StoredMessage, StoredReceipt
 from app.store.receipt import to_markdown as receipt_markdown
 

@@ -9,8 +9,7 @@ import random
 import pytest
 
 from app.chat import to_messages
-from app.conversation.templates import ChatFormat, ChatMessage, render
-from app.reasoning import (
+from app.conversation.reasoning import (
     OPEN_MARKER,
     ReplySplitter,
     ThoughtClock,
@@ -19,6 +18,7 @@ from app.reasoning import (
     split_reply,
     template_switches,
 )
+from app.conversation.templates import ChatFormat, ChatMessage, render
 from app.store import StoredMessage
 from tests.support.thinking import RECORDED, THINKING_CHATML
 

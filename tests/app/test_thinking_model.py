@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from app.chat import PromptBuild, to_messages
+from app.conversation.reasoning import OPEN_MARKER, split_reply
 from app.devices import probe_devices
 from app.engine import GenerationParams
-from app.reasoning import OPEN_MARKER, split_reply
 from app.reply import OK, write_reply
 from app.session import ModelSession
 from app.store import Store

@@ -9,7 +9,7 @@ import pytest
 from textual.widgets import Markdown
 from textual.widgets._collapsible import CollapsibleTitle
 
-from app.reasoning import split_reply
+from app.conversation.reasoning import split_reply
 from app.settings import Settings
 from app.tui.widgets.chat.thought import ThoughtFold
 from app.tui.widgets.message_view import MessageView

@@ -159,8 +159,8 @@ def status_words(screen: ChatView) -> tuple[str, int]:
 
 
 def thinking_of(screen: ChatView) -> bool:
-    """The chat's thinking switch (app.reasoning): its own, else on."""
-    from app.reasoning import DEFAULT_THINKING
+    """The chat's thinking switch (app.conversation.reasoning): its own, else on."""
+    from app.conversation.reasoning import DEFAULT_THINKING
 
     own = sampling_of(screen).thinking
     return DEFAULT_THINKING if own is None else own

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from textual.timer import Timer
 from textual.widgets import Collapsible, Static
 
-from app.reasoning import Thought, split_reply
+from app.conversation.reasoning import Thought, split_reply
 from app.terminal_text import terminal_safe
 
 if TYPE_CHECKING:
