@@ -2,7 +2,7 @@
 
 `plan_quants` reads the headers of all the models in parallel (remote ones by ranges, each kept in the
 cache) and plans each as it arrives with the caller's planner (the CLI's: the same plan `--plan` prints, what-if
-flags and all), and marks the best choice with the reason. No Textual, no printing: app/cli/quants.py
+flags and all), and marks the best choice with the reason. No Textual, no printing: app/cli/quant_table.py
 prints the table, the picker will draw the same rows.
 """
 

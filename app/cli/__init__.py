@@ -3,7 +3,7 @@
 This module reads the words and hands them to one mode: app/cli/parser.py the flags, then a module per
 mode: plan.py (`--plan`, kept and said again by replay.py), prompt.py (`-p`), serve.py (`vramchat serve`),
 serve_rpc.py (`vramchat serve-rpc`), listing.py (`--list`), devices.py (`--devices`, `--forget-overhead`),
-quants.py (`--quants`), remote.py (`--download`), by_name.py (a remote MODEL to run), launch.py (the app);
+quant_table.py (`--quants`), remote.py (`--download`), by_name.py (a remote MODEL to run), launch.py (the app);
 command_plan.py is the plan every planning mode asks for.
 
 `--plan`, `--list` and `--devices` never import Textual or llama_cpp: they read

@@ -1,6 +1,6 @@
 """The plan a command line asks for: its MODEL resolved, its devices probed, its knobs read as
 app.planning's rule reads them, the plan made by app.planning.plan_source. `--plan`, `-p` and
-`--quants` (app/cli/quants.py: the devices probed once for all its models) share it."""
+`--quants` (app/cli/quant_table.py: the devices probed once for all its models) share it."""
 
 from __future__ import annotations
 

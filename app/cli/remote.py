@@ -1,4 +1,4 @@
-"""The command line's remote-model modes: `--quants ORG/REPO` (app/cli/quants.py) and `--download REF`;
+"""The command line's remote-model modes: `--quants ORG/REPO` (app/cli/quant_table.py) and `--download REF`;
 a remote MODEL to load is app/cli/by_name.py's (the downloaded copy, or the offer to download it).
 
 `--plan REF` needs nothing here: app/cli/command_plan.py resolves REF (app.sources.canonical_ref) and
@@ -46,7 +46,7 @@ def run_remote(args: argparse.Namespace) -> int:
     if not args.model:
         raise UsageError(f"{'--quants' if args.quants else '--download'} needs a MODEL (ORG/REPO, hf:ORG/REPO:QUANT)")
     if args.quants:
-        from app.cli.quants import run_quants
+        from app.cli.quant_table import run_quants
 
         return run_quants(args)
     return run_download(args)
