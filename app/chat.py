@@ -172,31 +172,3 @@ class ReplySink:
         if self.store is not None:
             self.store.finish_reply(self.msg_id, text, stopped_by, tokens, tps)
         return text
-
-
-STOP_WORDS = {
-    "eos": "",
-    "stop": "",
-    "length": "stopped at the max tokens limit",
-    "user": "stopped",
-    "context": "stopped: the context is full",
-    "error": "failed",
-    "engine_crash": "cut short: the engine crashed",
-}
-
-
-def stop_note(stopped_by: str) -> str:
-    return STOP_WORDS.get(stopped_by, stopped_by)
-
-
-def empty_reply_marker(stopped_by: str) -> str:
-    """What an empty reply is called where it stays in the transcript (the screen, the export), by how it ended."""
-    if stopped_by == "context":
-        return "no reply: the prompt filled the context"
-    if stopped_by == "user":
-        return "no reply: stopped before the model wrote anything"
-    if stopped_by == "length":
-        return "no reply: the reply's token limit is 0"
-    if stopped_by in ("error", "engine_crash", "crash"):
-        return f"no reply: {stop_note(stopped_by)}"
-    return "no reply: the model ended its reply at once"

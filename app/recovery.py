@@ -12,12 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from app.conversation.outcome import CRASHED, OUT_OF_MEMORY
 from app.engine.failure import first_line, refusal
-from app.outcome import CRASHED, OUT_OF_MEMORY
 
 if TYPE_CHECKING:
+    from app.conversation.outcome import ReplyOutcome
     from app.engine.types import EngineError
-    from app.outcome import ReplyOutcome
     from planner.memory import MemoryPlan
 
 SMALLER = "smaller"  # the same model, the planner's next smaller plan

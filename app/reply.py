@@ -15,13 +15,13 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from app.chat import ChatError, PromptBuild, ReplySink, build_prompt
+from app.conversation.outcome import CRASHED, ENGINE_CRASH, FAILED, OK, OUT_OF_MEMORY, REFUSED, ReplyOutcome
 from app.conversation.reasoning import ThoughtClock, opened_marker, template_switches
 from app.conversation.templates import ChatMessage, stops_in_use
 from app.engine.crash import EngineCrashed
 from app.engine.failure import classify
 from app.engine.types import EngineError, GenerationParams, GenerationStats, Media, MediaPrompt, PromptProgress
 from app.media import MediaError
-from app.outcome import CRASHED, ENGINE_CRASH, FAILED, OK, OUT_OF_MEMORY, REFUSED, ReplyOutcome
 from app.speed import learn_from_reply
 from app.store import Store
 

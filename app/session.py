@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Protocol
 
+from app.conversation.outcome import CRASHED, ENGINE_CRASH, ReplyOutcome
 from app.conversation.templates import ChatFormat, choose_format
 from app.devices import DeviceReport
 from app.devices.learned_buffers import measured_of
@@ -48,7 +49,6 @@ from app.engine.types import (
 )
 from app.engine.verify import Confirmed, Verification, confirm_plan
 from app.errors import VramchatError
-from app.outcome import CRASHED, ENGINE_CRASH, ReplyOutcome
 from app.planning import plan_again, plan_at_context, plan_config, plan_smaller, rules_for
 from app.recovery import SMALLER, WITHOUT_EXTRA_BUFFERS, WITHOUT_LOST_SERVERS, Recovery, recovery_for
 from app.telemetry import Telemetry, for_engine

@@ -26,10 +26,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from app.chat_settings import ChatSampling, reply_sampling
+from app.conversation.outcome import CRASHED, ENGINE_CRASH, OUT_OF_MEMORY, ReplyOutcome
 from app.engine.crash import EngineCrashed
 from app.engine.failure import classify
 from app.engine.types import EngineError, GenerationParams, GenerationStats, MediaPrompt
-from app.outcome import CRASHED, ENGINE_CRASH, OUT_OF_MEMORY, ReplyOutcome
 from app.serve.errors import ApiError, bad_request, server_error, unavailable
 from app.serve.prompts import Prepared, chat_prompt, completion_prompt
 from app.serve.requests import ChatRequest, CompletionRequest, Sampling

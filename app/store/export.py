@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from app import __version__
-from app.chat import empty_reply_marker, stop_note
 from app.chat_settings import sampling_words
+from app.conversation.outcome import empty_reply_marker, stop_note
 from app.conversation.reasoning import split_reply
 from app.paths import data_dir
 from app.store import Conversation, StoredMessage, StoredReceipt

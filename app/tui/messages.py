@@ -10,9 +10,9 @@ from textual.message import Message
 
 if TYPE_CHECKING:  # kept out of the startup path: the picker must draw fast
     from app.catalog import CatalogEntry
+    from app.conversation.outcome import ReplyOutcome
     from app.devices import DeviceReport
     from app.engine.types import PromptProgress
-    from app.outcome import ReplyOutcome
     from app.recovery import Recovery
     from app.session import Growth
     from planner.fit import FitResult
@@ -157,7 +157,7 @@ class PromptRead(Message):
 
 @dataclass
 class ReplyFinished(Message):
-    """A reply ended: how (app.outcome), and what the session's recovery policy says to do about it."""
+    """A reply ended: how (app.conversation.outcome), and what the session's recovery policy says to do about it."""
 
     msg_id: int
     outcome: ReplyOutcome

@@ -18,15 +18,15 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import OptionList, Static
 from textual.worker import Worker, WorkerState
 
-from app.chat import conversation_tokens, empty_reply_marker, to_messages
+from app.chat import conversation_tokens, to_messages
 from app.chat_settings import sampling_json
+from app.conversation.outcome import REFUSED, empty_reply_marker
 from app.conversation.reasoning import can_switch, template_switches, toggled_words
 from app.conversation.templates import ChatMessage
 from app.engine import GenerationParams
 from app.engine.failure import first_line
 from app.engine.types import MediaPrompt
 from app.media import Attachment
-from app.outcome import REFUSED
 from app.reply import write_reply
 from app.session import Growth
 from app.store import Conversation

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from app.chat import stop_note
-from app.outcome import ENGINE_CRASH
+from app.conversation.outcome import ENGINE_CRASH, stop_note
 
 if TYPE_CHECKING:
     from app.engine import GenerationStats
