@@ -1,7 +1,8 @@
 """One reply, from the conversation to the saved text: what the chat screen's worker calls.
 
 `write_reply` fits the prompt into the context, streams the reply through the
-engine (wherever it runs), saves it as it grows and says how it ended. It
+engine (wherever it runs), saves it as it grows (`ReplySink`: at most every half second,
+so a crash keeps what was already shown) and says how it ended. It
 touches no widget: the caller passes callbacks for the prompt's fit and for each
 piece, and gets a `ReplyOutcome` whose `kind` tells the screen what to do next.
 """
@@ -14,8 +15,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from app.chat import ChatError, PromptBuild, ReplySink, build_prompt
 from app.conversation.outcome import CRASHED, ENGINE_CRASH, FAILED, OK, OUT_OF_MEMORY, REFUSED, ReplyOutcome
+from app.conversation.prompt import ChatError, PromptBuild, build_prompt
 from app.conversation.reasoning import ThoughtClock, opened_marker, template_switches
 from app.conversation.templates import ChatMessage, stops_in_use
 from app.engine.crash import EngineCrashed
@@ -27,6 +28,29 @@ from app.store import Store
 
 if TYPE_CHECKING:
     from app.session import Growth, ModelSession
+
+
+class ReplySink:
+    """Collects a streaming reply and saves it to the store at most every `interval` seconds."""
+
+    def __init__(self, store: Store | None, msg_id: int, interval: float = 0.5) -> None:
+        self.store, self.msg_id, self.interval = store, msg_id, interval
+        self.text = ""
+        self._saved_len = 0
+        self._last_save = time.monotonic()
+
+    def add(self, piece: str) -> None:
+        self.text += piece
+        now = time.monotonic()
+        if self.store is not None and now - self._last_save >= self.interval and len(self.text) != self._saved_len:
+            self.store.update_reply(self.msg_id, self.text)
+            self._saved_len, self._last_save = len(self.text), now
+
+    def finish(self, stopped_by: str, tokens: int = 0, tps: float = 0.0) -> str:
+        text = self.text.strip()
+        if self.store is not None:
+            self.store.finish_reply(self.msg_id, text, stopped_by, tokens, tps)
+        return text
 
 
 def write_reply(

@@ -24,8 +24,8 @@ def run_prompt(args: argparse.Namespace) -> int:
     answer to stdout, exit. With --json, one object: the answer, its speed and the memory per device."""
     import threading
 
-    from app.chat import ChatError
     from app.chat_settings import ChatSampling, reply_sampling, sampling_json, user_defaults
+    from app.conversation.prompt import ChatError
     from app.conversation.reasoning import ReplySplitter
     from app.conversation.templates import ChatMessage
     from app.engine import EngineError

@@ -5,7 +5,7 @@ The context holds `used` tokens of `committed` (what llama.cpp allocated) and ma
 step (`planner.elastic.steps`), up to `maximum` (what the plan reserved room for). Growth needs the
 device memory the plan counted on: if another program took some of it since the load, the context
 can reach only `reachable`. Once the conversation would pass that, the oldest turns are left out
-of the prompt (app.chat.build_prompt): the runway warns a few turns before.
+of the prompt (app.conversation.prompt.build_prompt): the runway warns a few turns before.
 """
 
 from __future__ import annotations

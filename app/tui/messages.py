@@ -144,7 +144,7 @@ class PromptFitted(Message):
     n_ctx: int
     dropped: int
     near_limit: bool
-    note: str = ""  # the model's template was stopped and its family's format used (app.chat.PromptBuild)
+    note: str = ""  # the model's template was stopped and its family's format used (a PromptBuild's note)
 
 
 @dataclass

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from app.chat import ChatMessage
+from app.conversation.prompt import ChatMessage
 from app.devices import learned_overhead, probe_devices
 from app.devices.ggml import GGMLDevice
 from app.devices.learned_overhead import LearnedStore, failure_readings, learn_after_load

@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from app.chat import to_messages
+from app.conversation.prompt import to_messages
 from app.conversation.reasoning import (
     OPEN_MARKER,
     ReplySplitter,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from app.chat import PromptBuild, to_messages
+from app.conversation.prompt import PromptBuild, to_messages
 from app.conversation.reasoning import OPEN_MARKER, split_reply
 from app.devices import probe_devices
 from app.engine import GenerationParams

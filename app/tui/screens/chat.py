@@ -18,9 +18,9 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import OptionList, Static
 from textual.worker import Worker, WorkerState
 
-from app.chat import conversation_tokens, to_messages
 from app.chat_settings import sampling_json
 from app.conversation.outcome import REFUSED, empty_reply_marker
+from app.conversation.prompt import conversation_tokens, to_messages
 from app.conversation.reasoning import can_switch, template_switches, toggled_words
 from app.conversation.templates import ChatMessage
 from app.engine import GenerationParams

@@ -1,22 +1,20 @@
-"""From a conversation to a prompt, and from a prompt to a saved, streamed reply.
+"""From a conversation to a prompt: the messages as the chat format sees them, rendered and tokenized.
 
 `build_prompt` renders the conversation in the model's chat format and, when it
 would not leave room for the reply in the context, drops the oldest turns (the
-system prompt stays). `ReplySink` collects a streaming reply and saves it to the
-store every `interval` seconds, so a crash keeps what was already shown; the reply
-itself is run by `app.reply.write_reply`. Neither touches Textual.
+system prompt stays); `conversation_tokens` counts what the conversation takes as it
+stands. The reply itself is run by `app.reply.write_reply`. Nothing here touches Textual.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from app.conversation.reasoning import answer_of
 from app.conversation.templates import ChatFormat, ChatMessage, fallback_note, render
 from app.errors import VramchatError
-from app.store import Store, StoredMessage
+from app.store import StoredMessage
 
 NEAR_LIMIT = 0.85  # warn when prompt + reply room passes this share of the context
 
@@ -149,26 +147,3 @@ def conversation_tokens(
     if not turns:
         return 0
     return len(_rendered(fmt, head, turns, eos, tokenize, marker, tokenize_media, switches)[1])
-
-
-class ReplySink:
-    """Collects a streaming reply and saves it to the store at most every `interval` seconds."""
-
-    def __init__(self, store: Store | None, msg_id: int, interval: float = 0.5) -> None:
-        self.store, self.msg_id, self.interval = store, msg_id, interval
-        self.text = ""
-        self._saved_len = 0
-        self._last_save = time.monotonic()
-
-    def add(self, piece: str) -> None:
-        self.text += piece
-        now = time.monotonic()
-        if self.store is not None and now - self._last_save >= self.interval and len(self.text) != self._saved_len:
-            self.store.update_reply(self.msg_id, self.text)
-            self._saved_len, self._last_save = len(self.text), now
-
-    def finish(self, stopped_by: str, tokens: int = 0, tps: float = 0.0) -> str:
-        text = self.text.strip()
-        if self.store is not None:
-            self.store.finish_reply(self.msg_id, text, stopped_by, tokens, tps)
-        return text
