@@ -61,7 +61,7 @@ def learnable(d: Device) -> bool:
 
 @dataclass
 class Entry:
-    """What one device model held beyond its buffers, at its peaks."""
+    """What one device model took beyond its buffers, at its peaks."""
 
     context: int = 0
     runtime_flash_attn: int | None = None
@@ -84,12 +84,12 @@ class Entry:
 
 @dataclass(frozen=True)
 class Reading:
-    """One look at a device: bytes held beyond the buffers (after a load: the context and what the load
+    """One look at a device: the bytes it uses beyond the buffers (after a load: the context and what the load
     took; after a reply, a failure or a drift: context and runtime together)."""
 
     device: Device
     stage: str  # LOAD, REPLY, FAILURE, DRIFT
-    held: int
+    beyond_buffers: int
     uses_cublas: bool
     source: str
 
@@ -125,7 +125,7 @@ class LearnedStore:
         entries = self.entries()
         changed = []
         for r in readings:
-            if not learnable(r.device) or r.held < 0:
+            if not learnable(r.device) or r.beyond_buffers < 0:
                 continue
             key = device_key(r.device)
             entry = entries.get(key) or Entry(
@@ -151,16 +151,16 @@ def _fold(entry: Entry, r: Reading) -> None:
     entry.source = r.source
     if r.stage == LOAD:
         entry.loads += 1
-        entry.context = max(entry.context, r.held)
+        entry.context = max(entry.context, r.beyond_buffers)
         return
     if r.stage == FAILURE:
         # the load needed more than the free memory: the context was at least what was left beside the buffers
         entry.loads = max(entry.loads, 1)
-        if r.held > entry.context:
-            entry.context = r.held
+        if r.beyond_buffers > entry.context:
+            entry.context = r.beyond_buffers
             entry.raised_by = "a failed load"
         return
-    runtime = max(r.held - entry.context, 0)
+    runtime = max(r.beyond_buffers - entry.context, 0)
     attr = "runtime_cublas" if r.uses_cublas else "runtime_flash_attn"
     before = getattr(entry, attr)
     if r.stage == REPLY:
@@ -236,7 +236,9 @@ class LoadLearning:
     store: LearnedStore = field(default_factory=LearnedStore)
     replied: bool = False
 
-    def _held(self, d: Device, process: Mapping[str, int], free_now: Mapping[str, int]) -> tuple[int, str] | None:
+    def _beyond_buffers(
+        self, d: Device, process: Mapping[str, int], free_now: Mapping[str, int]
+    ) -> tuple[int, str] | None:
         if d.name in process:
             return process[d.name] - self.buffers.get(d.name, 0), FROM_NVML
         if d.name in free_now:
@@ -248,9 +250,9 @@ class LoadLearning:
         for d in self.devices:
             if not learnable(d) or d.name not in self.buffers:
                 continue
-            held = self._held(d, process, free_now)
-            if held is not None:
-                readings.append(Reading(d, stage, held[0], self.uses_cublas, held[1]))
+            beyond = self._beyond_buffers(d, process, free_now)
+            if beyond is not None:
+                readings.append(Reading(d, stage, beyond[0], self.uses_cublas, beyond[1]))
         return readings
 
     def after_load(self, process: Mapping[str, int], free_now: Mapping[str, int]) -> list[Entry]:
@@ -284,7 +286,7 @@ class LoadLearning:
         self.store.record(readings)
         now = self.store.entries().get(key)
         rose = now is not None and (getattr(now, attr) or 0, now.context) > was
-        own = after[key].held if key in after else 0
+        own = after[key].beyond_buffers if key in after else 0
         others = name in process and not rose and own <= sum(was)
         return Drift(rose, others)
 

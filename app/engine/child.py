@@ -26,7 +26,7 @@ from typing import Any
 from app.children import die_with_parent
 from app.engine import protocol as p
 from app.engine.data_limit import capped
-from app.engine.held_media import HeldMedia
+from app.engine.media_cache import MediaCache
 from app.engine.types import MediaPrompt
 
 PIECE_INTERVAL = 0.05  # seconds: at most 20 messages a second while a reply streams
@@ -42,7 +42,7 @@ class _Server:
         self.engine.on_prefill_step = self._prefill_step
         self.engine.on_media_encoding = lambda index, count: self.send(p.ENCODING, index, count)
         self.engine.on_media_encoded = self._media_encoded
-        self.held = HeldMedia()
+        self.media_cache = MediaCache()
         self.inbox: queue.Queue[tuple[Any, ...]] = queue.Queue()
         self._send_lock = threading.Lock()
         self.slots: Any = None  # app.engine.slots.Slots while parallel replies run
@@ -171,7 +171,7 @@ class _Server:
                 report = engine.load(path, config, progress, projector)
             self.send(p.LOADED, report)
         elif op in (p.GENERATE, p.TOKENIZE_MEDIA) and isinstance(args[0], MediaPrompt):
-            whole = self.held.whole(args[0])  # the pictures sent by key alone, their bytes from those held
+            whole = self.media_cache.whole(args[0])  # the pictures sent by key alone, their bytes from those kept
             if isinstance(whole, list):
                 self.send(p.MISSING_MEDIA, whole)
             elif op == p.GENERATE:

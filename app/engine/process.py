@@ -153,8 +153,8 @@ class EngineProcess:
         self.encoding: tuple[int, int] | None = None
         self.encoded: list[MediaEncoded] = []
         self.on_media_encoded: Callable[[MediaEncoded], None] | None = None
-        # the pictures the child holds (Media.key): a prompt carries those by key alone (app/engine/held_media.py)
-        self.held: set[tuple[str, str, int, int]] = set()
+        # the pictures the child keeps (Media.key): a prompt carries those by key alone (app/engine/media_cache.py)
+        self.in_child: set[tuple[str, str, int, int]] = set()
 
     # -- the child --------------------------------------------------------------------------
 
@@ -252,7 +252,7 @@ class EngineProcess:
     def _start(self) -> None:
         self.phase = "starting"
         self._child = _Child(self._env)
-        self.held = set()  # a new child holds no picture: each is sent with its bytes again
+        self.in_child = set()  # a new child keeps no picture: each is sent with its bytes again
         deadline = time.monotonic() + START_TIMEOUT
         child = self._child
         while not child.conn.poll(0.25):
@@ -278,17 +278,17 @@ class EngineProcess:
             return self._result(message)
 
     def _wire(self, prompt: Prompt) -> Prompt:
-        """The prompt as it crosses the socket: the pictures the child holds by key alone, the others
+        """The prompt as it crosses the socket: the pictures the child keeps by key alone, the others
         with their bytes (read now when the caller gave only a way to read them)."""
         if not isinstance(prompt, MediaPrompt):
             return prompt
-        media = tuple(m.sent(with_data=m.key not in self.held) for m in prompt.media)
-        self.held.update(m.key for m in media)
+        media = tuple(m.sent(with_data=m.key not in self.in_child) for m in prompt.media)
+        self.in_child.update(m.key for m in media)
         return MediaPrompt(prompt.text, media)
 
     def _missing(self, keys: list[tuple[str, str, int, int]]) -> None:
-        """The child no longer holds these pictures (it let them go for newer ones): send their bytes."""
-        self.held.difference_update(keys)
+        """The child no longer keeps these pictures (it let them go for newer ones): send their bytes."""
+        self.in_child.difference_update(keys)
 
     def _result(self, message: tuple[Any, ...]) -> Any:
         kind, *args = message

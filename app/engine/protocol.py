@@ -22,9 +22,9 @@ Meanwhile the engine sends, each with its request id, SLOT_PREFILLED (reused tok
 SLOT_PIECE (text, tokens generated, KV cells), SLOT_DONE (GenerationStats, KV cells) and SLOT_ERROR
 (message, log lines, decode status); any other request is answered ERROR until SLOTS_CLOSE.
 
-Pictures cross once: the child keeps the bytes of the images and sounds it was sent (`HeldMedia`), and a
-later prompt carries a picture it holds as its key alone (its `Media` with no bytes). A GENERATE or
-TOKENIZE_MEDIA naming one it no longer holds is answered MISSING_MEDIA (their keys), and the app sends
+Pictures cross once: the child keeps the bytes of the images and sounds it was sent (`MediaCache`), and a
+later prompt carries a picture it keeps as its key alone (its `Media` with no bytes). A GENERATE or
+TOKENIZE_MEDIA naming one it no longer keeps is answered MISSING_MEDIA (their keys), and the app sends
 that request again with the bytes.
 """
 

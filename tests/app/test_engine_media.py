@@ -163,7 +163,7 @@ def test_a_picture_crosses_the_socket_once_and_again_to_a_child_that_lacks_it(
         sent.clear()
         engine.unload()
         engine.load(str(model), CONFIG, projector=load)
-        engine.held.add(turn().media[0].key)  # as if the child had let it go for newer pictures
+        engine.in_child.add(turn().media[0].key)  # as if the child had let it go for newer pictures
         assert engine.tokenize_media(turn()) == counted
         assert sent == [0, pixels]
     finally:
@@ -171,13 +171,13 @@ def test_a_picture_crosses_the_socket_once_and_again_to_a_child_that_lacks_it(
 
 
 def test_the_engine_process_keeps_the_latest_pictures_within_its_limit() -> None:
-    from app.engine.held_media import HeldMedia
+    from app.engine.media_cache import MediaCache
 
-    held = HeldMedia(limit=10)
+    cache = MediaCache(limit=10)
     a, b = Media("a", "audio", b"123456"), Media("b", "audio", b"654321")
-    whole = held.whole(MediaPrompt("x", (a,)))
+    whole = cache.whole(MediaPrompt("x", (a,)))
     assert isinstance(whole, MediaPrompt) and whole.media == (a,)
-    assert held.whole(MediaPrompt("x", (a.sent(with_data=False),))) == MediaPrompt("x", (a,))
-    assert isinstance(held.whole(MediaPrompt("x y", (a.sent(with_data=False), b))), MediaPrompt)
-    assert a.key not in held and b.key in held  # past the limit: the least recently used went first
-    assert held.whole(MediaPrompt("x", (a.sent(with_data=False),))) == [a.key]
+    assert cache.whole(MediaPrompt("x", (a.sent(with_data=False),))) == MediaPrompt("x", (a,))
+    assert isinstance(cache.whole(MediaPrompt("x y", (a.sent(with_data=False), b))), MediaPrompt)
+    assert a.key not in cache and b.key in cache  # past the limit: the least recently used went first
+    assert cache.whole(MediaPrompt("x", (a.sent(with_data=False),))) == [a.key]
