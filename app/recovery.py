@@ -1,6 +1,6 @@
 """What to do after a reply failed: the recovery policy, decided once for every front end.
 
-`recovery_for` reads how the reply ended (app.reply.ReplyOutcome) and the plan that was running,
+`recovery_for` reads how the reply ended (app.conversation.outcome.ReplyOutcome) and the plan that was running,
 and says what the session should do: reload with a smaller plan (the evidence points to memory),
 reload without the RPC servers that stopped answering, reload without the CPU's extra buffer types
 (a crash in their kernels), or offer to reload the same plan (a crash with no better lead). The

@@ -3,7 +3,7 @@
 The app holds one session. `load` runs in a worker (it takes seconds): llama.cpp's dry
 run confirms the plan, then the engine (a process of its own) loads it, at the start
 size when the context grows with the conversation (`grow_for`, `shrink`). Replies run
-in a worker too, through `app.reply.write_reply`. Only `stop()` is called from the UI
+in a worker too, through `app.conversation.reply.write_reply`. Only `stop()` is called from the UI
 thread while a worker runs.
 
 A load that fails for want of memory (the plan was wrong, another process took

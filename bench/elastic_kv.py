@@ -63,9 +63,9 @@ def main() -> None:
     args = parser.parse_args()
     args.model = model_path(args.model)
 
+    from app.conversation.reply import write_reply
     from app.conversation.templates import ChatMessage
     from app.engine import GenerationParams
-    from app.reply import write_reply
 
     elastic, fixed = _load(args.model, args.max, True), _load(args.model, args.max, False)
     print(f"model   {Path(args.model).name}, maximum context {args.max:,} tokens, CPU")

@@ -27,9 +27,9 @@ def run_prompt(args: argparse.Namespace) -> int:
     from app.chat_settings import ChatSampling, reply_sampling, sampling_json, user_defaults
     from app.conversation.prompt import ChatError
     from app.conversation.reasoning import ReplySplitter
+    from app.conversation.reply import OK, write_reply
     from app.conversation.templates import ChatMessage
     from app.engine import EngineError
-    from app.reply import OK, write_reply
     from app.session import LoadFailed, ModelSession
     from app.settings import load_settings
     from planner.archs import not_for_chat

@@ -4,6 +4,7 @@ to the saved text; the same for the chat screen, `-p` and the server.
 The room:
 - outcome.py: how a reply ended (ok, refused, out of memory, crashed, failed) and the words for it
 - prompt.py: the messages as the chat format sees them, fitted to the context (old turns dropped)
+- reply.py: one reply, from the conversation to the saved text (`write_reply`), for every front end
 - reasoning.py: a reply's thoughts told from its answer, and the chat's thinking switch
 - templates.py: the chat formats (a GGUF's Jinja template, a family's default, a plain transcript);
   the template is rendered in a sandbox (template_sandbox.py in the app's process, template_child.py

@@ -3,7 +3,7 @@
 `build_prompt` renders the conversation in the model's chat format and, when it
 would not leave room for the reply in the context, drops the oldest turns (the
 system prompt stays); `conversation_tokens` counts what the conversation takes as it
-stands. The reply itself is run by `app.reply.write_reply`. Nothing here touches Textual.
+stands. The reply itself is run by `app.conversation.reply.write_reply`. Nothing here touches Textual.
 """
 
 from __future__ import annotations

@@ -194,7 +194,7 @@ class ReplySession(Protocol):
 
 
 def learn_from_reply(session: ReplySession, stats: GenerationStats) -> None:
-    """Keep a finished reply's speed against its prediction (app/reply.py calls it). Never raises: a
+    """Keep a finished reply's speed against its prediction (app/conversation/reply.py calls it). Never raises: a
     speed record is worth less than the reply it comes from."""
     try:
         _learn(session, stats)

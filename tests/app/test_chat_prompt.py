@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from app.conversation.prompt import ChatError, build_prompt, to_messages
+from app.conversation.reply import ReplySink
 from app.conversation.templates import ChatFormat, ChatMessage, choose_format
-from app.reply import ReplySink
 from app.store import Store, StoredMessage
 
 TRANSCRIPT = choose_format({}, "gemma3", "gemma-3-270m-q4_k_m.gguf")

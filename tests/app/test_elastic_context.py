@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from app.conversation.reply import OK, write_reply
 from app.conversation.templates import ChatMessage
 from app.devices import probe_devices
 from app.engine import GenerationParams
 from app.engine.planned_actual import compare_load
-from app.reply import OK, write_reply
 from app.session import Growth, ModelSession
 from planner.anatomy import load_anatomy
 from planner.config import LoadConfig

@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from app.conversation.prompt import ChatMessage
+from app.conversation.reply import OK, write_reply
+from app.conversation.templates import ChatMessage
 from app.devices import learned_overhead, probe_devices
 from app.devices.ggml import GGMLDevice
 from app.devices.learned_overhead import LearnedStore, failure_readings, learn_after_load
 from app.devices.render import devices_text
 from app.engine import GenerationParams, Measurements
-from app.reply import OK, write_reply
 from app.session import ModelSession
 from app.telemetry.drift import DriftWatch
 from planner.anatomy import load_anatomy

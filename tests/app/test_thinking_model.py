@@ -11,9 +11,9 @@ import pytest
 
 from app.conversation.prompt import PromptBuild, to_messages
 from app.conversation.reasoning import OPEN_MARKER, split_reply
+from app.conversation.reply import OK, write_reply
 from app.devices import probe_devices
 from app.engine import GenerationParams
-from app.reply import OK, write_reply
 from app.session import ModelSession
 from app.store import Store
 from planner.anatomy import load_anatomy

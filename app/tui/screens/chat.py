@@ -22,12 +22,12 @@ from app.chat_settings import sampling_json
 from app.conversation.outcome import REFUSED, empty_reply_marker
 from app.conversation.prompt import conversation_tokens, to_messages
 from app.conversation.reasoning import can_switch, template_switches, toggled_words
+from app.conversation.reply import write_reply
 from app.conversation.templates import ChatMessage
 from app.engine import GenerationParams
 from app.engine.failure import first_line
 from app.engine.types import MediaPrompt
 from app.media import Attachment
-from app.reply import write_reply
 from app.session import Growth
 from app.store import Conversation
 from app.tui.messages import (
