@@ -111,32 +111,32 @@ def device_map(plan: MemoryPlan, now: MemoryPlan, name: str, reading: tuple[int,
     maximum context, `now` at the context held now, `reading` the device's (used, total) bytes as
     measured now (None: as the plan found it), `cells` the KV cells the conversation fills."""
     full = _usage(plan, name)
-    held = _usage(now, name)
+    current = _usage(now, name)
     kv_full, kv_swa = _on(now, name, "kv"), _on(now, name, "kv_swa")
     in_use = _share(kv_in_use(now.kv, cells), kv_full, now, "kv")
     swa_in_use = _share(kv_in_use(now.kv, cells, swa=True), kv_swa, now, "kv_swa")
     projector = _on(now, name, "projector_weights") + _on(now, name, "projector_compute")
-    mapped = held.weights_mapped
-    resident = held.planned - mapped
+    mapped = current.weights_mapped
+    resident = current.planned - mapped
     if reading is None:
-        used, total = held.total - held.free + resident, held.total
+        used, total = current.total - current.free + resident, current.total
     else:
         used, total = reading
     parts = {
-        "weights": held.weights - _on(now, name, "projector_weights"),
+        "weights": current.weights - _on(now, name, "projector_weights"),
         "mapped": mapped,
         "kv_in_use": in_use + swa_in_use,
         "kv_empty": kv_full - in_use,
         "swa": kv_swa - swa_in_use,
-        "recurrent": held.recurrent,
-        "output": held.output,
-        "compute": held.compute - _on(now, name, "projector_compute"),
+        "recurrent": current.recurrent,
+        "output": current.output,
+        "compute": current.compute - _on(now, name, "projector_compute"),
         "projector": projector,
-        "overhead": held.overhead,
+        "overhead": current.overhead,
         "others": max(used - resident, 0),
     }
     free_now = max(total - max(used, resident) - mapped, 0)
-    reserved = max(full.planned - held.planned, 0)
+    reserved = max(full.planned - current.planned, 0)
     margin = full.margin
     short = max(reserved + margin - free_now, 0)
     parts["reserved"] = min(reserved, free_now)

@@ -151,8 +151,8 @@ def reachable_context(
     if committed >= maximum:
         return committed
     share = 1.0
-    for full, held in _pairs(plan, now):
-        growth = full.planned - held.planned
+    for full, current in _pairs(plan, now):
+        growth = full.planned - current.planned
         if growth <= 0 or full.name not in free:
             continue
         room = free[full.name] - full.margin
@@ -165,8 +165,8 @@ def reachable_context(
 
 
 def _pairs(plan: MemoryPlan, now: MemoryPlan) -> list[tuple[DeviceUsage, DeviceUsage]]:
-    held = {d.name: d for d in [*now.gpus, now.host]}
-    return [(d, held[d.name]) for d in [*plan.gpus, plan.host] if d.name in held]
+    current = {d.name: d for d in [*now.gpus, now.host]}
+    return [(d, current[d.name]) for d in [*plan.gpus, plan.host] if d.name in current]
 
 
 def runway(
