@@ -26,7 +26,7 @@ class Settings:
     models_dirs: list[str] = field(default_factory=list)  # extra folders to scan for GGUF files
     scan_known_caches: bool = True  # LM Studio, llama.cpp and Hugging Face caches, Ollama's models
     system_prompt: str = ""
-    # None: the model's own (app.chat_settings): greedy for a base model talked to as a transcript, low
+    # None: the model's own (app.conversation.sampling): greedy for a base model talked to as a transcript, low
     # for a chat model; a number: the user's choice, for every model
     temperature: float | None = None
     max_tokens: int = DEFAULT_MAX_TOKENS

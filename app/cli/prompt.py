@@ -15,7 +15,7 @@ from app.errors import UsageError
 if TYPE_CHECKING:
     import argparse
 
-    from app.chat_settings import ChatSampling
+    from app.conversation.sampling import ChatSampling
     from planner.retry import Retry
 
 
@@ -24,10 +24,10 @@ def run_prompt(args: argparse.Namespace) -> int:
     answer to stdout, exit. With --json, one object: the answer, its speed and the memory per device."""
     import threading
 
-    from app.chat_settings import ChatSampling, reply_sampling, sampling_json, user_defaults
     from app.conversation.prompt import ChatError
     from app.conversation.reasoning import ReplySplitter
     from app.conversation.reply import OK, write_reply
+    from app.conversation.sampling import ChatSampling, reply_sampling, sampling_json, user_defaults
     from app.conversation.templates import ChatMessage
     from app.engine import EngineError
     from app.session import LoadFailed, ModelSession
@@ -139,7 +139,7 @@ def run_prompt(args: argparse.Namespace) -> int:
 
 def asked_sampling(args: argparse.Namespace) -> ChatSampling:
     """The sampling the command line asked for (--temp, -n, --top-p ...); unset values are left to the rule."""
-    from app.chat_settings import ChatSampling
+    from app.conversation.sampling import ChatSampling
 
     return ChatSampling(
         temperature=None if args.temp is None else max(args.temp, 0.0),

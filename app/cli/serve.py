@@ -117,9 +117,9 @@ def _check(args: argparse.Namespace) -> None:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from app.chat_settings import user_defaults
     from app.cli.command_plan import make_plan
     from app.cli.prompt import _tell_retry, asked_sampling
+    from app.conversation.sampling import user_defaults
     from app.engine import EngineError
     from app.serve.options import ServeOptions
     from app.serve.runner import Defaults

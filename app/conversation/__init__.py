@@ -6,6 +6,8 @@ The room:
 - prompt.py: the messages as the chat format sees them, fitted to the context (old turns dropped)
 - reply.py: one reply, from the conversation to the saved text (`write_reply`), for every front end
 - reasoning.py: a reply's thoughts told from its answer, and the chat's thinking switch
+- sampling.py: what a reply is sampled with (`reply_sampling`: the request's, the chat's own, the user's
+  defaults, the model file's, its kind's), presets and the words for them
 - templates.py: the chat formats (a GGUF's Jinja template, a family's default, a plain transcript);
   the template is rendered in a sandbox (template_sandbox.py in the app's process, template_child.py
   the process it renders in, template_errors.py what both raise)

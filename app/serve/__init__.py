@@ -2,7 +2,7 @@
 
 A front end beside the TUI and the command line, over the same session and engine process
 (app/session.py ModelSession, app/engine/process.py), the plan made through app.planning and the
-sampling through app.chat_settings.reply_sampling. One idea a module:
+sampling through app.conversation.sampling.reply_sampling. One idea a module:
 
     options.py        what the server is told (address, key, slots, limits) and the exposure rule
     errors.py         OpenAI-style error answers

@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.chat_settings import ChatSampling, checked
+from app.conversation.sampling import ChatSampling, checked
 from app.serve.errors import bad_request
 from app.serve.options import Limits
 

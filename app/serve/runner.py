@@ -25,8 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from app.chat_settings import ChatSampling, reply_sampling
 from app.conversation.outcome import CRASHED, ENGINE_CRASH, OUT_OF_MEMORY, ReplyOutcome
+from app.conversation.sampling import ChatSampling, reply_sampling
 from app.engine.crash import EngineCrashed
 from app.engine.failure import classify
 from app.engine.types import EngineError, GenerationParams, GenerationStats, MediaPrompt
@@ -44,7 +44,7 @@ MAX_RELOADS = 3  # reloads in a row without a reply that ended well; then the se
 
 @dataclass(frozen=True)
 class Defaults:
-    """The sampling layers under a request's own (app.chat_settings.reply_sampling): the server's (what
+    """The sampling layers under a request's own (app.conversation.sampling.reply_sampling): the server's (what
     `vramchat serve` was given: --temp, --top-p ...) and the user's settings file."""
 
     server: ChatSampling = field(default_factory=ChatSampling)
@@ -166,7 +166,7 @@ class Runner:
             raise self._engine_failed(exc) from None
 
     def params(self, sampling: Sampling, prepared: Prepared, completion: bool = False) -> GenerationParams:
-        """The reply's sampling by the one rule (app.chat_settings.reply_sampling), its length fitted to the
+        """The reply's sampling by the one rule (app.conversation.sampling.reply_sampling), its length fitted to the
         context: a prompt or a max_tokens the context cannot hold is refused with both counts."""
         model = self.model
         fmt = dataclasses.replace(model.fmt, stop=()) if completion else model.fmt  # a completion is raw text

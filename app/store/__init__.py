@@ -100,7 +100,7 @@ MIGRATIONS: dict[int, str] = {
     """,
     # the chat as a tree (parent_id; chosen: the alternative on screen at each branch point), the reply's
     # load (receipt_key, for the receipts of the branch on screen), the chat's own sampling (settings,
-    # JSON: app.chat_settings) and deletion that can be undone (deleted: when, 0 for a live chat)
+    # JSON: app.conversation.sampling) and deletion that can be undone (deleted: when, 0 for a live chat)
     3: """
     ALTER TABLE messages ADD COLUMN parent_id INTEGER REFERENCES messages(id) ON DELETE CASCADE;
     ALTER TABLE messages ADD COLUMN chosen INTEGER NOT NULL DEFAULT 0;
@@ -111,7 +111,7 @@ MIGRATIONS: dict[int, str] = {
     ALTER TABLE conversations ADD COLUMN settings TEXT NOT NULL DEFAULT '{}';
     ALTER TABLE conversations ADD COLUMN deleted REAL NOT NULL DEFAULT 0;
     """,
-    # the sampling each reply ran with (JSON: app.chat_settings.sampling_json; '' before version 5)
+    # the sampling each reply ran with (JSON: app.conversation.sampling.sampling_json; '' before version 5)
     4: """
     ALTER TABLE messages ADD COLUMN sampling TEXT NOT NULL DEFAULT '';
     """,
@@ -171,7 +171,7 @@ class Conversation:
     created: float
     updated: float
     messages: list[StoredMessage] = field(default_factory=list)  # the path on screen (app.store.tree)
-    settings: dict[str, Any] = field(default_factory=dict)  # the chat's own sampling (app.chat_settings)
+    settings: dict[str, Any] = field(default_factory=dict)  # the chat's own sampling (app.conversation.sampling)
 
 
 @dataclass(frozen=True)
@@ -359,7 +359,7 @@ class Store:
             )
 
     def set_settings(self, conv_id: int, settings: dict[str, Any]) -> None:
-        """The chat's own sampling and switches (app.chat_settings reads and writes them)."""
+        """The chat's own sampling and switches (app.conversation.sampling reads and writes them)."""
         with self._tx() as db:
             db.execute("UPDATE conversations SET settings = ? WHERE id = ?", (json.dumps(settings), conv_id))
 

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from app import __version__
-from app.chat_settings import sampling_words
 from app.conversation.outcome import empty_reply_marker, stop_note
 from app.conversation.reasoning import split_reply
+from app.conversation.sampling import sampling_words
 from app.paths import data_dir
 from app.store import Conversation, StoredMessage, StoredReceipt
 from app.store.receipt import to_markdown as receipt_markdown

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from app.caches.plans import PlanCache
-from app.chat_settings import ChatSampling
+from app.conversation.sampling import ChatSampling
 from app.planning import PlanChoice
 from app.settings import Settings, load_settings, save_settings
 from app.store import Store

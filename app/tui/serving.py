@@ -38,7 +38,7 @@ class AppServer:
 
     def start(self, session: ModelSession, settings: Settings) -> str:
         """Serve the session's model (worker thread); its URL. VramchatError says why it cannot be."""
-        from app.chat_settings import user_defaults
+        from app.conversation.sampling import user_defaults
         from app.errors import VramchatError
         from app.serve.options import ServeOptions, api_key_from
         from app.serve.runner import Defaults

@@ -48,7 +48,7 @@ def test_values_out_of_range_are_clamped_and_said(tmp_path: Path) -> None:
 
 
 def test_an_unset_temperature_is_the_models_own_and_a_saved_one_is_kept(tmp_path: Path) -> None:
-    from app.chat_settings import describe_temperature, temperature_for
+    from app.conversation.sampling import describe_temperature, temperature_for
     from app.conversation.templates import ChatFormat
 
     transcript = ChatFormat("transcript", "transcript")

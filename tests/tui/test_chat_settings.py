@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from app.chat_settings import ChatSampling, parse, preset
+from app.conversation.sampling import ChatSampling, parse, preset
 from app.tui.screens.dialogs import ChatSettingsDialog
 from app.tui.widgets.chat.chat_settings import SettingsLine
 from tests.support.fake_engine import FakeEngine

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from app.chat_settings import ChatSampling, reply_sampling, user_defaults
 from app.cli import main
+from app.conversation.sampling import ChatSampling, reply_sampling, user_defaults
 from app.conversation.templates import ChatFormat
 from app.settings import Settings
 from app.store import Conversation, StoredMessage

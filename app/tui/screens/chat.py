@@ -18,11 +18,11 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import OptionList, Static
 from textual.worker import Worker, WorkerState
 
-from app.chat_settings import sampling_json
 from app.conversation.outcome import REFUSED, empty_reply_marker
 from app.conversation.prompt import conversation_tokens, to_messages
 from app.conversation.reasoning import can_switch, template_switches, toggled_words
 from app.conversation.reply import write_reply
+from app.conversation.sampling import sampling_json
 from app.conversation.templates import ChatMessage
 from app.engine import GenerationParams
 from app.engine.failure import first_line

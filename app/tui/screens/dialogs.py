@@ -13,7 +13,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static, TextArea
 
-from app.chat_settings import PRESETS, ChatSampling, parse, preset
+from app.conversation.sampling import PRESETS, ChatSampling, parse, preset
 from app.terminal_text import terminal_safe
 
 
@@ -52,7 +52,7 @@ class ConfirmDialog(ModalScreen[bool]):
 @dataclass(frozen=True)
 class ChatSettings:
     system_prompt: str
-    sampling: ChatSampling  # the chat's own; unset values are the model's (app.chat_settings)
+    sampling: ChatSampling  # the chat's own; unset values are the model's (app.conversation.sampling)
 
 
 # the sampling fields in the dialog: (field, label, input id)

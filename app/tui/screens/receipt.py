@@ -13,7 +13,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Markdown
 
-from app.chat_settings import sampling_words
+from app.conversation.sampling import sampling_words
 from app.store.receipt import to_markdown
 from app.terminal_text import terminal_safe
 

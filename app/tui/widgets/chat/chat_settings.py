@@ -5,7 +5,7 @@ With no chat open the settings are those the next chat starts with (held here, o
 system prompt set then is also kept as new chats' default (the settings file), as before.
 
 For other parts of the chat (the slash commands): `screen.set_chat_setting("temp", "0.7")` (names as
-app.chat_settings.field_name reads them, "system" for the system prompt; a value of "default" unsets)
+app.conversation.sampling.field_name reads them, "system" for the system prompt; a value of "default" unsets)
 returns what was done in words, or raises ValueError with what is wrong.
 """
 
@@ -17,7 +17,7 @@ from rich.text import Text
 from textual import events
 from textual.widgets import Static
 
-from app.chat_settings import (
+from app.conversation.sampling import (
     ChatSampling,
     describe_temperature,
     field_name,
@@ -128,7 +128,7 @@ def system_prompt_of(screen: ChatView) -> str:
 
 
 def params_for(screen: ChatView) -> GenerationParams:
-    """What the next reply of the open chat is sampled with (app.chat_settings.reply_sampling: the chat's
+    """What the next reply of the open chat is sampled with (app.conversation.sampling.reply_sampling: the chat's
     own, else the user's defaults, else the loaded model's, else its kind's)."""
     model = screen.services.session.model
     assert model is not None, "a reply is asked for only with a model loaded"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from app.chat_settings import describe_temperature
+from app.conversation.sampling import describe_temperature
 from app.tui.widgets.status_line import StatusLine
 
 if TYPE_CHECKING:

@@ -9,7 +9,7 @@ if TYPE_CHECKING:
     from textual.app import App
     from textual.widget import Widget
 
-    from app.chat_settings import ChatSampling
+    from app.conversation.sampling import ChatSampling
     from app.store import Conversation
     from app.tui.services import Services
     from app.tui.widgets.chat.past_chats import PastChats

@@ -1,5 +1,6 @@
-"""A chat's own sampling, kept with the chat (the store's `settings` JSON; its system prompt has a column
-of its own): what each reply of that chat is sampled with, and nothing another chat or model inherits.
+"""What a reply is sampled with: `reply_sampling`, the one rule for the chat, `-p` and the server, over
+a chat's own sampling (`ChatSampling`), kept with the chat (the store's `settings` JSON; its system prompt
+has a column of its own), which nothing another chat or model inherits.
 
 A value left unset (None) is the model's own: the GGUF's `general.sampling.*` key where the file carries
 one, else vramchat's default (this module's `temperature_for`, the engine's for the rest). Presets set
