@@ -411,7 +411,7 @@ def case_11_serve_rpc(b: Bench) -> list[Row]:
 
 def case_12_read_only(b: Bench) -> list[Row]:
     from app.store import Store
-    from app.store.recovery import open_store
+    from app.store.salvage import open_store
 
     home = b.home("read-only-data")
     data = home / "data"

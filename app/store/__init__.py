@@ -1,6 +1,6 @@
 """Conversations in SQLite under the user data folder.
 
-The room: this module the store; recovery.py a store that cannot be opened (set aside, started anew),
+The room: this module the store; salvage.py a store that cannot be opened (damaged: set aside, its rows copied anew),
 receipt.py a chat's plan receipt kept in its receipts table, export.py a chat as Markdown or JSON,
 tree.py the active path through a chat's branches.
 

@@ -19,7 +19,7 @@ from app.conversation.sampling import ChatSampling
 from app.planning import PlanChoice
 from app.settings import Settings, load_settings, save_settings
 from app.store import Store
-from app.store.recovery import open_store
+from app.store.salvage import open_store
 
 if TYPE_CHECKING:
     from textual.worker import Worker

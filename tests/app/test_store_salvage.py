@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from app.store import Store
-from app.store.recovery import open_store, salvage
+from app.store.salvage import open_store, salvage
 
 PAGE = 4096
 
