@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Protocol
 
 from app.conversation.outcome import CRASHED, ENGINE_CRASH, ReplyOutcome
+from app.conversation.recovery import SMALLER, WITHOUT_EXTRA_BUFFERS, WITHOUT_LOST_SERVERS, Recovery, recovery_for
 from app.conversation.templates import ChatFormat, choose_format
 from app.devices import DeviceReport
 from app.devices.learned_buffers import measured_of
@@ -50,7 +51,6 @@ from app.engine.types import (
 from app.engine.verify import Confirmed, Verification, confirm_plan
 from app.errors import VramchatError
 from app.planning import plan_again, plan_at_context, plan_config, plan_smaller, rules_for
-from app.recovery import SMALLER, WITHOUT_EXTRA_BUFFERS, WITHOUT_LOST_SERVERS, Recovery, recovery_for
 from app.telemetry import Telemetry, for_engine
 from app.telemetry.drift import OTHERS_CAUSE, DriftAlarm, DriftWatch
 from app.telemetry.runway import TurnPace
@@ -469,7 +469,7 @@ class ModelSession:
     # -- after a failed reply ------------------------------------------------------------------------
 
     def recover(self, outcome: ReplyOutcome) -> Recovery | None:
-        """What a failed reply calls for (app.recovery); None when the model is loaded and well."""
+        """What a failed reply calls for (app.conversation.recovery); None when the model is loaded and well."""
         if self.model is None:
             return None
         return recovery_for(outcome, self.model.plan)

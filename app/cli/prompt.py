@@ -154,7 +154,7 @@ def asked_sampling(args: argparse.Namespace) -> ChatSampling:
 
 def _tell_retry(retry: Retry | None, why: str) -> None:
     """A load that failed and is tried again, said on stderr (the answer stays alone on stdout)."""
-    from app.recovery import retry_words
+    from app.conversation.recovery import retry_words
 
     if retry is None:  # a crash in the CPU's extra buffer types: the same plan without them
         print(f"vramchat: {why}", file=sys.stderr)

@@ -4,6 +4,8 @@ to the saved text; the same for the chat screen, `-p` and the server.
 The room:
 - outcome.py: how a reply ended (ok, refused, out of memory, crashed, failed) and the words for it
 - prompt.py: the messages as the chat format sees them, fitted to the context (old turns dropped)
+- recovery.py: what a failed reply calls for (reload smaller, without lost RPC servers, without the CPU's
+  extra buffer types, or ask the user); the session carries it out
 - reply.py: one reply, from the conversation to the saved text (`write_reply`), for every front end
 - reasoning.py: a reply's thoughts told from its answer, and the chat's thinking switch
 - sampling.py: what a reply is sampled with (`reply_sampling`: the request's, the chat's own, the user's

@@ -11,7 +11,7 @@ Two ways to run a reply, over the same ModelSession and engine process as the ch
 
 A reply runs in a worker thread (a `Job`), its pieces handed to the event loop. A crash, a stall (the
 engine process's own watch) or an out-of-memory decode fails the replies it cut short, in words; the
-next request then finds the model reloaded through the session's recovery policy (app/recovery.py),
+next request then finds the model reloaded through the session's recovery policy (app/conversation/recovery.py),
 as the chat does, the same plan again without asking (there is no one to ask) up to MAX_RELOADS times in
 a row.
 """

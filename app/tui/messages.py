@@ -11,9 +11,9 @@ from textual.message import Message
 if TYPE_CHECKING:  # kept out of the startup path: the picker must draw fast
     from app.catalog import CatalogEntry
     from app.conversation.outcome import ReplyOutcome
+    from app.conversation.recovery import Recovery
     from app.devices import DeviceReport
     from app.engine.types import PromptProgress
-    from app.recovery import Recovery
     from app.session import Growth
     from planner.fit import FitResult
     from planner.model import ModelAnatomy

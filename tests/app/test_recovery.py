@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from app.conversation.outcome import CRASHED, FAILED, OK, OUT_OF_MEMORY, ReplyOutcome
+from app.conversation.recovery import SAME, SMALLER, WITHOUT_EXTRA_BUFFERS, recovery_for, retry_words
 from app.engine.crash import EngineCrashed, EngineExit
 from app.engine.types import EngineError, GenerationStats
 from app.errors import describe
-from app.recovery import SAME, SMALLER, WITHOUT_EXTRA_BUFFERS, recovery_for, retry_words
 from planner.anatomy import load_anatomy
 from planner.config import LoadConfig
 from planner.errors import ConfigError, GGUFError, PlannerError

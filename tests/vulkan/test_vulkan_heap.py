@@ -110,9 +110,9 @@ def test_a_full_offload_past_the_heap_fails_for_real_and_a_smaller_plan_answers(
     """The chat reads the devices again before it retries, and the failure has raised what Vulkan0 is known
     to hold beside the buffers: the retry counts that once (it dropped the chat to 0 layers), so both ways
     load the same smaller plan."""
+    from app.conversation.recovery import retry_words
     from app.devices import probe_devices
     from app.engine.types import GenerationParams
-    from app.recovery import retry_words
     from app.session import ModelSession
     from planner.retry import Retry
 

@@ -65,8 +65,8 @@ if TYPE_CHECKING:
 
     from textual.message import Message
 
+    from app.conversation.recovery import Recovery
     from app.media import MediaShelf
-    from app.recovery import Recovery
     from app.tui.services import Services
 
 

@@ -17,11 +17,11 @@ from textual.message import Message
 from textual.widgets import Label, ProgressBar
 from textual.worker import Worker, WorkerState
 
-from app.recovery import retry_words
+from app.conversation.recovery import retry_words
 from app.tui.messages import LoadFinished, LoadProgress, LoadRetrying
 
 if TYPE_CHECKING:
-    from app.recovery import Recovery
+    from app.conversation.recovery import Recovery
     from app.session import LoadedModel
     from app.tui.services import Services
     from planner.fit import FitResult
