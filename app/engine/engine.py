@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from app.engine.dry_run import DryRun
 
 if TYPE_CHECKING:
-    from app.engine.media import MediaChunks, MediaContext
+    from app.engine.multimodal import MediaChunks, MediaContext
     from app.engine.slots import Slots
 
 
@@ -176,7 +176,7 @@ class Engine:
 
     def _load_projector(self, load: ProjectorLoad) -> ProjectorInfo:
         """libmtmd's context for the projector, beside the model just loaded; on failure nothing stays loaded."""
-        from app.engine.media import MediaContext
+        from app.engine.multimodal import MediaContext
 
         try:
             self._media = MediaContext(self._model, load, _threads(), self._stop)
@@ -536,7 +536,7 @@ class Engine:
                 try:
                     seconds = media.encode(segment)
                 except Exception as exc:
-                    from app.engine.media import Stopped
+                    from app.engine.multimodal import Stopped
 
                     if isinstance(exc, Stopped):
                         raise _Stopped from None

@@ -35,7 +35,7 @@ class Measurements:
     recurrent: dict[str, int] = field(default_factory=dict)
     output: dict[str, int] = field(default_factory=dict)
     compute: dict[str, int] = field(default_factory=dict)
-    # the vision projector's buffers (libmtmd, app.engine.media): its weights once an image ran through
+    # the vision projector's buffers (libmtmd, app.engine.multimodal): its weights once an image ran through
     # them, its compute buffer as clip's warmup logged it, then exactly after each image
     projector_weights: dict[str, int] = field(default_factory=dict)
     projector_compute: dict[str, int] = field(default_factory=dict)
@@ -123,7 +123,7 @@ class LogCapture:
             return list(self.lines)[-n:]
 
     def callback(self):  # -> llama_cpp.llama_log_callback (a ctypes function, kept alive by this capture)
-        """The C log callback that feeds this capture (llama.cpp's, or libmtmd's: `app.engine.media`)."""
+        """The C log callback that feeds this capture (llama.cpp's, or libmtmd's: `app.engine.multimodal`)."""
         import llama_cpp
 
         def callback(level: int, text: bytes, _user: ctypes.c_void_p) -> None:
