@@ -41,10 +41,10 @@ def _status_kib(pid: int, field: str) -> int:
 
 
 def scenario(name: str, model: Path, mmproj: Path, pictures: list[tuple[str, tuple[int, int]]], work: Path) -> dict:
+    from app.attachments import inspect, pixel_limit, prepare
     from app.devices import probe_devices
     from app.engine.process import EngineProcess
     from app.engine.types import GenerationParams, MediaPrompt
-    from app.media import inspect, pixel_limit, prepare
     from app.planning import PlanChoice, plan_model
     from app.session import projector_load
     from planner.anatomy import load_anatomy

@@ -93,7 +93,7 @@ def run_prompt(args: argparse.Namespace) -> int:
 
         shelf = None
         if attached:
-            from app.media import MediaShelf, pixel_limit
+            from app.attachments import MediaShelf, pixel_limit
 
             shelf = MediaShelf(pixel_limit(loaded.projector))
             for a, file in attached:
@@ -167,7 +167,7 @@ def _attached(args: argparse.Namespace) -> list:
     """The files of --image and --audio, checked (list of (Attachment, Path)); MediaError says what is wrong."""
     from pathlib import Path
 
-    from app.media import inspect
+    from app.attachments import inspect
 
     out = []
     for file, kind in [*((f, "image") for f in args.image), *((f, "audio") for f in args.audio)]:

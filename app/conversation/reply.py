@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from app.attachments import MediaError
 from app.conversation.outcome import CRASHED, ENGINE_CRASH, FAILED, OK, OUT_OF_MEMORY, REFUSED, ReplyOutcome
 from app.conversation.prompt import ChatError, PromptBuild, build_prompt
 from app.conversation.reasoning import ThoughtClock, opened_marker, template_switches
@@ -22,7 +23,6 @@ from app.conversation.templates import ChatMessage, stops_in_use
 from app.engine.crash import EngineCrashed
 from app.engine.failure import classify
 from app.engine.types import EngineError, GenerationParams, GenerationStats, Media, MediaPrompt, PromptProgress
-from app.media import MediaError
 from app.speed import learn_from_reply
 from app.store import Store
 

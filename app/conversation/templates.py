@@ -27,7 +27,7 @@ MAX_TEMPLATE_RANGE = 10_000
 class ChatMessage:
     role: str  # system, user, assistant
     content: str
-    media: tuple[str, ...] = ()  # the images (or sounds) sent with it, by content hash (app.media)
+    media: tuple[str, ...] = ()  # the images (or sounds) sent with it, by content hash (app.attachments)
 
 
 @dataclass(frozen=True)

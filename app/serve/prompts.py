@@ -3,7 +3,7 @@ the template sandbox, its family's format, or the transcript of a base model), w
 where the template takes them, each image as the projector's marker, then tokenized by the engine.
 
 Nothing of a client's text reaches a shell or a path: images arrive as bytes, are written to a private
-temporary file only to be checked and scaled by app.media (the chat's own checks: size, pixel count,
+temporary file only to be checked and scaled by app.attachments (the chat's own checks: size, pixel count,
 decodability), and are removed at once.
 """
 
@@ -157,8 +157,8 @@ def _tool_json(tool: Any) -> dict[str, Any]:
 
 
 def _media(images: list[Image], model: LoadedModel) -> tuple[Media, ...]:
-    """Each image checked and scaled as the chat's are (app.media), from a private temporary file."""
-    from app.media import MediaError, inspect, pixel_limit, prepare
+    """Each image checked and scaled as the chat's are (app.attachments), from a private temporary file."""
+    from app.attachments import MediaError, inspect, pixel_limit, prepare
 
     limit = pixel_limit(model.projector)
     out = []

@@ -34,8 +34,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from app.attachments import Attachment
 from app.errors import VramchatError
-from app.media import Attachment
 from app.paths import data_dir
 from app.store.tree import active_path, place_among_siblings
 
@@ -70,7 +70,7 @@ MIGRATIONS: dict[int, str] = {
     CREATE INDEX messages_by_conversation ON messages (conversation_id, id);
     CREATE INDEX conversations_by_update ON conversations (updated);
     """,
-    # images and sounds sent with a message: the files are kept by content (app.media.MediaStore)
+    # images and sounds sent with a message: the files are kept by content (app.attachments.MediaStore)
     1: """
     CREATE TABLE attachments (
         id INTEGER PRIMARY KEY,
@@ -392,7 +392,7 @@ class Store:
         beside: int | None = None,
     ) -> StoredMessage:
         """A complete message (the user's, or a system note), with the images it carries (their files are
-        kept by app.media.MediaStore), after the last message on screen, or (`beside`, an edit) as an
+        kept by app.attachments.MediaStore), after the last message on screen, or (`beside`, an edit) as an
         alternative to that message; the first user message names the chat."""
         now = time.time()
         with self._tx() as db:

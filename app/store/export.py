@@ -134,7 +134,7 @@ def export(conv: Conversation, folder: Path | None = None, receipts: list[Stored
     attachments = [a for m in conv.messages for a in m.attachments]
     media_folder = ""
     if attachments:  # the pictures beside the text, in a folder of their own that the Markdown links to
-        from app.media import MediaStore
+        from app.attachments import MediaStore
 
         store = MediaStore()
         media_folder = f"{path.stem}-media"

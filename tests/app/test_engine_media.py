@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from app.attachments import inspect, prepare
 from app.engine import EngineError, GenerationParams
 from app.engine.process import EngineProcess
 from app.engine.types import Media, MediaPrompt, ProjectorLoad
-from app.media import inspect, prepare
 from planner.config import LoadConfig
 from tests.support.vision import write_picture, write_vision_pair
 
@@ -121,8 +121,8 @@ def test_a_picture_crosses_the_socket_once_and_again_to_a_child_that_lacks_it(
 ) -> None:
     """The first prompt with a picture carries its pixels; later ones (counted, then answered) its key
     alone, without decoding it again; a new child, or one that let it go, is sent the pixels again."""
+    from app.attachments import MediaShelf
     from app.engine import protocol as p
-    from app.media import MediaShelf
 
     model, mmproj = pairs["gemma3"]
     path = write_picture(tmp_path / "once.png", 80, 60, seed=7)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from app.media import Attachment
+from app.attachments import Attachment
 from app.store import MIGRATIONS, SCHEMA_VERSION, Store
 from app.store.export import to_json, to_markdown
 

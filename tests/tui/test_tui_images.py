@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from textual import events
 
-from app.media import MediaStore, media_dir
+from app.attachments import MediaStore, media_dir
 from app.settings import Settings
 from app.tui.screens.chat import ChatScreen
 from app.tui.screens.picker import PickerScreen

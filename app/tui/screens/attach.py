@@ -16,7 +16,7 @@ from textual.screen import ModalScreen
 from textual.suggester import Suggester
 from textual.widgets import Button, DirectoryTree, Input, Label, Static
 
-from app.media import AUDIO_SUFFIXES, IMAGE_SUFFIXES
+from app.attachments import AUDIO_SUFFIXES, IMAGE_SUFFIXES
 
 ATTACHABLE = IMAGE_SUFFIXES + AUDIO_SUFFIXES
 

@@ -18,6 +18,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import OptionList, Static
 from textual.worker import Worker, WorkerState
 
+from app.attachments import Attachment
 from app.conversation.outcome import REFUSED, empty_reply_marker
 from app.conversation.prompt import conversation_tokens, to_messages
 from app.conversation.reasoning import can_switch, template_switches, toggled_words
@@ -27,7 +28,6 @@ from app.conversation.templates import ChatMessage
 from app.engine import GenerationParams
 from app.engine.failure import first_line
 from app.engine.types import MediaPrompt
-from app.media import Attachment
 from app.session import Growth
 from app.store import Conversation
 from app.tui.messages import (
@@ -65,8 +65,8 @@ if TYPE_CHECKING:
 
     from textual.message import Message
 
+    from app.attachments import MediaShelf
     from app.conversation.recovery import Recovery
-    from app.media import MediaShelf
     from app.tui.services import Services
 
 
@@ -269,7 +269,7 @@ class ChatScreen(Screen):
 
     @on(ChatInput.Submitted)
     async def _submitted(self, event: ChatInput.Submitted) -> None:
-        from app.media import paths_in
+        from app.attachments import paths_in
 
         text = event.text.strip()
         slash = slash_commands.parse(text)

@@ -94,7 +94,7 @@ class ChatInput(TextArea):
 
     async def _on_paste(self, event: events.Paste) -> None:
         """Paths of files attach them; anything else is pasted as text (TextArea's own handler runs next)."""
-        from app.media import paths_in
+        from app.attachments import paths_in
 
         paths = paths_in(event.text)
         if paths:

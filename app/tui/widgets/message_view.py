@@ -15,8 +15,8 @@ from textual.timer import Timer
 from textual.widgets import Markdown, Static
 from textual.widgets.markdown import MarkdownStream
 
+from app.attachments import Attachment
 from app.conversation.reasoning import ReplySplitter, Thought, answer_of, split_reply
-from app.media import Attachment
 from app.terminal_text import terminal_safe
 from app.tui.widgets.chat.thought import ThoughtFold, thinking_title
 from app.tui.widgets.markdown_text import shows_text

@@ -23,7 +23,7 @@ from textual.containers import Vertical
 from textual.widget import Widget
 from textual.widgets import Static
 
-from app.media import Attachment
+from app.attachments import Attachment
 
 PICTURES_ENV = "VRAMCHAT_PICTURES"  # "off": names and sizes only
 THUMBNAIL_SIDE = 640  # pixels: more than a terminal cell grid of a message shows

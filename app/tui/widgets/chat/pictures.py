@@ -12,10 +12,10 @@ from textual import work
 from textual.message import Message
 from textual.widgets import Static
 
-from app.media import Attachment
+from app.attachments import Attachment
 
 if TYPE_CHECKING:
-    from app.media import MediaShelf
+    from app.attachments import MediaShelf
     from app.session import LoadedModel
     from app.store import StoredMessage
     from app.tui.services import Services
@@ -69,7 +69,7 @@ class AttachedPictures(Static):
 
     @work(thread=True, group="attach", exit_on_error=False)
     def _keep(self, paths: list[str]) -> None:
-        from app.media import MediaError, MediaStore
+        from app.attachments import MediaError, MediaStore
 
         kept, errors = [], []
         for path in paths:
@@ -101,7 +101,7 @@ class AttachedPictures(Static):
 
     def scaled_note(self, a: Attachment) -> str:
         """What the model will be shown of a picture, when it is scaled down for the plan."""
-        from app.media import pixel_limit, scaled_size
+        from app.attachments import pixel_limit, scaled_size
 
         model = self._model()
         if model is None or not model.sees or a.kind != "image":
@@ -129,14 +129,14 @@ class AttachedPictures(Static):
 
     def pictures(self, attachments: tuple[Attachment, ...]) -> tuple[Picture, ...]:
         """A message's attachments as its view shows them."""
-        from app.media import MediaStore
+        from app.attachments import MediaStore
 
         store = MediaStore()
         return tuple((a, store.path_of(a) if store.has(a) else None, self.scaled_note(a)) for a in attachments)
 
     def shelf(self, messages: list[StoredMessage]) -> MediaShelf | None:
         """The conversation's pictures, as the loaded model is shown them (None: it cannot see)."""
-        from app.media import MediaShelf, MediaStore, pixel_limit
+        from app.attachments import MediaShelf, MediaStore, pixel_limit
 
         model = self.services.session.model
         if model is None or not model.sees:
