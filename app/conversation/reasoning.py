@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from app.conversation.templates import ChatFormat
-from app.engine.held_back import held_back
+from app.engine.markers import partial_marker
 
 THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
 # every published pair of reasoning markers a reply may open with (the first is the common one)
@@ -67,7 +67,7 @@ def _think(body: str, final: bool, opening: str = THINK_OPEN, closing: str = THI
         return Split("", "", True, True)
     end = body.find(closing)
     if end < 0:
-        shown = body if final else body[: len(body) - held_back(body, (closing,))]
+        shown = body if final else body[: len(body) - partial_marker(body, (closing,))]
         return Split(shown.strip(), "", not final, True)
     return Split(body[:end].strip(), body[end + len(closing) :].lstrip(), False, True)
 
@@ -91,13 +91,13 @@ def _harmony(text: str, final: bool) -> Split:
             for marker in _HARMONY_ENDS:
                 answer = answer.split(marker, 1)[0]
             if not final:
-                answer = answer[: len(answer) - held_back(answer, _HARMONY_ENDS)]
+                answer = answer[: len(answer) - partial_marker(answer, _HARMONY_ENDS)]
             return Split(_joined(thoughts), answer.lstrip(), False, True)
         ends = [i for i in (text.find(m, body_start) for m in _HARMONY_ENDS) if i >= 0]
         if not ends:
             body = text[body_start:]
             if not final:
-                body = body[: len(body) - held_back(body, _HARMONY_ENDS)]
+                body = body[: len(body) - partial_marker(body, _HARMONY_ENDS)]
             return Split(_joined([*thoughts, body]), "", not final, True)
         thoughts.append(text[body_start : min(ends)])
         at = min(ends)

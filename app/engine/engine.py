@@ -22,8 +22,8 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from app.devices.process import snapshot
-from app.engine.held_back import first_stop, held_back
 from app.engine.llama_log import capture
+from app.engine.markers import first_stop, partial_marker
 from app.engine.params import apply_context_params, apply_model_params, ensure_backend
 from app.engine.sampler_chain import sampler_chain
 from app.engine.stop_flag import StopFlag
@@ -642,7 +642,7 @@ class Engine:
                     with contextlib.suppress(_Stopped):
                         self._decode([token])
                     break
-                safe = len(pending) - held_back(pending, params.stop)  # not into a possible stop string
+                safe = len(pending) - partial_marker(pending, params.stop)  # not into a possible stop string
                 if safe:
                     yield pending[:safe]
                     pending = pending[safe:]

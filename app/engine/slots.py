@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.engine import protocol as p
-from app.engine.held_back import first_stop, held_back
+from app.engine.markers import first_stop, partial_marker
 from app.engine.sampler_chain import sampler_chain
 from app.engine.types import EngineError, GenerationParams, GenerationStats
 
@@ -218,7 +218,7 @@ class Slots:
             reply.outbox += reply.pending[:cut]
             reply.pending = ""
             return self._finish(slot, "stop")
-        safe = len(reply.pending) - held_back(reply.pending, reply.params.stop)
+        safe = len(reply.pending) - partial_marker(reply.pending, reply.params.stop)
         reply.outbox += reply.pending[:safe]
         reply.pending = reply.pending[safe:]
         if reply.stats.generated_tokens >= reply.params.max_tokens:

@@ -1,18 +1,18 @@
-"""How much of a streamed text to hold back: the end that could be the start of a marker not yet whole
-(a stop string the engine cuts at, a reasoning block's close), shown once the next piece says."""
+"""Markers in a streamed text (a stop string the engine cuts at, a reasoning block's close): the end that
+could be the start of one not yet whole, kept back until the next piece says, and the first stop."""
 
 from __future__ import annotations
 
 
-def held_back(text: str, markers: tuple[str, ...]) -> int:
+def partial_marker(text: str, markers: tuple[str, ...]) -> int:
     """How many characters at the end of `text` could begin one of `markers`."""
-    hold = 0
+    longest = 0
     for marker in markers:
         for k in range(min(len(marker) - 1, len(text)), 0, -1):
             if text.endswith(marker[:k]):
-                hold = max(hold, k)
+                longest = max(longest, k)
                 break
-    return hold
+    return longest
 
 
 def first_stop(text: str, stops: tuple[str, ...]) -> int | None:
