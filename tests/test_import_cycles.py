@@ -5,6 +5,7 @@ from a lower floor of the house into a higher one (FLOORS below)."""
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -103,41 +104,88 @@ def test_the_cycle_finder_finds_one() -> None:
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
-def test_the_devices_do_not_reach_up_into_the_engine() -> None:
-    """app/devices is read by the engine, the session and the screens, never the other way round (not
-    even for a type: learned_overhead describes the load report it reads as a Protocol)."""
-    above = ("app.engine", "app.session", "app.tui")
-    up = sorted(
-        f"{name} -> {target}"
-        for name, targets in _graph("app").items()
-        if name == "app.devices" or name.startswith("app.devices.")
-        for target in targets
-        if target.startswith(above)
-    )
-    assert up == []
-
-
-# The house's floors, lowest first. A module imports from its own floor or one below, never from one
-# above: the planner knows nothing of the app; the app's ground floor (its version, errors, folders,
-# settings, native libraries, children's environment and caches) nothing of its rooms; the rooms
-# (devices, engine, sources, rpc, speed, store, telemetry, planning, the session and the reply ...)
-# nothing of a front end; the server (app/serve) nothing of the TUI, which can start it; the TUI nothing
-# of the command line, which starts it. A pattern `x.*` is every
-# module below x; the most specific pattern that matches a module names its floor.
-FLOORS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("the planner", ("planner", "planner.*")),
+# The house's floors, lowest first: a floor per room (a folder of app/ that holds one idea) and per
+# small group of loose modules that belong together. A module imports from its own floor or one below,
+# never from one above, so an arrow between two rooms runs one way only. The planner knows nothing of
+# the app; the ground floor (the version, errors, folders, limits, settings, native libraries, the
+# children's environment, the text made safe for the terminal, the words for memory, the caches)
+# nothing of a room; each room only the rooms below it; the server (app/serve) nothing of the TUI,
+# which can start it; the TUI nothing of the command line, which starts it. Inside the TUI, its parts
+# (messages, services) sit under the widgets, the widgets under the screens that hold them, the
+# screens under the app that pushes them. A pattern `x.*` is x and every module below it; the most
+# specific pattern that matches a module names its floor. No pattern takes in all of app/: a new room
+# or loose module is placed here by whoever adds it.
+Floors = tuple[tuple[str, tuple[str, ...]], ...]
+FLOORS: Floors = (
+    ("the planner", ("planner.*",)),
     (
-        "the app's ground floor",
-        ("app", "app.errors", "app.paths", "app.limits", "app.settings", "app.native", "app.children", "app.caches.*"),
+        "the ground floor",
+        (
+            "app",
+            "app.errors",
+            "app.paths",
+            "app.limits",
+            "app.settings",
+            "app.native",
+            "app.children",
+            "app.terminal_text",
+            "app.memory_words",
+            "app.caches.*",
+        ),
     ),
-    ("the app's rooms", ("app.*",)),
-    ("the server", ("app.serve", "app.serve.*")),  # a front end over the rooms, which the TUI can start
-    ("the TUI", ("app.tui", "app.tui.*")),
-    ("the command line", ("app.cli", "app.cli.*", "app.__main__")),
+    ("the RPC servers", ("app.rpc.*",)),  # asked in Python, given to llama.cpp, served in a child
+    ("the devices", ("app.devices.*",)),  # asks the RPC servers what they lend
+    ("the engine", ("app.engine.*",)),  # llama.cpp in a process of its own, on the devices
+    ("where models come from", ("app.sources.*",)),
+    ("models on this machine", ("app.discovery", "app.ollama", "app.vision", "app.demo")),
+    ("the speed", ("app.speed.*",)),  # this machine's figures: the devices and the engine timed
+    ("the telemetry", ("app.telemetry.*",)),
+    ("a message's attachments", ("app.attachments",)),
+    ("the plans", ("app.planning", "app.elastic_context", "app.quants", "app.catalog", "app.estimate_check")),
+    # The conversation's room stands on two floors. Its words (the chat formats, how a reply ended and
+    # what that calls for, thoughts told from the answer, sampling) are spoken by the session, the store
+    # and the server, below them; its work (the prompt from a stored chat, a reply written through the
+    # session into the store) above them. A new module of the room is on the upper floor unless named.
+    (
+        "the conversation's words",
+        (
+            "app.conversation",
+            "app.conversation.templates",
+            "app.conversation.template_child",
+            "app.conversation.template_errors",
+            "app.conversation.template_sandbox",
+            "app.conversation.outcome",
+            "app.conversation.recovery",
+            "app.conversation.reasoning",
+            "app.conversation.sampling",
+        ),
+    ),
+    ("the session", ("app.session",)),  # the loaded model: plans, the engine, its recovery
+    ("the store", ("app.store.*",)),  # chats kept in SQLite, with the session's receipts
+    ("the conversation", ("app.conversation.*",)),
+    ("the server", ("app.serve.*",)),  # a front end over the rooms, which the TUI can start
+    ("the TUI's parts", ("app.tui.*",)),  # messages, services, what the screens and widgets share
+    ("the TUI's widgets", ("app.tui.widgets.*",)),
+    ("the TUI's screens", ("app.tui.screens.*", "app.tui.model_delete")),  # model_delete: the picker's dialog
+    ("the TUI", ("app.tui", "app.tui.app")),
+    ("the command line", ("app.cli.*", "app.__main__")),
+)
+
+# Imports that run up a floor today, each to be mended (and struck off here): widgets that open a
+# dialog by importing its screen, where a message the screen answers (or a callback it hands down)
+# would do. The list only shrinks: a new arrow up fails, and so does one mended but still listed.
+KNOWN_UPWARD: frozenset[tuple[str, str]] = frozenset(
+    {
+        ("app.tui.widgets.chat.chat_settings", "app.tui.screens.dialogs"),
+        ("app.tui.widgets.chat.load_bar", "app.tui.screens.dialogs"),
+        ("app.tui.widgets.chat.manage", "app.tui.screens.rename"),
+        ("app.tui.widgets.chat.records", "app.tui.screens.receipt"),
+        ("app.tui.widgets.download_panel", "app.tui.screens.dialogs"),
+    }
 )
 
 
-def _floor(module: str, floors: tuple[tuple[str, tuple[str, ...]], ...] = FLOORS) -> int:
+def _floor(module: str, floors: Floors = FLOORS) -> int:
     best: tuple[int, int] | None = None  # (how specific, floor)
     for level, (_name, patterns) in enumerate(floors):
         for pattern in patterns:
@@ -152,27 +200,69 @@ def _floor(module: str, floors: tuple[tuple[str, tuple[str, ...]], ...] = FLOORS
     return best[1]
 
 
-def _upward(graph: dict[str, set[str]], floors: tuple[tuple[str, tuple[str, ...]], ...] = FLOORS) -> list[str]:
-    """Every import from a lower floor into a higher one, in words."""
-    out = []
-    for module in sorted(graph):
-        here = _floor(module, floors)
-        for target in sorted(graph[module]):
-            there = _floor(target, floors)
-            if there > here:
-                out.append(f"{module} ({floors[here][0]}) imports {target} ({floors[there][0]})")
-    return out
+def _floor_name(module: str, floors: Floors = FLOORS) -> str:
+    return floors[_floor(module, floors)][0]
+
+
+def _upward(graph: dict[str, set[str]], floors: Floors = FLOORS) -> list[tuple[str, str]]:
+    """Every import from a lower floor into a higher one, as (importer, imported)."""
+    return [
+        (module, target)
+        for module in sorted(graph)
+        for target in sorted(graph[module])
+        if _floor(target, floors) > _floor(module, floors)
+    ]
+
+
+def _in_words(arrows: Iterable[tuple[str, str]], floors: Floors = FLOORS) -> list[str]:
+    return [f"{a} ({_floor_name(a, floors)}) imports {b} ({_floor_name(b, floors)})" for a, b in sorted(arrows)]
+
+
+def _house() -> dict[str, set[str]]:
+    modules = {**_modules("planner"), **_modules("app")}
+    known = set(modules)
+    return {name: _imports(path, name, known) for name, path in modules.items()}
 
 
 def test_no_import_runs_from_a_lower_floor_to_a_higher_one() -> None:
-    modules = {**_modules("planner"), **_modules("app")}
-    known = set(modules)
-    graph = {name: _imports(path, name, known) for name, path in modules.items()}
-    assert _upward(graph) == []
+    upward = set(_upward(_house()))
+    assert _in_words(upward - KNOWN_UPWARD) == [], "imports up a floor (move the shared piece down, or pass a callback)"
+    assert _in_words(KNOWN_UPWARD - upward) == [], "mended: strike these off KNOWN_UPWARD"
+
+
+def _placed(module: str) -> bool:
+    try:
+        _floor(module)
+    except AssertionError:
+        return False
+    return True
+
+
+def test_every_module_is_on_a_floor_every_floor_holds_one_and_every_name_is_one() -> None:
+    """A module on no floor (a new room or loose module) is placed in FLOORS by whoever adds it; a floor
+    whose modules have all moved, or a name in FLOORS that is no module (renamed, moved), is a floor plan
+    that no longer describes the house."""
+    modules = set(_house())
+    assert sorted(m for m in modules if not _placed(m)) == [], "on no floor: name them in FLOORS"
+    named = [p for _name, patterns in FLOORS for p in patterns if not p.endswith(".*")]
+    assert sorted(p for p in named if p not in modules) == []
+    assert [name for level, (name, _p) in enumerate(FLOORS) if not any(_floor(m) == level for m in modules)] == []
 
 
 def test_the_floor_check_finds_an_upward_import() -> None:
     graph = {"app.caches.plans": {"app.speed"}, "app.speed": {"app.caches.files"}, "app.caches.files": set()}
-    assert _upward(graph) == ["app.caches.plans (the app's ground floor) imports app.speed (the app's rooms)"]
-    assert _floor("app") == 1 and _floor("app.cli.plan") == 5 and _floor("planner.fit") == 0
-    assert _floor("app.serve.api") == 3 < _floor("app.tui.app")
+    assert _upward(graph) == [("app.caches.plans", "app.speed")]
+    assert _in_words(_upward(graph)) == ["app.caches.plans (the ground floor) imports app.speed (the speed)"]
+    # a room above another: the arrow up between two rooms is seen, the arrow down is not
+    graph = {"app.devices.bandwidth": {"app.speed.machine"}, "app.speed.machine": {"app.devices.ggml"}}
+    assert _upward(graph) == [("app.devices.bandwidth", "app.speed.machine")]
+    assert _floor_name("app") == "the ground floor" and _floor_name("planner.fit") == "the planner"
+    assert (
+        _floor_name("app.cli.plan") == "the command line" and _floor_name("app.tui.screens.chat") == "the TUI's screens"
+    )
+    assert _floor("app.rpc.wire") < _floor("app.devices.ggml") < _floor("app.engine.child") < _floor("app.speed")
+    # the conversation's words under the session and the store, its work (a new module too) above them
+    assert _floor("app.conversation.outcome") < _floor("app.session") < _floor("app.store")
+    assert _floor("app.store.export") < _floor("app.conversation.reply") == _floor("app.conversation.new_module")
+    assert _floor("app.tui.widgets.chat.records") < _floor("app.tui.screens.receipt") < _floor("app.tui.app")
+    assert _floor("app.serve.api") < _floor("app.tui.app") < _floor("app.cli")
