@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from textual.screen import Screen
 
-from app.tui.dialog_asks import ChatSettingsAsked, ConfirmAsked, ReceiptAsked, RenameAsked
+from app.tui.dialog_asks import ConfirmAsked
 
 
 class DialogHost(Screen):
@@ -18,21 +18,3 @@ class DialogHost(Screen):
             message.title, message.text, message.confirm, danger=message.danger, focus_confirm=message.focus_confirm
         )
         self.app.push_screen(dialog, message.answered)
-
-    def on_rename_asked(self, message: RenameAsked) -> None:
-        from app.tui.screens.rename import RenameDialog
-
-        message.stop()
-        self.app.push_screen(RenameDialog(message.current), message.answered)
-
-    def on_chat_settings_asked(self, message: ChatSettingsAsked) -> None:
-        from app.tui.screens.dialogs import ChatSettingsDialog
-
-        message.stop()
-        self.app.push_screen(ChatSettingsDialog(message.current, message.scope, message.model_own), message.answered)
-
-    def on_receipt_asked(self, message: ReceiptAsked) -> None:
-        from app.tui.screens.receipt import ReceiptScreen
-
-        message.stop()
-        self.app.push_screen(ReceiptScreen(message.title, message.receipts, message.samplings))

@@ -3,6 +3,7 @@ and the RPC servers."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import ClassVar
 
 from textual import on
@@ -12,9 +13,8 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static, TextArea
 
-from app.conversation.sampling import PRESETS, parse, preset
+from app.conversation.sampling import PRESETS, ChatSampling, parse, preset
 from app.terminal_text import terminal_safe
-from app.tui.dialog_asks import ChatSettings  # what the chat settings dialog shows and gives back
 
 
 class ConfirmDialog(ModalScreen[bool]):
@@ -47,6 +47,12 @@ class ConfirmDialog(ModalScreen[bool]):
     @on(Button.Pressed, "#cancel")
     def action_cancel(self) -> None:
         self.dismiss(False)
+
+
+@dataclass(frozen=True)
+class ChatSettings:
+    system_prompt: str
+    sampling: ChatSampling  # the chat's own; unset values are the model's (app.conversation.sampling)
 
 
 # the sampling fields in the dialog: (field, label, input id)
