@@ -176,10 +176,7 @@ FLOORS: Floors = (
 # would do. The list only shrinks: a new arrow up fails, and so does one mended but still listed.
 KNOWN_UPWARD: frozenset[tuple[str, str]] = frozenset(
     {
-        ("app.tui.widgets.chat.chat_settings", "app.tui.screens.dialogs"),
         ("app.tui.widgets.chat.load_bar", "app.tui.screens.dialogs"),
-        ("app.tui.widgets.chat.manage", "app.tui.screens.rename"),
-        ("app.tui.widgets.chat.records", "app.tui.screens.receipt"),
         ("app.tui.widgets.download_panel", "app.tui.screens.dialogs"),
     }
 )

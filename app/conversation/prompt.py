@@ -1,20 +1,25 @@
 """From a conversation to a prompt: the messages as the chat format sees them, rendered and tokenized.
 
-`build_prompt` renders the conversation in the model's chat format and, when it
-would not leave room for the reply in the context, drops the oldest turns (the
-system prompt stays); `conversation_tokens` counts what the conversation takes as it
-stands. The reply itself is run by `app.conversation.reply.write_reply`. Nothing here touches Textual.
+`build_prompt` renders the conversation in the model's chat format and, when it would not leave room
+for the reply in the context, drops the oldest turns (the system prompt stays); `conversation_tokens`
+counts what the conversation takes as it stands (`chat_tokens`: a stored chat, with the model loaded
+now). The reply itself is run by `app.conversation.reply.write_reply`. Nothing here touches Textual.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from app.conversation.reasoning import answer_of
+from app.conversation.reasoning import answer_of, template_switches
 from app.conversation.templates import ChatFormat, ChatMessage, fallback_note, render
+from app.engine.types import Media, MediaPrompt
 from app.errors import VramchatError
-from app.store import StoredMessage
+from app.store import Conversation, StoredMessage
+
+if TYPE_CHECKING:
+    from app.session import ModelSession
 
 NEAR_LIMIT = 0.85  # warn when prompt + reply room passes this share of the context
 
@@ -147,3 +152,26 @@ def conversation_tokens(
     if not turns:
         return 0
     return len(_rendered(fmt, head, turns, eos, tokenize, marker, tokenize_media, switches)[1])
+
+
+def chat_tokens(session: ModelSession, chat: Conversation, media: Callable[[str], Media] | None, thinking: bool) -> int:
+    """What the stored chat takes of the context with the model loaded now (the status line's count): its
+    messages in the model's format, tokenized by the engine; with `media` (a picture's pixels by its id),
+    each picture as the tokens the projector makes of it. `thinking`: the chat's switch."""
+    model, engine = session.model, session.engine
+    assert model is not None, "counted only with a model loaded"
+
+    def tokenize_media(text: str, ids: tuple[str, ...]) -> list[int]:
+        assert media is not None
+        return engine.tokenize_media(MediaPrompt(text, tuple(media(i) for i in ids)))
+
+    return conversation_tokens(
+        model.fmt,
+        chat.system_prompt,
+        to_messages(chat.messages),
+        engine.tokenize,
+        model.eos,
+        model.marker if media is not None else "",
+        tokenize_media,
+        template_switches(model.fmt.template, thinking),
+    )

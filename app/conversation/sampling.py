@@ -231,6 +231,22 @@ def temperature_for(chosen: float | None, fmt: ChatFormat) -> float:
     return TRANSCRIPT_TEMPERATURE if fmt.kind == "transcript" else CHAT_TEMPERATURE
 
 
+def temperature_words(
+    params: GenerationParams, chat: ChatSampling, user: ChatSampling, metadata: Mapping[str, Any], fmt: ChatFormat
+) -> str:
+    """For the status line: the temperature `params` samples at, saying whose it is where it is not the chat's
+    own ("temp 0.7 (your default)", "temp 0.6 (the model's)", "greedy (base model)")."""
+    if chat.temperature is not None:
+        whose = ""
+    elif user.temperature is not None:
+        whose = " (your default)"
+    elif model_defaults(metadata).temperature is not None:
+        whose = " (the model's)"
+    else:
+        return describe_temperature(None, fmt)
+    return ("greedy" if params.temperature <= 0 else f"temp {params.temperature:g}") + whose
+
+
 def describe_temperature(chosen: float | None, fmt: ChatFormat) -> str:
     """For the status line: "temp 0.7", or the default and why ("greedy (base model)")."""
     value = temperature_for(chosen, fmt)

@@ -484,14 +484,11 @@ class VramchatApp(App):
             yield from screen.palette_commands()
             yield SystemCommand("Back to the model list", "Local models (F7)", self.action_hub)
         if isinstance(screen, ChatScreen):
-            from app.tui.widgets.chat.commands import chat_tree_commands, manage_commands
-
             yield SystemCommand("New chat", "Start a new conversation", screen.action_new_chat)
             yield SystemCommand(
                 "Retry the last reply", "Ask again; the earlier reply is kept (Ctrl+R)", screen.action_retry
             )
-            yield from chat_tree_commands(screen)
-            yield from manage_commands(screen)
+            yield from screen.controller.palette_commands()  # the chat as a tree, and managing chats
             yield SystemCommand(
                 "Copy the last reply", "Copy it to the clipboard, as written (Ctrl+O)", screen.action_copy_reply
             )

@@ -9,7 +9,7 @@ import pytest
 
 from app.conversation.sampling import ChatSampling, parse, preset
 from app.tui.screens.dialogs import ChatSettingsDialog
-from app.tui.widgets.chat.chat_settings import SettingsLine
+from app.tui.widgets.chat.settings_line import SettingsLine
 from tests.support.fake_engine import FakeEngine
 from tests.support.tiny import ZOO, write_tiny_model
 from tests.support.tui_helpers import make_app, model_loaded, picker_ready, send_and_wait, wait_for
@@ -45,10 +45,10 @@ async def test_a_chats_sampling_is_its_own_over_the_model_files(shelf: Path) -> 
         assert not line.display  # nothing of the chat's own: no line
 
         # what the slash commands call: this chat only
-        assert chat.set_chat_setting("temp", "0.9") == "temperature 0.9 for this chat."
-        assert chat.set_chat_setting("system", "Answer in French.") == "System prompt set for this chat."
+        assert chat.controller.set_setting("temp", "0.9") == "temperature 0.9 for this chat."
+        assert chat.controller.set_setting("system", "Answer in French.") == "System prompt set for this chat."
         with pytest.raises(ValueError, match="between 0 and 2"):
-            chat.set_chat_setting("temp", "7")
+            chat.controller.set_setting("temp", "7")
         await pilot.pause()
         assert line.display and "temp 0.9" in str(line.render()) and "Answer in French" in str(line.render())
         await send_and_wait(app, pilot, "again")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from app.tui.widgets.chat.message_focus import focused_message
 from app.tui.widgets.chat_input import ChatInput
 from app.tui.widgets.message_view import MessageView
 from tests.support.fake_engine import FakeEngine
@@ -32,11 +31,11 @@ async def test_an_earlier_message_edited_is_a_branch_and_a_retry_keeps_the_earli
 
         # the keyboard's way to an earlier message: Alt+Up focuses the last, Up goes back
         await pilot.press("alt+up", "up", "up", "up")
-        marked = focused_message(chat)
+        marked = chat.messages.focused_message
         assert marked is not None and marked.text == "two" and marked.role == "user"
         await pilot.press("e")
         box = chat.query_one(ChatInput)
-        assert box.text == "two" and box.has_focus and chat.editing is not None
+        assert box.text == "two" and box.has_focus and chat.controller.editing is not None
         engine.reply = "edited"
         box.load_text("two, edited")
         await pilot.press("enter")
@@ -52,11 +51,11 @@ async def test_an_earlier_message_edited_is_a_branch_and_a_retry_keeps_the_earli
 
         # back to the first branch, whole: Alt+Up marks the last message, Up the edited one
         await pilot.press("alt+up", "up")
-        assert focused_message(chat) is edited
+        assert chat.messages.focused_message is edited
         await pilot.press("left")
         await pilot.pause(0.05)
         assert _shown(chat) == ["one", "first", "two", "first", "three", "first"]
-        marked = focused_message(chat)
+        marked = chat.messages.focused_message
         assert marked is not None and marked.text == "two" and marked.place == (1, 2)
         await pilot.press("escape")
         assert box.has_focus
@@ -82,7 +81,7 @@ async def test_an_earlier_message_edited_is_a_branch_and_a_retry_keeps_the_earli
         await pilot.press("ctrl+e")
         assert box.text == "three"
         await pilot.press("escape")
-        assert box.text == "" and chat.editing is None
+        assert box.text == "" and chat.controller.editing is None
 
 
 async def test_a_chat_is_renamed_deleted_and_brought_back_and_the_list_has_dates(shelf: Path) -> None:

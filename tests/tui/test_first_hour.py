@@ -88,8 +88,8 @@ async def test_a_long_prompt_shows_its_reading_progress(shelf: Path) -> None:
         seen: list[str] = []
         for _ in range(40):
             await pilot.pause(0.05)
-            if chat._reply is not None and chat._reply.note.startswith("reading the prompt"):
-                seen.append(chat._reply.note)
+            if chat.reply.view is not None and chat.reply.view.note.startswith("reading the prompt"):
+                seen.append(chat.reply.view.note)
         await wait_for(pilot, reply_done(app))
         assert seen and " of 2," in seen[-1] and "tok/s" in seen[-1]
 
@@ -117,7 +117,7 @@ async def test_the_prompt_progress_shown_follows_the_engines_words(shelf: Path) 
         await send(app, pilot, "What is in this picture?")
 
         def note() -> str:
-            return chat._reply.note if chat._reply is not None else ""
+            return chat.reply.view.note if chat.reply.view is not None else ""
 
         assert note() == "…"
         said = [

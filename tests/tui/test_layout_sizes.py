@@ -235,9 +235,9 @@ async def test_a_chats_own_settings_the_marked_messages_keys_and_an_edit_read_wh
     app = make_app(shelf, FakeEngine(reply=REPLY), settings=Settings(scan_known_caches=False))
     async with app.run_test(size=size) as pilot:
         chat = await _chat(app, pilot)
-        chat.set_chat_setting("system", SYSTEM_PROMPT)
+        chat.controller.set_setting("system", SYSTEM_PROMPT)
         for name, value in (("temp", "1"), ("top-p", "0.98"), ("top-k", "100"), ("min-p", "0.02"), ("repeat", "1.05")):
-            chat.set_chat_setting(name, value)
+            chat.controller.set_setting(name, value)
         await pilot.pause(0.2)
         _whole(app)
         line = "\n".join(screen_text(app))
@@ -249,5 +249,5 @@ async def test_a_chats_own_settings_the_marked_messages_keys_and_an_edit_read_wh
         assert all(words in bottom for words in ("Copy", "Edit", "Back to typing", "Quit", "Help")), bottom
         await pilot.press("e")  # its edit in the message box, the box's title says so
         await pilot.pause(0.2)
-        assert chat.editing is not None
+        assert chat.controller.editing is not None
         _whole(app)

@@ -239,15 +239,15 @@ async def test_the_editing_title_stays_whole_until_the_edit_is_sent_or_dropped(
             top = chat.input.region.y
             return screen_text(app)[top]
 
-        assert chat.editing is not None and chat.input.text == "What is the capital of France?"
+        assert chat.controller.editing is not None and chat.input.text == "What is the capital of France?"
         assert any(t in title_row() for t in EDITING_TITLES) and "…" not in title_row(), title_row()
         for key in ("ctrl+u", "x", "ctrl+u", "ctrl+u"):  # the box emptied, typed in, emptied again
             await pilot.press(key)
             await pilot.pause(0.05)
-            assert chat.editing is not None and "Editing" in title_row(), (key, title_row())
+            assert chat.controller.editing is not None and "Editing" in title_row(), (key, title_row())
         await pilot.press("escape")
         await pilot.pause(0.05)
-        assert chat.editing is None and "Editing" not in title_row()
+        assert chat.controller.editing is None and "Editing" not in title_row()
 
 
 # -- 13. keys typed at once after Ctrl+Up; namesakes in the model list; the output layer -----------------

@@ -89,10 +89,10 @@ async def test_each_reply_keeps_its_sampling_for_its_receipt_and_export(shelf: P
         await wait_for(pilot, model_loaded(app))
         chat = app.screen
         assert isinstance(chat, ChatScreen)
-        chat.set_chat_setting("temp", "0.9")  # as /temp 0.9 sets it
+        chat.controller.set_setting("temp", "0.9")  # as /temp 0.9 sets it
         await send(app, pilot, "What is the capital of France?")
         await wait_for(pilot, reply_done(app))
-        chat.set_chat_setting("seed", "7")
+        chat.controller.set_setting("seed", "7")
         await send(app, pilot, "And of Italy?")
         await wait_for(pilot, reply_done(app))
         assert chat.conversation is not None

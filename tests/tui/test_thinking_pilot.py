@@ -78,8 +78,6 @@ async def test_while_it_thinks_the_fold_counts_and_the_answer_shows_below(zoo: d
 
 
 async def test_f9_turns_thinking_off_for_this_chat_only_and_the_chat_keeps_it(tmp_path: Path) -> None:
-    from app.tui.widgets.chat.chat_settings import thinking_of
-
     path = write_thinking_model(tmp_path / "tiny-thinking-instruct.gguf")  # its template reads enable_thinking
     app = make_app(None, engine=FakeEngine(reply="56."), model=str(path))
     async with app.run_test(size=(120, 40)) as pilot:
@@ -88,13 +86,13 @@ async def test_f9_turns_thinking_off_for_this_chat_only_and_the_chat_keeps_it(tm
         await pilot.press("f9")  # before the chat's first message: it goes with the chat that message starts
         await send(app, pilot, "What is 7 times 8?")
         await wait_for(pilot, reply_done(app))
-        assert chat.conversation is not None and not thinking_of(chat)
+        assert chat.conversation is not None and not chat.controller.thinking
         kept = app.store.conversation(chat.conversation.id)
         assert kept.settings.get("thinking") is False  # in the store: a restart keeps it
         first = chat.conversation.id
         await pilot.press("ctrl+n")
         await pilot.pause(0.1)
-        assert thinking_of(chat)  # a new chat thinks again
+        assert chat.controller.thinking  # a new chat thinks again
         await chat.open_conversation(first)
         await pilot.pause(0.1)
-        assert not thinking_of(chat)
+        assert not chat.controller.thinking

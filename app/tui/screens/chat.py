@@ -1,13 +1,12 @@
 """The chat: past chats on the left, the conversation in the middle, memory graphs on the right.
 
-Loading and generation run in thread workers. The generation worker builds the
-prompt (dropping old turns when the context is nearly full), streams the reply,
-and saves it as it grows; the UI only renders what the worker posts.
+The screen draws; what it shows is owned beside it: the chat open, its edit, branches and settings by
+`ChatController` (chat_controller.py), the reply being written by `ReplyWriter` (chat_reply.py), whose
+thread worker streams it (app.conversation.reply); the model's load runs in the load bar's worker.
 """
 
 from __future__ import annotations
 
-import threading
 from typing import TYPE_CHECKING, ClassVar
 
 from textual import getters, on, work
@@ -15,19 +14,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen, Screen
-from textual.widgets import OptionList, Static
+from textual.widgets import OptionList
 from textual.worker import Worker, WorkerState
 
 from app.attachments import Attachment
-from app.conversation.outcome import REFUSED, empty_reply_marker
-from app.conversation.prompt import conversation_tokens, to_messages
-from app.conversation.reasoning import can_switch, template_switches, toggled_words
-from app.conversation.reply import write_reply
-from app.conversation.sampling import sampling_json
-from app.conversation.templates import ChatMessage
-from app.engine import GenerationParams
-from app.engine.failure import first_line
-from app.engine.types import MediaPrompt
+from app.conversation.prompt import chat_tokens
 from app.session import Growth
 from app.store import Conversation
 from app.tui.messages import (
@@ -38,17 +29,18 @@ from app.tui.messages import (
     ReplyFinished,
     ReplyPiece,
 )
+from app.tui.screens.chat_controller import ChatController
+from app.tui.screens.chat_reply import ReplyWriter
 from app.tui.screens.chat_slash import ask_before_sending, run_slash
-from app.tui.widgets.chat import branching, chat_settings, manage, records, slash_commands
-from app.tui.widgets.chat.chat_settings import SettingsLine
+from app.tui.widgets.chat import slash_commands
 from app.tui.widgets.chat.context_line import ContextLine
 from app.tui.widgets.chat.input_recall import earlier_messages
 from app.tui.widgets.chat.load_bar import LoadBar
 from app.tui.widgets.chat.message_select import MessageList, copied_words
-from app.tui.widgets.chat.notes import empty_reply_words, prompt_note, reply_note, stored_note
+from app.tui.widgets.chat.notes import hint_words
 from app.tui.widgets.chat.past_chats import PastChats
 from app.tui.widgets.chat.pictures import AttachedPictures
-from app.tui.widgets.chat.thought import fold_words
+from app.tui.widgets.chat.settings_line import SettingsLine
 from app.tui.widgets.chat_input import ChatInput
 from app.tui.widgets.dashboard import Dashboard
 from app.tui.widgets.fitting_header import FittingHeader
@@ -63,9 +55,6 @@ ENGINE_WATCH_SECONDS = 1.0  # how often an idle engine is checked for life
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from textual.message import Message
-
-    from app.attachments import MediaShelf
     from app.conversation.recovery import Recovery
     from app.tui.services import Services
 
@@ -108,23 +97,35 @@ class ChatScreen(Screen):
     pictures = getters.query_one("#attachments", AttachedPictures)
     input = getters.query_one("#input", ChatInput)
     load_bar = getters.query_one("#load-bar", LoadBar)
+    settings_line = getters.query_one("#settings-line", SettingsLine)
 
     def __init__(self, services: Services) -> None:
         super().__init__(id="chat")
         self.services = services
-        self.conversation: Conversation | None = None
+        # the chat open, its edit, its settings and the chats deleted
+        self.controller = ChatController(
+            self,
+            services,
+            busy=lambda: self.generating,
+            redraw=self.redraw,
+            new_chat=self.action_new_chat,
+            open_chat=self.open_conversation,
+            changed=self.update_context_line,
+        )
+        self.reply = ReplyWriter(self, services, self.controller)  # the reply being written
         self.loading = False
-        self.generating = False
-        self._reply: MessageView | None = None
-        self._reply_id = 0
-        self._cancel = threading.Event()  # Esc pressed before the engine started this reply
         self.model_path = ""
         self.context_tokens = 0  # the tokens the open conversation takes in the context
-        self._notes_shown: set[str] = set()  # a prompt's notes said once (a template stopped)
-        self.deleted: list[tuple[int, bool]] = []  # chats deleted this run, latest last: (id, was it open)
-        self.editing: int | None = None  # the message being edited in the message box (sent as a branch)
-        # the sampling of the chat the next message starts (F4 with none open; --temp, --top-p ... at start)
-        self.next_sampling = services.options.sampling
+
+    @property
+    def conversation(self) -> Conversation | None:
+        """The chat open (the controller's)."""
+        return self.controller.conversation
+
+    @property
+    def generating(self) -> bool:
+        """A reply is being written (the reply writer's)."""
+        return self.reply.writing
 
     @property
     def pending(self) -> list[Attachment]:
@@ -157,7 +158,7 @@ class ChatScreen(Screen):
 
     def _earlier_messages(self) -> Iterator[str]:
         """What Up in the message box goes back through: this chat's messages, then earlier chats'."""
-        shown = [v.text for v in self.query(MessageView) if v.role == "user"]
+        shown = [v.text for v in self.messages.views() if v.role == "user"]
         return earlier_messages(shown, self.services.store, self.conversation.id if self.conversation else None)
 
     def _compositor_refresh(self) -> None:
@@ -235,7 +236,7 @@ class ChatScreen(Screen):
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.state == WorkerState.ERROR:
             if event.worker.group == "generate":
-                self.generating = False
+                self.reply.writing = False
             self.services.report_worker_error(event.worker)
 
     def on_load_bar_failed(self) -> None:
@@ -275,7 +276,7 @@ class ChatScreen(Screen):
         slash = slash_commands.parse(text)
         if slash is not None and slash.command is not None:
             self.input.clear()
-            await run_slash(self, slash)
+            await run_slash(self.controller, slash, self.run_action, self.image_command)
             return
         dropped = paths_in(text)
         if dropped:  # a terminal that types a dropped file's path rather than pasting it
@@ -283,7 +284,7 @@ class ChatScreen(Screen):
             self.attach(dropped)
             return
         if slash is not None:  # "/foo": asked about, not sent at once
-            ask_before_sending(self, slash, text)
+            ask_before_sending(self.controller, slash, text, self.send_message)
             return
         self.send_message(text)
 
@@ -339,158 +340,45 @@ class ChatScreen(Screen):
         return True
 
     async def _send(self, text: str) -> None:
-        app = self.services
-        store = app.store
-        if self.conversation is None:
-            model = app.session.model
-            assert model is not None, "a message is sent only with a model loaded"
-            self.conversation = store.new_conversation(model.path, model.name, app.settings.system_prompt)
-            chat_settings.started(self)
         attachments = tuple(self.pending)
-        edited = branching.end_edit(self)
-        if edited is not None and not attachments:  # an edit keeps the pictures of the message it replaces
-            attachments = edited.attachments
-        beside = edited.id if edited is not None else None
-        msg = store.add_message(self.conversation.id, "user", text, attachments, beside)  # written before it is shown
+        msg, edited = self.controller.add_message(text, attachments)  # written before it is shown
         self.pictures.clear()
         self.messages.follow()  # what was sent, and its reply, in view whatever was read or marked before
-        await self._remove_hint()
-        if edited is not None:  # a branch from the edited message: what followed it is no longer on screen
+        await self.messages.remove_hint()
+        if edited:  # a branch from the edited message: what followed it is no longer on screen
             await self.redraw()
         else:
             view = MessageView("user", text, msg_id=msg.id, pictures=self.pictures.pictures(attachments))
             await self.messages.mount(view)
         self.refresh_chat_list()
-        await self._start_reply()
-
-    async def _start_reply(self, beside: int | None = None) -> None:
-        """A reply to the conversation on screen (`beside`: a retry, kept beside that earlier reply)."""
-        app = self.services
-        assert self.conversation is not None
-        store = app.store
-        model = app.session.model
-        assert model is not None, "a reply is asked for only with a model loaded"
-        params = chat_settings.params_for(self)  # the chat's own sampling, else the user's, else the model's
-        msg_id = store.begin_reply(self.conversation.id, beside, sampling_json(params))  # kept with the reply
-        conv = store.conversation(self.conversation.id)
-        turns = to_messages(conv.messages)  # the new reply, empty yet, is left out
-        place = (conv.messages[-1].alternative, conv.messages[-1].alternatives)
-        view = MessageView("assistant", "", author=model.name, note="…", msg_id=msg_id, place=place)
-        self._reply, self._reply_id = view, msg_id
-        self.messages.follow()
-        self.generating = True
-        self._cancel.clear()
-        await self.messages.mount(view)
-        self._generate(msg_id, turns, conv.system_prompt, params, self.pictures.shelf(conv.messages))
-
-    def _post(self, message: Message) -> None:
-        """post_message for callbacks that return nothing (whether it was queued does not matter)."""
-        self.post_message(message)
-
-    @work(thread=True, exclusive=True, group="generate", exit_on_error=False)
-    def _generate(
-        self,
-        msg_id: int,
-        turns: list[ChatMessage],
-        system: str,
-        params: GenerationParams,
-        shelf: MediaShelf | None = None,
-    ) -> None:
-        session = self.services.session
-        write_reply(
-            session,
-            self.services.store,
-            msg_id,
-            turns,
-            system,
-            params,
-            self._cancel,
-            on_fitted=lambda b: self._post(PromptFitted(len(b.tokens), b.n_ctx, b.dropped, b.near_limit, b.note)),
-            on_piece=lambda piece: self._post(ReplyPiece(msg_id, piece)),
-            on_growth=lambda growth: self._post(ContextResized(growth)),
-            media=shelf,
-            on_done=lambda outcome: self._post(ReplyFinished(msg_id, outcome, session.recover(outcome))),
-            thinking=chat_settings.thinking_of(self),
-            on_progress=lambda progress: self._post(PromptRead(msg_id, progress)),
-        )
+        await self.reply.start()
 
     def on_context_resized(self, message: ContextResized) -> None:
-        growth = message.growth
         model = self.services.session.model
         if model is None:
             return
-        error = growth.error
-        if error and not growth.after:
-            self.app.notify(first_line(error), title="The context could not be resized", severity="warning")
-        elif error:
-            self.app.notify(
-                f"The context could not grow beyond {growth.after:,} tokens: another program may "
-                "have taken the memory. The oldest turns are left out of the prompt instead.\n"
-                f"{first_line(error)}",
-                title="Context kept",
-                severity="warning",
-                timeout=10,
-            )
+        self.context_line.tell_resized(message.growth)
         self.sub_title = f"{model.name} · {model.n_ctx:,} of {model.max_ctx:,} tokens"
         self.update_context_line()
 
     def on_prompt_fitted(self, message: PromptFitted) -> None:
         self.context_tokens = message.tokens
         self.update_context_line()
-        if message.note and message.note not in self._notes_shown:
-            self._notes_shown.add(message.note)
-            self.app.notify(message.note, title="Chat template stopped", severity="warning", timeout=12)
-        if message.dropped:
-            self.app.notify(
-                f"The conversation is nearly as long as the context ({message.n_ctx:,} tokens): the "
-                f"oldest {message.dropped} message{'s' if message.dropped != 1 else ''} "
-                "were left out of the prompt; the system prompt is kept.",
-                title="Context nearly full",
-                severity="warning",
-                timeout=8,
-            )
-        elif message.near_limit:
-            self.app.notify(
-                f"This conversation uses {message.tokens:,} of {message.n_ctx:,} tokens: the "
-                "oldest turns will soon be left out of the prompt.",
-                title="Context filling up",
-                severity="warning",
-                timeout=6,
-            )
+        self.context_line.tell_fitted(message)
 
     async def on_reply_piece(self, message: ReplyPiece) -> None:
-        if self._reply is not None and message.msg_id == self._reply_id:
-            if self._reply.note != "…":  # the prompt is read: the reply's own note follows at its end
-                self._reply.set_note("…")
-            await self._reply.append(message.text)
+        if await self.reply.piece(message):
             self._count_held_tokens()
 
     def on_prompt_read(self, message: PromptRead) -> None:
-        """While the prompt is read, the reply's header says how far, as the engine tells it."""
-        note = prompt_note(message.progress)
-        if self._reply is not None and message.msg_id == self._reply_id and note is not None:
-            self._reply.set_note(note)
+        self.reply.prompt_read(message)
 
     async def on_reply_finished(self, message: ReplyFinished) -> None:
         outcome = message.outcome
-        view = self._reply if message.msg_id == self._reply_id else None
-        self.generating = False
-        self._reply = None
-        if view is not None:
-            if outcome.kind == REFUSED:  # never sent (the message could not be put to the model): no reply to keep
-                await view.remove()
-                if view.place[1] > 1:  # a retry refused: the reply before it is back
-                    await self.redraw()
-            elif not outcome.text:  # kept in the transcript, called what it is (the store keeps it too)
-                stopped = "error" if outcome.error and not outcome.stats.stopped_by else outcome.stats.stopped_by
-                await view.finish("", reply_note(outcome.stats, outcome.error), None, empty_reply_marker(stopped))
-                if not outcome.error:
-                    title, text = empty_reply_words(outcome.stats)
-                    self.app.notify(text, title=title, severity="information" if title == "Stopped" else "warning")
-            else:
-                await view.finish(outcome.text, reply_note(outcome.stats, outcome.error), outcome.thought)
+        if await self.reply.end(message):  # a retry refused: the reply before it is back
+            await self.redraw()
         if outcome.text:
-            self._save_receipt(message.msg_id)
+            self.controller.save_receipt(message.msg_id)
         self._count_held_tokens()
         if message.recovery is not None:
             self.recover(message.recovery)
@@ -505,12 +393,11 @@ class ChatScreen(Screen):
         if self.has_class("-chats-open"):  # Esc closes the drawer first
             self.action_toggle_chats()
             return
-        if self.editing is not None and not self.generating:  # Esc drops an edit
-            branching.cancel_edit(self)
+        if self.controller.editing is not None and not self.generating:  # Esc drops an edit
+            self.controller.cancel_edit()
             return
         if self.generating:
-            self._cancel.set()
-            self.services.session.stop()
+            self.reply.stop()
         elif self.loading:
             self.services.session.stop()
             self.app.notify("Cancelling the load…", timeout=2)
@@ -519,7 +406,7 @@ class ChatScreen(Screen):
         if self.generating:
             self.app.notify("Stop the reply first (Esc).", severity="warning")
             return
-        self.conversation = None
+        self.controller.conversation = None
         self.context_tokens = 0
         self.services.session.pace.reset()  # the runway's tokens a turn are each chat's own
         await self.messages.remove_children()
@@ -551,14 +438,14 @@ class ChatScreen(Screen):
         beside = None
         if last.role == "assistant":  # kept: the new reply is its alternative ("‹ 2/2 ›", Alt+Left steps back)
             beside = last.id
-            for v in [v for v in self.query(MessageView) if v.msg_id == last.id]:
+            for v in [v for v in self.messages.views() if v.msg_id == last.id]:
                 await v.remove()
         if not any(m.role == "user" for m in conv.messages):
             return
-        await self._start_reply(beside)
+        await self.reply.start(beside)
 
     def action_copy_reply(self) -> None:
-        replies = [v for v in self.query(MessageView) if v.role == "assistant" and v.text]
+        replies = [v for v in self.messages.views() if v.role == "assistant" and v.text]
         if not replies:
             self.app.notify("There is no reply to copy yet.", severity="warning")
             return
@@ -570,11 +457,11 @@ class ChatScreen(Screen):
 
     def action_select_messages(self) -> None:
         """Move the focus to the messages: Up and Down mark one (or a code block), c copies it."""
-        views = list(self.query(MessageView))
+        views = self.messages.views()
         if not views:
             self.app.notify("There is no message to select yet.", severity="warning")
             return
-        branching.mark(self, views[-1])  # at once: the keys typed next are the list's, not the message box's
+        self.messages.focus_message(views[-1])  # at once: the keys typed next are the list's, not the message box's
 
     @on(MessageList.Leave)
     def _left_messages(self) -> None:
@@ -601,36 +488,22 @@ class ChatScreen(Screen):
         self.services.save_settings()
 
     def action_chat_settings(self) -> None:
-        chat_settings.open_dialog(self)
-
-    def set_chat_setting(self, name: str, value: str) -> str:
-        """One setting of this chat from typed words (`/temp 0.7`): app.tui.widgets.chat.chat_settings."""
-        return chat_settings.set_chat_setting(self, name, value)
+        self.controller.open_settings()
 
     def action_toggle_thinking(self) -> None:
-        """The chat's thinking switch, for a model whose template has one (`enable_thinking`)."""
-        model = self.services.session.model
-        if model is None:
-            self.app.notify("Load a model first (F2 opens the model list).", severity="warning")
-            return
-        switchable = can_switch(model.fmt)
-        on = chat_settings.toggle_thinking(self) if switchable else True
-        self.app.notify(toggled_words(model.name, switchable, on), title="Thinking", timeout=5)
-        self._count_context()
+        if self.controller.toggle_thinking():
+            self._count_context()
 
     # -- past chats -----------------------------------------------------------------------------
 
     def refresh_chat_list(self) -> None:
-        self.past_chats.show(self.conversation.id if self.conversation else None)
+        self.controller.show_list()
 
     def action_export_chat(self) -> None:
-        records.export_chat(self)
-
-    def _save_receipt(self, reply_id: int) -> None:
-        records.save_receipt(self, reply_id)
+        self.controller.export()
 
     def action_receipt(self) -> None:
-        records.show_receipt(self)
+        self.controller.show_receipt()
 
     @on(OptionList.OptionSelected, "#chat-list")
     async def _open_chat(self, event: OptionList.OptionSelected) -> None:
@@ -642,7 +515,7 @@ class ChatScreen(Screen):
         await self.open_conversation(int(event.option.id))
 
     async def open_conversation(self, conv_id: int) -> None:
-        branching.end_edit(self)
+        self.controller.end_edit()
         self.services.session.pace.reset()  # the runway's tokens a turn are each chat's own
         conv = await self.redraw(conv_id)
         model = self.services.session.model
@@ -657,57 +530,32 @@ class ChatScreen(Screen):
         """Draw the chat (this one, or `conv_id`) anew from the store: the branch on screen, counted again."""
         assert conv_id is not None or self.conversation is not None
         conv = self.services.store.conversation(conv_id if conv_id is not None else self.conversation.id)  # type: ignore[union-attr]
-        self.conversation = conv
-        box = self.messages
-        await box.remove_children()
-        views = [
-            MessageView(
-                m.role,
-                m.content,
-                author=conv.model_name if m.role == "assistant" else "",
-                note=stored_note(m),
-                msg_id=m.id,
-                pictures=self.pictures.pictures(m.attachments),
-                thought=fold_words(m),
-                place=(m.alternative, m.alternatives),
-                empty=empty_reply_marker(m.stopped_by) if m.role == "assistant" and m.state != "streaming" else "",
-            )
-            for m in conv.messages
-            if m.role != "system"
-        ]
-        if views:
-            await box.mount_all(views)
-        else:
+        self.controller.conversation = conv
+        if not await self.messages.show_branch(conv, self.pictures.pictures):
             self._show_hint()
         self.context_tokens = 0
         self._count_context()
         return conv
 
-    # -- branches: edit a message, step through alternatives (app.tui.widgets.chat.branching) -----------
-
-    def action_focus_message(self, step: int) -> None:
-        branching.focus_step(self, step)
+    # -- branches and chats to manage: the controller's ---------------------------------------------------
 
     async def action_alternative(self, step: int) -> None:
-        await branching.step_alternative(self, step)
+        await self.controller.step_alternative(step)
 
     def action_edit_message(self) -> None:
-        manage.skip_while_typing(self)
-        branching.begin_edit(self)
-
-    def action_leave_messages(self) -> None:
-        branching.leave_messages(self)
+        self.controller.skip_while_typing()
+        self.controller.begin_edit()
 
     async def action_delete_chat(self) -> None:
-        await manage.delete_chat(self)
+        await self.controller.delete_chat()
 
     async def action_undo_delete(self) -> None:
-        manage.skip_while_typing(self, unless=bool(self.deleted))
-        await manage.undo_delete(self)
+        self.controller.skip_while_typing(unless=bool(self.controller.deleted))
+        await self.controller.undo_delete()
 
     def action_rename_chat(self) -> None:
-        manage.skip_while_typing(self)
-        manage.rename_chat(self)
+        self.controller.skip_while_typing()
+        self.controller.rename_chat()
 
     @work(thread=True, exclusive=True, group="count", exit_on_error=False)
     def _count_context(self) -> None:
@@ -718,23 +566,8 @@ class ChatScreen(Screen):
             return
         stored = self.services.store.conversation(conversation.id)
         shelf = self.pictures.shelf(stored.messages)
-        engine = session.engine
-
-        def tokenize_media(text: str, ids: tuple[str, ...]) -> list[int]:
-            assert shelf is not None
-            return engine.tokenize_media(MediaPrompt(text, tuple(shelf(i) for i in ids)))
-
         try:
-            count = conversation_tokens(
-                model.fmt,
-                stored.system_prompt,
-                to_messages(stored.messages),
-                engine.tokenize,
-                model.eos,
-                model.marker if shelf is not None else "",
-                tokenize_media,
-                template_switches(model.fmt.template, chat_settings.thinking_of(self)),
-            )
+            count = chat_tokens(session, stored, shelf, self.controller.thinking)
         except Exception:  # the engine is gone, say: the next reply says so
             return
         self.app.call_from_thread(self._counted, conversation.id, count)
@@ -747,29 +580,7 @@ class ChatScreen(Screen):
     # -- status ---------------------------------------------------------------------------------
 
     def _show_hint(self) -> None:
-        """The hint in an empty chat; an earlier hint ("No model loaded yet") is brought up to date."""
-        box = self.messages
-        hints = list(box.query("#hint").results(Static))
-        if box.children and not hints:
-            return
-        model = self.services.session.model
-        if model is None:
-            text = "No model loaded yet." if not self.loading else "Loading the model…"
-        elif model.fmt.kind == "transcript":
-            text = (
-                f"{model.name} is a base model without a chat template, so vramchat talks to it as a plain "
-                "Q/A transcript. Short factual questions work best, for example: What is the capital of France?"
-            )
-        else:
-            text = f"Ask {model.name} anything. ({model.fmt.description})"
-        if hints:
-            hints[0].update(text)
-        else:
-            box.mount(Static(text, id="hint", classes="hint", markup=False))
-
-    async def _remove_hint(self) -> None:
-        for hint in self.query("#hint"):
-            await hint.remove()
+        self.messages.show_hint(hint_words(self.services.session.model, self.loading))
 
     def _count_held_tokens(self) -> None:
         """During a chat the context count is the tokens llama.cpp holds: the prompt and the reply so far
@@ -782,8 +593,6 @@ class ChatScreen(Screen):
     def update_context_line(self) -> None:
         system = self.conversation.system_prompt if self.conversation else None
         loaded = self.services.session_started and self.services.session.model is not None
-        sampling = chat_settings.status_words(self) if loaded else None
+        sampling = self.controller.status_words() if loaded else None
         self.context_line.show_context(self.context_tokens, system, self.loading, sampling)
-        self.query_one("#settings-line", SettingsLine).show_settings(
-            chat_settings.system_prompt_of(self), chat_settings.sampling_of(self)
-        )
+        self.settings_line.show_settings(self.controller.system_prompt, self.controller.sampling)

@@ -1,22 +1,35 @@
-"""The conversation as a list to move through from the keyboard, one message or code block at a time.
+"""The conversation as a list to move through from the keyboard, one message or code block at a time;
+the chat's branch is drawn there from the store (an empty chat: a hint in its place).
 
 Focused (Ctrl+Up from the message box, or /select), the list marks the last message; Up and Down
 (or k and j) move through the messages and, after each, its fenced code blocks; `c` (or Enter)
 copies what is marked: a message as written (Markdown), a block as its code alone. Esc goes back to
-the message box. The marked message is `selected_message` for other keys to act on (edit, say).
+the message box. On a marked message, Left and Right step through its alternatives ("‹ 1/2 ›": a retried
+reply, an edited message) and `e` edits it (one of yours): the chat's keys, which find their message with
+`focused_message`.
 """
 
 from __future__ import annotations
 
-from typing import ClassVar
+from collections.abc import Callable
+from typing import TYPE_CHECKING, ClassVar
 
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.widget import Widget
+from textual.widgets import Static
 from textual.widgets.markdown import MarkdownFence
 
+from app.conversation.outcome import empty_reply_marker
+from app.tui.widgets.chat.notes import stored_note
+from app.tui.widgets.chat.thought import fold_words
 from app.tui.widgets.message_view import MessageView
+
+if TYPE_CHECKING:
+    from app.attachments import Attachment
+    from app.store import Conversation
+    from app.tui.widgets.chat.pictures import Picture
 
 SELECTED = "-selected"
 
@@ -111,9 +124,70 @@ class MessageList(VerticalScroll):
         self.app.copy_to_clipboard(text)
         self.app.notify(words, timeout=3)
 
-    def mark_message(self, view: MessageView) -> None:
-        """Mark `view` (the list has, or is given, the focus)."""
+    async def show_branch(
+        self, conv: Conversation, pictures: Callable[[tuple[Attachment, ...]], tuple[Picture, ...]]
+    ) -> bool:
+        """The chat's branch as stored, drawn anew (`pictures`: a message's attachments as its view shows them);
+        False when it has no message to show."""
+        await self.remove_children()
+        views = [
+            MessageView(
+                m.role,
+                m.content,
+                author=conv.model_name if m.role == "assistant" else "",
+                note=stored_note(m),
+                msg_id=m.id,
+                pictures=pictures(m.attachments),
+                thought=fold_words(m),
+                place=(m.alternative, m.alternatives),
+                empty=empty_reply_marker(m.stopped_by) if m.role == "assistant" and m.state != "streaming" else "",
+            )
+            for m in conv.messages
+            if m.role != "system"
+        ]
+        if views:
+            await self.mount_all(views)
+        return bool(views)
+
+    def show_hint(self, text: str) -> None:
+        """The hint in an empty chat; an earlier hint ("No model loaded yet") is brought up to date."""
+        hints = list(self.query("#hint").results(Static))
+        if self.children and not hints:
+            return
+        if hints:
+            hints[0].update(text)
+        else:
+            self.mount(Static(text, id="hint", classes="hint", markup=False))
+
+    async def remove_hint(self) -> None:
+        for hint in self.query("#hint"):
+            await hint.remove()
+
+    def views(self) -> list[MessageView]:
+        """The messages shown, first to last."""
+        return list(self.query(MessageView))
+
+    @property
+    def focused_message(self) -> MessageView | None:
+        """The marked message while the list has the focus (None: the focus is elsewhere)."""
+        return self.selected_message if self.screen.focused is self else None
+
+    def focus_message(self, view: MessageView) -> MessageView:
+        """The focus here with `view` marked, at once (not after the keys already typed)."""
+        self.screen.set_focus(self)
         self._mark(view)
+        return view
+
+    def step(self, step: int) -> MessageView | None:
+        """Mark the message `step` places from the marked one (from elsewhere: the last); None past either end."""
+        views = self.views()
+        if not views:
+            return None
+        current = self.focused_message
+        at = len(views) - 1 if current is None else views.index(current) + step
+        if not 0 <= at < len(views):
+            return None
+        return self.focus_message(views[at])
 
     def action_leave(self) -> None:
         self._mark(None)

@@ -1,5 +1,6 @@
 """The words under a message: how the reading of a long prompt goes, a finished reply's note, why a
-reply ended before its first word, and a stored message's note when a past chat is opened."""
+reply ended before its first word, and a stored message's note when a past chat is opened; and the hint
+an empty chat shows in their place."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from app.conversation.outcome import ENGINE_CRASH, stop_note
 if TYPE_CHECKING:
     from app.engine import GenerationStats
     from app.engine.types import PromptProgress
+    from app.session import LoadedModel
     from app.store import StoredMessage
 
 PROMPT_PROGRESS_FROM = 256  # tokens: shorter prompts are read too fast for progress to help
@@ -64,3 +66,15 @@ def stored_note(m: StoredMessage) -> str:
     if m.tokens:
         return f"{m.tokens} tokens · {m.tokens_per_second:.1f} tok/s"
     return ""
+
+
+def hint_words(model: LoadedModel | None, loading: bool) -> str:
+    """What an empty chat says: how to talk to the model loaded (none yet: that it is loading, or is not)."""
+    if model is None:
+        return "No model loaded yet." if not loading else "Loading the model…"
+    if model.fmt.kind == "transcript":
+        return (
+            f"{model.name} is a base model without a chat template, so vramchat talks to it as a plain "
+            "Q/A transcript. Short factual questions work best, for example: What is the capital of France?"
+        )
+    return f"Ask {model.name} anything. ({model.fmt.description})"
