@@ -261,5 +261,5 @@ def test_the_floor_check_finds_an_upward_import() -> None:
     # the conversation's words under the session and the store, its work (a new module too) above them
     assert _floor("app.conversation.outcome") < _floor("app.session") < _floor("app.store")
     assert _floor("app.store.export") < _floor("app.conversation.reply") == _floor("app.conversation.new_module")
-    assert _floor("app.tui.widgets.chat.records") < _floor("app.tui.screens.receipt") < _floor("app.tui.app")
+    assert _floor("app.tui.widgets.chat.past_chats") < _floor("app.tui.screens.receipt") < _floor("app.tui.app")
     assert _floor("app.serve.api") < _floor("app.tui.app") < _floor("app.cli")

@@ -210,7 +210,7 @@ class ThoughtClock:
 
 
 # -- the chat's thinking switch (`enable_thinking`): on, the model reasons before it answers; off, the
-# template tells it not to. Kept with each chat's settings (app.tui.widgets.chat.chat_settings).
+# template tells it not to. Kept with each chat's settings (app.conversation.sampling.ChatSampling).
 
 DEFAULT_THINKING = True
 

@@ -85,7 +85,7 @@ class ChatScreen(Screen):
         Binding("ctrl+e", "edit_message", "Edit message", show=False, priority=True),
         Binding("alt+left", "alternative(-1)", "Previous alternative", show=False),
         Binding("alt+right", "alternative(1)", "Next alternative", show=False),
-        # chats to manage (app.tui.widgets.chat.manage): the list's highlighted chat, else the open one
+        # chats to manage (the controller's): the list's highlighted chat, else the open one
         Binding("f6", "rename_chat", "Rename", show=False, priority=True),
         Binding("ctrl+z", "undo_delete", "Undo delete", show=False, priority=True),
     ]

@@ -57,7 +57,7 @@ class MessageList(VerticalScroll):
         Binding("home", "move_to(0)", "First", show=False),
         Binding("end", "move_to(-1)", "Last", show=False),
         Binding("c,enter", "copy", "Copy"),
-        # a marked message's branches (app.tui.widgets.chat.branching): the chat screen's actions
+        # a marked message's branches: the chat screen's actions (app/tui/screens/chat_controller.py)
         Binding("left", "screen.alternative(-1)", "Previous alternative", show=False),
         Binding("right", "screen.alternative(1)", "Next alternative", show=False),
         Binding("e", "screen.edit_message", "Edit"),
