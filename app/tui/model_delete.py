@@ -1,5 +1,6 @@
 """Deleting a downloaded model from the model list (the Delete key): what it frees is asked first, only
-files in vramchat's own models folder go (app/sources/downloaded.py), and the row leaves the list. Ollama's
+files in vramchat's own models folder go (app/sources/downloaded.py), and the row leaves the list. The
+question is the list's screen's to ask (app/tui/dialog_asks.py). Ollama's
 models are never deleted here: their blobs are Ollama's, often shared by several names (`ollama rm NAME`)."""
 
 from __future__ import annotations
@@ -7,6 +8,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any, Protocol
 
+from app.tui.dialog_asks import ConfirmAsked
 from planner.units import format_size
 
 if TYPE_CHECKING:
@@ -18,11 +20,15 @@ class ModelList(Protocol):
     """What deleting needs of the model list (the picker): its selection, and to forget a deleted row."""
 
     selected: str | None
-    entries: dict[str, CatalogEntry]
     services: Services
 
     @property
+    def entries(self) -> dict[str, CatalogEntry]: ...
+
+    @property
     def app(self) -> Any: ...
+
+    def post_message(self, message: ConfirmAsked) -> bool: ...
 
     def model_name(self, path: str) -> str: ...
 
@@ -32,7 +38,6 @@ class ModelList(Protocol):
 def ask_to_delete(picker: ModelList) -> None:
     """Confirm, then delete the selected model (its shards, and its projector when no other model uses it)."""
     from app.sources.downloaded import NotOurs, delete_model, plan_deletion
-    from app.tui.screens.dialogs import ConfirmDialog
 
     path = picker.selected
     entry = picker.entries.get(path or "")
@@ -78,4 +83,4 @@ def ask_to_delete(picker: ModelList) -> None:
         picker.forget(path)
         picker.app.notify(f"{name} is deleted: {format_size(freed)} freed.", title="Deleted", timeout=6)
 
-    picker.app.push_screen(ConfirmDialog("Delete this model?", text, confirm="Delete", danger=True), done)
+    picker.post_message(ConfirmAsked("Delete this model?", text, done, confirm="Delete", danger=True))

@@ -13,6 +13,7 @@ from textual.widgets import DataTable
 from app import cli
 from app.cli import listing
 from app.tui.screens.picker import PickerScreen
+from app.tui.screens.picker_controller import PickerController
 from tests.support.tiny import TinySpec, write_tiny_model
 from tests.support.tui_helpers import make_app, picker_ready, wait_for
 
@@ -87,13 +88,13 @@ async def test_simulated_devices_leave_the_estimate_unchecked(
     app.services.dry_runner = lambda: started.append(1) or real()  # type: ignore[method-assign]
     estimated = str(estimated_shelf / "tiny-baichuan.gguf")
     offered: list[str] = []  # the rows the picker decided on: a check would have started in that same call
-    queue_checks = PickerScreen._queue_checks
+    queue_checks = PickerController.queue_checks
 
-    def recorded(screen, entries, again=False):
-        queue_checks(screen, entries, again)
+    def recorded(work, entries, again=False):
+        queue_checks(work, entries, again)
         offered.extend(e.file.entry_id for e in entries if e.summary is not None)
 
-    monkeypatch.setattr(PickerScreen, "_queue_checks", recorded)
+    monkeypatch.setattr(PickerController, "queue_checks", recorded)
     async with app.run_test(size=(160, 45)) as pilot:
         await wait_for(pilot, picker_ready(app))
         await wait_for(pilot, lambda: estimated in offered)  # the estimate was planned and offered for a check
@@ -101,7 +102,7 @@ async def test_simulated_devices_leave_the_estimate_unchecked(
         assert isinstance(screen, PickerScreen)
         table = screen.query_one("#models", DataTable)
         assert str(table.get_cell(estimated, "fit")).endswith("· estimate")
-        assert not screen._checking and not screen._checks_asked  # no check was started nor queued
+        assert not screen.work.checking and not screen.work.checks_asked  # no check was started nor queued
     assert not started
 
 
