@@ -103,7 +103,7 @@ async def test_search_and_open_a_repo_every_quant_badged_as_the_picker_badges_it
         assert [r.repo_id for r in screen.repos] == ["acme/tiny-llama-GGUF"]
         assert str(repos.get_cell("acme/tiny-llama-GGUF", "quant")) == "F16"
         # an answer to words the user has since changed is dropped
-        screen.post_message(ReposFound(screen._search_request - 1, "gemma", [], error="stale"))
+        screen.post_message(ReposFound(screen.work.search_request - 1, "gemma", [], error="stale"))
         await pilot.pause(0.1)
         assert [r.repo_id for r in screen.repos] == ["acme/tiny-llama-GGUF"] and "stale" not in text_of(app)
 

@@ -1,12 +1,12 @@
 """The hub view's download: one model (and its projector) at a time, with its progress, cancel, resume.
 
 `request(source)` checks the room first (a full disk is refused before a byte, saying how much is needed
-and free), asks, then downloads in a thread worker (app/sources/download.py: a hidden partial file,
-resumed, the sha256 checked); progress comes at most 10 times a second. A cancelled or failed download
-keeps what arrived, hidden (never in the model list), for Resume, or Delete; where nothing is kept (a
-failed checksum removes the file) it offers Download again. A finished one is posted to the app
-(ModelDownloaded: the model list selects it) and to the screen (DownloadPanel.Finished).
-"""
+and free), asks (the screen opens the question: app/tui/dialog_asks.py), then downloads in a thread
+worker (app/sources/download.py: a hidden partial file, resumed, the sha256 checked); progress comes at
+most 10 times a second. A cancelled or failed download keeps what arrived, hidden (never in the model
+list), for Resume, or Delete; where nothing is kept (a failed checksum removes the file) it offers Download
+again. A finished one is posted to the app (ModelDownloaded: the model list selects it) and to the screen
+(DownloadPanel.Finished)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import on, work
-from textual.app import ComposeResult
+from textual.app import ComposeResult, SystemCommand
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import Button, ProgressBar, Static
@@ -25,11 +25,14 @@ from textual.worker import Worker, WorkerState
 from app.errors import VramchatError
 from app.terminal_text import terminal_safe
 from app.tui.abandon import Abandoned, call_abandonable
+from app.tui.dialog_asks import ConfirmAsked
 from app.tui.download_note import DownloadNoted, progress_note
 from app.tui.hub_messages import DownloadEnded, DownloadPrepared, DownloadProgressed, ModelDownloaded
 from planner.units import format_size
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from app.sources.download import Download
     from app.sources.model import ModelSource
 
@@ -70,6 +73,29 @@ class DownloadPanel(Vertical):
     @property
     def busy(self) -> bool:
         return self.downloading is not None or self._asking
+
+    def allows(self, action: str) -> bool:
+        """Whether the screen's download key `action` does something now (the footer shows those that do)."""
+        if action == "cancel_download":
+            return self.downloading is not None
+        stopped = self.stopped is not None and self.downloading is None
+        if action in ("resume_download", "discard_partial"):
+            return stopped and self.kept > 0
+        if action == "download_again":
+            return stopped and self.kept == 0
+        return True
+
+    def palette_commands(self) -> Iterator[SystemCommand]:
+        """What can be done now with the download, for the command palette."""
+        if self.allows("cancel_download"):
+            yield SystemCommand("Cancel the download", "What arrived is kept to resume (Ctrl+X)", self.cancel)
+        if self.allows("resume_download"):
+            yield SystemCommand("Resume the download", "From what arrived before (Ctrl+R)", self.resume)
+            yield SystemCommand(
+                "Delete the partial file", "What arrived of the stopped download (Delete)", self.discard
+            )
+        if self.allows("download_again"):
+            yield SystemCommand("Download again", "The stopped download, from the start (Ctrl+R)", self.resume)
 
     def request(self, source: ModelSource, fit: str = "") -> None:
         """Download `source` (and its projector) after checking the room and asking; `fit` is its badge."""
@@ -112,7 +138,6 @@ class DownloadPanel(Vertical):
             self._asking = False
             self._start(source)  # whole on this machine already: listed and selected at once
             return
-        from app.tui.screens.dialogs import ConfirmDialog
 
         def answered(yes: bool | None) -> None:
             self._asking = False
@@ -122,9 +147,7 @@ class DownloadPanel(Vertical):
                 self._line("Not downloaded.", stopped=self.stopped is not None)
 
         words = download_words(source, plan, self._fit)
-        self.app.push_screen(
-            ConfirmDialog("Download this model?", words, confirm="Download", focus_confirm=True), answered
-        )
+        self.post_message(ConfirmAsked("Download this model?", words, answered, confirm="Download", focus_confirm=True))
 
     def _start(self, source: ModelSource) -> None:
         if self.downloading is not None:
