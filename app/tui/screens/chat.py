@@ -13,7 +13,7 @@ from textual import getters, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen, Screen
+from textual.screen import ModalScreen
 from textual.widgets import OptionList
 from textual.worker import Worker, WorkerState
 
@@ -32,6 +32,7 @@ from app.tui.messages import (
 from app.tui.screens.chat_controller import ChatController
 from app.tui.screens.chat_reply import ReplyWriter
 from app.tui.screens.chat_slash import ask_before_sending, run_slash
+from app.tui.screens.dialog_host import DialogHost
 from app.tui.widgets.chat import slash_commands
 from app.tui.widgets.chat.context_line import ContextLine
 from app.tui.widgets.chat.input_recall import earlier_messages
@@ -59,7 +60,7 @@ if TYPE_CHECKING:
     from app.tui.services import Services
 
 
-class ChatScreen(Screen):
+class ChatScreen(DialogHost):  # opens the dialogs its widgets ask for (app/tui/dialog_asks.py)
     BINDINGS: ClassVar[list[BindingType]] = [
         # the footer shows the keys a chat needs at once; F1 and the palette (Ctrl+P) list every one
         Binding("escape", "stop", "Stop"),

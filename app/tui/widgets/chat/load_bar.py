@@ -18,6 +18,7 @@ from textual.widgets import Label, ProgressBar
 from textual.worker import Worker, WorkerState
 
 from app.conversation.recovery import retry_words
+from app.tui.dialog_asks import ConfirmAsked  # the dialogs are the screen's to open
 from app.tui.messages import LoadFinished, LoadProgress, LoadRetrying
 
 if TYPE_CHECKING:
@@ -127,16 +128,14 @@ class LoadBar(Horizontal):
         self.display = False
         if not message.error:
             return
-        from app.tui.screens.dialogs import ConfirmDialog
-
-        self.app.push_screen(
-            ConfirmDialog(
+        self.post_message(
+            ConfirmAsked(
                 "The model did not load",
                 f"{message.error}\n\nBack to the model list: a shorter context, "
                 "fewer GPU layers or a smaller file may fit.",
+                self._back_to_the_picker,
                 confirm="OK",
-            ),
-            self._back_to_the_picker,
+            )
         )
 
     def _back_to_the_picker(self, _ok: object = None) -> None:
@@ -152,8 +151,6 @@ class LoadBar(Horizontal):
             answer(True)
             return
 
-        from app.tui.screens.dialogs import ConfirmDialog
-
         def chosen(reload: bool | None) -> None:
             if not reload:
                 self.app.notify(
@@ -163,9 +160,7 @@ class LoadBar(Horizontal):
                 )
             answer(bool(reload))
 
-        self.app.push_screen(
-            ConfirmDialog(recovery.title, recovery.message, confirm="Reload", focus_confirm=True), chosen
-        )
+        self.post_message(ConfirmAsked(recovery.title, recovery.message, chosen, confirm="Reload", focus_confirm=True))
 
     def tell_loaded(self, model: LoadedModel, chat_open: bool) -> None:
         """The notes on a model just loaded: llama.cpp's dry run, a smaller plan than the one chosen
