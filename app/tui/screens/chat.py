@@ -369,7 +369,7 @@ class ChatScreen(DialogHost):  # opens the dialogs its widgets ask for (app/tui/
 
     async def on_reply_piece(self, message: ReplyPiece) -> None:
         if await self.reply.piece(message):
-            self._count_held_tokens()
+            self._count_cells_used()
 
     def on_prompt_read(self, message: PromptRead) -> None:
         self.reply.prompt_read(message)
@@ -380,7 +380,7 @@ class ChatScreen(DialogHost):  # opens the dialogs its widgets ask for (app/tui/
             await self.redraw()
         if outcome.text:
             self.controller.save_receipt(message.msg_id)
-        self._count_held_tokens()
+        self._count_cells_used()
         if message.recovery is not None:
             self.recover(message.recovery)
         elif outcome.error:
@@ -583,12 +583,12 @@ class ChatScreen(DialogHost):  # opens the dialogs its widgets ask for (app/tui/
     def _show_hint(self) -> None:
         self.messages.show_hint(hint_words(self.services.session.model, self.loading))
 
-    def _count_held_tokens(self) -> None:
-        """During a chat the context count is the tokens llama.cpp holds: the prompt and the reply so far
+    def _count_cells_used(self) -> None:
+        """During a chat the context count is the KV cells llama.cpp uses: the prompt and the reply so far
         (what reopening the chat counts again); a stopped engine's nothing leaves the count as it was."""
-        held = self.services.session.engine.kv_cells_used()
-        if held > 0 and held != self.context_tokens:
-            self.context_tokens = held
+        used = self.services.session.engine.kv_cells_used()
+        if used > 0 and used != self.context_tokens:
+            self.context_tokens = used
             self.update_context_line()
 
     def update_context_line(self) -> None:
