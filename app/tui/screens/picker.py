@@ -291,7 +291,10 @@ class PickerScreen(DialogHost):
     @on(Input.Changed, "#ctx, #ngl")
     @on(Select.Changed, "#kv, #fa, #vision")
     def _knob_changed(self) -> None:
-        self.request_plan()
+        # the selects say their first values as they mount, before any model is selected: nothing to plan
+        # (a plan asked then could land between a selection and its one plan, and plan it twice)
+        if self.selected is not None:
+            self.request_plan()
 
     def request_plan(self, now: bool = False) -> None:
         if self._debounce is not None:
