@@ -83,28 +83,8 @@ async def test_demo_model_loads_answers_and_the_dashboard_shows_kv_grow(gemma_pa
         # llama.cpp's dry run before the load gave the same figures (weights: it reads none)
         for name, planned_size, _actual, _diff, dry in rows:
             assert dry == "-" if name.endswith("weights") else dry == f"{planned_size} ✓", (name, dry)
-        await pilot.press("escape")
-        await pilot.pause()
-
-        # in a new chat, Esc stops a long reply at once; what was written is kept as partial
-        app.settings.max_tokens = 400
-        await pilot.press("ctrl+n")
-        await pilot.pause()
-        box = chat.query_one(ChatInput)
-        box.focus()
-        box.load_text("Write a long story about a dragon and a knight.")  # greedy: some 26 tokens, a second
-        engine = app.session.engine
-        previous = engine.last_stats
-        await pilot.press("enter")
-        await wait_for(
-            pilot, lambda: engine.last_stats is not previous and engine.last_stats.generated_tokens >= 1, timeout=60
-        )
-        await pilot.press("escape")
-        await wait_for(pilot, reply_done(app), timeout=30)
-        assert engine.last_stats.stopped_by == "user"
-        assert engine.last_stats.generated_tokens < 100
-        saved = app.store.conversation(chat.conversation.id).messages[-1]  # type: ignore[union-attr]
-        assert saved.role == "assistant" and saved.state == "partial" and saved.content
+    # Esc on a long reply with the real engine: test_engine_twins (a model that never ends; this one's greedy
+    # replies end in some 26 tokens, under a tenth of a second on a fast machine, before an Esc can arrive)
 
 
 async def test_the_runway_follows_a_chat_with_the_demo_and_jumps_when_the_context_grows(gemma_path: Path) -> None:
