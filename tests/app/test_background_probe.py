@@ -52,6 +52,8 @@ def test_a_plan_never_waits_for_the_probe_and_the_next_plan_quotes_it(no_figures
     runs = no_figures.read_text().splitlines()
     assert len(runs) == 1, runs  # two plans asked: one probe ran
     assert runs[0].endswith("nice 19")  # at the lowest priority
+    if Path("/proc/self/autogroup").exists():  # and its session's scheduling group too, or nice 19 weighs nothing
+        assert " group 19 " in runs[0], runs
     speed_machine.forget()
     cpu, source = speed_machine.cpu_speed()
     assert cpu is not None and "measured on this machine" in source  # the next plan quotes it

@@ -13,6 +13,11 @@ from tests.support.speed import quiet_figures
 
 if __name__ == "__main__":
     with open(os.environ["FAKE_PROBE_LOG"], "a", encoding="utf-8") as log:
-        log.write(f"{os.getpid()} nice {os.nice(0)}\n")
+        try:  # Linux's scheduling group, where the kernel has them: "/autogroup-N nice K"
+            with open("/proc/self/autogroup", encoding="ascii") as group:
+                grouped = f" group {group.read().split()[-1]}"
+        except OSError:
+            grouped = ""
+        log.write(f"{os.getpid()}{grouped} nice {os.nice(0)}\n")
     time.sleep(float(os.environ.get("FAKE_PROBE_SECONDS", "1")))
     print(json.dumps(quiet_figures(threads=machine_key()["threads"])))
