@@ -167,24 +167,30 @@ def keep_probe(probe: Path, home: Path) -> None:
 
 
 def busy(args: argparse.Namespace, env: dict[str, str], home: Path) -> None:
-    """First plans with every core busy, in homes without a speed probe: each one's wall time."""
+    """First plans with every core busy, in homes without a speed probe: each one's wall time (with --before,
+    the earlier checkout's plans interleaved with these)."""
     cores = os.cpu_count() or 1
     loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(cores)]
     plan_cmd = [sys.executable, "-m", "app", "--plan", args.model, "--json"]
-    times = []
+    trees: dict[str, dict[str, str]] = {"this tree": {}}
+    if args.before is not None:
+        trees["before"] = {"PYTHONPATH": str(args.before.resolve())}
+    times: dict[str, list[float]] = {name: [] for name in trees}
     try:
         time.sleep(1.0)  # the loops have the cores
         for run in range(args.runs):
-            where = home / f"busy-{run}"
-            times.append(_time(plan_cmd, {**env, "VRAMCHAT_HOME": str(where)}, "busy"))
+            for name, extra in trees.items():
+                where = home / f"busy-{name.replace(' ', '-')}-{run}"
+                times[name].append(_time(plan_cmd, {**env, **extra, "VRAMCHAT_HOME": str(where)}, "busy " + name))
     finally:
         for loop in loops:
             loop.kill()
         _end_background_probes(home)
         shutil.rmtree(home, ignore_errors=True)
     print(f"model: {args.model}; {args.runs} first plans in homes without a speed probe, {cores} busy loops")
-    print("  each: " + ", ".join(f"{t:.2f} s" for t in times))
-    print(f"  median {statistics.median(times):.2f} s, max {max(times):.2f} s")
+    for name, each in times.items():
+        print(f"  {name}: " + ", ".join(f"{t:.2f} s" for t in each))
+        print(f"    median {statistics.median(each):.2f} s, max {max(each):.2f} s")
 
 
 def _end_background_probes(home: Path) -> None:
