@@ -59,9 +59,11 @@ def _serving_line(proc: subprocess.Popen[str], timeout: float = 60) -> str:
     """The line where `serve-rpc` says where it serves (read as it is printed, within `timeout`)."""
     lines: queue.Queue[str | None] = queue.Queue()
 
-    def read() -> None:
+    def read() -> None:  # up to the serving line only: what follows is the test's to read (communicate)
         for line in proc.stdout or []:
             lines.put(line)
+            if "serving on" in line:
+                return
         lines.put(None)
 
     threading.Thread(target=read, daemon=True).start()
