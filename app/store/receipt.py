@@ -66,8 +66,12 @@ def merge_peaks(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def build(model: LoadedModel, history: list[Sample], previous: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The receipt for the chat's run on `model` so far (`previous`: the one kept, whose peaks carry on)."""
+def build(
+    model: LoadedModel, history: list[Sample], previous: dict[str, Any] | None = None, reply_speed: float = 0.0
+) -> dict[str, Any]:
+    """The receipt for the chat's run on `model` so far (`previous`: the one kept, whose peaks carry on;
+    `reply_speed`: the reply's own tokens per second, which the samples, twice a second and zero between
+    replies, miss when the reply is shorter than that)."""
     measured = model.report.measurements
     v = model.verification
     dry_run: dict[str, Any] | None = None
@@ -86,6 +90,7 @@ def build(model: LoadedModel, history: list[Sample], previous: dict[str, Any] | 
         }
     now = time.time()
     peaks_seen = peaks(history)
+    peaks_seen["tokens_per_second"] = max(peaks_seen["tokens_per_second"], round(reply_speed, 2))
     committed = model.n_ctx
     if previous and previous.get("peaks"):
         peaks_seen = merge_peaks(previous["peaks"], peaks_seen)

@@ -46,7 +46,8 @@ def save_receipt(app: App[Any], services: Services, conv_id: int, reply_id: int)
         history = telemetry.history()
     try:
         kept = store.receipt(conv_id, key)
-        store.save_receipt(conv_id, key, build(model, history, kept.body if kept else None))
+        speed = session.engine.last_stats.tokens_per_second  # the reply just ended
+        store.save_receipt(conv_id, key, build(model, history, kept.body if kept else None, speed))
         store.set_reply_receipt(reply_id, key)
     except (StoreError, sqlite3.Error) as exc:  # the chat itself is saved; only its receipt is not
         app.notify(f"The plan receipt could not be kept: {exc}", severity="warning")
