@@ -18,6 +18,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from textual.geometry import Region
 
 from app.settings import Settings
 from app.tui.screens.chat import ChatScreen
@@ -91,6 +92,10 @@ async def test_the_picker_reads_whole(shelf: Path, size: tuple[int, int]) -> Non
             assert re.search(r" \d+(\.\d+)? (KiB|MiB|GiB) ", row) and "full GPU · 8,192 tok" in row, row
         load = screen.query_one("#load")
         assert load.region.bottom <= size[1] - 1, "the Load button is on screen"
+        # the selected model's path, longer than the plan panel is wide at 80x24, is folded, not cut at the edge
+        plan = screen.query_one("#plan-text")
+        folded = "".join(s.text.strip() for s in plan.render_lines(Region(0, 0, plan.size.width, plan.size.height)))
+        assert any(str(path) in folded for path in shelf.glob("*.gguf")), folded
 
 
 @pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
