@@ -27,7 +27,7 @@ from planner import LLAMA_CPP_BUILD  # noqa: E402
 from tests.support.compare import ConfigRow  # noqa: E402
 from tests.support.tiny import ZOO, TinySpec, write_tiny_model  # noqa: E402
 from tests.support.tiny.common import Q  # noqa: E402
-from tests.support.tiny.deepseek2 import V3_ROUTING, mla_spec  # noqa: E402
+from tests.support.tiny.deepseek32 import MTP_MODELS  # noqa: E402
 from tests.support.vulkan import compare_vulkan, vulkan_build, vulkan_devices  # noqa: E402
 
 BEGIN, END = "<!-- vulkan:begin -->", "<!-- vulkan:end -->"
@@ -56,20 +56,7 @@ MODELS = [
 ]
 SWA = frozenset({"gemma3", "gpt-oss", "gemma3n", "gemma4", "gemma4-e2b-double-wide", "cohere2"})
 BIG_VOCAB = TinySpec("qwen2", n_layer=4, n_embd=512, n_vocab=152064, embd_type=Q.Q8_0, output_type=Q.F16)
-# DeepSeek V3.2 with a next-token-prediction layer, the globals written first: llama.cpp skips the layer but loads
-# its router bias, and the host's mapping spans the skipped tensors before it
-MTP = mla_spec(
-    "deepseek32",
-    {
-        **V3_ROUTING,
-        "attention.indexer.head_count": 4,
-        "attention.indexer.key_length": 64,
-        "attention.indexer.top_k": 2048,
-        "nextn_predict_layers": 1,
-    },
-    n_layer=5,
-    globals_first=True,
-)
+MTP = MTP_MODELS["deepseek32-mtp"]  # an MTP layer, the globals first in the file
 
 
 def configs(swa: bool, moe: bool) -> list[dict]:

@@ -11,28 +11,11 @@ import pytest
 
 from tests.conftest import has_compiler
 from tests.support.compare import compare_cpu
-from tests.support.tiny import TinySpec, write_tiny_model
-from tests.support.tiny.deepseek2 import V3_ROUTING, mla_spec
+from tests.support.tiny import write_tiny_model
+from tests.support.tiny.deepseek32 import MTP_MODELS
 
 pytestmark = [pytest.mark.llama, pytest.mark.skipif(not has_compiler(), reason="the oracle needs a C compiler")]
 
-_INDEXER = {"attention.indexer.head_count": 4, "attention.indexer.key_length": 64}
-
-# one MTP layer after four trunk layers, its router bias after the block's skipped attention and experts
-MTP_MODELS: dict[str, TinySpec] = {
-    "deepseek32-mtp": mla_spec(
-        "deepseek32",
-        {**V3_ROUTING, **_INDEXER, "attention.indexer.top_k": 2048, "nextn_predict_layers": 1},
-        n_layer=5,
-        globals_first=True,
-    ),
-    "glm-dsa-mtp": mla_spec(
-        "glm-dsa",
-        {**V3_ROUTING, **_INDEXER, "attention.indexer.top_k": 1024, "nextn_predict_layers": 1},
-        n_layer=5,
-        globals_first=True,
-    ),
-}
 CONFIGS = [{"n_ctx": 512}, {"n_ctx": 4096, "flash_attn": True, "type_k": "q8_0", "type_v": "q8_0"}]
 
 

@@ -20,6 +20,7 @@ from planner.memory import plan_memory
 from tests.support.compare import ConfigRow
 from tests.support.tiny import ZOO, TinySpec, write_tiny_model
 from tests.support.tiny.deepseek2 import V3_ROUTING, mla_spec
+from tests.support.tiny.deepseek32 import MTP_MODELS
 from tests.support.vulkan import compare_vulkan, vulkan_devices
 
 CONFIGS: list[dict[str, Any]] = [
@@ -37,20 +38,7 @@ WIDE_INDEXER = mla_spec(
         "attention.indexer.top_k": 2048,
     },
 )
-# an MTP layer after four trunk layers, the globals written first: the mapped weights reach the MTP layer's
-# router bias, which llama.cpp loads though it skips the rest of the block (tests/planner/test_mtp_mapped_span.py)
-MTP = mla_spec(
-    "deepseek32",
-    {
-        **V3_ROUTING,
-        "attention.indexer.head_count": 4,
-        "attention.indexer.key_length": 64,
-        "attention.indexer.top_k": 2048,
-        "nextn_predict_layers": 1,
-    },
-    n_layer=5,
-    globals_first=True,
-)
+MTP = MTP_MODELS["deepseek32-mtp"]  # an MTP layer, the globals first in the file
 
 
 def _off(rows: list[ConfigRow]) -> list[str]:

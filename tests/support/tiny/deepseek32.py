@@ -82,3 +82,23 @@ ZOO: dict[str, TinySpec] = {
         covers=("indexer top k 512", "2 indexer heads", "tied"),
     ),
 }
+
+_INDEXER = {"attention.indexer.head_count": 4, "attention.indexer.key_length": 64}
+
+# one next-token-prediction (MTP) layer after four trunk layers, the globals written first (as some conversions
+# order them): llama.cpp skips the layer's tensors but loads its router bias, so the host's mapping reaches over
+# the skipped block to it (tests/planner/test_mtp_mapped_span.py, tests/vulkan/test_vulkan_ops.py)
+MTP_MODELS: dict[str, TinySpec] = {
+    "deepseek32-mtp": mla_spec(
+        "deepseek32",
+        {**V3_ROUTING, **_INDEXER, "attention.indexer.top_k": 2048, "nextn_predict_layers": 1},
+        n_layer=5,
+        globals_first=True,
+    ),
+    "glm-dsa-mtp": mla_spec(
+        "glm-dsa",
+        {**V3_ROUTING, **_INDEXER, "attention.indexer.top_k": 1024, "nextn_predict_layers": 1},
+        n_layer=5,
+        globals_first=True,
+    ),
+}
