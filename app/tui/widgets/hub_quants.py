@@ -12,6 +12,7 @@ from textual.widgets import DataTable
 from app.catalog import fit_badge
 from app.terminal_text import terminal_safe
 from app.tui.badges import badge_style
+from app.tui.widgets.table_columns import Column, redraw
 from planner.units import format_size
 
 if TYPE_CHECKING:
@@ -47,7 +48,7 @@ class HubQuants(DataTable[object]):
         self.best: int | None = None
         self.why = ""  # why the best is the best, or why there is none
         self.downloaded: dict[str, str] = {}  # a model's ref -> where it is on this machine
-        self._columns_shown: tuple[tuple[str, str, int], ...] = ()
+        self._columns_shown: tuple[Column, ...] = ()
 
     # -- what the repo holds, as it arrives -------------------------------------------------------
 
@@ -134,12 +135,7 @@ class HubQuants(DataTable[object]):
         if not self._columns_shown:
             return
         at = self.cursor_row
-        self.clear(columns=True)
-        for key, label, width in self._columns_shown:
-            self.add_column(label, key=key, width=width)
-        for index, model in enumerate(self.models):
-            cells = self.cells(index)
-            self.add_row(*[cells[key] for key, _, _ in self._columns_shown], key=model.ref)
+        redraw(self, self._columns_shown, ((model.ref, self.cells(i), 1) for i, model in enumerate(self.models)))
         if self.models:
             self.move_cursor(row=min(at, len(self.models) - 1))
 

@@ -12,6 +12,7 @@ from textual.widgets import DataTable
 from app.catalog import fit_badge
 from app.terminal_text import terminal_safe
 from app.tui.badges import badge_style
+from app.tui.widgets.table_columns import Column, columns_at, redraw
 
 if TYPE_CHECKING:
     from app.quants import RepoFit
@@ -34,15 +35,11 @@ class HubRepos(DataTable[object]):
         self.border_title = "Repositories"
         self.repos: list[RepoSummary] = []
         self.fits: dict[str, RepoFit] = {}  # the badges arrived, by repo
-        self._columns_shown: tuple[tuple[str, str, int], ...] = ()
+        self._columns_shown: tuple[Column, ...] = ()
 
     def lay_out(self, width: int) -> None:
         """The columns that fit a terminal `width` wide; the rows drawn again where they change."""
-        room = width - 4  # a table's borders and its scrollbar
-        shown = [c for c in REPO_COLUMNS if width >= c[3]]
-        free = room - 2 * len(shown) - sum(c[2] for c in shown)
-        name = max(REPO_NAME_MIN, min(REPO_NAME_MAX, free))
-        layout = tuple((key, label, w or name) for key, label, w, _ in shown)
+        layout = columns_at(width, REPO_COLUMNS, REPO_NAME_MIN, REPO_NAME_MAX)
         if layout != self._columns_shown:
             self._columns_shown = layout
             self.fill()
@@ -85,16 +82,15 @@ class HubRepos(DataTable[object]):
         if not self._columns_shown:
             return
         at = self.cursor_row
-        self.clear(columns=True)
-        for key, label, width in self._columns_shown:
-            self.add_column(label, key=key, width=width)
-        for repo in self.repos:
-            cells = self._cells(repo.repo_id)
-            name = cells["name"]
-            height = len(name.plain.splitlines()) if isinstance(name, Text) else 1
-            self.add_row(*[cells[key] for key, _, _ in self._columns_shown], key=repo.repo_id, height=height)
+        redraw(self, self._columns_shown, (self._row(repo.repo_id) for repo in self.repos))
         if self.repos:
             self.move_cursor(row=min(at, len(self.repos) - 1))
+
+    def _row(self, repo_id: str) -> tuple[str, dict[str, object], int]:
+        """The repo's row: its key, its cells, and as many lines as its wrapped name takes."""
+        cells = self._cells(repo_id)
+        name = cells["name"]
+        return repo_id, cells, len(name.plain.splitlines()) if isinstance(name, Text) else 1
 
     def _cells(self, repo_id: str) -> dict[str, object]:
         repo = next((r for r in self.repos if r.repo_id == repo_id), None)

@@ -14,6 +14,7 @@ from textual.widgets import DataTable
 from app.catalog import CatalogEntry, fit_badge, format_params
 from app.terminal_text import terminal_safe
 from app.tui.badges import badge_style
+from app.tui.widgets.table_columns import Column, columns_at, redraw
 from planner.units import format_size
 
 # The columns: (key, label, width, the narrowest screen that shows it). Widths are fixed (rows fill in as
@@ -39,25 +40,17 @@ class ModelTable(DataTable[str | Text]):
         super().__init__(id="models", cursor_type="row", zebra_stripes=True)
         self.border_title = "Models"
         self.entries: dict[str, CatalogEntry] = {}
-        self._columns_shown: tuple[tuple[str, str, int], ...] = ()
+        self._columns_shown: tuple[Column, ...] = ()
         self._apart: dict[str, str] = {}  # rows whose names read the same: what tells each apart (" · folder")
         self._early_keys: list[str] = []  # moves in the list made before it was drawn, made after
 
     def lay_out(self, screen_width: int, selected: str | None) -> None:
         """The columns that fit `screen_width`, the rows drawn again under them, the cursor on `selected`."""
-        shown = [c for c in COLUMNS if screen_width >= c[3]]
-        # the table's borders, its scrollbar, and one cell of padding each side of every column
-        room = screen_width - 2 - 2 - 2 * len(shown) - sum(c[2] for c in shown)
-        name_width = max(NAME_MIN, min(NAME_MAX, room))
-        layout = tuple((key, label, width or name_width) for key, label, width, _ in shown)
+        layout = columns_at(screen_width, COLUMNS, NAME_MIN, NAME_MAX)
         if layout == self._columns_shown:
             return
         self._columns_shown = layout
-        self.clear(columns=True)
-        for key, label, width in layout:
-            self.add_column(label, key=key, width=width)
-        for entry in self.entries.values():
-            self.add_row(*self._row(entry), key=entry.file.entry_id)
+        redraw(self, layout, ((e.file.entry_id, self._cells(e), 1) for e in self.entries.values()))
         if selected in self.entries:
             self.move_cursor(row=self.get_row_index(selected))
 
