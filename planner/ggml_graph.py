@@ -91,17 +91,16 @@ class Tensor:
         return self.view_src is not None
 
     def nbytes(self) -> int:
-        if any(n <= 0 for n in self.ne):
+        """ggml_nbytes (written out for the four dimensions: the replays ask it of every tensor, many times)."""
+        n0, n1, n2, n3 = self.ne
+        if n0 <= 0 or n1 <= 0 or n2 <= 0 or n3 <= 0:
             return 0
-        if self.type.block_size == 1:
-            size = self.type.type_size
-            for n, b in zip(self.ne, self.nb):
-                size += (n - 1) * b
-            return size
-        size = self.ne[0] * self.nb[0] // self.type.block_size
-        for n, b in zip(self.ne[1:], self.nb[1:]):
-            size += (n - 1) * b
-        return size
+        b0, b1, b2, b3 = self.nb
+        rest = (n1 - 1) * b1 + (n2 - 1) * b2 + (n3 - 1) * b3
+        block = self.type.block_size
+        if block == 1:
+            return self.type.type_size + (n0 - 1) * b0 + rest
+        return n0 * b0 // block + rest
 
     def source(self, slot: int) -> Tensor | None:
         """ggml's src[slot]: None where the op has no source there."""
@@ -128,6 +127,8 @@ def _contiguous_strides(type_: GGMLType, ne: tuple[int, int, int, int]) -> tuple
 
 
 def _ne4(ne: tuple[int, ...] | list[int]) -> tuple[int, int, int, int]:
+    if len(ne) == 4:
+        return (ne[0], ne[1], ne[2], ne[3])
     padded = list(ne) + [1] * (4 - len(ne))
     return (padded[0], padded[1], padded[2], padded[3])
 
