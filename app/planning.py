@@ -399,15 +399,17 @@ def _with_lessons(fit: FitResult) -> FitResult:
 def read_anatomy(source: str | ModelSource) -> ModelAnatomy:
     """The model's anatomy, by one route: a file's from the header cache, a listed model's or a hub or
     URL reference's by range reads of its header (app.sources, which keeps what it read)."""
-    from app import sources
-
     if not isinstance(source, str):
-        return sources.load_anatomy(source)
-    from app.sources.refs import is_remote
+        from app import sources
 
-    if not os.path.exists(source) and is_remote(source):
-        return sources.load_anatomy(sources.resolve_source(source))
-    from app.caches.headers import load_anatomy_cached
+        return sources.load_anatomy(source)
+    if not os.path.exists(source):
+        from app import sources
+        from app.sources.refs import is_remote
+
+        if is_remote(source):
+            return sources.load_anatomy(sources.resolve_source(source))
+    from app.caches.headers import load_anatomy_cached  # a file here: app.sources is not imported
 
     return load_anatomy_cached(source)
 

@@ -16,6 +16,7 @@ itself stays in the planner (planner/speed/), which imports nothing of the app.
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -80,6 +81,8 @@ def file_speed(
 
 def _local_copy(file: str) -> str:
     """A hub or URL model's file on this machine when it is downloaded whole, else `file` itself."""
+    if os.path.exists(file):  # a local file (app.sources is not imported for it)
+        return file
     from app.sources import is_remote, known_source
 
     source = known_source(file) if is_remote(file) else None

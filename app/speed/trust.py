@@ -18,8 +18,9 @@ A probe that fails any of these is not kept and its figures are not shown: the s
 
 from __future__ import annotations
 
-import statistics
 from typing import Any
+
+from planner.median import median
 
 BUSY_LOAD = 0.25  # other processes' share of the CPUs above which a probe is not trusted
 MAX_FROM_MEDIAN = 6.0  # a type's rate this many times off the median of all types: disturbed
@@ -59,7 +60,7 @@ def _slow_attention(figures: dict[str, Any]) -> str | None:
     decode = [float(v) for v in (figures.get("decode_rates") or {}).values() if isinstance(v, (int, float)) and v > 0]
     prefill = [float(v) for v in (figures.get("prefill_rates") or {}).values() if isinstance(v, (int, float)) and v > 0]
     checks = (
-        ("attention_seconds", "a token's attention", statistics.median(decode) if decode else 0.0),
+        ("attention_seconds", "a token's attention", median(decode) if decode else 0.0),
         ("prefill_attention_seconds", "a prompt's attention", max(prefill) if prefill else 0.0),
     )
     for name, what, rate in checks:
@@ -82,7 +83,7 @@ def _outlier(rates: Any) -> tuple[str, float, str] | None:
     values = {str(k): float(v) for k, v in rates.items() if isinstance(v, (int, float)) and v > 0}
     if len(values) < 3:
         return None
-    middle = statistics.median(values.values())
+    middle = median(values.values())
     name = max(values, key=lambda k: max(values[k] / middle, middle / values[k]))
     rate = values[name]
     if rate * MAX_FROM_MEDIAN < middle:

@@ -12,10 +12,10 @@ are the raw figures a reply's measured speed is compared with.
 from __future__ import annotations
 
 import math
-import statistics
 from dataclasses import dataclass
 from typing import Any
 
+from planner.median import median
 from planner.speed.basis import (
     BASIS_ORDER,
     ENOUGH_REPLIES,
@@ -206,7 +206,7 @@ def _figure(raw: float | None, basis: str, ratios: tuple[float, ...], scope: str
         return Figure(raw, raw * (1 - band), raw * (1 + band), basis, basis)
     ratios = ratios[-MAX_RATIOS:]
     n = len(ratios)
-    mid = statistics.median(ratios)
+    mid = median(ratios)
     # the band: the replies' own spread, and while few exist, the unlearned band shrinking with their count
     spread = max(abs(max(ratios) - mid), abs(mid - min(ratios))) / mid
     floor = MEASURED_BAND / math.sqrt(n + 1) if n < ENOUGH_REPLIES else 0.0
