@@ -7,6 +7,8 @@ instructions). `install()` gives the dataclasses module an `exec` of its own tha
 and keeps the code in a file beside planner's byte code, as Python keeps a module's: read at the start, written
 at exit when something new was compiled, never written where byte code is not (`-B`,
 PYTHONDONTWRITEBYTECODE). Every Python from 3.10 to 3.13 compiles dataclass methods through that one name.
+A process that never imports dataclasses (a replayed plan) pays nothing: the module is given its `exec` as it is
+imported, and the file is read at the first class.
 """
 
 from __future__ import annotations
@@ -14,13 +16,14 @@ from __future__ import annotations
 import atexit
 import builtins
 import contextlib
-import dataclasses
-import importlib.util
 import marshal
 import os
 import sys
-from types import CodeType
-from typing import Any
+from types import CodeType, ModuleType
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a replayed plan may not need it)
+if TYPE_CHECKING:
+    from typing import Any
 
 FILE_LIMIT = 8 << 20  # a kept file that grows past this (texts of code since changed) starts again
 
@@ -28,6 +31,7 @@ _codes: dict[str, CodeType] = {}
 _used: set[str] = set()
 _compiled = 0
 _installed = False
+_path: str | None = None  # the kept file, read at the first class (None: not yet, or nowhere to keep it)
 
 
 def cache_file() -> str | None:
@@ -46,7 +50,11 @@ def cache_file() -> str | None:
 
 def _exec(source: Any, globals: dict[str, Any] | None = None, locals: dict[str, Any] | None = None, /) -> None:
     """`exec` for the dataclasses module: a text compiled before runs from its kept code."""
-    global _compiled
+    global _compiled, _path
+    if _path is not None:  # the first class: what earlier runs kept
+        _codes.update(_read(_path))
+        atexit.register(_save, _path)
+        _path = None
     if isinstance(source, str):
         code = _codes.get(source)
         if code is None:
@@ -54,21 +62,50 @@ def _exec(source: Any, globals: dict[str, Any] | None = None, locals: dict[str, 
             _compiled += 1
         _used.add(source)
         source = code
-    builtins.exec(source, vars(dataclasses) if globals is None else globals, locals)
+    builtins.exec(source, vars(sys.modules["dataclasses"]) if globals is None else globals, locals)
 
 
 def install() -> None:
-    """Read the kept code and route dataclasses' compiles through it (once per process)."""
-    global _installed
+    """Route dataclasses' compiles through the kept code (once per process): now if dataclasses is imported,
+    else as it is imported."""
+    global _installed, _path
     if _installed:
         return
     _installed = True
-    path = cache_file()
-    if path is None:
+    _path = cache_file()
+    if _path is None:
         return
-    _codes.update(_read(path))
-    setattr(dataclasses, "exec", _exec)  # noqa: B010 (the module's global, which shadows the builtin)
-    atexit.register(_save, path)
+    if "dataclasses" in sys.modules:
+        _give_exec(sys.modules["dataclasses"])
+    else:
+        sys.meta_path.insert(0, _OnImport())
+
+
+def _give_exec(module: ModuleType) -> None:
+    setattr(module, "exec", _exec)  # noqa: B010 (the module's global, which shadows the builtin)
+
+
+class _OnImport:
+    """A meta path finder for one module, dataclasses: its own loader runs it, then it is given `_exec`."""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        if name != "dataclasses":
+            return None
+        sys.meta_path.remove(self)
+        from importlib.machinery import PathFinder
+
+        spec = PathFinder.find_spec(name, path)
+        loader = getattr(spec, "loader", None)
+        if loader is None or not hasattr(loader, "exec_module"):
+            return spec  # not a module found on the path: left as it is
+        run = loader.exec_module
+
+        def exec_module(module: ModuleType) -> None:
+            run(module)
+            _give_exec(module)
+
+        loader.exec_module = exec_module
+        return spec
 
 
 def _read(path: str) -> dict[str, CodeType]:
@@ -76,7 +113,8 @@ def _read(path: str) -> dict[str, CodeType]:
     try:
         with open(path, "rb") as handle:
             data = handle.read()
-        magic = importlib.util.MAGIC_NUMBER
+        from importlib.util import MAGIC_NUMBER as magic
+
         if not data.startswith(magic):
             return {}
         kept = marshal.loads(data[len(magic) :])
@@ -97,8 +135,10 @@ def _save(path: str) -> None:
     partial = f"{path}.{os.getpid()}.partial"
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
+        from importlib.util import MAGIC_NUMBER
+
         with open(partial, "wb") as handle:
-            handle.write(importlib.util.MAGIC_NUMBER + data)
+            handle.write(MAGIC_NUMBER + data)
         os.replace(partial, path)  # another process's file is whole or replaced whole
     except OSError:
         with contextlib.suppress(OSError):

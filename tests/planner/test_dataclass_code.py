@@ -76,3 +76,11 @@ def test_a_damaged_or_foreign_file_is_compiled_again_and_replaced(tmp_path: Path
         kept.write_bytes(damage)
         assert _run(tmp_path)["compiled"] > 100
         assert _run(tmp_path)["compiled"] == 0  # written whole again
+
+
+def test_a_process_that_defines_no_dataclass_imports_nothing_for_them(tmp_path: Path) -> None:
+    """A replayed plan imports planner but not dataclasses: the kept code costs it no import and no read."""
+    code = "import sys, planner; print(sorted(m for m in ('dataclasses', 'inspect') if m in sys.modules))"
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
