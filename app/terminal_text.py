@@ -26,9 +26,10 @@ def _escape(code: int) -> str:
 # paragraph separators, the bidirectional overrides and isolates that reorder what is shown ("Trojan
 # source"), and lone surrogates (undecodable bytes, which a terminal's encoder refuses)
 _UNSAFE = [*range(0x00, 0x20), *range(0x7F, 0xA0), 0x2028, 0x2029, *range(0x202A, 0x202F), *range(0x2066, 0x206A)]
-_UNSAFE += range(0xD800, 0xE000)
 _ONE_LINE = {code: _escape(code) for code in _UNSAFE}
-_MULTILINE = {code: text for code, text in _ONE_LINE.items() if code not in (0x09, 0x0A)}
+_ONE_LINE.update({code: f"\\u{code:04x}" for code in range(0xD800, 0xE000)})  # 2,048: written out, not called
+_MULTILINE = dict(_ONE_LINE)
+del _MULTILINE[0x09], _MULTILINE[0x0A]
 
 
 def terminal_safe(text: str, *, multiline: bool = False) -> str:
