@@ -3,12 +3,12 @@
 `dataclasses` writes each class's `__init__`, `__repr__`, `__eq__` ... as source text and compiles that text
 with `exec` every time the class is defined. The text is the same from run to run, and compiling it was 45%
 of importing what `vramchat --plan` needs on Python 3.11 (83 classes, 404 methods: 262 of 558 million
-instructions). `install()` gives the dataclasses module an `exec` of its own that compiles each text once
-and keeps the code in a file beside planner's byte code, as Python keeps a module's: read at the start, written
-at exit when something new was compiled, never written where byte code is not (`-B`,
-PYTHONDONTWRITEBYTECODE). Every Python from 3.10 to 3.13 compiles dataclass methods through that one name.
-A process that never imports dataclasses (a replayed plan) pays nothing: the module is given its `exec` as it is
-imported, and the file is read at the first class.
+instructions). `install()` gives the dataclasses module an `exec` of its own that compiles each text once and
+keeps the code, one file per module that defines dataclasses, beside planner's byte code, as Python keeps a
+module's: a module's file is read at its first class, written at exit when something new was compiled, and
+never written where byte code is not (`-B`, PYTHONDONTWRITEBYTECODE). Every Python from 3.10 to 3.13 compiles
+dataclass methods through that one name. A process that never imports dataclasses (a replayed plan) pays
+nothing: the module is given its `exec` as it is imported.
 """
 
 from __future__ import annotations
@@ -25,18 +25,19 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a replay
 if TYPE_CHECKING:
     from typing import Any
 
-FILE_LIMIT = 8 << 20  # a kept file that grows past this (texts of code since changed) starts again
+FILE_LIMIT = 1 << 20  # a module's file that grows past this (texts of code since changed) starts again
 
-_codes: dict[str, CodeType] = {}
-_used: set[str] = set()
+_codes: dict[str, dict[str, CodeType]] = {}  # module -> text -> code
+_used: dict[str, set[str]] = {}  # module -> the texts this process defined
+_changed: set[str] = set()  # modules with code compiled in this process
 _compiled = 0
 _installed = False
-_path: str | None = None  # the kept file, read at the first class (None: not yet, or nowhere to keep it)
+_folder: str | None = None  # where the files are; None: nowhere (not installed, or no cache tag)
 
 
-def cache_file() -> str | None:
-    """Where the code is kept: planner's `__pycache__` (under `sys.pycache_prefix` when one is set), named by
-    the interpreter's cache tag; None for an interpreter without one."""
+def cache_folder() -> str | None:
+    """Where the code is kept: a folder in planner's `__pycache__` (under `sys.pycache_prefix` when one is set),
+    named by the interpreter's cache tag; None for an interpreter without one."""
     tag = sys.implementation.cache_tag
     if tag is None:
         return None
@@ -45,36 +46,47 @@ def cache_file() -> str | None:
         pycache = os.path.join(sys.pycache_prefix, folder.lstrip(os.sep))
     else:
         pycache = os.path.join(folder, "__pycache__")
-    return os.path.join(pycache, f"dataclass_code.{tag}.marshal")
+    return os.path.join(pycache, f"dataclass_code.{tag}")
+
+
+def _file(module: str) -> str | None:
+    if _folder is None or not module or not all(c.isalnum() or c in "._" for c in module):
+        return None
+    return os.path.join(_folder, f"{module}.marshal")
 
 
 def _exec(source: Any, globals: dict[str, Any] | None = None, locals: dict[str, Any] | None = None, /) -> None:
     """`exec` for the dataclasses module: a text compiled before runs from its kept code."""
-    global _compiled, _path
-    if _path is not None:  # the first class: what earlier runs kept
-        _codes.update(_read(_path))
-        atexit.register(_save, _path)
-        _path = None
+    global _compiled
+    if globals is None:
+        globals = vars(sys.modules["dataclasses"])
     if isinstance(source, str):
-        code = _codes.get(source)
+        module = str(globals.get("__name__", ""))
+        codes = _codes.get(module)
+        if codes is None:  # the module's first class: what earlier runs kept
+            path = _file(module)
+            codes = _codes[module] = _read(path) if path else {}
+        code = codes.get(source)
         if code is None:
-            code = _codes[source] = compile(source, "<string>", "exec")
+            code = codes[source] = compile(source, "<string>", "exec")
             _compiled += 1
-        _used.add(source)
+            _changed.add(module)
+        _used.setdefault(module, set()).add(source)
         source = code
-    builtins.exec(source, vars(sys.modules["dataclasses"]) if globals is None else globals, locals)
+    builtins.exec(source, globals, locals)
 
 
 def install() -> None:
     """Route dataclasses' compiles through the kept code (once per process): now if dataclasses is imported,
     else as it is imported."""
-    global _installed, _path
+    global _installed, _folder
     if _installed:
         return
     _installed = True
-    _path = cache_file()
-    if _path is None:
+    _folder = cache_folder()
+    if _folder is None:
         return
+    atexit.register(_save)
     if "dataclasses" in sys.modules:
         _give_exec(sys.modules["dataclasses"])
     else:
@@ -125,26 +137,32 @@ def _read(path: str) -> dict[str, CodeType]:
     return {text: code for text, code in kept.items() if isinstance(text, str) and isinstance(code, CodeType)}
 
 
-def _save(path: str) -> None:
-    """Write what this run compiled beside what was kept (only this run's texts when that grew too large)."""
+def _save() -> None:
+    """Write each module's file where this run compiled something for it: what was kept and what is new (only
+    this run's texts when that grew too large)."""
     if not _compiled or sys.dont_write_bytecode:
         return
-    data = marshal.dumps(_codes)
-    if len(data) > FILE_LIMIT:
-        data = marshal.dumps({text: _codes[text] for text in _used})
-    partial = f"{path}.{os.getpid()}.partial"
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        from importlib.util import MAGIC_NUMBER
+    from importlib.util import MAGIC_NUMBER
 
-        with open(partial, "wb") as handle:
-            handle.write(MAGIC_NUMBER + data)
-        os.replace(partial, path)  # another process's file is whole or replaced whole
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.unlink(partial)
+    for module in _changed:
+        path = _file(module)
+        if path is None:
+            continue
+        codes = _codes[module]
+        data = marshal.dumps(codes)
+        if len(data) > FILE_LIMIT:
+            data = marshal.dumps({text: codes[text] for text in _used.get(module, ())})
+        partial = f"{path}.{os.getpid()}.partial"
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(partial, "wb") as handle:
+                handle.write(MAGIC_NUMBER + data)
+            os.replace(partial, path)  # another process's file is whole or replaced whole
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.unlink(partial)
 
 
 def counts() -> tuple[int, int]:
-    """(texts compiled in this process, texts whose code came from the kept file)."""
-    return _compiled, len(_used) - _compiled
+    """(texts compiled in this process, texts whose code came from the kept files)."""
+    return _compiled, sum(len(texts) for texts in _used.values()) - _compiled
