@@ -1,6 +1,7 @@
 """How long `vramchat --plan MODEL --json` takes as a whole process, next to a bare Python start.
 
     python bench/plan_speed.py [MODEL] [--runs N] [--gguf-reader] [--before TREE] [--floor] [--busy]
+                               [--instructions]
 
 Three commands run in fresh processes, interleaved, and their medians are printed with the
 ratios between them:
@@ -19,6 +20,9 @@ parses every tensor and array: about 12 s for the demo). MODEL defaults to the d
 --busy instead times first plans in homes without a speed probe while every core runs a busy loop (a user
 who keeps another program running): each plan's wall time, which must not wait for the probe; the background
 probes those plans start are ended afterwards.
+--instructions instead counts the instructions each command runs, once each under valgrind's callgrind: the
+same count whatever else the machine does (on a shared VM the wall times above wander by a third), so the
+ratios hold from run to run. The speed probe is off for them (VRAMCHAT_SPEED_PROBE=off: no figures, no probe).
 """
 
 from __future__ import annotations
@@ -70,6 +74,11 @@ def main() -> None:
         help="time first plans in homes without a speed probe, every core busy (the probe must not be waited for)",
     )
     parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="count each command's instructions under valgrind's callgrind instead of timing them",
+    )
+    parser.add_argument(
         "--floor",
         action="store_true",
         help="also time a process that only reads the header (planner.gguf.read_gguf): the part of a first "
@@ -86,6 +95,9 @@ def main() -> None:
     home = Path(tempfile.mkdtemp(prefix="vramchat-plan-speed-"))
     if args.busy:
         busy(args, env, home)
+        return
+    if args.instructions:
+        instructions(args, env, home)
         return
     probe = machine_probe(home / "probe")
     plan_cmd = [sys.executable, "-m", "app", "--plan", args.model, "--json"]
@@ -191,6 +203,59 @@ def busy(args: argparse.Namespace, env: dict[str, str], home: Path) -> None:
     for name, each in times.items():
         print(f"  {name}: " + ", ".join(f"{t:.2f} s" for t in each))
         print(f"    median {statistics.median(each):.2f} s, max {max(each):.2f} s")
+
+
+def instructions(args: argparse.Namespace, env: dict[str, str], home: Path) -> None:
+    """Each command's instruction count, once under callgrind, after one run that writes its byte code."""
+    if shutil.which("valgrind") is None:
+        raise SystemExit("--instructions needs valgrind (apt-get install valgrind)")
+    env = {**env, "VRAMCHAT_SPEED_PROBE": "off"}
+    plan_cmd = [sys.executable, "-m", "app", "--plan", args.model, "--json"]
+    trees: dict[str, dict[str, str]] = {"": {}}
+    if args.before is not None:
+        trees["before: "] = {"PYTHONPATH": str(args.before.resolve())}
+    commands: dict[str, tuple[list[str], dict[str, str], bool]] = {}
+    for label, tree in trees.items():
+        commands[f"{label}first plan (no caches)"] = (plan_cmd, tree, True)
+        commands[f"{label}planned before (cached)"] = (plan_cmd, tree, False)
+        commands[f"{label}header read alone"] = (
+            [sys.executable, "-c", f"import planner.gguf; planner.gguf.read_gguf({args.model!r})"],
+            tree,
+            False,
+        )
+    commands["python -c pass"] = ([sys.executable, "-c", "pass"], {}, False)
+    counts: dict[str, int] = {}
+    try:
+        for name, (cmd, tree, cold) in commands.items():
+            where = home / name.replace(" ", "-").replace(":", "").replace("(", "").replace(")", "")
+            run_env = {**env, **tree, "VRAMCHAT_HOME": str(where)}
+            _time(cmd, run_env)  # byte code written; a cached plan's cache filled
+            if cold:
+                shutil.rmtree(where, ignore_errors=True)
+            counts[name] = _callgrind(cmd, run_env)
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+    print(f"model: {args.model}; instructions, each command once under callgrind (speed probe off)")
+    for name, n in counts.items():
+        print(f"  {name:36s} {n / 1e6:9.1f} million")
+    for label in trees:
+        header = counts[f"{label}header read alone"]
+        first = counts[f"{label}first plan (no caches)"]
+        print(f"  {label}first plan: {first / header:.2f}x the header read alone")
+
+
+def _callgrind(cmd: list[str], env: dict[str, str]) -> int:
+    proc = subprocess.run(
+        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *cmd],
+        capture_output=True,
+        text=True,
+        cwd=env.get("PYTHONPATH", ROOT),
+        env=env,
+    )
+    for line in proc.stderr.splitlines():
+        if "refs:" in line:
+            return int(line.rsplit(None, 1)[-1].replace(",", ""))
+    raise SystemExit(f"callgrind counted nothing for {cmd}: {proc.stderr[-500:]}")
 
 
 def _end_background_probes(home: Path) -> None:
