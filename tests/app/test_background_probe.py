@@ -5,6 +5,8 @@ timing away."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -13,6 +15,8 @@ import pytest
 from app.speed import background
 from app.speed import machine as speed_machine
 from tests.support.speed import quiet_figures
+
+ROOT = Path(__file__).resolve().parents[2]
 
 REAL_START = speed_machine.start_background_probe  # tests/conftest.py runs the probe in place instead
 
@@ -75,7 +79,31 @@ def test_a_busy_machine_is_probed_again_until_a_probe_is_trusted(monkeypatch: py
     answers = [*busy, quiet_figures(threads=speed_machine.machine_key()["threads"])]
     monkeypatch.setattr(speed_machine, "run_probe", lambda module=None: answers.pop(0))
     monkeypatch.setattr(speed_machine, "RETRY_SECONDS", 0.05)
-    assert background.run(speed_machine.speed_folder(), speed_machine.PROBE_MODULE) == 0  # the child's loop
+    # the child's loop, run here: without lowering this test session's priority (and its session's group)
+    monkeypatch.setattr(background, "lowest_priority", lambda: None)
+    assert background.run(speed_machine.speed_folder(), speed_machine.PROBE_MODULE) == 0
     assert not answers  # three tries: two disturbed and dropped, the third kept
     speed_machine.forget()
     assert speed_machine.cpu_speed(measure=False)[0] is not None
+
+
+def test_the_probe_lowers_its_sessions_group_only_when_it_leads_that_session() -> None:
+    """Run outside a session of its own (by hand, or a test), the probe must not lower the user's whole session:
+    Linux's autogroup nice is the session's, every program the user runs there would share it."""
+    code = (
+        "import os\n"
+        "from app.speed.background import lowest_priority\n"
+        "lowest_priority()\n"
+        "print(os.nice(0), open('/proc/self/autogroup').read().split()[-1])\n"
+    )
+    if not Path("/proc/self/autogroup").exists():
+        pytest.skip("no scheduling groups by session on this kernel")
+    before = Path("/proc/self/autogroup").read_text().split()[-1]
+    inside = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert inside.returncode == 0, inside.stderr
+    assert inside.stdout.split() == ["19", before]  # its own nice only: the group it shares is left as it was
+    leader = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT, start_new_session=True
+    )
+    assert leader.returncode == 0, leader.stderr
+    assert leader.stdout.split() == ["19", "19"]  # its own session, as the launcher starts it: the group too
