@@ -54,11 +54,11 @@ def model_key(path: str) -> str:
 
 
 def devices_key(plan: MemoryPlan) -> str:
-    from app.speed.machine import machine_key
+    from app.speed.machine import cpu_identity
 
-    cpu = machine_key()
     gpus = [f"{d.name}:{d.backend}:{d.total}" for d in plan.gpus]
-    return json.dumps([cpu["cpu"][:2], cpu["threads"], gpus])
+    threads = max(1, os.cpu_count() or 1)  # machine_key's "threads", without its RAM and library reads
+    return json.dumps([cpu_identity()[:2], threads, gpus])
 
 
 def config_key(plan: MemoryPlan) -> str:

@@ -19,6 +19,7 @@ are dropped too.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import subprocess
@@ -67,6 +68,21 @@ def _library_files() -> list[tuple[str, int, int]]:
 
 
 def _cpu_identity() -> list[str]:
+    return list(_cpu_lines())
+
+
+def cpu_identity() -> list[str]:
+    """The key's CPU lines alone (a picker row's speed asks for them: machine_key also reads RAM and files)."""
+    return list(_cpu_lines())
+
+
+@functools.cache
+def _cpu_lines() -> tuple[str, ...]:
+    """The CPU's name and features as /proc/cpuinfo gives them, read once per process (they do not change)."""
+    return tuple(_read_cpu_identity())
+
+
+def _read_cpu_identity() -> list[str]:
     fields = ("vendor_id", "model name", "flags", "Features", "CPU implementer", "CPU part")
     out: list[str] = []
     with contextlib.suppress(OSError), open("/proc/cpuinfo", encoding="utf-8", errors="replace") as handle:
