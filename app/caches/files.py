@@ -47,8 +47,15 @@ def new_temporary(folder: Path, suffix: str = ".tmp") -> tuple[int, str]:
     raise FileExistsError(f"no new temporary file could be made in {folder}")
 
 
+# writes to each folder since this process last trimmed it: the folder is listed at a process's first write
+# there, then once every tenth of `keep` writes (listing 5,000 cached sizes at each of a first start's hundred
+# plans was a tenth of its planning)
+_untrimmed: dict[tuple[Path, str], int] = {}
+
+
 def write_atomically(entry: Path, data: bytes, keep: int) -> None:
-    """Write `entry` whole or not at all, then keep only the `keep` newest files beside it."""
+    """Write `entry` whole or not at all; the folder keeps about the `keep` newest files (at most a tenth more
+    between two trims)."""
     with contextlib.suppress(OSError):
         entry.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = new_temporary(entry.parent)
@@ -59,7 +66,13 @@ def write_atomically(entry: Path, data: bytes, keep: int) -> None:
         finally:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
-        _trim(entry.parent, entry.suffix, keep)
+        where = (entry.parent, entry.suffix)
+        written = _untrimmed.get(where)
+        if written is None or written + 1 >= max(1, keep // 10):
+            _untrimmed[where] = 0
+            _trim(entry.parent, entry.suffix, keep)
+        else:
+            _untrimmed[where] = written + 1
 
 
 def _trim(folder: Path, suffix: str, keep: int) -> None:

@@ -25,6 +25,18 @@ def test_an_atomic_write_leaves_the_entry_alone_and_only_the_newest_entries(tmp_
     assert sorted(p.name for p in (tmp_path / "c").iterdir()) == ["2.json", "3.json", "4.json"]
 
 
+def test_a_large_cache_keeps_about_its_newest_entries_without_being_listed_at_every_write(tmp_path: Path) -> None:
+    folder = tmp_path / "sizes"
+    held = []
+    for i in range(300):
+        write_atomically(folder / f"{i}.json", b"{}", keep=100)
+        os.utime(folder / f"{i}.json", (i, i))
+        held.append(len(list(folder.iterdir())))
+    assert max(held) == 100 + 9  # trimmed every tenth of `keep` writes, not at each: a tenth more at most
+    names = {int(p.stem) for p in folder.iterdir()}
+    assert len(names) >= 100 and min(names) >= 300 - 110 and 299 in names  # the newest are kept
+
+
 def test_the_planner_stamp_is_steady() -> None:
     first = planner_stamp()
     planner_stamp.cache_clear()
