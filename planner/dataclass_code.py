@@ -68,7 +68,9 @@ def _exec(source: Any, globals: dict[str, Any] | None = None, locals: dict[str, 
             codes = _codes[module] = _read(path) if path else {}
         code = codes.get(source)
         if code is None:
-            code = codes[source] = compile(source, "<string>", "exec")
+            # dont_inherit: compiled as dataclasses' own exec compiles it, without this module's
+            # `from __future__ import annotations` (which would turn __init__'s annotations into strings)
+            code = codes[source] = compile(source, "<string>", "exec", dont_inherit=True)
             _compiled += 1
             _changed.add(module)
         _used.setdefault(module, set()).add(source)

@@ -25,9 +25,15 @@ try:
     frozen = False
 except Exception as exc:
     frozen = type(exc).__name__
+import inspect
+from dataclasses import dataclass
+@dataclass
+class Undocumented:
+    x: int
 compiled, reused = dataclass_code.counts()
 print(json.dumps({"compiled": compiled, "reused": reused, "equal": a == b, "hash": hash(a) == hash(b),
-                  "repr": repr(a)[:41], "frozen": frozen}))
+                  "repr": repr(a)[:41], "frozen": frozen, "signature": str(inspect.signature(Device.__init__))[:36],
+                  "doc": Undocumented.__doc__}))
 """
 
 
@@ -61,6 +67,9 @@ def test_the_second_run_defines_every_dataclass_from_kept_code_that_behaves_the_
         "hash": True,
         "repr": "Device(name='CUDA0', kind='gpu', backend=",
         "frozen": "FrozenInstanceError",
+        # the annotations are the types, as dataclasses' own compile makes them (not strings of local names)
+        "signature": "(self, name: 'str', kind: 'str', bac",  # planner's own annotations are strings
+        "doc": "Undocumented(x: int)",
     }
     assert {k: first[k] for k in expected} == expected and {k: second[k] for k in expected} == expected
 
