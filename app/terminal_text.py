@@ -26,10 +26,23 @@ def _escape(code: int) -> str:
 # paragraph separators, the bidirectional overrides and isolates that reorder what is shown ("Trojan
 # source"), and lone surrogates (undecodable bytes, which a terminal's encoder refuses)
 _UNSAFE = [*range(0x00, 0x20), *range(0x7F, 0xA0), 0x2028, 0x2029, *range(0x202A, 0x202F), *range(0x2066, 0x206A)]
-_ONE_LINE = {code: _escape(code) for code in _UNSAFE}
-_ONE_LINE.update({code: f"\\u{code:04x}" for code in range(0xD800, 0xE000)})  # 2,048: written out, not called
-_MULTILINE = dict(_ONE_LINE)
-del _MULTILINE[0x09], _MULTILINE[0x0A]
+_KEPT_IN_MULTILINE = (0x09, 0x0A)
+# ASCII text (a plan's JSON, most names) needs only C0 and DEL: the full tables, 2,100 entries with the surrogates,
+# are made at the first text that is not ASCII (str.isascii is a flag CPython keeps, not a scan)
+_ASCII_ONE_LINE = {code: _escape(code) for code in (*range(0x00, 0x20), 0x7F)}
+_ASCII_MULTILINE = {code: text for code, text in _ASCII_ONE_LINE.items() if code not in _KEPT_IN_MULTILINE}
+_FULL: list[dict[int, str]] = []  # [one line, multiline], once made
+
+
+def _full_tables() -> list[dict[int, str]]:
+    if not _FULL:
+        one_line = {code: _escape(code) for code in _UNSAFE}
+        one_line.update({code: f"\\u{code:04x}" for code in range(0xD800, 0xE000)})
+        multiline = dict(one_line)
+        for code in _KEPT_IN_MULTILINE:
+            del multiline[code]
+        _FULL[:] = [one_line, multiline]
+    return _FULL
 
 
 def terminal_safe(text: str, *, multiline: bool = False) -> str:
@@ -37,7 +50,9 @@ def terminal_safe(text: str, *, multiline: bool = False) -> str:
 
     `multiline`: newlines and tabs stay (a reply, a template, a message); otherwise they are shown too, so
     that a name stays on its one line."""
-    return text.translate(_MULTILINE if multiline else _ONE_LINE)
+    if text.isascii():
+        return text.translate(_ASCII_MULTILINE if multiline else _ASCII_ONE_LINE)
+    return text.translate(_full_tables()[1 if multiline else 0])
 
 
 def is_terminal_safe(text: str, *, multiline: bool = False) -> bool:

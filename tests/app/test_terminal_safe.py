@@ -50,6 +50,10 @@ def test_every_control_character_is_shown_as_an_escape() -> None:
     assert terminal_safe("a\nb\tc\r", multiline=True) == "a\nb\tc\\x0d"  # a reply keeps its lines
     assert terminal_safe("Gemma 3 · 日本語 🙂 é") == "Gemma 3 · 日本語 🙂 é"
     assert is_terminal_safe("plain") and not is_terminal_safe(RED)
+    # ASCII text and text with other characters take two ways through: the same escapes either way
+    assert terminal_safe("\x1b[31m\x7f") == "\\x1b[31m\\x7f"
+    assert terminal_safe("é\x1b[31m\x7f\u2066") == "é\\x1b[31m\\x7f\\u2066"
+    assert terminal_safe("é\x1b\n", multiline=True) == "é\\x1b\n" and is_terminal_safe("é\n", multiline=True)
 
 
 def test_a_guarded_stream_writes_vramchats_own_sequences_and_nothing_else(tmp_path: Path) -> None:
