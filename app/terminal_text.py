@@ -10,6 +10,7 @@ control characters itself.
 
 from __future__ import annotations
 
+import functools
 import sys
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: a replayed plan's start is short
@@ -31,18 +32,15 @@ _KEPT_IN_MULTILINE = (0x09, 0x0A)
 # are made at the first text that is not ASCII (str.isascii is a flag CPython keeps, not a scan)
 _ASCII_ONE_LINE = {code: _escape(code) for code in (*range(0x00, 0x20), 0x7F)}
 _ASCII_MULTILINE = {code: text for code, text in _ASCII_ONE_LINE.items() if code not in _KEPT_IN_MULTILINE}
-_FULL: list[dict[int, str]] = []  # [one line, multiline], once made
 
 
-def _full_tables() -> list[dict[int, str]]:
-    if not _FULL:
-        one_line = {code: _escape(code) for code in _UNSAFE}
-        one_line.update({code: f"\\u{code:04x}" for code in range(0xD800, 0xE000)})
-        multiline = dict(one_line)
-        for code in _KEPT_IN_MULTILINE:
-            del multiline[code]
-        _FULL[:] = [one_line, multiline]
-    return _FULL
+@functools.cache
+def _full_tables() -> tuple[dict[int, str], dict[int, str]]:
+    """(one line, multiline): every unsafe character's escape, made once."""
+    one_line = {code: _escape(code) for code in _UNSAFE}
+    one_line.update({code: f"\\u{code:04x}" for code in range(0xD800, 0xE000)})
+    multiline = {code: text for code, text in one_line.items() if code not in _KEPT_IN_MULTILINE}
+    return one_line, multiline
 
 
 def terminal_safe(text: str, *, multiline: bool = False) -> str:

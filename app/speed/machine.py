@@ -67,10 +67,6 @@ def _library_files() -> list[tuple[str, int, int]]:
     return out
 
 
-def _cpu_identity() -> list[str]:
-    return list(_cpu_lines())
-
-
 def cpu_identity() -> list[str]:
     """The key's CPU lines alone (a picker row's speed asks for them: machine_key also reads RAM and files)."""
     return list(_cpu_lines())
@@ -108,7 +104,7 @@ def machine_key() -> dict[str, Any]:
         ram = 0
     return {
         "format": PROBE_FORMAT,
-        "cpu": _cpu_identity(),
+        "cpu": cpu_identity(),
         "cores": os.cpu_count() or 1,
         "threads": max(1, os.cpu_count() or 1),  # what the engine uses (app/engine/engine.py)
         "ram": ram,
