@@ -460,7 +460,10 @@ class VramchatApp(App):
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         from app.tui.screens.chat import ChatScreen
 
-        yield from super().get_system_commands(screen)
+        for command in super().get_system_commands(screen):
+            if command.title == "Screenshot":  # Textual's saves to a Downloads folder alone, and fails without one
+                command = SystemCommand("Screenshot", "Save an SVG of the screen and say where", self.action_screenshot)
+            yield command
         if isinstance(screen, PickerScreen):
             yield SystemCommand("Load the selected model", "Load it with the plan shown", screen.action_load)
             yield SystemCommand("Rescan for models", "Look in the model folders again", screen.action_rescan)

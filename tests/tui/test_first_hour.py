@@ -190,6 +190,18 @@ async def test_a_screenshot_is_saved_where_it_can_be_and_the_path_said(shelf: Pa
         assert any(str(saved[0]) in n for n in notices(app))
 
 
+async def test_the_palettes_screenshot_is_saved_where_it_can_be_too(shelf: Path, _private_home: Path) -> None:
+    """Textual's own palette command saved to a Downloads folder alone: without one it said only that it failed."""
+    app = make_app(shelf)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, picker_ready(app))
+        [command] = [c for c in app.get_system_commands(app.screen) if c.title == "Screenshot"]
+        command.callback()
+        await pilot.pause(0.2)
+        saved = list(_private_home.rglob("*.svg"))
+        assert len(saved) == 1 and any(str(saved[0]) in n for n in notices(app)), notices(app)
+
+
 async def test_a_context_past_the_trained_length_is_planned_with_a_warning(shelf: Path) -> None:
     app = make_app(shelf)
     async with app.run_test(size=(160, 48)) as pilot:
