@@ -148,8 +148,8 @@ async def test_chat_send_retry_copy_new_and_past_chats(shelf: Path) -> None:
         assert engine.prompts[-1] == engine.tokenize(f"{PRIMER}Q: What is the capital of France?\nA:")
 
         await pilot.press("ctrl+r")
-        await pilot.pause(0.05)
-        await wait_for(pilot, reply_done(app))
+        done = reply_done(app)  # the retry has been asked of the engine, and has ended (not a pause and hope)
+        await wait_for(pilot, lambda: len(engine.prompts) == 2 and done())
         assert len(engine.prompts) == 2 and len(list(chat.query(MessageView))) == 2
         assert len(app.store.conversation(conv.id).messages) == 2
 
