@@ -177,16 +177,17 @@ def test_the_probe_times_sampling_as_the_engine_samples_a_real_model(gemma_path:
         llama_cpp.llama_model_free(model)
 
 
-def test_llama_cpps_own_work_before_each_prompt_batch_is_priced_within_a_factor_of_2_5(
+def test_llama_cpps_own_work_before_each_prompt_batch_is_priced_within_a_factor_of_4(
     zoo: dict[str, Path], gemma_path: Path
 ) -> None:
     """llama_decode builds a batch's graph and books each token into the KV caches on the calling thread
     before the graph runs, work none of the probe's graphs do: 0.8 ms before a 512-token batch of a tiny
     model here, 1.7 ms before the demo's (two caches). Timed to the scheduler's first look at a node, a new
-    batch shape each time (as a chat's prompts come): the plan's price within a factor 2.5 of it, and more
+    batch shape each time (as a chat's prompts come): the plan's price within a factor 4 of it, and more
     for the longer batch. The price is constants timed on one CPU (planner.speed.timing HOST_*_SECONDS, not scaled
-    by this machine's probe): the band is what another CPU, busy or quiet, needs; it catches a price that
-    is missing or off by an order, not one that is 2x off. Timed while other programs keep the cores busy it
+    by this machine's probe): the band is what another CPU, busy or quiet, needs (CI's runner read 2.4 ms before
+    the tiny model's 512-token batch, 2.8x the price, where this EPYC reads 0.8); it catches a price that is
+    missing or off by an order, not one that is 2x off. Timed while other programs keep the cores busy it
     reads 4-8x the price (a load average of 9 on these 2 cores): the test then says so and skips, as the probe
     drops a busy machine's figures."""
     import statistics
@@ -237,7 +238,7 @@ def test_llama_cpps_own_work_before_each_prompt_batch_is_priced_within_a_factor_
                 pytest.skip(f"other programs used {share:.0%} of the CPUs while llama.cpp was timed: not checkable")
             for n, measured in host.items():
                 planned = host_batch_seconds(device, n, 1)
-                assert 1 / 2.5 < measured / planned < 2.5, (path.name, n, measured, planned)
+                assert 1 / 4 < measured / planned < 4, (path.name, n, measured, planned)
             assert host[512] > host[32]
         finally:
             llama_cpp.llama_free(ctx)

@@ -15,7 +15,8 @@ if __name__ == "__main__":
     with open(os.environ["FAKE_PROBE_LOG"], "a", encoding="utf-8") as log:
         try:  # Linux's scheduling group, where the kernel has them: "/autogroup-N nice K"
             with open("/proc/self/autogroup", encoding="ascii") as group:
-                grouped = f" group {group.read().split()[-1]}"
+                words = group.read().split()  # nothing where the task is in the root group
+                grouped = f" group {words[-1] if words else 'none'}"
         except OSError:
             grouped = ""
         log.write(f"{os.getpid()}{grouped} nice {os.nice(0)}\n")
