@@ -199,6 +199,8 @@ class Scheduler:
         and copy each split's inputs into its backend. The passes are llama.cpp's, in its order. `extents`:
         the graph's tokens, outputs and cache cells (planner.op_support.graph_extents)."""
         self._answers, self._refused, self._extents = {}, {}, extents
+        if len(self.backends) == 1:
+            return self._one_backend(nodes, leafs)
         self._reset(nodes, leafs)
         self._pin(nodes, pinned)
         self._pass1_where_the_weights_are(nodes, leafs)
@@ -220,6 +222,13 @@ class Scheduler:
                 key = (node.op, self.backends[b].name)
                 refused[key] = refused.get(key, 0) + 1
         return ScheduledGraph(final_nodes, out_leafs, out_backend, leaf_backend, n_splits, all_copies, refused)
+
+    def _one_backend(self, nodes: list[Tensor], leafs: list[Tensor]) -> ScheduledGraph:
+        """What the passes come to with the CPU alone (a plan without GPUs, the most common one): every node and
+        leaf on it, one split, nothing copied or refused, the graph's order kept; without walking the graph
+        five times."""
+        name = self.backends[0].name
+        return ScheduledGraph(list(nodes), list(leafs), [name] * len(nodes), [name] * len(leafs), 1, [], {})
 
     @staticmethod
     def _reset(nodes: list[Tensor], leafs: list[Tensor]) -> None:
