@@ -114,9 +114,13 @@ class Catalog:
         return entries
 
     def plan(self, entry: CatalogEntry) -> CatalogEntry:
-        entry.summary = summarize(entry.file.path, self.gpus, self.host)
+        return self.keep(entry, summarize(entry.file.path, self.gpus, self.host))
+
+    def keep(self, entry: CatalogEntry, summary: ModelSummary) -> CatalogEntry:
+        """`entry` with its summary, fresh, and the summary in the cache (planned here or in a worker)."""
+        entry.summary = summary
         entry.fresh = True
-        self.cache.put(entry.key, self.fingerprint, entry.summary)
+        self.cache.put(entry.key, self.fingerprint, summary)
         return entry
 
     def complete(

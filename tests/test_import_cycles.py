@@ -141,7 +141,17 @@ FLOORS: Floors = (
     ("the speed", ("app.speed.*",)),  # this machine's figures: the devices and the engine timed
     ("the telemetry", ("app.telemetry.*",)),
     ("a message's attachments", ("app.attachments",)),
-    ("the plans", ("app.planning", "app.elastic_context", "app.quants", "app.catalog", "app.estimate_check")),
+    (
+        "the plans",
+        (
+            "app.planning",
+            "app.elastic_context",
+            "app.quants",
+            "app.catalog",
+            "app.catalog_workers",
+            "app.estimate_check",
+        ),
+    ),
     # The conversation's room stands on two floors. Its words (the chat formats, how a reply ended and
     # what that calls for, thoughts told from the answer, sampling) are spoken by the session, the store
     # and the server, below them; its work (the prompt from a stored chat, a reply written through the
