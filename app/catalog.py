@@ -5,17 +5,16 @@ Shared by the picker and `vramchat --list`; imports neither Textual nor llama_cp
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from app.caches.plans import ModelSummary, PlanCache, device_fingerprint, file_key
 from app.discovery import Folder, ModelFile, scan
+from app.model_summary import summarize, with_plan
 from planner.hardware import Device, Host, format_size
 
-if TYPE_CHECKING:
-    from planner.memory import MemoryPlan
+__all__ = ["Catalog", "CatalogEntry", "fit_badge", "format_params", "summarize", "table_rows", "with_plan"]
 
 
 @dataclass
@@ -36,59 +35,6 @@ class CatalogEntry:
 
         s = self.summary
         return terminal_safe(self.file.ollama_name or (s.name if s and s.name else "") or self.file.file_name)
-
-
-def summarize(path: str, gpus: list[Device], host: Host) -> ModelSummary:
-    """Read the header and solve the default wishes (app.planning's one way in); any failure becomes
-    the summary's error."""
-    from app.planning import Machine, PlanChoice, plan_source, read_anatomy
-    from planner.errors import PlannerError
-
-    try:
-        model = read_anatomy(path)
-    except PlannerError as exc:
-        return ModelSummary(error=getattr(exc, "problem", str(exc)))
-    except Exception as exc:  # a hostile file must not stop the scan
-        return ModelSummary(error=f"cannot read: {type(exc).__name__}: {exc}")
-    summary = ModelSummary(
-        name=model.name,
-        architecture=model.architecture,
-        n_params=model.n_params,
-        quantization=model.quantization,
-        file_bytes=model.file_bytes,
-        n_layer=model.n_layer,
-        n_ctx_train=model.n_ctx_train,
-        exact=model.exact,
-    )
-    try:
-        planned = plan_source(path, Machine(gpus, host), PlanChoice(), anatomy=model)
-    except PlannerError as exc:
-        summary.error = str(exc)
-        return summary
-    except Exception as exc:
-        summary.error = f"planning failed: {type(exc).__name__}: {exc}"
-        return summary
-    return with_plan(summary, planned.fit.plan)
-
-
-def with_plan(summary: ModelSummary, plan: MemoryPlan) -> ModelSummary:
-    """The summary's fit: the plan's verdict, layers on the GPUs, context and cache choices."""
-    from planner.offload import offload_badge
-
-    summary.verdict = plan.verdict
-    summary.layers_on_gpu = plan.layers_on_gpu
-    summary.offload_badge = offload_badge(plan)
-    summary.n_ctx = plan.resolved.n_ctx
-    summary.type_k = plan.resolved.type_k.name
-    summary.flash_attn = plan.resolved.config.flash_attn
-    from app.speed import summary_fields
-
-    try:
-        for name, value in summary_fields(plan).items():
-            setattr(summary, name, value)
-    except Exception:  # no speed column for this row, rather than no row
-        pass
-    return summary
 
 
 class Catalog:
@@ -123,13 +69,36 @@ class Catalog:
         self.cache.put(entry.key, self.fingerprint, summary)
         return entry
 
+    def planned(self, todo: list[CatalogEntry]) -> Generator[CatalogEntry, None, None]:
+        """Each entry of `todo` planned and kept, as it is: in worker processes for a long list
+        (app.catalog_workers, in the order they finish), else here in turn. An entry a worker could not plan
+        (it died) is planned here. Closing the generator (a scan cancelled) ends the workers."""
+        from app.catalog_workers import summaries_in_workers, worker_count
+
+        workers = worker_count(len(todo))
+        if not workers:
+            for entry in todo:
+                yield self.plan(entry)
+            return
+        left: list[CatalogEntry] = []
+        summaries = summaries_in_workers([e.file.path for e in todo], self.gpus, self.host, workers)
+        try:
+            for index, summary in summaries:
+                if summary is None:
+                    left.append(todo[index])
+                else:
+                    yield self.keep(todo[index], summary)
+        finally:
+            summaries.close()
+        for entry in left:
+            yield self.plan(entry)
+
     def complete(
         self, entries: list[CatalogEntry], progress: Callable[[int, int], None] | None = None
     ) -> list[CatalogEntry]:
         """Plan every entry that is not fresh; save the cache."""
         todo = [e for e in entries if not e.fresh]
-        for i, entry in enumerate(todo, start=1):
-            self.plan(entry)
+        for i, _ in enumerate(self.planned(todo), start=1):
             if progress:
                 progress(i, len(todo))
         self.cache.save()

@@ -1,7 +1,9 @@
 """A catalog's models planned in worker processes, beside the UI.
 
 The picker used to plan its rows in a thread, which shares one GIL with the UI thread that draws the rows
-as they come: on a first start with a hundred models each slowed the other, and one core did all the work.
+as they come: on a first start with a hundred models each slowed the other, and one core did all the work
+(`vramchat --list` planned on one core too: both plan through app.catalog's `Catalog.planned`). A worker
+makes each summary as the calling process would (app.model_summary).
 Worker processes leave the UI thread its own interpreter and plan on every core. Each is a plain child
 (`python -m app.catalog_workers`): told its models and the devices on stdin, it answers a line a model on
 stdout, its stderr discarded (the terminal is the app's). A worker's start (an interpreter and the planner's
@@ -108,7 +110,7 @@ def _answer(line: bytes, mine: list[int]) -> tuple[int, ModelSummary] | None:
 
 def main() -> None:
     """A worker: plan each path it is told, a line each as it goes."""
-    from app.catalog import summarize
+    from app.model_summary import summarize
 
     answers = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # anything else printed goes where stderr goes (nowhere), not into the answers

@@ -43,8 +43,8 @@ def check_summary(
     """The default plan of `path`, confirmed (or corrected) by llama.cpp's dry run: the row's summary
     with that plan's fit, marked checked, and the plan itself. None where the runner has no dry run
     (a fake engine), the header no longer plans, or llama.cpp refuses the configuration."""
-    from app.catalog import with_plan
     from app.engine.verify import confirm_plan
+    from app.model_summary import with_plan
     from app.planning import Machine, PlanChoice, plan_again, plan_source
     from planner.errors import PlannerError
 

@@ -147,6 +147,7 @@ FLOORS: Floors = (
             "app.planning",
             "app.elastic_context",
             "app.quants",
+            "app.model_summary",
             "app.catalog",
             "app.catalog_workers",
             "app.estimate_check",

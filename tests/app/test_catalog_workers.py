@@ -15,7 +15,6 @@ from app.catalog import Catalog, CatalogEntry, summarize
 from app.catalog_workers import MODELS_PER_WORKER, WORKERS_SWITCH, summaries_in_workers, worker_count
 from app.devices.simulated import parse_devices
 from app.discovery import ModelFile
-from app.tui.screens.picker_controller import _planned
 from planner.hardware import Host
 
 HOST = Host(total=32 << 30, free=24 << 30)
@@ -73,7 +72,7 @@ def test_a_worker_that_dies_leaves_its_models_to_the_caller(shelf: list[str]) ->
     assert all(answers[i] is None for i in range(1, 20, 2))  # the second's comes back unplanned
 
 
-def test_the_picker_plans_again_what_a_dead_worker_left(
+def test_the_catalog_plans_again_what_a_dead_worker_left(
     shelf: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(WORKERS_SWITCH, "2")
@@ -81,7 +80,7 @@ def test_the_picker_plans_again_what_a_dead_worker_left(
     todo = [CatalogEntry(ModelFile(path, "test", os.path.getsize(path), 0, [path])) for path in shelf[:20]]
     doomed = todo[1].file
     todo[1] = CatalogEntry(ModelFile(_KillsItsWorker(doomed.path), "test", doomed.size, 0, [doomed.path]))
-    planned = list(_planned(catalog, todo))
+    planned = list(catalog.planned(todo))
     assert sorted(id(e) for e in planned) == sorted(id(e) for e in todo)  # each entry once
     assert all(e.fresh and e.summary is not None and not e.summary.error for e in planned)
     assert todo[1].summary is not None and todo[1].summary.n_layer > 0  # planned here instead

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Generator
+from collections.abc import Callable
 from concurrent.futures import Future
 from functools import partial
 from pathlib import Path
@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING
 from textual.worker import get_current_worker
 
 from app.catalog import Catalog, CatalogEntry
-from app.catalog_workers import summaries_in_workers, worker_count
 from app.discovery import ModelFile, folders_to_scan
 from app.terminal_text import terminal_safe
 from app.tui.messages import (
@@ -149,7 +148,7 @@ class PickerController:
             self.screen.post_message(ScanStatus(status(0), done, total))
         batch: list[CatalogEntry] = []
         posted = time.monotonic()
-        planned = _planned(catalog, todo)
+        planned = catalog.planned(todo)
         try:
             for index, entry in enumerate(planned):
                 if worker.is_cancelled:
@@ -290,25 +289,3 @@ class PickerController:
         finally:
             close()
             self.screen.post_message(ChecksDone())
-
-
-def _planned(catalog: Catalog, todo: list[CatalogEntry]) -> Generator[CatalogEntry, None, None]:
-    """Each entry of `todo` planned, as it is: in worker processes for a long list (app.catalog_workers, in the
-    order they finish), else here in turn. An entry a worker could not plan (it died) is planned here."""
-    workers = worker_count(len(todo))
-    if not workers:
-        for entry in todo:
-            yield catalog.plan(entry)
-        return
-    left: list[CatalogEntry] = []
-    summaries = summaries_in_workers([e.file.path for e in todo], catalog.gpus, catalog.host, workers)
-    try:
-        for index, summary in summaries:
-            if summary is None:
-                left.append(todo[index])
-            else:
-                yield catalog.keep(todo[index], summary)
-    finally:
-        summaries.close()
-    for entry in left:
-        yield catalog.plan(entry)
