@@ -252,6 +252,12 @@ class ModelSession:
         `on_retry(retry, why)` is told before each retry; `reprobe()` reads the devices again,
         since another process may have taken memory since the plan was made.
         """
+        from app.demo import DemoUnavailable, check_before_load
+
+        try:
+            check_before_load(path)  # the demo's weights against its sha256, once per file joined
+        except DemoUnavailable as exc:
+            raise LoadFailed(str(exc)) from None
         self.unload()
         engine = self.engine
         first = fit.plan

