@@ -9,6 +9,7 @@ screen draws it on the UI thread, where the state these workers read is kept.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
     from planner.speed import SpeedPrediction
 
 PLANNED_BATCH_SECONDS = 0.15  # planned rows reach the table at most this often during a scan
+FIRST_LIST_WAIT = 0.25  # the picker's first frame waits this long at most for the list (app.tui.screens.picker)
 DEMO_STATUS = "preparing the demo model (once)"
 
 
@@ -62,6 +64,7 @@ class PickerController:
         self.checks_asked: set[str] = set()
         self.checking = False
         self._speed_timer: Timer | None = None  # asks the speed again while it reads "measuring…"
+        self._listed = threading.Event()  # the scan has posted its list (or ended without one)
 
     def _run(self, work: Callable[[], None], name: str, group: str, exclusive: bool = True) -> None:
         self.screen.run_worker(work, name=name, group=group, exclusive=exclusive, thread=True, exit_on_error=False)
@@ -72,9 +75,25 @@ class PickerController:
         """List and plan every model found; `preselect`: a file the command line named, listed even where
         no folder scanned holds it (said to be from `preselect_source`)."""
         self.checks_asked.clear()  # devices may have changed: estimates are checked again
+        self._listed.clear()
         self._run(partial(self._scan, preselect, preselect_source), "_scan", "scan")
 
+    async def wait_for_list(self, seconds: float | None = None) -> bool:
+        """Until the scan has posted its list, `seconds` at most: whether it has. Awaited by the screen's mount,
+        whose first frame then draws the list it would otherwise draw a frame later; meanwhile the UI thread
+        leaves the scan the GIL (drawing the empty screen took half of it)."""
+        import asyncio
+
+        limit = FIRST_LIST_WAIT if seconds is None else seconds
+        return await asyncio.get_running_loop().run_in_executor(None, self._listed.wait, limit)
+
     def _scan(self, preselect: str | None, preselect_source: str) -> None:
+        try:
+            self._scan_and_plan(preselect, preselect_source)
+        finally:
+            self._listed.set()  # a scan that failed or ended early keeps nobody waiting
+
+    def _scan_and_plan(self, preselect: str | None, preselect_source: str) -> None:
         app = self.services
         post = self.screen.post_message
         post(ScanStatus("Probing devices…"))
@@ -106,6 +125,7 @@ class PickerController:
             except OSError as exc:
                 post(ScanStatus(f"{preselect}: {exc.strerror or exc}"))
         post(ScanListed(entries, demo_pending=assembly is not None))
+        self._listed.set()
         todo = [e for e in entries if not e.fresh]
         total = len(todo) + (1 if assembly is not None else 0)
         if not self._plan_entries(catalog, todo, 0, total, assembly):
