@@ -23,6 +23,7 @@ from textual.worker import Worker, WorkerState
 from app.settings import Settings
 from app.store import Store
 from app.tui import bench_hook
+from app.tui.breakpoints import fitted
 from app.tui.messages import LoadFinished, LoadRequested, ScanFinished
 from app.tui.screens.picker import PickerScreen
 from app.tui.services import AppOptions, Services
@@ -160,7 +161,7 @@ class VramchatApp(App):
         start = starting_point(self.services)  # the model named, the chat to continue, or the last model
         self._chat_to_open = start.chat_id
         source = "last used" if start.from_last_use else "command line"
-        self.install_screen(PickerScreen(self.services, start.model, start.autoload, source), "picker")
+        self.install_screen(fitted(self, PickerScreen(self.services, start.model, start.autoload, source)), "picker")
         self.push_screen("picker")
         if start.note:
             self.notify(start.note, timeout=10)
