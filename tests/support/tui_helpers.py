@@ -45,7 +45,12 @@ def picker_ready(app: VramchatApp) -> Callable[[], bool]:
 
     def ready() -> bool:
         screen = app.screen
-        return isinstance(screen, PickerScreen) and not screen._scanning and screen.plan_state in ("ready", "error")
+        return (
+            isinstance(screen, PickerScreen)
+            and not screen._scanning
+            and screen.plan_state in ("ready", "error")
+            and screen.panel.knobs_mounted
+        )
 
     return ready
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from textual.widgets import DataTable
 
 import app.catalog
 from app.catalog_workers import WORKERS_SWITCH
-from app.tui.screens.picker import PickerScreen
+from app.tui.screens.picker import PLAN_DEBOUNCE, PickerScreen
 from tests.support.tui_helpers import make_app, picker_ready, wait_for
 
 
@@ -76,3 +77,74 @@ async def test_a_quick_scan_is_drawn_in_the_pickers_first_frame(
     async with again.run_test(size=(160, 45)) as pilot:
         await wait_for(pilot, picker_ready(again), timeout=60)
     assert rows_per_frame and rows_per_frame[0] == 12, rows_per_frame
+
+
+async def test_the_knobs_come_after_the_first_frame_and_the_selection_is_planned_once(
+    tmp_path: Path, zoo: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The plan's knobs are mounted after the picker's first frame (their styles are a third of its start):
+    that frame has the list; the knobs then say what the selection was planned with, which asks no second
+    plan; a knob changed by hand plans again."""
+    from textual.screen import Screen
+    from textual.widgets import Input
+
+    from app.planning import PlanChoice
+    from app.tui.screens.picker_controller import PickerController
+
+    monkeypatch.setenv("VRAMCHAT_DEVICES", "8GiB/1GiB,ram=32GiB/8GiB")
+    shelf = tmp_path / "shelf"
+    shelf.mkdir()
+    for name in list(zoo)[:3]:
+        shutil.copy(zoo[name], shelf / f"{name}.gguf")
+    plans: list[PlanChoice] = []
+    plan = PickerController.plan
+
+    def counted(self: PickerController, path: str, choice: PlanChoice, *args: Any, **kwargs: Any) -> None:
+        plans.append(choice)
+        plan(self, path, choice, *args, **kwargs)
+
+    monkeypatch.setattr(PickerController, "plan", counted)
+    frames: list[tuple[int, bool]] = []
+    draw = Screen._compositor_refresh
+
+    def seen(screen: Screen) -> None:
+        if isinstance(screen, PickerScreen):
+            frames.append((screen.query_one("#models", DataTable).row_count, screen.panel.knobs_mounted))
+        draw(screen)
+
+    monkeypatch.setattr(Screen, "_compositor_refresh", seen)
+    monkeypatch.setattr("app.tui.screens.picker_controller.FIRST_LIST_WAIT", 30.0)
+    app = make_app(shelf)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await wait_for(pilot, picker_ready(app), timeout=60)
+        await pilot.pause(PLAN_DEBOUNCE * 2)  # a second plan, had one been asked, would have started
+        assert frames[0] == (3, False), frames
+        assert len(plans) == 1, plans
+        screen = app.screen
+        assert isinstance(screen, PickerScreen)
+        screen.query_one("#ctx", Input).value = "4096"
+        await wait_for(pilot, lambda: len(plans) == 2, timeout=30)
+        assert plans[-1].n_ctx == 4096
+
+
+async def test_a_workers_message_still_queued_when_the_app_quits_is_dropped(
+    tmp_path: Path, zoo: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl+Q while models are planned: the plans the scan posts find the picker's widgets removed, and are
+    dropped rather than ending vramchat on an error (`vramchat stopped on an unexpected error`)."""
+    from app.tui.messages import EntriesPlanned, ScanStatus
+
+    monkeypatch.setenv("VRAMCHAT_DEVICES", "8GiB/1GiB,ram=32GiB/8GiB")
+    shelf = tmp_path / "shelf"
+    shelf.mkdir()
+    shutil.copy(zoo[next(iter(zoo))], shelf / "one.gguf")
+    app = make_app(shelf)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await wait_for(pilot, picker_ready(app), timeout=60)
+        picker = app.screen
+        assert isinstance(picker, PickerScreen)
+        entries = list(picker.entries.values())
+    assert not app.is_running and not picker.query("#models")  # quit: the list is gone
+    with app._context():  # as the app's loop would handle them, while it closes
+        picker.on_entries_planned(EntriesPlanned(entries, "planning", 1, 2))
+        picker.on_scan_status(ScanStatus("Looking in the models folder"))

@@ -7,12 +7,16 @@ post messages; the list shows cached summaries at once and fills in the rest as 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import wraps
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, TypeVar, cast
 
 from textual import events, getters, on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.message import Message
+from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Button, DataTable, Header, Input, Select, Static
 from textual.worker import Worker, WorkerState
@@ -45,6 +49,20 @@ from app.tui.widgets.status_bar import StatusBar
 from planner.errors import PlannerError
 
 PLAN_DEBOUNCE = 0.2
+
+Handler = TypeVar("Handler", bound=Callable[..., None])
+
+
+def while_running(handler: Handler) -> Handler:
+    """A worker's message handled only while the app runs: one still queued as the app quits (Ctrl+Q while
+    models are planned) finds the screen's widgets already removed."""
+
+    @wraps(handler)
+    def handled(screen: Screen, message: Message) -> None:
+        if screen.app.is_running:
+            handler(screen, message)
+
+    return cast(Handler, handled)
 
 
 if TYPE_CHECKING:  # the planner itself is imported by the plan worker, after the list is drawn
@@ -95,6 +113,7 @@ class PickerScreen(DialogHost):
         self._load_when_ready = False  # Enter (or Ctrl+L) came before the plan: load when it comes
         self.checked_fits: dict[str, FitResult] = {}  # the default plan llama.cpp confirmed, per path
         self._rescan_when_done = False  # a download finished during a scan
+        self._asked: tuple[tuple[str, str, str, str], bool] | None = None  # the knobs of the last plan asked
 
     @property
     def entries(self) -> dict[str, CatalogEntry]:
@@ -163,11 +182,13 @@ class PickerScreen(DialogHost):
         if event.state == WorkerState.ERROR:
             self.services.report_worker_error(event.worker)
 
+    @while_running
     def on_scan_status(self, message: ScanStatus) -> None:
         self.scan_bar.say(message.text)
         if message.total:
             self.scan_bar.progressed(message.done, message.total)
 
+    @while_running
     def on_devices_probed(self, message: DevicesProbed) -> None:
         if message.report is None:
             self._scanning = False
@@ -182,6 +203,7 @@ class PickerScreen(DialogHost):
         self.device_warnings.update("\n".join(f"⚠ {terminal_safe(w)}" for w in report.warnings))
         self.device_warnings.display = bool(report.warnings)
 
+    @while_running
     def on_scan_listed(self, message: ScanListed) -> None:
         self._first_start_in_hub(message.entries)
         self.models.show(message.entries)
@@ -202,6 +224,7 @@ class PickerScreen(DialogHost):
         self._load_when_ready |= self.models.play_early_keys()
         self.call_after_refresh(self.work.queue_checks, message.entries)
 
+    @while_running
     def on_entries_added(self, message: EntriesAdded) -> None:
         was_empty = not self.entries
         self.models.add(message.entries)
@@ -210,12 +233,14 @@ class PickerScreen(DialogHost):
             self.models.focus()
             self._load_when_ready |= self.models.play_early_keys()
 
+    @while_running
     def on_entries_planned(self, message: EntriesPlanned) -> None:
         self.models.update(message.entries)
         self.scan_bar.say(message.status)
         self.scan_bar.progressed(message.done, message.total)
         self.work.queue_checks(message.entries)
 
+    @while_running
     def on_estimate_checked(self, message: EstimateChecked) -> None:
         entry = message.entry
         path = entry.file.entry_id
@@ -228,9 +253,11 @@ class PickerScreen(DialogHost):
             # the check ended: it is superseded (its answer is dropped as stale)
             self.request_plan(now=True)
 
+    @while_running
     def on_checks_done(self, message: ChecksDone) -> None:
         self.work.checks_done()
 
+    @while_running
     def on_scan_finished(self, message: ScanFinished) -> None:
         self._scanning = False
         if self._rescan_when_done:
@@ -294,10 +321,13 @@ class PickerScreen(DialogHost):
     @on(Input.Changed, "#ctx, #ngl")
     @on(Select.Changed, "#kv, #fa, #vision")
     def _knob_changed(self) -> None:
-        # the selects say their first values as they mount, before any model is selected: nothing to plan
-        # (a plan asked then could land between a selection and its one plan, and plan it twice)
-        if self.selected is not None:
+        # the knobs say their first values as they mount (after the first frame, a model perhaps selected and
+        # planned by then): a knob that says what was planned asks nothing (nor a plan twice for one selection)
+        if self.selected is not None and self._knobs_now() != self._asked:
             self.request_plan()
+
+    def _knobs_now(self) -> tuple[tuple[str, str, str, str], bool]:
+        return self.panel.fields(), self.panel.vision_on
 
     def request_plan(self, now: bool = False) -> None:
         if self._debounce is not None:
@@ -320,7 +350,8 @@ class PickerScreen(DialogHost):
             return
         entry = self.entries.get(path)
         self._request += 1
-        self.panel.load_button.disabled = True
+        self._asked = self._knobs_now()
+        self.panel.disable_load()
         if entry is not None and entry.file.problem:
             self._show_error(entry.file.problem)
             return
@@ -346,6 +377,7 @@ class PickerScreen(DialogHost):
             checked=self.checked_fits.get(path) if choice.is_default else None,
         )
 
+    @while_running
     def on_plan_computed(self, message: PlanComputed) -> None:
         if message.request != self._request or message.path != self.selected:
             return  # an answer to settings the user has since changed
@@ -373,6 +405,7 @@ class PickerScreen(DialogHost):
                     timeout=8,
                 )
 
+    @while_running
     def on_speed_asked(self, message: SpeedAsked) -> None:
         if message.request != self._request or message.path != self.selected or self.result is None:
             return
@@ -439,7 +472,7 @@ class PickerScreen(DialogHost):
         if not self.entries:
             self.selected, self.result = None, None
             self.panel.show_words(empty_help(), verdict="")
-            self.panel.load_button.disabled = True
+            self.panel.disable_load()
             return
         table = self.models
         row = min(row, table.row_count - 1)

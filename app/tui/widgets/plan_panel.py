@@ -9,6 +9,7 @@ no change message (`choose`): the selection is planned once, by the picker.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from rich.text import Text
@@ -42,54 +43,105 @@ class PlanPanel(Horizontal):
 
     def __init__(self) -> None:
         super().__init__(id="plan-area")
+        # The knobs are mounted after the panel's first frame (their widgets' styles are a third of the
+        # picker's start); until then the panel holds what they say and what is to be done to them.
+        self.knobs_mounted = False
+        self._typed = ("", "auto", "", "auto")  # context, KV cache, GPU layers, flash attention
+        self._vision_shown = True
+        self._later: list[Callable[[], None]] = []
 
     def compose(self) -> ComposeResult:
-        with Grid(id="plan-controls") as controls:
-            controls.border_title = "Settings"
-            yield Label("Context", classes="knob")
-            yield Input(placeholder="auto", id="ctx", restrict=r"[0-9,_]*", compact=True, tooltip="tokens")
-            yield Label("KV cache", classes="knob")
-            yield Select([(k, k) for k in KV_CHOICES], value="auto", allow_blank=False, id="kv", compact=True)
-            yield Label("GPU layers", classes="knob")
-            yield Input(
-                placeholder="auto", id="ngl", restrict=r"[0-9]*|a|al|all", compact=True, tooltip="all: every layer"
-            )
-            yield Label("Flash attn", classes="knob")
-            yield Select([(f, f) for f in FA_CHOICES], value="auto", allow_blank=False, id="fa", compact=True)
-            # shown for a model with a vision projector beside it: load the projector too (images in the chat)
-            yield Label("Vision", classes="knob vision-knob")
-            yield Select(
-                [("on", "on"), ("off", "off")], value="on", allow_blank=False, id="vision", compact=True
-            ).add_class("vision-knob")
-            yield Button("Load", id="load", variant="primary", disabled=True, compact=True)
+        controls = Grid(id="plan-controls")
+        controls.border_title = "Settings"
+        yield controls
         with VerticalScroll(id="plan-scroll") as scroll:
             scroll.border_title = "Plan"
             yield Static("", id="plan-verdict")
             yield Static("Select a model to see its plan.", id="plan-text", markup=False)
+
+    def on_mount(self) -> None:
+        # after the first frame, in the panel's own turn: the screen's other after-frame work does not wait
+        self.call_after_refresh(self.call_later, self._mount_knobs)
+
+    async def _mount_knobs(self) -> None:
+        """The knobs, as the panel was told to set them before they were mounted."""
+        ctx, kv, ngl, fa = self._typed
+        kv_choices = [*KV_CHOICES, *([kv] if kv not in KV_CHOICES else [])]  # --ctk q5_1: offered while it holds
+        vision_label = Label("Vision", classes="knob vision-knob")
+        # shown for a model with a vision projector beside it: load the projector too (images in the chat)
+        vision = Select([("on", "on"), ("off", "off")], value="on", allow_blank=False, id="vision", compact=True)
+        vision.add_class("vision-knob")
+        for knob in (vision_label, vision):
+            knob.display = self._vision_shown
+        await self.query_one("#plan-controls", Grid).mount_all(
+            [
+                Label("Context", classes="knob"),
+                Input(ctx, placeholder="auto", id="ctx", restrict=r"[0-9,_]*", compact=True, tooltip="tokens"),
+                Label("KV cache", classes="knob"),
+                Select([(k, k) for k in kv_choices], value=kv, allow_blank=False, id="kv", compact=True),
+                Label("GPU layers", classes="knob"),
+                Input(
+                    ngl,
+                    placeholder="auto",
+                    id="ngl",
+                    restrict=r"[0-9]*|a|al|all",
+                    compact=True,
+                    tooltip="all: every layer",
+                ),
+                Label("Flash attn", classes="knob"),
+                Select([(f, f) for f in FA_CHOICES], value=fa, allow_blank=False, id="fa", compact=True),
+                vision_label,
+                vision,
+                Button("Load", id="load", variant="primary", disabled=True, compact=True),
+            ]
+        )
+        later, self._later = self._later, []
+        with self.prevent(Input.Changed, Select.Changed):
+            for change in later:
+                change()
+        self.knobs_mounted = True
+
+    def _to_knobs(self, change: Callable[[], None]) -> None:
+        """`change` to the knobs now, or as soon as they are mounted."""
+        if self.knobs_mounted:
+            change()
+        else:
+            self._later.append(change)
 
     # -- the knobs ------------------------------------------------------------------------------
 
     def choose(self, ctx: str, kv: str, ngl: str, fa: str, vision: bool) -> None:
         """The knobs for a model just selected (each "auto", or the command line's), the vision knob shown
         where it has a projector; no change message comes of it: the picker plans the selection once."""
+        fa = fa if fa in FA_CHOICES else "auto"
+        self._typed = (ctx, kv, ngl, fa)
+        self._vision_shown = vision
+        if not self.knobs_mounted:
+            self._later.clear()  # they are made with these values; what was said before is past
+            return
         with self.prevent(Input.Changed, Select.Changed):
             self.ctx.value = ctx
             self.ngl.value = ngl
             choices = [*KV_CHOICES, *([kv] if kv not in KV_CHOICES else [])]  # --ctk q5_1: offered while it holds
             self.kv.set_options([(k, k) for k in choices])
             self.kv.value = kv
-            self.fa.value = fa if fa in FA_CHOICES else "auto"
+            self.fa.value = fa
             self.vision.value = "on"  # a vision model loads its projector unless told not to
         for knob in self.query(".vision-knob"):
             knob.display = vision
 
     def fields(self) -> tuple[str, str, str, str]:
         """The knobs as typed: context, KV cache, GPU layers, flash attention."""
+        if not self.knobs_mounted:
+            return self._typed
         return self.ctx.value, str(self.kv.value), self.ngl.value, str(self.fa.value)
 
     @property
     def vision_on(self) -> bool:
-        return self.vision.value == "on"
+        return not self.knobs_mounted or self.vision.value == "on"  # "on" until told otherwise
+
+    def disable_load(self) -> None:
+        self._to_knobs(lambda: setattr(self.load_button, "disabled", True))
 
     # -- the plan -------------------------------------------------------------------------------
 
@@ -99,7 +151,7 @@ class PlanPanel(Horizontal):
     def show_error(self, error: str) -> None:
         self.verdict.update(Text(f"✗ {error}", style=f"bold {self.app.current_theme.error}"))
         self.text.update("")
-        self.load_button.disabled = True
+        self.disable_load()
 
     def show_words(self, words: str, verdict: str | None = None) -> None:
         """Words where the plan goes (there is no model to plan); `verdict`: the line above them, if it goes."""
@@ -111,9 +163,13 @@ class PlanPanel(Horizontal):
         """The plan of `result` under its `verdict` (plan_verdict), the knobs' "auto" resolved, Load ready."""
         from planner.report import plan_to_table
 
-        plan = result.plan
         self.verdict.update(verdict)
         self.text.update(Text(terminal_safe(plan_to_table(result), multiline=True)))
+        self._to_knobs(lambda: self._ready_to_load(result))
+
+    def _ready_to_load(self, result: FitResult) -> None:
+        """The knobs' "auto" resolved by `result`, and Load ready for it."""
+        plan = result.plan
         self.ctx.placeholder = f"auto ({plan.resolved.n_ctx:,})"
         self.ngl.placeholder = f"auto ({plan.layers_on_gpu})"
         button = self.load_button
