@@ -259,6 +259,16 @@ def _callgrind(cmd: list[str], env: dict[str, str]) -> int:
         cwd=env.get("PYTHONPATH", ROOT),
         env=env,
     )
+    if proc.returncode != 0:  # a command that failed is no figure (under valgrind: an instruction it lacks)
+        said = [line for line in proc.stderr.splitlines() if not line.startswith(("==", "vex "))][-3:]
+        said = said or [f"ended by signal {-proc.returncode}" if proc.returncode < 0 else "no words"]
+        hint = ""
+        if "unhandled instruction bytes: 0x62" in proc.stderr:  # EVEX: AVX-512, which valgrind cannot run
+            hint = (
+                "; valgrind cannot run AVX-512 code: count with a llama-cpp-python built without it "
+                "(CMAKE_ARGS='-DGGML_NATIVE=off -DGGML_AVX2=on -DGGML_RPC=on', in a venv of its own)"
+            )
+        raise SystemExit(f"{' '.join(cmd)} failed under callgrind (exit {proc.returncode}): {' | '.join(said)}{hint}")
     for line in proc.stderr.splitlines():
         if "refs:" in line:
             return int(line.rsplit(None, 1)[-1].replace(",", ""))
