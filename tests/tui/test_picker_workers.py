@@ -148,3 +148,37 @@ async def test_a_workers_message_still_queued_when_the_app_quits_is_dropped(
     with app._context():  # as the app's loop would handle them, while it closes
         picker.on_entries_planned(EntriesPlanned(entries, "planning", 1, 2))
         picker.on_scan_status(ScanStatus("Looking in the models folder"))
+
+
+async def test_the_key_bar_is_composed_once_as_the_picker_starts_and_again_when_its_keys_change(
+    tmp_path: Path, zoo: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Textual composes the footer's keys again whenever a screen's bindings are refreshed (the knobs mounting,
+    a focus moving): here only a change of the keys it shows does."""
+    from textual.widgets._footer import FooterKey
+
+    from app.tui.widgets.footer import AdaptiveFooter
+
+    monkeypatch.setenv("VRAMCHAT_DEVICES", "8GiB/1GiB,ram=32GiB/8GiB")
+    shelf = tmp_path / "shelf"
+    shelf.mkdir()
+    shutil.copy(zoo[next(iter(zoo))], shelf / "one.gguf")
+    composed: list[int] = []
+    compose = AdaptiveFooter.compose
+
+    def counted(footer: AdaptiveFooter) -> Any:
+        keys = list(compose(footer))
+        composed.append(len(keys))
+        return iter(keys)
+
+    monkeypatch.setattr(AdaptiveFooter, "compose", counted)
+    app = make_app(shelf)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await wait_for(pilot, picker_ready(app), timeout=60)
+        await pilot.pause(0.3)
+        with_keys = [n for n in composed if n]
+        assert len(with_keys) == 1, composed  # once the bindings are known; the knobs' mount composes nothing
+        app.bind("f12", "app.bell", description="Ring")
+        app.screen.refresh_bindings()
+        footer = app.screen.query_one(AdaptiveFooter)
+        await wait_for(pilot, lambda: any(k.description == "Ring" for k in footer.query(FooterKey)), timeout=10)

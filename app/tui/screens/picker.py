@@ -137,6 +137,9 @@ class PickerScreen(DialogHost):
         # the list in the first frame when the scan is quick (a warm plan cache: 50 ms for 100 models here):
         # its messages are then handled before that frame is drawn
         await self.work.wait_for_list()
+        # the knobs after that frame, behind what the list asked to be done after it (its plan, its mark):
+        # queued behind the scan's messages, so asked after theirs
+        self.call_later(self.call_after_refresh, self.panel.mount_knobs)
 
     def on_resize(self, event: events.Resize) -> None:
         self.models.lay_out(event.size.width, self.selected)

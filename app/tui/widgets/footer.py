@@ -8,6 +8,7 @@ from __future__ import annotations
 from rich.cells import cell_len
 from textual import events
 from textual.app import ComposeResult
+from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer
 from textual.widgets._footer import FooterKey
@@ -17,15 +18,34 @@ COMPACT_BELOW = 120  # columns: below this the keys go without the space between
 
 class AdaptiveFooter(Footer):
     _fitted_width = 0
+    _keys_shown: tuple[tuple[object, ...], ...] | None = None  # the bindings the keys were last composed for
 
     def on_resize(self, event: events.Resize) -> None:
         self.compact = event.size.width < COMPACT_BELOW
         if event.size.width != self._fitted_width:
             self.call_after_refresh(self.recompose)
 
+    def bindings_changed(self, screen: Screen) -> None:
+        """Textual composes the keys again whenever the screen's bindings are refreshed (a focus moved, widgets
+        mounted: three times, 15-25 ms each, as the picker starts); only a change of the keys shown does here."""
+        if self._keys_shown is not None and screen is self.screen and self._bindings_now() == self._keys_shown:
+            return
+        super().bindings_changed(screen)
+
+    def _bindings_now(self) -> tuple[tuple[object, ...], ...]:
+        """What the bar shows of the screen's bindings: each shown key with its words, action and state."""
+        return tuple(
+            (binding.key, binding.description, binding.action, binding.group, enabled, tooltip)
+            for _, binding, enabled, tooltip in self.screen.active_bindings.values()
+            if binding.show
+        )
+
     def compose(self) -> ComposeResult:
         keys = list(super().compose())
-        self._fitted_width = width = self.size.width
+        if keys:
+            self._keys_shown = self._bindings_now()
+        # before its first layout the bar is as wide as the terminal: fitted now, not recomposed a frame later
+        self._fitted_width = width = self.size.width or self.app.size.width
         yield from self._fitting(keys, width) if width else keys
 
     def _fitting(self, keys: list[Widget], width: int) -> list[Widget]:

@@ -43,9 +43,10 @@ class PlanPanel(Horizontal):
 
     def __init__(self) -> None:
         super().__init__(id="plan-area")
-        # The knobs are mounted after the panel's first frame (their widgets' styles are a third of the
-        # picker's start); until then the panel holds what they say and what is to be done to them.
+        # The knobs are mounted after the picker's first frame (their widgets' styles were a third of its
+        # start): `mount_knobs`; until then the panel holds what they say and what is to be done to them.
         self.knobs_mounted = False
+        self._knobs_asked = False
         self._typed = ("", "auto", "", "auto")  # context, KV cache, GPU layers, flash attention
         self._vision_shown = True
         self._later: list[Callable[[], None]] = []
@@ -59,9 +60,11 @@ class PlanPanel(Horizontal):
             yield Static("", id="plan-verdict")
             yield Static("Select a model to see its plan.", id="plan-text", markup=False)
 
-    def on_mount(self) -> None:
-        # after the first frame, in the panel's own turn: the screen's other after-frame work does not wait
-        self.call_after_refresh(self.call_later, self._mount_knobs)
+    def mount_knobs(self) -> None:
+        """Mount the knobs (once), in the panel's own turn: the picker asks after its first frame."""
+        if not self._knobs_asked:
+            self._knobs_asked = True
+            self.call_later(self._mount_knobs)
 
     async def _mount_knobs(self) -> None:
         """The knobs, as the panel was told to set them before they were mounted."""
