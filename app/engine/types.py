@@ -6,12 +6,15 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from app.devices.process import ProcessMemory
-from app.engine.llama_log import Measurements
 from app.errors import VramchatError
 from app.limits import DEFAULT_MAX_TOKENS
-from planner.config import LoadConfig
+
+if TYPE_CHECKING:  # the reports' field types: the picker's start, which imports GenerationParams, needs none
+    from app.devices.process import ProcessMemory
+    from app.engine.llama_log import Measurements
+    from planner.config import LoadConfig
 
 
 class EngineError(VramchatError, RuntimeError):

@@ -312,3 +312,22 @@ def test_a_scan_while_the_demo_is_assembled_never_lists_it_half_written(
     assert path == models_dir() / MODEL_NAME and path.stat().st_size == EXPECTED_BYTES
     assert [m.path for m in scan([Folder(models_dir(), "vramchat")])] == [str(path)]
     assert sorted(p.name for p in models_dir().iterdir()) == [MODEL_NAME]
+
+
+def test_the_app_imports_no_planner_memory_model_nor_engine_log_before_the_picker() -> None:
+    """The picker's start (app.tui.app) needs the sampling's GenerationParams of app.engine, not the planner's
+    memory model, the device probes nor the llama.cpp log capture that app.engine's other names bring (30 ms of
+    its 0.36 s): those load with the scan worker and the engine. Every name of app.engine still imports."""
+    heavy = ("planner.memory", "app.engine.planned_actual", "app.engine.llama_log", "app.devices", "ctypes")
+    code = (
+        "import sys, app.tui.app; "
+        f"loaded = [m for m in {heavy!r} if m in sys.modules]; assert not loaded, loaded; "
+        "import app.engine as e; assert all(getattr(e, n) for n in e.__all__); "
+        "import app.engine.planned_actual as p; assert e.BufferComparison is p.BufferComparison"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
+    with pytest.raises(AttributeError, match="no attribute 'Nothing'"):
+        import app.engine
+
+        _ = app.engine.Nothing  # type: ignore[attr-defined]
