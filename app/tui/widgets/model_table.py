@@ -145,10 +145,12 @@ class ModelTable(DataTable[str | Text]):
     def _tell_apart(self) -> None:
         """Rows whose names read the same (copies of one model in several folders, say) get what differs in
         their paths (" · backup", a folder; " · Q8_0", a file name's part); their name cells are drawn again."""
-        from app.tui.quant_labels import distinct_labels
-
         ids = list(self.entries)
         names = [self._row_name(self.entries[i]).plain for i in ids]
+        if not self._apart and len(set(names)) == len(names):
+            return  # no namesakes, now or before (the labels' module is not needed to draw the first list)
+        from app.tui.quant_labels import distinct_labels
+
         told = distinct_labels(names, [self.entries[i].file.path for i in ids])
         before, self._apart = self._apart, {i: t[len(n) :] for i, n, t in zip(ids, names, told, strict=True) if t != n}
         for key in set(before) | set(self._apart):
