@@ -69,7 +69,6 @@ class PlanPanel(Horizontal):
     async def _mount_knobs(self) -> None:
         """The knobs, as the panel was told to set them before they were mounted."""
         ctx, kv, ngl, fa = self._typed
-        kv_choices = [*KV_CHOICES, *([kv] if kv not in KV_CHOICES else [])]  # --ctk q5_1: offered while it holds
         vision_label = Label("Vision", classes="knob vision-knob")
         # shown for a model with a vision projector beside it: load the projector too (images in the chat)
         vision = Select([("on", "on"), ("off", "off")], value="on", allow_blank=False, id="vision", compact=True)
@@ -81,7 +80,7 @@ class PlanPanel(Horizontal):
                 Label("Context", classes="knob"),
                 Input(ctx, placeholder="auto", id="ctx", restrict=r"[0-9,_]*", compact=True, tooltip="tokens"),
                 Label("KV cache", classes="knob"),
-                Select([(k, k) for k in kv_choices], value=kv, allow_blank=False, id="kv", compact=True),
+                Select(_kv_options(kv), value=kv, allow_blank=False, id="kv", compact=True),
                 Label("GPU layers", classes="knob"),
                 Input(
                     ngl,
@@ -125,8 +124,7 @@ class PlanPanel(Horizontal):
         with self.prevent(Input.Changed, Select.Changed):
             self.ctx.value = ctx
             self.ngl.value = ngl
-            choices = [*KV_CHOICES, *([kv] if kv not in KV_CHOICES else [])]  # --ctk q5_1: offered while it holds
-            self.kv.set_options([(k, k) for k in choices])
+            self.kv.set_options(_kv_options(kv))
             self.kv.value = kv
             self.fa.value = fa
             self.vision.value = "on"  # a vision model loads its projector unless told not to
@@ -181,6 +179,12 @@ class PlanPanel(Horizontal):
             button.label, button.variant = "Load", "primary"
         else:
             button.label, button.variant = "Load anyway…", "warning"
+
+
+def _kv_options(kv: str) -> list[tuple[str, str]]:
+    """The KV cache knob's choices, with `kv` where the command line asked for another (--ctk q5_1: offered
+    while it holds)."""
+    return [(k, k) for k in [*KV_CHOICES, *([kv] if kv not in KV_CHOICES else [])]]
 
 
 def plan_verdict(
