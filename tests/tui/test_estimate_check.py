@@ -4,6 +4,7 @@ to "checked" soon after the list is drawn, without holding the list up; the plan
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 
@@ -159,3 +160,58 @@ async def test_a_checked_row_is_read_from_the_cache_before_any_dry_run_and_selec
             pilot, lambda: estimated in screen.checked_fits and screen.result is screen.checked_fits[estimated]
         )
         assert ran and set(ran) == {estimated}  # checked once more, in the background, the selected row only
+
+
+class _HeldRunner(_RecordedRunner):
+    """A dry-run engine that checks one model, then holds every later check until the test lets it go."""
+
+    def __init__(self, engine: object, ran: list[str], release: threading.Event) -> None:
+        super().__init__(engine, ran)
+        self._release = release
+
+    def dry_run(self, path: str, config: object) -> object:
+        if self._ran:
+            self._ran.append(str(path))
+            self._release.wait(timeout=60)
+            return self._engine.dry_run(path, config)  # type: ignore[attr-defined]
+        return super().dry_run(path, config)
+
+
+async def test_a_badge_that_says_checked_is_on_disk_already_while_the_next_row_is_still_being_checked(
+    estimated_shelf: Path,
+) -> None:
+    """A user who quits as soon as a badge turns "checked" finds it checked next time, even while another row's
+    check is still running (held here): the cache is written before the badge changes, not after the last check."""
+    from app.caches.plans import PlanCache
+
+    write_tiny_model(estimated_shelf / "tiny-baichuan-2.gguf", TinySpec("baichuan", name="Tiny Baichuan Two"))
+    paths = {str(estimated_shelf / "tiny-baichuan.gguf"): "Tiny Baichuan"}
+    paths[str(estimated_shelf / "tiny-baichuan-2.gguf")] = "Tiny Baichuan Two"
+    app = make_app(estimated_shelf, real_engine=True)
+    ran: list[str] = []
+    release = threading.Event()
+    real = app.services.dry_runner
+
+    def held():
+        runner, close = real()
+        return _HeldRunner(runner, ran, release), close
+
+    app.services.dry_runner = held
+    try:
+        async with app.run_test(size=(160, 45)) as pilot:
+            table = app.screen.query_one("#models", DataTable)
+            await wait_for(pilot, lambda: all(path in table.rows for path in paths))
+            await wait_for(pilot, lambda: bool(ran) and str(table.get_cell(ran[0], "fit")).endswith("· checked"))
+            await wait_for(pilot, lambda: len(ran) == 2)  # the other row's check has begun, and is held
+            assert not str(table.get_cell(ran[1], "fit")).endswith("· checked")
+            on_disk = PlanCache(app.services.plan_cache.path)
+            checked_names = {summary.name for summary in _summaries(on_disk) if summary.checked}
+            assert checked_names == {paths[ran[0]]}
+    finally:
+        release.set()
+
+
+def _summaries(cache) -> list:
+    from app.caches.plans import ModelSummary
+
+    return [ModelSummary.from_json(entry["summary"]) for entry in cache._entries.values()]

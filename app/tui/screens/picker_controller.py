@@ -303,9 +303,8 @@ class PickerController:
                     continue
                 summary, result = checked
                 catalog.cache.put(entry.key, catalog.fingerprint, summary)
+                catalog.cache.save()  # on disk before the badge says "checked": a quit right after keeps it
                 self.screen.post_message(EstimateChecked(CatalogEntry(entry.file, summary, fresh=True), result))
-            if catalog is not None:
-                catalog.cache.save()
         finally:
             close()
             self.screen.post_message(ChecksDone())
