@@ -11,7 +11,9 @@ moments through VRAMCHAT_BENCH_READY and quits by itself. --before TREE starts a
 vramchat too (an earlier commit's `git worktree`, first on PYTHONPATH, same interpreter), in a home
 of its own with the same models, its starts interleaved with this one's. --floor also starts,
 interleaved, a bare Textual app that draws the same list (bench/textual_floor.py): the least any
-Textual picker takes on this machine.
+Textual picker takes on this machine. Every home has this machine's speed probe before the first start
+(measured once, as a user's home keeps it): without it the first start would begin the probe in the
+background, and its seconds of work would run beside the starts being timed.
 """
 
 from __future__ import annotations
@@ -119,8 +121,12 @@ def main() -> None:
         trees["before"] = args.before.resolve()
     homes = {name: root / name.replace(" ", "-") for name in trees}
     try:
+        from bench.plan_speed import keep_probe, machine_probe
+
+        probe = machine_probe(root / "probe")
         for home in homes.values():
             write_models(home / "data" / "models", args.models)
+            keep_probe(probe, home)
         cold = {name: start_once(homes[name], tree=tree) for name, tree in trees.items()}
         warm: dict[str, list[dict[str, float]]] = {name: [] for name in trees}
         floor: list[float] = []
