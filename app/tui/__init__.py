@@ -5,10 +5,14 @@ from __future__ import annotations
 
 def run(options: object) -> int:
     """Run the app; returns the exit status."""
-    from app.tui.app import AppOptions, VramchatApp
-    from app.tui.widgets.picture import prepare_pictures
+    from app.tui import early_probe
+    from app.tui.services import AppOptions  # loaded with the command line's options already
 
     assert isinstance(options, AppOptions)
+    early_probe.begin(options)  # beside Textual's import: the first list waits for it
+    from app.tui.app import VramchatApp
+    from app.tui.widgets.picture import prepare_pictures
+
     prepare_pictures()  # how the terminal draws pictures: found before Textual reads the keyboard
     app = VramchatApp(options)
     app.run()

@@ -128,6 +128,11 @@ class Services:
     def probe_devices(self) -> DeviceReport:
         """Probe (or simulate) the devices; called from the scan worker, which posts the report (the
         picker stores it in `devices` on the UI thread)."""
+        from app.tui import early_probe
+
+        begun = early_probe.take()  # the first: begun as the app started
+        if begun is not None:
+            return begun.result()
         from app.devices import probe_devices  # the probes' modules load in the scan worker, not before the picker
 
         return probe_devices(self.options.vram, self.options.ram, cpu_only=self.options.cpu, gpu=self.options.gpu)
