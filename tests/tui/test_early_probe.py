@@ -54,6 +54,9 @@ async def test_a_probe_begun_at_start_that_failed_is_said_in_the_picker(tmp_path
         async with app.run_test(size=(160, 45)) as pilot:
             await wait_for(pilot, lambda: "eight gigabytes" in _status_text(app))
             assert app.services.devices is None
+            screen = app.screen
+            assert "Nothing planned" in str(screen.scan_bar.label.render())
+            assert not screen.scan_bar.progress.display  # the bar no longer pulses "Probing devices…"
     finally:
         early_probe.take()
 

@@ -195,7 +195,9 @@ class PickerScreen(DialogHost):
     def on_devices_probed(self, message: DevicesProbed) -> None:
         if message.report is None:
             self._scanning = False
-            self.device_line.update(f"Device settings are wrong: {message.error}")
+            self.device_line.update(terminal_safe(f"Device settings are wrong: {message.error}"))
+            self.scan_bar.say("Nothing planned: no devices to plan for until the device settings are mended")
+            self.scan_bar.idle()  # no longer probing: the bar stops
             self.app.notify(message.error, title="Devices", severity="error", timeout=10)
             return
         from app.devices.render import device_line  # the scan worker imported the probes already
