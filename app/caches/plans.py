@@ -82,6 +82,7 @@ class PlanCache:
     def __init__(self, path: Path | None = None) -> None:
         self.path = path or cache_dir() / CACHE_FILE
         self._lock = threading.Lock()
+        self._writing = threading.Lock()  # one save at a time: a save returns once what it found is on disk
         self._entries: dict[str, dict[str, Any]] = {}
         self._dirty = False
         self.load_error = ""
@@ -116,16 +117,21 @@ class PlanCache:
             self._dirty = True
 
     def save(self) -> None:
-        """Write atomically if anything changed; a cache that cannot be written is only slower."""
-        with self._lock:
-            if not self._dirty:
-                return
-            entries = self._entries
-            if len(entries) > MAX_ENTRIES:
-                keep = sorted(entries.items(), key=lambda kv: kv[1].get("at", 0), reverse=True)[:MAX_ENTRIES]
-                entries = self._entries = dict(keep)
-            data = json.dumps({"format": CACHE_FORMAT, "entries": entries})
-            self._dirty = False
+        """Write atomically if anything changed; a cache that cannot be written is only slower. A save that
+        another thread's save is writing waits for it: the app's last save at exit is on disk when it returns."""
+        with self._writing:
+            with self._lock:
+                if not self._dirty:
+                    return
+                entries = self._entries
+                if len(entries) > MAX_ENTRIES:
+                    keep = sorted(entries.items(), key=lambda kv: kv[1].get("at", 0), reverse=True)[:MAX_ENTRIES]
+                    entries = self._entries = dict(keep)
+                data = json.dumps({"format": CACHE_FORMAT, "entries": entries})
+                self._dirty = False
+            self._write(data)
+
+    def _write(self, data: str) -> None:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             from app.caches.files import new_temporary
