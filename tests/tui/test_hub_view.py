@@ -17,7 +17,7 @@ from app.catalog import fit_badge, summarize
 from app.discovery import Folder, scan
 from app.paths import models_dir
 from app.settings import Settings, load_settings
-from app.tui.hub_messages import ReposFound
+from app.tui.hub_messages import QuantPlanned, RepoBadged, ReposFound
 from app.tui.screens.chat import ChatScreen
 from app.tui.screens.dialogs import ConfirmDialog
 from app.tui.screens.hub import HubScreen
@@ -554,3 +554,20 @@ async def test_a_quant_speed_still_measuring_fills_in_once_the_cpu_is_measured(
         await wait_for(pilot, lambda: "measuring" not in cell(), timeout=20)
         assert any(ch.isdigit() for ch in cell())
         assert cell() == screen.rows[index].speed_cell
+
+
+async def test_the_hubs_answers_still_queued_when_the_app_quits_are_dropped(hub: LocalHub, shelf: Path) -> None:
+    """Ctrl+Q while the hub answers (a search, its badges, a repo's quants): the answers find the hub view's
+    widgets removed, and are dropped rather than ending vramchat on an error."""
+    app = make_app(shelf)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_hub(app, pilot)
+        await open_repo(pilot, screen)
+        request, repos, fits = screen.work.search_request, list(screen.repos), list(screen.fits.values())
+        opened, row = screen.work.open_request, screen.rows[0]
+    assert not app.is_running and not screen.query("#hub-repos")  # quit: the lists are gone
+    assert row is not None
+    with app._context():  # as the app's loop would handle them, while it closes
+        screen.on_repos_found(ReposFound(request, "", repos))
+        screen.on_repo_badged(RepoBadged(request, fits[0]))
+        screen.on_quant_planned(QuantPlanned(opened, 0, row))

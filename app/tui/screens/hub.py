@@ -25,6 +25,7 @@ from app.terminal_text import terminal_safe
 from app.tui.hub_messages import QuantPlanned, QuantSpeeds, QuantsPlanned, RepoBadged, RepoListed, ReposFound
 from app.tui.screens.dialog_host import DialogHost
 from app.tui.screens.hub_controller import HubController
+from app.tui.while_running import while_running
 from app.tui.widgets.download_panel import DownloadPanel
 from app.tui.widgets.footer import AdaptiveFooter
 from app.tui.widgets.hub_quants import HubQuants
@@ -224,6 +225,7 @@ class HubScreen(DialogHost):
         self._status(what, busy=True)
         self.work.search(self.query_text)
 
+    @while_running
     def on_repos_found(self, message: ReposFound) -> None:
         if message.request != self.work.search_request:
             return  # an answer to words the user has since changed
@@ -252,6 +254,7 @@ class HubScreen(DialogHost):
         words, error = found_words(message.query, len(message.repos), message.offline, message.error)
         self._status(words, error=error)
 
+    @while_running
     def on_repo_badged(self, message: RepoBadged) -> None:
         if message.request != self.work.search_request or not self.repo_list.badge(message.fit):
             return
@@ -295,6 +298,7 @@ class HubScreen(DialogHost):
         self._status(f"Listing {repo_id}", busy=True)
         self.work.open(repo_id)
 
+    @while_running
     def on_repo_listed(self, message: RepoListed) -> None:
         if message.request != self.work.open_request:
             return
@@ -316,6 +320,7 @@ class HubScreen(DialogHost):
             f"Planning {len(message.models)} models of {listing.repo_id}{cached}", busy=True, total=len(message.models)
         )
 
+    @while_running
     def on_quant_planned(self, message: QuantPlanned) -> None:
         if message.request != self.work.open_request or message.index >= len(self.rows):
             return
@@ -324,6 +329,7 @@ class HubScreen(DialogHost):
         if self.quants.highlighted() == message.index:
             self.detail.update(self.quants.describe(message.index))
 
+    @while_running
     def on_quants_planned(self, message: QuantsPlanned) -> None:
         if message.request != self.work.open_request:
             return
@@ -337,6 +343,7 @@ class HubScreen(DialogHost):
         self.detail.update(self.quants.describe(self.quants.highlighted()))
         self.work.watch_speeds(self.quants.measuring)
 
+    @while_running
     def on_quant_speeds(self, message: QuantSpeeds) -> None:
         if message.request != self.work.open_request:
             return

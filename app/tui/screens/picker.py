@@ -7,16 +7,12 @@ post messages; the list shows cached summaries at once and fills in the rest as 
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from functools import wraps
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar, TypeVar, cast
+from typing import TYPE_CHECKING, ClassVar
 
 from textual import events, getters, on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.message import Message
-from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Button, DataTable, Header, Input, Select, Static
 from textual.worker import Worker, WorkerState
@@ -42,6 +38,7 @@ from app.tui.model_load import load_or_ask, refused_for_chat
 from app.tui.named_model import NamedModel
 from app.tui.screens.dialog_host import DialogHost
 from app.tui.screens.picker_controller import DEMO_STATUS, PickerController
+from app.tui.while_running import while_running
 from app.tui.widgets.footer import AdaptiveFooter
 from app.tui.widgets.model_table import ModelTable, first_readable
 from app.tui.widgets.plan_panel import PlanPanel, empty_help, plan_verdict
@@ -49,20 +46,6 @@ from app.tui.widgets.status_bar import StatusBar
 from planner.errors import PlannerError
 
 PLAN_DEBOUNCE = 0.2
-
-Handler = TypeVar("Handler", bound=Callable[..., None])
-
-
-def while_running(handler: Handler) -> Handler:
-    """A worker's message handled only while the app runs: one still queued as the app quits (Ctrl+Q while
-    models are planned) finds the screen's widgets already removed."""
-
-    @wraps(handler)
-    def handled(screen: Screen, message: Message) -> None:
-        if screen.app.is_running:
-            handler(screen, message)
-
-    return cast(Handler, handled)
 
 
 if TYPE_CHECKING:  # the planner itself is imported by the plan worker, after the list is drawn

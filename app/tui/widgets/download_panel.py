@@ -28,6 +28,7 @@ from app.tui.abandon import Abandoned, call_abandonable
 from app.tui.dialog_asks import ConfirmAsked
 from app.tui.download_note import DownloadNoted, progress_note
 from app.tui.hub_messages import DownloadEnded, DownloadPrepared, DownloadProgressed, ModelDownloaded
+from app.tui.while_running import while_running
 from planner.units import format_size
 
 if TYPE_CHECKING:
@@ -119,6 +120,7 @@ class DownloadPanel(Vertical):
         except VramchatError as exc:
             self.post_message(DownloadPrepared(source, None, str(exc), exc.title))
 
+    @while_running
     def on_download_prepared(self, message: DownloadPrepared) -> None:
         from app.sources.download import check_room
         from app.sources.errors import NoRoom
@@ -181,6 +183,7 @@ class DownloadPanel(Vertical):
             return
         self.post_message(DownloadEnded(source, result))
 
+    @while_running
     def on_download_progressed(self, message: DownloadProgressed) -> None:
         from app.sources.download import format_duration
 
@@ -198,6 +201,7 @@ class DownloadPanel(Vertical):
         self.query_one("#download-progress", ProgressBar).update(total=max(p.total, 1), progress=p.done)
         self._tell_the_app(progress_note(p))
 
+    @while_running
     def on_download_ended(self, message: DownloadEnded) -> None:
         source = message.source
         self.downloading = None
