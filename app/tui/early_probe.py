@@ -6,17 +6,31 @@ Only the first probe is taken from here (`take`); a rescan probes again."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from concurrent.futures import Future
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from app.devices.probes import DeviceReport
-    from app.tui.services import AppOptions
+
+
+class ProbeOptions(Protocol):
+    """What the command line asked of the devices (the app's options have it)."""
+
+    @property
+    def vram(self) -> str | None: ...
+    @property
+    def ram(self) -> str | None: ...
+    @property
+    def cpu(self) -> bool: ...
+    @property
+    def gpu(self) -> Sequence[str]: ...
+
 
 _begun: Future[DeviceReport] | None = None
 
 
-def begin(options: AppOptions) -> None:
+def begin(options: ProbeOptions) -> None:
     """Probe the devices `options` ask for in a thread of its own, now."""
     global _begun
     future: Future[DeviceReport] = Future()
