@@ -171,6 +171,24 @@ async def test_chat_send_retry_copy_new_and_past_chats(shelf: Path) -> None:
         assert next(v.text for v in chat.query(MessageView)) == "What is the capital of France?"
 
 
+async def test_a_replys_news_still_queued_when_the_app_quits_is_dropped(shelf: Path) -> None:
+    """Ctrl+Q while a reply streams: what the engine said last (the prompt fitted, read, a piece of the reply)
+    finds the chat's widgets removed, and is dropped rather than ending vramchat on an error."""
+    from app.engine.types import PromptProgress
+    from app.tui.messages import PromptFitted, PromptRead, ReplyPiece
+
+    app = make_app(shelf, FakeEngine())
+    async with app.run_test(size=SIZE) as pilot:
+        chat = await open_chat(app, pilot)
+        await send(app, pilot, "What is the capital of France?")
+        reply_id = chat.reply.msg_id
+    assert not app.is_running and not chat.query("#context-line")  # quit: the chat's widgets are gone
+    with app._context():  # as the app's loop would handle them, while it closes
+        chat.on_prompt_fitted(PromptFitted(12, 4096, 0, False))
+        chat.on_prompt_read(PromptRead(reply_id, PromptProgress(6, 12)))
+        await chat.on_reply_piece(ReplyPiece(reply_id, "Paris"))
+
+
 async def test_escape_stops_a_reply_at_once(shelf: Path) -> None:
     engine = FakeEngine(reply=" ".join(f"word{i}" for i in range(400)), delay=0.02)
     app = make_app(shelf, engine)

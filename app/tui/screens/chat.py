@@ -33,6 +33,7 @@ from app.tui.screens.chat_controller import ChatController
 from app.tui.screens.chat_reply import ReplyWriter
 from app.tui.screens.chat_slash import ask_before_sending, run_slash
 from app.tui.screens.dialog_host import DialogHost
+from app.tui.while_running import while_running
 from app.tui.widgets.chat import slash_commands
 from app.tui.widgets.chat.context_line import ContextLine
 from app.tui.widgets.chat.input_recall import earlier_messages
@@ -243,6 +244,7 @@ class ChatScreen(DialogHost):  # opens the dialogs its widgets ask for (app/tui/
     def on_load_bar_failed(self) -> None:
         self.loading = False
 
+    @while_running
     def on_load_finished(self, message: LoadFinished) -> None:
         """After the load bar's own (it hides; a failed load is explained, the model list comes back)."""
         self.loading = False
@@ -354,6 +356,7 @@ class ChatScreen(DialogHost):  # opens the dialogs its widgets ask for (app/tui/
         self.refresh_chat_list()
         await self.reply.start()
 
+    @while_running
     def on_context_resized(self, message: ContextResized) -> None:
         model = self.services.session.model
         if model is None:
@@ -362,15 +365,18 @@ class ChatScreen(DialogHost):  # opens the dialogs its widgets ask for (app/tui/
         self.sub_title = f"{model.name} · {model.n_ctx:,} of {model.max_ctx:,} tokens"
         self.update_context_line()
 
+    @while_running
     def on_prompt_fitted(self, message: PromptFitted) -> None:
         self.context_tokens = message.tokens
         self.update_context_line()
         self.context_line.tell_fitted(message)
 
+    @while_running
     async def on_reply_piece(self, message: ReplyPiece) -> None:
         if await self.reply.piece(message):
             self._count_cells_used()
 
+    @while_running
     def on_prompt_read(self, message: PromptRead) -> None:
         self.reply.prompt_read(message)
 
