@@ -5,11 +5,13 @@ from __future__ import annotations
 
 def run(options: object) -> int:
     """Run the app; returns the exit status."""
+    from functools import partial
+
     from app.tui import early_probe
-    from app.tui.services import AppOptions  # loaded with the command line's options already
+    from app.tui.services import AppOptions, probe_for  # loaded with the command line's options already
 
     assert isinstance(options, AppOptions)
-    early_probe.begin(options)  # beside Textual's import: the first list waits for it
+    early_probe.begin(partial(probe_for, options))  # beside Textual's import: the first list waits for it
     from app.tui.app import VramchatApp
     from app.tui.widgets.picture import prepare_pictures
 

@@ -6,45 +6,29 @@ Only the first probe is taken from here (`take`); a rescan probes again."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable
 from concurrent.futures import Future
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from app.devices.probes import DeviceReport
 
-
-class ProbeOptions(Protocol):
-    """What the command line asked of the devices (the app's options have it)."""
-
-    @property
-    def vram(self) -> str | None: ...
-    @property
-    def ram(self) -> str | None: ...
-    @property
-    def cpu(self) -> bool: ...
-    @property
-    def gpu(self) -> Sequence[str]: ...
-
-
 _begun: Future[DeviceReport] | None = None
 
 
-def begin(options: ProbeOptions) -> None:
-    """Probe the devices `options` ask for in a thread of its own, now."""
+def begin(probe: Callable[[], DeviceReport]) -> None:
+    """Run `probe` (the app's: app.tui.services.probe_for) in a thread of its own, now."""
     global _begun
     future: Future[DeviceReport] = Future()
 
-    def probe() -> None:
+    def run() -> None:
         try:
-            from app.devices import probe_devices
-
-            future.set_result(probe_devices(options.vram, options.ram, cpu_only=options.cpu, gpu=options.gpu))
+            future.set_result(probe())
         except BaseException as exc:  # the scan worker that takes it raises it (a malformed --vram: ValueError)
             future.set_exception(exc)
 
     _begun = future
-    threading.Thread(target=probe, name="vramchat-early-probe", daemon=True).start()
+    threading.Thread(target=run, name="vramchat-early-probe", daemon=True).start()
 
 
 def take() -> Future[DeviceReport] | None:

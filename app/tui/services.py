@@ -55,6 +55,13 @@ class AppOptions:
     sampling: ChatSampling = field(default_factory=lambda: ChatSampling())  # --temp, --top-p ...: new chats'
 
 
+def probe_for(options: AppOptions) -> DeviceReport:
+    """The devices `options` ask for: this machine's, or simulated ones (--vram, --ram, --cpu, --gpu)."""
+    from app.devices import probe_devices  # the probes' modules load in the scan worker, not before the picker
+
+    return probe_devices(options.vram, options.ram, cpu_only=options.cpu, gpu=options.gpu)
+
+
 class Services:
     def __init__(self, options: AppOptions, settings: Settings | None, notify: Notify) -> None:
         self.options = options
@@ -131,11 +138,7 @@ class Services:
         from app.tui import early_probe
 
         begun = early_probe.take()  # the first: begun as the app started
-        if begun is not None:
-            return begun.result()
-        from app.devices import probe_devices  # the probes' modules load in the scan worker, not before the picker
-
-        return probe_devices(self.options.vram, self.options.ram, cpu_only=self.options.cpu, gpu=self.options.gpu)
+        return begun.result() if begun is not None else probe_for(self.options)
 
     def assembled_demo(self) -> tuple[Path | None, bool]:
         """The demo model's file when it is ready, and whether it still has to be assembled (the

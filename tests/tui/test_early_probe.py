@@ -3,10 +3,11 @@ for that probe's devices, without probing again; a rescan probes afresh; a probe
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 from app.tui import early_probe
-from app.tui.services import AppOptions
+from app.tui.services import AppOptions, probe_for
 from tests.support.tiny import TinySpec, write_tiny_model
 from tests.support.tui_helpers import make_app, wait_for
 
@@ -31,7 +32,9 @@ def _probes_counted(app) -> list[object]:
 
 async def test_the_picker_plans_for_the_probe_begun_at_start_and_a_rescan_probes_again(tmp_path: Path) -> None:
     app = make_app(_shelf(tmp_path))  # this machine's devices
-    early_probe.begin(AppOptions(vram="8GiB", ram="16GiB"))  # the probe begun at start: a simulated 8 GiB GPU
+    early_probe.begin(
+        partial(probe_for, AppOptions(vram="8GiB", ram="16GiB"))
+    )  # the probe begun at start: a simulated 8 GiB GPU
     try:
         async with app.run_test(size=(160, 45)) as pilot:
             await wait_for(pilot, lambda: _scanned(app))
@@ -49,7 +52,7 @@ async def test_the_picker_plans_for_the_probe_begun_at_start_and_a_rescan_probes
 
 async def test_a_probe_begun_at_start_that_failed_is_said_in_the_picker(tmp_path: Path) -> None:
     app = make_app(_shelf(tmp_path))
-    early_probe.begin(AppOptions(vram="eight gigabytes"))
+    early_probe.begin(partial(probe_for, AppOptions(vram="eight gigabytes")))
     try:
         async with app.run_test(size=(160, 45)) as pilot:
             await wait_for(pilot, lambda: "eight gigabytes" in _status_text(app))
