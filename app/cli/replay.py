@@ -28,6 +28,8 @@ import json
 import os
 import sys
 
+from app.caches.files import code_files, files_under
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: its import is a tenth of the budget
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -81,30 +83,13 @@ def _library_dir() -> str | None:
     return os.path.join(os.path.dirname(spec.origin), "lib")
 
 
-def _files(root: str) -> list[tuple[str, int, int]]:
-    """Every file under `root` (bytecode caches aside): relative path, size, modification time."""
-    out = []
-    stack = [root]
-    while stack:
-        folder = stack.pop()
-        with os.scandir(folder) as entries:
-            for entry in entries:
-                if entry.is_dir(follow_symlinks=False):
-                    if entry.name != "__pycache__":
-                        stack.append(entry.path)
-                    continue
-                st = entry.stat()
-                out.append((os.path.relpath(entry.path, root), st.st_size, st.st_mtime_ns))
-    return sorted(out)
-
-
 def _speed_files() -> list[tuple[str, int, int]]:
     """The speed figures a plan quotes (app.speed.machine, app.speed.learn): a new probe or a reply
     learned from makes the kept plan's `speed` stale."""
     from app.paths import cache_dir
 
     folder = cache_dir() / "speed"
-    return _files(str(folder)) if folder.is_dir() else []
+    return files_under(str(folder)) if folder.is_dir() else []
 
 
 def _learned_files() -> list[tuple[str, int, int]]:
@@ -141,7 +126,7 @@ def _code() -> list[Any]:
     import app
     import planner
 
-    return [_files(os.path.dirname(app.__file__)), _files(os.path.dirname(planner.__file__))]
+    return [code_files(os.path.dirname(app.__file__)), code_files(os.path.dirname(planner.__file__))]
 
 
 def key_for(words: list[str]) -> tuple[dict[str, Any], int] | None:
@@ -175,7 +160,7 @@ def key_for(words: list[str]) -> tuple[dict[str, Any], int] | None:
             "env": sorted(env.items()),
             "settings": settings,
             "code": _code(),
-            "llama_cpp": [lib, _files(lib)],
+            "llama_cpp": [lib, files_under(lib)],
             "cpu": _cpu_identity(),
             "ram": total,
             "speed": _speed_files(),

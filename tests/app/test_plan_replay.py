@@ -11,6 +11,7 @@ import pytest
 import app.cli.plan
 import app.cli.replay
 import app.devices.host
+from app.caches.files import files_under
 from app.cli import main
 
 GiB = 1024**3
@@ -181,10 +182,10 @@ def test_the_code_stamp_sees_an_edited_file(tmp_path: Path) -> None:
     (tmp_path / "pkg").mkdir()
     source = tmp_path / "pkg" / "rules.py"
     source.write_text("A = 1\n")
-    before = app.cli.replay._files(str(tmp_path))
+    before = files_under(str(tmp_path))
     st = source.stat()
     os.utime(source, ns=(st.st_atime_ns, st.st_mtime_ns + 1))
-    assert app.cli.replay._files(str(tmp_path)) != before
+    assert files_under(str(tmp_path)) != before
 
 
 def test_the_probe_s_marks_and_settings_file_are_the_replay_s() -> None:
