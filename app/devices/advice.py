@@ -11,12 +11,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from app.native import reinstall_command
-
 BACKEND_NAMES = {"cuda": "CUDA", "rocm": "ROCm/HIP", "metal": "Metal", "vulkan": "Vulkan"}
 
 
 def mismatch_message(gpu_name: str, backend: str) -> str:
+    from app.native import reinstall_command  # ctypes and the library lookup: not for reading a report
+
     return (
         f"{gpu_name} is present, but this llama-cpp-python was built without {BACKEND_NAMES[backend]} "
         f"support, so every layer would run on the CPU. Rebuild it with:\n  {reinstall_command(backend)}"
@@ -33,6 +33,8 @@ class Mismatch:
 
     @property
     def command(self) -> str:
+        from app.native import reinstall_command
+
         return reinstall_command(self.backend)
 
     @property

@@ -11,12 +11,12 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from app.devices.ggml import GGMLDevice
-from app.devices.nvml import NvmlGpu
-from app.devices.pci import match
-from app.devices.rocm import RocmGpu
+if TYPE_CHECKING:  # a report is read without the probes (app.devices): only their types are named here
+    from app.devices.ggml import GGMLDevice
+    from app.devices.nvml import NvmlGpu
+    from app.devices.rocm import RocmGpu
 
 FROM_PROCESSES = "NVML process list"
 FROM_DEVICE = "memory in use (total - free)"
@@ -58,6 +58,8 @@ def held_on_gpus(
 ) -> dict[str, HeldMemory]:
     """Per llama.cpp GPU: the best figure a probe gives. Unified-memory GPUs (Metal, integrated)
     are left out: what others hold there is host RAM, reported with the host."""
+    from app.devices.pci import match
+
     nv = match(devices, [g for g in nvidia if not g.error], "cuda")
     rs = match(devices, list(amd), "rocm")
     out: dict[str, HeldMemory] = {}
