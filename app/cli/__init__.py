@@ -18,6 +18,7 @@ import os
 import sys
 
 from app.cli.exits import EXIT_BAD_FILE, EXIT_LOAD_FAILED, EXIT_NO_FIT, EXIT_OK, EXIT_STDOUT_CLOSED, EXIT_USAGE, fail
+from app.collector import paused, resume
 from app.errors import UsageError, VramchatError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a replayed plan's start is short)
@@ -47,6 +48,11 @@ def _use_rpc_servers(given: str | None) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    with paused():  # a command that prints and exits never collects; one that runs on resumes (app.collector)
+        return _guarded_main(argv)
+
+
+def _guarded_main(argv: Sequence[str] | None) -> int:
     from app.terminal_text import guard_streams
 
     guard_streams()  # names, paths, errors and answers come from outside: no byte of theirs commands the terminal
@@ -65,6 +71,7 @@ def _main(argv: Sequence[str] | None) -> int:
     if words[:1] == ["serve-rpc"]:
         from app.cli.serve_rpc import serve
 
+        resume()
         try:
             return serve(words[1:])
         except KeyboardInterrupt:
@@ -72,6 +79,7 @@ def _main(argv: Sequence[str] | None) -> int:
     if words[:1] == ["serve"]:  # the model behind an OpenAI-compatible API (app/serve/)
         from app.cli.serve import run_serve
 
+        resume()
         return run_serve(words[1:])
     replay_key = None
     if "--plan" in words and "--json" in words:  # planned before: said again, nothing parsed nor planned
@@ -125,10 +133,13 @@ def _main(argv: Sequence[str] | None) -> int:
         if args.quants or args.download:
             from app.cli.remote import run_remote
 
+            if args.download:
+                resume()  # minutes of transfers
             return run_remote(args)
         if args.model and not os.path.exists(args.model) and "/" in args.model:
             from app.cli.remote import loads_remote
 
+            resume()  # it may offer a download, then run the app or -p
             if loads_remote(args):  # hf:ORG/REPO:QUANT, an URL: the copy on disk, or the offer to download it
                 from app.cli.by_name import use_local_copy
 
@@ -142,6 +153,7 @@ def _main(argv: Sequence[str] | None) -> int:
         if args.prompt is not None:
             from app.cli.prompt import run_prompt
 
+            resume()
             return run_prompt(args)
         if args.list:
             from app.cli.listing import run_list

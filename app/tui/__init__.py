@@ -17,5 +17,8 @@ def run(options: object) -> int:
 
     prepare_pictures()  # how the terminal draws pictures: found before Textual reads the keyboard
     app = VramchatApp(options)
+    from app.collector import resume
+
+    resume(freeze=True)  # the modules, classes and styles loaded so far live as long as the app: never walked again
     app.run()
     return app.return_code or 0
