@@ -99,6 +99,15 @@ def test_a_20_mb_body_is_refused_before_it_is_read(served: Served) -> None:
     _still_answers(served)
 
 
+def _closed_unanswered(sock: socket.socket) -> bool:
+    """Closed by the server without a byte of answer: an orderly end, or a reset where a byte the client
+    dripped in after the server's last read was still unread as it closed (the kernel then resets)."""
+    try:
+        return sock.recv(100) == b""
+    except ConnectionResetError:
+        return True
+
+
 def test_a_client_that_sends_a_byte_a_second_is_let_go_and_the_others_are_served(served: Served) -> None:
     slow_body = socket.create_connection(("127.0.0.1", served.port), timeout=30)
     slow_head = socket.create_connection(("127.0.0.1", served.port), timeout=30)
@@ -122,7 +131,7 @@ def test_a_client_that_sends_a_byte_a_second_is_let_go_and_the_others_are_served
     _still_answers(served)  # while both drip
     answers.append(read_answer(slow_body))
     assert answers[0][0] == 408 and "took longer than 2 s" in _error(answers[0][2])["message"]
-    assert slow_head.recv(100) == b""  # the head's deadline: the connection closed, no answer owed
+    assert _closed_unanswered(slow_head)  # the head's deadline: the connection closed, no answer owed
     assert time.monotonic() - started < 8
     dripping.join()
     slow_body.close()
