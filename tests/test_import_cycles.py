@@ -128,6 +128,7 @@ FLOORS: Floors = (
             "app.settings",
             "app.native",
             "app.children",
+            "app.collector",
             "app.terminal_text",
             "app.memory_words",
             "app.caches.*",
