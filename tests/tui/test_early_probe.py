@@ -60,6 +60,11 @@ async def test_a_probe_begun_at_start_that_failed_is_said_in_the_picker(tmp_path
             screen = app.screen
             assert "Nothing planned" in str(screen.scan_bar.label.render())
             assert not screen.scan_bar.progress.display  # the bar no longer pulses "Probing devices…"
+            await pilot.press("ctrl+l")  # Load: no plan will come, so none is promised
+            await pilot.pause()
+            said = [str(n.message) for n in app._notifications]
+            assert any("until the device settings are mended" in text for text in said), said
+            assert not any("as soon as the plan is ready" in text for text in said)
     finally:
         early_probe.take()
 

@@ -181,6 +181,7 @@ class PickerScreen(DialogHost):
             self.device_line.update(terminal_safe(f"Device settings are wrong: {message.error}"))
             self.scan_bar.say("Nothing planned: no devices to plan for until the device settings are mended")
             self.scan_bar.idle()  # no longer probing: the bar stops
+            self._load_when_ready = False  # a Load pressed while it probed: nothing will be planned to load
             self.app.notify(message.error, title="Devices", severity="error", timeout=10)
             return
         from app.devices.render import device_line  # the scan worker imported the probes already
@@ -429,7 +430,14 @@ class PickerScreen(DialogHost):
     def action_load(self) -> None:
         path, result = self.selected, self.result
         if path is None or result is None:
-            if self.plan_state == "pending" or not self.entries:
+            if self.services.devices is None and not self._scanning:  # the probe failed: no plan will come
+                self.app.notify(
+                    "Nothing can be loaded until the device settings are mended (the line at the top says why).",
+                    title="Devices",
+                    severity="warning",
+                )
+                return
+            if self.plan_state == "pending" or (self._scanning and not self.entries):
                 # pressed before the list or the plan was ready (a first start takes a moment): kept
                 self._load_when_ready = True
                 self.app.notify("Loading as soon as the plan is ready…", timeout=3)
