@@ -33,12 +33,6 @@ def _non_negative_int(text: str) -> int:
     return _whole_number(text, 0)
 
 
-def _sampling_range(name: str) -> tuple[float, float]:
-    from app.limits import RANGES
-
-    return RANGES[name]
-
-
 def _sampling_value(name: str, kind: type):  # -> a parser of one sampling value, its range checked
     def parse(text: str) -> float | int:
         import argparse
@@ -93,70 +87,110 @@ def _size(text: str) -> int:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+# the other commands, said under the app's flags: `vramchat --help` is where a user looks for them
+OTHER_COMMANDS = (
+    "Other commands: vramchat serve MODEL serves the planned model behind an OpenAI-compatible API "
+    "(vramchat serve --help); vramchat serve-rpc lends this machine's devices to another machine's plans "
+    "(vramchat serve-rpc --help)."
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
+    """The app's command line: MODEL, the modes, -p's sampling, devices, wishes and fixed knobs."""
+    p = command_parser(
+        "vramchat",
+        "Chat with local GGUF models, knowing before you load one how much memory it takes.",
+        "Sizes accept binary units: 8GiB, 24G, 12000MiB. "
+        "Simulate devices for the whole app with VRAMCHAT_DEVICES (see --devices). " + OTHER_COMMANDS,
+    )
+    modes = p.add_argument_group("what to do")
+    add_modes(modes)
+    add_one_question(modes)
+    add_sampling(modes, "with -p: ", "(default: the setting; unset: greedy for a base model, 0.2 for chat)")
+    add_plan_knobs(p)
+    return p
+
+
+def command_parser(prog: str, description: str, epilog: str) -> argparse.ArgumentParser:
+    """A parser with MODEL and --version, as every command that plans a model starts."""
     import argparse
 
-    from app.speed import tokens_per_second
-
-    p = argparse.ArgumentParser(
-        prog="vramchat",
-        description="Chat with local GGUF models, knowing before you load one how much memory it takes.",
-        epilog="Sizes accept binary units: 8GiB, 24G, 12000MiB. "
-        "Simulate devices for the whole app with VRAMCHAT_DEVICES (see --devices).",
-    )
+    p = argparse.ArgumentParser(prog=prog, description=description, epilog=epilog)
     p.add_argument("model", nargs="?", help="a .gguf file (the first shard of a split model), or 'demo'")
     p.add_argument("--version", action="version", version=f"vramchat {__version__} ({LLAMA_CPP_BUILD})")
+    return p
 
-    modes = p.add_argument_group("what to do")
-    modes.add_argument("--plan", action="store_true", help="print the memory plan for MODEL and exit")
+
+def add_modes(modes: argparse._ArgumentGroup, shown: bool = True) -> None:
+    """The modes that print and exit, and --continue, --verify, --models-dir; `shown=False` keeps them out of
+    the help (a command that refuses them in words: vramchat serve)."""
+    import argparse
+
+    def helped(text: str) -> str:
+        return text if shown else argparse.SUPPRESS
+
+    modes.add_argument("--plan", action="store_true", help=helped("print the memory plan for MODEL and exit"))
     modes.add_argument(
         "--list",
         action="store_true",
-        help="print the models the picker would list, with their fit on this machine, and exit",
+        help=helped("print the models the picker would list, with their fit on this machine, and exit"),
     )
     modes.add_argument(
         "--quants",
         action="store_true",
-        help="plan every GGUF of MODEL, a Hugging Face repo (ORG/REPO) or a folder, and print one table: "
-        "each quant's fit on this machine and the best choice",
+        help=helped(
+            "plan every GGUF of MODEL, a Hugging Face repo (ORG/REPO) or a folder, and print one table: "
+            "each quant's fit on this machine and the best choice"
+        ),
     )
     modes.add_argument(
         "--download",
         action="store_true",
-        help="download MODEL (hf:ORG/REPO:QUANT, ORG/REPO/FILE.gguf or an URL) and its projector into the "
-        "models folder: resumed if interrupted, checked against the hub's sha256",
+        help=helped(
+            "download MODEL (hf:ORG/REPO:QUANT, ORG/REPO/FILE.gguf or an URL) and its projector into the "
+            "models folder: resumed if interrupted, checked against the hub's sha256"
+        ),
     )
     modes.add_argument(
         "--continue",
         dest="continue_chat",
         action="store_true",
-        help="open the app on the last chat, with the model it was held with (MODEL: with that one instead); "
-        "the continue_last_chat setting does it at every start",
+        help=helped(
+            "open the app on the last chat, with the model it was held with (MODEL: with that one instead); "
+            "the continue_last_chat setting does it at every start"
+        ),
     )
-    modes.add_argument("--devices", action="store_true", help="print what each device probe found and exit")
-    modes.add_argument("--json", action="store_true", help="with --plan, --list or --devices: print JSON")
+    modes.add_argument("--devices", action="store_true", help=helped("print what each device probe found and exit"))
+    modes.add_argument("--json", action="store_true", help=helped("with --plan, --list or --devices: print JSON"))
     modes.add_argument(
         "--forget-overhead",
         action="store_true",
-        help="forget the GPU overhead vramchat learned on this machine's loads (--devices shows it) and exit",
+        help=helped("forget the GPU overhead vramchat learned on this machine's loads (--devices shows it) and exit"),
     )
     modes.add_argument(
         "--llama-args",
         action="store_true",
-        help="with --plan: print the flags that run this configuration in llama-server or llama-cli",
+        help=helped("with --plan: print the flags that run this configuration in llama-server or llama-cli"),
     )
     modes.add_argument(
-        "-p",
-        "--prompt",
-        metavar="TEXT",
-        help="plan and load MODEL, answer TEXT on stdout and exit (with --json: one object)",
+        "--verify",
+        action="store_true",
+        help=helped("with --plan: confirm the plan with llama.cpp's own dry run on this machine (about 1 s)"),
     )
     modes.add_argument(
-        "--temp",
-        type=float,
-        metavar="T",
-        help="with -p: sampling temperature (default: the setting; unset: greedy for a base model, 0.2 for chat)",
+        "--models-dir",
+        action="append",
+        default=[],
+        metavar="FOLDER",
+        help=helped("also look for models in FOLDER (repeat for several)"),
     )
+
+
+def add_sampling(group: argparse._ArgumentGroup, scope: str, temperature_default: str) -> None:
+    """--temp, --top-p ... and -n; `scope` begins each help ("with -p: "), `temperature_default` ends --temp's."""
+    from app.limits import RANGES
+
+    group.add_argument("--temp", type=float, metavar="T", help=f"{scope}sampling temperature {temperature_default}")
     for flag, name, kind, metavar in (
         ("--top-p", "top_p", float, "P"),
         ("--top-k", "top_k", int, "K"),
@@ -164,37 +198,62 @@ def build_parser() -> argparse.ArgumentParser:
         ("--repeat-penalty", "repeat_penalty", float, "R"),
         ("--seed", "seed", int, "N"),
     ):
-        low, high = _sampling_range(name)
-        modes.add_argument(
+        low, high = (f"{bound:g}" if kind is float else f"{int(bound)}" for bound in RANGES[name])
+        group.add_argument(
             flag,
             type=_sampling_value(name, kind),
             metavar=metavar,
-            help=f"with -p: {name.replace('_', ' ')} ({low:g} to {high:g}; default: the model file's, else vramchat's)",
+            help=f"{scope}{name.replace('_', ' ')} ({low} to {high}; default: the model file's, else vramchat's)",
         )
-    modes.add_argument(
+    group.add_argument(
         "-n",
         "--n-predict",
         type=_positive_int,
         metavar="N",
-        help="with -p: most tokens in the answer (default: the setting, 512)",
+        help=f"{scope}most tokens in the answer (default: the setting, 512)",
+    )
+
+
+def add_one_question(modes: argparse._ArgumentGroup, shown: bool = True) -> None:
+    """-p and what goes only with it (--verbose, --image, --audio)."""
+    import argparse
+
+    def helped(text: str) -> str:
+        return text if shown else argparse.SUPPRESS
+
+    modes.add_argument(
+        "-p",
+        "--prompt",
+        metavar="TEXT",
+        help=helped("plan and load MODEL, answer TEXT on stdout and exit (with --json: one object)"),
     )
     modes.add_argument(
         "--verbose",
         action="store_true",
-        help="with -p: a reasoning model's thoughts on stderr as it writes them (stdout has the answer alone)",
+        help=helped("with -p: a reasoning model's thoughts on stderr as it writes them (stdout has the answer alone)"),
     )
     modes.add_argument(
-        "--verify",
-        action="store_true",
-        help="with --plan: confirm the plan with llama.cpp's own dry run on this machine (about 1 s)",
-    )
-    modes.add_argument(
-        "--models-dir",
+        "--image",
         action="append",
         default=[],
-        metavar="FOLDER",
-        help="also look for models in FOLDER (repeat for several)",
+        metavar="FILE",
+        help=helped(
+            "with -p: show the model this picture (repeat for several); the projector beside MODEL is "
+            "loaded, or the one --mmproj names"
+        ),
     )
+    modes.add_argument(
+        "--audio",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help=helped("with -p: let the model hear this sound (WAV, MP3, FLAC), for projectors with an audio encoder"),
+    )
+
+
+def add_plan_knobs(p: argparse.ArgumentParser) -> None:
+    """What every plan reads: the devices (what-if sizes), the solver's wishes and a fixed configuration."""
+    from app.speed import tokens_per_second
 
     devs = p.add_argument_group("devices (what-if planning)")
     devs.add_argument(
@@ -242,21 +301,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --mmproj or --image: the most tokens one image may take, as llama-server's flag "
         "(default: the projector's); a larger image is scaled down",
     )
-    modes.add_argument(
-        "--image",
-        action="append",
-        default=[],
-        metavar="FILE",
-        help="with -p: show the model this picture (repeat for several); the projector beside MODEL is "
-        "loaded, or the one --mmproj names",
-    )
-    modes.add_argument(
-        "--audio",
-        action="append",
-        default=[],
-        metavar="FILE",
-        help="with -p: let the model hear this sound (WAV, MP3, FLAC), for projectors with an audio encoder",
-    )
     wish.add_argument(
         "--elastic",
         type=_on_off,
@@ -286,7 +330,6 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="keep the experts of the first N layers in host memory (MoE models)",
     )
-    return p
 
 
 def negative_values_attached(argv: Sequence[str]) -> list[str]:

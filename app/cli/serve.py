@@ -19,7 +19,7 @@ from app.errors import UsageError
 if TYPE_CHECKING:
     import argparse
 
-# the command line's modes that are not serving: refused with serve, never dropped
+# the command line's modes that are not serving: refused with serve, never dropped (kept out of its help)
 _OTHER_MODES = {
     "plan": "--plan",
     "list": "--list",
@@ -35,15 +35,17 @@ _OTHER_MODES = {
 
 
 def serve_parser() -> argparse.ArgumentParser:
-    """The command line's parser (MODEL and every plan knob) with the server's own flags."""
-    from app.cli.parser import build_parser
+    """MODEL, the server's sampling defaults, every plan knob and the server's own flags. The app's modes and
+    -p's flags are parsed but not shown: `_check` refuses them in words."""
+    from app.cli.parser import add_modes, add_one_question, add_plan_knobs, add_sampling, command_parser
     from app.serve.options import DEFAULT_HOST, DEFAULT_PORT, KEY_ENV
 
-    parser = build_parser()
-    parser.prog = "vramchat serve"
-    parser.description = (
+    parser = command_parser(
+        "vramchat serve",
         "Serve MODEL, planned and loaded as the app loads it, behind an OpenAI-compatible API "
-        "(/v1/chat/completions, /v1/completions, /v1/models, /health, /metrics)."
+        "(/v1/chat/completions, /v1/completions, /v1/models, /health, /metrics).",
+        "Sizes accept binary units: 8GiB, 24G, 12000MiB. vramchat --help shows the app's own command line "
+        "(the picker, --plan, -p ...); vramchat serve-rpc --help the RPC server that lends this machine's devices.",
     )
     group = parser.add_argument_group("serving")
     group.add_argument(
@@ -60,6 +62,12 @@ def serve_parser() -> argparse.ArgumentParser:
         metavar="KEY",
         help=f"the key every request must send as 'Authorization: Bearer KEY' (or {KEY_ENV})",
     )
+    sampling = parser.add_argument_group("sampling (the server's defaults: what a request sets comes first)")
+    add_sampling(sampling, "", "(default: the setting; unset: greedy for a base model, 0.2 for chat)")
+    hidden = parser.add_argument_group()
+    add_modes(hidden, shown=False)
+    add_one_question(hidden, shown=False)
+    add_plan_knobs(parser)
     return parser
 
 
@@ -110,8 +118,12 @@ def _check(args: argparse.Namespace) -> None:
     for name, flag in _OTHER_MODES.items():
         if getattr(args, name, None):
             raise UsageError(f"{flag} is a mode of its own: vramchat serve takes a MODEL and plan knobs")
-    if args.prompt is not None or args.image or args.audio:
-        raise UsageError("-p, --image and --audio answer one question; with serve, send requests to the server")
+    if args.prompt is not None or args.image or args.audio or args.verbose:
+        raise UsageError(
+            "-p, --image, --audio and --verbose answer one question; with serve, send requests to the server"
+        )
+    if args.models_dir:
+        raise UsageError("--models-dir is where the picker and --list look; vramchat serve takes a MODEL itself")
     args.api_key = api_key_from(args.api_key)
     check_exposure(args.host, args.api_key)
 

@@ -37,6 +37,52 @@ def test_other_modes_are_refused_in_words() -> None:
     assert proc.returncode == 2 and "with serve, send requests to the server" in proc.stderr
 
 
+@pytest.mark.parametrize(
+    ("words", "said"),
+    [
+        (["--plan"], "--plan is a mode of its own"),
+        (["--json"], "--json is a mode of its own"),
+        (["--verbose"], "--verbose answer one question"),
+        (["--image", "cat.png"], "--image, --audio and --verbose answer one question"),
+        (["--models-dir", "."], "--models-dir is where the picker and --list look"),
+    ],
+)
+def test_flags_serve_does_not_show_are_refused_in_words(words: list[str], said: str) -> None:
+    """A flag of the app's that serve does not take is refused before anything is planned, not dropped (the
+    server would run without what it asked). A process with a timeout: a flag let through serves forever."""
+    proc = subprocess.run(
+        [VRAMCHAT, "serve", "demo", "--port", "0", *words],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert proc.returncode == 2 and said in proc.stderr
+    assert "Host RAM" not in proc.stderr
+
+
+def test_serve_help_shows_what_serve_takes(capsys: pytest.CaptureFixture[str]) -> None:
+    """`vramchat serve --help` lists the server's flags, its sampling defaults and the plan knobs, not the app's
+    modes or -p's flags it refuses; `vramchat --help` names the serve commands."""
+    from app import cli
+
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["serve", "--help"])
+    assert exit_.value.code == 0
+    help_text, epilog = capsys.readouterr().out.split("Sizes accept binary units")
+    assert "vramchat --help shows the app's own command line" in " ".join(epilog.split())
+    for shown in ("--host ADDR", "--api-key KEY", "sampling (the server's defaults", "--temp T", "--ctx N", "--ngl N"):
+        assert shown in help_text, shown
+    for hidden in ("--plan", "--list", "--quants", "--download", "--continue", "--verify", "-p TEXT", "--verbose"):
+        assert hidden not in help_text, hidden
+    assert "with -p" not in help_text
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    app_help = " ".join(capsys.readouterr().out.split())
+    assert "vramchat serve MODEL serves the planned model behind an OpenAI-compatible API" in app_help
+    assert "vramchat serve-rpc" in app_help and "seed (0 to 4294967295;" in app_help
+
+
 @pytest.mark.llama
 def test_serve_demo_answers_and_stops_on_sigterm(tmp_path: Path) -> None:
     proc = subprocess.Popen(
