@@ -28,7 +28,7 @@ from app.tui.messages import LoadFinished, LoadRequested, ScanFinished
 from app.tui.screens.picker import PickerScreen
 from app.tui.services import AppOptions, Services
 from app.tui.serving import AppServer
-from app.tui.themes import THEMES
+from app.tui.themes import DARK, THEMES
 
 if TYPE_CHECKING:
     from textual.content import Content
@@ -101,7 +101,14 @@ class VramchatApp(App):
         self.serving = AppServer()  # the loaded model served to other tools (/serve), when asked
         for theme in THEMES:
             self.register_theme(theme)
-        self._start_in_theme(self.settings.theme if self.settings.theme in self.available_themes else "vramchat-dark")
+        named = self.settings.theme
+        if named not in self.available_themes:  # edited by hand: said, and the file left as written
+            self.services.startup_warnings.append(
+                f"The settings name the theme {named!r}, which vramchat does not have: {DARK.name} is used "
+                "(Ctrl+P, then 'theme', lists the themes; the one chosen is saved)."
+            )
+            named = DARK.name
+        self._start_in_theme(named)
 
     def _start_in_theme(self, name: str) -> None:
         """The first theme, given before the stylesheet is first read. Set as `theme` is (its watcher), it has

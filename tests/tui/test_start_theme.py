@@ -41,3 +41,18 @@ async def test_the_app_starts_in_its_theme_and_reads_the_stylesheet_once(
         app.theme = "textual-light" if dark else "textual-dark"
         await pilot.pause()
         assert app.screen.styles.background == Color.parse(app.get_css_variables()["background"])
+
+
+async def test_a_theme_vramchat_does_not_have_is_said_and_the_dark_one_used(
+    tmp_path: Path, zoo: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A theme name edited into the settings by hand that no theme has: the app starts in vramchat-dark and says
+    why (the file is left as the user wrote it until a theme is chosen)."""
+    monkeypatch.setenv("VRAMCHAT_DEVICES", "8GiB/1GiB,ram=32GiB/8GiB")
+    shutil.copy(zoo[next(iter(zoo))], tmp_path / "one.gguf")
+    app = make_app(tmp_path, settings=Settings(scan_known_caches=False, theme="neon-pink"))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await wait_for(pilot, picker_ready(app), timeout=60)
+        assert app.theme == "vramchat-dark"
+        said = [n.message for n in app._notifications]
+        assert any("theme 'neon-pink', which vramchat does not have: vramchat-dark is used" in m for m in said), said
