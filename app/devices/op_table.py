@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -121,6 +120,8 @@ def ask(queries: dict[str, list[OpKey]]) -> dict[str, list[bool | None]]:
             return ask_devices({name: [list(k) for k in keys] for name, keys in queries.items()})
         except (GGMLUnavailable, ProbeMismatch):
             return {}
+    import subprocess  # here: a plan without a GPU asks no device (subprocess and its modules: 2-3 ms to import)
+
     from app.children import child_env
     from app.native import IN_PROCESS_ENV
 

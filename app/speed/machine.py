@@ -22,16 +22,18 @@ import contextlib
 import functools
 import json
 import os
-import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from app.caches.files import write_atomically
 from app.paths import cache_dir
 from planner.speed import CpuSpeed
+
+if TYPE_CHECKING:
+    import subprocess  # imported where a probe starts: a plan that quotes the kept figures starts none
 
 FOLDER = "speed"
 MACHINE_FILE = "machine.json"
@@ -115,6 +117,8 @@ def machine_key() -> dict[str, Any]:
 def probe_child(module: str, args: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
     """Run a probe module in a child process of its own (llama.cpp in-process there), its output read as
     text; raises OSError or subprocess.TimeoutExpired."""
+    import subprocess
+
     from app.children import child_env
     from app.native import IN_PROCESS_ENV
 
@@ -131,6 +135,8 @@ def probe_child(module: str, args: list[str], timeout: float) -> subprocess.Comp
 def run_probe(full: bool = False, module: str | None = None) -> dict[str, Any]:
     """The probe's figures, measured in a child process (`full`: every figure, even on a busy machine,
     where the probe otherwise stops early); raises RuntimeError with the reason."""
+    import subprocess
+
     try:
         proc = probe_child(module or PROBE_MODULE, ["--full"] if full else [], PROBE_TIMEOUT)
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -210,6 +216,8 @@ def start_background_probe() -> tuple[CpuSpeed | None, str] | None:
         folder.mkdir(parents=True, exist_ok=True)
     if probe_running(folder):
         return None
+    import subprocess
+
     from app.children import child_env
 
     with contextlib.suppress(OSError):  # detached: the command that asked ends at once, a closed terminal ends it not

@@ -14,7 +14,6 @@ Every figure names its basis: "measured on Vulkan0 ...", or why it is unknown.
 from __future__ import annotations
 
 import json
-import subprocess
 import threading
 import time
 from pathlib import Path
@@ -42,6 +41,8 @@ def device_key(d: Device) -> str:
 
 def run_device_probe(d: Device) -> dict[str, Any]:
     """The device probe's answer ({"bandwidth", "bytes", "seconds"} or {"error"}), in a child process."""
+    import subprocess  # here: a plan without a Vulkan device starts no probe
+
     from app.speed.device_probe import matrix_bytes
 
     try:

@@ -75,6 +75,18 @@ def test_help_and_version(capsys: pytest.CaptureFixture[str]) -> None:
     assert "vramchat 0.1.0" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("columns", [60, 200])
+def test_help_fits_the_terminal_s_width(
+    columns: int, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Help is wrapped to the terminal (as argparse wraps it, without the shutil argparse would import for it)."""
+    monkeypatch.setenv("COLUMNS", str(columns))
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    widths = [len(line) for line in capsys.readouterr().out.splitlines()]
+    assert max(widths) <= columns - 2 and max(widths) > columns - 20
+
+
 def test_bad_simulated_devices_are_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["--vram", "lots"]) == cli.EXIT_USAGE
     assert "error" in capsys.readouterr().err
