@@ -20,9 +20,10 @@ if TYPE_CHECKING:
     from planner.projector import Projector
 
 
-def resolve_model(name: str | None) -> str:
+def resolve_model(name: str | None, mode: str = "--plan") -> str:
+    """The file MODEL names; `mode` is the flag that asked for it (said when MODEL is missing)."""
     if not name:
-        raise UsageError("--plan needs a MODEL (a .gguf file, or 'demo')")
+        raise UsageError(f"{mode} needs a MODEL (a .gguf file, or 'demo')")
     from app.demo import DEMO_NAMES, demo_model_path
 
     if name in DEMO_NAMES:
@@ -67,7 +68,7 @@ def make_plan(args: argparse.Namespace) -> tuple[str, DeviceReport, Planned, boo
     the plan, whether the configuration was fixed)."""
     from app.planning import plan_source
 
-    path = resolve_model(args.model)
+    path = resolve_model(args.model, "-p" if getattr(args, "prompt", None) is not None else "--plan")
     check_context(args)
     report = devices_for(args)
     choice = command_choice(args)

@@ -118,7 +118,8 @@ def test_exit_status_3_when_it_does_not_fit(gemma_path: Path) -> None:
 @pytest.mark.parametrize(
     "args, code, message",
     [
-        (["--plan"], 2, "needs a MODEL"),
+        (["--plan"], 2, "--plan needs a MODEL"),
+        (["-p", "hi"], 2, "error: -p needs a MODEL"),  # the flag the user gave, not --plan
         (["--plan", "x.gguf", "--vram", "lots"], 2, "unknown size unit"),
         (["--plan", "x.gguf", "--vram", "0"], 2, "positive"),
         (["--plan", "x.gguf", "--vram", "-3GiB"], 2, "size must be positive: '-3GiB'"),
