@@ -12,7 +12,7 @@ from app.errors import UsageError, VramchatError
 
 if TYPE_CHECKING:
     import argparse
-    from collections.abc import Iterator
+    from collections.abc import Iterable, Iterator
 
     from app.devices import DeviceReport
     from app.planning import PlanChoice, Planned, ProjectorRule
@@ -20,8 +20,10 @@ if TYPE_CHECKING:
     from planner.projector import Projector
 
 
-def resolve_model(name: str | None, mode: str = "--plan") -> str:
-    """The file MODEL names; `mode` is the flag that asked for it (said when MODEL is missing)."""
+def resolve_model(name: str | None, mode: str = "--plan", models_dirs: Iterable[str] = ()) -> str:
+    """The file MODEL names: a path, the demo, a model Ollama pulled, a hub or URL reference, or the name of a
+    model `vramchat --list` shows (looked up in its folders and `models_dirs`); `mode` is the flag that asked for
+    it (said when MODEL is missing)."""
     if not name:
         raise UsageError(f"{mode} needs a MODEL (a .gguf file, or 'demo')")
     from app.demo import DEMO_NAMES, demo_model_path
@@ -36,7 +38,9 @@ def resolve_model(name: str | None, mode: str = "--plan") -> str:
     if pulled is not None:
         return pulled.model
     if "/" not in name and ":" not in name:
-        return name
+        from app.cli.listed_name import find_listed
+
+        return find_listed(name, models_dirs)
     from app.sources import canonical_ref  # hf:ORG/REPO:QUANT, an URL: the file it names
 
     return canonical_ref(name)
@@ -68,7 +72,8 @@ def make_plan(args: argparse.Namespace) -> tuple[str, DeviceReport, Planned, boo
     the plan, whether the configuration was fixed)."""
     from app.planning import plan_source
 
-    path = resolve_model(args.model, "-p" if getattr(args, "prompt", None) is not None else "--plan")
+    mode = "-p" if getattr(args, "prompt", None) is not None else "--plan"
+    path = resolve_model(args.model, mode, getattr(args, "models_dir", ()))
     check_context(args)
     report = devices_for(args)
     choice = command_choice(args)

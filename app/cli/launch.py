@@ -44,7 +44,7 @@ def app_options(args: argparse.Namespace) -> AppOptions:
         raise UsageError("--mmproj goes with a MODEL (in the app, a model's projector beside it is found by itself)")
     model, anatomy = None, None
     if args.model:
-        model = resolve_model(args.model)
+        model = resolve_model(args.model, models_dirs=args.models_dir)
         if os.path.isdir(model):
             raise VramchatError(
                 f"{model}: is a folder, not a model; to list the models in it: vramchat --models-dir {model}"

@@ -260,6 +260,11 @@ def keep(
         return
     if key["words"].count(args.model) != 1:
         return  # which word names the model must be plain
+    if "/" not in args.model and ":" not in args.model and not os.path.exists(args.model):
+        from app.demo import DEMO_NAMES
+
+        if args.model not in DEMO_NAMES:
+            return  # a name the list shows: looked up in its folders anew by each plan, never said again
     host = report.host
     if report.gpus or report.simulated or report.warnings or report.mismatches or configured_endpoints():
         return
