@@ -73,10 +73,12 @@ def make_plan(args: argparse.Namespace) -> tuple[str, DeviceReport, Planned, boo
     from app.planning import plan_source
 
     mode = "-p" if getattr(args, "prompt", None) is not None else "--plan"
-    path = resolve_model(args.model, mode, getattr(args, "models_dir", ()))
+    if not args.model:
+        resolve_model(args.model, mode)  # says what is missing before any other check
     check_context(args)
     report = devices_for(args)
     choice = command_choice(args)
+    path = resolve_model(args.model, mode, getattr(args, "models_dir", ()))  # after the flags' own checks
     with refused_as_usage():
         planned = plan_source(path, report, choice, projector=projector_rule(path, args, args.mmproj))
     return path, report, planned, choice.fixed
