@@ -69,6 +69,17 @@ async def test_the_app_serves_the_loaded_model_while_it_chats(
         assert f"Serving gemma-3-270m-q4_k_m at {url}" in text and "1 served" in text
         await pilot.press("escape")
         await pilot.pause()
+        # in a smaller terminal the dashboard is one column, the graphs first: it opens on the server's panel
+        await pilot.resize_terminal(100, 34)
+        await pilot.pause()
+        await pilot.press("f3")
+        dash = app.screen
+        assert isinstance(dash, DashboardScreen) and not dash.has_class("-wide")
+        await pilot.pause()
+        panel = dash.query_one(ServerPanel)
+        assert 0 <= panel.region.y < dash.size.height, (panel.region, dash.size)
+        await pilot.press("escape")
+        await pilot.pause()
 
         box = chat.query_one(ChatInput)
         box.focus()

@@ -91,6 +91,17 @@ class DashboardScreen(Screen):
         self._report: object = None
         self.fill()
         self.set_interval(1.0, self.fill)  # the context may grow while the screen is open
+        self.call_after_refresh(self._server_in_view)
+
+    def _server_in_view(self) -> None:
+        """Opened while the app serves (/serve's message says F3 shows the requests): in one column the server's
+        panel lies below the graphs, out of sight, so the body opens scrolled to it."""
+        serving = getattr(self.app, "serving", None)
+        if serving is None or not serving.running or self.has_class("-wide"):
+            return
+        panel = self.query_one(ServerPanel)
+        if panel.display:
+            self.query_one("#dash-body").scroll_to_widget(panel, animate=False, top=True)
 
     def fill(self) -> None:
         """The model line, the table and the notes, for the load (or the context size) there is now."""
