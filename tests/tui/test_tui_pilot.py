@@ -172,10 +172,11 @@ async def test_chat_send_retry_copy_new_and_past_chats(shelf: Path) -> None:
 
 
 async def test_a_replys_news_still_queued_when_the_app_quits_is_dropped(shelf: Path) -> None:
-    """Ctrl+Q while a reply streams: what the engine said last (the prompt fitted, read, a piece of the reply)
-    finds the chat's widgets removed, and is dropped rather than ending vramchat on an error."""
-    from app.engine.types import PromptProgress
-    from app.tui.messages import PromptFitted, PromptRead, ReplyPiece
+    """Ctrl+Q while a reply streams: what the engine said last (the prompt fitted, read, a piece of the reply, its
+    end) finds the chat's widgets removed, and is dropped rather than ending vramchat on an error."""
+    from app.conversation.outcome import ReplyOutcome
+    from app.engine.types import GenerationStats, PromptProgress
+    from app.tui.messages import PromptFitted, PromptRead, ReplyFinished, ReplyPiece
 
     app = make_app(shelf, FakeEngine())
     async with app.run_test(size=SIZE) as pilot:
@@ -187,6 +188,7 @@ async def test_a_replys_news_still_queued_when_the_app_quits_is_dropped(shelf: P
         chat.on_prompt_fitted(PromptFitted(12, 4096, 0, False))
         chat.on_prompt_read(PromptRead(reply_id, PromptProgress(6, 12)))
         await chat.on_reply_piece(ReplyPiece(reply_id, "Paris"))
+        await chat.on_reply_finished(ReplyFinished(reply_id, ReplyOutcome("user", "Paris", GenerationStats())))
 
 
 async def test_escape_stops_a_reply_at_once(shelf: Path) -> None:

@@ -380,6 +380,7 @@ class ChatScreen(DialogHost):  # opens the dialogs its widgets ask for (app/tui/
     def on_prompt_read(self, message: PromptRead) -> None:
         self.reply.prompt_read(message)
 
+    @while_running  # quit while it streamed: the reply is in the store (the worker wrote it), its widgets gone
     async def on_reply_finished(self, message: ReplyFinished) -> None:
         outcome = message.outcome
         if await self.reply.end(message):  # a retry refused: the reply before it is back
