@@ -147,13 +147,19 @@ def command_parser(prog: str, description: str, epilog: str) -> argparse.Argumen
     return p
 
 
+def _shown_if(shown: bool, text: str) -> str:
+    """A flag's help, or argparse's mark that keeps the flag out of the help."""
+    import argparse
+
+    return text if shown else argparse.SUPPRESS
+
+
 def add_modes(modes: argparse._ArgumentGroup, shown: bool = True) -> None:
     """The modes that print and exit, and --continue, --verify, --models-dir; `shown=False` keeps them out of
     the help (a command that refuses them in words: vramchat serve)."""
-    import argparse
 
     def helped(text: str) -> str:
-        return text if shown else argparse.SUPPRESS
+        return _shown_if(shown, text)
 
     modes.add_argument("--plan", action="store_true", help=helped("print the memory plan for MODEL and exit"))
     modes.add_argument(
@@ -242,10 +248,9 @@ def add_sampling(group: argparse._ArgumentGroup, scope: str, temperature_default
 
 def add_one_question(modes: argparse._ArgumentGroup, shown: bool = True) -> None:
     """-p and what goes only with it (--verbose, --image, --audio)."""
-    import argparse
 
     def helped(text: str) -> str:
-        return text if shown else argparse.SUPPRESS
+        return _shown_if(shown, text)
 
     modes.add_argument(
         "-p",
