@@ -11,7 +11,8 @@ sampling through app.conversation.sampling.reply_sampling. One idea a module:
     requests.py       the JSON a client sends, checked field by field into typed requests
     prompts.py        messages to the model's prompt (its chat format, images, tools)
     tools.py          tool calls: the families with a published format, their parsing, forced calls
-    grammar.py        a JSON schema as a GBNF grammar (a forced tool call's arguments)
+    grammar.py        a JSON schema as a GBNF grammar (a forced tool call's arguments, a JSON reply)
+    structured.py     a reply in JSON (response_format): the format asked for, and its grammar
     replies.py        a reply's text as OpenAI's answer: message, reasoning, tool calls, usage, chunks
     lanes.py          the queue and the slots: requests in order, or N at a time, a full queue refused
     runner.py         the engine side: one reply at a time on the session, or parallel slots

@@ -30,6 +30,7 @@ class Limits:
     stops: int = 16  # stop strings, as OpenAI allows 4 (llama.cpp's server more)
     stop_chars: int = 256  # one stop string
     tools: int = 128  # tools declared in one request
+    schema_chars: int = 64 * 1024  # a response_format's JSON schema, written out
     images: int = 16  # images in one request
     queue: int = 64  # requests waiting for a slot; one more is answered 503
     body_seconds: float = 30.0  # to send a request's body

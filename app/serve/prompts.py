@@ -17,11 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from app.conversation.reasoning import opens_reasoning, template_switches
+from app.conversation.reasoning import opened_marker, template_switches
 from app.conversation.templates import ChatMessage, TemplateError, render
 from app.engine.types import Media, MediaPrompt
 from app.serve.errors import ApiError, bad_request
 from app.serve.requests import ChatRequest, Image, Message
+from app.serve.structured import PARAM, JsonFormat, reply_grammar
 from app.serve.tools import family_of, forced_grammar
 
 if TYPE_CHECKING:
@@ -36,7 +37,7 @@ class Prepared:
     n_tokens: int
     opened_reasoning: bool = False  # the template opened `<think>`: the reply starts in its thoughts
     tool_family: str | None = None  # the tool-call format to read the reply in (None: no tools)
-    grammar: str = ""  # a forced call's grammar
+    grammar: str = ""  # a forced call's grammar, or a JSON reply's
 
 
 Tokenize = Callable[[str], list[int]]
@@ -59,6 +60,12 @@ def chat_prompt(
         )
     if any(m.role == "tool" or m.tool_calls for m in request.messages) and fmt.kind != "jinja":
         raise bad_request(f"{model.name} has no chat template for tool calls and results", param="messages")
+    if tools_on and request.json_reply is not None:
+        raise bad_request(
+            "a request asks for a JSON reply or for tool calls, not both: send 'response_format' without 'tools' "
+            "(or with tool_choice none)",
+            param=PARAM,
+        )
     if fmt.kind == "transcript" and request.messages[-1].role != "user":
         raise bad_request("a base model answers a question: the last message must be the user's", param="messages")
     images = [image for m in request.messages for image in m.images]
@@ -93,6 +100,10 @@ def chat_prompt(
             grammar = forced_grammar(family, request.tools, request.tool_choice)
         except ValueError as exc:
             raise bad_request(str(exc), param="tool_choice") from None
+    opened = opened_marker(text)
+    if request.json_reply is not None:
+        template = fmt.template if fmt.kind == "jinja" else ""
+        grammar = reply_grammar(request.json_reply, opened, template, thinking=request.thinking is not False)
     if media:
         assert tokenize_media is not None
         with_media = MediaPrompt(text, media)
@@ -101,18 +112,22 @@ def chat_prompt(
     else:
         prompt = tokenize(text)
         n_tokens = len(prompt)
-    return Prepared(prompt, n_tokens, opens_reasoning(text), family if tools_on else None, grammar)
+    return Prepared(prompt, n_tokens, bool(opened), family if tools_on else None, grammar)
 
 
-def completion_prompt(prompt: str | list[int], n_vocab: int, tokenize: Tokenize) -> Prepared:
-    """A completion's prompt: its text tokenized as it is, or its token ids checked against the vocabulary."""
+def completion_prompt(
+    prompt: str | list[int], n_vocab: int, tokenize: Tokenize, json_reply: JsonFormat | None = None
+) -> Prepared:
+    """A completion's prompt: its text tokenized as it is, or its token ids checked against the vocabulary;
+    with the grammar of a JSON reply where one is asked for (the text goes on in JSON)."""
+    grammar = reply_grammar(json_reply) if json_reply is not None else ""
     if isinstance(prompt, list):
         bad = next((t for t in prompt if not 0 <= t < n_vocab), None)
         if bad is not None:
             raise bad_request(f"token id {bad} is not in the model's vocabulary (0 to {n_vocab - 1:,})", param="prompt")
-        return Prepared(list(prompt), len(prompt))
+        return Prepared(list(prompt), len(prompt), grammar=grammar)
     tokens = tokenize(prompt)
-    return Prepared(tokens, len(tokens))
+    return Prepared(tokens, len(tokens), grammar=grammar)
 
 
 def _chat_message(m: Message, marker: str) -> ChatMessage:

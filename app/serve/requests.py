@@ -1,8 +1,8 @@
 """The JSON a client sends, checked field by field into typed requests: every value of the wrong kind or
 out of range is refused with its field's name (OpenAI's `param`), never passed on. Fields this server
 does not act on and that change nothing of the answer (`user`, `metadata`, `store` ...) are let be; those
-that would change it and cannot be honoured (`n` above 1, `logprobs`, a JSON `response_format`) are
-refused in words."""
+that would change it and cannot be honoured (`n` above 1, `logprobs`, `echo`, `suffix`) are refused in words.
+A JSON `response_format` is read by app.serve.structured."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from typing import Any
 from app.conversation.sampling import ChatSampling, checked
 from app.serve.errors import bad_request
 from app.serve.options import Limits
+from app.serve.structured import JsonFormat, json_format
 
 ROLES = ("system", "developer", "user", "assistant", "tool")
 
@@ -63,6 +64,7 @@ class ChatRequest:
     tools: tuple[Tool, ...] = ()
     tool_choice: str = "auto"  # none, auto, required, or the name of the one function to call
     thinking: bool | None = None  # chat_template_kwargs.enable_thinking, as llama.cpp's server takes it
+    json_reply: JsonFormat | None = None  # the reply asked for in JSON (response_format), None: text
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,7 @@ class CompletionRequest:
     stream: bool = False
     include_usage: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
+    json_reply: JsonFormat | None = None
 
 
 # -- small checks --------------------------------------------------------------------------------
@@ -188,14 +191,6 @@ def _refuse_unsupported(body: dict[str, Any]) -> None:
         raise bad_request("'echo' is not offered by this server", param="echo")
     if body.get("suffix") not in (None, ""):
         raise bad_request("'suffix' (fill in the middle) is not offered by this server", param="suffix")
-    response_format = body.get("response_format")
-    if response_format is not None:
-        kind = response_format.get("type") if isinstance(response_format, dict) else None
-        if kind != "text":
-            raise bad_request(
-                '\'response_format\': only {"type": "text"} is offered; ask for JSON in the prompt instead',
-                param="response_format",
-            )
 
 
 def _stream_options(body: dict[str, Any]) -> bool:
@@ -232,6 +227,7 @@ def chat_request(body: dict[str, Any], limits: Limits) -> ChatRequest:
         tools=tools,
         tool_choice=choice,
         thinking=thinking if isinstance(thinking, bool) else None,
+        json_reply=json_format(body, limits.schema_chars),
     )
 
 
@@ -396,4 +392,5 @@ def completion_request(body: dict[str, Any], limits: Limits) -> CompletionReques
         _sampling(body, limits),
         stream=_boolean(body, "stream"),
         include_usage=_stream_options(body),
+        json_reply=json_format(body, limits.schema_chars),
     )

@@ -161,7 +161,7 @@ class Runner:
         self.ensure_ready()
         model = self.model
         try:
-            return completion_prompt(request.prompt, model.report.n_vocab, self._tokenize)
+            return completion_prompt(request.prompt, model.report.n_vocab, self._tokenize, request.json_reply)
         except EngineError as exc:
             raise self._engine_failed(exc) from None
 

@@ -142,6 +142,25 @@ def test_unknown_tool_choices_are_refused(served: Served) -> None:
         )
 
 
+@pytest.mark.llama
+def test_tools_and_a_json_reply_in_one_request_are_refused_in_words(served: Served) -> None:
+    with pytest.raises(openai.BadRequestError, match="a JSON reply or for tool calls, not both"):
+        served.client().chat.completions.create(
+            model="tiny", messages=ASK, tools=[WEATHER], response_format={"type": "json_object"}
+        )
+    # with tool_choice none the tools are not offered: the JSON reply is
+    reply = served.client().chat.completions.create(
+        model="tiny",
+        messages=ASK,
+        tools=[WEATHER],
+        tool_choice="none",
+        response_format={"type": "json_object"},
+        max_tokens=200,
+        temperature=0,
+    )
+    assert reply.choices[0].message.content.startswith("{") and not reply.choices[0].message.tool_calls
+
+
 # -- the families' formats, from the replies their models write ---------------------------------------
 
 
