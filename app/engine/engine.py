@@ -25,7 +25,7 @@ from app.devices.process import snapshot
 from app.engine.llama_log import capture
 from app.engine.markers import first_stop, partial_marker
 from app.engine.params import apply_context_params, apply_model_params, ensure_backend
-from app.engine.sampler_chain import sampler_chain
+from app.engine.sampler_chain import ReplySampler
 from app.engine.stop_flag import StopFlag
 from app.engine.types import (
     EngineError,
@@ -53,7 +53,7 @@ class Engine:
         self._model = None
         self._ctx = None
         self._vocab = None
-        self._sampler = None
+        self._sampler: ReplySampler | None = None
         self._tokens: list[int] = []  # what the KV cache holds, in order (an image: media.media_cell)
         self._positions: list[int] = []  # each cell's position (an image's cells: the image's first)
         self._n_past = 0  # the next position (under M-RoPE an image takes fewer positions than cells)
@@ -275,7 +275,7 @@ class Engine:
             llama_cpp.llama_batch_free(self._batch)
             self._batch = None
         if self._sampler is not None:
-            llama_cpp.llama_sampler_free(self._sampler)
+            self._sampler.free()
             self._sampler = None
         if self._ctx is not None:
             llama_cpp.llama_free(self._ctx)
@@ -358,12 +358,13 @@ class Engine:
         if self._ctx is None:
             raise EngineError("no model is loaded")
 
-    def _make_sampler(self, params: GenerationParams) -> None:
+    def _make_sampler(self, params: GenerationParams) -> ReplySampler:
         import llama_cpp
 
         if self._sampler is not None:
-            llama_cpp.llama_sampler_free(self._sampler)
-        self._sampler = sampler_chain(params, llama_cpp.llama_vocab_n_tokens(self._vocab), self._vocab)
+            self._sampler.free()
+        self._sampler = ReplySampler(params, llama_cpp.llama_vocab_n_tokens(self._vocab), self._vocab)
+        return self._sampler
 
     def _decode(self, tokens: list[int], progress: Callable[[int, int], None] | None = None) -> None:
         """Decode `tokens` at the next positions, a batch at a time; logits for the last one."""
@@ -586,7 +587,7 @@ class Engine:
         stats = GenerationStats(prompt_tokens=len(tokens))
         self.last_stats = stats
         self._stop.clear()
-        self._make_sampler(params)
+        sampler = self._make_sampler(params)
         self.generating.set()
         try:
             keep = self._reuse_prefix(tokens)
@@ -625,7 +626,7 @@ class Engine:
                 if len(self._tokens) >= self.n_ctx:
                     stats.stopped_by = "context"
                     break
-                token = llama_cpp.llama_sampler_sample(self._sampler, self._ctx, -1)
+                token = sampler.sample(self._ctx, -1)
                 if llama_cpp.llama_vocab_is_eog(self._vocab, token):
                     stats.stopped_by = "eos"
                     break

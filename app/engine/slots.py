@@ -24,7 +24,7 @@ from typing import Any
 
 from app.engine import protocol as p
 from app.engine.markers import first_stop, partial_marker
-from app.engine.sampler_chain import sampler_chain
+from app.engine.sampler_chain import ReplySampler
 from app.engine.types import EngineError, GenerationParams, GenerationStats
 
 PIECE_INTERVAL = 0.05  # seconds between a reply's pieces (the first goes at once), as the one-reply path
@@ -36,7 +36,7 @@ class _Reply:
 
     request: int
     params: GenerationParams
-    sampler: Any
+    sampler: ReplySampler
     left: list[int]  # prompt tokens still to read
     stats: GenerationStats
     decoder: Any = field(default_factory=lambda: codecs.getincrementaldecoder("utf-8")(errors="replace"))
@@ -115,7 +115,7 @@ class Slots:
                 keep = 0
             slot.tokens = slot.tokens[:keep]
         try:
-            sampler = sampler_chain(params, self.c.n_vocab, self.c.vocab)
+            sampler = ReplySampler(params, self.c.n_vocab, self.c.vocab)
         except EngineError as exc:
             return [(p.SLOT_ERROR, request, str(exc), [], None)]
         stats = GenerationStats(prompt_tokens=len(tokens), reused_tokens=keep)
@@ -190,7 +190,7 @@ class Slots:
                 reply.stats.generation_started = now
                 out.append((p.SLOT_PREFILLED, reply.request, reply.stats.reused_tokens, reply.stats.prompt_seconds))
             if logits:
-                out += self._sampled(slot, llama_cpp.llama_sampler_sample(reply.sampler, self.c.ctx, index - 1))
+                out += self._sampled(slot, reply.sampler.sample(self.c.ctx, index - 1))
         return out
 
     def _put(self, batch: Any, n: int, slot: _Slot, tokens: list[int], logits: bool) -> int:
@@ -234,12 +234,11 @@ class Slots:
         return []
 
     def _finish(self, slot: _Slot, stopped_by: str) -> list[tuple[Any, ...]]:
-        import llama_cpp
 
         reply = slot.reply
         assert reply is not None
         slot.reply = None
-        llama_cpp.llama_sampler_free(reply.sampler)
+        reply.sampler.free()
         stats = reply.stats
         stats.stopped_by = stopped_by
         if stats.generation_started:
@@ -267,7 +266,7 @@ class Slots:
             reply = slot.reply
             assert reply is not None
             slot.reply = None
-            llama_cpp.llama_sampler_free(reply.sampler)
+            reply.sampler.free()
             # the batch may have left some of its cells behind: this sequence starts again from nothing
             with contextlib.suppress(Exception):
                 llama_cpp.llama_memory_seq_rm(memory, slot.seq, -1, -1)
@@ -280,7 +279,7 @@ class Slots:
 
         for slot in self.slots:
             if slot.reply is not None:
-                llama_cpp.llama_sampler_free(slot.reply.sampler)
+                slot.reply.sampler.free()
                 slot.reply = None
         if self._batch is not None:
             llama_cpp.llama_batch_free(self._batch)
