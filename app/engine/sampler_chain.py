@@ -13,11 +13,18 @@ from app.engine.types import EngineError, GenerationParams
 
 def sampler_chain(params: GenerationParams, n_vocab: int) -> Any:
     """A llama.cpp sampler chain for these parameters (the caller frees it with llama_sampler_free):
-    repetition, frequency and presence penalties, then greedy, or top-k, top-p, min-p, temperature and a
-    seeded draw. A reply's grammar is kept beside it (ReplySampler)."""
+    the logit biases, repetition, frequency and presence penalties, then greedy, or top-k, top-p, min-p,
+    temperature and a seeded draw. A reply's grammar is kept beside it (ReplySampler)."""
     import llama_cpp
 
     chain = llama_cpp.llama_sampler_chain_init(llama_cpp.llama_sampler_chain_default_params())
+    if params.logit_bias:
+        biases = (llama_cpp.llama_logit_bias * len(params.logit_bias))(
+            *(llama_cpp.llama_logit_bias(token, bias) for token, bias in params.logit_bias)
+        )
+        llama_cpp.llama_sampler_chain_add(
+            chain, llama_cpp.llama_sampler_init_logit_bias(n_vocab, len(params.logit_bias), biases)
+        )
     penalties = (params.repeat_penalty, params.frequency_penalty, params.presence_penalty)
     if penalties != (1.0, 0.0, 0.0):
         llama_cpp.llama_sampler_chain_add(

@@ -47,8 +47,10 @@ class GenerationParams:
     # `frequency_penalty` for each time it appeared there, and by `presence_penalty` once if it did
     presence_penalty: float = 0.0
     frequency_penalty: float = 0.0
-    # a GBNF grammar (root rule `root`) the reply must follow, '' for none: a forced tool call
+    # a GBNF grammar (root rule `root`) the reply must follow, '' for none: a forced tool call, a JSON reply
     grammar: str = ""
+    # (token id, bias) added to the token's logit before any other sampler (OpenAI's logit_bias); -inf bans it
+    logit_bias: tuple[tuple[int, float], ...] = ()
 
 
 @dataclass

@@ -31,6 +31,7 @@ class Limits:
     stop_chars: int = 256  # one stop string
     tools: int = 128  # tools declared in one request
     schema_chars: int = 64 * 1024  # a response_format's JSON schema, written out
+    logit_biases: int = 1024  # tokens in one request's logit_bias
     images: int = 16  # images in one request
     queue: int = 64  # requests waiting for a slot; one more is answered 503
     body_seconds: float = 30.0  # to send a request's body

@@ -52,6 +52,9 @@ class Sampling:
     frequency_penalty: float = 0.0
     stop: tuple[str, ...] = ()
     max_tokens_given: bool = False
+    # OpenAI's logit_bias: (token id, bias), -inf for false (banned, as llama.cpp's server takes it); the ids are
+    # checked against the model's vocabulary when the reply's parameters are made (app.serve.runner)
+    logit_bias: tuple[tuple[int, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -163,7 +166,40 @@ def _sampling(body: dict[str, Any], limits: Limits) -> Sampling:
         frequency_penalty=_number(body, "frequency_penalty", -2.0, 2.0) or 0.0,
         stop=_stops(body.get("stop"), limits),
         max_tokens_given=max_tokens is not None,
+        logit_bias=_logit_bias(body.get("logit_bias"), limits),
     )
+
+
+def _logit_bias(value: Any, limits: Limits) -> tuple[tuple[int, float], ...]:
+    """{"TOKEN ID": bias} as OpenAI sends it ([[id, bias], ...] as llama.cpp's server also takes it): a bias
+    from -100 to 100, or false to ban the token."""
+    if value is None:
+        return ()
+    if isinstance(value, dict):
+        pairs = list(value.items())
+    elif isinstance(value, list) and all(isinstance(p, list) and len(p) == 2 for p in value):
+        pairs = [(p[0], p[1]) for p in value]
+    else:
+        raise bad_request("'logit_bias' maps token ids to biases: {\"1234\": -100}", param="logit_bias")
+    if len(pairs) > limits.logit_biases:
+        raise bad_request(f"'logit_bias' may hold at most {limits.logit_biases:,} tokens", param="logit_bias")
+    out: list[tuple[int, float]] = []
+    for key, bias in pairs:
+        if isinstance(key, int) and not isinstance(key, bool):
+            token = key
+        elif isinstance(key, str) and key.strip().isdigit() and len(key) < 12:
+            token = int(key)
+        else:
+            raise bad_request(f"'logit_bias': {str(key)[:40]!r} is not a token id", param="logit_bias")
+        if bias is False:
+            out.append((token, -math.inf))
+        elif isinstance(bias, bool) or not isinstance(bias, (int, float)) or not -100 <= bias <= 100:
+            raise bad_request(
+                f"'logit_bias': token {token}'s bias must be a number from -100 to 100, or false", param="logit_bias"
+            )
+        else:
+            out.append((token, float(bias)))
+    return tuple(out)
 
 
 def _stops(value: Any, limits: Limits) -> tuple[str, ...]:

@@ -178,6 +178,7 @@ class Runner:
             presence_penalty=sampling.presence_penalty,
             frequency_penalty=sampling.frequency_penalty,
             grammar=prepared.grammar,
+            logit_bias=self._biases(sampling.logit_bias, model.report.n_vocab),
         )
         limit = self.context_limit()
         what = "a slot's context" if self._channel is not None else "the context"
@@ -199,6 +200,16 @@ class Runner:
                 param="max_tokens",
             )
         return dataclasses.replace(params, max_tokens=min(params.max_tokens, room))
+
+    @staticmethod
+    def _biases(asked: tuple[tuple[int, float], ...], n_vocab: int) -> tuple[tuple[int, float], ...]:
+        bad = next((token for token, _ in asked if not 0 <= token < n_vocab), None)
+        if bad is not None:
+            raise bad_request(
+                f"logit_bias: token id {bad} is not in the model's vocabulary (0 to {n_vocab - 1:,})",
+                param="logit_bias",
+            )
+        return asked
 
     # -- replies (worker thread) -----------------------------------------------------------------
 

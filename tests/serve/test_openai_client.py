@@ -117,3 +117,27 @@ def test_a_key_is_asked_for_every_request(served: Served) -> None:
         assert get(keyed.port, "/metrics")[0] == 401
         assert get(keyed.port, "/metrics", key="s3cret")[0] == 200
         assert get(keyed.port, "/health")[0] == 200  # it says nothing secret
+
+
+def test_logit_bias_bans_and_forces_tokens(served: Served) -> None:
+    client = served.client()
+    tokens = served.session.engine.tokenize
+    paris = {tokens(word, False, False)[0] for word in ("Paris", " Paris")}  # with its space, and without
+    (rome, *_) = tokens("Rome", False, False)
+    plain = client.chat.completions.create(model="demo", messages=QUESTION, max_tokens=4, temperature=0)
+    assert plain.choices[0].message.content.startswith("Paris")
+    banned = client.chat.completions.create(
+        model="demo", messages=QUESTION, max_tokens=4, temperature=0, logit_bias=dict.fromkeys(map(str, paris), -100)
+    )
+    assert not banned.choices[0].message.content.startswith("Paris")
+    forced = client.chat.completions.create(
+        model="demo", messages=QUESTION, max_tokens=1, temperature=0, logit_bias={str(rome): 100}
+    )
+    assert forced.choices[0].message.content == "Rome"
+    for wrong, words in (
+        ({"300000": -100}, "not in the model's vocabulary"),
+        ({str(rome): 200}, "from -100 to 100"),
+        ({"Rome": 5}, "is not a token id"),
+    ):
+        with pytest.raises(openai.BadRequestError, match=words):
+            client.chat.completions.create(model="demo", messages=QUESTION, max_tokens=2, logit_bias=wrong)
