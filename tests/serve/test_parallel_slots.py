@@ -5,6 +5,7 @@ metrics count the slots."""
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 import time
@@ -76,3 +77,33 @@ def test_a_dropped_stream_frees_its_slot_in_the_engine(served: Served) -> None:
         time.sleep(0.05)
     assert served.server.state.lanes.busy == 0
     assert sum("disconnected" in line for line in served.lines) == 3
+
+
+def test_json_replies_in_slots_side_by_side_each_keep_their_schema(served: Served) -> None:
+    """Each slot's reply has its own grammar (and sampler): three at once, each a different question."""
+    schema = {
+        "type": "object",
+        "properties": {"city": {"type": "string"}, "country": {"enum": ["France", "Italy", "Spain"]}},
+        "required": ["city", "country"],
+    }
+    fmt = {"type": "json_schema", "json_schema": {"name": "capital", "schema": schema}}
+    answers: dict[str, dict] = {}
+
+    def ask(country: str) -> None:
+        reply = served.client().chat.completions.create(
+            model="demo",
+            messages=[{"role": "user", "content": f"What is the capital of {country}?"}],
+            response_format=fmt,
+            max_tokens=40,
+            temperature=0,
+        )
+        answers[country] = json.loads(reply.choices[0].message.content or "")
+
+    threads = [threading.Thread(target=ask, args=(c,)) for c in ("France", "Italy", "Spain")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    assert sorted(answers) == ["France", "Italy", "Spain"]
+    assert all(set(a) == {"city", "country"} and a["country"] in ("France", "Italy", "Spain") for a in answers.values())
+    assert answers["France"]["city"] == "Paris"
