@@ -68,7 +68,8 @@ def _answer(request: dict[str, object]) -> dict[str, object]:
     messages = [_message(m) for m in raw if isinstance(m, dict)] if isinstance(raw, list) else []
     tools = request.get("tools")
     wanted = request.get("switches")
-    switches = {str(k): bool(v) for k, v in wanted.items()} if isinstance(wanted, dict) else {}
+    kept = (bool, str, int, float)  # app.conversation.templates.TemplateValue
+    switches = {str(k): v for k, v in wanted.items() if isinstance(v, kept)} if isinstance(wanted, dict) else {}
     try:
         text = render_jinja(
             str(request["template"]),

@@ -19,10 +19,14 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from app.children import child_env
 from app.conversation.template_errors import TemplateError, TemplateOverBudget
+
+if TYPE_CHECKING:
+    from app.conversation.templates import TemplateValue
 
 DEADLINE_SECONDS = 5.0  # a real template renders in milliseconds; the sandbox's own step clock stops at 2 s
 START_SECONDS = 20.0  # starting Python and importing jinja, on a busy machine
@@ -120,7 +124,7 @@ def render_bounded(
     bos: str,
     eos: str,
     add_generation_prompt: bool = True,
-    switches: dict[str, bool] | None = None,
+    switches: Mapping[str, TemplateValue] | None = None,
     tools: list[dict[str, Any]] | None = None,
 ) -> str:
     """The rendered prompt. TemplateOverBudget when the template goes over its time or memory (it is
@@ -135,7 +139,7 @@ def render_bounded(
         "bos": bos,
         "eos": eos,
         "add_generation_prompt": add_generation_prompt,
-        "switches": switches or {},
+        "switches": dict(switches or {}),
         "tools": tools or [],
     }
     try:

@@ -9,12 +9,17 @@ the next question, the format short factual prompts work best with.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from app.conversation.template_errors import TemplateBudgetError, TemplateError
 
 __all__ = ["TemplateBudgetError", "TemplateError"]  # re-exported: callers import them from here
+
+# a value a chat template's own variable is given (`enable_thinking`, gpt-oss's `reasoning_effort`, a server
+# client's chat_template_kwargs)
+TemplateValue = bool | str | int | float
 
 MAX_TEMPLATE_BYTES = 256 * 1024
 MAX_RENDER_CHARS = 4 * 1024 * 1024
@@ -86,10 +91,11 @@ def render_jinja(
     bos: str,
     eos: str,
     add_generation_prompt: bool = True,
-    switches: dict[str, bool] | None = None,
+    switches: Mapping[str, TemplateValue] | None = None,
     tools: list[dict[str, Any]] | None = None,
 ) -> str:
-    """`switches`: the template's own variables the chat sets (`enable_thinking`). `messages` may be the
+    """`switches`: the template's own variables the chat sets (`enable_thinking`), or a server's client does.
+    `messages` may be the
     wire's dicts, with an assistant's `tool_calls` and a tool's `tool_call_id` (the server's); `tools` the
     functions a server's client offers (OpenAI's list)."""
     if len(template.encode("utf-8", errors="replace")) > MAX_TEMPLATE_BYTES:
@@ -286,7 +292,7 @@ def render(
     messages: list[ChatMessage],
     bos: str = "",
     eos: str = "",
-    switches: dict[str, bool] | None = None,
+    switches: Mapping[str, TemplateValue] | None = None,
     tools: list[dict[str, Any]] | None = None,
     wire: list[dict[str, Any]] | None = None,
 ) -> str:

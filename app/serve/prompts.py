@@ -82,6 +82,7 @@ def chat_prompt(
     wire = [_wire(m, marker) for m in request.messages]
     switches = (
         template_switches(fmt.template, request.thinking if request.thinking is not None else True)
+        | dict(request.template_variables)
         if fmt.kind == "jinja"
         else {}
     )

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from app.conversation.sampling import ChatSampling, checked
 from app.serve.errors import bad_request
 from app.serve.options import Limits
 from app.serve.structured import JsonFormat, json_format
+
+if TYPE_CHECKING:
+    from app.conversation.templates import TemplateValue
 
 ROLES = ("system", "developer", "user", "assistant", "tool")
 
@@ -67,6 +70,9 @@ class ChatRequest:
     tools: tuple[Tool, ...] = ()
     tool_choice: str = "auto"  # none, auto, required, or the name of the one function to call
     thinking: bool | None = None  # chat_template_kwargs.enable_thinking, as llama.cpp's server takes it
+    # the chat template's other variables (chat_template_kwargs, as llama.cpp's server passes them on; OpenAI's
+    # reasoning_effort as gpt-oss's template reads it)
+    template_variables: tuple[tuple[str, TemplateValue], ...] = ()
     json_reply: JsonFormat | None = None  # the reply asked for in JSON (response_format), None: text
 
 
@@ -252,8 +258,8 @@ def chat_request(body: dict[str, Any], limits: Limits) -> ChatRequest:
     messages = tuple(_message(m, i, budget) for i, m in enumerate(raw))
     tools = _tools(body.get("tools"), limits)
     choice = _tool_choice(body.get("tool_choice"), tools)
-    kwargs = body.get("chat_template_kwargs")
-    thinking = kwargs.get("enable_thinking") if isinstance(kwargs, dict) else None
+    variables = _template_variables(body)
+    thinking = next((v for k, v in variables if k == "enable_thinking" and isinstance(v, bool)), None)
     return ChatRequest(
         model_name(body),
         messages,
@@ -262,9 +268,53 @@ def chat_request(body: dict[str, Any], limits: Limits) -> ChatRequest:
         include_usage=_stream_options(body),
         tools=tools,
         tool_choice=choice,
-        thinking=thinking if isinstance(thinking, bool) else None,
+        thinking=thinking,
+        template_variables=tuple((k, v) for k, v in variables if k != "enable_thinking"),
         json_reply=json_format(body, limits.schema_chars),
     )
+
+
+# the names the renderer gives a chat template itself: a client's variables never replace them
+_RENDERER_NAMES = frozenset(("messages", "tools", "add_generation_prompt", "bos_token", "eos_token"))
+_EFFORTS = ("minimal", "low", "medium", "high")
+_VARIABLES = 16  # variables one request may set
+_VALUE_CHARS = 1024  # a variable's text
+
+
+def _template_variables(body: dict[str, Any]) -> list[tuple[str, TemplateValue]]:
+    """chat_template_kwargs (names to text, numbers or true/false), and reasoning_effort as the variable of
+    that name (gpt-oss's templates read it); a template that reads neither is rendered as it would be."""
+    kwargs = body.get("chat_template_kwargs")
+    if kwargs is None:
+        kwargs = {}
+    if not isinstance(kwargs, dict):
+        raise bad_request("'chat_template_kwargs' must be an object", param="chat_template_kwargs")
+    effort = body.get("reasoning_effort")
+    if effort is not None:
+        if effort not in _EFFORTS:
+            raise bad_request(f"'reasoning_effort' is one of {', '.join(_EFFORTS)}", param="reasoning_effort")
+        kwargs = {"reasoning_effort": effort, **kwargs}  # the template's own variable, where both are sent
+    if len(kwargs) > _VARIABLES:
+        raise bad_request(
+            f"'chat_template_kwargs' may set at most {_VARIABLES} variables", param="chat_template_kwargs"
+        )
+    out: list[tuple[str, TemplateValue]] = []
+    for name, value in kwargs.items():
+        where = f"chat_template_kwargs.{str(name)[:64]}"
+        if not name.isidentifier() or len(name) > 64 or name in _RENDERER_NAMES:
+            raise bad_request(
+                f"'chat_template_kwargs': {str(name)[:64]!r} is not a variable a template may be given", param=where
+            )
+        if isinstance(value, float) and not math.isfinite(value):
+            raise bad_request(f"'{where}' must be a finite number", param=where)
+        if isinstance(value, str) and len(value) > _VALUE_CHARS:
+            raise bad_request(f"'{where}' may be at most {_VALUE_CHARS:,} characters", param=where)
+        if not isinstance(value, (bool, str, int, float)):
+            raise bad_request(f"'{where}' must be text, a number, true or false", param=where)
+        if name == "enable_thinking" and not isinstance(value, bool):
+            raise bad_request(f"'{where}' must be true or false", param=where)
+        out.append((name, value))
+    return out
 
 
 def _message(raw: Any, index: int, budget: list[int]) -> Message:
