@@ -10,7 +10,7 @@ from pathlib import Path
 import openai
 import pytest
 
-from tests.support.serve import Served, get, load_session, serving
+from tests.support.serve import Served, get, served_file, serving
 
 pytestmark = pytest.mark.llama
 QUESTION = [{"role": "user", "content": "What is the capital of France?"}]
@@ -18,12 +18,8 @@ QUESTION = [{"role": "user", "content": "What is the capital of France?"}]
 
 @pytest.fixture(scope="module")
 def served(gemma_path: Path) -> Iterator[Served]:
-    session = load_session(gemma_path)
-    try:
-        with serving(session) as s:
-            yield s
-    finally:
-        session.close()
+    with served_file(gemma_path) as s:
+        yield s
 
 
 def test_the_demo_answers_paris_plain_and_streamed(served: Served) -> None:

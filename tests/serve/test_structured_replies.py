@@ -17,7 +17,7 @@ from pydantic import BaseModel
 from app.serve.errors import ApiError
 from app.serve.structured import JsonFormat, json_format, reply_grammar
 from tests.support.grammar_check import Vocabulary
-from tests.support.serve import Served, load_session, post, raw_request, serving
+from tests.support.serve import Served, post, raw_request, served_file
 from tests.support.thinking import write_thinking_model
 
 pytestmark = pytest.mark.llama
@@ -47,12 +47,8 @@ def vocabulary(gemma_path: Path) -> Iterator[Vocabulary]:
 
 @pytest.fixture(scope="module")
 def served(gemma_path: Path) -> Iterator[Served]:
-    session = load_session(gemma_path)
-    try:
-        with serving(session) as s:
-            yield s
-    finally:
-        session.close()
+    with served_file(gemma_path) as s:
+        yield s
 
 
 # -- what a grammar lets a model write ------------------------------------------------------------
@@ -209,30 +205,26 @@ def test_a_thinking_model_thinks_first_and_answers_in_json_without_thoughts(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
     path = write_thinking_model(tmp_path_factory.mktemp("thinking") / "tiny-thinking-instruct.gguf")
-    session = load_session(path, n_ctx=1024)
     yes_or_no = {"type": "object", "properties": {"answer": {"enum": ["yes", "no"]}}, "required": ["answer"]}
     fmt = {"type": "json_schema", "json_schema": {"name": "a", "schema": yes_or_no}}
-    try:
-        with serving(session, name="tiny") as s:
-            client = s.client()
-            # its template opens <think>: the random words think on (the block never closes in 16 tokens), in
-            # free text, not in JSON forced into the thoughts
-            reply = client.chat.completions.create(
-                model="tiny", messages=QUESTION, response_format=fmt, max_tokens=16, temperature=0
-            )
-            message = reply.choices[0].message
-            thought = (message.model_extra or {}).get("reasoning_content") or ""
-            assert reply.choices[0].finish_reason == "length" and not message.content
-            assert thought and not thought.lstrip().startswith("{")
-            # thinking off: the template closes the block itself, and the reply is the JSON
-            reply = client.chat.completions.create(
-                model="tiny",
-                messages=QUESTION,
-                response_format=fmt,
-                max_tokens=40,
-                temperature=0,
-                extra_body={"chat_template_kwargs": {"enable_thinking": False}},
-            )
-            assert json.loads(reply.choices[0].message.content)["answer"] in ("yes", "no")
-    finally:
-        session.close()
+    with served_file(path, n_ctx=1024, name="tiny") as s:
+        client = s.client()
+        # its template opens <think>: the random words think on (the block never closes in 16 tokens), in
+        # free text, not in JSON forced into the thoughts
+        reply = client.chat.completions.create(
+            model="tiny", messages=QUESTION, response_format=fmt, max_tokens=16, temperature=0
+        )
+        message = reply.choices[0].message
+        thought = (message.model_extra or {}).get("reasoning_content") or ""
+        assert reply.choices[0].finish_reason == "length" and not message.content
+        assert thought and not thought.lstrip().startswith("{")
+        # thinking off: the template closes the block itself, and the reply is the JSON
+        reply = client.chat.completions.create(
+            model="tiny",
+            messages=QUESTION,
+            response_format=fmt,
+            max_tokens=40,
+            temperature=0,
+            extra_body={"chat_template_kwargs": {"enable_thinking": False}},
+        )
+        assert json.loads(reply.choices[0].message.content)["answer"] in ("yes", "no")

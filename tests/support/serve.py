@@ -78,6 +78,17 @@ def serving(
         server.stop()
 
 
+@contextlib.contextmanager
+def served_file(path: Path, n_ctx: int = 2048, name: str = "demo") -> Iterator[Served]:
+    """The model at `path` loaded and served until the block ends, then closed."""
+    session = load_session(path, n_ctx=n_ctx)
+    try:
+        with serving(session, name=name) as s:
+            yield s
+    finally:
+        session.close()
+
+
 def raw_request(port: int, data: bytes, timeout: float = 30.0) -> tuple[int, dict[str, str], bytes]:
     """Send `data` as it is; (status, headers, body) of the answer."""
     with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
