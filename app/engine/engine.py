@@ -171,8 +171,20 @@ class Engine:
             process_before=before,
             process=snapshot(),
             projector=info,
+            fim_tokens=self._fim_tokens(),
         )
         return self.report
+
+    def _fim_tokens(self) -> tuple[int, int, int] | None:
+        import llama_cpp
+
+        vocab = self._vocab
+        ids = (
+            llama_cpp.llama_vocab_fim_pre(vocab),
+            llama_cpp.llama_vocab_fim_suf(vocab),
+            llama_cpp.llama_vocab_fim_mid(vocab),
+        )
+        return None if any(i < 0 for i in ids) else ids
 
     def _load_projector(self, load: ProjectorLoad) -> ProjectorInfo:
         """libmtmd's context for the projector, beside the model just loaded; on failure nothing stays loaded."""

@@ -204,3 +204,6 @@ class LoadReport:
     process_before: ProcessMemory | None = None
     process: ProcessMemory | None = None
     projector: ProjectorInfo | None = None
+    # the model's fill-in-the-middle tokens (prefix, suffix, middle) as llama.cpp's vocabulary names them (from
+    # the header's keys, or found by their text); None when it has not all three
+    fim_tokens: tuple[int, int, int] | None = None

@@ -41,6 +41,7 @@ class Prepared:
 
 
 Tokenize = Callable[[str], list[int]]
+TokenizeText = Callable[[str, bool], list[int]]  # (text, add_special): special tokens' text read as text
 TokenizeMedia = Callable[[MediaPrompt], list[int]]
 
 
@@ -123,12 +124,38 @@ def completion_prompt(
     with the grammar of a JSON reply where one is asked for (the text goes on in JSON)."""
     grammar = reply_grammar(json_reply) if json_reply is not None else ""
     if isinstance(prompt, list):
-        bad = next((t for t in prompt if not 0 <= t < n_vocab), None)
-        if bad is not None:
-            raise bad_request(f"token id {bad} is not in the model's vocabulary (0 to {n_vocab - 1:,})", param="prompt")
+        _check_ids(prompt, n_vocab)
         return Prepared(list(prompt), len(prompt), grammar=grammar)
     tokens = tokenize(prompt)
     return Prepared(tokens, len(tokens), grammar=grammar)
+
+
+def infill_prompt(
+    prefix: str | list[int], suffix: str, fim: tuple[int, int, int] | None, n_vocab: int, tokenize: TokenizeText
+) -> Prepared:
+    """Fill in the middle: the text before the gap (the prompt) and after it (the suffix) in the model's FIM
+    tokens, laid out as llama.cpp's server lays out an infill: [BOS] FIM_PRE prefix FIM_SUF suffix FIM_MID,
+    the reply being the middle. The client's text is read as text (a `<|fim_prefix|>` in code stays words)."""
+    if fim is None:
+        raise bad_request(
+            "this model has no fill-in-the-middle tokens (<|fim_prefix|>, <PRE>, <｜fim▁begin｜> ...), so it cannot "
+            "fill a gap: send the prompt without 'suffix', or serve a code model trained for it",
+            param="suffix",
+            code="fim_not_supported",
+        )
+    if isinstance(prefix, list):
+        _check_ids(prefix, n_vocab)
+    pre, suf, mid = fim
+    bos = tokenize("", True)  # the start of text the vocabulary puts first, if it puts one
+    head = prefix if isinstance(prefix, list) else tokenize(prefix, False)
+    tokens = [*bos, pre, *head, suf, *tokenize(suffix, False), mid]
+    return Prepared(tokens, len(tokens))
+
+
+def _check_ids(ids: list[int], n_vocab: int) -> None:
+    bad = next((t for t in ids if not 0 <= t < n_vocab), None)
+    if bad is not None:
+        raise bad_request(f"token id {bad} is not in the model's vocabulary (0 to {n_vocab - 1:,})", param="prompt")
 
 
 def _chat_message(m: Message, marker: str) -> ChatMessage:

@@ -1,7 +1,7 @@
 """The JSON a client sends, checked field by field into typed requests: every value of the wrong kind or
 out of range is refused with its field's name (OpenAI's `param`), never passed on. Fields this server
 does not act on and that change nothing of the answer (`user`, `metadata`, `store` ...) are let be; those
-that would change it and cannot be honoured (`n` above 1, `logprobs`, `echo`, `suffix`) are refused in words.
+that would change it and cannot be honoured (`n` above 1, `logprobs`, `echo`) are refused in words.
 A JSON `response_format` is read by app.serve.structured."""
 
 from __future__ import annotations
@@ -85,6 +85,7 @@ class CompletionRequest:
     include_usage: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
     json_reply: JsonFormat | None = None
+    suffix: str | None = None  # the text after the gap: the prompt is what comes before it (fill in the middle)
 
 
 # -- small checks --------------------------------------------------------------------------------
@@ -231,8 +232,6 @@ def _refuse_unsupported(body: dict[str, Any]) -> None:
         raise bad_request("'best_of' is not offered by this server", param="best_of")
     if body.get("echo") not in (None, False):
         raise bad_request("'echo' is not offered by this server", param="echo")
-    if body.get("suffix") not in (None, ""):
-        raise bad_request("'suffix' (fill in the middle) is not offered by this server", param="suffix")
 
 
 def _stream_options(body: dict[str, Any]) -> bool:
@@ -249,6 +248,8 @@ def _stream_options(body: dict[str, Any]) -> bool:
 
 def chat_request(body: dict[str, Any], limits: Limits) -> ChatRequest:
     _refuse_unsupported(body)
+    if body.get("suffix") not in (None, ""):
+        raise bad_request("'suffix' (fill in the middle) is a completion's: send it to /v1/completions", param="suffix")
     raw = body.get("messages")
     if not isinstance(raw, list) or not raw:
         raise bad_request("'messages' must be a non-empty list of messages", param="messages")
@@ -472,6 +473,10 @@ def completion_request(body: dict[str, Any], limits: Limits) -> CompletionReques
             raise bad_request("'prompt' has more tokens than this server takes in one request", param="prompt")
     else:
         raise bad_request("'prompt' must be a string (or a list of token ids); one prompt per request", param="prompt")
+    suffix = body.get("suffix")
+    if suffix is not None:
+        left = limits.text_chars - (len(prompt) if isinstance(prompt, str) else 0)  # the prompt's and the suffix's
+        _spend(_string(suffix, "suffix"), "suffix", [left, 0])
     return CompletionRequest(
         model_name(body),
         prompt,
@@ -479,4 +484,5 @@ def completion_request(body: dict[str, Any], limits: Limits) -> CompletionReques
         stream=_boolean(body, "stream"),
         include_usage=_stream_options(body),
         json_reply=json_format(body, limits.schema_chars),
+        suffix=suffix,
     )

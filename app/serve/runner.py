@@ -31,7 +31,7 @@ from app.engine.crash import EngineCrashed
 from app.engine.failure import classify
 from app.engine.types import EngineError, GenerationParams, GenerationStats, MediaPrompt
 from app.serve.errors import ApiError, bad_request, server_error, unavailable
-from app.serve.prompts import Prepared, chat_prompt, completion_prompt
+from app.serve.prompts import Prepared, chat_prompt, completion_prompt, infill_prompt
 from app.serve.requests import ChatRequest, CompletionRequest, Sampling
 
 if TYPE_CHECKING:
@@ -145,6 +145,11 @@ class Runner:
             return self._channel.tokenize(text)
         return self.session.engine.tokenize(text)
 
+    def _tokenize_text(self, text: str, add_special: bool) -> list[int]:
+        if self._channel is not None:
+            return self._channel.tokenize(text, add_special, False)
+        return self.session.engine.tokenize(text, add_special, False)
+
     def prepare_chat(self, request: ChatRequest) -> Prepared:
         self.ensure_ready()
         model = self.model
@@ -161,6 +166,11 @@ class Runner:
         self.ensure_ready()
         model = self.model
         try:
+            if request.suffix is not None:
+                if request.json_reply is not None:
+                    raise bad_request("a gap is filled with code, not JSON: send 'suffix' or 'response_format'")
+                fim = model.report.fim_tokens
+                return infill_prompt(request.prompt, request.suffix, fim, model.report.n_vocab, self._tokenize_text)
             return completion_prompt(request.prompt, model.report.n_vocab, self._tokenize, request.json_reply)
         except EngineError as exc:
             raise self._engine_failed(exc) from None
