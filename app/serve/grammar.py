@@ -17,7 +17,10 @@ import json
 import re
 from typing import Any
 
+from app.conversation.reasoning import THINK_PAIRS
+
 MAX_DEPTH = 16  # a deeper schema is not followed further: its values are any JSON
+_GAP = r"[ \t\n]{0,8}"  # between a reasoning block and what follows it: the blank lines the families write
 
 _BASE = r"""
 string ::= "\"" char* "\""
@@ -171,6 +174,22 @@ class Grammar:
             options.append(f"{_char_class(marker, negated=True)} {states[0]}")
             self.rules[state] = " | ".join(options)
         return states[0]
+
+    def after_thoughts(self, value: str, opened_marker: str = "", template: str = "") -> str:
+        """`value` (a rule or an expression) after a reasoning model's thoughts: up to the closing marker of
+        the block the prompt opened (`opened_marker`, as app.conversation.reasoning.opened_marker gives it), or
+        a block the chat `template` lets the model open itself, allowed and not required; else `value` alone."""
+        opened = opened_marker.strip()
+        for opening, closing in THINK_PAIRS:
+            if opened == opening:
+                return f"{self.until('thoughts', closing)} {_GAP} ( {value} )"
+        blocks = [(opening, closing) for opening, closing in THINK_PAIRS if template and opening in template]
+        if not blocks:
+            return value
+        heads = " | ".join(
+            f"{literal(opening)} {self.until(f'thoughts-{i}', closing)}" for i, (opening, closing) in enumerate(blocks)
+        )
+        return f"( ( {heads} ) {_GAP} )? ( {value} )"
 
     def text(self, root: str) -> str:
         lines = [f"root ::= {root}"] + [f"{n} ::= {b}" for n, b in self.rules.items()]

@@ -93,18 +93,19 @@ def chat_prompt(
     except TemplateError as exc:
         raise bad_request(f"the model's chat template refused these messages: {exc}", param="messages") from None
     grammar = ""
+    opened = opened_marker(text)
+    template = fmt.template if fmt.kind == "jinja" else ""
+    thinks = template if request.thinking is not False else ""  # a template that lets the model think, now
     if (
         tools_on
         and family is not None
         and (request.tool_choice == "required" or request.tool_choice.startswith("function:"))
     ):
         try:
-            grammar = forced_grammar(family, request.tools, request.tool_choice)
+            grammar = forced_grammar(family, request.tools, request.tool_choice, opened, thinks)
         except ValueError as exc:
             raise bad_request(str(exc), param="tool_choice") from None
-    opened = opened_marker(text)
     if request.json_reply is not None:
-        template = fmt.template if fmt.kind == "jinja" else ""
         grammar = reply_grammar(request.json_reply, opened, template, thinking=request.thinking is not False)
     if media:
         assert tokenize_media is not None

@@ -20,13 +20,11 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from app.conversation.reasoning import THINK_PAIRS
 from app.serve.errors import bad_request
-from app.serve.grammar import Grammar, SchemaError, literal
+from app.serve.grammar import Grammar, SchemaError
 
 PARAM = "response_format"
 HARMONY = "<|channel|>"  # gpt-oss's templates write it
-_GAP = r"[ \t\n]{0,8}"  # between a reasoning block and the JSON: the blank lines the families write
 
 
 @dataclass(frozen=True)
@@ -95,14 +93,4 @@ def reply_grammar(wanted: JsonFormat, opened_marker: str = "", template: str = "
         value = g.schema(wanted.schema, "reply") if wanted.schema is not None else "object"
     except SchemaError as exc:
         raise bad_request(f"'{PARAM}': {exc}", param=PARAM) from None
-    opened = opened_marker.strip()
-    for opening, closing in THINK_PAIRS:
-        if opened == opening:
-            return g.text(f"{g.until('thoughts', closing)} {_GAP} {value}")
-    blocks = [(opening, closing) for opening, closing in THINK_PAIRS if thinking and opening in template]
-    if blocks:
-        heads = " | ".join(
-            f"{literal(opening)} {g.until(f'thoughts-{i}', closing)}" for i, (opening, closing) in enumerate(blocks)
-        )
-        return g.text(f"( ( {heads} ) {_GAP} )? {value}")
-    return g.text(value)
+    return g.text(g.after_thoughts(value, opened_marker, template if thinking else ""))

@@ -122,9 +122,13 @@ def parse_calls(family: str | None, text: str) -> tuple[str, list[ToolCall]]:
     return text, []
 
 
-def forced_grammar(family: str, tools: tuple[Tool, ...], choice: str) -> str:
+def forced_grammar(
+    family: str, tools: tuple[Tool, ...], choice: str, opened_marker: str = "", template: str = ""
+) -> str:
     """The grammar of one call to one of `tools` (or to the function `choice` names), in the family's
-    format; ValueError for a family whose calls go through special tokens a grammar cannot name."""
+    format, after a reasoning model's thoughts (Grammar.after_thoughts: the block the prompt opened, or one
+    the `template` lets the model open); ValueError for a family whose calls go through special tokens a
+    grammar cannot name."""
     named = choice.removeprefix("function:") if choice.startswith("function:") else None
     chosen = [t for t in tools if named is None or t.name == named]
     key = "parameters" if family == LLAMA3 else "arguments"
@@ -138,9 +142,9 @@ def forced_grammar(family: str, tools: tuple[Tool, ...], choice: str) -> str:
         calls.append(g.rule(f"t{i}-call", f'{head} {arguments} "}}"'))
     call = g.rule("call", " | ".join(calls))
     if family == HERMES:
-        return g.text(f'"<tool_call>\\n" {call} "\\n</tool_call>"')
+        return g.text(g.after_thoughts(f'"<tool_call>\\n" {call} "\\n</tool_call>"', opened_marker, template))
     if family == LLAMA3:
-        return g.text(call)
+        return g.text(g.after_thoughts(call, opened_marker, template))
     if family == MISTRAL:
-        return g.text(f'"[" {call} "]"')
+        return g.text(g.after_thoughts(f'"[" {call} "]"', opened_marker, template))
     raise ValueError(f"a forced call is not offered for {family} models: use tool_choice auto")

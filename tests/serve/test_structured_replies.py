@@ -39,13 +39,6 @@ CAPITAL = Capital.model_json_schema()
 
 
 @pytest.fixture(scope="module")
-def vocabulary(gemma_path: Path) -> Iterator[Vocabulary]:
-    v = Vocabulary(gemma_path)
-    yield v
-    v.close()
-
-
-@pytest.fixture(scope="module")
 def served(gemma_path: Path) -> Iterator[Served]:
     with served_file(gemma_path) as s:
         yield s

@@ -17,7 +17,8 @@ from app.serve.grammar import Grammar
 from app.serve.options import Limits
 from app.serve.prompts import chat_prompt
 from app.serve.requests import chat_request
-from app.serve.tools import GPT_OSS, HERMES, LLAMA3, MISTRAL, family_of, parse_calls
+from app.serve.tools import GPT_OSS, HERMES, LLAMA3, MISTRAL, family_of, forced_grammar, parse_calls
+from tests.support.grammar_check import Vocabulary
 from tests.support.serve import Served, load_session, serving
 
 HERMES_TEMPLATE = (
@@ -223,6 +224,18 @@ def test_recorded_replies_are_read_as_calls(family: str, reply: str, content: st
     text, found = parse_calls(family, reply)
     assert text == content
     assert [(c.name, json.loads(c.arguments)) for c in found] == calls
+
+
+@pytest.mark.llama
+def test_a_forced_call_comes_after_the_thoughts_of_a_block_the_prompt_opened(vocabulary: Vocabulary) -> None:
+    tools = tuple(chat_request({"messages": ASK, "tools": [WEATHER]}, Limits()).tools)
+    call = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
+    opened = forced_grammar(HERMES, tools, "required", opened_marker="<think>\n")
+    assert vocabulary.allows(opened, f"Paris, so the weather tool.\n</think>\n\n{call}")
+    assert not vocabulary.allows(opened, call)  # it was a call inside the thoughts, read as no call at all
+    may_think = forced_grammar(HERMES, tools, "required", template="... <think> ...")
+    assert vocabulary.allows(may_think, call) and vocabulary.allows(may_think, f"<think>hm</think>\n{call}")
+    assert not vocabulary.allows(forced_grammar(HERMES, tools, "required"), f"<think>hm</think>\n{call}")
 
 
 def test_a_schema_becomes_grammar_rules_by_its_parts() -> None:
