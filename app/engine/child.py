@@ -102,15 +102,23 @@ class _Server:
         """Stream the reply; pieces that come faster than PIECE_INTERVAL go out together, so that the
         app's process wakes 20 times a second at most while llama.cpp's threads have the cores."""
         engine = self.engine
-        pending, last = "", 0.0
+        pending, last, sent = "", 0.0, 0  # sent: the tokens' log-probabilities sent so far
+
+        def send_piece() -> None:
+            nonlocal sent
+            stats = engine.last_stats
+            entries = stats.logprobs[sent:]
+            sent = len(stats.logprobs)
+            self.send(p.PIECE, pending, stats.generated_tokens, entries, engine.kv_cells_used())
+
         for piece in engine.generate(prompt, params):
             pending += piece
             now = time.monotonic()
             if now - last >= PIECE_INTERVAL:
-                self.send(p.PIECE, pending, engine.last_stats.generated_tokens, engine.kv_cells_used())
+                send_piece()
                 pending, last = "", now
         if pending:
-            self.send(p.PIECE, pending, engine.last_stats.generated_tokens, engine.kv_cells_used())
+            send_piece()
         self.send(p.DONE, engine.last_stats, engine.kv_cells_used())
 
     def serve_slots(self) -> None:

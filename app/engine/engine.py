@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from app.devices.process import snapshot
 from app.engine.llama_log import capture
+from app.engine.logprobs import drop_cut, token_logprob
 from app.engine.markers import first_stop, partial_marker
 from app.engine.params import apply_context_params, apply_model_params, ensure_backend
 from app.engine.sampler_chain import ReplySampler
@@ -643,9 +644,14 @@ class Engine:
                     stats.stopped_by = "eos"
                     break
                 stats.generated_tokens += 1
+                if params.top_logprobs >= 0:
+                    n_vocab = llama_cpp.llama_vocab_n_tokens(self._vocab)
+                    entry = token_logprob(self._ctx, -1, n_vocab, token, params.top_logprobs, self.token_piece)
+                    stats.logprobs.append(entry)
                 pending += decoder.decode(self.token_piece(token))
                 cut = first_stop(pending, params.stop)
                 if cut is not None:
+                    drop_cut(stats.logprobs, len(pending) - cut)
                     pending = pending[:cut]
                     if pending:
                         yield pending

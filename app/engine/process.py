@@ -444,7 +444,8 @@ class EngineProcess:
                 while True:
                     kind, *args = self._receive()
                     if kind == p.PIECE:
-                        text, stats.generated_tokens, self._cells = args
+                        text, stats.generated_tokens, entries, self._cells = args
+                        stats.logprobs.extend(entries)
                         yield text
                     elif kind == p.MISSING_MEDIA:
                         self._missing(args[0])

@@ -10,8 +10,8 @@ Engine to app: READY (pid) once started; PROGRESS (fraction) while loading; LOAD
 PREFILLING (tokens read, of how many, KV cells held) as a long prompt's reading starts and after each
 batch; PREFILLED (reused tokens, prompt seconds, KV cells) when the prompt is in the cache; ENCODING
 (index, count) before an image of the prompt goes through the projector, ENCODED (MediaEncoded,
-projector weights, projector compute) after it; PIECE (text, tokens generated, KV cells) for each
-piece of the reply; DONE (GenerationStats, KV cells);
+projector weights, projector compute) after it; PIECE (text, tokens generated, the new tokens'
+log-probabilities, KV cells) for each piece of the reply; DONE (GenerationStats, KV cells);
 RESULT (value) for the other requests; ERROR (message, log lines, decode status).
 
 Parallel sequences (a context loaded with n_seq_max > 1, app/engine/slots.py): SLOTS_OPEN (answered RESULT
@@ -19,8 +19,9 @@ with a slot's context) starts them; then SLOT_START (request id, tokens, Generat
 (request id: acted on at once), SLOT_TOKENIZE (request id, text, add_special, parse_special: answered
 SLOT_RESULT (request id, tokens)) and SLOTS_CLOSE (the replies still running stopped; answered RESULT).
 Meanwhile the engine sends, each with its request id, SLOT_PREFILLED (reused tokens, prompt seconds),
-SLOT_PIECE (text, tokens generated, KV cells), SLOT_DONE (GenerationStats, KV cells) and SLOT_ERROR
-(message, log lines, decode status); any other request is answered ERROR until SLOTS_CLOSE.
+SLOT_PIECE (text, tokens generated, the new tokens' log-probabilities, KV cells), SLOT_DONE
+(GenerationStats, KV cells) and SLOT_ERROR (message, log lines, decode status); any other request is
+answered ERROR until SLOTS_CLOSE.
 
 Pictures cross once: the child keeps the bytes of the images and sounds it was sent (`MediaCache`), and a
 later prompt carries a picture it keeps as its key alone (its `Media` with no bytes). A GENERATE or

@@ -40,6 +40,7 @@ class SlotReply:
                 kind, *args = self._channel.next_message(self._inbox)
                 if kind == p.SLOT_PIECE:
                     self.stats.generated_tokens = args[2]
+                    self.stats.logprobs.extend(args[3])
                     yield args[1]
                 elif kind == p.SLOT_PREFILLED:
                     import time

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.engine import protocol as p
+from app.engine.logprobs import drop_cut, held_back, token_logprob
 from app.engine.markers import first_stop, partial_marker
 from app.engine.sampler_chain import ReplySampler
 from app.engine.types import EngineError, GenerationParams, GenerationStats
@@ -43,6 +44,7 @@ class _Reply:
     pending: str = ""  # text that may still turn into a stop string
     outbox: str = ""  # text to send
     sent_at: float = 0.0
+    logprobs_sent: int = 0  # the tokens' log-probabilities sent so far
     next_token: int | None = None  # sampled, decoded at the next step
 
 
@@ -190,7 +192,12 @@ class Slots:
                 reply.stats.generation_started = now
                 out.append((p.SLOT_PREFILLED, reply.request, reply.stats.reused_tokens, reply.stats.prompt_seconds))
             if logits:
-                out += self._sampled(slot, reply.sampler.sample(self.c.ctx, index - 1))
+                token = reply.sampler.sample(self.c.ctx, index - 1)
+                top = reply.params.top_logprobs
+                if top >= 0 and not llama_cpp.llama_vocab_is_eog(self.c.vocab, token):
+                    entry = token_logprob(self.c.ctx, index - 1, self.c.n_vocab, token, top, self.c.piece)
+                    reply.stats.logprobs.append(entry)
+                out += self._sampled(slot, token)
         return out
 
     def _put(self, batch: Any, n: int, slot: _Slot, tokens: list[int], logits: bool) -> int:
@@ -215,6 +222,7 @@ class Slots:
         reply.pending += reply.decoder.decode(self.c.piece(token))
         cut = first_stop(reply.pending, reply.params.stop)
         if cut is not None:
+            drop_cut(reply.stats.logprobs, len(reply.pending) - cut)
             reply.outbox += reply.pending[:cut]
             reply.pending = ""
             return self._finish(slot, "stop")
@@ -230,11 +238,17 @@ class Slots:
         if reply.outbox and now - reply.sent_at >= PIECE_INTERVAL:
             reply.sent_at = now
             text, reply.outbox = reply.outbox, ""
-            return [(p.SLOT_PIECE, reply.request, text, reply.stats.generated_tokens, self.cells_used())]
+            return [self._piece(reply, text)]
         return []
 
-    def _finish(self, slot: _Slot, stopped_by: str) -> list[tuple[Any, ...]]:
+    def _piece(self, reply: _Reply, text: str) -> tuple[Any, ...]:
+        logprobs = reply.stats.logprobs
+        shown = len(logprobs) - held_back(logprobs, len(reply.pending))  # not those whose text is held back
+        entries = logprobs[reply.logprobs_sent : shown]
+        reply.logprobs_sent = max(reply.logprobs_sent, shown)
+        return (p.SLOT_PIECE, reply.request, text, reply.stats.generated_tokens, entries, self.cells_used())
 
+    def _finish(self, slot: _Slot, stopped_by: str) -> list[tuple[Any, ...]]:
         reply = slot.reply
         assert reply is not None
         slot.reply = None
@@ -244,9 +258,10 @@ class Slots:
         if stats.generation_started:
             stats.generation_seconds = time.perf_counter() - stats.generation_started
         text = reply.outbox + (reply.pending if stopped_by != "stop" else "")
+        reply.pending = ""  # sent now, with its tokens' log-probabilities
         out: list[tuple[Any, ...]] = []
         if text:
-            out.append((p.SLOT_PIECE, reply.request, text, stats.generated_tokens, self.cells_used()))
+            out.append(self._piece(reply, text))
         out.append((p.SLOT_DONE, reply.request, stats, self.cells_used()))
         return out
 

@@ -32,6 +32,11 @@ class EngineError(VramchatError, RuntimeError):
         self.status = status
 
 
+# a generated token's text (bytes: a token may hold part of a character), log-probability under the model's
+# own distribution, and the likeliest tokens' (text, log-probability) at that step
+TokenLogprob = tuple[bytes, float, tuple[tuple[bytes, float], ...]]
+
+
 @dataclass(frozen=True)
 class GenerationParams:
     max_tokens: int = DEFAULT_MAX_TOKENS
@@ -51,6 +56,9 @@ class GenerationParams:
     grammar: str = ""
     # (token id, bias) added to the token's logit before any other sampler (OpenAI's logit_bias); -inf bans it
     logit_bias: tuple[tuple[int, float], ...] = ()
+    # each generated token's log-probability and this many of the likeliest tokens beside it (OpenAI's
+    # logprobs / top_logprobs) in GenerationStats.logprobs; -1: none
+    top_logprobs: int = -1
 
 
 @dataclass
@@ -65,6 +73,9 @@ class GenerationStats:
     # while a long prompt is read: tokens read so far (of prompt_tokens - reused_tokens), and when it began
     prompt_read: int = 0
     prompt_started: float = 0.0
+    # with GenerationParams.top_logprobs: each generated token's (text, log-probability, the likeliest tokens'
+    # (text, log-probability)), in order (app.engine.logprobs)
+    logprobs: list[TokenLogprob] = field(default_factory=list)
 
     def reading_prompt(self) -> tuple[int, int, float] | None:
         """While the prompt is being read: (tokens read, tokens to read, tokens a second); else None."""

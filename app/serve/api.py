@@ -215,10 +215,11 @@ async def _answer(state: ServeState, request: Request, endpoint: str) -> Respons
         params = runner.params(wanted.sampling, prepared, completion=endpoint != CHAT)
         state.monitor.on_engine(exchange.id, prepared.n_tokens)
         name = wanted.model or state.model_id
+        logprobs = wanted.sampling.top_logprobs >= 0
         stream: ChatStream | CompletionStream = (
-            ChatStream(name, prepared.opened_reasoning, prepared.tool_family)
+            ChatStream(name, prepared.opened_reasoning, prepared.tool_family, logprobs)
             if endpoint == CHAT
-            else CompletionStream(name)
+            else CompletionStream(name, logprobs)
         )
         job = Job(asyncio.get_running_loop())
         threading.Thread(
@@ -237,7 +238,7 @@ async def _answer(state: ServeState, request: Request, endpoint: str) -> Respons
             while event is not None:
                 kind, value = event
                 if kind == "piece":
-                    stream.feed(value[0])
+                    stream.feed(value[0], value[2])
                     exchange.piece(value[1])
                 elif kind == "done":
                     exchange.leave()
@@ -280,7 +281,7 @@ async def _stream(
             if kind == "piece":
                 tokens = value[1]
                 exchange.piece(tokens)
-                for chunk in stream.feed(value[0]):
+                for chunk in stream.feed(value[0], value[2]):
                     yield sse(chunk)
             elif kind == "done":
                 finished = True

@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 from app.conversation.reasoning import OPEN_MARKER, ReplySplitter, split_reply
-from app.engine.types import GenerationStats
+from app.engine.types import GenerationStats, TokenLogprob
 from app.serve.tools import ToolCall, parse_calls
 
 FINISH = {"eos": "stop", "stop": "stop", "user": "stop", "length": "length", "context": "length"}
@@ -30,6 +30,34 @@ def usage(stats: GenerationStats) -> dict[str, int]:
         "completion_tokens": stats.generated_tokens,
         "total_tokens": stats.prompt_tokens + stats.generated_tokens,
         "prompt_tokens_details": {"cached_tokens": stats.reused_tokens},  # type: ignore[dict-item]
+    }
+
+
+def _token(text: bytes, logprob: float) -> dict[str, Any]:
+    """A token as OpenAI's logprobs write it: its text, log-probability and bytes (a token may hold part of a
+    character: the bytes are what it holds, the text its readable form)."""
+    return {"token": text.decode("utf-8", errors="replace"), "logprob": logprob, "bytes": list(text)}
+
+
+def chat_logprobs(entries: list[TokenLogprob]) -> dict[str, Any]:
+    """A chat choice's `logprobs`: each token, with the likeliest tokens beside it."""
+    content = [{**_token(text, lp), "top_logprobs": [_token(t, p) for t, p in top]} for text, lp, top in entries]
+    return {"content": content, "refusal": None}
+
+
+def completion_logprobs(entries: list[TokenLogprob], offset: int) -> dict[str, Any]:
+    """A completion choice's `logprobs`, in the completions API's own shape; `offset`: where the first token's
+    text starts in the completion."""
+    tokens, offsets = [], []
+    for text, _, _ in entries:
+        tokens.append(text.decode("utf-8", errors="replace"))
+        offsets.append(offset)
+        offset += len(tokens[-1])
+    return {
+        "tokens": tokens,
+        "token_logprobs": [lp for _, lp, _ in entries],
+        "top_logprobs": [{t.decode("utf-8", errors="replace"): p for t, p in top} for _, _, top in entries],
+        "text_offset": offsets,
     }
 
 
@@ -50,11 +78,13 @@ def timings(stats: GenerationStats) -> dict[str, float]:
 class ChatStream:
     """One chat reply, piece by piece."""
 
-    def __init__(self, model: str, opened_reasoning: bool, tool_family: str | None) -> None:
+    def __init__(self, model: str, opened_reasoning: bool, tool_family: str | None, logprobs: bool = False) -> None:
         self.id = new_id("chatcmpl")
         self.created = int(time.time())
         self.model = model
         self.tool_family = tool_family
+        self.logprobs = logprobs  # each token's log-probability asked for
+        self._unsent: list[TokenLogprob] = []  # the tokens' log-probabilities not yet on a chunk
         self._splitter = ReplySplitter()
         self._opened = opened_reasoning
         if opened_reasoning:
@@ -77,9 +107,11 @@ class ChatStream:
     def first(self) -> dict[str, Any]:
         return self.chunk({"role": "assistant", "content": ""})
 
-    def feed(self, piece: str) -> list[dict[str, Any]]:
-        """The chunks for a new piece of the reply (none while a marker is still unsure)."""
+    def feed(self, piece: str, logprobs: list[TokenLogprob] | tuple[()] = ()) -> list[dict[str, Any]]:
+        """The chunks for a new piece of the reply (none while a marker is still unsure); the piece's tokens'
+        log-probabilities go on the first chunk sent from now on."""
         self.raw += piece
+        self._unsent += logprobs
         reasoning, answer = self._splitter.feed(piece)
         out = []
         if reasoning:
@@ -88,7 +120,13 @@ class ChatStream:
             answer = self._lead(answer)
             if answer:
                 out.append(self.chunk({"content": answer}))
-        return out
+        return self._with_logprobs(out)
+
+    def _with_logprobs(self, chunks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        if chunks and self.logprobs and self._unsent:
+            chunks[0]["choices"][0]["logprobs"] = chat_logprobs(self._unsent)
+            self._unsent = []
+        return chunks
 
     def _lead(self, answer: str) -> str:
         """The answer's first text without the space a model writes before it (as the chat shows it)."""
@@ -116,7 +154,7 @@ class ChatStream:
                 out.append(self.chunk({"tool_calls": [dict(_indexed(c, i)) for i, c in enumerate(calls)]}))
                 finish = "tool_calls"
         out.append(self.chunk({}, finish))
-        return out
+        return self._with_logprobs(out)
 
     def usage_chunk(self, stats: GenerationStats) -> dict[str, Any]:
         return {
@@ -150,7 +188,14 @@ class ChatStream:
             "created": self.created,
             "model": self.model,
             "system_fingerprint": "vramchat",
-            "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish}],
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "logprobs": chat_logprobs(stats.logprobs) if self.logprobs else None,
+                    "finish_reason": finish,
+                }
+            ],
             "usage": usage(stats),
             "timings": timings(stats),
         }
@@ -163,11 +208,13 @@ def _indexed(call: ToolCall, index: int) -> dict[str, Any]:
 class CompletionStream:
     """One completion, piece by piece."""
 
-    def __init__(self, model: str) -> None:
+    def __init__(self, model: str, logprobs: bool = False) -> None:
         self.id = new_id("cmpl")
         self.created = int(time.time())
         self.model = model
         self.text = ""
+        self.logprobs = logprobs
+        self._offset = 0  # where the next token's text starts
 
     def chunk(self, text: str, finish: str | None = None) -> dict[str, Any]:
         return {
@@ -179,9 +226,13 @@ class CompletionStream:
             "choices": [{"index": 0, "text": text, "logprobs": None, "finish_reason": finish}],
         }
 
-    def feed(self, piece: str) -> list[dict[str, Any]]:
+    def feed(self, piece: str, logprobs: list[TokenLogprob] | tuple[()] = ()) -> list[dict[str, Any]]:
         self.text += piece
-        return [self.chunk(piece)]
+        chunk = self.chunk(piece)
+        if self.logprobs:
+            chunk["choices"][0]["logprobs"] = completion_logprobs(list(logprobs), self._offset)
+            self._offset += sum(len(text.decode("utf-8", errors="replace")) for text, _, _ in logprobs)
+        return [chunk]
 
     def last(self, stats: GenerationStats) -> list[dict[str, Any]]:
         return [self.chunk("", FINISH.get(stats.stopped_by, "stop"))]
@@ -190,11 +241,10 @@ class CompletionStream:
         return {**self.chunk(""), "choices": [], "usage": usage(stats), "timings": timings(stats)}
 
     def whole(self, stats: GenerationStats) -> dict[str, Any]:
-        return {
-            **self.chunk(self.text, FINISH.get(stats.stopped_by, "stop")),
-            "usage": usage(stats),
-            "timings": timings(stats),
-        }
+        answer = self.chunk(self.text, FINISH.get(stats.stopped_by, "stop"))
+        if self.logprobs:
+            answer["choices"][0]["logprobs"] = completion_logprobs(stats.logprobs, 0)
+        return {**answer, "usage": usage(stats), "timings": timings(stats)}
 
 
 def sse(data: dict[str, Any] | str) -> bytes:

@@ -1,7 +1,7 @@
 """The JSON a client sends, checked field by field into typed requests: every value of the wrong kind or
 out of range is refused with its field's name (OpenAI's `param`), never passed on. Fields this server
 does not act on and that change nothing of the answer (`user`, `metadata`, `store` ...) are let be; those
-that would change it and cannot be honoured (`n` above 1, `logprobs`, `echo`) are refused in words.
+that would change it and cannot be honoured (`n` above 1, `echo`, `best_of`) are refused in words.
 A JSON `response_format` is read by app.serve.structured."""
 
 from __future__ import annotations
@@ -55,6 +55,8 @@ class Sampling:
     frequency_penalty: float = 0.0
     stop: tuple[str, ...] = ()
     max_tokens_given: bool = False
+    # each token's log-probability and this many of the likeliest beside it (logprobs), -1: none
+    top_logprobs: int = -1
     # OpenAI's logit_bias: (token id, bias), -inf for false (banned, as llama.cpp's server takes it); the ids are
     # checked against the model's vocabulary when the reply's parameters are made (app.serve.runner)
     logit_bias: tuple[tuple[int, float], ...] = ()
@@ -140,7 +142,7 @@ def model_name(body: dict[str, Any]) -> str:
     return name
 
 
-def _sampling(body: dict[str, Any], limits: Limits) -> Sampling:
+def _sampling(body: dict[str, Any], limits: Limits, chat: bool = True) -> Sampling:
     def chat_value(name: str, key: str | None = None) -> Any:
         value = body.get(key or name)
         if value is None:
@@ -174,7 +176,26 @@ def _sampling(body: dict[str, Any], limits: Limits) -> Sampling:
         stop=_stops(body.get("stop"), limits),
         max_tokens_given=max_tokens is not None,
         logit_bias=_logit_bias(body.get("logit_bias"), limits),
+        top_logprobs=_top_logprobs(body) if chat else _completion_logprobs(body),
     )
+
+
+MAX_TOP_LOGPROBS = 20  # as OpenAI's chat takes them
+
+
+def _top_logprobs(body: dict[str, Any]) -> int:
+    """A chat's `logprobs` (true: each token's) and `top_logprobs` (the likeliest beside it; with logprobs)."""
+    wanted = _boolean(body, "logprobs")
+    top = _integer(body, "top_logprobs", 0, MAX_TOP_LOGPROBS)
+    if top is not None and top > 0 and not wanted:
+        raise bad_request("'top_logprobs' needs 'logprobs': true", param="top_logprobs")
+    return (top or 0) if wanted else -1
+
+
+def _completion_logprobs(body: dict[str, Any]) -> int:
+    """A completion's `logprobs`: how many of the likeliest tokens beside each one (0: its own alone)."""
+    top = _integer(body, "logprobs", 0, MAX_TOP_LOGPROBS)
+    return -1 if top is None else top
 
 
 def _logit_bias(value: Any, limits: Limits) -> tuple[tuple[int, float], ...]:
@@ -226,8 +247,6 @@ def _refuse_unsupported(body: dict[str, Any]) -> None:
     n = body.get("n")
     if n not in (None, 1):
         raise bad_request("'n': this server writes one choice per request; send several requests", param="n")
-    if body.get("logprobs") not in (None, False, 0) or body.get("top_logprobs") not in (None, 0):
-        raise bad_request("'logprobs' are not offered by this server", param="logprobs")
     if body.get("best_of") not in (None, 1):
         raise bad_request("'best_of' is not offered by this server", param="best_of")
     if body.get("echo") not in (None, False):
@@ -480,7 +499,7 @@ def completion_request(body: dict[str, Any], limits: Limits) -> CompletionReques
     return CompletionRequest(
         model_name(body),
         prompt,
-        _sampling(body, limits),
+        _sampling(body, limits, chat=False),
         stream=_boolean(body, "stream"),
         include_usage=_stream_options(body),
         json_reply=json_format(body, limits.schema_chars),

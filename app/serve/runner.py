@@ -189,6 +189,7 @@ class Runner:
             frequency_penalty=sampling.frequency_penalty,
             grammar=prepared.grammar,
             logit_bias=self._biases(sampling.logit_bias, model.report.n_vocab),
+            top_logprobs=sampling.top_logprobs,
         )
         limit = self.context_limit()
         what = "a slot's context" if self._channel is not None else "the context"
@@ -266,8 +267,11 @@ class Runner:
             session.generating.set()
             job.stops_with(engine.stop)
             try:
+                sent = 0  # the tokens' log-probabilities passed on so far
                 for piece in engine.generate(prepared.prompt, params):
-                    job.put("piece", (piece, engine.last_stats.generated_tokens))
+                    stats = engine.last_stats
+                    job.put("piece", (piece, stats.generated_tokens, stats.logprobs[sent:]))
+                    sent = len(stats.logprobs)
                     if job.cancelled.is_set():
                         engine.stop()
             finally:
@@ -284,8 +288,10 @@ class Runner:
         reply = channel.start(prepared.prompt, params)
         job.stops_with(reply.cancel)
         try:
+            sent = 0
             for piece in reply.pieces():
-                job.put("piece", (piece, reply.stats.generated_tokens))
+                job.put("piece", (piece, reply.stats.generated_tokens, reply.stats.logprobs[sent:]))
+                sent = len(reply.stats.logprobs)
         finally:
             job.stops_with(None)
         return reply.stats

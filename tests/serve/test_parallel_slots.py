@@ -107,3 +107,36 @@ def test_json_replies_in_slots_side_by_side_each_keep_their_schema(served: Serve
     assert sorted(answers) == ["France", "Italy", "Spain"]
     assert all(set(a) == {"city", "country"} and a["country"] in ("France", "Italy", "Spain") for a in answers.values())
     assert answers["France"]["city"] == "Paris"
+
+
+def test_logprobs_in_slots_are_each_replys_own_tokens(served: Served) -> None:
+    """Streamed from slots side by side: each reply's chunks carry its own tokens' log-probabilities, none of
+    the stop string that ended it."""
+    results: dict[str, tuple[str, list[str]]] = {}
+
+    def ask(country: str) -> None:
+        chunks = served.client().chat.completions.create(
+            model="demo",
+            messages=[{"role": "user", "content": f"What is the capital of {country}?"}],
+            max_tokens=16,
+            temperature=0,
+            logprobs=True,
+            top_logprobs=1,
+            stream=True,
+        )
+        text, tokens = "", []
+        for c in chunks:
+            if c.choices:
+                text += c.choices[0].delta.content or ""
+                tokens += [e.token for e in (c.choices[0].logprobs.content if c.choices[0].logprobs else [])]
+        results[country] = (text, tokens)
+
+    threads = [threading.Thread(target=ask, args=(c,)) for c in ("France", "Italy", "Spain")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    assert sorted(results) == ["France", "Italy", "Spain"]
+    for text, tokens in results.values():
+        assert text and "".join(tokens).strip() == text.strip()
+    assert results["France"][0].startswith("Paris")
