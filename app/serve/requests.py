@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from app.conversation.sampling import ChatSampling, checked
+from app.limits import INTEGERS
 from app.serve.errors import bad_request
 from app.serve.options import Limits
 from app.serve.structured import JsonFormat, json_format
@@ -149,6 +150,8 @@ def _sampling(body: dict[str, Any], limits: Limits, chat: bool = True) -> Sampli
             return None
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             raise bad_request(f"'{key or name}' must be a number", param=key or name)
+        if name in INTEGERS and isinstance(value, float) and not value.is_integer():  # not rounded in silence
+            raise bad_request(f"'{key or name}' must be a whole number", param=key or name)
         try:
             return checked(name, value)
         except ValueError as exc:

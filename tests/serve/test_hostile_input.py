@@ -64,6 +64,8 @@ def test_invalid_json_and_wrong_fields_are_answered_in_words(served: Served) -> 
         ({**QUESTION, "temperature": float("nan")}, None),  # json.dumps writes NaN; the server refuses it
         ({**QUESTION, "stop": ["x"] * 100}, "stop"),
         ({**QUESTION, "n": 3}, "n"),
+        ({**QUESTION, "seed": 3.5}, "seed"),
+        ({**QUESTION, "top_k": 40.5}, "top_k"),
         ({"model": "demo", "messages": [QUESTION["messages"][0]] * 2000}, "messages"),
     ):
         status, _, body = raw_request(served.port, post("/v1/chat/completions", wrong))
