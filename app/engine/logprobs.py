@@ -6,6 +6,7 @@ is drawn, while the logits are still the step's (the next decode overwrites them
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -19,15 +20,25 @@ def token_logprob(
     import llama_cpp
     import numpy as np
 
-    logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(ctx, index), shape=(n_vocab,)).astype(np.float64)
+    logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(ctx, index), shape=(n_vocab,))
     peak = float(logits.max())
-    total = peak + float(np.log(np.exp(logits - peak).sum()))
-    alternatives: tuple[tuple[bytes, float], ...] = ()
-    if top > 0:
-        best = np.argpartition(-logits, min(top, n_vocab - 1))[:top]
-        best = best[np.argsort(-logits[best], kind="stable")]
-        alternatives = tuple((piece(int(t)), float(logits[t]) - total) for t in best)
+    total = peak + math.log(float(np.exp(logits - peak).sum(dtype=np.float64)))
+    alternatives = tuple((piece(int(t)), float(logits[t]) - total) for t in _likeliest(logits, top)) if top else ()
     return piece(token), float(logits[token]) - total, alternatives
+
+
+def _likeliest(logits: Any, k: int) -> Any:
+    """The `k` likeliest token ids, likeliest first (ties by id). Sorting a 262,144-entry vocabulary takes
+    milliseconds a token; the k-th largest of every 64th logit is a floor the k largest all stand above, and
+    only the few above it are sorted."""
+    import numpy as np
+
+    sample = logits[::64]
+    if k >= sample.size:
+        return np.argsort(-logits, kind="stable")[:k]
+    floor = np.partition(sample, -k)[-k]
+    above = np.flatnonzero(logits >= floor)
+    return above[np.lexsort((above, -logits[above]))][:k]
 
 
 def held_back(entries: list[TokenLogprob], chars: int) -> int:

@@ -95,3 +95,15 @@ def test_logprobs_asked_out_of_range_are_refused(served: Served, endpoint: str, 
         else:
             client.completions.create(model="demo", prompt="x", max_tokens=2, extra_body=extra)
     assert caught.value.body["param"] == param  # type: ignore[index]
+
+
+@pytest.mark.parametrize("n_vocab", [50, 262_144])
+def test_the_likeliest_tokens_are_found_as_a_full_sort_finds_them(n_vocab: int) -> None:
+    import numpy as np
+
+    from app.engine.logprobs import _likeliest
+
+    logits = np.random.default_rng(n_vocab).normal(0, 3, n_vocab).astype(np.float32)
+    logits[[5, 9, 30]] = logits.max() + 1  # a three-way tie at the top: the lower id first, as a stable sort
+    for k in (1, 3, 20):
+        assert list(_likeliest(logits, k)) == list(np.argsort(-logits, kind="stable")[:k])
