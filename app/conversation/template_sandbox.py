@@ -20,13 +20,10 @@ import sys
 import threading
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from app.children import child_env
 from app.conversation.template_errors import TemplateError, TemplateOverBudget
-
-if TYPE_CHECKING:
-    from app.conversation.templates import TemplateValue
 
 DEADLINE_SECONDS = 5.0  # a real template renders in milliseconds; the sandbox's own step clock stops at 2 s
 START_SECONDS = 20.0  # starting Python and importing jinja, on a busy machine
@@ -124,7 +121,7 @@ def render_bounded(
     bos: str,
     eos: str,
     add_generation_prompt: bool = True,
-    switches: Mapping[str, TemplateValue] | None = None,
+    switches: Mapping[str, bool | str | int | float] | None = None,  # templates.TemplateValue
     tools: list[dict[str, Any]] | None = None,
 ) -> str:
     """The rendered prompt. TemplateOverBudget when the template goes over its time or memory (it is
