@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.grammar_check import Vocabulary
+from tests.support.serve import Served, served_file
 
 
 @pytest.fixture(scope="session")
@@ -16,3 +17,10 @@ def vocabulary(gemma_path: Path) -> Iterator[Vocabulary]:
     v = Vocabulary(gemma_path)
     yield v
     v.close()
+
+
+@pytest.fixture(scope="module")
+def served_demo(gemma_path: Path) -> Iterator[Served]:
+    """The demo loaded and served, for the tests of one module."""
+    with served_file(gemma_path) as s:
+        yield s

@@ -6,22 +6,19 @@ among them; out-of-range asks are refused in words."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
-from pathlib import Path
 
 import openai
 import pytest
 
-from tests.support.serve import Served, served_file
+from tests.support.serve import Served
 
 pytestmark = pytest.mark.llama
 QUESTION = [{"role": "user", "content": "What is the capital of France?"}]
 
 
 @pytest.fixture(scope="module")
-def served(gemma_path: Path) -> Iterator[Served]:
-    with served_file(gemma_path) as s:
-        yield s
+def served(served_demo: Served) -> Served:
+    return served_demo
 
 
 def test_each_token_of_a_chat_reply_comes_with_its_logprob_and_the_likeliest_beside_it(served: Served) -> None:

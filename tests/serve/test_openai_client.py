@@ -4,22 +4,18 @@ as the client raises them."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import openai
 import pytest
 
-from tests.support.serve import Served, get, served_file, serving
+from tests.support.serve import Served, get, serving
 
 pytestmark = pytest.mark.llama
 QUESTION = [{"role": "user", "content": "What is the capital of France?"}]
 
 
 @pytest.fixture(scope="module")
-def served(gemma_path: Path) -> Iterator[Served]:
-    with served_file(gemma_path) as s:
-        yield s
+def served(served_demo: Served) -> Served:
+    return served_demo
 
 
 def test_the_demo_answers_paris_plain_and_streamed(served: Served) -> None:

@@ -9,7 +9,7 @@ import json
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -99,11 +99,7 @@ def test_json_replies_in_slots_side_by_side_each_keep_their_schema(served: Serve
         )
         answers[country] = json.loads(reply.choices[0].message.content or "")
 
-    threads = [threading.Thread(target=ask, args=(c,)) for c in ("France", "Italy", "Spain")]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=300)
+    _at_once(ask, ("France", "Italy", "Spain"))
     assert sorted(answers) == ["France", "Italy", "Spain"]
     assert all(set(a) == {"city", "country"} and a["country"] in ("France", "Italy", "Spain") for a in answers.values())
     assert answers["France"]["city"] == "Paris"
@@ -131,12 +127,17 @@ def test_logprobs_in_slots_are_each_replys_own_tokens(served: Served) -> None:
                 tokens += [e.token for e in (c.choices[0].logprobs.content if c.choices[0].logprobs else [])]
         results[country] = (text, tokens)
 
-    threads = [threading.Thread(target=ask, args=(c,)) for c in ("France", "Italy", "Spain")]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=300)
+    _at_once(ask, ("France", "Italy", "Spain"))
     assert sorted(results) == ["France", "Italy", "Spain"]
     for text, tokens in results.values():
         assert text and "".join(tokens).strip() == text.strip()
     assert results["France"][0].startswith("Paris")
+
+
+def _at_once(ask: Callable[[str], None], countries: tuple[str, ...]) -> None:
+    """`ask` about each country, all at once, each in its own thread, until all have answered."""
+    threads = [threading.Thread(target=ask, args=(c,)) for c in countries]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)

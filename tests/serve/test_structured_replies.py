@@ -6,8 +6,6 @@ thoughts; and every format a grammar cannot follow is refused in words, the serv
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Literal, Optional
 
 import openai
@@ -39,9 +37,8 @@ CAPITAL = Capital.model_json_schema()
 
 
 @pytest.fixture(scope="module")
-def served(gemma_path: Path) -> Iterator[Served]:
-    with served_file(gemma_path) as s:
-        yield s
+def served(served_demo: Served) -> Served:
+    return served_demo
 
 
 # -- what a grammar lets a model write ------------------------------------------------------------
