@@ -45,6 +45,44 @@ def literal(text: str) -> str:
     return f'"{escaped}"'
 
 
+def one_of(texts: list[str]) -> str:
+    """A GBNF expression for any one of `texts`, their shared beginnings written once (a trie).
+
+    llama.cpp's grammar sampler follows every alternative still open at once: 200 enum values written side by side
+    are 200 of them at each token (the demo wrote 13 tokens in 3.5 s, 1,000 values 16.5 s); as a trie, only the
+    few that differ at the next character. Texts too long for the trie's depth are written side by side."""
+    texts = list(dict.fromkeys(texts))
+    if len(texts) < 2 or max(map(len, texts)) > _TRIE_DEPTH:
+        return " | ".join(literal(t) for t in texts)
+    trie: dict[str, Any] = {}
+    for text in texts:
+        node = trie
+        for c in text:
+            node = node.setdefault(c, {})
+        node[""] = {}  # a text ends here
+    return _trie_expression(trie)
+
+
+_TRIE_DEPTH = 200  # characters: deeper, the nesting of one_of's expression would be as deep
+
+
+def _trie_expression(node: dict[str, Any]) -> str:
+    """The alternatives below `node`, each a run of characters without a branch, then what follows it."""
+    ends = "" in node
+    options = []
+    for c, child in node.items():
+        if c == "":
+            continue
+        run = c
+        while len(child) == 1 and "" not in child:
+            ((c, child),) = child.items()
+            run += c
+        rest = _trie_expression(child) if child.keys() - {""} else ""
+        options.append(f"{literal(run)} {rest}".strip())
+    body = options[0] if len(options) == 1 and not ends else "( " + " | ".join(options) + " )"
+    return f"{body}?" if ends else body
+
+
 def _char_class(chars: str, negated: bool = False) -> str:
     inside = "".join("\\" + c if c in "\\]^-[" else c for c in dict.fromkeys(chars))
     return f"[{'^' if negated else ''}{inside}]"
@@ -81,8 +119,7 @@ class Grammar:
         if "const" in schema:
             return self.rule(name, literal(json.dumps(schema["const"], ensure_ascii=False)))
         if isinstance(schema.get("enum"), list) and schema["enum"]:
-            options = " | ".join(literal(json.dumps(v, ensure_ascii=False)) for v in schema["enum"])
-            return self.rule(name, options)
+            return self.rule(name, one_of([json.dumps(v, ensure_ascii=False) for v in schema["enum"]]))
         for key in ("anyOf", "oneOf"):
             if isinstance(schema.get(key), list) and schema[key]:
                 parts = [self.schema(s, f"{name}-{i}", depth + 1) for i, s in enumerate(schema[key])]

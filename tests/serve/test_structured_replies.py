@@ -57,6 +57,18 @@ def test_a_schema_holds_the_reply_to_its_properties_and_values(vocabulary: Vocab
     assert not vocabulary.allows(any_object, "[1]") and not vocabulary.allows(any_object, '"text"')
 
 
+def test_a_long_enum_is_held_to_its_values_as_a_trie(vocabulary: Vocabulary) -> None:
+    """Its values' shared beginnings are written once (llama.cpp follows each alternative still open: 1,000 values
+    side by side wrote 0.7 tokens/s, bench/json_enum.py), and the grammar allows exactly the values."""
+    values = [f"Country{i}" for i in range(1000)] + ["", "Côte d'Ivoire", 'say "hi"', 7, None]
+    schema = {"type": "object", "properties": {"c": {"enum": values}}, "required": ["c"]}
+    grammar = reply_grammar(JsonFormat(schema))
+    for value in ("Country0", "Country1", "Country10", "Country999", "", "Côte d'Ivoire", 'say "hi"', 7, None):
+        assert vocabulary.allows(grammar, json.dumps({"c": value}, ensure_ascii=False)), value
+    for value in ("Country", "Country1000", "Country01", "country1", "Côte", 8, "null"):
+        assert not vocabulary.allows(grammar, json.dumps({"c": value}, ensure_ascii=False)), value
+
+
 def test_references_and_recursion_are_followed(vocabulary: Vocabulary) -> None:
     grammar = reply_grammar(JsonFormat(Person.model_json_schema()))
     ann = {"name": "Ann", "friends": [{"name": "Bo", "friends": [], "home": None}], "home": CAPITAL_OF_ROME}
